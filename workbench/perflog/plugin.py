@@ -1,0 +1,1 @@
+"""pytest plugin (placeholder until the printer lands; must stay inert unless enabled)."""
