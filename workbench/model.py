@@ -247,6 +247,8 @@ class Investigation:
     rows: list[RatioRow]
     findings: list[Finding]
     pattern: Literal["uniform", "shape_specific", "none"] = "none"
+    # F extras (diagnosis): representative params, overall confidence, launch summaries (base first)
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 # --------------------------------------------------------------------------- files to write

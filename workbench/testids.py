@@ -9,7 +9,10 @@ from __future__ import annotations
 import re
 
 #: backend tokens as they appear in ids (``cutile-rs`` becomes ``cutile_rs`` via the conftest hook)
-BACKEND_TOKENS: tuple[str, ...] = ("cutile_rs", "cutile", "triton", "pytorch", "tilecpp")
+BACKEND_TOKENS: tuple[str, ...] = ("cutile_rs", "cutile", "triton", "pytorch", "tilecpp",
+                                   # the workbench's own profile suites (profiles/): a hot-path-flawed
+                                   # wrapper, a second cuTile variant, and tilegym.ops
+                                   "cutile_hotpath", "cutile_row", "tilegym")
 
 _NODEID = re.compile(r"^(?P<func>[^\[\]]+?)(?:\[(?P<id>.*)\])?$")
 

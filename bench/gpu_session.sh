@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One GPU-machine call: set up the cuTile/CUPTI bundle, then probe, GPU tests, recording, harness
+# cost, E repeats. Each step has its own timeout inside one global deadline; everything lands in
+# $OUT/results.tgz (+ summary.txt). Usage (device machine, repo root):
+#   bash bench/gpu_session.sh "probe gputests record harness erun"   [deadline seconds, default 560]
+set -o pipefail
+STEPS="${1:-probe gputests record harness}"
+DEADLINE=$(( $(date +%s) + ${2:-560} ))
+OUT="${OUT:-/tmp/wb_out}"; W="$OUT/w"; mkdir -p "$W"
+mkdir -p /tmp/site && tar -xJf .carry/cutile/cu134.tar.xz -C /tmp/site &&
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile/*.whl &&
+  export PYTHONPATH=/tmp/site CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH || { echo SETUP FAILED; exit 3; }
+export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+echo "setup done at $(date -u +%FT%TZ)" | tee "$W/summary.txt"
+step() {  # step NAME MAX_SECONDS CMD...
+  local name=$1 max=$2; shift 2
+  local left=$(( DEADLINE - $(date +%s) - 15 ))
+  if (( left < 20 )); then echo "$name SKIPPED (deadline)" | tee -a "$W/summary.txt"; return; fi
+  (( max > left )) && max=$left
+  local t0=$(date +%s)
+  timeout -k 5 "$max" "$@" > "$W/$name.log" 2>&1; local rc=$?
+  echo "$name rc=$rc $(( $(date +%s) - t0 ))s (limit ${max}s)" | tee -a "$W/summary.txt"
+  tail -n 25 "$W/$name.log"
+}
+for s in $STEPS; do
+  case $s in
+    probe) step probe 90 python3 bench/gpu_probe.py ;;
+    gputests) step gputests 240 python3 -m pytest -m gpu tests/test_gpu_capture.py tests/test_gpu_faults.py -v -rs -p no:cacheprovider ;;
+    record) step record 300 python3 -m profiles.record gpu --out "$W/rec" --timeout 120 ;;
+    harness) step harness 200 python3 bench/harness_cost.py --out "$W/harness_cost.json" ;;
+    erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
+  esac
+done
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$W/summary.txt" 2>&1
+tar czf "$OUT/results.tgz" -C "$W" . && ls -la "$OUT"
+cat "$W/summary.txt"

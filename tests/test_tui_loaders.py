@@ -1,0 +1,94 @@
+"""load_app_data on real fixtures (H200 perf logs) and on malformed files (named in problems)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import InputError
+from workbench.tui.app import make_app
+from workbench.tui.loaders import find_gpu, load_app_data
+from workbench.tui.modals import ConfirmModal
+from workbench.tui.screens.report import ReportScreen
+
+FIX = Path(__file__).parent / "fixtures"
+REAL_E = FIX / "e" / "real"
+
+
+@pytest.fixture()
+def out_root(tmp_path: Path) -> Path:
+    """A temp copy of the real rms_norm E inputs (H200 logs), plus a real IR pair and launches."""
+    root = tmp_path / "out"
+    shutil.copytree(REAL_E / "rms_norm", root / "rms_norm")
+    kdir = root / "rms_norm"
+    (kdir / "generated").mkdir()
+    shutil.copy(FIX / "ir" / "rms_norm_ref_16x1024.mlir", kdir / "reference" / "reference.mlir")
+    shutil.copy(FIX / "ir" / "rms_norm_ref_4x8192.mlir", kdir / "generated" / "generated_canon.mlir")
+    (kdir / "workbench").mkdir()
+    shutil.copy(FIX / "f" / "rms_norm_16384x2048.launches.json", kdir / "workbench" / "launches.json.gz")
+    return root
+
+
+def test_real_out_root_loads_table_ir_launches(out_root: Path) -> None:
+    data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
+    assert data.problems == []
+    assert data.table is not None and len(data.table.rows) == 5
+    assert data.table.geomean == pytest.approx(0.99895, abs=1e-4)  # real H200 medians
+    assert len(data.ir_pairs) == 1 and data.ir_pairs[0].rows
+    assert data.launch_sets and data.plan_report is not None
+
+
+def test_malformed_inputs_become_problems_naming_file_and_line(out_root: Path) -> None:
+    kdir = out_root / "rms_norm"
+    (kdir / "workbench" / "launches.json.gz").write_text('{"version": 1, "sets": [')
+    (kdir / "workbench" / "session.json").write_text('{\n "gpu": "H200",\n oops\n}')
+    (kdir / "generated" / "generated_canon.mlir").write_text("entry @k() {\n  %0 = addf\n")  # unclosed
+    data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
+    text = "\n".join(str(p) for p in data.problems)
+    assert "launches.json.gz" in text
+    assert "session.json:3" in text
+    assert "generated_canon.mlir" in text
+    assert all(isinstance(p, InputError) for p in data.problems)
+    assert data.table is not None  # the rest still loads
+
+
+async def test_app_notifies_problems_and_does_not_crash(out_root: Path) -> None:
+    kdir = out_root / "rms_norm"
+    (kdir / "workbench" / "session.json").write_text("[1, 2")
+    data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
+    app = make_app(data)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert any("session.json" in str(n.message) for n in app._notifications)
+        await pilot.press("2", "3", "4", "1")
+        await pilot.pause()
+
+
+async def test_write_e_report_through_guarded_writer(out_root: Path) -> None:
+    """The Report screen writes the real E plan of a temp copy of real logs via write_plan."""
+    data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
+    app = make_app(data)
+    target = out_root / "rms_norm" / "reports" / "performance.md"
+    assert not target.exists()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("4", "e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReportScreen) and screen.plan is not None
+        assert screen.plan.ok, screen.plan.validator_output
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal)
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert target.read_text().startswith("VERDICT: DONE")
+    assert "geomean_ratio=0.9989" in target.read_text()
+
+
+def test_find_gpu_in_runs() -> None:
+    assert find_gpu({"runs": {"candidate": {"gpu": "NVIDIA H200, 580.159.04"}}}) == "NVIDIA H200, 580.159.04"
+    assert find_gpu({}) is None and find_gpu(None) is None

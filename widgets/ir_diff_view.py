@@ -1,0 +1,329 @@
+"""IRDiffView: side-by-side reference vs generated Tile IR (line API), one scroll for both sides.
+
+Contract: fed display rows (:class:`DiffLine`, built by ``workbench/tui`` from the core IR diff
+model) and optionally a Pygments lexer object (``workbench.ir.lexer.get_lexer()``); never reads
+files. Both sides are drawn by one widget so scrolling is synchronized by construction.
+Unchanged runs longer than ``2 * context`` fold into a ``⋯ N unchanged lines`` row
+(:func:`fold_rows`); ``n``/``N`` (or ``]``/``[``) move between hunks; :meth:`jump_to` puts a
+given reference/generated line under the cursor (unfolding as needed). Lines are tokenized
+lazily and cached, so a 10k-line pair is ready as soon as its rows are set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+DiffTag = Literal["equal", "replace", "delete", "insert", "fold"]
+NUM_W = 6  # line-number column width, incl. one space
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One side-by-side display row. Spans are (start, end) character ranges that differ."""
+
+    tag: DiffTag
+    left_no: int | None
+    left: str
+    right_no: int | None
+    right: str
+    left_spans: tuple[tuple[int, int], ...] = ()
+    right_spans: tuple[tuple[int, int], ...] = ()
+    hunk: int = -1  # index of the hunk a changed row belongs to
+    folded: int = 0  # for tag == "fold": how many unchanged rows are hidden
+
+
+def number_hunks(rows: Sequence[DiffLine]) -> list[DiffLine]:
+    """Assign consecutive hunk numbers to maximal runs of changed rows."""
+    out: list[DiffLine] = []
+    hunk, inside = -1, False
+    for r in rows:
+        changed = r.tag not in ("equal", "fold")
+        if changed and not inside:
+            hunk += 1
+        inside = changed
+        out.append(replace(r, hunk=hunk if changed else -1))
+    return out
+
+
+def fold_rows(rows: Sequence[DiffLine], context: int = 3) -> list[DiffLine]:
+    """Collapse unchanged runs longer than ``2*context`` (keeping ``context`` rows each side)."""
+    out: list[DiffLine] = []
+    i, n = 0, len(rows)
+    while i < n:
+        if rows[i].tag != "equal":
+            out.append(rows[i])
+            i += 1
+            continue
+        j = i
+        while j < n and rows[j].tag == "equal":
+            j += 1
+        head = context if i > 0 else 0
+        tail = context if j < n else 0
+        if j - i > head + tail + 1:
+            out.extend(rows[i : i + head])
+            hidden = j - i - head - tail
+            first = rows[i + head]
+            out.append(DiffLine("fold", first.left_no, "", first.right_no, "", folded=hidden))
+            out.extend(rows[j - tail : j])
+        else:
+            out.extend(rows[i:j])
+        i = j
+    return out
+
+
+# Pygments token type (first component after Token.) -> component class suffix
+_TOKEN_CLASS = {
+    "Keyword": "keyword",
+    "Name": "name",
+    "Literal": "number",
+    "String": "string",
+    "Comment": "comment",
+    "Operator": "operator",
+    "Punctuation": "punct",
+}
+
+
+class IRDiffView(ScrollView, can_focus=True):
+    """Two IR texts side by side with hunk navigation, folding and a cursor row."""
+
+    DEFAULT_CSS = """
+    IRDiffView { height: 1fr; background: $surface; }
+    IRDiffView > .irdiffview--lineno { color: $text-muted; }
+    IRDiffView > .irdiffview--gutter { color: $text-muted; }
+    IRDiffView > .irdiffview--removed { background: $error 20%; }
+    IRDiffView > .irdiffview--added { background: $success 20%; }
+    IRDiffView > .irdiffview--removed-span { background: $error 50%; }
+    IRDiffView > .irdiffview--added-span { background: $success 50%; }
+    IRDiffView > .irdiffview--fold { color: $text-muted; text-style: italic; }
+    IRDiffView > .irdiffview--cursor { text-style: reverse; }
+    IRDiffView > .irdiffview--keyword { color: $accent; text-style: bold; }
+    IRDiffView > .irdiffview--name { color: $primary; }
+    IRDiffView > .irdiffview--number { color: $warning; }
+    IRDiffView > .irdiffview--string { color: $success; }
+    IRDiffView > .irdiffview--comment { color: $text-muted; text-style: italic; }
+    IRDiffView > .irdiffview--operator { color: $secondary; }
+    IRDiffView > .irdiffview--punct { color: $text; }
+    """
+    COMPONENT_CLASSES = {
+        "irdiffview--lineno",
+        "irdiffview--gutter",
+        "irdiffview--removed",
+        "irdiffview--added",
+        "irdiffview--removed-span",
+        "irdiffview--added-span",
+        "irdiffview--fold",
+        "irdiffview--cursor",
+        *(f"irdiffview--{v}" for v in _TOKEN_CLASS.values()),
+    }
+    BINDINGS = [
+        Binding("n,right_square_bracket", "hunk(1)", "Next hunk", tooltip="Jump to the next changed hunk",
+                id="irdiff-next-hunk"),
+        Binding("N,left_square_bracket", "hunk(-1)", "Prev hunk", tooltip="Jump to the previous hunk",
+                id="irdiff-prev-hunk"),
+        Binding("z", "toggle_fold", "Fold", tooltip="Fold/unfold unchanged lines", id="irdiff-fold"),
+        Binding("up,k", "cursor(-1)", "Up", show=False, id="irdiff-up"),
+        Binding("down,j", "cursor(1)", "Down", show=False, id="irdiff-down"),
+        Binding("pageup", "cursor(-20)", "Page up", show=False, id="irdiff-pgup"),
+        Binding("pagedown", "cursor(20)", "Page down", show=False, id="irdiff-pgdn"),
+        Binding("left,h", "hscroll(-8)", "Left", show=False, id="irdiff-left"),
+        Binding("right,l", "hscroll(8)", "Right", show=False, id="irdiff-right"),
+    ]
+
+    cursor: reactive[int] = reactive(0, init=False)
+    folded: reactive[bool] = reactive(True, init=False)
+    hoffset: reactive[int] = reactive(0, init=False)
+
+    class HunkChanged(Message):
+        def __init__(self, hunk: int, total: int) -> None:
+            super().__init__()
+            self.hunk = hunk
+            self.total = total
+
+    def __init__(self, *, context: int = 3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.context = context
+        self._all: list[DiffLine] = []
+        self.rows: list[DiffLine] = []
+        self.lexer: Any = None
+        self._tok_cache: LRUCache[str, list[tuple[str, str]]] = LRUCache(4096)
+        self._strip_cache: LRUCache[tuple[Any, ...], Strip] = LRUCache(512)
+        self.hunk_count = 0
+
+    # ------------------------------------------------------------------ data
+    def set_rows(self, rows: Sequence[DiffLine], lexer: Any = None) -> None:
+        self._all = number_hunks(rows)
+        self.hunk_count = 1 + max((r.hunk for r in self._all), default=-1)
+        self.lexer = lexer
+        self._tok_cache.clear()
+        self._apply_fold()
+        self.set_reactive(IRDiffView.cursor, 0)
+        self.scroll_to(0, 0, animate=False)
+
+    def _apply_fold(self) -> None:
+        keep = self.rows[self.cursor] if self.rows and self.cursor < len(self.rows) else None
+        self.rows = fold_rows(self._all, self.context) if self.folded else list(self._all)
+        self._strip_cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.rows))
+        if keep is not None and keep.tag != "fold":
+            self.jump_to(left_line=keep.left_no, right_line=keep.right_no)
+        self.refresh()
+
+    def watch_folded(self) -> None:
+        self._apply_fold()
+
+    def watch_cursor(self, new: int) -> None:
+        self.scroll_to_region(Region(0, new, 1, 1), animate=False)
+        self.refresh()
+        if 0 <= new < len(self.rows) and self.rows[new].hunk >= 0:
+            self.post_message(self.HunkChanged(self.rows[new].hunk, self.hunk_count))
+
+    def watch_hoffset(self) -> None:
+        self._strip_cache.clear()
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._strip_cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.rows))
+
+    @property
+    def current_hunk(self) -> int:
+        if not self.rows:
+            return -1
+        return self.rows[min(self.cursor, len(self.rows) - 1)].hunk
+
+    # ------------------------------------------------------------------ actions
+    def action_cursor(self, delta: int) -> None:
+        if self.rows:
+            self.cursor = min(max(0, self.cursor + delta), len(self.rows) - 1)
+
+    def action_hscroll(self, delta: int) -> None:
+        self.hoffset = max(0, self.hoffset + delta)
+
+    def action_toggle_fold(self) -> None:
+        self.folded = not self.folded
+
+    def action_hunk(self, direction: int) -> None:
+        """Move the cursor to the first row of the next/previous hunk (wraps nothing)."""
+        rows = self.rows
+        here = rows[self.cursor].hunk if rows else -1
+        idx = range(self.cursor + 1, len(rows)) if direction > 0 else range(self.cursor - 1, -1, -1)
+        for i in idx:
+            h = rows[i].hunk
+            if h >= 0 and h != here:
+                # land on the first row of that hunk
+                while i > 0 and rows[i - 1].hunk == h:
+                    i -= 1
+                self.cursor = i
+                return
+        self.app.bell()
+
+    def jump_to(self, *, left_line: int | None = None, right_line: int | None = None) -> bool:
+        """Put the row showing reference ``left_line`` (else generated ``right_line``) under the cursor."""
+        for want, attr in ((left_line, "left_no"), (right_line, "right_no")):
+            if want is None:
+                continue
+            for i, r in enumerate(self.rows):
+                if r.tag != "fold" and getattr(r, attr) == want:
+                    self.cursor = i
+                    return True
+            if self.folded and any(getattr(r, attr) == want for r in self._all):
+                self.folded = False  # the line is hidden in a fold: unfold, then find it
+                return self.jump_to(left_line=left_line, right_line=right_line)
+        return False
+
+    # ------------------------------------------------------------------ rendering
+    def _cls(self, name: str) -> Style:
+        return self.get_component_rich_style(f"irdiffview--{name}")
+
+    def _tokens(self, text: str) -> list[tuple[str, str]]:
+        if self.lexer is None:
+            return [(text, "")]
+        cached = self._tok_cache.get(text)
+        if cached is None:
+            cached = []
+            for ttype, value in self.lexer.get_tokens(text):
+                value = value.rstrip("\n")
+                if not value:
+                    continue
+                top = str(ttype).split(".")[1] if "." in str(ttype) else ""
+                cached.append((value, _TOKEN_CLASS.get(top, "")))
+            self._tok_cache[text] = cached
+        return cached
+
+    def _side(self, no: int | None, text: str, spans: tuple[tuple[int, int], ...], bg: str | None,
+              span_bg: str | None, width: int, base: Style) -> list[Segment]:
+        num = ("" if no is None else str(no)).rjust(NUM_W - 1) + " "
+        segs = [Segment(num, base + self._cls("lineno"))]
+        line_bg = base + self._cls(bg) if bg else base
+        text_w = max(0, width - NUM_W)
+        chars: list[Segment] = []
+        pos = 0
+        for value, cls in self._tokens(text.expandtabs(4)):
+            style = line_bg + self._cls(cls) if cls else line_bg
+            if span_bg and spans:  # intraline spans: style the changed characters darker
+                for k, ch in enumerate(value):
+                    p = pos + k
+                    inside = any(s <= p < e for s, e in spans)
+                    chars.append(Segment(ch, style + self._cls(span_bg) if inside else style))
+            else:
+                chars.append(Segment(value, style))
+            pos += len(value)
+        strip = Strip(chars).crop(self.hoffset, self.hoffset + text_w)
+        segs.extend(strip)
+        pad = text_w - strip.cell_length
+        if pad > 0:
+            segs.append(Segment(" " * pad, line_bg))
+        return segs
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        row_no = y + int(self.scroll_offset.y)
+        if row_no >= len(self.rows):
+            return Strip.blank(width, self.rich_style)
+        is_cursor = row_no == self.cursor and self.has_focus
+        key = (row_no, width, self.hoffset, is_cursor, id(self.rows))
+        cached = self._strip_cache.get(key)
+        if cached is not None:
+            return cached
+        r = self.rows[row_no]
+        base = self.rich_style
+        if r.tag == "fold":
+            label = f"  ⋯ {r.folded} unchanged lines (z to unfold)"
+            style = base + self._cls("fold")
+            if is_cursor:
+                style = style + self._cls("cursor")
+            strip = Strip([Segment(label.ljust(width)[:width], style)], width)
+        else:
+            half = (width - 1) // 2
+            left_bg = "removed" if r.tag in ("replace", "delete") else None
+            right_bg = "added" if r.tag in ("replace", "insert") else None
+            segs = self._side(r.left_no, r.left if r.left_no is not None else "", r.left_spans, left_bg,
+                              "removed-span", half, base)
+            segs.append(Segment("│", base + self._cls("gutter")))
+            segs += self._side(r.right_no, r.right if r.right_no is not None else "", r.right_spans,
+                               right_bg, "added-span", width - half - 1, base)
+            if is_cursor:
+                segs[0] = Segment(segs[0].text, (segs[0].style or base) + self._cls("cursor"))
+            strip = Strip(segs, width).crop(0, width)
+        self._strip_cache[key] = strip
+        return strip
+
+    def on_focus(self) -> None:
+        self._strip_cache.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._strip_cache.clear()
+        self.refresh()

@@ -1,0 +1,338 @@
+"""LaunchTimeline: per measured call, candidate and baseline lanes of GPU launches (line API).
+
+Contract: fed ``workbench.model.LaunchSet`` objects (``set_sets``) or live ``CallCapture``s
+(``append_call``); never reads files. Line 0 is a time ruler; every other line is one lane =
+one measured call of one backend, time relative to that call's host start so calls line up.
+Each launch is a bar whose glyph and colour say its kind (kernel █, memcpy ▓, memset ▒).
+Rendering is O(width · log n) per line (bisect over per-lane start arrays, skipping launches
+hidden inside an already painted cell) and strips are LRU-cached by view state, so 100k
+launches paint well under 50 ms per frame (``bench/tui_start.py`` measures it).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Any
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from workbench.model import CallCapture, Launch, LaunchSet
+
+GUTTER = 16  # lane label width (cells)
+GLYPH = {"kernel": "█", "memcpy": "▓", "memset": "▒"}
+MIN_NS_PER_CELL = 1.0
+
+
+@dataclass
+class Lane:
+    """One measured call of one backend, with launches sorted by start (offset ns)."""
+
+    role: str  # "candidate" | "baseline"
+    backend: str
+    call: CallCapture
+    launches: list[Launch]
+    starts: list[int]  # launch start - call.host_start_ns, sorted
+
+    @property
+    def label(self) -> str:
+        tag = "cand" if self.role == "candidate" else "base"
+        return f"#{self.call.index} {tag} {len(self.launches)}L"
+
+    @property
+    def span_ns(self) -> int:
+        if not self.launches:
+            return max(1, self.call.host_end_ns - self.call.host_start_ns)
+        return max(l.end_ns for l in self.launches) - self.call.host_start_ns
+
+
+def make_lane(role: str, backend: str, call: CallCapture) -> Lane:
+    launches = sorted(call.launches, key=lambda l: l.start_ns)
+    base = call.host_start_ns
+    return Lane(role, backend, call, launches, [l.start_ns - base for l in launches])
+
+
+def format_ns(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g}ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3g}us"
+    return f"{ns:.0f}ns"
+
+
+def launch_details(launch: Launch) -> str:
+    """Plain-text details of one launch (grid, block, regs, smem, duration)."""
+    parts = [f"{launch.kind} {launch.display_name}", f"duration {format_ns(launch.duration_ns)}"]
+    if launch.grid:
+        parts.append("grid {}x{}x{}".format(*launch.grid))
+    if launch.block:
+        parts.append("block {}x{}x{}".format(*launch.block))
+    if launch.registers_per_thread is not None:
+        parts.append(f"regs {launch.registers_per_thread}")
+    if launch.static_smem is not None or launch.dynamic_smem is not None:
+        parts.append(f"smem {launch.static_smem or 0}+{launch.dynamic_smem or 0} B")
+    if launch.bytes is not None:
+        parts.append(f"{launch.bytes} B {launch.copy_kind or ''}".rstrip())
+    if launch.stream_id is not None:
+        parts.append(f"stream {launch.stream_id}")
+    return "  ".join(parts)
+
+
+class LaunchTimeline(ScrollView, can_focus=True):
+    """Lanes of launch bars; zoom/pan by keys; selection posts :class:`LaunchSelected`."""
+
+    DEFAULT_CSS = """
+    LaunchTimeline { height: 1fr; background: $surface; }
+    LaunchTimeline > .launchtimeline--ruler { color: $text-muted; }
+    LaunchTimeline > .launchtimeline--candidate { color: $accent; }
+    LaunchTimeline > .launchtimeline--baseline { color: $secondary; }
+    LaunchTimeline > .launchtimeline--kernel { color: $primary; }
+    LaunchTimeline > .launchtimeline--memcpy { color: $warning; }
+    LaunchTimeline > .launchtimeline--memset { color: $error; }
+    LaunchTimeline > .launchtimeline--selected { color: $text; background: $accent; }
+    LaunchTimeline > .launchtimeline--cursor-lane { background: $boost; }
+    """
+    COMPONENT_CLASSES = {
+        "launchtimeline--ruler",
+        "launchtimeline--candidate",
+        "launchtimeline--baseline",
+        "launchtimeline--kernel",
+        "launchtimeline--memcpy",
+        "launchtimeline--memset",
+        "launchtimeline--selected",
+        "launchtimeline--cursor-lane",
+    }
+    BINDINGS = [
+        Binding("left,h", "pan(-1)", "Pan ←", tooltip="Pan left a quarter screen", id="timeline-pan-left"),
+        Binding("right,l", "pan(1)", "Pan →", tooltip="Pan right a quarter screen", id="timeline-pan-right"),
+        Binding("plus,equals_sign", "zoom(2)", "Zoom +", tooltip="Zoom in 2x", id="timeline-zoom-in"),
+        Binding("minus", "zoom(0.5)", "Zoom −", tooltip="Zoom out 2x", id="timeline-zoom-out"),
+        Binding("0", "fit", "Fit", tooltip="Fit the longest call to the width", id="timeline-fit"),
+        Binding("up,k", "lane(-1)", "Lane ↑", show=False, id="timeline-lane-up"),
+        Binding("down,j", "lane(1)", "Lane ↓", show=False, id="timeline-lane-down"),
+        Binding("tab", "step(1)", "Next launch", tooltip="Select the next launch in this lane",
+                id="timeline-next"),
+        Binding("shift+tab", "step(-1)", "Prev launch", show=False, id="timeline-prev"),
+    ]
+
+    ns_per_cell: reactive[float] = reactive(1000.0, init=False)
+    origin_ns: reactive[float] = reactive(0.0, init=False)
+    cursor_lane: reactive[int] = reactive(0, init=False)
+    selected: reactive[int] = reactive(-1, init=False)  # launch index within the cursor lane
+
+    class LaunchSelected(Message):
+        def __init__(self, lane: Lane, launch: Launch) -> None:
+            super().__init__()
+            self.lane = lane
+            self.launch = launch
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.lanes: list[Lane] = []
+        self._user_zoomed = False
+        self._cache: LRUCache[tuple[Any, ...], Strip] = LRUCache(1024)
+
+    # ------------------------------------------------------------------ data
+    def set_sets(self, candidate: LaunchSet | None, baseline: LaunchSet | None) -> None:
+        """Show one config: lanes interleave candidate call i, baseline call i."""
+        cand = candidate.calls if candidate else []
+        base = baseline.calls if baseline else []
+        lanes: list[Lane] = []
+        for i in range(max(len(cand), len(base))):
+            if i < len(cand) and candidate is not None:
+                lanes.append(make_lane("candidate", candidate.backend, cand[i]))
+            if i < len(base) and baseline is not None:
+                lanes.append(make_lane("baseline", baseline.backend, base[i]))
+        self.lanes = lanes
+        self._user_zoomed = False
+        self.cursor_lane = 0
+        self.selected = -1
+        self._relayout()
+
+    def append_call(self, role: str, backend: str, call: CallCapture) -> None:
+        """Live: one more measured call arrived."""
+        self.lanes.append(make_lane(role, backend, call))
+        self._relayout()
+
+    def clear(self) -> None:
+        self.set_sets(None, None)
+
+    @property
+    def launch_count(self) -> int:
+        return sum(len(l.launches) for l in self.lanes)
+
+    @property
+    def selected_launch(self) -> Launch | None:
+        if not self.lanes or self.selected < 0:
+            return None
+        lane = self.lanes[self.cursor_lane]
+        return lane.launches[self.selected] if self.selected < len(lane.launches) else None
+
+    def _plot_width(self) -> int:
+        return max(8, self.size.width - GUTTER)
+
+    def _relayout(self) -> None:
+        self._cache.clear()
+        self.virtual_size = Size(self.size.width, len(self.lanes) + 1)
+        if not self._user_zoomed:
+            self._fit()
+        self.refresh()
+
+    def _fit(self) -> None:
+        span = max((l.span_ns for l in self.lanes), default=1000)
+        self.set_reactive(LaunchTimeline.ns_per_cell, max(MIN_NS_PER_CELL, span * 1.02 / self._plot_width()))
+        self.set_reactive(LaunchTimeline.origin_ns, 0.0)
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def watch_ns_per_cell(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def watch_origin_ns(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def watch_cursor_lane(self, old: int, new: int) -> None:
+        self.refresh()
+        # keep the cursor lane on screen (line 0 is the ruler)
+        self.scroll_to_region(self._lane_region(new), animate=False)
+
+    def watch_selected(self) -> None:
+        self.refresh()
+        launch = self.selected_launch
+        if launch is not None:
+            self.post_message(self.LaunchSelected(self.lanes[self.cursor_lane], launch))
+
+    def _lane_region(self, lane: int) -> Any:
+        from textual.geometry import Region
+
+        return Region(0, lane + 1, 1, 1)
+
+    # ------------------------------------------------------------------ actions
+    def action_pan(self, direction: int) -> None:
+        self.origin_ns = max(0.0, self.origin_ns + direction * self._plot_width() * self.ns_per_cell / 4)
+
+    def action_zoom(self, factor: float) -> None:
+        self._user_zoomed = True
+        centre = self.origin_ns + self._plot_width() * self.ns_per_cell / 2
+        launch = self.selected_launch
+        if launch is not None:  # zoom around the selection, which is where the eye is
+            centre = launch.start_ns - self.lanes[self.cursor_lane].call.host_start_ns
+        new = max(MIN_NS_PER_CELL, self.ns_per_cell / factor)
+        self.ns_per_cell = new
+        self.origin_ns = max(0.0, centre - self._plot_width() * new / 2)
+
+    def action_fit(self) -> None:
+        self._user_zoomed = False
+        self._fit()
+        self._cache.clear()
+        self.refresh()
+
+    def action_lane(self, delta: int) -> None:
+        if self.lanes:
+            self.cursor_lane = min(max(0, self.cursor_lane + delta), len(self.lanes) - 1)
+            self.selected = -1 if not self.lanes[self.cursor_lane].launches else 0
+
+    def action_step(self, delta: int) -> None:
+        if not self.lanes:
+            return
+        lane = self.lanes[self.cursor_lane]
+        if not lane.launches:
+            return
+        self.selected = min(max(0, self.selected + delta), len(lane.launches) - 1)
+        # auto-pan so the selected launch is visible
+        start = lane.starts[self.selected]
+        width_ns = self._plot_width() * self.ns_per_cell
+        if not (self.origin_ns <= start < self.origin_ns + width_ns):
+            self.origin_ns = max(0.0, start - width_ns / 4)
+
+    # ------------------------------------------------------------------ rendering
+    def _style(self, name: str) -> Style:
+        return self.get_component_rich_style(f"launchtimeline--{name}")
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y == 0:
+            key: tuple[Any, ...] = ("ruler", width, self.origin_ns, self.ns_per_cell)
+            strip = self._cache.get(key)
+            if strip is None:
+                strip = self._render_ruler(width)
+                self._cache[key] = strip
+            return strip
+        lane_no = y - 1 + int(self.scroll_offset.y)
+        if lane_no >= len(self.lanes):
+            return Strip.blank(width, self.rich_style)
+        sel = self.selected if lane_no == self.cursor_lane else -2
+        key = (lane_no, width, self.origin_ns, self.ns_per_cell, sel, lane_no == self.cursor_lane,
+               len(self.lanes[lane_no].launches))
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._render_lane(self.lanes[lane_no], width, sel, lane_no == self.cursor_lane)
+            self._cache[key] = strip
+        return strip
+
+    def _render_ruler(self, width: int) -> Strip:
+        plot = max(0, width - GUTTER)
+        text = [" "] * plot
+        step = 16
+        for c in range(0, plot, step):
+            label = "|" + format_ns(self.origin_ns + c * self.ns_per_cell)
+            for i, ch in enumerate(label):
+                if c + i < plot:
+                    text[c + i] = ch
+        head = f"{format_ns(self.ns_per_cell)}/cell"[: GUTTER - 1].ljust(GUTTER)
+        return Strip([Segment(head + "".join(text), self._style("ruler"))], width).crop(0, width)
+
+    def _render_lane(self, lane: Lane, width: int, selected: int, is_cursor: bool) -> Strip:
+        plot = max(0, width - GUTTER)
+        base_style = self.rich_style
+        if is_cursor:
+            base_style = base_style + self._style("cursor-lane")
+        label_style = base_style + self._style("candidate" if lane.role == "candidate" else "baseline")
+        segs = [Segment(lane.label[: GUTTER - 1].ljust(GUTTER), label_style)]
+        kinds: list[int] = [-1] * plot  # launch index painted in each cell, -1 = idle
+        npc, origin = self.ns_per_cell, self.origin_ns
+        starts, launches, t0 = lane.starts, lane.launches, lane.call.host_start_ns
+        i = bisect_left(starts, origin)
+        if i > 0 and launches[i - 1].end_ns - t0 > origin:
+            i -= 1  # a launch that began left of the window still covers its first cells
+        n = len(starts)
+        while i < n:
+            a = int((starts[i] - origin) // npc)
+            if a >= plot:
+                break
+            b = int((launches[i].end_ns - t0 - origin) // npc)
+            for c in range(max(a, 0), min(b, plot - 1) + 1):
+                if kinds[c] == -1 or i == selected:
+                    kinds[c] = i
+            # skip launches that start inside the last painted cell: they cannot show anyway
+            nxt = bisect_left(starts, origin + (max(a, b) + 1) * npc)
+            if selected > i and selected < nxt:
+                nxt = selected  # but never skip the selected launch
+            i = max(i + 1, nxt)
+        styles = {k: base_style + self._style(k) for k in GLYPH}
+        sel_style = base_style + self._style("selected")
+        run_start = 0
+        for c in range(1, plot + 1):
+            if c < plot and kinds[c] == kinds[run_start]:
+                continue
+            idx = kinds[run_start]
+            length = c - run_start
+            if idx == -1:
+                segs.append(Segment(" " * length, base_style))
+            else:
+                kind = launches[idx].kind
+                style = sel_style if idx == selected else styles.get(kind, styles["kernel"])
+                segs.append(Segment(GLYPH.get(kind, "█") * length, style))
+            run_start = c
+        return Strip(segs, width).crop(0, width)

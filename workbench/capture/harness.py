@@ -1,0 +1,262 @@
+"""Measuring harness: benchmark_fn_cupti's result keys, one capture session for all samples.
+
+Contract: :func:`benchmark` returns TileGym ``benchmark_fn_cupti``'s keys (``mean std rel_std median
+min max nrep peak_mem_mb kernel_name kernel_times``; ms, ``rel_std`` in %, ``kernel_times`` of the last
+call) plus ``samples`` (raw ms per call), ``launches_per_call`` (the most common per-call launch count)
+and ``capture_source`` ("cupti" | "events"). A sample is the sum
+of device times of every GPU activity attributed to that call (TileGym's measured sum); with the
+events fallback it is the CUDA-event elapsed time and ``kernel_times`` is empty ("no launch data").
+``median`` is torch's lower median (``Tensor.median``), so values agree with TileGym's harness.
+
+Differences from TileGym on purpose: warm-up by elapsed time, one session for all samples (no
+per-sample profiler start-up), L2 flush (256 MB ``zero_`` + sync) between samples outside the
+window, and :func:`benchmark_pair` interleaves two functions A B A B in one session. Per-launch
+records go to ``workbench.events.emit(None, "launches", ...)`` and, when ``WORKBENCH_LAUNCHES_DIR``
+is set, to a gzip side file per call of :func:`benchmark`.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import re
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.capture.session import CuptiSession, EventsSession, open_session
+from workbench.errors import CaptureError
+from workbench.model import CallCapture, LaunchSet
+
+L2_FLUSH_BYTES = 256 * 1000 * 1000  # TileGym: torch.empty(int(256e6 // 4), dtype=torch.int)
+
+
+def summarize(samples_ms: Sequence[float]) -> dict[str, Any]:
+    """mean/std/rel_std/median/min/max/nrep with torch semantics (unbiased std, lower median)."""
+    n = len(samples_ms)
+    if n == 0:
+        raise CaptureError("no samples to summarize", key="samples")
+    mean = math.fsum(samples_ms) / n
+    std = statistics.stdev(samples_ms) if n > 1 else float("nan")
+    ordered = sorted(samples_ms)
+    return {
+        "mean": mean,
+        "std": std,
+        "rel_std": (std / mean) * 100 if mean > 0 and n > 1 else 0,
+        "median": ordered[(n - 1) // 2],
+        "min": ordered[0],
+        "max": ordered[-1],
+        "nrep": n,
+    }
+
+
+def kernel_times_of(call: CallCapture) -> list[dict[str, Any]]:
+    """TileGym's ``kernel_times`` rows for one call: per name self/total µs and launch count."""
+    rows: dict[str, dict[str, Any]] = {}
+    for launch in call.launches:
+        row = rows.setdefault(launch.display_name,
+                              {"name": launch.display_name, "self_time_us": 0.0, "total_time_us": 0.0, "count": 0})
+        row["self_time_us"] += launch.duration_ns / 1000.0
+        row["total_time_us"] += launch.duration_ns / 1000.0
+        row["count"] += 1
+    return sorted(rows.values(), key=lambda r: r["self_time_us"], reverse=True)
+
+
+def _current_test() -> tuple[str, str]:
+    """(nodeid, params) of the running pytest test, from PYTEST_CURRENT_TEST; ("", "") outside."""
+    from workbench.testids import split_nodeid
+
+    cur = os.environ.get("PYTEST_CURRENT_TEST", "")
+    nodeid = cur.rsplit(" (", 1)[0] if cur else ""
+    return nodeid, (split_nodeid(nodeid)[2] if nodeid else "")
+
+
+def _estimate_ms(torch: Any, fn: Callable[[], Any], initial_rep: int) -> float:
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(initial_rep):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return max(start.elapsed_time(end) / initial_rep, 1e-4)
+
+
+def _warm_up(torch: Any, fns: Sequence[Callable[[], Any]], warmup_ms: float) -> None:
+    # By elapsed wall time (TileGym converts its budget into a count from a 5-call estimate).
+    deadline = time.perf_counter() + warmup_ms / 1000.0
+    while True:
+        for fn in fns:
+            fn()
+        torch.cuda.synchronize()
+        if time.perf_counter() >= deadline:
+            break
+
+
+def _prepare_memory(torch: Any) -> None:
+    torch.cuda.empty_cache()
+    gc.collect()
+    clear = getattr(torch._C, "_cuda_clearCublasWorkspaces", None)
+    if clear is not None:
+        clear()
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+
+
+def _result(calls: list[CallCapture], samples: list[float], source: str, peak_mem_mb: int) -> dict[str, Any]:
+    res = summarize(samples)
+    res["peak_mem_mb"] = peak_mem_mb
+    last_rows = kernel_times_of(calls[-1]) if calls else []
+    if last_rows:
+        res["kernel_name"] = last_rows[0]["name"]
+        res["kernel_times"] = last_rows
+    counts = [len(c.launches) for c in calls]
+    res["samples"] = samples
+    res["launches_per_call"] = Counter(counts).most_common(1)[0][0] if counts and source != "events" else None
+    res["capture_source"] = source
+    return res
+
+
+def _samples_of(session: Any, calls: list[CallCapture], idx: Sequence[int] | None = None,
+                kernel_filter: str | Sequence[str] | None = None) -> list[float]:
+    if isinstance(session, EventsSession):
+        elapsed = session.elapsed_ms()
+        return [elapsed[i] for i in idx] if idx is not None else elapsed
+    if kernel_filter is None:
+        return [c.device_time_ns / 1e6 for c in calls]
+    # TileGym semantics: a sample sums only launches whose name matches ANY pattern (re.search).
+    patterns = [re.compile(kernel_filter)] if isinstance(kernel_filter, str) else [re.compile(p) for p in kernel_filter]
+    samples = [sum(x.duration_ns for x in c.launches if any(p.search(x.display_name) for p in patterns)) / 1e6
+               for c in calls]
+    if calls and samples[0] == 0:
+        names = sorted({x.display_name for x in calls[0].launches})
+        raise CaptureError(f"kernel_filter matched no GPU kernels. Filter: {kernel_filter}, actual kernels: {names}",
+                           key="kernel_filter")
+    return samples
+
+
+def _publish(calls: list[CallCapture], backend: str, source: str, nodeid: str | None, params: str | None) -> None:
+    auto_nodeid, auto_params = _current_test()
+    nodeid = nodeid if nodeid is not None else auto_nodeid
+    params = params if params is not None else auto_params
+    launch_set = LaunchSet(nodeid=nodeid, backend=backend, params=params, calls=calls, source=source)
+    from workbench import launches_io
+
+    try:
+        from workbench import events
+    except ImportError:  # the perflog engineer's module; the harness works without it
+        events = None  # type: ignore[assignment]
+    if events is not None:
+        events.emit(None, "launches", nodeid=nodeid, backend=backend, params=params, source=source,
+                    calls=[launches_io.call_to_dict(c) for c in calls])
+    out_dir = os.environ.get("WORKBENCH_LAUNCHES_DIR")
+    if out_dir:
+        launches_io.append_side_file(Path(out_dir), launch_set)
+
+
+def benchmark(
+    fn: Callable[[], Any],
+    *,
+    backend: str = "unknown",
+    warmup_ms: float = 100.0,
+    rep_ms: float = 50.0,
+    min_rep: int = 2,
+    max_rep: int = 1000,
+    initial_rep: int = 5,
+    flush_l2: bool = True,
+    capture: str = "auto",
+    grad_to_none: Sequence[Any] | None = None,
+    nodeid: str | None = None,
+    params: str | None = None,
+    publish: bool = True,
+    kernel_filter: str | Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Measure ``fn`` (see the module docstring for keys and semantics)."""
+    import torch
+
+    estimate = _estimate_ms(torch, fn, initial_rep)
+    nrep = min(max_rep, max(min_rep, int(rep_ms / estimate)))
+    _warm_up(torch, [fn], warmup_ms)
+    cache = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int, device="cuda") if flush_l2 else None
+    _prepare_memory(torch)
+    session = open_session(backend, capture=capture)
+    with session:
+        fn()  # un-windowed: pays CUPTI's one-time instrumentation of this module outside the samples
+        torch.cuda.synchronize()
+        for _ in range(nrep):
+            if grad_to_none is not None:
+                for t in grad_to_none:
+                    t.grad = None
+            if cache is not None:
+                cache.zero_()
+                torch.cuda.synchronize()
+            with session.call():
+                fn()
+    calls = session.captures()
+    samples = _samples_of(session, calls, kernel_filter=kernel_filter)
+    peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
+    del cache
+    if publish:
+        _publish(calls, backend, session.source, nodeid, params)
+    return _result(calls, samples, session.source, peak)
+
+
+def benchmark_pair(
+    fn_a: Callable[[], Any],
+    fn_b: Callable[[], Any],
+    *,
+    backends: tuple[str, str] = ("a", "b"),
+    warmup_ms: float = 100.0,
+    rep_ms: float = 50.0,
+    min_rep: int = 2,
+    max_rep: int = 1000,
+    initial_rep: int = 5,
+    flush_l2: bool = True,
+    capture: str = "auto",
+    nodeid: tuple[str | None, str | None] = (None, None),
+    params: str | None = None,
+    publish: bool = True,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Measure two functions interleaved A B A B in ONE session (drift hits both equally)."""
+    import torch
+
+    est = max(_estimate_ms(torch, fn_a, initial_rep), _estimate_ms(torch, fn_b, initial_rep))
+    nrep = min(max_rep, max(min_rep, int(rep_ms / est)))
+    _warm_up(torch, [fn_a, fn_b], warmup_ms)
+    cache = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int, device="cuda") if flush_l2 else None
+    _prepare_memory(torch)
+    session = open_session(backends[0], capture=capture)
+    with session:
+        fn_a()
+        fn_b()
+        torch.cuda.synchronize()
+        for _ in range(nrep):
+            for fn in (fn_a, fn_b):
+                if cache is not None:
+                    cache.zero_()
+                    torch.cuda.synchronize()
+                with session.call():
+                    fn()
+    peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
+    del cache
+    results = []
+    for which in (0, 1):
+        idx = list(range(which, 2 * nrep, 2))
+        if isinstance(session, CuptiSession):
+            calls = session.captures([session.windows[i] for i in idx], backend=backends[which])
+            calls = [CallCapture(index=k, backend=c.backend, host_start_ns=c.host_start_ns,
+                                 host_end_ns=c.host_end_ns, launches=c.launches) for k, c in enumerate(calls)]
+        else:
+            all_calls = session.captures()
+            calls = [CallCapture(index=k, backend=backends[which], host_start_ns=all_calls[i].host_start_ns,
+                                 host_end_ns=all_calls[i].host_end_ns, launches=()) for k, i in enumerate(idx)]
+        samples = _samples_of(session, calls, idx)
+        if publish:
+            _publish(calls, backends[which], session.source, nodeid[which], params)
+        results.append(_result(calls, samples, session.source, peak))
+    return results[0], results[1]

@@ -1,0 +1,273 @@
+"""Capture sessions: one CUPTI (or CUDA-events) session spanning many measured calls.
+
+Contract::
+
+    with open_session("cutile", capture="auto") as s:   # CuptiSession or EventsSession
+        fn()                       # un-windowed calls (warm-up) are recorded but never attributed
+        for _ in range(n):
+            flush_l2()             # outside the window
+            with s.call():
+                fn()
+    calls = s.captures()           # list[CallCapture]; raises CaptureError on a failed self-check
+    s.source                       # "cupti" | "events" (events: no launch data, device time only)
+
+The CUPTI session (cupti-python 13.0.1): CONCURRENT_KERNEL (never KERNEL), RUNTIME + DRIVER,
+MEMCPY, MEMSET; callbacks are re-registered at every session start (Kineto may own them); each
+call's window is ``[get_timestamp(), sync, get_timestamp()]``; exit does ``synchronize`` then
+``activity_flush_all(1)``; dropped records refuse the sample set. A session refuses to start while
+torch.profiler is active, or after a Kineto session ran in this process (2.1x wrong medians seen).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from workbench.capture import conflicts
+from workbench.capture.demangle import demangle
+from workbench.capture.records import (
+    KIND_CONCURRENT_KERNEL,
+    KIND_DRIVER,
+    KIND_MEMCPY,
+    KIND_MEMSET,
+    KIND_RUNTIME,
+    ApiRec,
+    CopyRec,
+    KernelRec,
+    Window,
+    attribute_calls,
+)
+from workbench.errors import CaptureError
+from workbench.model import CallCapture
+
+_KINDS = (KIND_CONCURRENT_KERNEL, KIND_RUNTIME, KIND_DRIVER, KIND_MEMCPY, KIND_MEMSET)
+_BUFFER_BYTES = 8 << 20
+# Kineto-style names for copies, so kernel_times rows read like TileGym's (key_averages keys)
+_COPY_NAMES = {"DTOD": "DtoD", "HTOD": "HtoD", "DTOH": "DtoH", "HTOH": "HtoH", "PTOP": "PtoP"}
+
+
+def cupti_available() -> str | None:
+    """None when cupti-python imports and a CUDA torch is present; else the reason it cannot run."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA device"
+    try:
+        from cupti import cupti  # noqa: F401
+    except Exception as exc:  # cupti-python raises several types when libcupti is missing
+        return f"cupti-python unavailable: {exc}"
+    return None
+
+
+class _SessionBase:
+    source = "events"
+
+    def __init__(self, backend: str, *, expect_launches: bool = True) -> None:
+        self.backend = backend
+        self.expect_launches = expect_launches
+        self._torch: Any = None
+
+    def __enter__(self) -> _SessionBase:
+        import torch
+
+        self._torch = torch
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        raise NotImplementedError
+        yield
+
+    def captures(self) -> list[CallCapture]:
+        raise NotImplementedError
+
+
+class EventsSession(_SessionBase):
+    """Last resort: CUDA events around each call; device time only, **no launch data**."""
+
+    source = "events"
+
+    def __enter__(self) -> EventsSession:
+        super().__enter__()
+        self._pairs: list[tuple[Any, Any, int, int]] = []
+        return self
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        torch = self._torch
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        import time
+
+        t0 = time.perf_counter_ns()
+        start.record()
+        yield
+        end.record()
+        torch.cuda.synchronize()
+        self._pairs.append((start, end, t0, time.perf_counter_ns()))
+
+    def captures(self) -> list[CallCapture]:
+        return [
+            CallCapture(index=i, backend=self.backend, host_start_ns=t0, host_end_ns=t1, launches=())
+            for i, (_s, _e, t0, t1) in enumerate(self._pairs)
+        ]
+
+    def elapsed_ms(self) -> list[float]:
+        return [float(s.elapsed_time(e)) for s, e, _a, _b in self._pairs]
+
+
+class CuptiSession(_SessionBase):
+    """cupti-python activity session; see the module docstring for the protocol and checks."""
+
+    source = "cupti"
+
+    def __init__(self, backend: str, *, expect_launches: bool = True, allow_after_kineto: bool = False) -> None:
+        super().__init__(backend, expect_launches=expect_launches)
+        self.allow_after_kineto = allow_after_kineto
+        self._lock = threading.Lock()
+        self.kernels: list[KernelRec] = []
+        self.apis: list[ApiRec] = []
+        self.copies: list[CopyRec] = []
+        self.windows: list[Window] = []
+        self.dropped = 0
+        self._collecting = False
+        self._api_names: dict[tuple[int, int], str | None] = {}
+
+    # -- CUPTI callbacks: keep short, copy fields into tuples (the buffers are reused)
+    def _on_request(self) -> tuple[int, int]:
+        return _BUFFER_BYTES, 0
+
+    def _on_complete(self, records: list[Any]) -> None:
+        if not self._collecting:
+            return  # stale records of an earlier session: drop them here, never attribute them
+        kernels, apis, copies = [], [], []
+        for r in records:
+            kind = r.kind
+            if kind == KIND_CONCURRENT_KERNEL:
+                kernels.append(KernelRec(
+                    r.correlation_id, r.start, r.end, r.name, (r.grid_x, r.grid_y, r.grid_z),
+                    (r.block_x, r.block_y, r.block_z), r.registers_per_thread, r.static_shared_memory,
+                    r.dynamic_shared_memory, r.stream_id, r.graph_id, r.graph_node_id))
+            elif kind in (KIND_RUNTIME, KIND_DRIVER):
+                apis.append(ApiRec(r.correlation_id, r.start, r.end, r.cbid, kind, r.thread_id))
+            elif kind == KIND_MEMCPY:
+                copies.append(CopyRec(kind, r.correlation_id, r.start, r.end, r.bytes, r.stream_id,
+                                      _memcpy_kind(r.copy_kind), r.graph_id))
+            elif kind == KIND_MEMSET:
+                copies.append(CopyRec(kind, r.correlation_id, r.start, r.end, r.bytes, r.stream_id, None,
+                                      r.graph_id))
+        with self._lock:
+            self.kernels.extend(kernels)
+            self.apis.extend(apis)
+            self.copies.extend(copies)
+
+    def __enter__(self) -> CuptiSession:
+        reason = conflicts.active_profiler()
+        if reason:
+            raise CaptureError(f"refusing to start a CUPTI capture: {reason}; never run both in one "
+                               "process (use the torch.profiler fallback in its own process)")
+        if conflicts.kineto_used_in_process() and not self.allow_after_kineto:
+            raise CaptureError("refusing to start a CUPTI capture: a torch.profiler (Kineto) session ran "
+                               "earlier in this process, which made cupti-python medians 2.1x wrong on "
+                               "the H200; measure in a fresh process")
+        super().__enter__()
+        conflicts.install_tracker()
+        from cupti import cupti
+
+        self._cupti = cupti
+        self._torch.cuda.synchronize()
+        # Re-register at every session start: whoever registered last (e.g. Kineto) gets all buffers.
+        cupti.activity_register_callbacks(self._on_request, self._on_complete)
+        cupti.activity_flush_all(1)  # drain leftovers while _collecting is False
+        self._reset_dropped_baseline()
+        self._collecting = True
+        for k in _KINDS:
+            cupti.activity_enable(k)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        cupti = self._cupti
+        try:
+            self._torch.cuda.synchronize()  # kernel records exist only once kernels finished
+        finally:
+            try:
+                cupti.activity_flush_all(1)
+            finally:
+                for k in _KINDS:
+                    cupti.activity_disable(k)
+                self._collecting = False
+        self.dropped = self._dropped_now() - self._dropped_base
+
+    def _dropped_now(self) -> int:
+        dropped = ctypes.c_size_t(0)
+        try:
+            self._cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
+        except Exception:
+            return 0
+        return int(dropped.value)
+
+    def _reset_dropped_baseline(self) -> None:
+        self._dropped_base = self._dropped_now()
+
+    @contextlib.contextmanager
+    def call(self) -> Iterator[None]:
+        get_ts, sync = self._cupti.get_timestamp, self._torch.cuda.synchronize
+        t0 = get_ts()
+        yield
+        sync()
+        self.windows.append(Window(t0, get_ts()))
+
+    def api_name(self, api: ApiRec) -> str | None:
+        key = (api.kind, api.cbid)
+        if key not in self._api_names:
+            cupti = self._cupti
+            domain = cupti.CallbackDomain.RUNTIME_API if api.kind == KIND_RUNTIME else cupti.CallbackDomain.DRIVER_API
+            try:
+                name = cupti.get_callback_name(domain, api.cbid)
+            except Exception:
+                name = None
+            self._api_names[key] = str(name) if name is not None else None
+        return self._api_names[key]
+
+    def captures(self, windows: list[Window] | None = None, backend: str | None = None) -> list[CallCapture]:
+        if self.dropped:
+            raise CaptureError(f"CUPTI dropped {self.dropped} activity records (buffers too small or "
+                               "flushed late); sample set refused", key="dropped_records")
+        with self._lock:
+            kernels, apis, copies = list(self.kernels), list(self.apis), list(self.copies)
+        return attribute_calls(
+            self.windows if windows is None else windows, kernels, apis, copies,
+            backend=backend or self.backend, api_name=self.api_name, demangle=demangle,
+            expect_launches=self.expect_launches,
+        )
+
+
+def _memcpy_kind(code: int) -> str | None:
+    try:
+        from cupti import cupti
+
+        raw = cupti.ActivityMemcpyKind(code).name
+    except Exception:
+        return None
+    return _COPY_NAMES.get(raw, raw)
+
+
+def open_session(backend: str, *, capture: str = "auto", expect_launches: bool = True) -> _SessionBase:
+    """``capture``: "cupti" (must work), "events" (no launch data) or "auto" (cupti, else events)."""
+    if capture not in ("auto", "cupti", "events"):
+        raise CaptureError(f"unknown capture mode {capture!r} (auto|cupti|events)", key="capture")
+    if capture == "events":
+        return EventsSession(backend, expect_launches=expect_launches)
+    reason = cupti_available()
+    if reason is None:
+        return CuptiSession(backend, expect_launches=expect_launches)
+    if capture == "cupti":
+        raise CaptureError(f"CUPTI capture requested but {reason}", key="capture")
+    return EventsSession(backend, expect_launches=expect_launches)

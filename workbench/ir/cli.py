@@ -1,0 +1,155 @@
+"""``cutile-workbench diff <kernel> [--variant V] [--color|--json]``: IR side-by-side + audit.
+
+Contract: resolves the kernel dir like every command (``--out-root``/``$CUTILE_KERNEL_OUT_ROOT``/
+recorded session), pairs IR files by variant (:mod:`workbench.ir.loader`), diffs the canonical
+texts (:mod:`workbench.ir.diffmodel`) and audits the raw texts with diff_ir.sh parity
+(:mod:`workbench.ir.audit`). Text output fits the terminal width (unchanged runs folded, 3 lines of
+context), then the audit verdict and its critical/warn rows; ``--color`` highlights both sides with
+the MLIR lexer; ``--json`` prints rows, hunks and the audit. Exit 0 on success, 2 on bad input
+(missing/ambiguous variant, bad IR — the error names the file and line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import InputError, WorkbenchError
+from workbench.ir.audit import IRAudit, audit_texts
+from workbench.ir.diffmodel import DiffRow, Fold, SideBySide, diff_lines
+from workbench.ir.loader import IRPair, discover_ir, load_pair
+
+_MARK = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}
+
+
+def _fit(s: str, width: int) -> str:
+    s = s.replace("\t", "    ")
+    return s if len(s) <= width else s[: max(width - 1, 0)] + "…"
+
+
+def render_side_by_side(sbs: SideBySide, *, width: int = 160, context: int = 3, color: bool = False) -> list[str]:
+    """Side-by-side lines for a terminal ``width`` columns wide (folded, numbered)."""
+    num_w = max(4, len(str(len(sbs.rows))))
+    cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
+    hl = None
+    if color:
+        from workbench.ir.lexer import highlight_terminal
+
+        def hl(s: str) -> str:
+            return highlight_terminal(s).rstrip("\n")
+
+    out: list[str] = []
+    for item in sbs.folded(context):
+        if isinstance(item, Fold):
+            out.append(f"{'':>{num_w}} ⋯ {item.count} unchanged line(s) ⋯")
+            continue
+        r: DiffRow = item
+        ln = f"{r.left_no:>{num_w}}" if r.left_no is not None else " " * num_w
+        rn = f"{r.right_no:>{num_w}}" if r.right_no is not None else " " * num_w
+        left, right = _fit(r.left, cell), _fit(r.right, cell)
+        pad_l = left.ljust(cell)
+        if hl is not None:
+            pad_l = (hl(left) if left else "") + " " * (cell - len(left))
+            right = hl(right) if right else ""
+        mark = _MARK[r.kind]
+        if color and mark != " ":
+            mark = f"\x1b[1;33m{mark}\x1b[0m"
+        out.append(f"{ln} {pad_l} {mark} {rn} {right}".rstrip())
+    return out
+
+
+def audit_summary(audit: IRAudit) -> list[str]:
+    lines = [audit.verdict_line + f"  (diff_ir.sh parity, exit={audit.exit_code})"]
+    for row in audit.rows:
+        if row.severity in ("CRITICAL", "WARN"):
+            where = ""
+            if row.ref_lines or row.gen_lines:
+                where = (f"  [ref L{','.join(map(str, row.ref_lines[:6]))}"
+                         f" gen L{','.join(map(str, row.gen_lines[:6]))}]")
+            lines.append(f"  {row.severity}: {row.message}{where}")
+    return lines
+
+
+def to_json(pair: IRPair, sbs: SideBySide, audit: IRAudit) -> dict[str, Any]:
+    """JSON document of ``diff --json`` (line numbers: canonical 1-based + original source line)."""
+    ls, rs = pair.reference.canon.source_lines, pair.generated.canon.source_lines
+    return {
+        "variant": pair.variant,
+        "reference": str(pair.reference.path),
+        "generated": str(pair.generated.path),
+        "identical": sbs.identical,
+        "stats": sbs.stats(),
+        "notes": sbs.notes,
+        "hunks": sbs.hunks,
+        "rows": [{"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no,
+                  "left_src": ls[r.left_no - 1] if r.left_no else None,
+                  "right_src": rs[r.right_no - 1] if r.right_no else None,
+                  "left": r.left, "right": r.right,
+                  "left_spans": [list(s) for s in r.left_spans], "right_spans": [list(s) for s in r.right_spans]}
+                 for r in sbs.rows],
+        "audit": {"verdict": audit.verdict, "exit_code": audit.exit_code, "critical": audit.critical_count,
+                  "workarounds": audit.workaround_count, "notes": audit.notes,
+                  "rows": [{"check": r.check, "severity": r.severity, "message": r.message,
+                            "ref": r.ref_value, "gen": r.gen_value, "ref_lines": list(r.ref_lines),
+                            "gen_lines": list(r.gen_lines)} for r in audit.rows]},
+    }
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from workbench.workspace import open_workspace
+
+    out_root = getattr(args, "out_root", None)
+    tilegym = getattr(args, "tilegym", None)
+    try:
+        ws = open_workspace(args.kernel, out_root=Path(out_root) if out_root else None,
+                            tilegym=Path(tilegym) if tilegym else None, strict=False)
+        inv = discover_ir(ws.paths)
+        pair_paths = inv.pair(args.variant)
+        if pair_paths is None:
+            have = ", ".join(p.label for p in inv.pairs) or "none"
+            extra = [str(p) for p in inv.unpaired_reference + inv.unpaired_generated]
+            raise InputError(f"no IR pair for variant {args.variant or '(single)'}; pairs: {have}"
+                             + (f"; unpaired: {', '.join(extra)}" if extra else ""), path=ws.paths.root,
+                             key="--variant")
+        pair = load_pair(pair_paths)
+        sbs = diff_lines(pair.reference.canon.lines, pair.generated.canon.lines)
+        audit = audit_texts(pair.reference.text, pair.generated.text, ref_name=str(pair.reference.path),
+                            gen_name=str(pair.generated.path))
+    except WorkbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    if args.json:
+        json.dump(to_json(pair, sbs, audit), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    width = shutil.get_terminal_size((160, 40)).columns
+    print(f"reference: {pair.reference.path}\ngenerated: {pair.generated.path}")
+    for note in inv.notes + sbs.notes:
+        print(f"note: {note}")
+    st = sbs.stats()
+    print(f"{len(sbs.hunks)} hunk(s): {st['replace']} changed, {st['delete']} only in reference, "
+          f"{st['insert']} only in generated")
+    for line in render_side_by_side(sbs, width=width, color=args.color):
+        print(line)
+    print()
+    for line in audit_summary(audit):
+        print(line)
+    return 0
+
+
+def register(commands: Any, report_commands: Any) -> None:
+    """Add ``diff`` to the top-level sub-parsers (``report_commands`` is unused here)."""
+    p = commands.add_parser("diff", help="side-by-side Tile IR diff + diff_ir.sh-parity audit",
+                            description="Pair reference/generated IR by variant, diff canonical text, audit.")
+    p.add_argument("kernel")
+    p.add_argument("--variant", default=None, help="variant name (default: the single pair)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
+    g.add_argument("--json", action="store_true", help="print hunks + audit as JSON")
+    p.add_argument("--out-root", default=argparse.SUPPRESS, help="dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT)")
+    p.add_argument("--tilegym", default=argparse.SUPPRESS, help="TileGym checkout (else $TILEGYM_PATH)")
+    p.set_defaults(func=run_diff)

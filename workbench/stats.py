@@ -1,0 +1,301 @@
+"""E's ratio table: config matching, geomean, severity bands and bootstrap CIs (contract §3.5, §5.1).
+
+Contract of :func:`build_ratio_table`:
+- Rows are matched by ``(func_key, params)`` on **forward medians**; ratio = candidate / baseline.
+- Baseline per row: the winner named by analysis.json (``per_variant[config_to_variant[params]]
+  .winner``, the variant's ``reference_backend``, then ``reference_backend``; ``cutile`` reads
+  ``baseline_perf_cutile.txt``, ``triton`` reads ``baseline_perf_triton_tileir.txt``); without a
+  winner, the faster available baseline for that row. A row the chosen baseline lacks is
+  ``NO_BASELINE``: listed, excluded from the geomean.
+- ``NA`` rows: failed/errored/skipped/record-less candidate tests, candidate records without a
+  finite positive median, and configs selected by analysis.json with no valid candidate median.
+- ``geomean = exp(mean(ln ratio))`` over ``OK`` rows.
+- **Rounding rule** (so the written line and the verdict can never disagree): the verdict is
+  decided on ``round4(g) = float(f"{g:.4f}")`` — exactly the number written as
+  ``geomean_ratio=X.XXXX``. Bands: ≤1.05 DONE, ≤1.10 MILD_GAP, ≤1.50 MODERATE_GAP, else
+  LARGE_GAP; any NA with some valid rows → INVESTIGATE/MISSING_DATA; no OK row → BLOCKED.
+- CIs (when both sides carry raw ``samples_ms``): percentile bootstrap, 95%, of each ratio of
+  medians (candidate and baseline resampled independently) and of the geomean (every row
+  resampled jointly in each replicate), with ``random.Random(seed)``: deterministic. The median
+  of a resample is drawn exactly via the order-statistic identity (the k-th smallest of n uniform
+  draws is Beta(k, n+1-k)), O(1) per replicate instead of O(n log n); numpy-free.
+  ``inconclusive`` = the geomean CI straddles 1.05 (``lo ≤ 1.05 < hi``).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from workbench.analysis import Analysis
+from workbench.model import PerfLog, PerfRecord, PhaseStats, RatioRow, RatioTable, Severity
+from workbench.testids import id_token, split_nodeid
+
+DONE_MAX = 1.05
+MILD_MAX = 1.10
+MODERATE_MAX = 1.50
+
+#: analysis.json backend name → baseline log key (``Workspace.baseline_logs``) and record framework
+BASELINE_LOG_FOR = {"cutile": "cutile", "triton": "triton_tileir", "triton_tileir": "triton_tileir"}
+_LOG_FRAMEWORK = {"cutile": "cutile", "triton_tileir": "triton"}
+
+
+def round4(g: float) -> float:
+    """The value written as ``geomean_ratio=X.XXXX`` (the verdict is decided on this)."""
+    return float(f"{g:.4f}")
+
+
+def severity_for(g: float) -> Severity:
+    """§5.1 band of a geomean, decided on its 4-decimal value."""
+    r = round4(g)
+    if r <= DONE_MAX:
+        return "DONE"
+    if r <= MILD_MAX:
+        return "MILD_GAP"
+    if r <= MODERATE_MAX:
+        return "MODERATE_GAP"
+    return "LARGE_GAP"
+
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
+def _valid(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def _fwd(rec: PerfRecord) -> PhaseStats | None:
+    return rec.forward
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def _median_sorted(xs: Sequence[float]) -> float:
+    n = len(xs)
+    mid = n // 2
+    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def _boot_median(rng: random.Random, xs: Sequence[float]) -> float:
+    """Median of one with-replacement resample of sorted ``xs`` (exact in distribution)."""
+    n = len(xs)
+    if n == 1:
+        return xs[0]
+    if n % 2:
+        k = (n + 1) // 2
+        u = rng.betavariate(k, n + 1 - k)
+        return xs[min(n - 1, int(n * u))]
+    k = n // 2
+    u1 = rng.betavariate(k, n + 1 - k)
+    # given the k-th order statistic, the next is the min of the n-k draws above it
+    u2 = u1 + (1.0 - u1) * rng.betavariate(1, n - k)
+    return (xs[min(n - 1, int(n * u1))] + xs[min(n - 1, int(n * u2))]) / 2
+
+
+def _percentile(sorted_vals: Sequence[float], q: float) -> float:
+    pos = q * (len(sorted_vals) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+@dataclass(frozen=True)
+class _Pending:
+    func_key: str
+    params: str
+    variant: str | None
+    cand: PhaseStats
+    base: PhaseStats
+    base_backend: str
+
+
+def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple[float, float] | None],
+                                                                     tuple[float, float] | None]:
+    rng = random.Random(seed)
+    samples = []
+    for r in rows:
+        cs, bs = r.cand.samples_ms, r.base.samples_ms
+        ok = bool(cs) and bool(bs) and len(cs or ()) >= 2 and len(bs or ()) >= 2
+        ok = ok and all(_valid(x) for x in (cs or ())) and all(_valid(x) for x in (bs or ()))
+        samples.append((sorted(cs or ()), sorted(bs or ())) if ok else None)
+    if n_boot <= 0 or not any(samples):
+        return [None] * len(rows), None
+    per_row: list[list[float]] = [[] for _ in rows]
+    joint_ok = all(s is not None for s in samples)
+    joint: list[float] = []
+    for _ in range(n_boot):
+        logs = 0.0
+        for i, s in enumerate(samples):
+            if s is None:
+                continue
+            ratio = _boot_median(rng, s[0]) / _boot_median(rng, s[1])
+            per_row[i].append(ratio)
+            logs += math.log(ratio)
+        if joint_ok:
+            joint.append(math.exp(logs / len(rows)))
+    cis: list[tuple[float, float] | None] = []
+    for i, s in enumerate(samples):
+        if s is None:
+            cis.append(None)
+        else:
+            vals = sorted(per_row[i])
+            cis.append((_percentile(vals, 0.025), _percentile(vals, 0.975)))
+    gci = None
+    if joint_ok and joint:
+        joint.sort()
+        gci = (_percentile(joint, 0.025), _percentile(joint, 0.975))
+    return cis, gci
+
+
+# --------------------------------------------------------------------------- matching
+
+
+def _baseline_index(name: str, log: PerfLog, candidate_frameworks: set[str]) -> dict[tuple[str, str], PerfRecord]:
+    want = _LOG_FRAMEWORK.get(name)
+    recs = [r for r in log.records if r.framework == want] if want else []
+    if not recs:  # a log holding another backend's records (e.g. a stand-in): take non-reference ones
+        recs = [r for r in log.records if r.framework not in candidate_frameworks and r.framework != "pytorch"]
+    out: dict[tuple[str, str], PerfRecord] = {}
+    for r in recs:
+        fwd = _fwd(r)
+        if fwd is not None and _valid(fwd.median_ms):
+            out.setdefault(r.row_key, r)
+    return out
+
+
+def _params_of_selected(ident: str) -> str:
+    _, token, params = split_nodeid(f"x[{ident}]")
+    return params if token else ident
+
+
+def build_ratio_table(
+    kernel: str,
+    candidate: PerfLog,
+    baselines: Mapping[str, PerfLog],
+    analysis: Analysis | None,
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> RatioTable:
+    """The E table for one kernel (see module docstring for every rule)."""
+    notes: list[str] = list(candidate.notes)
+    if candidate.truncated:
+        notes.append(f"{candidate.path}: last record block was truncated and ignored")
+    cand_frameworks = {r.framework for r in candidate.records}
+    cand_tokens = {id_token(f) for f in cand_frameworks} | {"cutile_rs"}
+    base_idx = {name: _baseline_index(name, log, cand_frameworks)
+                for name, log in baselines.items() if not name.startswith("cutile_rs") and name in _LOG_FRAMEWORK}
+    for log in baselines.values():
+        if log.truncated:
+            notes.append(f"{log.path}: last record block was truncated and ignored")
+
+    def variant_of(params: str) -> str | None:
+        return analysis.variant_of(params) if analysis is not None else None
+
+    na_rows: list[RatioRow] = []
+    pending: list[_Pending] = []
+    no_base: list[RatioRow] = []
+    seen: set[tuple[str, str]] = set()
+    seen_params: set[str] = set()
+
+    for rec in candidate.records:
+        key = rec.row_key
+        if key in seen:
+            notes.append(f"duplicate candidate record for {rec.nodeid}: first one kept")
+            continue
+        seen.add(key)
+        seen_params.add(rec.params)
+        variant = variant_of(rec.params)
+        fwd = _fwd(rec)
+        if fwd is None or not _valid(fwd.median_ms):
+            why = "no forward phase" if fwd is None else f"invalid forward median {fwd.median_ms!r}"
+            na_rows.append(RatioRow(rec.func_key, rec.params, variant, None, None, None, None, "NA",
+                                    candidate_launches=fwd.launches_per_iter if fwd else None, reason=why))
+            continue
+        winner = analysis.winner_for(variant) if analysis is not None else None
+        choice: tuple[str, PerfRecord] | None = None
+        reason = ""
+        if winner is not None:
+            log_key = BASELINE_LOG_FOR.get(winner, winner)
+            if log_key not in base_idx:
+                reason = f"reference backend {winner!r} has no baseline log"
+            elif key not in base_idx[log_key]:
+                reason = f"reference backend {winner!r} has no median for this config"
+            else:
+                choice = (log_key, base_idx[log_key][key])
+        else:
+            options = [(name, idx[key]) for name, idx in base_idx.items() if key in idx]
+            if options:
+                choice = min(options, key=lambda o: o[1].phases["forward"].median_ms)
+            else:
+                reason = "no baseline log has this config"
+        if choice is None:
+            no_base.append(RatioRow(rec.func_key, rec.params, variant, None, None, fwd.median_ms, None,
+                                    "NO_BASELINE", candidate_launches=fwd.launches_per_iter, reason=reason))
+            continue
+        bfwd = choice[1].phases["forward"]
+        pending.append(_Pending(rec.func_key, rec.params, variant, fwd, bfwd, choice[0]))
+
+    for out in candidate.outcomes:
+        key = (out.func_key, out.params)
+        if key in seen:
+            continue
+        # the log may hold other backends' outcomes (a broad -k): keep only the candidate's
+        if cand_frameworks and out.backend_token not in cand_tokens:
+            continue
+        if not cand_frameworks and out.backend_token == "pytorch":
+            continue
+        seen.add(key)
+        seen_params.add(out.params)
+        reason = f"{out.outcome}" + (f": {out.reason}" if out.reason else "")
+        na_rows.append(RatioRow(out.func_key, out.params, variant_of(out.params), None, None, None, None, "NA",
+                                reason=reason))
+
+    if analysis is not None:
+        for group in analysis.test_perf_configs:
+            for shape in group.shapes:
+                if not shape.id:
+                    continue
+                params = _params_of_selected(shape.id)
+                if params in seen_params:
+                    continue
+                seen_params.add(params)
+                func = group.test or ""
+                na_rows.append(RatioRow(func, params, variant_of(params), None, None, None, None, "NA",
+                                        reason="selected in analysis.json test_perf_configs; no candidate median"))
+
+    cis, gci = _bootstrap(pending, n_boot, seed)
+    ok_rows = [
+        RatioRow(p.func_key, p.params, p.variant, p.base_backend, p.base.median_ms, p.cand.median_ms,
+                 p.cand.median_ms / p.base.median_ms, "OK",
+                 ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
+                 candidate_launches=p.cand.launches_per_iter, baseline_launches=p.base.launches_per_iter)
+        for p, ci in zip(pending, cis, strict=True)
+    ]
+    rows = ok_rows + na_rows + no_base
+    g = geomean([r.ratio for r in ok_rows if r.ratio is not None]) if ok_rows else None
+    variant_geomeans: dict[str, float] = {}
+    for v in sorted({r.variant for r in ok_rows if r.variant is not None}):
+        variant_geomeans[v] = geomean([r.ratio for r in ok_rows if r.variant == v and r.ratio is not None])
+    severity: Severity | None
+    if g is None:
+        verdict = "BLOCKED"
+        severity = None
+        if not candidate.records and not candidate.outcomes:
+            notes.append("no candidate records at all")
+        elif no_base and not na_rows:
+            notes.append("candidate medians exist but no baseline matches any of them")
+    elif na_rows:
+        verdict, severity = "INVESTIGATE", "MISSING_DATA"
+    else:
+        severity = severity_for(g)
+        verdict = "DONE" if severity == "DONE" else "INVESTIGATE"
+    if no_base:
+        notes.append(f"{len(no_base)} config(s) without a baseline match: excluded from the geomean")
+    inconclusive = bool(gci and gci[0] <= DONE_MAX < gci[1])
+    return RatioTable(kernel=kernel, rows=rows, geomean=g, severity=severity, verdict=verdict,  # type: ignore[arg-type]
+                      geomean_ci=gci, inconclusive=inconclusive, variant_geomeans=variant_geomeans, notes=notes)

@@ -1,0 +1,116 @@
+"""WorkbenchApp: four MODES (Ratios, Timeline, IR Diff, Report), global keys, palette, errors.
+
+Contract:
+- :func:`make_app` builds the app from an injected :class:`~workbench.tui.data.AppData` (tests,
+  snapshots and the bench use it with recorded or synthetic data); :func:`run_app` is what
+  ``cutile-workbench <kernel>`` calls: it loads the workspace (``workbench.tui.loaders``) and
+  returns the process exit code (2 when the workspace itself cannot be opened).
+- Keys safe over SSH/tmux (Textual FAQ): 1-4 switch screens, F1 help, Ctrl+P palette,
+  Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
+- Load problems (``AppData.problems``) become error notifications naming file and line.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
+
+from workbench.errors import WorkbenchError
+from workbench.model import RatioRow
+from workbench.tui.commands import WorkbenchCommands
+from workbench.tui.data import AppData
+from workbench.tui.modals import ErrorModal, HelpScreen
+from workbench.tui.screens.base import WorkbenchScreen
+from workbench.tui.screens.irdiff import IRDiffScreen
+from workbench.tui.screens.ratios import RatiosScreen
+from workbench.tui.screens.report import ReportScreen
+from workbench.tui.screens.timeline import TimelineScreen
+
+MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report"}
+
+
+class WorkbenchApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "cutile-workbench"
+    MODES: ClassVar = {
+        "ratios": RatiosScreen,
+        "timeline": TimelineScreen,
+        "irdiff": IRDiffScreen,
+        "report": ReportScreen,
+    }
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (100, "-wide")]
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
+        Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
+        # 1-4 share one footer entry ("1-4 Screens"); each still has its own id for keymaps
+        Binding("1", "mode('ratios')", "Screens", key_display="1-4", tooltip="1 Ratios · 2 Timeline · "
+                "3 IR diff · 4 Report", id="app-ratios"),
+        Binding("2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"),
+        Binding("3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"),
+        Binding("4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports",
+                id="app-report"),
+    ]
+
+    def __init__(self, data: AppData, *, initial_mode: str = "ratios") -> None:
+        super().__init__()
+        self.data = data
+        self.initial_mode = initial_mode
+        self.pending_row: RatioRow | None = None
+        self.pending_live = False
+        self.live = False
+        self.sub_title = data.kernel
+
+    def on_mount(self) -> None:
+        self.switch_mode(self.initial_mode)
+        for problem in self.data.problems:
+            self.notify(Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False)
+        if self.data.runner is not None and self.data.source != "synthetic":
+            self.notify("a live runner is available: L on a row re-runs it live", timeout=8)
+
+    # ------------------------------------------------------------------ actions
+    def action_mode(self, mode: str) -> None:
+        self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if isinstance(screen, WorkbenchScreen):
+            keys = screen.help_keys()
+            self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", screen.ABOUT, keys))
+
+    def open_timeline(self, row: RatioRow, *, live: bool = False) -> None:
+        """Show ``row``'s launches on the Timeline screen (optionally starting a live run)."""
+        self.pending_row = row
+        self.pending_live = live
+        if self.current_mode == "timeline":
+            screen = self.screen
+            if isinstance(screen, TimelineScreen):
+                screen.show_row(row, live=live)
+            return
+        self.switch_mode("timeline")
+
+    def show_error(self, error: WorkbenchError | str, title: str | None = None) -> None:
+        self.push_screen(ErrorModal(error, title))
+
+
+def make_app(data: AppData, *, initial_mode: str = "ratios") -> WorkbenchApp:
+    """Factory with injected data sources (tests, snapshots, bench)."""
+    return WorkbenchApp(data, initial_mode=initial_mode)
+
+
+def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None) -> int:
+    """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``."""
+    from workbench.tui.loaders import load_app_data
+
+    try:
+        data = load_app_data(kernel, out_root=out_root, tilegym=tilegym)
+    except WorkbenchError as e:
+        print(f"cutile-workbench: {e}", file=sys.stderr)
+        return e.exit_code
+    rc = make_app(data).run()
+    return int(rc or 0)

@@ -1,0 +1,32 @@
+"""The header line every screen shows: kernel, GPU, out root, data source and the screen name."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class WorkbenchHeader(Static):
+    """One line; user strings are plain Text (paths may contain markup characters)."""
+
+    def __init__(self, screen_title: str, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.screen_title = screen_title
+
+    def on_mount(self) -> None:
+        self.refresh_text()
+
+    def refresh_text(self) -> None:
+        data = getattr(self.app, "data", None)
+        if data is None:
+            self.update(Text(self.screen_title))
+            return
+        text = Text()
+        text.append(f" {self.screen_title} ", style="bold reverse")
+        text.append(f" {data.kernel} ", style="bold")
+        text.append(f"│ {data.gpu} ")
+        text.append(f"│ {data.out_root if data.out_root else '(no out root)'} ")
+        src_style = {"live": "bold green", "synthetic": "bold yellow"}.get(data.source, "bold")
+        text.append("│ source: ")
+        text.append(data.source, style=src_style)
+        self.update(text)

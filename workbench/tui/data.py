@@ -1,0 +1,89 @@
+"""AppData: everything the app shows, injected by :func:`make_app` (no loading inside screens).
+
+Contract: screens read ``app.data`` and call its callables; they never open files themselves
+(except ``read_existing`` through this object). ``problems`` are load errors found while
+building the data (shown as notifications on start, naming file and line). ``LiveRunner`` is the
+protocol a live run source implements (``workbench.runner`` adapter or a replay of a recorded
+event stream); it is called from a thread worker.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from widgets.audit_panel import AuditItem
+from widgets.ir_diff_view import DiffLine
+from workbench.errors import WorkbenchError
+from workbench.model import LaunchSet, RatioRow, RatioTable, ReportPlan
+
+DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
+
+
+class LiveRunner(Protocol):
+    """Runs the perf suite for some configs in a child, calling ``on_event`` per JSON-lines event.
+
+    ``on_event`` receives ``workbench.events.Event`` objects (or dicts with ``event``); the call
+    returns the child's exit status. It must poll ``cancel`` and stop the child when it is set.
+    An optional ``events_source`` attribute (the events file) names the file in error messages.
+    """
+
+    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
+                 cancel: threading.Event) -> int: ...
+
+
+@dataclass(frozen=True)
+class IRPair:
+    """One reference/generated IR pair, already diffed and audited by the core."""
+
+    name: str
+    ref_label: str
+    gen_label: str
+    rows: tuple[DiffLine, ...]
+    audit: tuple[AuditItem, ...] = ()
+    lexer: Any = None
+    verdict: str = ""  # e.g. diff_ir.sh's PASS / FAIL_FIXABLE / PASS_WITH_NOTES
+
+
+@dataclass
+class AppData:
+    kernel: str
+    source: DataSource
+    out_root: Path | None = None
+    gpu: str = "unknown GPU"
+    table: RatioTable | None = None
+    launch_sets: list[LaunchSet] = field(default_factory=list)
+    candidate_backend: str = "cutile-rs"
+    ir_pairs: list[IRPair] = field(default_factory=list)
+    plan_report: Callable[[str], ReportPlan] | None = None  # "E" | "F" → plan (may raise)
+    write_report: Callable[[ReportPlan], Any] | None = None  # guarded writer (may raise)
+    read_existing: Callable[[ReportPlan], Mapping[str, str | None]] | None = None
+    runner: LiveRunner | None = None
+    problems: list[WorkbenchError] = field(default_factory=list)
+    session: Mapping[str, Any] = field(default_factory=dict)
+
+    def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
+        """(candidate, baseline) launch sets of one config, matched by params string."""
+        same = [s for s in self.launch_sets if s.params == row.params]
+        baseline = next((s for s in same if s.backend == row.baseline_backend), None)
+        candidate = next((s for s in same if s.backend == self.candidate_backend), None)
+        if candidate is None:
+            candidate = next((s for s in same if s is not baseline), None)
+        return candidate, baseline
+
+
+def read_existing_files(plan: ReportPlan) -> dict[str, str | None]:
+    """Current text of each planned target (None = not there yet); undecodable bytes replaced."""
+    out: dict[str, str | None] = {}
+    for f in plan.files:
+        p = Path(plan.kernel_dir) / f.relpath
+        try:
+            out[f.relpath] = p.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            out[f.relpath] = None
+        except OSError as e:  # unreadable target: show it in the diff rather than crash
+            out[f.relpath] = f"<unreadable: {e}>"
+    return out

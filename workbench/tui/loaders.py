@@ -1,0 +1,164 @@
+"""Build :class:`~workbench.tui.data.AppData` from a real workspace (what ``run_app`` shows).
+
+Contract: only :func:`workbench.workspace.open_workspace` failing (unsafe kernel name, no out
+root and no recorded session) raises — ``run_app`` turns that into exit 2. Every other input
+is loaded on its own; a malformed one becomes an entry of ``AppData.problems`` (shown in the app
+as an error notification naming file and line) and the rest still loads. Report planning and
+writing are bound lazily (``workbench.report_e`` / ``report_f`` / ``writer``), so the screens
+call exactly what the CLI calls.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.model import RatioRow, ReportPlan
+from workbench.testids import id_token
+from workbench.tui.data import AppData, IRPair, read_existing_files
+
+
+def gpu_present() -> bool:
+    """A GPU node: an NVIDIA device node or a working ``nvidia-smi`` on PATH."""
+    return Path("/dev/nvidia0").exists() or shutil.which("nvidia-smi") is not None
+
+
+def find_gpu(meta: Mapping[str, Any] | None, depth: int = 3) -> str | None:
+    """The first non-empty ``gpu`` string in session.json (top level, or under ``runs.<role>``)."""
+    if not meta or depth < 0:
+        return None
+    gpu = meta.get("gpu")
+    if isinstance(gpu, str) and gpu:
+        return gpu
+    for v in meta.values():
+        if isinstance(v, Mapping):
+            found = find_gpu(v, depth - 1)
+            if found:
+                return found
+    return None
+
+
+def _plan_report(ws: Any, candidate_backend: str | None = None) -> Callable[[str], ReportPlan]:
+    """Bind E/F planning to ``ws`` exactly as the CLI's ``report e|f`` does (nothing written)."""
+
+    def plan(stage: str) -> ReportPlan:
+        if stage == "E":
+            from workbench.report_e import plan_e_report
+
+            return plan_e_report(ws)
+        if stage == "F":
+            from workbench.diagnosis import diagnose
+            from workbench.report_f import collect_inputs, plan_f_reports
+
+            inputs = collect_inputs(ws, candidate_backend=candidate_backend)
+            return plan_f_reports(ws, diagnose(inputs), inputs=inputs)
+        raise InputError(f"unknown stage {stage!r} (expected E or F)", key="stage")
+
+    return plan
+
+
+def _write_report(plan: ReportPlan) -> Any:
+    from workbench.writer import write_plan
+
+    return write_plan(plan)
+
+
+def _gpu_runner(ws: Any, candidate_backend: str) -> Callable[..., int]:
+    """Live runner on a GPU node: re-run the chosen configs' nodeids (candidate, then baseline)."""
+
+    def run(rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event) -> int:
+        from workbench.runner import RunSpec
+        from workbench.runner import run as run_suite
+
+        rc = 0
+        for row in rows:
+            for role, backend in (("candidate", candidate_backend),
+                                  ("baseline_" + (row.baseline_backend or "cutile").replace("-", "_"),
+                                   row.baseline_backend or "cutile")):
+                if cancel.is_set():
+                    return 130
+                nodeid = f"{row.func_key}[{id_token(backend)}-{row.params}]"
+                spec = RunSpec(kernel=ws.kernel, test_target=nodeid, cwd=ws.tilegym or Path("."),
+                               role=role if role in ("candidate", "baseline_cutile", "baseline_triton_tileir")
+                               else "candidate",  # type: ignore[arg-type]
+                               env={"CUPTI": "1"}, workbench_harness=True)
+                result = run_suite(spec, ws.paths, on_event=on_event, cancel=cancel)
+                rc = rc or result.rc
+        return rc
+
+    run.events_source = str(ws.paths.workbench_dir / "runs")  # type: ignore[attr-defined]
+    return run
+
+
+def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
+                  env: Mapping[str, str] = os.environ) -> AppData:
+    from workbench.workspace import open_workspace
+
+    ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False)
+    problems: list[WorkbenchError] = []
+    for gap in ws.gaps:
+        if gap.severity == "error":
+            problems.append(InputError(gap.what, path=gap.path))
+
+    session: Mapping[str, Any] = {}
+    try:
+        session = ws.session_meta() or {}
+    except WorkbenchError as e:
+        problems.append(e)
+
+    source = "recorded" if ws.source == "recorded" else ("tilegym" if ws.tilegym else "out_root")
+    data = AppData(kernel=kernel, source=source, out_root=ws.paths.root.parent,
+                   gpu=find_gpu(session) or "GPU unknown", session=session, problems=problems)
+
+    # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)
+    try:
+        from workbench.cli_e import _table_for
+
+        data.table = _table_for(ws)
+        cand_frameworks = {r.framework for r in ws.candidate_log().records} if ws.candidate_log() else set()
+        if len(cand_frameworks) == 1:
+            data.candidate_backend = next(iter(cand_frameworks))
+    except Blocked:
+        pass  # no candidate log yet: the Ratios screen says so; not a malformed input
+    except WorkbenchError as e:
+        problems.append(e)
+
+    # --- launches
+    if ws.paths.launches_json.is_file():
+        try:
+            from workbench.launches_io import load_launch_sets
+
+            data.launch_sets = load_launch_sets(ws.paths.launches_json)
+        except WorkbenchError as e:
+            problems.append(e)
+
+    # --- IR pairs
+    data.ir_pairs = load_ir_pairs(ws, problems)
+
+    # --- reports and live
+    data.plan_report = _plan_report(ws, data.candidate_backend)
+    data.write_report = _write_report
+    data.read_existing = read_existing_files
+    if gpu_present() and ws.tilegym is not None and ws.source == "out_root":
+        data.runner = _gpu_runner(ws, data.candidate_backend)
+    return data
+
+
+def load_ir_pairs(ws: Any, problems: list[WorkbenchError]) -> list[IRPair]:
+    from workbench.ir.loader import discover_ir, load_pair
+    from workbench.tui.ir_rows import build_ir_pair
+
+    pairs: list[IRPair] = []
+    for pp in discover_ir(ws.paths).pairs:
+        try:
+            loaded = load_pair(pp)
+            pairs.append(build_ir_pair(pp.label, loaded.reference.text, loaded.generated.text,
+                                       ref_label=pp.reference.name, gen_label=pp.generated.name))
+        except WorkbenchError as e:
+            problems.append(e)
+    return pairs

@@ -1,0 +1,1 @@
+"""One screen per task (Ratios, Timeline, IR Diff, Report), each a Textual MODE of the app."""

@@ -1,0 +1,93 @@
+"""IR Diff screen: reference vs generated Tile IR side by side, with the diff_ir.sh audit beside it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import Footer, Static
+
+from widgets.audit_panel import AuditPanel
+from widgets.ir_diff_view import IRDiffView
+from workbench.tui.screens.base import WorkbenchScreen
+
+
+class IRDiffScreen(WorkbenchScreen):
+    SCREEN_TITLE = "IR Diff"
+    ABOUT = (
+        "Reference (left) vs generated (right) Tile IR, one scroll for both sides. Changed lines are "
+        "tinted, changed characters darker; unchanged runs fold. The audit (right) is diff_ir.sh's "
+        "op table and checks, critical rows first; Enter on a row jumps to its lines."
+    )
+    BINDINGS = [
+        Binding("a", "toggle_focus", "Audit ⇄ diff", tooltip="Move focus between the diff and the audit",
+                id="irdiff-focus"),
+        Binding("p", "next_pair", "Next pair", tooltip="Show the next IR pair (kernel)", id="irdiff-pair"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pair_index = 0
+
+    def compose(self) -> ComposeResult:
+        yield self.header()
+        yield Static(id="pair-title")
+        with Horizontal(id="ir-body"):
+            yield IRDiffView(id="diff")
+            yield AuditPanel(id="audit")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.show_pair(0)
+        self.query_one(IRDiffView).focus()
+
+    def show_pair(self, index: int) -> None:
+        pairs = self.data.ir_pairs
+        view = self.query_one(IRDiffView)
+        if not pairs:
+            self.query_one("#pair-title", Static).update(
+                Text("no IR pair: needs reference/*.mlir and generated IR (or workbench/tileir dumps)"))
+            view.set_rows([])
+            self.query_one(AuditPanel).set_items([])
+            return
+        self.pair_index = index % len(pairs)
+        pair = pairs[self.pair_index]
+        view.set_rows(pair.rows, pair.lexer)
+        self.query_one(AuditPanel).set_items(pair.audit)
+        self.update_title()
+
+    def update_title(self, hunk: int | None = None) -> None:
+        if not self.data.ir_pairs:
+            return
+        pair = self.data.ir_pairs[self.pair_index]
+        view = self.query_one(IRDiffView)
+        h = view.current_hunk if hunk is None else hunk
+        where = f"hunk {h + 1}/{view.hunk_count}" if h >= 0 else f"{view.hunk_count} hunks"
+        crit = sum(1 for a in pair.audit if a.severity == "critical")
+        self.query_one("#pair-title", Static).update(
+            Text(f"{pair.name}: {pair.ref_label} ⇄ {pair.gen_label}  ·  {where}  ·  diff_ir: "
+                 f"{pair.verdict or '—'}  ·  {crit} critical")
+        )
+
+    def on_irdiff_view_hunk_changed(self, event: IRDiffView.HunkChanged) -> None:
+        self.update_title(event.hunk)
+
+    def on_audit_panel_jump_to(self, event: AuditPanel.JumpTo) -> None:
+        view = self.query_one(IRDiffView)
+        found = view.jump_to(left_line=event.item.ref_line, right_line=event.item.gen_line)
+        if not found:
+            self.notify(f"{event.item.attribute}: no line to jump to", severity="warning")
+        view.focus()
+
+    def action_toggle_focus(self) -> None:
+        view, audit = self.query_one(IRDiffView), self.query_one(AuditPanel)
+        (audit if view.has_focus else view).focus()
+
+    def action_next_pair(self) -> None:
+        self.show_pair(self.pair_index + 1)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "next_pair":
+            return len(self.data.ir_pairs) > 1
+        return True

@@ -1,0 +1,139 @@
+"""Ratios screen: the E table (RatioTable), severity bar, filter, variant tabs, row → timeline."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import Footer, Input, Static, Tab, Tabs
+
+from widgets.ratio_table import RatioTable
+from widgets.severity_bar import SeverityBar
+from workbench.tui.screens.base import WorkbenchScreen
+
+ALL_TAB = "all"
+
+
+class RatiosScreen(WorkbenchScreen):
+    SCREEN_TITLE = "Ratios"
+    ABOUT = (
+        "One row per config: baseline backend and median, candidate median, ratio = candidate/baseline, "
+        "bootstrap CI, launches per measured call (candidate/baseline; red when the candidate launches "
+        "more), and the row verdict (PASS ≤ 1.05x). The bar shows the geomean with its CI on the "
+        "1.05 / 1.10 / 1.50 severity scale. Enter opens the row's launch timeline."
+    )
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", tooltip="Filter rows by text (params, backend, verdict)",
+                id="ratios-filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="ratios-clear-filter"),
+        Binding("v", "next_variant", "Variant", tooltip="Next variant tab", id="ratios-variant"),
+        Binding("t", "open_timeline", "Timeline", tooltip="Open the selected row's launch timeline",
+                id="ratios-timeline"),
+        Binding("L", "live_rerun", "Re-run live", tooltip="Re-run the selected config live on this GPU",
+                id="ratios-live"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield self.header()
+        yield Tabs(id="variants")
+        yield SeverityBar(self.data.table, id="severity")
+        yield Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter", classes="hidden")
+        yield RatioTable(self.data.table.rows if self.data.table else (), id="table")
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        tabs = self.query_one("#variants", Tabs)
+        variants = self.variants()
+        tabs.display = len(variants) > 1
+        for v in [ALL_TAB, *variants]:
+            tabs.add_tab(Tab(v, id=f"variant-{v}"))
+        self.query_one(RatioTable).focus()
+        self.update_status()
+        if self.data.table is None:
+            self.query_one("#status", Static).update(Text("no ratio table: run E (or open an out root with logs)"))
+
+    def on_resize(self) -> None:
+        self.table.compact = self.size.width < 100
+
+    def variants(self) -> list[str]:
+        if self.data.table is None:
+            return []
+        return sorted({r.variant for r in self.data.table.rows if r.variant})
+
+    @property
+    def table(self) -> RatioTable:
+        return self.query_one(RatioTable)
+
+    def update_status(self) -> None:
+        t = self.table
+        total = len(self.data.table.rows) if self.data.table else 0
+        bits = [f"{len(t.shown_rows)}/{total} rows", f"sort {t.sort_key}{' ▼' if t.reverse else ' ▲'}"]
+        if t.filter_text:
+            bits.append(f"filter '{t.filter_text}'")
+        if t.slow_only:
+            bits.append("slow only")
+        if t.variant:
+            bits.append(f"variant {t.variant}")
+        self.query_one("#status", Static).update(Text("  ·  ".join(bits)))
+
+    def on_data_table_row_highlighted(self) -> None:
+        self.refresh_bindings()
+
+    def on_ratio_table_view_changed(self) -> None:
+        self.update_status()
+        self.refresh_bindings()
+
+    def action_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.remove_class("hidden")
+        inp.value = self.table.filter_text
+        inp.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.table.filter_text = event.value
+        self.update_status()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.value = ""
+        inp.add_class("hidden")
+        self.table.filter_text = ""
+        self.table.focus()
+        self.update_status()
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        tab_id = event.tab.id or ""
+        v = tab_id.removeprefix("variant-")
+        self.table.variant = None if v == ALL_TAB else v
+        self.update_status()
+
+    def action_next_variant(self) -> None:
+        self.query_one("#variants", Tabs).action_next_tab()
+
+    def on_ratio_table_row_chosen(self, event: RatioTable.RowChosen) -> None:
+        self.wb.open_timeline(event.row)
+
+    def action_open_timeline(self) -> None:
+        row = self.table.current_row
+        if row is not None:
+            self.wb.open_timeline(row)
+
+    def action_live_rerun(self) -> None:
+        row = self.table.current_row
+        if row is not None:
+            self.wb.open_timeline(row, live=True)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "live_rerun":
+            if self.data.runner is None:
+                return False  # no GPU/runner here: hide the key
+            return True if self.table.current_row is not None else None
+        if action in ("open_timeline",):
+            return True if self.table.current_row is not None else None
+        if action == "next_variant":
+            return len(self.variants()) > 1
+        return True
