@@ -25,9 +25,20 @@ step() {  # step NAME MAX_SECONDS CMD...
 for s in $STEPS; do
   case $s in
     probe) step probe 90 python3 bench/gpu_probe.py ;;
-    gputests) step gputests 240 python3 -m pytest -m gpu tests/test_gpu_capture.py tests/test_gpu_faults.py -v -rs -p no:cacheprovider ;;
+    gputests) step gputests 240 python3 -m pytest -m gpu tests/test_gpu_capture.py tests/test_gpu_faults.py tests/test_runner_gpu.py -v -s -rs -p no:cacheprovider ;;
     record) step record 300 python3 -m profiles.record gpu --out "$W/rec" --timeout 120 ;;
-    harness) step harness 200 python3 bench/harness_cost.py --out "$W/harness_cost.json" ;;
+    harness) step harness 200 python3 bench/harness_cost.py --out "$W/harness_cost.json" \
+               --variants "default:,reenable:WORKBENCH_CUPTI_KEEP_ENABLED=0,settle100:WORKBENCH_SETTLE_US=100,settle1000:WORKBENCH_SETTLE_US=1000" ;;
+    choose)  # the smallest settle whose medians agree with TileGym's harness within 2 % (else the closest)
+      export WORKBENCH_SETTLE_US=$(python3 - "$W/harness_cost.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))["variants"]
+cands = [("default", 0), ("settle100", 100), ("settle1000", 1000)]
+err = {n: max(abs(d) for d in v[n]["summary"]["median_diff_pct"]) for n, _ in cands if n in v}
+ok = [s for n, s in cands if n in err and err[n] <= 2.0]
+print(ok[0] if ok else min(cands, key=lambda c: err.get(c[0], 1e9))[1])
+PY
+); echo "chosen WORKBENCH_SETTLE_US=$WORKBENCH_SETTLE_US" | tee -a "$W/summary.txt" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
   esac
 done

@@ -65,32 +65,42 @@ def child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int, out: 
             if kind == "tilegym":
                 samples, _launches = tilegym_style_samples(torch, fn, nrep, cache)
                 counts = [len(x) for x in _launches]
+                parts: dict[str, float] = {}
             else:
+                from workbench.capture.harness import sample_loop, settle_default
                 from workbench.capture.session import CuptiSession
 
                 session = CuptiSession(case["kwargs"]["framework"])
-                with session:
-                    for _ in range(nrep):
-                        cache.zero_()
-                        torch.cuda.synchronize()
-                        with session.call():
-                            fn()
+                ta = time.perf_counter()
+                session.__enter__()
+                tb = time.perf_counter()
+                try:
+                    sample_loop(torch, session, [fn], nrep, cache, settle_default())
+                    tc = time.perf_counter()
+                finally:
+                    session.__exit__(None, None, None)
+                td = time.perf_counter()
                 calls = session.captures()
+                te = time.perf_counter()
+                parts = {"enter_s": tb - ta, "loop_s": tc - tb, "exit_s": td - tc, "attribute_s": te - td,
+                         "records": len(session.kernels) + len(session.apis) + len(session.copies)}
                 samples = [c.device_time_ns / 1e6 for c in calls]
                 counts = [len(c.launches) for c in calls]
             rows.append({"wall_s": time.perf_counter() - t0, "median_ms": _lower_median(samples),
-                         "launches": statistics.mode(counts) if counts else 0})
+                         "launches": statistics.mode(counts) if counts else 0, **parts})
         results.append({"case": case, "batches": rows})
         del cache
     out.write_text(json.dumps({"kind": kind, "process_s": time.perf_counter() - t_proc, "results": results}))
 
 
-def _run_child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int) -> dict[str, Any]:
+def _run_child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int,
+               env: dict[str, str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"{kind}.json"
         t0 = time.perf_counter()
         subprocess.run([sys.executable, __file__, "--child", kind, "--cases", json.dumps(cases), "--nrep", str(nrep),
-                        "--batches", str(batches), "--out", str(out)], check=True, cwd=ROOT, timeout=400)
+                        "--batches", str(batches), "--out", str(out)], check=True, cwd=ROOT, timeout=400,
+                       env={**os.environ, **(env or {})})
         data = json.loads(out.read_text())
         data["child_wall_s"] = time.perf_counter() - t0
         return data
@@ -131,6 +141,8 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=3)
     ap.add_argument("--e-runs", type=int, default=0)
     ap.add_argument("--skip-harness", action="store_true")
+    ap.add_argument("--variants", default="default:",
+                    help="ours-harness variants 'name:ENV=V;ENV2=V2,...'; the first is the reported one")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     if args.child:
@@ -148,7 +160,14 @@ def main() -> int:
         report["gpu"] = f"unavailable: {exc}"
     if not args.skip_harness:
         tg = _run_child("tilegym", cases, args.nrep, args.batches)
-        ours = _run_child("ours", cases, args.nrep, args.batches)
+        variants = {}
+        for spec in args.variants.split(","):
+            name, _, settings = spec.partition(":")
+            env = dict(kv.split("=", 1) for kv in settings.split(";") if kv)
+            variants[name] = {"env": env, "data": _run_child("ours", cases, args.nrep, args.batches, env)}
+        report["variants"] = {n: {"env": v["env"], "summary": _compare(v["data"], tg, args.nrep)}
+                              for n, v in variants.items()}
+        ours = variants[next(iter(variants))]["data"]
         rows = []
         for a, b in zip(ours["results"], tg["results"], strict=True):
             kw = a["case"]["kwargs"]
@@ -181,7 +200,24 @@ def main() -> int:
     return 0
 
 
+def _compare(ours: dict[str, Any], tg: dict[str, Any], nrep: int) -> dict[str, Any]:
+    warm_a = [b["wall_s"] for r in ours["results"] for b in r["batches"][1:]]
+    warm_b = [b["wall_s"] for r in tg["results"] for b in r["batches"][1:]]
+    diffs = [(a["batches"][-1]["median_ms"] / b["batches"][-1]["median_ms"] - 1) * 100
+             for a, b in zip(ours["results"], tg["results"], strict=True)]
+    parts = {k: statistics.mean(b[k] for r in ours["results"] for b in r["batches"][1:] if k in b)
+             for k in ("enter_s", "loop_s", "exit_s", "attribute_s", "records")
+             if any(k in b for r in ours["results"] for b in r["batches"])}
+    return {"warm_ratio": statistics.mean(warm_a) / statistics.mean(warm_b),
+            "cold_ratio": ours["results"][0]["batches"][0]["wall_s"] / tg["results"][0]["batches"][0]["wall_s"],
+            "median_diff_pct": [round(d, 2) for d in diffs], "warm_parts_mean": parts}
+
+
 def _print_table(report: dict[str, Any]) -> None:
+    for name, v in report.get("variants", {}).items():
+        s = v["summary"]
+        print(f"variant {name} {v['env']}: warm {s['warm_ratio']:.3f} cold {s['cold_ratio']:.3f} "
+              f"diff% {s['median_diff_pct']} parts {({k: round(x, 4) for k, x in s['warm_parts_mean'].items()})}")
     h = report.get("harness")
     if h:
         print(f"{'case':<22}{'ours us':>10}{'tilegym us':>12}{'diff %':>8}{'ours s/100':>12}{'tg s/100':>10}{'launch':>8}")

@@ -72,8 +72,10 @@ def _versions() -> dict[str, Any]:
 def record_gpu(out: Path, runs: list[str], timeout_s: float) -> int:
     out.mkdir(parents=True, exist_ok=True)
     runs_meta: dict[str, Any] = {}
+    harness_env = {k: os.environ[k] for k in sorted(os.environ)
+                   if k.startswith("WORKBENCH_") or k in ("WARMUP", "REP", "MIN_REP", "MAX_REP")}
     session: dict[str, Any] = {"recorded_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "versions": _versions(),
-                               "runs": runs_meta}
+                               "harness_env": harness_env, "runs": runs_meta}
     failures = 0
     for name in runs:
         suite, cls, kexpr, dump = RUNS[name]

@@ -125,7 +125,7 @@ def test_fuzz_never_crashes() -> None:
     json_values = st.recursive(st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers() | st.text(),
                                lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
                                max_leaves=20)
-    keys = st.sampled_from(list(BMM) + ["shapes", "param_list", "id", "winner", "per_variant"])
+    keys = st.sampled_from([*BMM, "shapes", "param_list", "id", "winner", "per_variant"])
 
     @hyp.given(st.dictionaries(keys, json_values, max_size=6), st.booleans())
     def check(patch: dict, start_from_bmm: bool) -> None:
@@ -136,3 +136,42 @@ def test_fuzz_never_crashes() -> None:
             assert exc.key or exc.message
 
     check()
+
+
+def test_seeded_byte_mutations_of_a_real_file(tmp_path: Path) -> None:
+    """Seeded mutation (flip/insert/delete/truncate bytes) of the recorded rms_norm analysis.json:
+    every outcome is a parse or an InputError naming the file (line or key), never a traceback."""
+    import os
+    import random
+
+    from workbench.workspace import recorded_session_root
+
+    root = recorded_session_root("rms_norm")
+    src = (root / "rms_norm/reference/analysis.json") if root else None
+    if src is None or not src.is_file():
+        src = Path(__file__).parent / "fixtures/e/real/rms_norm/reference/analysis.json"
+    data = src.read_bytes()
+    rng = random.Random(1234)
+    n = 10_000 if os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" else 400
+    p = tmp_path / "analysis.json"
+    rejected = 0
+    for _ in range(n):
+        b = bytearray(data)
+        for _ in range(rng.randint(1, 4)):
+            op = rng.randrange(4)
+            i = rng.randrange(len(b)) if b else 0
+            if op == 0 and b:
+                b[i] = rng.randrange(256)
+            elif op == 1:
+                b[i:i] = bytes([rng.choice(b'{}[]",:0123456789.-eE \\ntruefalsn')])
+            elif op == 2 and b:
+                del b[i]
+            else:
+                del b[rng.randrange(len(b) + 1):]
+        p.write_bytes(bytes(b))
+        try:
+            load_analysis(p)
+        except InputError as exc:
+            rejected += 1
+            assert exc.path == str(p) and (exc.line is not None or exc.key is not None or exc.message)
+    assert rejected > n // 4

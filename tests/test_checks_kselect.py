@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -158,7 +159,7 @@ def test_compare_selections() -> None:
     diff = compare_selections(cand, base[:1])
     assert not diff.ok and diff.candidate_only == {(f, BMM_IDS[1])}
     assert "candidate only" in diff.describe()
-    mixed = compare_selections(cand + [f"{f}[cutile_rs-x]"], base + [f"{f}[cutile_rs-x]"])
+    mixed = compare_selections([*cand, f"{f}[cutile_rs-x]"], [*base, f"{f}[cutile_rs-x]"])
     assert not mixed.ok and any("several backends" in p for p in mixed.problems)
     assert not compare_selections([], []).ok
 
@@ -284,3 +285,52 @@ def test_false_false_trap_on_matmul() -> None:
     assert simulate_k(ids, sel.candidate[0].expr) == [
         f"tests/ops/test_matmul.py::Test_Matmul::test_perf[cutile_rs-{wanted}]"
     ]
+
+
+# ----------------------------------------------------------------------------- CLI
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "workbench.tilegym_checks.cli", *args],
+                          capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+def test_cli_kselect_show_collects_both_sides(tmp_path: Path) -> None:
+    root = fake.make_tree(tmp_path / "tg", tests={"test_matmul.py": fake.TEST_MATMUL})
+    params = ["True-False-False-False-2048-2048-2048-torch.float16", "True-True-False-True-4096-4096-4096-torch.float16"]
+    analysis = tmp_path / "analysis.json"
+    analysis.write_text(json.dumps({"reference_backend": "cutile", "test_perf_configs": [{"param_list": params}]}))
+    proc = _cli("kselect", "matmul", "--tilegym", str(root), "--analysis", str(analysis), "--show", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "matched configs: 2" in proc.stdout
+    shown = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("tests/ops/")]
+    assert sorted(shown) == sorted(
+        f"tests/ops/test_matmul.py::Test_Matmul::test_perf[{tok}-{p}]" for tok in ("cutile_rs", "cutile") for p in params
+    )
+    # a baseline backend the test does not parametrize selects nothing: the run is refused
+    refused = _cli("kselect", "matmul", "--tilegym", str(root), "--analysis", str(analysis), "--show",
+                   "--baseline", "triton", cwd=tmp_path)
+    assert refused.returncode == 3 and "REFUSED" in refused.stdout and "candidate only" in refused.stdout
+
+
+def test_cli_kselect_bad_input(tmp_path: Path) -> None:
+    bad = tmp_path / "analysis.json"
+    bad.write_text('{"test_perf_configs": {"g": {"shapes": [1]}}}')
+    proc = _cli("kselect", "bmm", "--analysis", str(bad), "--baseline", "cutile", cwd=tmp_path)
+    assert proc.returncode == 2 and "test_perf_configs.g.shapes[0]" in proc.stderr
+    bad.write_text("{not json")
+    proc = _cli("kselect", "bmm", "--analysis", str(bad), "--baseline", "cutile", cwd=tmp_path)
+    assert proc.returncode == 2 and "analysis.json:1" in proc.stderr
+    proc = _cli("kselect", "bmm", "--analysis", str(tmp_path / "none.json"), cwd=tmp_path)
+    assert proc.returncode == 2 and "not found" in proc.stderr
+
+
+@needs_tilegym
+def test_cli_kselect_static_on_real_tilegym(tmp_path: Path) -> None:
+    analysis = tmp_path / "analysis.json"
+    analysis.write_text(json.dumps(_contract_analysis()))
+    proc = _cli("kselect", "bmm", "--tilegym", str(TILEGYM), "--analysis", str(analysis), "--static", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "matched configs: 2" in proc.stdout
+    assert "k_filter 'cutile and not cutile_rs and False-False' selects 6 node ids (6 configs)" in proc.stdout
+    assert "tests/ops/test_bmm.py::Test_BMM_FWD::test_perf[cutile_rs-8-4096-4096-4096-False-False-torch.float16]" in proc.stdout

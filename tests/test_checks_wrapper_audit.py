@@ -213,8 +213,13 @@ def test_bad_input_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_every_rule_quotes_the_seed() -> None:
+    skill = TILEGYM / "skills" / "tilegym-converting-cutile-triton-to-cutile-rs"
     for rule in RULES.values():
-        assert rule.source.endswith(".md") and rule.text and rule.action
+        assert rule.text and rule.action
+        if not skill.is_dir():
+            continue
+        source = TILEGYM / rule.source if rule.source.startswith("src/") else skill / rule.source
+        assert rule.text in source.read_text(encoding="utf-8"), (rule.id, source)
 
 
 @needs_tilegym
@@ -234,9 +239,14 @@ def test_real_wrappers_known_findings() -> None:
     ops = TILEGYM / "src/tilegym/ops/cutile_rs"
     # bmm/matmul: autotuned, options forwarded, torch.empty in kernel_fn → nothing structural
     assert audit_wrapper(ops / "matmul.py", None) == []
-    bmm_analysis = {"launch_path": "autotune", "autotune_key": ["Q", "M", "N", "K", "transpose_a", "transpose_b", "dtype", "device"]}
+    bmm_analysis = {  # the autotune fields of the contract's §2.2 bmm analysis.json
+        "launch_path": "autotune",
+        "autotune_key": ["Q", "M", "N", "K", "transpose_a", "transpose_b", "dtype", "device"],
+        "autotune_configs": [{"TILE_M": 128, "TILE_N": 256, "TILE_K": 64, "GROUP_SIZE_M": 8, "occupancy": 1, "num_ctas": 2}],
+    }
     bmm = audit_wrapper(ops / "bmm.py", bmm_analysis)
     assert [(f.details["rule"], f.details["missing"], f.confidence) for f in bmm] == [("cache_key", ["device"], "low")]
+    assert not bmm[0].fixable and bmm[0].details["needs_confirmation"]  # a hypothesis, not a verdict
     # attention_sink: transposes made contiguous on every call, outside kernel_fn
     sink = audit_wrapper(ops / "attention_sink.py", None)
     copies = [f for f in sink if f.details["rule"] == "hot_path_copy"]

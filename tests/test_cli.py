@@ -144,6 +144,9 @@ def test_usage_errors_and_help(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["table", "../x", "--out-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "not a plain identifier" in err
+    assert main(["report", "e", "typo_kernel", "--out-root", str(tmp_path), "--yes"]) == 2
+    assert "kernel dir does not exist" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_bare_kernel_opens_tui_and_plugin_registry() -> None:
@@ -159,3 +162,26 @@ def test_bare_kernel_opens_tui_and_plugin_registry() -> None:
     assert args.out_root == "/o"
     args = p2.parse_args(["table", "k", "--out-root", "/p"])
     assert args.out_root == "/p"
+
+
+def test_recorded_session_is_read_only() -> None:
+    from workbench.workspace import recorded_session_root
+
+    root = recorded_session_root("rms_norm_hotpath")
+    if root is None:
+        pytest.skip("no recorded session in this checkout")
+    before = B.listing(root / "rms_norm_hotpath")
+    p = run_cli("report", "e", "rms_norm_hotpath", "--yes", "--no-real-scripts")
+    assert p.returncode == 2 and "read-only" in p.stderr
+    dry = run_cli("report", "e", "rms_norm_hotpath", "--dry-run", "--no-real-scripts")
+    assert dry.returncode == 0 and "severity=LARGE_GAP" in dry.stdout
+    assert B.listing(root / "rms_norm_hotpath") == before
+
+
+def test_bare_kernel_without_tui_prints_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    B.copy_real(tmp_path, "rms_norm")
+    monkeypatch.setitem(sys.modules, "workbench.tui.app", None)  # import fails like a missing Textual
+    assert main(["--out-root", str(tmp_path), "rms_norm"]) == 0
+    cap = capsys.readouterr()
+    assert "TUI is unavailable" in cap.err and "geomean 0.9989" in cap.out

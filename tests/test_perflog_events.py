@@ -30,7 +30,7 @@ def test_round_trip_every_kind(tmp_path: Path):
            benchmark=TRITON_RECORD)
     w.emit("launches", nodeid=NODEID, backend="triton", params="p", calls=[])
     w.emit("progress", done=1, total=1)
-    w.emit("test_failed", nodeid=NODEID, when="call", longrepr="x" * 20000)
+    w.emit("test_failed", nodeid=NODEID, when="call", longrepr="x" * 20000 + "E RuntimeError: Return code 5")
     w.emit("test_finish", nodeid=NODEID, outcome="failed", duration_s=0.5)
     w.emit("session_finish", exitstatus=1)
     w.close()
@@ -40,6 +40,8 @@ def test_round_trip_every_kind(tmp_path: Path):
     assert set(e.event for e in evs) <= set(EVENT_KINDS)
     assert evs[3]["benchmark"] == TRITON_RECORD
     assert len(evs[6]["longrepr"]) == events.LONGREPR_LIMIT
+    assert evs[6]["longrepr"].endswith("E RuntimeError: Return code 5")  # the error line survives
+    assert "characters omitted" in evs[6]["longrepr"]
     assert [e.line for e in evs] == list(range(1, 10))
     assert all(isinstance(e.ts, float) for e in evs)
     assert evs[0].to_dict()["event"] == "session_start"

@@ -104,6 +104,15 @@ def test_run_full_and_print_record_both_work_with_plugin_loaded():
     assert "cutile-workbench" in run.output
 
 
+def test_registering_print_record_in_a_plugin_would_break_run_full():
+    """Why the rule exists: a plugin that adds --print-record first makes the host's try-block stop
+    before --run-full, which pytest then rejects as unrecognized. (Synthetic rogue plugin.)"""
+    rogue = "def pytest_addoption(parser):\n    parser.addoption('--print-record', action='store_true')\n"
+    run = R.run_suite(("-q", "-p", "rogue_plugin", "--run-full"), extra_files=(("rogue_plugin.py", rogue),))
+    assert run.rc == 4
+    assert "unrecognized arguments: --run-full" in run.output
+
+
 def test_without_a_flag_the_plugin_is_inert():
     run = R.run_suite(("-sv", "--run-full"))
     assert run.rc == 1
@@ -252,3 +261,20 @@ def test_non_record_benchmark_property_gets_a_note_not_a_block():
     assert run.rc == 0
     assert MARKER not in run.output
     assert "workbench: the 'benchmark' property of test_odd.py::test_perf_odd is not" in run.output
+
+
+def test_teardown_output_with_s_does_not_break_the_block():
+    code = (
+        "import pytest\n"
+        "@pytest.fixture\n"
+        "def noisy():\n"
+        "    yield\n"
+        "    print('teardown: released 256 MB L2 flush buffer', end='')\n"
+        "def test_perf_td(noisy, record_property):\n"
+        "    record_property('benchmark', {'triton': {'forward': {'median': 0.04416, 'nrep': 50}}})\n"
+    )  # 0.04416 ms: triton 16384x2048 bf16 (docs/gpu.md §4)
+    run = R.run_suite(("-sv", "--workbench-print-record"), target="test_td.py", extra_files=(("test_td.py", code),))
+    assert run.rc == 0, run.output
+    log = parse_perf_log("td.log", text=run.output, strict=True)
+    assert [r.forward.median_ms for r in log.records] == [0.04416]
+    assert "-" * 66 + "\n" in run.output  # the terminator stands on its own line

@@ -24,6 +24,7 @@ from workbench.layout import KernelPaths
 from workbench.runner import (
     RunResult,
     RunSpec,
+    _failure_reason,
     _LogSink,
     _StdoutTracker,
     backend_k_expr,
@@ -288,7 +289,42 @@ def test_collection_error_is_reported_not_raised(tmp_path):
     assert result.notes and "collection failed" in result.notes[0]
 
 
+def test_stalled_collection_is_killed_at_the_startup_timeout(tmp_path):
+    suite = make_suite(tmp_path)
+    spec = spec_for(suite, env={"RUNNER_FIXTURE_COLLECT_SLEEP": "60"}, startup_timeout_s=1.0)
+    t0 = time.monotonic()
+    result = run(spec, KernelPaths.under(tmp_path / "out", "rms_norm"))
+    assert time.monotonic() - t0 < 15
+    assert result.rc == 124 and not result.attempts and "collection killed after 1.0s" in result.raw_log_text
+
+
+def test_cancel_during_collection_returns_promptly(tmp_path):
+    suite = make_suite(tmp_path)
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    t0 = time.monotonic()
+    result = run(spec_for(suite, env={"RUNNER_FIXTURE_COLLECT_SLEEP": "60"}),
+                 KernelPaths.under(tmp_path / "out", "rms_norm"), cancel=cancel)
+    assert time.monotonic() - t0 < 15
+    assert result.cancelled and result.rc == 2 and not result.attempts
+
+
 # --------------------------------------------------------------------------- pure units
+
+
+def test_failure_reason_is_the_exception_header_of_a_multi_line_cuda_error():
+    # the E-lines torch 2.11 printed for a real illegal address on the H200
+    longrepr = (
+        "    def test_perf(...):\n>       torch.cuda.synchronize()\n"
+        "E       torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+        "E       CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace "
+        "below might be incorrect.\n"
+        "E       For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+        "E       Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n\n"
+        "test_rms_norm.py:70: AcceleratorError\n"
+    )
+    assert _failure_reason(longrepr) == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    assert _failure_reason("E       assert 1 == 2\nE        +  where 1 = f()\n") == "assert 1 == 2"
 
 
 def test_parse_collect_output_real_format():

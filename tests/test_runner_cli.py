@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from workbench import runner_cli
+from workbench.errors import InputError
 from workbench.launches_io import save_launch_sets
 from workbench.layout import KernelPaths
 from workbench.model import CallCapture, Launch, LaunchSet
@@ -242,3 +243,29 @@ def test_commands_are_wired_into_cutile_workbench(tmp_path, capsys):
     assert main(["--out-root", str(tmp_path), "timeline", "rms_norm", "--config", PARAMS, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["config"] == PARAMS
     assert main(["timeline", "rms_norm", "--config", PARAMS, "--out-root", str(tmp_path)]) == 0
+
+
+TILEGYM = REPO / ".fetched" / "TileGym"
+
+
+@pytest.mark.skipif(not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not present")
+def test_tilegym_plan_targets_test_perf_and_keeps_cutile_rs_out_of_baselines(tmp_path):
+    args = parse("run", "rms_norm", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path), "-b", "cutile-rs",
+                 "-b", "cutile", "-b", "triton", "-k", "262144-1024")
+    runs, out, _ = runner_cli.plan_runs(args)
+    assert out.root == tmp_path / "rms_norm"
+    by = {r.backend: r for r in runs}
+    assert by["cutile-rs"].role == "candidate" and by["cutile"].role == "baseline_cutile"
+    assert by["triton"].role == "baseline_triton_tileir"
+    spec = by["cutile"].spec
+    assert spec.test_target == "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf"
+    assert spec.k_expr == "(cutile and not cutile_rs) and ((262144-1024))"
+    assert spec.backend_token == "cutile" and spec.cwd == TILEGYM.resolve()
+    assert by["cutile-rs"].spec.env["DISABLE_FALLBACK"] == "1" and "DISABLE_FALLBACK" not in spec.env
+    # two classes with test_perf: the file plus a -k that keeps test_perf_llm out
+    runs, _, _ = runner_cli.plan_runs(parse("run", "layer_norm_legacy", "--tilegym", str(TILEGYM),
+                                            "--out-root", str(tmp_path)))
+    assert runs[0].spec.test_target == "tests/ops/test_layer_norm_legacy.py"
+    assert "test_perf and not test_perf_llm" in (runs[0].spec.k_expr or "")
+    with pytest.raises(InputError, match="close matches: rms_norm"):
+        runner_cli.plan_runs(parse("run", "rms_nrm", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path)))

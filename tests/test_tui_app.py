@@ -42,7 +42,7 @@ async def test_header_names_kernel_gpu_source() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         header = str(app.screen.query_one("#header").render())
-        assert "rms_norm" in header and "NVIDIA H200" in header and "source: synthetic" in header
+        assert "rms_norm" in header and "NVIDIA H200" in header and "│ synthetic │" in header
 
 
 async def test_ratios_sort_reverse_slow_filter_variant() -> None:
@@ -111,7 +111,7 @@ async def test_enter_and_t_open_timeline_of_row() -> None:
         assert screen.row is not None and screen.row.params.startswith("wrapper_alloc")
         tl = screen.query_one(LaunchTimeline)
         # candidate lanes have 3 launches (memset fill + add + op), baseline lanes 1
-        assert [len(l.launches) for l in tl.lanes[:2]] == [3, 1]
+        assert [len(ln.launches) for ln in tl.lanes[:2]] == [3, 1]
         assert tl.lanes[0].launches[0].kind == "memset"
         await pilot.press("1", "up", "t")
         await pilot.pause()

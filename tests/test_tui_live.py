@@ -61,10 +61,10 @@ async def test_live_run_streams_bars_results_and_progress() -> None:
         await pilot.pause()
         assert runner.calls == [[PARAMS]]
         tl = screen.query_one(LaunchTimeline)
-        roles = {l.role for l in tl.lanes}
+        roles = {ln.role for ln in tl.lanes}
         assert roles == {"candidate", "baseline"}
-        cand = [l for l in tl.lanes if l.role == "candidate"]
-        assert cand and all(len(l.launches) == 3 for l in cand)  # fill + add + rms_norm per call
+        cand = [ln for ln in tl.lanes if ln.role == "candidate"]
+        assert cand and all(len(ln.launches) == 3 for ln in cand)  # fill + add + rms_norm per call
         assert [(r.framework, r.median_ms) for r in screen.live_results] == [("cutile", 0.1509), ("triton", 0.08278)]
         assert not screen.live_running
         assert screen.query_one("#progress").has_class("hidden")

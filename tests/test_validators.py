@@ -246,3 +246,38 @@ def test_run_real_validator_uses_overlay_and_never_touches_kernel_dir(tmp_path: 
     assert res.output == validate_agent_e(kdir, {"reports/performance.md": GOOD_PERF_MD}).output
     assert sorted((p.relative_to(kdir), p.stat().st_mtime_ns) for p in kdir.rglob("*")) == before
     assert run_real_validator(tmp_path / "no-tilegym", "validate_agent_e.sh", ["rms_norm"], kdir, None) is None
+
+
+@needs_scripts
+def test_differential_fuzz_against_real_scripts(tmp_path: Path) -> None:
+    """SYNTHETIC random reports/logs built from the tricky pieces; twin == real script, byte for byte."""
+    hyp = pytest.importorskip("hypothesis")
+    st = hyp.strategies
+    pieces = st.sampled_from([
+        "VERDICT: DONE", "VERDICT: INVESTIGATE", "VERDICT: BLOCKED", "geomean_ratio=1.0506", "geomean_ratio=1",
+        "geomean_ratio=1.05x", "geomean_ratio= 1.0", "Performance Test Results", "PASSED", "FAILED", "SKIPPED",
+        " ", "\t", "\r", "\0", "\x0b", "\u3000", "\u00a0", "\udcff", "-n", "x", "|a|b|",
+    ])
+    line = st.lists(pieces, max_size=4).map("".join)
+    doc = st.lists(line, max_size=6).map("\n".join).map(lambda s: s.encode("utf-8", "surrogateescape"))
+    counter = iter(range(10**6))
+
+    n = int(os.environ.get("WB_VALIDATOR_FUZZ_EXAMPLES", "40"))  # fuzz profile: set it to 1000+
+
+    @hyp.settings(max_examples=n, deadline=None)
+    @hyp.given(doc, doc, st.booleans())
+    def check(perf_md: bytes, cand_log: bytes, trailing_newline: bool) -> None:
+        files = dict(GOOD_E)
+        files["reports/performance.md"] = perf_md + (b"\n" if trailing_newline else b"")
+        files["perf_cutile_rs.txt"] = cand_log
+        kdir = kernel(tmp_path / str(next(counter)), files)
+        out, rc = real("validate_agent_e.sh", "rms_norm", env_root=kdir.parent)
+        mine = validate_agent_e(kdir)
+        assert (as_bytes(mine), mine.exit_code) == (out, rc)
+        fdir = kernel(tmp_path / str(next(counter)), {"reports/perf_investigation_x.md": perf_md,
+                                                      "reports/agent_logs/agent_f.md": cand_log}, name="softmax")
+        out, rc = real("validate_agent_f.sh", "softmax", env_root=fdir.parent)
+        mine = validate_agent_f(fdir)
+        assert (as_bytes(mine), mine.exit_code) == (out, rc)
+
+    check()

@@ -159,24 +159,29 @@ def _run_child(kdir: Path, tag: str, rels: tuple[str, ...], kill_at: int | None)
     return proc.returncode
 
 
-@pytest.mark.parametrize("preexisting", ["all", "some"])
-def test_sigkill_at_every_step_leaves_old_or_new_set(tmp_path: Path, preexisting: str) -> None:
-    """Issue 6 item 2: kill the writer child at every step, recover, check the invariant."""
+F_REL = ("reports/perf_investigation_all_shapes.md", "reports/perf_investigation_16384-2048-torch.bfloat16.md",
+         "reports/agent_f.md", "reports/agent_logs/agent_f.md")
+
+
+@pytest.mark.parametrize(("preexisting", "rels"), [("all", REL), ("some", REL), ("all", F_REL), ("some", F_REL)],
+                         ids=["E-all", "E-some", "F-all", "F-some"])
+def test_sigkill_at_every_step_leaves_old_or_new_set(tmp_path: Path, preexisting: str, rels: tuple[str, ...]) -> None:
+    """Issue 6 item 2: kill the writer child at every step of an E and an F set, recover, check."""
     for step in range(1, len(STEPS) + 1):
         kdir = tmp_path / f"k{step}" / "softmax"
         kdir.mkdir(parents=True)
-        old_rels = REL if preexisting == "all" else REL[:2]
+        old_rels = rels if preexisting == "all" else rels[:2]
         write_plan(plan_for(kdir, "old", rels=old_rels))
         old = snapshot(kdir)
-        rc = _run_child(kdir, "new", REL, kill_at=step)
+        rc = _run_child(kdir, "new", rels, kill_at=step)
         assert rc == -9, f"child was not killed at step {step} ({STEPS[step - 1]}): rc={rc}"
         recover(kdir)
         after = snapshot(kdir)
-        new = {r: f"new:{r}\n" * 50 for r in REL}
+        new = {r: f"new:{r}\n" * 50 for r in rels}
         assert after in (old, new), f"mixed set after kill at step {step} ({STEPS[step - 1]})"
         # the dir is usable again: stale lock cleared, next write succeeds
-        write_plan(plan_for(kdir, "next"))
-        assert snapshot(kdir) == {r: f"next:{r}\n" * 50 for r in REL}
+        write_plan(plan_for(kdir, "next", rels=rels))
+        assert snapshot(kdir) == {r: f"next:{r}\n" * 50 for r in rels}
         leftovers = [p.name for p in kdir.rglob("*") if ".wbtmp-" in p.name or p.name == LOCK_NAME]
         assert leftovers == []
 
@@ -237,3 +242,20 @@ def test_lock_refuses_symlinked_reports(tmp_path: Path) -> None:
     with pytest.raises(UnsafePath), kernel_lock(kdir):
         pass
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_tampered_journal_cannot_move_outside_files(tmp_path: Path) -> None:
+    kdir = tmp_path / "softmax"
+    (kdir / "reports").mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("outside")
+    (kdir / "reports" / ".workbench-journal.json").write_text(json.dumps(
+        {"version": 1, "entries": [{"target": "reports/performance.md", "temp": "../secret.txt"}]}))
+    with pytest.raises(UnsafePath):
+        recover(kdir, blocking=True)
+    assert secret.read_text() == "outside" and not (kdir / "reports/performance.md").exists()
+    (kdir / "reports" / ".workbench-journal.json").write_text(json.dumps(
+        {"version": 1, "entries": [{"target": "../../secret.txt", "temp": "reports/.x.wbtmp-1"}]}))
+    with pytest.raises(UnsafePath):
+        recover(kdir, blocking=True)
+    assert secret.read_text() == "outside"

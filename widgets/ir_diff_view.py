@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
@@ -71,7 +71,8 @@ def fold_rows(rows: Sequence[DiffLine], context: int = 3) -> list[DiffLine]:
             j += 1
         head = context if i > 0 else 0
         tail = context if j < n else 0
-        if j - i > head + tail + 1:
+        # a short run is cheaper to show than a fold row, even at the file edges
+        if j - i > max(head + tail + 1, 2 * context + 1):
             out.extend(rows[i : i + head])
             hidden = j - i - head - tail
             first = rows[i + head]
@@ -116,7 +117,7 @@ class IRDiffView(ScrollView, can_focus=True):
     IRDiffView > .irdiffview--operator { color: $secondary; }
     IRDiffView > .irdiffview--punct { color: $text; }
     """
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "irdiffview--lineno",
         "irdiffview--gutter",
         "irdiffview--removed",
@@ -127,7 +128,7 @@ class IRDiffView(ScrollView, can_focus=True):
         "irdiffview--cursor",
         *(f"irdiffview--{v}" for v in _TOKEN_CLASS.values()),
     }
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n,right_square_bracket", "hunk(1)", "Next hunk", tooltip="Jump to the next changed hunk",
                 id="irdiff-next-hunk"),
         Binding("N,left_square_bracket", "hunk(-1)", "Prev hunk", tooltip="Jump to the previous hunk",
@@ -270,15 +271,17 @@ class IRDiffView(ScrollView, can_focus=True):
         text_w = max(0, width - NUM_W)
         chars: list[Segment] = []
         pos = 0
+        span_style_extra = self._cls(span_bg) if span_bg and spans else None
         for value, cls in self._tokens(text.expandtabs(4)):
             style = line_bg + self._cls(cls) if cls else line_bg
-            if span_bg and spans:  # intraline spans: style the changed characters darker
-                for k, ch in enumerate(value):
-                    p = pos + k
-                    inside = any(s <= p < e for s, e in spans)
-                    chars.append(Segment(ch, style + self._cls(span_bg) if inside else style))
-            else:
+            if span_style_extra is None:
                 chars.append(Segment(value, style))
+            else:  # cut the token at intraline span edges; changed pieces get the darker tint
+                end = pos + len(value)
+                cuts = sorted({pos, end, *(c for s, e in spans for c in (s, e) if pos < c < end)})
+                for a, b in zip(cuts, cuts[1:]):
+                    inside = any(s <= a < e for s, e in spans)
+                    chars.append(Segment(value[a - pos : b - pos], style + span_style_extra if inside else style))
             pos += len(value)
         strip = Strip(chars).crop(self.hoffset, self.hoffset + text_w)
         segs.extend(strip)

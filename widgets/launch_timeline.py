@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
@@ -51,13 +51,13 @@ class Lane:
     def span_ns(self) -> int:
         if not self.launches:
             return max(1, self.call.host_end_ns - self.call.host_start_ns)
-        return max(l.end_ns for l in self.launches) - self.call.host_start_ns
+        return max(ln.end_ns for ln in self.launches) - self.call.host_start_ns
 
 
 def make_lane(role: str, backend: str, call: CallCapture) -> Lane:
-    launches = sorted(call.launches, key=lambda l: l.start_ns)
+    launches = sorted(call.launches, key=lambda x: x.start_ns)
     base = call.host_start_ns
-    return Lane(role, backend, call, launches, [l.start_ns - base for l in launches])
+    return Lane(role, backend, call, launches, [ln.start_ns - base for ln in launches])
 
 
 def format_ns(ns: float) -> str:
@@ -95,22 +95,24 @@ class LaunchTimeline(ScrollView, can_focus=True):
     LaunchTimeline > .launchtimeline--candidate { color: $accent; }
     LaunchTimeline > .launchtimeline--baseline { color: $secondary; }
     LaunchTimeline > .launchtimeline--kernel { color: $primary; }
+    LaunchTimeline > .launchtimeline--kernel-alt { color: $primary-lighten-3; }
     LaunchTimeline > .launchtimeline--memcpy { color: $warning; }
     LaunchTimeline > .launchtimeline--memset { color: $error; }
     LaunchTimeline > .launchtimeline--selected { color: $text; background: $accent; }
     LaunchTimeline > .launchtimeline--cursor-lane { background: $boost; }
     """
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "launchtimeline--ruler",
         "launchtimeline--candidate",
         "launchtimeline--baseline",
         "launchtimeline--kernel",
+        "launchtimeline--kernel-alt",
         "launchtimeline--memcpy",
         "launchtimeline--memset",
         "launchtimeline--selected",
         "launchtimeline--cursor-lane",
     }
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left,h", "pan(-1)", "Pan ←", tooltip="Pan left a quarter screen", id="timeline-pan-left"),
         Binding("right,l", "pan(1)", "Pan →", tooltip="Pan right a quarter screen", id="timeline-pan-right"),
         Binding("plus,equals_sign", "zoom(2)", "Zoom +", tooltip="Zoom in 2x", id="timeline-zoom-in"),
@@ -167,7 +169,7 @@ class LaunchTimeline(ScrollView, can_focus=True):
 
     @property
     def launch_count(self) -> int:
-        return sum(len(l.launches) for l in self.lanes)
+        return sum(len(ln.launches) for ln in self.lanes)
 
     @property
     def selected_launch(self) -> Launch | None:
@@ -187,7 +189,7 @@ class LaunchTimeline(ScrollView, can_focus=True):
         self.refresh()
 
     def _fit(self) -> None:
-        span = max((l.span_ns for l in self.lanes), default=1000)
+        span = max((ln.span_ns for ln in self.lanes), default=1000)
         self.set_reactive(LaunchTimeline.ns_per_cell, max(MIN_NS_PER_CELL, span * 1.02 / self._plot_width()))
         self.set_reactive(LaunchTimeline.origin_ns, 0.0)
 
@@ -293,6 +295,54 @@ class LaunchTimeline(ScrollView, can_focus=True):
         head = f"{format_ns(self.ns_per_cell)}/cell"[: GUTTER - 1].ljust(GUTTER)
         return Strip([Segment(head + "".join(text), self._style("ruler"))], width).crop(0, width)
 
+    def _lane_runs(self, lane: Lane, plot: int, selected: int) -> list[tuple[int, int, int]]:
+        """Visible bars as ``(first_cell, last_cell, launch_index)`` runs, left to right.
+
+        The first launch to reach a cell owns it; launches starting inside an already painted
+        cell are skipped with one bisect (so the cost is O(bars on screen · log n), not O(n));
+        the selected launch always wins its cells.
+        """
+        npc, origin = self.ns_per_cell, self.origin_ns
+        starts, launches, t0 = lane.starts, lane.launches, lane.call.host_start_ns
+        i = bisect_left(starts, origin)
+        if i > 0 and launches[i - 1].end_ns - t0 > origin:
+            i -= 1  # a launch that began left of the window still covers its first cells
+        n = len(starts)
+        runs: list[tuple[int, int, int]] = []
+        last = -1  # last painted cell
+        sel_run: tuple[int, int, int] | None = None
+        while i < n:
+            a = int((starts[i] - origin) // npc)
+            if a >= plot:
+                break
+            # last cell the launch covers (end is exclusive); a short launch still gets one cell
+            b = min(max(a, int(-(-(launches[i].end_ns - t0 - origin) // npc)) - 1), plot - 1)
+            if i == selected:
+                sel_run = (max(a, 0), b, i)
+            a2 = max(a, last + 1, 0)
+            if b >= a2:
+                runs.append((a2, b, i))
+                last = b
+            nxt = bisect_left(starts, origin + (last + 1) * npc)
+            if i < selected < nxt:
+                nxt = selected  # never skip the selected launch
+            i = max(i + 1, nxt)
+        if sel_run is None:
+            return runs
+        sa, sb, _ = sel_run
+        out: list[tuple[int, int, int]] = []
+        for a, b, idx in runs:  # cut the selection out of the runs it overlaps, then insert it
+            if b < sa or a > sb:
+                out.append((a, b, idx))
+                continue
+            if a < sa:
+                out.append((a, sa - 1, idx))
+            if b > sb:
+                out.append((sb + 1, b, idx))
+        out.append(sel_run)
+        out.sort()
+        return out
+
     def _render_lane(self, lane: Lane, width: int, selected: int, is_cursor: bool) -> Strip:
         plot = max(0, width - GUTTER)
         base_style = self.rich_style
@@ -300,39 +350,23 @@ class LaunchTimeline(ScrollView, can_focus=True):
             base_style = base_style + self._style("cursor-lane")
         label_style = base_style + self._style("candidate" if lane.role == "candidate" else "baseline")
         segs = [Segment(lane.label[: GUTTER - 1].ljust(GUTTER), label_style)]
-        kinds: list[int] = [-1] * plot  # launch index painted in each cell, -1 = idle
-        npc, origin = self.ns_per_cell, self.origin_ns
-        starts, launches, t0 = lane.starts, lane.launches, lane.call.host_start_ns
-        i = bisect_left(starts, origin)
-        if i > 0 and launches[i - 1].end_ns - t0 > origin:
-            i -= 1  # a launch that began left of the window still covers its first cells
-        n = len(starts)
-        while i < n:
-            a = int((starts[i] - origin) // npc)
-            if a >= plot:
-                break
-            b = int((launches[i].end_ns - t0 - origin) // npc)
-            for c in range(max(a, 0), min(b, plot - 1) + 1):
-                if kinds[c] == -1 or i == selected:
-                    kinds[c] = i
-            # skip launches that start inside the last painted cell: they cannot show anyway
-            nxt = bisect_left(starts, origin + (max(a, b) + 1) * npc)
-            if selected > i and selected < nxt:
-                nxt = selected  # but never skip the selected launch
-            i = max(i + 1, nxt)
         styles = {k: base_style + self._style(k) for k in GLYPH}
+        # back-to-back kernels would merge into one bar: every other kernel gets a lighter shade
+        kernel_alt = base_style + self._style("kernel-alt")
         sel_style = base_style + self._style("selected")
-        run_start = 0
-        for c in range(1, plot + 1):
-            if c < plot and kinds[c] == kinds[run_start]:
-                continue
-            idx = kinds[run_start]
-            length = c - run_start
-            if idx == -1:
-                segs.append(Segment(" " * length, base_style))
-            else:
-                kind = launches[idx].kind
-                style = sel_style if idx == selected else styles.get(kind, styles["kernel"])
-                segs.append(Segment(GLYPH.get(kind, "█") * length, style))
-            run_start = c
+        launches = lane.launches
+        cell = 0
+        for a, b, idx in self._lane_runs(lane, plot, selected):
+            if a > cell:
+                segs.append(Segment(" " * (a - cell), base_style))
+            kind = launches[idx].kind
+            style = styles.get(kind, styles["kernel"])
+            if kind == "kernel" and idx % 2:
+                style = kernel_alt
+            if idx == selected:
+                style = sel_style
+            segs.append(Segment(GLYPH.get(kind, "█") * (b - a + 1), style))
+            cell = b + 1
+        if cell < plot:
+            segs.append(Segment(" " * (plot - cell), base_style))
         return Strip(segs, width).crop(0, width)

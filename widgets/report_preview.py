@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -65,7 +66,7 @@ class ReportPreview(Vertical):
     ReportPreview TabbedContent { height: 1fr; }
     ReportPreview .raw, ReportPreview .diff, ReportPreview .validation { height: auto; }
     """
-    COMPONENT_CLASSES = {"reportpreview--banner-ok", "reportpreview--banner-refused"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"reportpreview--banner-ok", "reportpreview--banner-refused"}
 
     view: reactive[str] = reactive("rendered")
 

@@ -9,6 +9,7 @@ marker alone would read as a verdict.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from rich.text import Text
 from textual.reactive import reactive
@@ -44,7 +45,7 @@ class SeverityBar(Widget):
     SeverityBar > .severitybar--marker { color: $accent; text-style: bold; }
     SeverityBar > .severitybar--ci { color: $accent; }
     """
-    COMPONENT_CLASSES = {
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
         "severitybar--done",
         "severitybar--mild",
         "severitybar--moderate",
@@ -99,6 +100,6 @@ class SeverityBar(Widget):
         cells[m] = "●"
         styles[m] = "severitybar--marker"
         bar = Text()
-        for ch, cls in zip(cells, styles):
+        for ch, cls in zip(cells, styles, strict=True):
             bar.append(ch, self.get_component_rich_style(cls, partial=True))
         return Text.assemble(words, "   ", bar)

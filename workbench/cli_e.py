@@ -5,7 +5,8 @@ what it wrote (or, with ``--dry-run``, what it would write: paths + sizes), then
 closing contract on stdout — the ``<PERF_LOG>`` block, the ``<VALIDATOR_OUTPUT>`` block (each
 ``$ command``, verbatim output, ``exit=N``) and exactly one final ``VERDICT: X`` line with nothing
 after it. Exit 0 written, 1 BLOCKED (``VERDICT: BLOCKED``, nothing written), 2 bad input/usage
-(also: no ``--yes`` with a non-interactive stdin), 3 validation refused (nothing written, no
+(also: no ``--yes`` with a non-interactive stdin, or a write into the read-only recorded session
+that ships in the package), 3 validation refused (nothing written, no
 VERDICT line). A dry run ends with ``DRY RUN: ...`` instead of a VERDICT line: nothing was written.
 """
 
@@ -52,13 +53,22 @@ def register(commands: Any, report_commands: Any) -> None:
 # --------------------------------------------------------------------------- table
 
 
-def _table_for(ws: Workspace, seed: int = 0) -> RatioTable:
-    from workbench.perflog.parser import parse_perf_log
+def require_kernel_dir(ws: Workspace) -> None:
+    """A kernel dir that does not exist is a usage error (typo in kernel or out root), not BLOCKED."""
+    if not ws.kernel_dir.is_dir():
+        raise InputError(f"kernel dir does not exist (source: {ws.source}); check the kernel name and --out-root",
+                         path=str(ws.kernel_dir))
 
-    raw = ws.raw_log_path()
-    if raw is None:
-        raise Blocked("no candidate perf log (perf_cutile_rs.txt)", path=str(ws.paths.perf_cutile_rs))
-    candidate = parse_perf_log(raw, strict=True)
+
+def ratio_table_for(ws: Workspace, seed: int = 0) -> RatioTable:
+    """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed."""
+    return _table_for(ws, seed)
+
+
+def _table_for(ws: Workspace, seed: int = 0) -> RatioTable:
+    from workbench.report_e import load_candidate
+
+    candidate, _parsed, _notes = load_candidate(ws)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
 
@@ -128,6 +138,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None) -> str:
 
 def print_table(kernel: str, *, out_root: Path | None, tilegym: Path | None, fmt: str, seed: int = 0) -> int:
     ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym)
+    require_kernel_dir(ws)
     try:
         table = _table_for(ws, seed)
     except Blocked as exc:
@@ -169,6 +180,7 @@ def _cmd_report_e(args: argparse.Namespace) -> int:
     from workbench.writer import write_plan
 
     ws = open_workspace(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym))
+    require_kernel_dir(ws)
     raw_text = None
     if args.raw_log:
         try:
@@ -177,7 +189,8 @@ def _cmd_report_e(args: argparse.Namespace) -> int:
             raise InputError(f"cannot read raw log: {exc.strerror or exc}", path=args.raw_log) from None
     try:
         plan = plan_e_report(ws, raw_log_text=raw_text, pytest_rc=args.pytest_rc, command=args.run_command,
-                             run_real_scripts=not args.no_real_scripts)
+                             run_real_scripts=not args.no_real_scripts,
+                             raw_log_path=Path(args.raw_log) if args.raw_log else None)
     except Blocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         print("nothing was written")
@@ -198,6 +211,10 @@ def _cmd_report_e(args: argparse.Namespace) -> int:
         out.write(_closing(plan.perf_log_block, plan.validator_output))
         out.write(f"DRY RUN: nothing written; the report would say VERDICT: {plan.verdict}\n")
         return 0
+    if ws.source == "recorded":
+        # the embedded demo session ships inside the package: never modify it in place
+        raise InputError(f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
+                         "--out-root <dir>, or use --dry-run", path=str(ws.kernel_dir))
     if not args.yes:
         if not sys.stdin.isatty():
             print("error: refusing to write without confirmation: stdin is not a terminal; pass --yes "

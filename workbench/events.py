@@ -47,6 +47,10 @@ EVENT_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "launches": {"nodeid": (str,), "backend": (str,), "params": (str,), "calls": (list,)},
     "progress": {},
     "session_finish": {"exitstatus": (int,)},
+    # written by workbench.runner around faults and resumes (fields are the runner's)
+    "runner_attempt_end": {},
+    "runner_resume": {},
+    "runner_finish": {},
 }
 EVENT_KINDS: tuple[str, ...] = tuple(EVENT_SCHEMA)
 
@@ -88,11 +92,21 @@ def _json_default(obj: Any) -> Any:
     return str(obj)
 
 
+def clip_longrepr(text: str, limit: int = LONGREPR_LIMIT) -> str:
+    """At most ``limit`` characters: the head and, above all, the tail (where the error is)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    note = f"\n[... {len(text) - limit} characters omitted by cutile-workbench ...]\n"
+    tail = limit - head - len(note)
+    return text[:head] + note + text[len(text) - tail:]
+
+
 def encode_event(kind: str, ts: float | None = None, **fields: Any) -> str:
     """One JSON line (with ``\\n``) for an event. Non-finite floats become ``null`` (valid JSON)."""
     obj = {"event": kind, "ts": time.time() if ts is None else ts, **fields}
     if kind == "test_failed" and isinstance(obj.get("longrepr"), str):
-        obj["longrepr"] = obj["longrepr"][:LONGREPR_LIMIT]
+        obj["longrepr"] = clip_longrepr(obj["longrepr"])
     clean = _finite(obj)
     try:
         text = json.dumps(clean, default=_json_default, ensure_ascii=True, allow_nan=False)

@@ -71,6 +71,10 @@ class KernelPaths:
     def perf_full_log(self) -> Path:
         return self.agent_logs_dir / "perf_cutile_rs.full.txt"
 
+    def perf_full_log_variant(self, variant: str) -> Path:
+        """Raw pytest tee of one variant's E run (multi-variant kernels)."""
+        return self.agent_logs_dir / f"perf_cutile_rs_{variant}.full.txt"
+
     @property
     def perf_investigation_log(self) -> Path:
         return self.agent_logs_dir / "perf_investigation.log"

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from workbench import __version__
 from workbench.errors import Blocked, InputError, WorkbenchError
@@ -153,7 +155,7 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     for v in variants:
         vrows = [r for r in ok if r.variant == v]
         backends = ", ".join(sorted({r.baseline_backend or "NA" for r in vrows}))
-        out += ["\n", f"### Variant: {v} (baseline: {backends})\n", "\n", _table(vrows), "\n",
+        out += ["\n", f"### Variant: {_cell(v)} (baseline: {_cell(backends)})\n", "\n", _table(vrows), "\n",
                 f"variant_geomean={round4(table.variant_geomeans[v]):.4f}\n"]
     out += ["\n", "### Missing / failed configs\n", "\n"]
     if na:
@@ -263,6 +265,100 @@ def _infer_rc(candidate: PerfLog, raw_text: str) -> tuple[int, str]:
     return 0, "inferred: no failures in the log"
 
 
+_SAFE_VARIANT = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class RawLog:
+    """One raw candidate log E sanitizes: the main one, or one variant's (multi-variant kernels)."""
+
+    variant: str | None
+    out_relpath: str  # perf_cutile_rs.txt | perf_cutile_rs_<variant>.txt
+    full_relpath: str  # reports/agent_logs/perf_cutile_rs[_<variant>].full.txt
+    path: Path  # where the text came from (messages)
+    source: str  # human description for agent_e.md
+    text: str
+    full_exists: bool
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", "surrogateescape")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+
+
+def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
+                       raw_log_path: Path | None = None) -> tuple[list[RawLog], list[str]]:
+    """The raw candidate logs to sanitize (main first, then variants) and notes on skipped ones."""
+    paths = ws.paths
+    out: list[RawLog] = []
+    notes: list[str] = []
+    rel = lambda p: os.path.relpath(p, paths.root).replace(os.sep, "/")  # noqa: E731
+    full_rel = rel(paths.perf_full_log)
+    if raw_log_text is not None:
+        out.append(RawLog(None, PERF_LOG, full_rel, raw_log_path or paths.perf_full_log,
+                          str(raw_log_path) if raw_log_path else "supplied raw log text", raw_log_text,
+                          paths.perf_full_log.is_file()))
+    else:
+        found = ws.raw_log_path()
+        if found is not None:
+            out.append(RawLog(None, PERF_LOG, full_rel, found, rel(found), _read(found), paths.perf_full_log.is_file()))
+    for v in ws.variant_names():
+        if not _SAFE_VARIANT.match(v):
+            notes.append(f"variant {v!r}: name is not file-name safe; its per-variant log is ignored")
+            continue
+        full, sanitized = paths.perf_full_log_variant(v), paths.perf_cutile_rs_variant(v)
+        src = full if full.is_file() else sanitized if sanitized.is_file() else None
+        if src is not None:
+            out.append(RawLog(v, rel(sanitized), rel(full), src, rel(src), _read(src), full.is_file()))
+    return out, notes
+
+
+def merge_logs(path: str, logs: list[PerfLog]) -> PerfLog:
+    """One candidate PerfLog from several (first record of a config wins; later duplicates noted)."""
+    merged = PerfLog(path=path)
+    seen: set[tuple[str, str]] = set()
+    for log in logs:
+        merged.notes.extend(log.notes)
+        merged.truncated = merged.truncated or log.truncated
+        for rec in log.records:
+            if rec.row_key in seen:
+                merged.notes.append(f"{log.path}: {rec.nodeid} also appears in an earlier log; first kept")
+                continue
+            seen.add(rec.row_key)
+            merged.records.append(rec)
+        merged.outcomes.extend(log.outcomes)
+    return merged
+
+
+def load_candidate(ws: Workspace, *, raw_log_text: str | None = None,
+                   raw_log_path: Path | None = None) -> tuple[PerfLog, list[tuple[RawLog, PerfLog]], list[str]]:
+    """Parse (strictly) every raw candidate log and merge them; Blocked when there is none."""
+    from workbench.perflog.parser import parse_perf_log
+
+    raws, notes = candidate_raw_logs(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
+    if not raws:
+        raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
+                      "perf_cutile_rs.txt (nor a per-variant log) exists", path=str(ws.paths.perf_cutile_rs))
+    parsed = [(r, parse_perf_log(r.path, text=r.text, strict=True)) for r in raws]
+    merged = merge_logs(str(parsed[0][0].path), [p for _, p in parsed])
+    merged.notes.extend(notes)
+    return merged, parsed, notes
+
+
+def _join_investigation(parts: list[tuple[RawLog, str]]) -> str:
+    """Concatenate investigation logs; stays empty when every part is empty (clean run)."""
+    nonempty = [(r, t) for r, t in parts if t]
+    if len(nonempty) == 1 and nonempty[0][0].variant is None:
+        return nonempty[0][1]
+    out = []
+    for r, t in nonempty:
+        out.append(f"== {r.out_relpath} (from {r.source}) ==\n")
+        out.append(t if t.endswith("\n") else t + "\n")
+    return "".join(out)
+
+
 def plan_e_report(
     ws: Workspace,
     *,
@@ -271,27 +367,19 @@ def plan_e_report(
     pytest_rc: int | None = None,
     command: str | None = None,
     run_real_scripts: bool = True,
+    raw_log_path: Path | None = None,
 ) -> ReportPlan:
-    """Render + validate E's report set for ``ws`` (see module docstring); nothing is written."""
-    from workbench.perflog.parser import parse_perf_log
+    """Render + validate E's report set for ``ws`` (see module docstring); nothing is written.
+
+    ``raw_log_path`` names where ``raw_log_text`` came from (used in messages and agent_e.md).
+    Multi-variant kernels: each variant's raw log (``reports/agent_logs/perf_cutile_rs_<v>.full.txt``,
+    else ``perf_cutile_rs_<v>.txt``) is sanitized to ``perf_cutile_rs_<v>.txt`` and its records join
+    the table; without a main log, ``perf_cutile_rs.txt`` is the variants' sanitized logs concatenated.
+    """
     from workbench.perflog.sanitizer import sanitize
 
     paths = ws.paths
-    if raw_log_text is not None:
-        raw_path = paths.perf_full_log
-        raw_source = "supplied raw log text"
-    else:
-        found = ws.raw_log_path()
-        if found is None:
-            raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
-                          "perf_cutile_rs.txt exists", path=str(paths.perf_cutile_rs))
-        raw_path = found
-        raw_source = os.path.relpath(found, paths.root)
-        try:
-            raw_log_text = found.read_bytes().decode("utf-8", "surrogateescape")
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", path=str(found)) from None
-    candidate = parse_perf_log(raw_path, text=raw_log_text, strict=True)
+    candidate, parsed, _notes = load_candidate(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     if table is None:
         table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis)
@@ -302,40 +390,53 @@ def plan_e_report(
     if table.verdict == "DONE" and has_missing:  # the invariant, enforced even for a supplied table
         raise WorkbenchError("internal: refusing DONE with a missing or failed config", path=str(paths.root))
     meta = ws.session_meta()
-    if pytest_rc is None:
-        recorded = meta.get("pytest_rc") if meta else None
-        if isinstance(recorded, int) and not isinstance(recorded, bool):
-            pytest_rc, rc_source = recorded, "recorded in workbench/session.json"
+    main_raw = parsed[0][0] if parsed[0][0].variant is None else None
+    sanitized_parts: list[tuple[RawLog, Any, int, str]] = []
+    for raw, log in parsed:
+        if raw is main_raw and pytest_rc is not None:
+            rc, rc_src = pytest_rc, "given"
+        elif raw is main_raw and meta and isinstance(meta.get("pytest_rc"), int) \
+                and not isinstance(meta.get("pytest_rc"), bool):
+            rc, rc_src = int(meta["pytest_rc"]), "recorded in workbench/session.json"
         else:
-            pytest_rc, rc_source = _infer_rc(candidate, raw_log_text)
-    else:
-        rc_source = "given"
+            rc, rc_src = _infer_rc(log, raw.text)
+        sanitized_parts.append((raw, sanitize(raw.text, pytest_rc=rc, source=str(raw.path)), rc, rc_src))
     if command is None:
         command = _meta(meta, "command") or "not recorded (raw log supplied)"
-    sanitized = sanitize(raw_log_text, pytest_rc=pytest_rc, source=str(raw_path))
 
     if ws.analysis is not None and ws.analysis.reference_backend:
-        reference = f"`{ws.analysis.reference_backend}` (analysis.json reference_backend, per-variant winners applied)"
+        reference = (f"`{_cell(ws.analysis.reference_backend)}` (analysis.json reference_backend, "
+                     "per-variant winners applied)")
     else:
         reference = "the faster available baseline per config (analysis.json names no reference_backend)"
-    perf_md = render_performance_md(ws.kernel, table, candidate, baselines, reference=reference)
-    files = {
-        PERFORMANCE_MD: perf_md,
-        PERF_LOG: sanitized.validator_log,
-        INVESTIGATION_LOG: sanitized.investigation_log,
-        AGENT_E_REPORT: render_agent_e_report(ws, table),
+    files: dict[str, str] = {
+        PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference),
     }
-    if raw_log_text is not None and not paths.perf_full_log.is_file():
-        files[FULL_LOG] = raw_log_text  # keep the raw tee next to the sanitized log (§1.2)
+    for raw, san, _rc, _src in sanitized_parts:
+        files[raw.out_relpath] = san.validator_log
+        if not raw.full_exists:
+            files[raw.full_relpath] = raw.text  # keep the raw tee next to the sanitized log (§1.2)
+    if main_raw is None:  # variants only: the validator-consumed main log is their union
+        files[PERF_LOG] = "".join(san.validator_log if san.validator_log.endswith("\n") or not san.validator_log
+                                  else san.validator_log + "\n" for _r, san, _c, _s in sanitized_parts)
+    files[INVESTIGATION_LOG] = _join_investigation([(r, san.investigation_log) for r, san, _c, _s in sanitized_parts])
+    files[AGENT_E_REPORT] = render_agent_e_report(ws, table)
+    first_raw, first_san, first_rc, first_src = sanitized_parts[0]
 
     def agent_log(validator_text: str) -> str:
-        return render_agent_e_log(ws, table, command=command or "", pytest_rc=pytest_rc or 0,
-                                  rc_source=rc_source, raw_source=raw_source, sanitized=sanitized,
-                                  validator_text=validator_text)
+        text = render_agent_e_log(ws, table, command=command or "", pytest_rc=first_rc, rc_source=first_src,
+                                  raw_source=first_raw.source, sanitized=first_san, validator_text=validator_text)
+        if len(sanitized_parts) > 1:
+            extra = "".join(f"- variant log {r.out_relpath}: from {r.source}; pytest_rc={rc} ({src}); "
+                            f"{getattr(san, 'kept_records', '?')} record(s) kept\n"
+                            for r, san, rc, src in sanitized_parts if r.variant is not None)
+            text = text.replace("\n## Ratio summary\n", extra + "\n## Ratio summary\n", 1)
+        return text
 
     # validator results depend on agent_e.md only through "non-empty", so validate with a draft
     files[AGENT_E_LOG] = agent_log("(validator output follows in the final log)\n")
-    results = _validate(ws, files, run_real_scripts)
+    variant_logs = [r.out_relpath for r, *_ in sanitized_parts if r.variant is not None]
+    results = _validate(ws, files, run_real_scripts, variant_logs)
     text = transcript(results)
     files[AGENT_E_LOG] = agent_log(text)
     final = validate_agent_e(paths.root, files)
@@ -356,18 +457,22 @@ def plan_e_report(
                       validator_output=text, ok=ok, perf_log_block=block)
 
 
-def _validate(ws: Workspace, files: Mapping[str, str], run_real_scripts: bool) -> list[ValidatorResult]:
+def _validate(ws: Workspace, files: Mapping[str, str], run_real_scripts: bool,
+              variant_logs: Sequence[str] = ()) -> list[ValidatorResult]:
     root = ws.paths.root
     results = [
         validate_perf_log(root / PERF_LOG, PERF_LOG, text=files[PERF_LOG]),
         validate_perf_log(root / "baseline_perf_cutile.txt", "baseline_perf_cutile.txt"),
+        *(validate_perf_log(root / v, v, text=files[v]) for v in variant_logs),
         validate_agent_e(root, files),
     ]
     if run_real_scripts and ws.tilegym is not None:
-        for script, args in (("validate_perf_log.sh", ["{BASE}/" + PERF_LOG, PERF_LOG]),
-                             ("validate_perf_log.sh", ["{BASE}/baseline_perf_cutile.txt",
-                                                       "baseline_perf_cutile.txt"]),
-                             ("validate_agent_e.sh", [ws.kernel])):
+        runs: list[tuple[str, list[str]]] = [("validate_perf_log.sh", ["{BASE}/" + PERF_LOG, PERF_LOG]),
+                                             ("validate_perf_log.sh", ["{BASE}/baseline_perf_cutile.txt",
+                                                                       "baseline_perf_cutile.txt"])]
+        runs += [("validate_perf_log.sh", ["{BASE}/" + v, v]) for v in variant_logs]
+        runs.append(("validate_agent_e.sh", [ws.kernel]))
+        for script, args in runs:
             res = run_real_validator(ws.tilegym, script, args, root, files)
             if res is not None:
                 results.append(res)

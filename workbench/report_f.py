@@ -6,7 +6,10 @@ Contract:
   diff_ir.sh parity, optional wrapper audit); an absent or unreadable input becomes a ``missing``
   line (bad files are named with their error), never an exception.
 - :func:`plan_f_reports` renders ``reports/perf_investigation_<scope>.md`` per investigation (first
-  line ``VERDICT: FIXABLE|ALIGNED|BLOCKED``), ``reports/agent_f.md`` (readable without re-running)
+  line ``VERDICT: FIXABLE|ALIGNED|BLOCKED``; sections Ratio, Launch-count evidence, Root Cause,
+  Action Items, Confidence, plus Config parity (with the regs/smem/grid/block table) and IR diff
+  (diff_ir.sh key lines) for shape-specific gaps or when the cause is config/resources/IR),
+  ``reports/agent_f.md`` (readable without re-running)
   and ``reports/agent_logs/agent_f.md`` (commands, evidence files, raw launch tables, diff_ir.sh
   output, verbatim validator output with ``exit=N``), validates the overlay with the in-process
   twin of ``validate_agent_f.sh`` and, when a TileGym checkout is known and ``run_real_scripts``,
@@ -26,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.diagnosis import FInputs, LaunchSummary, diagnose
+from workbench.diagnosis import FInputs, LaunchSummary, _same_backend, diagnose, short_kernel_name
 from workbench.errors import InputError, UnsafePath, ValidationRefused, WorkbenchError
 from workbench.ir.audit import IRAudit, audit_texts
 from workbench.ir.loader import discover_ir, load_pair
@@ -57,14 +60,31 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     """Everything F reads for ``ws`` (see module docstring); missing pieces become notes."""
     paths = ws.paths
     missing: list[str] = []
-    evidence: dict[str, str] = {"e_table": "perf_cutile_rs.txt + baseline_perf_*.txt",
-                                "perf_log": "perf_cutile_rs.txt", "analysis": "reference/analysis.json",
-                                "launches": _rel(ws, paths.launches_json)}
+    # evidence roles → kernel-dir-relative paths of inputs that exist (what "Inputs read" lists)
+    evidence: dict[str, str] = {}
+    logs = [p for p in (paths.perf_cutile_rs, paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()]
+    if logs:
+        evidence["e_table"] = " + ".join(_rel(ws, p) for p in logs)
+    if paths.perf_cutile_rs.is_file():
+        evidence["perf_log"] = _rel(ws, paths.perf_cutile_rs)
+    if paths.analysis_json.is_file():
+        evidence["analysis"] = _rel(ws, paths.analysis_json)
+    if paths.launches_json.is_file():
+        evidence["launches"] = _rel(ws, paths.launches_json)
     table = None
     cand_name = candidate_backend
     try:
         cand_log = ws.candidate_log()
         bases = ws.baseline_logs()
+        if cand_log is None and paths.perf_full_log.is_file():
+            # E has not sanitized yet: read its raw tee (tolerant parse; failed tests become NA rows)
+            from workbench.perflog.parser import parse_perf_log
+
+            cand_log = parse_perf_log(paths.perf_full_log, strict=False)
+            evidence["perf_log"] = _rel(ws, paths.perf_full_log)
+            evidence["e_table"] = " + ".join([_rel(ws, paths.perf_full_log)] + [
+                _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
+            missing.append("perf_cutile_rs.txt: absent; used E's raw log reports/agent_logs/perf_cutile_rs.full.txt")
         if cand_log is None:
             missing.append("perf_cutile_rs.txt: absent (run E first)")
         elif not bases:
@@ -92,9 +112,9 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
 
             launch_sets = load_launch_sets(paths.launches_json)
         except WorkbenchError as exc:
-            missing.append(f"{evidence['launches']}: unusable ({exc})")
+            missing.append(f"{evidence.pop('launches')}: unusable ({exc})")
     else:
-        missing.append(f"{evidence['launches']}: absent (no per-launch CUPTI capture; "
+        missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; "
                        "kernel_times counts from the perf logs are used instead)")
 
     if ws.analysis is None:
@@ -158,8 +178,7 @@ def _launch_table(summaries: Sequence[LaunchSummary], baseline_backend: str | No
     out = ["| backend | per-launch kernel time | launches/iter | measured sum |",
            "|---------|------------------------|---------------|--------------|"]
     for s in summaries:
-        role = "reference" if baseline_backend and s.backend.replace("-", "_") == baseline_backend.replace("-", "_") \
-            else "candidate"
+        role = "reference" if _same_backend(s.backend, baseline_backend) else "candidate"
         out.append(f"| {role} ({_cell(s.backend)}) | {_us(s.main_per_launch_us)} | {s.launches_per_call} | "
                    f"{_us(s.measured_sum_us)} |")
     return out
@@ -170,7 +189,9 @@ def _kernel_rows(s: LaunchSummary) -> list[str]:
            f"signature (source: {s.source})", "",
            "| class | kernel | launches/call | median per launch |", "|---|---|---|---|"]
     for g in s.groups:
-        out.append(f"| {g.cls} | `{_cell(g.name[:110])}` | {g.count} | {_us(g.median_us)} |")
+        shown = short_kernel_name(g.name)
+        shown = shown if len(shown) <= 110 else shown[:109] + "…"
+        out.append(f"| {g.cls} | `{_cell(shown)}` | {g.count} | {_us(g.median_us)} |")
     return out
 
 
@@ -216,9 +237,10 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     table = inputs.table
     title = "all slow shapes" if inv.scope == "all_shapes" else inv.scope
     gm = _x(table.geomean) if table is not None else "n/a"
+    pattern = (inv.pattern.replace("_", "-") if inv.pattern != "none"
+               else "unknown (no usable E table)" if table is None or not table.matched else "no slow configs")
     lines = [f"VERDICT: {inv.verdict}", "", f"# Perf Investigation: {inv.kernel} {title}", "", "## Ratio",
-             f"- Agent E geomean: {gm}",
-             f"- Shape pattern: {inv.pattern.replace('_', '-') if inv.pattern != 'none' else 'no slow configs'}"]
+             f"- Agent E geomean: {gm}", f"- Shape pattern: {pattern}"]
     if table is not None:
         slow = sum(1 for r in table.matched if r.ratio is not None and r.ratio > 1.05)
         lines.append(f"- Slow configs (ratio > 1.05): {slow} of {len(table.matched)} matched "
@@ -246,6 +268,7 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
                   for f in fixable]
     elif inv.verdict == "BLOCKED":
         lines += [f"- {f.summary}" for f in inv.findings if f.kind == "missing"] or ["- Required evidence missing."]
+        lines += [f"- (informational) {f.summary}" for f in inv.findings if f.kind == "ir"]
     else:
         lines += [f"- {f.summary}" for f in inv.findings if f.kind in ("ratio", "launch_count", "resources", "ir")]
         lines.append("- No actionable wrapper, config or IR difference: the remaining gap is noise or "
@@ -265,7 +288,9 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     ev = sorted({e for f in inv.findings for e in f.evidence if e})
     lines.append(f"{_conf_word(str(d.get('confidence', 'low')))}. Evidence: {', '.join(ev) or 'none'}; "
                  "details in reports/agent_f.md and reports/agent_logs/agent_f.md.")
-    if inv.pattern == "shape_specific":
+    # tuning/IR tables: always for shape-specific gaps, and for uniform ones whose cause is there
+    if inv.pattern == "shape_specific" or any(f.fixable and f.kind in ("resources", "config", "ir")
+                                              for f in inv.findings):
         lines += ["", "## Config parity"]
         lines += _config_parity(inputs)
         if summaries:
@@ -463,69 +488,79 @@ def closing_block(plan: ReportPlan) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _confirm(args: argparse.Namespace, plan: ReportPlan) -> bool:
-    """Write only with --yes, or after an interactive 'y' on a TTY (same rule as `report e`)."""
-    if getattr(args, "yes", False):
-        return True
-    if not sys.stdin.isatty():
-        print("not a terminal and no --yes: nothing written (use --dry-run to preview)", file=sys.stderr)
+def _confirm(prompt: str) -> bool:
+    print(prompt + " [y/N] ", end="", file=sys.stderr, flush=True)
+    try:
+        answer = sys.stdin.readline()
+    except (OSError, KeyboardInterrupt):
         return False
-    names = ", ".join(f.relpath for f in plan.files)
-    reply = input(f"Write {names} under {plan.kernel_dir}? [y/N] ")
-    return reply.strip().lower() in ("y", "yes")
+    return answer.strip().lower() in ("y", "yes")
 
 
 def run_report_f(args: argparse.Namespace) -> int:
+    """``report f``: exit 0 written (FIXABLE/ALIGNED), 1 written with VERDICT: BLOCKED, 2 bad input or
+    no confirmation, 3 validation refused (closing block printed, no VERDICT line, nothing written).
+    ``--dry-run`` prints what would be written and the closing block, then a ``DRY RUN:`` line."""
     from workbench.workspace import open_workspace
+    from workbench.writer import write_plan
 
     out_root = getattr(args, "out_root", None)
     tilegym = getattr(args, "tilegym", None)
+    out = sys.stdout
     try:
         ws = open_workspace(args.kernel, out_root=Path(out_root) if out_root else None,
-                            tilegym=Path(tilegym) if tilegym else None)
+                            tilegym=Path(tilegym) if tilegym else None, strict=False)
         inputs = collect_inputs(ws)
         invs = diagnose(inputs)
         argv = " ".join(["cutile-workbench", "report", "f", args.kernel] +
                         (["--dry-run"] if args.dry_run else []) + (["--yes"] if args.yes else []))
-        plan = plan_f_reports(ws, invs, inputs=inputs, command=argv)
+        plan = plan_f_reports(ws, invs, inputs=inputs, command=argv,
+                              run_real_scripts=not getattr(args, "no_real_scripts", False))
         for inv in invs:
             print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)
         if not plan.ok:
-            print(closing_block(plan), end="")
-            print("validation refused: nothing written", file=sys.stderr)
-            return 3
+            out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
+            print("error: validation refused: a validator exited non-zero; nothing was written", file=sys.stderr)
+            return ValidationRefused("").exit_code
         if args.dry_run:
+            out.write(f"DRY RUN: would write {len(plan.files)} file(s) under {plan.kernel_dir}:\n")
             for f in plan.files:
-                print(f"--- {f.relpath} ({len(f.content)} bytes)", file=sys.stderr)
-        elif _confirm(args, plan):
-            from workbench.writer import write_plan
-
-            res = write_plan(plan)
-            for p in res.written:
-                print(f"wrote {p}", file=sys.stderr)
-        else:
-            return 3 if not args.dry_run else 0
-        print(closing_block(plan), end="")
-        return 1 if plan.verdict == "BLOCKED" else 0
+                state = "replace" if (plan.kernel_dir / f.relpath).exists() else "create"
+                out.write(f"  {state:7s} {f.relpath} ({len(f.content.encode('utf-8', 'surrogateescape'))} bytes)\n")
+            out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
+            out.write(f"DRY RUN: nothing written; the reports would say VERDICT: {plan.verdict}\n")
+            return 0
+        if not args.yes:
+            if not sys.stdin.isatty():
+                print("error: refusing to write without confirmation: stdin is not a terminal; pass --yes "
+                      "(or --dry-run to preview)", file=sys.stderr)
+                return 2
+            if not _confirm(f"Write {len(plan.files)} file(s) under {plan.kernel_dir}?"):
+                print("not written", file=sys.stderr)
+                return 2
+        result = write_plan(plan)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
-
-
-def _add_globals(p: argparse.ArgumentParser) -> None:
-    # SUPPRESS: a value given before the sub-command (global parser) is not reset to None here.
-    p.add_argument("--out-root", default=argparse.SUPPRESS, help="dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT)")
-    p.add_argument("--tilegym", default=argparse.SUPPRESS, help="TileGym checkout (else $TILEGYM_PATH)")
+    out.write(f"wrote {len(result.written)} file(s) under {plan.kernel_dir}:\n")
+    for p in result.written:
+        out.write(f"  {p.relative_to(plan.kernel_dir).as_posix()}\n")
+    if result.backup_dir is not None:
+        out.write(f"backup of replaced files: {result.backup_dir}\n")
+    out.write(closing_block(plan))
+    return 1 if plan.verdict == "BLOCKED" else 0
 
 
 def register(commands: Any, report_commands: Any) -> None:
     """Add ``report f`` to the ``report`` sub-parsers (``commands`` is unused here)."""
+    from workbench.cli import add_kernel_args
+
     p = report_commands.add_parser("f", help="Agent F: residual perf investigation reports",
                                    description="Diagnose slow configs and write reports/perf_investigation_*.md, "
                                                "agent_f.md and agent_logs/agent_f.md (guarded write).")
-    p.add_argument("kernel")
+    add_kernel_args(p)
     p.add_argument("--dry-run", action="store_true", help="render and validate, write nothing")
     p.add_argument("--yes", action="store_true", help="write without asking")
-    _add_globals(p)
+    p.add_argument("--no-real-scripts", action="store_true",
+                   help="skip the real validate_agent_f.sh even when a TileGym checkout is known")
     p.set_defaults(func=run_report_f)
-

@@ -54,6 +54,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -254,28 +255,45 @@ def parse_collect_output(text: str) -> list[str]:
     return ids
 
 
-def collect(spec: RunSpec, *, timeout_s: float | None = None) -> tuple[int, list[str], str]:
-    """Run the collection child; returns ``(pytest rc, node ids, output)``. Never raises on rc."""
+def collect(spec: RunSpec, *, timeout_s: float | None = None,
+            cancel: threading.Event | None = None) -> tuple[int, list[str], str]:
+    """Run the collection child; returns ``(pytest rc, node ids, output)``. Never raises on rc.
+
+    rc is 124 when it was killed at ``timeout_s`` (default ``startup_timeout_s``), 130 when
+    ``cancel`` was set. Output goes to an anonymous temp file (no pipe to fill up while we poll).
+    """
     limit = timeout_s if timeout_s is not None else spec.startup_timeout_s
-    try:
-        proc = subprocess.Popen(
-            collect_argv(spec), cwd=spec.cwd, env=child_env(spec), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    except OSError as exc:
-        raise InputError(f"cannot start {spec.python!r}: {exc.strerror or exc}", key="python") from None
-    try:
-        out, _ = proc.communicate(timeout=limit)
-    except BaseException as exc:  # timeout, or Ctrl-C: the child's own session would outlive us
-        _kill_group(proc, 1.0)
-        if not isinstance(exc, subprocess.TimeoutExpired):
+    with tempfile.TemporaryFile() as buf:
+        try:
+            proc = subprocess.Popen(
+                collect_argv(spec), cwd=spec.cwd, env=child_env(spec), stdin=subprocess.DEVNULL,
+                stdout=buf, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        except OSError as exc:
+            raise InputError(f"cannot start {spec.python!r} in {spec.cwd}: {exc.strerror or exc}",
+                             key="python") from None
+        deadline = time.monotonic() + limit
+        rc: int | None = None
+        extra = ""
+        try:
+            while rc is None:
+                try:
+                    rc = proc.wait(timeout=_POLL_S * 2)
+                except subprocess.TimeoutExpired:
+                    if cancel is not None and cancel.is_set():
+                        _kill_group(proc, 1.0)
+                        rc, extra = 130, "\n[workbench: collection cancelled]\n"
+                    elif time.monotonic() > deadline:
+                        _kill_group(proc, 1.0)
+                        rc, extra = 124, f"\n[workbench: collection killed after {limit:.1f}s]\n"
+        except BaseException:  # Ctrl-C: the child's own session would outlive us
+            _kill_group(proc, 1.0)
             raise
-        _kill_group(proc, 1.0)
-        out, _ = proc.communicate()
-        text = out.decode("utf-8", errors="replace")
-        return 124, [], text + f"\n[workbench: collection killed after {limit:.1f}s]\n"
-    text = out.decode("utf-8", errors="replace")
-    return proc.returncode, parse_collect_output(text), text
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)  # stray group members
+        buf.seek(0)
+        text = buf.read().decode("utf-8", errors="replace") + extra
+    return rc, ([] if extra else parse_collect_output(text)), text
 
 
 # --------------------------------------------------------------------------- live log
@@ -364,13 +382,32 @@ class _State:
         return [n for n in self.expected if n not in done]
 
 
+_EXC_HEADER = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Failure|Failed|Exit|Interrupt|Timeout)\b")
+
+
 def _failure_reason(longrepr: str) -> str:
-    """One line out of a pytest longrepr: the last ``E   ...`` line, else the last line."""
+    """One line out of a pytest longrepr: the last exception header among the ``E   ...`` lines.
+
+    torch's CUDA errors span several ``E`` lines (``RuntimeError: CUDA error: an illegal memory
+    access was encountered`` then hints ending in ``Compile with TORCH_USE_CUDA_DSA ...``), so the
+    header, not the last line, is the reason; without a header, the first ``E`` line (an assert).
+    """
     lines = [ln.rstrip() for ln in longrepr.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if ln.lstrip().startswith("E "):
-            return ln.lstrip()[1:].strip()[:500]
+    e_lines = [ln.lstrip()[1:].strip() for ln in lines if ln.lstrip().startswith("E ")]
+    headers = [ln for ln in e_lines if _EXC_HEADER.match(ln)]
+    if headers:
+        return headers[-1][:500]
+    if e_lines:
+        return e_lines[0][:500]
     return (lines[-1].strip() if lines else "failed")[:500]
+
+
+def _error_lines(longrepr: str) -> str:
+    """The exception lines of a longrepr (``E   ...``), else its last lines; never the quoted source,
+    which may mention an error the test merely *could* raise."""
+    lines = longrepr.splitlines()
+    errs = [ln for ln in lines if ln.lstrip().startswith("E ")]
+    return "\n".join(errs or lines[-3:])
 
 
 def _count_outcomes(outcomes: Mapping[str, str]) -> dict[str, int]:
@@ -492,7 +529,11 @@ def run(
     state = _State(expected=[])
     cancelled = False
     try:
-        rc_c, ids, collect_text = collect(spec)
+        rc_c, ids, collect_text = collect(spec, cancel=cancel)
+        if rc_c == 130:
+            sink.write(collect_text.encode("utf-8"))
+            state.notes.append("cancelled during collection")
+            return _result(spec, 2, sink, state, attempts, (), started_at, t0, collect_text, True, dispatcher)
         if spec.backend_token is not None:
             ids = [n for n in ids if split_nodeid(n)[1] == spec.backend_token]
         if not ids:
@@ -513,6 +554,10 @@ def run(
             index += 1
             remaining = state.remaining()
             if not remaining:
+                break
+            if index > len(ids) + 2:  # cannot happen (each resumed attempt retires a test); never loop
+                for n in remaining:
+                    state.not_run[n] = "not run: too many child restarts"
                 break
             if index > 1:
                 explicit = remaining
@@ -832,7 +877,7 @@ def _apply_event(ev: Event, attempt: int, state: _State, dispatcher: _Dispatcher
     elif kind == "test_failed" and isinstance(nodeid, str):
         longrepr = str(ev.get("longrepr", ""))
         state.failed.setdefault(nodeid, _failure_reason(longrepr))
-        if STICKY_CUDA_ERROR.search(longrepr):
+        if STICKY_CUDA_ERROR.search(_error_lines(longrepr)):
             if state.poisoned_by is None:
                 state.poisoned_by = nodeid
             elif nodeid != state.poisoned_by:

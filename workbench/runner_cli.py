@@ -345,6 +345,10 @@ def cmd_run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return exc.exit_code
         out_stream.write(f"    {result.summary_line()}; log: {_display_path(raw_log_destination(br.role, out))}\n")
+        if not any(e.event == "record" for e in result.events):
+            out_stream.write(f"    warning: no config of {br.backend} produced a benchmark record "
+                             f"(E would have no {'candidate' if br.role == 'candidate' else 'baseline'} medians)\n")
+            worst = max(worst, 1)
         out_stream.flush()
         if result.failed or result.not_run or result.rc != 0:
             worst = max(worst, 1)

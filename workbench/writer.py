@@ -287,9 +287,12 @@ def _recover_locked(kernel_dir: Path) -> str:
             raise WorkbenchError(f"write journal is unreadable ({exc}); inspect it by hand",
                                  path=str(journal)) from None
         for entry in entries:
-            target = kernel_dir / entry["target"]
+            target = resolve_target(kernel_dir, entry["target"])  # a tampered journal cannot redirect writes
             temp = kernel_dir / entry["temp"]
-            resolve_target(kernel_dir, entry["target"])  # a tampered journal cannot redirect writes
+            if (not isinstance(entry["temp"], str) or ".." in entry["temp"].split("/")
+                    or temp.parent != target.parent or TEMP_MARK not in temp.name):
+                raise UnsafePath(f"write journal names a temp file outside its target's dir: {entry['temp']!r}",
+                                 path=str(journal))
             if temp.exists():
                 os.replace(temp, target)
                 _fsync_dir(target.parent)

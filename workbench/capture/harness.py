@@ -159,6 +159,35 @@ def _publish(calls: list[CallCapture], backend: str, source: str, nodeid: str | 
         launches_io.append_side_file(Path(out_dir), launch_set)
 
 
+def settle_default() -> float:
+    """µs to idle after the L2 flush before a window (``WORKBENCH_SETTLE_US``; default 0)."""
+    try:
+        return max(0.0, float(os.environ.get("WORKBENCH_SETTLE_US", "0")))
+    except ValueError:
+        raise CaptureError("WORKBENCH_SETTLE_US must be a number of microseconds", key="WORKBENCH_SETTLE_US") from None
+
+
+def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep: int, cache: Any,
+                settle_us: float = 0.0, grad_to_none: Sequence[Any] | None = None) -> None:
+    """``nrep`` rounds; per round and per fn: [flush + sync + settle] outside, then one window."""
+    settle_ns = int(settle_us * 1000)
+    for _ in range(nrep):
+        for fn in fns:
+            if grad_to_none is not None:
+                for t in grad_to_none:
+                    t.grad = None
+            if cache is not None:
+                cache.zero_()
+                torch.cuda.synchronize()
+            if settle_ns:
+                # idle so the flush's dirty L2 lines drain before the measured kernel starts
+                until = time.perf_counter_ns() + settle_ns
+                while time.perf_counter_ns() < until:
+                    pass
+            with session.call():
+                fn()
+
+
 def benchmark(
     fn: Callable[[], Any],
     *,
@@ -175,6 +204,7 @@ def benchmark(
     params: str | None = None,
     publish: bool = True,
     kernel_filter: str | Sequence[str] | None = None,
+    settle_us: float | None = None,
 ) -> dict[str, Any]:
     """Measure ``fn`` (see the module docstring for keys and semantics)."""
     import torch
@@ -188,15 +218,8 @@ def benchmark(
     with session:
         fn()  # un-windowed: pays CUPTI's one-time instrumentation of this module outside the samples
         torch.cuda.synchronize()
-        for _ in range(nrep):
-            if grad_to_none is not None:
-                for t in grad_to_none:
-                    t.grad = None
-            if cache is not None:
-                cache.zero_()
-                torch.cuda.synchronize()
-            with session.call():
-                fn()
+        sample_loop(torch, session, [fn], nrep, cache, settle_default() if settle_us is None else settle_us,
+                    grad_to_none)
     calls = session.captures()
     samples = _samples_of(session, calls, kernel_filter=kernel_filter)
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
@@ -221,6 +244,7 @@ def benchmark_pair(
     nodeid: tuple[str | None, str | None] = (None, None),
     params: str | None = None,
     publish: bool = True,
+    settle_us: float | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Measure two functions interleaved A B A B in ONE session (drift hits both equally)."""
     import torch
@@ -235,13 +259,8 @@ def benchmark_pair(
         fn_a()
         fn_b()
         torch.cuda.synchronize()
-        for _ in range(nrep):
-            for fn in (fn_a, fn_b):
-                if cache is not None:
-                    cache.zero_()
-                    torch.cuda.synchronize()
-                with session.call():
-                    fn()
+        sample_loop(torch, session, [fn_a, fn_b], nrep, cache,
+                    settle_default() if settle_us is None else settle_us)
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
     del cache
     results = []

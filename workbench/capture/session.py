@@ -14,7 +14,8 @@ Contract::
 The CUPTI session (cupti-python 13.0.1): CONCURRENT_KERNEL (never KERNEL), RUNTIME + DRIVER,
 MEMCPY, MEMSET; callbacks are re-registered at every session start (Kineto may own them); each
 call's window is ``[get_timestamp(), sync, get_timestamp()]``; exit does ``synchronize`` then
-``activity_flush_all(1)``; dropped records refuse the sample set. A session refuses to start while
+``activity_flush_all(1)``; dropped records refuse the sample set. By default the kinds stay enabled
+after exit (``keep_enabled``; ``WORKBENCH_CUPTI_KEEP_ENABLED=0`` disables them at every exit). A session refuses to start while
 torch.profiler is active, or after a Kineto session ran in this process (2.1x wrong medians seen).
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -44,6 +46,13 @@ from workbench.errors import CaptureError
 from workbench.model import CallCapture
 
 _KINDS = (KIND_CONCURRENT_KERNEL, KIND_RUNTIME, KIND_DRIVER, KIND_MEMCPY, KIND_MEMSET)
+#: kinds this process left enabled (keep_enabled sessions); re-enabling CONCURRENT_KERNEL per session
+#: re-instruments every loaded module, which dominated the per-session cost on the H200
+_LEFT_ENABLED: set[int] = set()
+
+
+def _keep_enabled_default() -> bool:
+    return os.environ.get("WORKBENCH_CUPTI_KEEP_ENABLED", "1") != "0"
 _BUFFER_BYTES = 8 << 20
 # Kineto-style names for copies, so kernel_times rows read like TileGym's (key_averages keys)
 _COPY_NAMES = {"DTOD": "DtoD", "HTOD": "HtoD", "DTOH": "DtoH", "HTOH": "HtoH", "PTOP": "PtoP"}
@@ -128,9 +137,13 @@ class CuptiSession(_SessionBase):
 
     source = "cupti"
 
-    def __init__(self, backend: str, *, expect_launches: bool = True, allow_after_kineto: bool = False) -> None:
+    def __init__(self, backend: str, *, expect_launches: bool = True, allow_after_kineto: bool = False,
+                 keep_enabled: bool | None = None) -> None:
         super().__init__(backend, expect_launches=expect_launches)
         self.allow_after_kineto = allow_after_kineto
+        # keep_enabled: leave the activity kinds on after exit so the next session starts cheaply
+        # (records made between sessions are drained and dropped at the next session start)
+        self.keep_enabled = _keep_enabled_default() if keep_enabled is None else keep_enabled
         self._lock = threading.Lock()
         self.kernels: list[KernelRec] = []
         self.apis: list[ApiRec] = []
@@ -189,7 +202,10 @@ class CuptiSession(_SessionBase):
         self._reset_dropped_baseline()
         self._collecting = True
         for k in _KINDS:
-            cupti.activity_enable(k)
+            if k not in _LEFT_ENABLED:
+                cupti.activity_enable(k)
+                if self.keep_enabled:
+                    _LEFT_ENABLED.add(k)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -200,8 +216,10 @@ class CuptiSession(_SessionBase):
             try:
                 cupti.activity_flush_all(1)
             finally:
-                for k in _KINDS:
-                    cupti.activity_disable(k)
+                if not self.keep_enabled:
+                    for k in _KINDS:
+                        cupti.activity_disable(k)
+                        _LEFT_ENABLED.discard(k)
                 self._collecting = False
         self.dropped = self._dropped_now() - self._dropped_base
 

@@ -18,6 +18,7 @@ No Textual, no subprocess here: the script itself only runs in tests and ``bench
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -221,19 +222,53 @@ _ALL_OPS = CRITICAL_OPS + ARITH_OPS + INFO_OPS + HINT_OPS
 
 
 class _Side:
-    """One file's lines with cached per-pattern matching line numbers."""
+    """One file's lines; a pattern is only tried on lines that contain its literal (found with one
+    C-level ``str.find`` scan of the whole text per literal, cached)."""
 
     def __init__(self, text: str) -> None:
         self.lines = grep_lines(text)
+        self.text = "\n".join(self.lines)
+        self.starts: list[int] = []
+        pos = 0
+        for ln in self.lines:
+            self.starts.append(pos)
+            pos += len(ln) + 1
+        self._cand: dict[str, list[int]] = {}
+
+    def lines_with(self, literal: str) -> list[int]:
+        """1-based numbers of the lines containing ``literal`` (ascending)."""
+        if literal not in self._cand:
+            found: list[int] = []
+            k = self.text.find(literal)
+            while k >= 0:
+                no = bisect.bisect_right(self.starts, k)
+                found.append(no)
+                # continue after this line: one hit per line is enough
+                k = self.text.find(literal, self.starts[no] if no < len(self.starts) else len(self.text))
+            self._cand[literal] = found
+        return self._cand[literal]
+
+    def _candidates(self, pat: _Pat) -> list[int] | None:
+        if pat.need:
+            return min((self.lines_with(n) for n in pat.need), key=len)
+        if pat.any_of:
+            return sorted({i for a in pat.any_of for i in self.lines_with(a)})
+        return None
 
     def match(self, pat: str | _Pat) -> tuple[int, ...]:
         if isinstance(pat, str):
-            return tuple(i for i, ln in enumerate(self.lines, 1) if pat in ln)
-        return tuple(i for i, ln in enumerate(self.lines, 1) if pat.search(ln))
+            return tuple(self.lines_with(pat))
+        cand = self._candidates(pat)
+        if cand is None:
+            return tuple(i for i in range(1, len(self.lines) + 1) if pat.search(self.lines[i - 1]))
+        if len(pat.need) <= 1:  # the candidates already contain the (only) literal
+            rx = pat.re
+            return tuple(i for i in cand if rx.search(self.lines[i - 1]))
+        return tuple(i for i in cand if pat.search(self.lines[i - 1]))
 
     def first(self, pat: _Pat) -> tuple[int, tuple[int, ...]]:
-        for i, ln in enumerate(self.lines, 1):
-            m = pat.search(ln)
+        for i in self.match(pat):
+            m = pat.search(self.lines[i - 1])
             if m:
                 return int(m.group(1)), (i,)
         return 0, ()
@@ -241,8 +276,8 @@ class _Side:
     def findall(self, pat: _Pat) -> tuple[list[str], tuple[int, ...]]:
         found: list[str] = []
         where: list[int] = []
-        for i, ln in enumerate(self.lines, 1):
-            hits = [m.group(0) for m in pat.finditer(ln)]
+        for i in self.match(pat):
+            hits = [m.group(0) for m in pat.re.finditer(self.lines[i - 1])]
             if hits:
                 found.extend(hits)
                 where.append(i)
@@ -344,10 +379,10 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
         rl = tuple(i for i in rs_lines if set(_TILE_SHAPE.findall(ref.lines[i - 1])) - gset)
         gl = tuple(i for i in gs_lines if set(_TILE_SHAPE.findall(gen.lines[i - 1])) - rset)
         # partition_view ``tile=(AxB)`` lines carry the same config: jump targets too
-        rpt = {m for ln in ref.lines for m in _PART_TILE.findall(ln)}
-        gpt = {m for ln in gen.lines for m in _PART_TILE.findall(ln)}
-        rl = tuple(sorted(set(rl) | {i for i, ln in enumerate(ref.lines, 1) if set(_PART_TILE.findall(ln)) - gpt}))
-        gl = tuple(sorted(set(gl) | {i for i, ln in enumerate(gen.lines, 1) if set(_PART_TILE.findall(ln)) - rpt}))
+        rpt = set(ref.findall(_PART_TILE)[0])
+        gpt = set(gen.findall(_PART_TILE)[0])
+        rl = tuple(sorted(set(rl) | {i for i in ref.match(_PART_TILE) if set(_PART_TILE.findall(ref.lines[i - 1])) - gpt}))
+        gl = tuple(sorted(set(gl) | {i for i in gen.match(_PART_TILE) if set(_PART_TILE.findall(gen.lines[i - 1])) - rpt}))
         crit("tile shape set differs", "tile_shapes", rl, gl, ref_shapes.strip(), gen_shapes.strip())
 
     # --- reduce identities

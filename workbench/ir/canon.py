@@ -124,8 +124,9 @@ def _definitions(line: str) -> list[str]:
     m = _RESULTS.match(line)
     if m:
         defs += _VALUE.findall(m.group(1))
-    if line.startswith(("entry ", "func ", "^")) or " entry @" in line:
-        head = line.split(")", 1)[0] if line.startswith("^") else line
+    if line.startswith(("entry ", "func ", "^", "(%")) or " entry @" in line:
+        # entry args, ^bb labels and region arguments "(%lhs: tile<f32>, %rhs: tile<f32>) {"
+        head = line.split(")", 1)[0] if line.startswith(("^", "(%")) else line
         defs += _ARG_DEF.findall(head)
     fm = _FOR_DEF.search(line)
     if fm:

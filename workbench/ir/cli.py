@@ -26,14 +26,22 @@ from workbench.ir.loader import IRPair, discover_ir, load_pair
 _MARK = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}
 
 
-def _fit(s: str, width: int) -> str:
+def _fit(s: str, width: int, spans: tuple[tuple[int, int], ...] = ()) -> str:
+    """Cut to ``width``; when the first change lies past the cut, slide the window so it shows."""
+    if spans and spans[0][1] > width - 1 and len(s) > width:
+        start = max(1, spans[0][0] - width // 3)
+        s = "…" + s[start:]
     s = s.replace("\t", "    ")
     return s if len(s) <= width else s[: max(width - 1, 0)] + "…"
 
 
-def render_side_by_side(sbs: SideBySide, *, width: int = 160, context: int = 3, color: bool = False) -> list[str]:
-    """Side-by-side lines for a terminal ``width`` columns wide (folded, numbered)."""
-    num_w = max(4, len(str(len(sbs.rows))))
+def render_side_by_side(sbs: SideBySide, *, width: int = 160, context: int = 3, color: bool = False,
+                        left_src: tuple[int, ...] | None = None,
+                        right_src: tuple[int, ...] | None = None) -> list[str]:
+    """Side-by-side lines for a terminal ``width`` columns wide (folded). Numbers are the original
+    file lines when ``left_src``/``right_src`` (canonical → source maps) are given, so they match
+    the audit's ``L`` numbers and an editor; else canonical line numbers."""
+    num_w = max(4, len(str(max(len(sbs.rows), max(left_src or (0,)), max(right_src or (0,))))))
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
     hl = None
     if color:
@@ -43,14 +51,18 @@ def render_side_by_side(sbs: SideBySide, *, width: int = 160, context: int = 3, 
             return highlight_terminal(s).rstrip("\n")
 
     out: list[str] = []
+    index = {id(r): i for i, r in enumerate(sbs.rows)}
     for item in sbs.folded(context):
         if isinstance(item, Fold):
             out.append(f"{'':>{num_w}} ⋯ {item.count} unchanged line(s) ⋯")
             continue
         r: DiffRow = item
-        ln = f"{r.left_no:>{num_w}}" if r.left_no is not None else " " * num_w
-        rn = f"{r.right_no:>{num_w}}" if r.right_no is not None else " " * num_w
-        left, right = _fit(r.left, cell), _fit(r.right, cell)
+        lno = r.left_no if r.left_no is None or left_src is None else left_src[r.left_no - 1]
+        rno = r.right_no if r.right_no is None or right_src is None else right_src[r.right_no - 1]
+        ln = f"{lno:>{num_w}}" if lno is not None else " " * num_w
+        rn = f"{rno:>{num_w}}" if rno is not None else " " * num_w
+        lsp, rsp = sbs.spans(index[id(r)]) if r.kind == "replace" else ((), ())
+        left, right = _fit(r.left, cell, lsp), _fit(r.right, cell, rsp)
         pad_l = left.ljust(cell)
         if hl is not None:
             pad_l = (hl(left) if left else "") + " " * (cell - len(left))
@@ -74,6 +86,16 @@ def audit_summary(audit: IRAudit) -> list[str]:
     return lines
 
 
+def _row_json(sbs: SideBySide, i: int, ls: tuple[int, ...], rs: tuple[int, ...]) -> dict[str, Any]:
+    r = sbs.rows[i]
+    lsp, rsp = sbs.spans(i)
+    return {"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no,
+            "left_src": ls[r.left_no - 1] if r.left_no else None,
+            "right_src": rs[r.right_no - 1] if r.right_no else None,
+            "left": r.left, "right": r.right,
+            "left_spans": [list(s) for s in lsp], "right_spans": [list(s) for s in rsp]}
+
+
 def to_json(pair: IRPair, sbs: SideBySide, audit: IRAudit) -> dict[str, Any]:
     """JSON document of ``diff --json`` (line numbers: canonical 1-based + original source line)."""
     ls, rs = pair.reference.canon.source_lines, pair.generated.canon.source_lines
@@ -85,12 +107,7 @@ def to_json(pair: IRPair, sbs: SideBySide, audit: IRAudit) -> dict[str, Any]:
         "stats": sbs.stats(),
         "notes": sbs.notes,
         "hunks": sbs.hunks,
-        "rows": [{"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no,
-                  "left_src": ls[r.left_no - 1] if r.left_no else None,
-                  "right_src": rs[r.right_no - 1] if r.right_no else None,
-                  "left": r.left, "right": r.right,
-                  "left_spans": [list(s) for s in r.left_spans], "right_spans": [list(s) for s in r.right_spans]}
-                 for r in sbs.rows],
+        "rows": [_row_json(sbs, i, ls, rs) for i in range(len(sbs.rows))],
         "audit": {"verdict": audit.verdict, "exit_code": audit.exit_code, "critical": audit.critical_count,
                   "workarounds": audit.workaround_count, "notes": audit.notes,
                   "rows": [{"check": r.check, "severity": r.severity, "message": r.message,
@@ -133,7 +150,8 @@ def run_diff(args: argparse.Namespace) -> int:
     st = sbs.stats()
     print(f"{len(sbs.hunks)} hunk(s): {st['replace']} changed, {st['delete']} only in reference, "
           f"{st['insert']} only in generated")
-    for line in render_side_by_side(sbs, width=width, color=args.color):
+    for line in render_side_by_side(sbs, width=width, color=args.color, left_src=pair.reference.canon.source_lines,
+                                    right_src=pair.generated.canon.source_lines):
         print(line)
     print()
     for line in audit_summary(audit):
@@ -143,13 +161,13 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def register(commands: Any, report_commands: Any) -> None:
     """Add ``diff`` to the top-level sub-parsers (``report_commands`` is unused here)."""
+    from workbench.cli import add_kernel_args
+
     p = commands.add_parser("diff", help="side-by-side Tile IR diff + diff_ir.sh-parity audit",
                             description="Pair reference/generated IR by variant, diff canonical text, audit.")
-    p.add_argument("kernel")
+    add_kernel_args(p)
     p.add_argument("--variant", default=None, help="variant name (default: the single pair)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
     g.add_argument("--json", action="store_true", help="print hunks + audit as JSON")
-    p.add_argument("--out-root", default=argparse.SUPPRESS, help="dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT)")
-    p.add_argument("--tilegym", default=argparse.SUPPRESS, help="TileGym checkout (else $TILEGYM_PATH)")
     p.set_defaults(func=run_diff)

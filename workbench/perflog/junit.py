@@ -12,7 +12,6 @@ become ``PerfLog.outcomes``.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,7 +136,7 @@ def _record(st: _p._State, case: _Case) -> None:
         st.problem("benchmark property too long", case.line, key=case.nodeid)
         return
     try:
-        value = ast.literal_eval(text)
+        value = _p.literal_eval_repr(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         st.problem("benchmark property is not a Python literal", case.line, key=case.nodeid)
         return

@@ -44,6 +44,11 @@ MAX_LINE_CHARS = 4 * 1024 * 1024
 _MAX_REPR_CHARS = MAX_LINE_CHARS
 
 _MARKER_RE = re.compile(r"-{3,} " + re.escape(MARKER) + r" -{3,}")
+
+
+def is_marker_line(line: str) -> bool:
+    """The block's first line (substring test first: regex scans of long lines are slow)."""
+    return MARKER in line and _MARKER_RE.search(line) is not None
 _TERMINATOR_RE = re.compile(r"^-{20,}\s*$")
 _REPR_RE = re.compile(r"^(?P<fw>[^\s:{}][^:{}]*): (?P<val>\{.*\}) ms\s*$")
 _PHASE_RE = re.compile(r"^(?P<phase>[A-Za-z_][\w]*): (?P<kv>median_ms=.*)$")
@@ -138,7 +143,7 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
             st.problem(f"line of {len(line)} characters skipped (limit {MAX_LINE_CHARS})", lineno)
             continue
         stripped = line.strip()
-        if _MARKER_RE.search(line):
+        if is_marker_line(line):
             if block is not None:
                 _truncated(st, block, f"record block has no terminator (next block at line {lineno})")
             block = _Block(start=lineno)
@@ -190,7 +195,7 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
 
 def _split_nodeid_prefix(text: str) -> tuple[str, str] | None:
     """``nodeid rest`` → (nodeid, rest); brackets in the id may hold spaces (``test[a b]``)."""
-    if not _NODEID_START_RE.match(text):
+    if ".py" not in text or not _NODEID_START_RE.match(text):
         return None
     depth = 0
     for i, ch in enumerate(text):
@@ -381,6 +386,22 @@ def _from_json(st: _State, obj: Any, block: _Block) -> tuple[str, str, Mapping[s
     return nodeid, framework, value
 
 
+class _NanInf(ast.NodeTransformer):
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in ("nan", "inf"):
+            return ast.copy_location(ast.Constant(float(node.id)), node)
+        return node
+
+
+def literal_eval_repr(text: str) -> Any:
+    """``ast.literal_eval`` that also reads the bare ``nan``/``inf`` that ``repr(float)`` writes.
+
+    Raises ValueError/SyntaxError/TypeError/MemoryError/RecursionError like literal_eval.
+    """
+    tree = ast.parse(text.strip(), mode="eval")
+    return ast.literal_eval(_NanInf().visit(tree))
+
+
 def _from_repr(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] | None:
     line = block.repr_line
     text = block.repr_val or ""
@@ -388,7 +409,7 @@ def _from_repr(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] 
         st.problem("repr record too long", line)
         return None
     try:
-        value = ast.literal_eval(text)
+        value = literal_eval_repr(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         st.problem("'Framework: {...} ms' line is not a Python literal", line, key="repr")
         return None
@@ -483,9 +504,10 @@ def _samples(st: _State, stats: Mapping[str, Any], where: str, line: int | None)
     samples = stats.get("samples")
     if samples is None:
         return None
-    if not isinstance(samples, list) or any(
-        isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) for v in samples
-    ):
-        st.problem("'samples' must be a list of finite numbers (ms)", line, key=f"{where}.samples")
-        return None
-    return tuple(float(v) for v in samples)
+    # exact type checks (bool is an int subclass and is refused); map() keeps long lists cheap
+    if isinstance(samples, list) and all(type(v) is float or type(v) is int for v in samples):
+        values = tuple(map(float, samples))
+        if all(map(math.isfinite, values)):
+            return values
+    st.problem("'samples' must be a list of finite numbers (ms)", line, key=f"{where}.samples")
+    return None

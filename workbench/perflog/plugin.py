@@ -148,6 +148,7 @@ class _Recorder:
         # Workers leave the plugin's own events to the controller (see module doc).
         self.stream = None if is_worker else writer
         self.tests: dict[str, _TestState] = {}
+        self._xdist_collected = False
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if not self.print_enabled and not self.is_worker:
@@ -160,8 +161,17 @@ class _Recorder:
             )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if self.stream is not None:
+        # An xdist controller collects nothing here; its workers' list arrives via the xdist hook.
+        xdist_controller = self.config.pluginmanager.has_plugin("dsession")
+        if self.stream is not None and not xdist_controller:
             self.stream.emit("collected", nodeids=[item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        # Under xdist the controller collects nothing itself; report the first worker's list.
+        if self.stream is not None and not self._xdist_collected:
+            self._xdist_collected = True
+            self.stream.emit("collected", nodeids=list(ids))
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         if self.stream is not None:
@@ -231,14 +241,11 @@ class _Recorder:
         tw = getattr(tr, "_tw", None)
         if tw is not None and int(getattr(tw, "width_of_current_line", None) or 0) > 0:
             tr.line("")
-        verbose = int(self.config.getoption("verbose", 0) or 0) > 0
-        for line in lines[:-1] if verbose else lines:
+        # Every line is closed, the terminator too: with -s, teardown output goes straight to the
+        # fd and would otherwise be glued to the terminator (an unterminated block). The price is
+        # an empty line before pytest's next result line in -v mode.
+        for line in lines:
             tr.write_line(line)
-        if verbose:
-            # In -v mode pytest starts its next result line with a newline of its own (it leaves
-            # result lines open); leaving our last line open too avoids an empty line after each
-            # block. In -q/default mode progress letters follow inline, so the line is closed.
-            tr.write(lines[-1])
 
 
 def _benchmark_property(report: pytest.TestReport) -> Any:

@@ -30,23 +30,32 @@ from workbench.errors import WorkbenchError
 from workbench.perflog.ansi import clean_text
 from workbench.perflog.parser import (
     _LONE_WORD_RE,
-    _MARKER_RE,
     _TERMINATOR_RE,
     _WORD_FIRST_RE,
     _split_nodeid_prefix,
+    is_marker_line,
     parse_perf_log,
 )
 from workbench.perflog.printer import MARKER
 
-# pytest's "==== title ====" lines fill the terminal width (>= 40 columns in practice), which tells
-# them apart from the short "=== CUPTI events (total=… us) ===" / "=== end ===" dump lines (§4).
-_SEPARATOR_RE = re.compile(r"^=+ .*\S.* =+\s*$|^={5,}\s*$")
-_CUPTI_RE = re.compile(r"^=== (?:CUPTI events \(total=.*\)|end) ===\s*$")
+# pytest's (and the runner's) "==== title ====" section lines, by title. A banner a test prints
+# itself (e.g. "=== CUPTI events (total=… us) ===", §4) is ordinary output of that test.
+_SEPARATOR_RE = re.compile(r"^=+ (?P<title>.*\S) =+\s*$|^={5,}\s*$")
+_PYTEST_TITLE_RE = re.compile(
+    r"^(?:test session starts|FAILURES|ERRORS|PASSES|XFAILURES|XPASSES|warnings summary"
+    r"|short test summary info|rerun test summary info|slowest .*durations.*|Captured .*"
+    r"|no tests ran.*|Interrupted.*|workbench (?:resume|summary)\b.*"
+    r"|.*\b(?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?|rerun)\b.*\bin [\d.]+s\b.*)$"
+)
 
 
 def _is_separator(stripped: str) -> bool:
-    return (bool(_SEPARATOR_RE.match(stripped)) and len(stripped) >= 40
-            and not _CUPTI_RE.match(stripped))
+    m = _SEPARATOR_RE.match(stripped)
+    if m is None:
+        return False
+    title = m.group("title")
+    return title is None or bool(_PYTEST_TITLE_RE.match(title))
+
 
 _SESSION_START_RE = re.compile(r"^=+ test session starts =+\s*$")
 _XDIST_RE = re.compile(r"^\[gw\d+\]")
@@ -92,6 +101,14 @@ def count_validator_lines(text: str) -> ValidatorCounts:
     )
 
 
+def _count_counted(line: str) -> int:
+    return sum(line.count(w) for w in _COUNTED)
+
+
+def _has_counted(line: str) -> bool:
+    return any(w in line for w in _COUNTED)
+
+
 @dataclass
 class _Section:
     nodeid: str | None
@@ -107,7 +124,8 @@ def sanitize(raw_text: str, *, pytest_rc: int | None, source: str = "") -> Sanit
     """
     text = clean_text(raw_text)
     if pytest_rc == 0 and count_validator_lines(text).passes:
-        return SanitizedLog(validator_log=text, investigation_log="", kept_records=text.count(MARKER),
+        return SanitizedLog(validator_log=text, investigation_log="",
+                            kept_records=count_validator_lines(text).perf_sections,
                             dropped_nodeids=(), verbatim=text == raw_text)
     return _Splitter(text, pytest_rc, source or "<raw log>").run()
 
@@ -133,7 +151,8 @@ class _Splitter:
         if self.moved and self.moved[-1][2] == reason and self.moved[-1][1] + 1 == first:
             # adjacent chunks with the same reason (e.g. a run of skipped tests) read as one
             prev = self.moved[-1]
-            self.moved[-1] = (prev[0], last, reason, prev[3] + [ln for _, ln in numbered])
+            prev[3].extend(ln for _, ln in numbered)
+            self.moved[-1] = (prev[0], last, reason, prev[3])
             return
         self.moved.append((first, last, reason, [ln for _, ln in numbered]))
 
@@ -159,7 +178,7 @@ class _Splitter:
         header: list[tuple[int, str]] = []
         while i < n:
             ln = self.lines[i]
-            if self.section_start(ln) or _MARKER_RE.search(ln) or (
+            if self.section_start(ln) or is_marker_line(ln) or (
                     _is_separator(ln.strip()) and not _SESSION_START_RE.match(ln.strip()) and header):
                 break
             header.append((i, ln))
@@ -187,7 +206,7 @@ class _Splitter:
                 # a resumed run's later session header: not part of the validator log
                 j = i
                 block: list[tuple[int, str]] = []
-                while j < n and not self.section_start(self.lines[j]) and not _MARKER_RE.search(self.lines[j]) \
+                while j < n and not self.section_start(self.lines[j]) and not is_marker_line(self.lines[j]) \
                         and not (j > i and _is_separator(self.lines[j].strip())):
                     block.append((j, self.lines[j]))
                     j += 1
@@ -219,7 +238,7 @@ class _Splitter:
                 section.lines.append((i, ln))
                 i += 1
                 continue
-            if _MARKER_RE.search(ln) and section is None:
+            if is_marker_line(ln) and section is None:
                 # a block with no test line before it (-q run): its own section
                 section = _Section(nodeid=None, start=i)
                 self.flush_loose(loose)
@@ -227,7 +246,7 @@ class _Splitter:
                 section.lines.append((i, ln))
                 # an orphan (-q) block ends at its terminator
                 if section.nodeid is None and _TERMINATOR_RE.match(stripped) and any(
-                        _MARKER_RE.search(x) for _, x in section.lines):
+                        is_marker_line(x) for _, x in section.lines):
                     self.close(section)
                     section = None
             else:
@@ -260,18 +279,26 @@ class _Splitter:
     def judge(self, section: _Section) -> str | tuple[list[str], list[tuple[int, str]]]:
         """A reason to drop the section, or (lines to keep, lines to move)."""
         lines = section.lines
-        markers = [k for k, (_, ln) in enumerate(lines) if _MARKER_RE.search(ln)]
-        status = self.status_of(section)
-        if status is not None and status != "PASSED":
+        markers = [k for k, (_, ln) in enumerate(lines) if is_marker_line(ln)]
+        m0 = markers[0] if markers else len(lines)
+        # pytest writes the call phase's word last before our block (trylast), so the last
+        # status-looking line before the block is the test's own; earlier ones are test output.
+        status_idx, status = None, None
+        for k in range(m0):
+            word = self.word_of(lines[k][1], k == 0)
+            if word is not None:
+                status_idx, status = k, word
+        if status is not None and status not in ("PASSED", "XPASS"):
             return f"test {status.lower()}"
         if not markers:
-            return "passed without a record block" if status == "PASSED" else "no status and no record block"
+            return "passed without a record block" if status else "no status and no record block"
         if len(markers) > 1:
             return "more than one record block in one test section"
-        m0 = markers[0]
         end = next((k for k in range(m0 + 1, len(lines)) if _TERMINATOR_RE.match(lines[k][1].strip())), None)
         if end is None:
             return "truncated record block (no terminator)"
+        if section.nodeid is not None and status is None:
+            return "record block without its PASSED line"
         block_text = "\n".join(ln for _, ln in lines[m0:end + 1])
         try:
             parsed = parse_perf_log(self.source, text=block_text, strict=True)
@@ -282,45 +309,38 @@ class _Splitter:
         rec_nodeid = parsed.records[0].nodeid
         if section.nodeid is not None and rec_nodeid != section.nodeid:
             return f"record block belongs to {rec_nodeid}, not to this test"
-        if any(w in rec_nodeid for w in ("PASSED", "FAILED", "SKIPPED", MARKER)):
+        if _has_counted(rec_nodeid):
             return "nodeid contains a word validate_perf_log.sh counts"
+        nodeid = section.nodeid or rec_nodeid
         keep: list[str] = []
         moved: list[tuple[int, str]] = []
         if section.nodeid is None:
             self.reconstructed += 1
             keep.append(f"{rec_nodeid} PASSED")
-        passed_seen = False
         for k, (idx, ln) in enumerate(lines):
-            if m0 <= k <= end:
-                keep.append(ln)
-                continue
-            if k > end and not ln.strip():
-                continue
-            has_pass = "PASSED" in ln
-            if has_pass and not passed_seen and self.is_status_line(ln, k == 0):
-                passed_seen = True
-                keep.append(ln)
-            elif any(w in ln for w in _COUNTED):
+            if k > end:
+                if ln.strip():
+                    moved.append((idx, ln))  # output after the block belongs to nothing we keep
+            elif k == m0:
+                keep.append(ln)  # the marker line: the block's one counted line
+            elif k > m0:
+                if _has_counted(ln):
+                    moved.append((idx, ln))  # interleaved output inside the block
+                else:
+                    keep.append(ln)
+            elif k == status_idx:
+                if _count_counted(ln) == 1:
+                    keep.append(ln)
+                else:  # output glued to the status line: keep a clean status line only
+                    keep.append(f"{nodeid} PASSED" if k == 0 else "PASSED")
+                    moved.append((idx, ln))
+            elif _has_counted(ln):
+                if k == 0:
+                    keep.append(nodeid)  # keep the test's line, move its output
                 moved.append((idx, ln))
-            elif k > end:
-                moved.append((idx, ln))  # output after the block belongs to nothing we keep
             else:
                 keep.append(ln)
-        if section.nodeid is not None and not passed_seen:
-            return "record block without its PASSED line"
         return keep, moved
-
-    def status_of(self, section: _Section) -> str | None:
-        """The pytest word of this test (the worst seen on its own status lines)."""
-        worst: str | None = None
-        rank = {"PASSED": 0, "XPASS": 0, "SKIPPED": 1, "XFAIL": 1, "FAILED": 2, "ERROR": 3}
-        for k, (_, ln) in enumerate(section.lines):
-            if _MARKER_RE.search(ln) or ln.startswith(("record_json: ", "nodeid: ", "params: ")):
-                continue
-            word = self.word_of(ln, k == 0)
-            if word is not None and (worst is None or rank[word] > rank[worst]):
-                worst = word
-        return worst
 
     def word_of(self, line: str, is_first: bool) -> str | None:
         stripped = line.strip()
@@ -340,9 +360,6 @@ class _Splitter:
             return None
         m = re.search(r"\s(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)(?:\s+\[\s*\d+%\])?\s*$", " " + stripped)
         return m.group(1) if m else None
-
-    def is_status_line(self, line: str, is_first: bool) -> bool:
-        return self.word_of(line, is_first) == "PASSED"
 
     def result(self) -> SanitizedLog:
         closing = (f"== sanitized by cutile-workbench: {self.kept_records} record section(s) kept, "

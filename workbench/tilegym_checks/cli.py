@@ -21,6 +21,7 @@ from typing import Any
 
 from workbench.errors import InputError, WorkbenchError
 from workbench.layout import KernelPaths
+from workbench.testids import split_nodeid
 
 from . import childproc, kselect, precondition, wiring, wrapper_audit
 from .static_eval import Assumptions, Unresolvable
@@ -116,8 +117,12 @@ def cmd_check(args: argparse.Namespace) -> int:
             print("note: no --out-root / CUTILE_KERNEL_OUT_ROOT, so the BLOCKED files were not written", file=out)
         else:
             plan = precondition.plan_blocked(pre, kernel, root)
-            for path in precondition.write_blocked(plan):
-                print(f"wrote {path}", file=out)
+            try:
+                for path in precondition.write_blocked(plan):
+                    print(f"wrote {path}", file=out)
+            except WorkbenchError as exc:
+                # the verdict stays BLOCKED; the writer refused (e.g. no kernel dir): say why
+                print(f"note: BLOCKED files not written: {exc}", file=out)
         out.write(precondition.validator_block(pre))
         return EXIT_BLOCKED
     print("precondition OK: autotune_launch imports", file=out)
@@ -236,6 +241,8 @@ def cmd_kselect(args: argparse.Namespace) -> int:
                         print(f"  | {line}", file=out)
                     return EXIT_BLOCKED
                 sink.extend(res.nodeids)
+    if args.static:
+        _note_k_filters(selection, cases_by_test, base_ids)
     how = "statically derived ids + pytest's -k matcher" if args.static else "collect-only"
     print(f"selected node ids ({how}):", file=out)
     for nodeid in cand_ids + base_ids:
@@ -246,6 +253,22 @@ def cmd_kselect(args: argparse.Namespace) -> int:
         print("REFUSED: candidate and baseline select different config sets", file=out)
         return EXIT_REFUSED
     return EXIT_OK
+
+
+def _note_k_filters(selection: kselect.KSelection, cases_by_test: dict[str, list[Any]], base_ids: list[str]) -> None:
+    """Say when Agent A's recorded ``k_filter`` selects other configs than its own shapes list."""
+    wanted = {split_nodeid(n)[2] for n in base_ids}
+    for k_filter, test in sorted({(c.k_filter, c.test) for c in selection.configs if c.k_filter and c.test}):
+        if test not in cases_by_test:
+            continue
+        picked = kselect.simulate_k([c.nodeid for c in cases_by_test[test]], k_filter)
+        params = {split_nodeid(n)[2] for n in picked}
+        if params != wanted:
+            print(
+                f"note: analysis.json k_filter {k_filter!r} selects {len(picked)} node ids "
+                f"({len(params)} configs); its shapes list selects {len(wanted)} configs — using the shapes list",
+                file=sys.stdout,
+            )
 
 
 def _winner(analysis: Any) -> str:

@@ -86,9 +86,13 @@ def _reason(child: ChildResult, timeout_s: float) -> str:
     if child.timed_out:
         return f"import of tilegym.backend.cutile_rs timed out after {timeout_s:g} s"
     lines = [ln for ln in child.stderr.splitlines() if ln.strip()]
-    for line in reversed(lines):
+    for index in range(len(lines) - 1, -1, -1):
+        line = lines[index].strip()
         if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b", line):
-            return line.strip()
+            if line.endswith(":") and index + 1 < len(lines):
+                # multi-line message (TileGym's "PyTorch is required" ImportError): keep its first line
+                return f"{line} {lines[index + 1].strip()}"
+            return line
     if lines:
         return lines[-1].strip()
     return f"import exited with status {child.rc} without a traceback"
@@ -102,7 +106,7 @@ def _hints(child: ChildResult, env: Mapping[str, str] | None) -> tuple[str, ...]
             "import tilegym picks CUTILE_TUTORIALS_BACKEND (default cutile) at import time and fails when "
             "cuda.tile is missing; set it to an available backend (e.g. --env CUTILE_TUTORIALS_BACKEND=triton)"
         )
-    if "No module named 'torch'" in text:
+    if "No module named 'torch'" in text or "PyTorch is required" in text:
         hints.append("the interpreter has no torch: pass --python with the TileGym environment's Python")
     if "No module named 'tilegym" in text:
         hints.append("tilegym is not importable from src/: is --tilegym the repository root?")

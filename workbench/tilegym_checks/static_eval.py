@@ -117,6 +117,26 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
+def _bounded(iterable: Any) -> list[Any]:
+    """Materialize at most _MAX_ITEMS items (``list(range(10**12))`` must not hang the workbench)."""
+    items = list(itertools.islice(iter(iterable), _MAX_ITEMS + 1))
+    if len(items) > _MAX_ITEMS:
+        raise Unresolvable(f"sequence longer than {_MAX_ITEMS} items")
+    return items
+
+
+def _safe_binop(op: type[ast.operator], left: Any, right: Any) -> Any:
+    """Refuse arithmetic whose result would be huge (a parametrize list never needs it)."""
+    if op is ast.Pow and isinstance(left, (int, float)) and isinstance(right, (int, float)):
+        if abs(right) > 256 or (abs(left) > 2**32 and abs(right) > 8):
+            raise Unresolvable("exponent too large to evaluate statically")
+    if op is ast.Mult:
+        for seq, n in ((left, right), (right, left)):
+            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and len(seq) * max(n, 0) > _MAX_ITEMS:
+                raise Unresolvable("repetition too large to evaluate statically")
+    return _BINOPS[op](left, right)
+
+
 def _isinstance(value: Any, kinds: Any) -> bool:
     kinds_t = kinds if isinstance(kinds, tuple) else (kinds,)
     return any(isinstance(k, type) and isinstance(value, k) for k in kinds_t)
@@ -135,15 +155,15 @@ class StaticEvaluator:
         self.names: dict[str, Any] = {}
         self._builtins: dict[str, Any] = {
             "range": range,
-            "list": list,
-            "tuple": tuple,
+            "list": _bounded,
+            "tuple": lambda it=(): tuple(_bounded(it)),
             "len": len,
             "str": str,
             "int": int,
             "float": float,
             "bool": bool,
             "repr": repr,
-            "sorted": sorted,
+            "sorted": lambda it: sorted(_bounded(it)),
             "zip": zip,
             "enumerate": enumerate,
             "isinstance": _isinstance,
@@ -174,7 +194,7 @@ class StaticEvaluator:
                 try:
                     if isinstance(current, Unresolvable) or op is None:
                         raise Unresolvable("augmented assignment not modelled", stmt.lineno)
-                    self.names[stmt.target.id] = op(current, self.eval(stmt.value))
+                    self.names[stmt.target.id] = _safe_binop(type(stmt.op), current, self.eval(stmt.value))
                 except Unresolvable as exc:
                     self.names[stmt.target.id] = exc
                 except Exception as exc:  # arithmetic on odd values: keep it unresolvable
@@ -247,11 +267,10 @@ class StaticEvaluator:
         raise Unresolvable(f"attribute '{ast.unparse(node)}' is not modelled", node.lineno)
 
     def _eval_BinOp(self, node: ast.BinOp, local: Mapping[str, Any]) -> Any:
-        op = _BINOPS.get(type(node.op))
-        if op is None:
+        if type(node.op) not in _BINOPS:
             raise Unresolvable("operator not modelled", node.lineno)
         try:
-            return op(self.eval(node.left, local), self.eval(node.right, local))
+            return _safe_binop(type(node.op), self.eval(node.left, local), self.eval(node.right, local))
         except Unresolvable:
             raise
         except Exception as exc:
@@ -338,7 +357,7 @@ class StaticEvaluator:
                     raise Unresolvable("comprehension too large", node.lineno)
                 return
             gen = node.generators[index]
-            for item in self.eval(gen.iter, scope):
+            for item in _bounded(self.eval(gen.iter, scope)):
                 inner = dict(scope)
                 self._bind(gen.target, item, inner)
                 if all(self.eval(cond, inner) for cond in gen.ifs):
@@ -383,7 +402,13 @@ class StaticEvaluator:
             return Param(tuple(args), ident)
         if tail == "product" and dotted in ("itertools.product", "product"):
             repeat = self.eval(kwargs["repeat"], local) if "repeat" in kwargs else 1
-            return list(itertools.product(*args, repeat=repeat))
+            pools = [_bounded(a) for a in args]
+            size = 1
+            for pool in pools * (repeat if isinstance(repeat, int) and 0 <= repeat <= 16 else 17):
+                size *= len(pool)
+                if size > _MAX_ITEMS:
+                    raise Unresolvable("itertools.product too large", node.lineno)
+            return list(itertools.product(*pools, repeat=repeat))
         func: Any = self.eval(node.func, local) if isinstance(node.func, ast.Name) else None
         if func is not None and (isinstance(func, Closure) or func in self._builtins.values()):
             if kwargs:

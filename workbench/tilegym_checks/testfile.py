@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,8 +151,13 @@ class TestModule:
         if axis is None:
             return []
         ev = self.evaluator_for(fn, assumptions)
-        values = ev.eval(axis.values_node)
-        return [v.values[0] if isinstance(v, Param) else v for v in values]
+        try:
+            values = ev.eval(axis.values_node)
+        except RecursionError as exc:
+            raise Unresolvable("expression nested too deeply", axis.line) from exc
+        if not isinstance(values, (list, tuple)):
+            raise Unresolvable("backend argvalues is not a list", axis.line)
+        return [v.values[0] if isinstance(v, Param) and v.values else v for v in values]
 
     def derive_nodeids(self, fn: TestFunction, assumptions: Assumptions | None = None) -> list[str]:
         """pytest node ids of ``fn`` as collection would produce them (raises Unresolvable)."""
@@ -162,7 +168,15 @@ class TestModule:
         assumptions = assumptions or Assumptions()
         ev = self.evaluator_for(fn, assumptions)
         # pytest applies the bottom decorator first, and its ids come first in the joined id.
-        per_decorator = [self._decorator_cases(deco, ev) for deco in reversed(fn.parametrize)]
+        try:
+            per_decorator = [self._decorator_cases(deco, ev) for deco in reversed(fn.parametrize)]
+        except RecursionError as exc:
+            raise Unresolvable("expression nested too deeply", fn.line) from exc
+        size = 1
+        for part in per_decorator:
+            size *= max(len(part), 1)
+        if size > 1_000_000:
+            raise Unresolvable(f"{size} parametrized cases: too many to derive", fn.line)
         base = f"{self.relpath}::{fn.qualname}"
         if not per_decorator:
             return [DerivedCase(base, {})]
@@ -186,10 +200,13 @@ class TestModule:
         for index, item in enumerate(values):
             explicit = item.id if isinstance(item, Param) else None
             raw = item.values if isinstance(item, Param) else item
-            if len(deco.argnames) == 1:
-                row = (raw[0],) if isinstance(item, Param) else (raw,)
-            else:
-                row = tuple(raw)
+            try:
+                if len(deco.argnames) == 1:
+                    row = (raw[0],) if isinstance(item, Param) else (raw,)
+                else:
+                    row = tuple(raw)
+            except (IndexError, TypeError) as exc:
+                raise Unresolvable(f"case {index} is not a parameter set: {exc}", deco.line) from exc
             if len(row) != len(deco.argnames):
                 raise Unresolvable(f"case {index} has {len(row)} values for {len(deco.argnames)} names", deco.line)
             rows.append(dict(zip(deco.argnames, row, strict=True)))
@@ -254,9 +271,13 @@ def load_test_module(path: Path, tilegym_root: Path | None = None) -> TestModule
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read test file: {exc}", path=path) from exc
     try:
-        tree = ast.parse(source, filename=str(path))
+        with warnings.catch_warnings():  # e.g. SyntaxWarning for odd literals: not ours to print
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise InputError(f"syntax error: {exc.msg}", path=path, line=exc.lineno) from exc
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise InputError(f"cannot parse: {type(exc).__name__}: {exc}", path=path) from exc
     root = tilegym_root or _guess_root(path)
     try:
         relpath = path.resolve().relative_to(Path(root).resolve()).as_posix()

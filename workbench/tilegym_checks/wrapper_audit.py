@@ -19,6 +19,8 @@ source, line})`` for each hot-path defect the seed's Agent F / performance check
   (or is rejected, which fails perf tests that create ``requires_grad`` inputs).
 
 Findings are hypotheses from source; launch evidence (CUPTI counts) confirms or clears them.
+``fixable`` is True only for high-confidence findings (a defect the source proves, e.g. a canary on
+every call); medium/low ones carry ``details["needs_confirmation"] = True``.
 Bad input (missing file, syntax error) raises ``InputError`` naming the file and line.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +66,7 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "canary_hot_path",
-            "Fixed-config canary stays outside timed/autotune hot paths: one `_run_ffi` call may be used before "
+            "**Fixed-config canary stays outside timed/autotune hot paths**: one `_run_ffi` call may be used before "
             "perf timing, but never inside `kernel_fn(cfg)` and never before every cached launch.",
             CHECKLIST,
             "Remove the per-call fixed-config launch; if a canary is needed, run it once per process "
@@ -71,7 +74,7 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "kernel_fn_alloc",
-            "Autotune lambda is clean: `kernel_fn(cfg)` allocates outputs with `torch.empty` only. "
+            "**Autotune lambda is clean**: `kernel_fn(cfg)` allocates outputs with `torch.empty` only. "
             "No clone/zeros/ones/extra contiguous copies inside timing.",
             CHECKLIST,
             "Allocate outputs inside kernel_fn(cfg) with torch.empty/empty_like only; move copies and "
@@ -85,15 +88,17 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "hot_path_copy",
-            "hidden PyTorch fallback or helper kernels",
-            AGENT_F,
+            "NEVER `.clone()`, `torch.zeros`, `torch.ones`, `.expand().contiguous()` —\n"
+            "    these launch GPU kernels (DtoD memcpy / fill) that CUPTI counts in the\n"
+            "    benchmark and create phantom gaps.",
+            AUTOTUNER,
             "Avoid per-call copies around the launch (pass strides to the FFI instead of .contiguous() "
             "after a transpose/expand; return the kernel's output instead of copying into `out`), or "
             "confirm with launch counts that they are no-ops for the benchmarked inputs.",
         ),
         Rule(
             "compile_options",
-            "CompileOptions parity (both directions): match analysis.json/best_config exactly. If the reference "
+            "**CompileOptions parity (both directions)**: match analysis.json/best_config exactly. If the reference "
             "autotunes an EXPLICIT `num_ctas` (matmul ships {1,2,4}), the wrapper MUST forward that per-config "
             "value so the CGA cluster size takes effect",
             CHECKLIST,
@@ -109,7 +114,7 @@ RULES: dict[str, Rule] = {
         ),
         Rule(
             "grad_not_detached",
-            "Autograd contract checked: forward-only wrappers detach grad-enabled inputs and tests skip backward "
+            "**Autograd contract checked**: forward-only wrappers detach grad-enabled inputs and tests skip backward "
             "surfaces for `cutile-rs`.",
             CHECKLIST,
             "Detach grad-enabled tensor inputs (`if x.requires_grad: x = x.detach()`) before the FFI call "
@@ -187,9 +192,13 @@ def _load(path: Path) -> _Wrapper:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read wrapper: {exc}", path=path) from exc
     try:
-        tree = ast.parse(source, filename=str(path))
+        with warnings.catch_warnings():  # e.g. SyntaxWarning for odd literals: not ours to print
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         raise InputError(f"syntax error: {exc.msg}", path=path, line=exc.lineno) from exc
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        raise InputError(f"cannot parse: {type(exc).__name__}: {exc}", path=path) from exc
     display = _display_path(path)
     w = _Wrapper(path, display, tree)
     ev = StaticEvaluator()
@@ -249,7 +258,10 @@ def audit_wrapper(path: Path, analysis: Any | None = None, *, reference: Path | 
     return sorted(findings, key=lambda f: (int(f.details.get("line", 0)), str(f.details.get("rule"))))
 
 
-def _finding(w: _Wrapper, rule_id: str, node: ast.AST, summary: str, *, fixable: bool = True, confidence: str = "high", **extra: Any) -> Finding:
+def _finding(w: _Wrapper, rule_id: str, node: ast.AST, summary: str, *, confidence: str = "high", **extra: Any) -> Finding:
+    # Only high-confidence findings are called fixable on source evidence alone; the others are
+    # hypotheses that F's launch counts must confirm before they may drive a FIXABLE verdict.
+    fixable = confidence == "high"
     rule = RULES[rule_id]
     line = int(getattr(node, "lineno", 0))
     details: dict[str, Any] = {
@@ -259,6 +271,7 @@ def _finding(w: _Wrapper, rule_id: str, node: ast.AST, summary: str, *, fixable:
         "action": rule.action,
         "line": line,
         "file": w.display,
+        "needs_confirmation": not fixable,
     }
     details.update(extra)
     conf: Any = confidence
@@ -560,7 +573,6 @@ def _check_kernel_fn(w: _Wrapper, kernel_fns: list[ast.AST]) -> list[Finding]:
                             node,
                             f"output preallocated with torch.{_call_name(node)} outside kernel_fn while kernel_fn "
                             "allocates its own" + (" (a fill kernel every call)" if fill else " (unused memory)"),
-                            fixable=True,
                             confidence="high" if fill else "low",
                         )
                     )

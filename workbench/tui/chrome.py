@@ -24,9 +24,11 @@ class WorkbenchHeader(Static):
         text = Text()
         text.append(f" {self.screen_title} ", style="bold reverse")
         text.append(f" {data.kernel} ", style="bold")
-        text.append(f"│ {data.gpu} ")
-        text.append(f"│ {data.out_root if data.out_root else '(no out root)'} ")
-        src_style = {"live": "bold green", "synthetic": "bold yellow"}.get(data.source, "bold")
-        text.append("│ source: ")
-        text.append(data.source, style=src_style)
+        # most important first: a narrow terminal truncates from the right
+        source = "live" if getattr(self.app, "live", False) else data.source
+        src_style = {"live": "bold green", "synthetic": "bold yellow"}.get(source, "bold")
+        text.append("│ ")
+        text.append(source, style=src_style)
+        text.append(f" │ {data.gpu} ")
+        text.append(f"│ {data.out_root if data.out_root else '(no out root)'}")
         self.update(text)

@@ -58,6 +58,9 @@ class AppData:
     launch_sets: list[LaunchSet] = field(default_factory=list)
     candidate_backend: str = "cutile-rs"
     ir_pairs: list[IRPair] = field(default_factory=list)
+    #: deferred IR loading (canonicalize + diff + audit of two 10k-line files takes ~0.6 s): the
+    #: app runs it in a thread after the first paint; returns (pairs, load problems)
+    ir_loader: Callable[[], tuple[list[IRPair], list[WorkbenchError]]] | None = None
     plan_report: Callable[[str], ReportPlan] | None = None  # "E" | "F" → plan (may raise)
     write_report: Callable[[ReportPlan], Any] | None = None  # guarded writer (may raise)
     read_existing: Callable[[ReportPlan], Mapping[str, str | None]] | None = None
@@ -66,13 +69,11 @@ class AppData:
     session: Mapping[str, Any] = field(default_factory=dict)
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
-        """(candidate, baseline) launch sets of one config, matched by params string."""
-        same = [s for s in self.launch_sets if s.params == row.params]
-        baseline = next((s for s in same if s.backend == row.baseline_backend), None)
-        candidate = next((s for s in same if s.backend == self.candidate_backend), None)
-        if candidate is None:
-            candidate = next((s for s in same if s is not baseline), None)
-        return candidate, baseline
+        """(candidate, baseline) launch sets of one config — F's own matching rule
+        (``diagnosis.pick_sets``: params string, ``triton_tileir`` log ≙ ``triton`` records)."""
+        from workbench.diagnosis import pick_sets
+
+        return pick_sets(self.launch_sets, row, self.candidate_backend)
 
 
 def read_existing_files(plan: ReportPlan) -> dict[str, str | None]:

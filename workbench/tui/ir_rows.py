@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from widgets.audit_panel import AuditItem
 from widgets.ir_diff_view import DiffLine
 from workbench.ir.audit import audit_texts
-from workbench.ir.canon import canonicalize
+from workbench.ir.canon import CanonIR, canonicalize
 from workbench.ir.diffmodel import diff_lines
 from workbench.ir.lexer import get_lexer
 from workbench.tui.data import IRPair
@@ -31,8 +31,11 @@ def _snap(line: int | None, shown: Sequence[int]) -> int | None:
 
 
 def build_ir_pair(name: str, ref: str, gen: str, *, ref_label: str = "reference",
-                  gen_label: str = "generated") -> IRPair:
-    cref, cgen = canonicalize(ref), canonicalize(gen)
+                  gen_label: str = "generated", ref_canon: CanonIR | None = None,
+                  gen_canon: CanonIR | None = None) -> IRPair:
+    """Rows + audit for one pair; pass the loader's ``CanonIR`` objects to skip re-canonicalizing."""
+    cref = ref_canon if ref_canon is not None else canonicalize(ref)
+    cgen = gen_canon if gen_canon is not None else canonicalize(gen)
     sbs = diff_lines(cref.lines, cgen.lines)
     lsrc, rsrc = cref.source_lines, cgen.source_lines
     rows = [

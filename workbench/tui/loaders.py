@@ -120,8 +120,11 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         from workbench.cli_e import _table_for
 
         data.table = _table_for(ws)
-        cand_frameworks = {r.framework for r in ws.candidate_log().records} if ws.candidate_log() else set()
-        if len(cand_frameworks) == 1:
+        cand_log = ws.candidate_log()
+        cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
+        if isinstance(session.get("candidate"), str) and session["candidate"]:
+            data.candidate_backend = str(session["candidate"])  # recorded sessions name it
+        elif len(cand_frameworks) == 1:
             data.candidate_backend = next(iter(cand_frameworks))
     except Blocked:
         pass  # no candidate log yet: the Ratios screen says so; not a malformed input
@@ -137,8 +140,12 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         except WorkbenchError as e:
             problems.append(e)
 
-    # --- IR pairs
-    data.ir_pairs = load_ir_pairs(ws, problems)
+    # --- IR pairs: built in the background after the first paint (see AppData.ir_loader)
+    def ir_loader() -> tuple[list[IRPair], list[WorkbenchError]]:
+        ir_problems: list[WorkbenchError] = []
+        return load_ir_pairs(ws, ir_problems), ir_problems
+
+    data.ir_loader = ir_loader
 
     # --- reports and live
     data.plan_report = _plan_report(ws, data.candidate_backend)
@@ -158,7 +165,8 @@ def load_ir_pairs(ws: Any, problems: list[WorkbenchError]) -> list[IRPair]:
         try:
             loaded = load_pair(pp)
             pairs.append(build_ir_pair(pp.label, loaded.reference.text, loaded.generated.text,
-                                       ref_label=pp.reference.name, gen_label=pp.generated.name))
+                                       ref_label=pp.reference.name, gen_label=pp.generated.name,
+                                       ref_canon=loaded.reference.canon, gen_canon=loaded.generated.canon))
         except WorkbenchError as e:
             problems.append(e)
     return pairs

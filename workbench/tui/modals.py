@@ -7,10 +7,11 @@ contains ``[`` must not be interpreted.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Markdown, Static
@@ -21,7 +22,7 @@ from workbench.errors import WorkbenchError
 class ErrorModal(ModalScreen[None]):
     """A blocking error: title + ``file:line: message``; Escape/Enter closes."""
 
-    BINDINGS = [Binding("escape,enter", "dismiss", "Close", id="error-close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter", "dismiss", "Close", id="error-close")]
 
     def __init__(self, error: WorkbenchError | str, title: str | None = None) -> None:
         super().__init__()
@@ -42,7 +43,7 @@ class ErrorModal(ModalScreen[None]):
 class ConfirmModal(ModalScreen[bool]):
     """An explicit yes/no. Default focus is *No*: Enter alone never writes files."""
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,n", "answer(False)", "No", id="confirm-no"),
         Binding("y", "answer(True)", "Yes", id="confirm-yes"),
     ]
@@ -74,7 +75,7 @@ class ConfirmModal(ModalScreen[bool]):
 class HelpScreen(ModalScreen[None]):
     """F1: what this screen is for plus every key active on it (generated from the bindings)."""
 
-    BINDINGS = [Binding("escape,f1,q", "dismiss", "Close", id="help-close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close", id="help-close")]
 
     def __init__(self, title: str, about: str, keys: list[tuple[str, str, str]]) -> None:
         super().__init__()

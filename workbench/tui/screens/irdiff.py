@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import Footer, Static
 
@@ -20,7 +22,7 @@ class IRDiffScreen(WorkbenchScreen):
         "tinted, changed characters darker; unchanged runs fold. The audit (right) is diff_ir.sh's "
         "op table and checks, critical rows first; Enter on a row jumps to its lines."
     )
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "toggle_focus", "Audit ⇄ diff", tooltip="Move focus between the diff and the audit",
                 id="irdiff-focus"),
         Binding("p", "next_pair", "Next pair", tooltip="Show the next IR pair (kernel)", id="irdiff-pair"),
@@ -39,6 +41,7 @@ class IRDiffScreen(WorkbenchScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.wb.irdiff_screen = self
         self.show_pair(0)
         self.query_one(IRDiffView).focus()
 
@@ -46,8 +49,10 @@ class IRDiffScreen(WorkbenchScreen):
         pairs = self.data.ir_pairs
         view = self.query_one(IRDiffView)
         if not pairs:
+            loading = getattr(self.app, "ir_loading", False)
             self.query_one("#pair-title", Static).update(
-                Text("no IR pair: needs reference/*.mlir and generated IR (or workbench/tileir dumps)"))
+                Text("loading IR pairs (canonicalize, diff, audit)…" if loading else
+                     "no IR pair: needs reference/reference*.mlir and generated/generated*.mlir"))
             view.set_rows([])
             self.query_one(AuditPanel).set_items([])
             return

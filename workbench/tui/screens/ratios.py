@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static, Tab, Tabs
 
 from widgets.ratio_table import RatioTable
@@ -22,7 +24,7 @@ class RatiosScreen(WorkbenchScreen):
         "more), and the row verdict (PASS ≤ 1.05x). The bar shows the geomean with its CI on the "
         "1.05 / 1.10 / 1.50 severity scale. Enter opens the row's launch timeline."
     )
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", tooltip="Filter rows by text (params, backend, verdict)",
                 id="ratios-filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="ratios-clear-filter"),

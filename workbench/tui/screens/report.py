@@ -8,12 +8,12 @@ Nothing is written without (1) a plan whose in-process validators all passed and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Static
 
 from widgets.report_preview import VIEWS, ReportPreview
@@ -43,7 +43,7 @@ class ReportScreen(WorkbenchScreen):
         "transcript. w asks for confirmation and writes through the guarded writer; it is offered "
         "only when every validator passed."
     )
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "plan('E')", "Plan E", tooltip="Plan stage E files (performance.md + logs)", id="report-plan-e"),
         Binding("f", "plan('F')", "Plan F", tooltip="Plan stage F files (perf_investigation_*.md)",
                 id="report-plan-f"),
@@ -96,7 +96,8 @@ class ReportScreen(WorkbenchScreen):
         except WorkbenchError as e:
             self.app.call_from_thread(self._refused, stage, str(e))
             return
-        self.app.call_from_thread(self._planned, plan, existing)
+        # _planned is a coroutine function; call_from_thread awaits it (its overloads confuse mypy)
+        self.app.call_from_thread(self._planned, plan, existing)  # type: ignore[arg-type]
 
     def _refused(self, stage: str, reason: str) -> None:
         self.plan = None

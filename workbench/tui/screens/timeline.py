@@ -8,11 +8,12 @@ Escape cancels a running run (the key exists only while one runs: ``check_action
 from __future__ import annotations
 
 import threading
+from typing import ClassVar
 
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
@@ -20,6 +21,7 @@ from textual.worker import Worker, WorkerState
 from widgets.launch_timeline import LaunchTimeline, launch_details
 from workbench.errors import WorkbenchError
 from workbench.model import LaunchSet, RatioRow
+from workbench.tui.chrome import WorkbenchHeader
 from workbench.tui.live import Batcher, dispatch_event
 from workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
 from workbench.tui.screens.base import WorkbenchScreen
@@ -34,7 +36,7 @@ class TimelineScreen(WorkbenchScreen):
         "registers, shared memory and duration. Live runs stream bars and per-config results as "
         "they arrive; Escape cancels."
     )
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_live", "Cancel run", tooltip="Stop the live run", id="timeline-cancel"),
         Binding("L", "live", "Run live", tooltip="Re-run this config live on this GPU", id="timeline-live"),
     ]
@@ -117,6 +119,7 @@ class TimelineScreen(WorkbenchScreen):
         bar.remove_class("hidden")
         bar.update(total=None, progress=0)
         self.wb.live = True
+        self.query_one(WorkbenchHeader).refresh_text()
         self.refresh_bindings()
         self.run_live(self.row)
 

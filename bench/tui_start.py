@@ -1,0 +1,141 @@
+"""TUI start-up and rendering bench: prints one table of measured values next to their targets.
+
+Run: ``.venv/bin/python bench/tui_start.py`` (headless, no terminal needed; ~20 s on 2 cores).
+Each scenario runs in its own child interpreter so start-up cost and peak RSS are not shared.
+
+Scenarios (data: ``workbench.tui.synthetic`` — SYNTHETIC tables/launches/IR of realistic shape):
+- first paint: fresh process → import app → 500-config table + two 10k-line IR files written to
+  disk and read back through the real loader path (IR diff+audit deferred to the background
+  thread, as in ``run_app``) → first frame of the Ratios screen rendered. Target ≤ 1.0 s.
+- IR build (background): read + canonicalize + diff + audit of the 10k-line pair (informational).
+- IR diff screen ready: key ``3`` pressed (after the background build) → diff rows on screen.
+  Target ≤ 0.3 s.
+- timeline frame: 100k launches loaded; one full 160x48 frame rendered with a cold strip cache,
+  median of 20 frames at different pan positions. Target ≤ 50 ms.
+- RSS: peak resident set of the process with the 100k launches loaded and shown. Target ≤ 300 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_CHILD = r'''
+import asyncio, json, resource, statistics, sys, time
+T0 = time.perf_counter()
+from pathlib import Path
+scenario, tmp = sys.argv[1], Path(sys.argv[2])
+
+async def main():
+    from workbench.tui import synthetic as syn
+    from workbench.tui.app import make_app
+    from workbench.tui.data import AppData
+    from workbench.tui.ir_rows import build_ir_pair
+    out = {}
+    if scenario == "start":
+        ref, gen = tmp / "reference.mlir", tmp / "generated.mlir"
+        def ir_loader():
+            from workbench.ir.loader import load_ir
+            t = time.perf_counter()
+            r, g = load_ir(ref, "reference"), load_ir(gen, "generated")
+            pair = build_ir_pair("bench", r.text, g.text, ref_canon=r.canon, gen_canon=g.canon)
+            out["ir_build_s"] = time.perf_counter() - t
+            return [pair], []
+        table = syn.big_table(500)
+        data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=table, ir_loader=ir_loader)
+        app = make_app(data)
+        async with app.run_test(size=(160, 48)) as pilot:
+            while app.first_paint_at is None:  # set by App.on_ready (first frame displayed)
+                await asyncio.sleep(0.001)
+            out["first_paint_s"] = app.first_paint_at - T0
+            out["rows"] = len(app.screen.query_one("#table").shown_rows)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            t = time.perf_counter()
+            await pilot.press("3")
+            await pilot.pause()
+            view = app.screen.query_one("#diff")
+            strips = [view.render_line(y) for y in range(view.size.height)]  # the first frame's lines
+            out["irdiff_ready_s"] = time.perf_counter() - t
+            out["ir_rows"] = len(view.rows)
+            out["ir_lines_rendered"] = len(strips)
+    else:
+        sets = syn.many_launches("big", 100_000, calls=50)
+        data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=syn.pinned_table())
+        app = make_app(data)
+        async with app.run_test(size=(160, 48)) as pilot:
+            await pilot.pause()
+            await pilot.press("2")
+            await pilot.pause()
+            tl = app.screen.query_one("#timeline")
+            tl.set_sets(sets[0], sets[1])
+            await pilot.pause()
+            out["launches"] = tl.launch_count
+            times = []
+            for i in range(20):
+                tl.origin_ns = float(i * 40_000)  # pan: every frame misses the strip cache
+                tl._cache.clear()
+                t = time.perf_counter()
+                for y in range(tl.size.height):
+                    tl.render_line(y)
+                times.append(time.perf_counter() - t)
+            out["frame_ms_median"] = statistics.median(times) * 1e3
+            out["frame_ms_max"] = max(times) * 1e3
+            out["frame_height"] = tl.size.height
+    out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+asyncio.run(main())
+'''
+
+
+def child(scenario: str, tmp: Path) -> dict[str, float]:
+    proc = subprocess.run([sys.executable, "-c", _CHILD, scenario, str(tmp)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench child {scenario} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    from workbench.tui.synthetic import write_ir_pair
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        ref, gen = write_ir_pair(tmp, 10_000)
+        ref_lines = len(ref.read_text().splitlines())
+        t = time.perf_counter()
+        start = child("start", tmp)
+        wall = time.perf_counter() - t
+        launches = child("launches", tmp)
+    rows = [
+        ("first paint (500 configs, 2x10k-line IR)", start["first_paint_s"] * 1e3, 1000.0, "ms"),
+        ("IR build in background (informational)", start["ir_build_s"] * 1e3, float("nan"), "ms"),
+        ("IR diff screen ready after key 3", start["irdiff_ready_s"] * 1e3, 300.0, "ms"),
+        ("timeline frame, 100k launches (median)", launches["frame_ms_median"], 50.0, "ms"),
+        ("timeline frame, 100k launches (max of 20)", launches["frame_ms_max"], 50.0, "ms"),
+        ("peak RSS with 100k launches shown", launches["maxrss_mb"], 300.0, "MB"),
+        ("peak RSS, start scenario", start["maxrss_mb"], 300.0, "MB"),
+    ]
+    print(f"cutile-workbench TUI bench  (IR {ref_lines} lines/side, {start['rows']} rows shown, "
+          f"{launches['launches']} launches, frame {launches['frame_height']} lines, child wall {wall:.1f} s)")
+    print(f"{'measure':46} {'value':>10} {'target':>10} {'value/target':>13}  ok")
+    ok_all = True
+    for name, value, target, unit in rows:
+        ratio = value / target if target == target else float("nan")
+        ok = ratio <= 1.0 if ratio == ratio else True
+        ok_all &= ok
+        tgt = f"{target:.0f} {unit}" if target == target else "—"
+        print(f"{name:46} {value:>7.1f} {unit:2} {tgt:>10} {ratio:>13.2f}  {'yes' if ok else 'NO'}")
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

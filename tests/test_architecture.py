@@ -1,0 +1,88 @@
+"""Architecture rules: ``workbench/`` core imports no Textual; ``widgets/`` does no file/GPU I/O.
+
+The import check runs in a fresh interpreter (this pytest process has Textual loaded already):
+it imports every module under ``workbench/`` except ``workbench.tui`` and fails if ``textual``
+appears in ``sys.modules``. Modules needing an optional GPU dependency (torch, cupti) may fail to
+import with ImportError on CI; they are listed, and everything they import before failing still
+counts.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_PROBE = r"""
+import importlib, json, pkgutil, sys
+import workbench
+mods, failed = [], {}
+for info in pkgutil.walk_packages(workbench.__path__, "workbench."):
+    if info.name == "workbench.tui" or info.name.startswith("workbench.tui."):
+        continue
+    try:
+        importlib.import_module(info.name)
+        mods.append(info.name)
+    except ImportError as e:
+        failed[info.name] = str(e)
+print(json.dumps({"mods": mods, "failed": failed,
+                  "textual": sorted(m for m in sys.modules if m == "textual" or m.startswith("textual."))}))
+"""
+
+
+def test_core_modules_import_no_textual() -> None:
+    proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "workbench.model" in out["mods"] and "workbench.stats" in out["mods"]
+    assert len(out["mods"]) >= 15, out
+    for name, err in out["failed"].items():  # only optional GPU deps may be missing
+        assert any(dep in err for dep in ("torch", "cupti", "cuda")), (name, err)
+    assert out["textual"] == [], f"core modules pulled in Textual: {out['textual'][:5]}"
+
+
+_FORBIDDEN_CALLS = {"open"}
+_FORBIDDEN_ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "open", "unlink", "mkdir",
+                    "rename", "replace", "rmdir", "touch", "iterdir", "glob"}
+_FORBIDDEN_IMPORTS = {"subprocess", "shutil", "socket", "torch", "cupti", "pathlib", "gzip", "io", "tempfile"}
+
+
+def _violations(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    bad: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in _FORBIDDEN_CALLS:
+                bad.append(f"{path.name}:{node.lineno}: {f.id}()")
+            if isinstance(f, ast.Attribute) and f.attr in _FORBIDDEN_ATTRS and not (
+                isinstance(f.value, ast.Name) and f.value.id in {"str", "self"}  # str.replace / own methods
+            ):
+                # ``x.replace(...)`` on strings/dataclasses is common: only flag Path-like receivers
+                if f.attr == "replace":
+                    continue
+                bad.append(f"{path.name}:{node.lineno}: .{f.attr}()")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for n in names:
+                if n.split(".")[0] in _FORBIDDEN_IMPORTS:
+                    bad.append(f"{path.name}:{node.lineno}: import {n}")
+    return bad
+
+
+def test_widgets_do_no_file_or_gpu_io() -> None:
+    files = sorted((ROOT / "widgets").glob("*.py"))
+    assert len(files) >= 6
+    bad = [v for f in files for v in _violations(f)]
+    assert bad == []
+
+
+def test_violation_detector_catches_io(tmp_path: Path) -> None:
+    sample = tmp_path / "w.py"
+    sample.write_text("import subprocess\nfrom pathlib import Path\nopen('x')\nPath('y').read_text()\n")
+    found = _violations(sample)
+    assert len(found) == 4, found
