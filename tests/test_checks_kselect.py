@@ -40,6 +40,13 @@ assert _spec and _spec.loader
 fake = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fake)
 
+
+@pytest.fixture(autouse=True)
+def _fast_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Child pytest runs collect synthetic trees that need no plugins; autoloading this venv's
+    plugins (textual snapshots, hypothesis, ...) costs ~4 s per child on the shared CI box."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
 BMM_IDS = ["2-2048-2048-2048-False-False-torch.float16", "8-4096-4096-4096-False-False-torch.float16"]
 
 

@@ -26,6 +26,13 @@ fake = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fake)
 
 
+@pytest.fixture(autouse=True)
+def _fast_children(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Child pytest runs collect synthetic trees that need no plugins; autoloading this venv's
+    plugins (textual snapshots, hypothesis, ...) costs ~4 s per child on the shared CI box."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
+
 def _files(root: Path) -> list[str]:
     """Every file under ``root``, minus the guarded writer's own hidden bookkeeping."""
     return sorted(

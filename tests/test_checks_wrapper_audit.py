@@ -163,6 +163,19 @@ def test_canary_before_autotune_is_flagged_at_its_line(tmp_path: Path) -> None:
     assert f.details["action"]
 
 
+def test_direct_ffi_canary_in_the_entry_is_flagged(tmp_path: Path) -> None:
+    # SYNTHETIC defect: the entry itself calls lib.cutile_toy with a fixed config, then autotunes
+    text = CLEAN.replace(
+        "    n = int(x.shape[0])\n",
+        "    n = int(x.shape[0])\n    ffi, lib = bind_kernel_function_cffi(_KERNEL, _FFI_CDEF)\n"
+        "    lib.cutile_toy(make_tensor_desc(ffi, x), make_tensor_desc(ffi, x), 128, -1, -1, 0)\n",
+        1,
+    )
+    path = _write(tmp_path, text)
+    findings = [f for f in audit_wrapper(path, None) if f.details["rule"] == "canary_hot_path"]
+    assert [f.details["line"] for f in findings] == [_line_of(path, "lib.cutile_toy(make_tensor_desc(ffi, x)")]
+
+
 def test_fills_and_copies_inside_kernel_fn(tmp_path: Path) -> None:
     path = _write(tmp_path, ZEROS)
     findings = audit_wrapper(path, None)

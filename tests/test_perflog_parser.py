@@ -338,3 +338,15 @@ def test_mutated_real_logs_only_raise_workbench_errors(data):
             parse_perf_log("mut.log", text=mutated, strict=strict)
         except WorkbenchError:
             pass
+
+
+def test_bad_backward_phase_keeps_the_forward_numbers():
+    # synthetic: a valid forward phase (real triton numbers) with a NaN backward median
+    nodeid = f"{RS}[triton-static_persistent-262144-1024-torch.float16]"
+    text = "\n".join(format_block(nodeid, {"triton": {"forward": TRITON_STATS,
+                                                      "backward": {"median": float("nan")}}})) + "\n"
+    (rec,) = parse_perf_log("bw.log", text=text).records
+    assert rec.forward.median_ms == TRITON_STATS["median"] and "backward" not in rec.phases
+    with pytest.raises(InputError) as ei:
+        parse_perf_log("bw.log", text=text, strict=True)
+    assert ei.value.key.endswith("backward.median")

@@ -278,3 +278,20 @@ def test_hostile_names_cannot_inject_a_second_geomean_line(tmp_path: Path) -> No
     assert re.findall(r"(?m)^geomean_ratio=.*$", md) == ["geomean_ratio=1.5000"]
     assert re.findall(r"(?m)^VERDICT:.*$", md) == ["VERDICT: INVESTIGATE"]
     assert plan.ok
+
+
+def test_session_facts_from_recorded_shape() -> None:
+    """The recorded H200 session.json shape (profiles/*/session/*/workbench/session.json)."""
+    from workbench.report_e import session_facts
+
+    meta = {"recorded_at": "2026-11-29 16:34:01 UTC", "versions": {"gpu": "NVIDIA H200", "driver": "580.159.04"},
+            "harness_env": {}, "commands": {
+                "rms_norm.cutile": {"cmd": "python -m pytest ... -k \"cutile and not cutile_hotpath\"", "rc": 0},
+                "rms_norm.cutile_hotpath": {"cmd": "python -m pytest ... -k \"cutile_hotpath\"", "rc": 1,
+                                            "MAX_REP": "200"}}}
+    f = session_facts(meta, {"cutile-hotpath"})
+    assert f.gpu == "NVIDIA H200" and f.driver == "580.159.04" and f.candidate_rc == 1
+    assert f.candidate_cmd is not None and f.candidate_cmd.endswith('-k "cutile_hotpath"')
+    assert f.env == {"MAX_REP": "200"} and [o[0] for o in f.other_cmds] == ["rms_norm.cutile"]
+    assert session_facts(None, set()).gpu is None
+    assert session_facts({"command": "pytest x", "pytest_rc": 0, "commands": "bad"}, set()).candidate_cmd == "pytest x"

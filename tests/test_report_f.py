@@ -273,3 +273,9 @@ def test_recorded_rms_norm_session_tables() -> None:
     plan = plan_f_reports(ws, invs, inputs=inputs, run_real_scripts=False)
     rep = plan.files[0].content
     assert "## Config parity" in rep and "| cutile | 255 |" in rep and "CRITICAL: tile shape set differs" in rep
+
+
+def test_unknown_kernel_dir_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, err = _run(capsys, "report", "f", "nokernel", "--out-root", str(tmp_path), "--yes")
+    assert rc == 2 and out == "" and "kernel dir does not exist" in err
+    assert list(tmp_path.iterdir()) == []

@@ -219,7 +219,7 @@ RECORDED = sorted(REPO.glob("profiles/*/session/*/workbench/launches.json.gz"))
 
 
 @pytest.mark.skipif(not RECORDED, reason="no recorded H200 session with launches yet")
-@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parts[-4])
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parts[-3])
 def test_timeline_on_a_recorded_session(path, tmp_path):
     from workbench.launches_io import load_launch_sets
 
@@ -233,6 +233,21 @@ def test_timeline_on_a_recorded_session(path, tmp_path):
     rc, _ = call("timeline", kernel, "--config", config, "--out-root", str(path.parents[2]),
                  "--perfetto", str(tmp_path / "t.json"))
     assert rc == 0 and json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+@pytest.mark.skipif(not any(p.parts[-3] == "rms_norm_hotpath" for p in RECORDED),
+                    reason="no recorded rms_norm_hotpath session yet")
+def test_timeline_shows_the_hot_path_wrappers_extra_launches_in_the_recording():
+    """Real H200 recording: the allocating wrapper makes 3 launches per call, the clean kernel 1."""
+    root = next(p for p in RECORDED if p.parts[-3] == "rms_norm_hotpath").parents[2]
+    rc, out = call("timeline", "rms_norm_hotpath", "--config", "16384-2048-torch.bfloat16",
+                   "--out-root", str(root), "--json")
+    assert rc == 0
+    by = {b["role"]: b for b in json.loads(out)["backends"]}
+    assert by["candidate"]["launches_per_call"]["median"] == 3
+    assert by["baseline"]["launches_per_call"]["median"] == 1
+    rc, text = call("timeline", "rms_norm_hotpath", "--config", "16384-2048-torch.bfloat16", "--out-root", str(root))
+    assert "launches/call 3 vs 1 → extra launches per call" in text
 
 
 def test_commands_are_wired_into_cutile_workbench(tmp_path, capsys):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from workbench import __version__
 from workbench.errors import Blocked, InputError, WorkbenchError
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table, round4
+from workbench.testids import id_token
 from workbench.validators import (
     ValidatorResult,
     run_real_validator,
@@ -180,40 +181,89 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     return "".join(out)
 
 
-def _bench_env(meta: Mapping[str, object] | None) -> str:
-    env = meta.get("env") if meta else None
-    src: Mapping[str, object] = env if isinstance(env, dict) else os.environ
-    vals = [f"{k}={src[k]}" for k in BENCH_ENV_KEYS if k in src]
+@dataclass(frozen=True)
+class SessionFacts:
+    """What ``workbench/session.json`` says about the run (every field optional)."""
+
+    gpu: str | None = None
+    driver: str | None = None
+    machine: str | None = None
+    recorded_at: str | None = None
+    tileiras: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    candidate_cmd: str | None = None
+    candidate_rc: int | None = None
+    other_cmds: tuple[tuple[str, str, int | None], ...] = ()
+
+
+def _s(v: object) -> str | None:
+    return None if v in (None, "") else str(v)
+
+
+def session_facts(meta: Mapping[str, Any] | None, candidate_frameworks: set[str]) -> SessionFacts:
+    """Pull GPU, env and the candidate's command/rc out of session.json's known shapes."""
+    if not meta:
+        return SessionFacts()
+    raw_versions = meta.get("versions")
+    versions: Mapping[str, Any] = raw_versions if isinstance(raw_versions, dict) else {}
+    env_src = meta.get("env") if isinstance(meta.get("env"), dict) else meta.get("harness_env")
+    env = {str(k): str(v) for k, v in (env_src or {}).items()} if isinstance(env_src, dict) else {}
+    cand_cmd, cand_rc = _s(meta.get("command")), meta.get("pytest_rc")
+    others: list[tuple[str, str, int | None]] = []
+    cmds = meta.get("commands")
+    tokens = {id_token(f) for f in candidate_frameworks}
+    if isinstance(cmds, dict):
+        for name, entry in cmds.items():
+            if not isinstance(entry, dict) or not _s(entry.get("cmd")):
+                continue
+            rc = entry.get("rc") if isinstance(entry.get("rc"), int) and not isinstance(entry.get("rc"), bool) else None
+            if cand_cmd is None and str(name).rpartition(".")[2] in tokens:
+                cand_cmd, cand_rc = str(entry["cmd"]), rc
+                env = {**env, **{k: str(v) for k, v in entry.items() if k.isupper()}}
+            else:
+                others.append((str(name), str(entry["cmd"]), rc))
+    return SessionFacts(
+        gpu=_s(meta.get("gpu")) or _s(versions.get("gpu")) or _s(versions.get("nvidia_smi")),
+        driver=_s(versions.get("driver")),
+        machine=_s(meta.get("machine")),
+        recorded_at=_s(meta.get("recorded_at")) or _s(meta.get("date")),
+        tileiras=_s(meta.get("tileiras")) or _s(versions.get("tileiras")),
+        env=env,
+        candidate_cmd=cand_cmd,
+        candidate_rc=cand_rc if isinstance(cand_rc, int) and not isinstance(cand_rc, bool) else None,
+        other_cmds=tuple(others),
+    )
+
+
+def _bench_env(facts: SessionFacts) -> str:
+    src: Mapping[str, object] = facts.env or os.environ
+    vals = [f"{k}={src[k]}" for k in (*BENCH_ENV_KEYS, "MAX_REP") if k in src]
     return " ".join(vals) if vals else "unset (TileGym defaults: CUPTI=1 WARMUP=100 REP=50 MIN_REP=2)"
 
 
-def _meta(meta: Mapping[str, object] | None, *keys: str) -> str | None:
-    if not meta:
-        return None
-    for k in keys:
-        v = meta.get(k)
-        if v not in (None, ""):
-            return str(v)
-    return None
-
-
 def render_agent_e_log(ws: Workspace, table: RatioTable, *, command: str, pytest_rc: int, rc_source: str,
-                       raw_source: str, sanitized: object, validator_text: str) -> str:
+                       raw_source: str, sanitized: object, validator_text: str,
+                       facts: SessionFacts | None = None) -> str:
     """``reports/agent_logs/agent_e.md`` (§5.3)."""
-    meta = ws.session_meta()
+    facts = facts or SessionFacts()
     kept = getattr(sanitized, "kept_records", None)
     dropped = list(getattr(sanitized, "dropped_nodeids", []) or [])
     verbatim = getattr(sanitized, "verbatim", None)
     inv_text = getattr(sanitized, "investigation_log", "")
     g = round4(table.geomean) if table.geomean is not None else None
     out = [f"# Agent E log: {ws.kernel}\n", "\n", "## Environment\n", "\n",
-           f"- benchmark settings: {_bench_env(meta)}\n",
-           f"- GPU: {_meta(meta, 'gpu', 'gpu_name', 'device') or 'not recorded'}\n",
-           f"- tileiras: {_meta(meta, 'tileiras', 'tileiras_bin') or os.environ.get('TILEIRAS_BIN') or 'not recorded'}\n",
+           f"- benchmark settings: {_bench_env(facts)}\n",
+           f"- GPU: {facts.gpu or 'not recorded'}" + (f" (driver {facts.driver})" if facts.driver else "") + "\n",
+           f"- tileiras: {facts.tileiras or os.environ.get('TILEIRAS_BIN') or 'not recorded'}\n",
+           *([f"- machine: {facts.machine}\n"] if facts.machine else []),
+           *([f"- run recorded at: {facts.recorded_at}\n"] if facts.recorded_at else []),
            f"- kernel dir: {ws.kernel_dir} (source: {ws.source})\n",
            f"- TileGym: {ws.tilegym or 'not given'}\n",
            f"- written by cutile-workbench {__version__}\n", "\n", "## Commands\n", "\n",
-           f"$ {command}  → pytest_rc={pytest_rc} ({rc_source}); full log: {FULL_LOG}\n", "\n",
+           f"$ {command}  → pytest_rc={pytest_rc} ({rc_source}); full log: {FULL_LOG}\n",
+           *(f"$ {cmd}  → pytest_rc={rc if rc is not None else '?'} (recorded: {name})\n"
+             for name, cmd, rc in facts.other_cmds),
+           "\n",
            "## Logs\n", "\n",
            f"- raw input: {raw_source}\n",
            f"- sanitized: {PERF_LOG} ({'verbatim copy, pytest rc 0' if verbatim else 'complete record sections only'};"
@@ -389,20 +439,19 @@ def plan_e_report(
     has_missing = any(r.status == "NA" for r in table.rows)
     if table.verdict == "DONE" and has_missing:  # the invariant, enforced even for a supplied table
         raise WorkbenchError("internal: refusing DONE with a missing or failed config", path=str(paths.root))
-    meta = ws.session_meta()
+    facts = session_facts(ws.session_meta(), {r.framework for r in candidate.records})
     main_raw = parsed[0][0] if parsed[0][0].variant is None else None
     sanitized_parts: list[tuple[RawLog, Any, int, str]] = []
     for raw, log in parsed:
         if raw is main_raw and pytest_rc is not None:
             rc, rc_src = pytest_rc, "given"
-        elif raw is main_raw and meta and isinstance(meta.get("pytest_rc"), int) \
-                and not isinstance(meta.get("pytest_rc"), bool):
-            rc, rc_src = int(meta["pytest_rc"]), "recorded in workbench/session.json"
+        elif raw is main_raw and facts.candidate_rc is not None:
+            rc, rc_src = facts.candidate_rc, "recorded in workbench/session.json"
         else:
             rc, rc_src = _infer_rc(log, raw.text)
         sanitized_parts.append((raw, sanitize(raw.text, pytest_rc=rc, source=str(raw.path)), rc, rc_src))
     if command is None:
-        command = _meta(meta, "command") or "not recorded (raw log supplied)"
+        command = facts.candidate_cmd or "not recorded (raw log supplied)"
 
     if ws.analysis is not None and ws.analysis.reference_backend:
         reference = (f"`{_cell(ws.analysis.reference_backend)}` (analysis.json reference_backend, "
@@ -425,7 +474,8 @@ def plan_e_report(
 
     def agent_log(validator_text: str) -> str:
         text = render_agent_e_log(ws, table, command=command or "", pytest_rc=first_rc, rc_source=first_src,
-                                  raw_source=first_raw.source, sanitized=first_san, validator_text=validator_text)
+                                  raw_source=first_raw.source, sanitized=first_san, validator_text=validator_text,
+                                  facts=facts)
         if len(sanitized_parts) > 1:
             extra = "".join(f"- variant log {r.out_relpath}: from {r.source}; pytest_rc={rc} ({src}); "
                             f"{getattr(san, 'kept_records', '?')} record(s) kept\n"

@@ -510,6 +510,8 @@ def run_report_f(args: argparse.Namespace) -> int:
     try:
         ws = open_workspace(args.kernel, out_root=Path(out_root) if out_root else None,
                             tilegym=Path(tilegym) if tilegym else None, strict=False)
+        if not ws.paths.root.is_dir():
+            raise InputError("kernel dir does not exist: nothing to investigate", path=ws.paths.root)
         inputs = collect_inputs(ws)
         invs = diagnose(inputs)
         argv = " ".join(["cutile-workbench", "report", "f", args.kernel] +

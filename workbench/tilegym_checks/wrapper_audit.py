@@ -458,10 +458,12 @@ def _check_canary(
     hot = _hot_functions(w, entries)
     launches_outside: list[ast.Call] = []
     for fn in hot:
+        tunes_here = any(isinstance(n, ast.Call) and _call_name(n) == "autotune_launch" for n in _walk_no_nested(fn))
+        pure_launcher = fn.name in w.launchers and fn not in entries and not tunes_here
         for node in _walk_no_nested(fn):
             if isinstance(node, ast.Call) and (_call_name(node) in w.launchers or _is_ffi_call(node)):
-                if fn.name in w.launchers and _is_ffi_call(node):
-                    continue  # the launcher's own FFI call is counted where the launcher is called
+                if pure_launcher and _is_ffi_call(node):
+                    continue  # a helper's own FFI call is counted where the helper is called
                 if not _inside(node, kernel_fns):
                     launches_outside.append(node)
     if autotune_calls:

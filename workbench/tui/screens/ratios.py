@@ -90,7 +90,8 @@ class RatiosScreen(WorkbenchScreen):
         inp = self.query_one("#filter", Input)
         inp.remove_class("hidden")
         inp.value = self.table.filter_text
-        inp.focus()
+        # focus once the un-hidden Input has been styled: a display:none widget refuses focus
+        self.call_after_refresh(inp.focus)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.table.filter_text = event.value
