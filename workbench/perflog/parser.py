@@ -16,7 +16,10 @@ Contract:
   ``path:line`` and a key for: empty file, no blocks and no test lines, a truncated block,
   duplicate configs, NaN/inf/negative/zero medians, non-numeric fields and wrong types. Otherwise
   problems become ``PerfLog.notes`` (``path:line: message``) and the bad record is dropped (its
-  test is listed as ``passed_no_record`` with the reason).
+  test is listed as ``passed_no_record`` with the reason); a bad non-forward phase (``backward``)
+  drops only that phase, since E compares forward medians. Duplicates are the same
+  ``(framework, func_key, params)`` twice (the later one is kept when lenient); one log holding
+  several frameworks is legal, so consumers select records by ``PerfRecord.framework``.
 - Whatever the bytes, nothing but :class:`~workbench.errors.WorkbenchError` subclasses escapes;
   lines longer than :data:`MAX_LINE_CHARS` are skipped with a note.
 """
