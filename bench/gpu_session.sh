@@ -39,6 +39,12 @@ ok = [s for n, s in cands if n in err and err[n] <= 2.0]
 print(ok[0] if ok else min(cands, key=lambda c: err.get(c[0], 1e9))[1])
 PY
 ); echo "chosen WORKBENCH_SETTLE_US=$WORKBENCH_SETTLE_US" | tee -a "$W/summary.txt" ;;
+    harness2)  # flush-mode variants, and 1000-sample sessions (what a real run with REP=50 ms does)
+      step harness100 150 python3 bench/harness_cost.py --out "$W/harness_cost_100.json" \
+        --variants "forced:,complete:WORKBENCH_CUPTI_FLUSH=complete"
+      step harness1000 200 python3 bench/harness_cost.py --out "$W/harness_cost_1000.json" --nrep 1000 --batches 2 \
+        --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":16384,"n":2048}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
+        --variants "forced:,complete:WORKBENCH_CUPTI_FLUSH=complete" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
   esac
 done

@@ -62,7 +62,8 @@ step "sort by ratio"
 
 WANT="$(screen | grep -cE '^ [^ ]*16384' || true)"   # table rows whose config has 16384
 keys /
-sleep 0.3
+wait_for "filter (Enter to apply"
+for ((i = 0; i < 100; i++)); do screen | tail -1 | grep -qF "s Sort" || break; sleep 0.1; done  # input focused
 keys 1 6 3 8 4
 wait_for "$WANT/$N rows"
 keys Enter

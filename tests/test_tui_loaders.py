@@ -36,7 +36,10 @@ def test_real_out_root_loads_table_ir_launches(out_root: Path) -> None:
     assert data.problems == []
     assert data.table is not None and len(data.table.rows) == 5
     assert data.table.geomean == pytest.approx(0.99895, abs=1e-4)  # real H200 medians
-    assert len(data.ir_pairs) == 1 and data.ir_pairs[0].rows
+    assert data.ir_pairs == [] and data.ir_loader is not None  # deferred until after first paint
+    pairs, ir_problems = data.ir_loader()
+    assert ir_problems == [] and len(pairs) == 1 and pairs[0].rows
+    assert pairs[0].audit and pairs[0].verdict in ("PASS", "PASS_WITH_NOTES", "FAIL_FIXABLE")
     assert data.launch_sets and data.plan_report is not None
 
 
@@ -46,22 +49,30 @@ def test_malformed_inputs_become_problems_naming_file_and_line(out_root: Path) -
     (kdir / "workbench" / "session.json").write_text('{\n "gpu": "H200",\n oops\n}')
     (kdir / "generated" / "generated_canon.mlir").write_text("entry @k() {\n  %0 = addf\n")  # unclosed
     data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
-    text = "\n".join(str(p) for p in data.problems)
+    assert data.ir_loader is not None
+    pairs, ir_problems = data.ir_loader()
+    assert pairs == []
+    text = "\n".join(str(p) for p in [*data.problems, *ir_problems])
     assert "launches.json.gz" in text
     assert "session.json:3" in text
     assert "generated_canon.mlir" in text
-    assert all(isinstance(p, InputError) for p in data.problems)
+    assert all(isinstance(p, InputError) for p in [*data.problems, *ir_problems])
     assert data.table is not None  # the rest still loads
 
 
 async def test_app_notifies_problems_and_does_not_crash(out_root: Path) -> None:
     kdir = out_root / "rms_norm"
     (kdir / "workbench" / "session.json").write_text("[1, 2")
+    (kdir / "generated" / "generated_canon.mlir").write_bytes(b"entry @k() {\x00}\n")  # binary junk
     data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
     app = make_app(data)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert any("session.json" in str(n.message) for n in app._notifications)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        msgs = [str(n.message) for n in app._notifications]
+        assert any("session.json" in m for m in msgs)
+        assert any("generated_canon.mlir" in m for m in msgs)  # from the background IR load
         await pilot.press("2", "3", "4", "1")
         await pilot.pause()
 
@@ -92,3 +103,34 @@ async def test_write_e_report_through_guarded_writer(out_root: Path) -> None:
 def test_find_gpu_in_runs() -> None:
     assert find_gpu({"runs": {"candidate": {"gpu": "NVIDIA H200, 580.159.04"}}}) == "NVIDIA H200, 580.159.04"
     assert find_gpu({}) is None and find_gpu(None) is None
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "profiles" / "rms_norm" / "session" / "rms_norm"
+
+
+@pytest.mark.skipif(not RECORDED.is_dir(), reason="recorded rms_norm session not in this checkout")
+async def test_embedded_default_opens_recorded_session_read_only() -> None:
+    """``cutile-workbench rms_norm`` with no out root and no TileGym: the recorded H200 session."""
+    data = load_app_data("rms_norm", out_root=None, tilegym=None, env={})
+    assert data.source == "recorded" and "H200" in data.gpu
+    assert data.table is not None and data.table.rows and data.launch_sets
+    assert data.runner is None  # no GPU here (and never for the read-only recorded session)
+    assert "read-only" in data.read_only
+    app = make_app(data)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        tl = app.screen.query_one("#timeline")
+        assert {ln.role for ln in tl.lanes} == {"candidate", "baseline"}  # real CUPTI captures
+        await pilot.press("4", "e")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ReportScreen) and screen.plan is not None
+        assert screen.check_action("write", ()) is None
+        await pilot.press("w")
+        await pilot.pause()
+        from workbench.tui.modals import ErrorModal
+
+        assert isinstance(app.screen, ErrorModal) and "read-only" in app.screen.error_text

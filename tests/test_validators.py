@@ -153,6 +153,12 @@ E_CASES: dict[str, dict[str, bytes]] = {
     "nul_in_report": _mut(perf=PMD.replace(b"Severity", b"Sev\0erity")),
     "nul_in_verdict": _mut(perf=PMD.replace(b"VERDICT: INV", b"VERDICT: I\0NV")),
     "invalid_utf8_geomean": _mut(perf=PMD.replace(b"=1.2548\n", b"=1.2548\n\xff\n")),
+    "invalid_utf8_first_of_two": _mut(perf=PMD.replace(b"geomean_ratio=1.2548\n",
+                                                       b"geomean_ratio=1.0\xff\ngeomean_ratio=1.2548\n")),
+    "nul_in_first_96k": _mut(perf=PMD + b"x" * 70000 + b"\n\0\n"),
+    "nul_after_96k": _mut(perf=PMD + b"x" * 200000 + b"\n\0\n"),
+    "nul_and_geomean_in_second_buffer": _mut(perf=PMD.replace(b"geomean_ratio=1.2548\n", b"y\n" * 60000
+                                                              + b"geomean_ratio=1.2548\n" + b"x" * 50000 + b"\0\n")),
     "empty_report": _mut(perf=b""),
     "missing_report": _mut(perf=None),
     "missing_candidate": _mut(cand=None),

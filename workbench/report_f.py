@@ -318,6 +318,10 @@ def _action(f: Finding) -> str:
                 "re-tune; check spills with ncu")
     if f.kind == "ir":
         return "fix the generated IR to match the reference: " + "; ".join(f.details.get("critical", [])[:5])
+    if f.kind == "wrapper" and f.details.get("action"):
+        # The static wrapper audit carries the seed's suggested action; cite the line it applies to.
+        where = f" ({f.evidence[0]})" if f.evidence else ""
+        return f"{f.details['action']}{where}"
     return f.summary
 
 

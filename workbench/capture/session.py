@@ -214,7 +214,7 @@ class CuptiSession(_SessionBase):
             self._torch.cuda.synchronize()  # kernel records exist only once kernels finished
         finally:
             try:
-                cupti.activity_flush_all(1)
+                self._flush(cupti)
             finally:
                 if not self.keep_enabled:
                     for k in _KINDS:
@@ -222,6 +222,22 @@ class CuptiSession(_SessionBase):
                         _LEFT_ENABLED.discard(k)
                 self._collecting = False
         self.dropped = self._dropped_now() - self._dropped_base
+
+    def _flush(self, cupti: Any) -> None:
+        # "forced" (default) delivers every buffer; "complete" (WORKBENCH_CUPTI_FLUSH=complete) only
+        # buffers whose records are all complete, which is cheaper, and falls back to a forced flush
+        # when the last window's GPU records have not arrived yet.
+        if os.environ.get("WORKBENCH_CUPTI_FLUSH", "forced") != "complete" or not self.windows:
+            cupti.activity_flush_all(1)
+            return
+        cupti.activity_flush_all(0)
+        last = self.windows[-1]
+        with self._lock:
+            cids = {a.correlation_id for a in self.apis if last.start <= a.start <= last.end}
+            arrived = any(k.correlation_id in cids for k in self.kernels) or any(
+                c.correlation_id in cids for c in self.copies)
+        if not arrived:
+            cupti.activity_flush_all(1)
 
     def _dropped_now(self) -> int:
         dropped = ctypes.c_size_t(0)

@@ -65,7 +65,8 @@ def available_commands(app: WorkbenchApp, screen: object) -> list[Command]:
         if app.data.plan_report is not None:
             out += [("report: plan E", "performance.md + perf log + agent logs", partial(screen.action_plan, "E")),
                     ("report: plan F", "perf_investigation_*.md + agent_f.md", partial(screen.action_plan, "F"))]
-        if screen.plan is not None and screen.plan.ok and app.data.write_report is not None:
+        if (screen.plan is not None and screen.plan.ok and app.data.write_report is not None
+                and not app.data.read_only):
             out.append(("report: write validated files…", f"stage {screen.plan.stage}", screen.action_write))
     out.append(("app: help", "Keys of this screen", app.action_help))
     out.append(("app: quit", "Quit cutile-workbench", app.exit))

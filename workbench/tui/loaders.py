@@ -150,6 +150,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     # --- reports and live
     data.plan_report = _plan_report(ws, data.candidate_backend)
     data.write_report = _write_report
+    if ws.source == "recorded":
+        data.read_only = ("this is the recorded session shipped in the package (read-only): copy "
+                          f"{ws.paths.root} to a dir of yours and open it with --out-root")
     data.read_existing = read_existing_files
     if gpu_present() and ws.tilegym is not None and ws.source == "out_root":
         data.runner = _gpu_runner(ws, data.candidate_backend)

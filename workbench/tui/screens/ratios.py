@@ -39,7 +39,9 @@ class RatiosScreen(WorkbenchScreen):
         yield self.header()
         yield Tabs(id="variants")
         yield SeverityBar(self.data.table, id="severity")
-        yield Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter", classes="hidden")
+        filter_input = Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter")
+        filter_input.display = False
+        yield filter_input
         yield RatioTable(self.data.table.rows if self.data.table else (), id="table")
         yield Static(id="status")
         yield Footer()
@@ -88,10 +90,11 @@ class RatiosScreen(WorkbenchScreen):
 
     def action_filter(self) -> None:
         inp = self.query_one("#filter", Input)
-        inp.remove_class("hidden")
         inp.value = self.table.filter_text
-        # focus once the un-hidden Input has been styled: a display:none widget refuses focus
-        self.call_after_refresh(inp.focus)
+        # Show and focus synchronously: keys typed right after "/" are already queued, and a
+        # deferred focus (or a class change not yet restyled) would let them reach the table.
+        inp.display = True
+        self.set_focus(inp)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.table.filter_text = event.value
@@ -103,7 +106,7 @@ class RatiosScreen(WorkbenchScreen):
     def action_clear_filter(self) -> None:
         inp = self.query_one("#filter", Input)
         inp.value = ""
-        inp.add_class("hidden")
+        inp.display = False
         self.table.filter_text = ""
         self.table.focus()
         self.update_status()

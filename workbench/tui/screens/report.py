@@ -75,7 +75,7 @@ class ReportScreen(WorkbenchScreen):
         if action == "write":
             if self.data.write_report is None:
                 return False
-            return True if (self.plan is not None and self.plan.ok) else None
+            return True if (self.plan is not None and self.plan.ok and not self.data.read_only) else None
         if action == "cycle_view":
             return True if self.plan is not None else None
         return True
@@ -111,7 +111,9 @@ class ReportScreen(WorkbenchScreen):
         self.refusal = "" if plan.ok else "in-process validators failed: see the validation tab"
         await self.preview.show_plan(plan, existing)
         status = Text(f"stage {plan.stage}: VERDICT: {plan.verdict} · {len(plan.files)} file(s)")
-        if plan.ok:
+        if plan.ok and self.data.read_only:
+            status.append("  ·  validators pass — read-only session: preview only", style="yellow")
+        elif plan.ok:
             status.append("  ·  validators pass — w to write", style="green")
         else:
             status.append(f"  ·  REFUSED: {self.refusal}", style="bold red")
@@ -125,6 +127,9 @@ class ReportScreen(WorkbenchScreen):
 
     def action_write(self) -> None:
         plan = self.plan
+        if self.data.read_only:
+            self.wb.show_error(self.data.read_only, "Write refused")
+            return
         if plan is None or not plan.ok or self.data.write_report is None:
             if plan is not None and not plan.ok:
                 self.wb.show_error(self.refusal, "Write refused")
