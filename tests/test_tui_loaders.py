@@ -129,7 +129,11 @@ async def test_embedded_default_opens_recorded_session_read_only() -> None:
         screen = app.screen
         assert isinstance(screen, ReportScreen) and screen.plan is not None
         assert screen.check_action("write", ()) is None
-        await pilot.press("w")
+        assert "read-only session" in str(screen.query_one("#report-status").render())
+        await pilot.press("w")  # disabled key: nothing happens
+        await pilot.pause()
+        assert app.screen is screen
+        screen.action_write()  # the palette/keymap path still refuses, with the reason
         await pilot.pause()
         from workbench.tui.modals import ErrorModal
 
