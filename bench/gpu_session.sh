@@ -45,6 +45,23 @@ PY
       step harness1000 200 python3 bench/harness_cost.py --out "$W/harness_cost_1000.json" --nrep 1000 --batches 2 \
         --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":16384,"n":2048}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
         --variants "forced:,complete:WORKBENCH_CUPTI_FLUSH=complete" ;;
+    apis)  # launch-only API records: the capture tests under it, then cost vs the whole kinds
+      WORKBENCH_CUPTI_APIS=launch step gputests_launch 120 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider
+      step harness_apis 150 python3 bench/harness_cost.py --out "$W/harness_cost_apis.json" \
+        --variants "launch:WORKBENCH_CUPTI_APIS=launch,all:"
+      step harness_apis1000 150 python3 bench/harness_cost.py --out "$W/harness_cost_apis1000.json" --nrep 1000 --batches 2 \
+        --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
+        --variants "launch:WORKBENCH_CUPTI_APIS=launch,all:"
+      if grep -q " passed" "$W/gputests_launch.log" && ! grep -qE "[0-9]+ failed" "$W/gputests_launch.log"; then
+        export WORKBENCH_CUPTI_APIS=launch; fi
+      echo "chosen WORKBENCH_CUPTI_APIS=${WORKBENCH_CUPTI_APIS:-all}" | tee -a "$W/summary.txt" ;;
+    apis2)  # launch-only API records (other cbids disabled per cbid), tests + cost
+      WORKBENCH_CUPTI_APIS=launch step gputests_launch 90 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider -k "not kineto and not profiler"
+      step harness_apis 100 python3 bench/harness_cost.py --out "$W/harness_cost_apis.json" \
+        --variants "launch:WORKBENCH_CUPTI_APIS=launch,all:"
+      step harness_apis1000 90 python3 bench/harness_cost.py --out "$W/harness_cost_apis1000.json" --nrep 1000 --batches 2 \
+        --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
+        --variants "launch:WORKBENCH_CUPTI_APIS=launch" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
   esac
 done

@@ -57,25 +57,45 @@ async def main():
             out["rows"] = len(app.screen.query_one("#table").shown_rows)
             await app.workers.wait_for_complete()
             await pilot.pause()
+            # "ready" = the diff's lines of the first frame after the key have been rendered:
+            # time the key press to the last render_line of that first burst (the Pilot's own
+            # settling waits after it are not part of what a user sees)
+            from widgets.ir_diff_view import IRDiffView
+            stamps = []
+            orig = IRDiffView.render_line
+            def stamped(self, y):
+                strip = orig(self, y)
+                stamps.append(time.perf_counter())
+                return strip
+            IRDiffView.render_line = stamped
             t = time.perf_counter()
             await pilot.press("3")
             await pilot.pause()
+            IRDiffView.render_line = orig
             view = app.screen.query_one("#diff")
-            strips = [view.render_line(y) for y in range(view.size.height)]  # the first frame's lines
-            out["irdiff_ready_s"] = time.perf_counter() - t
+            burst = [x for x in stamps if x >= t]
+            end = burst[0] if burst else time.perf_counter()
+            for x in burst[1:]:
+                if x - end > 0.05:
+                    break
+                end = x
+            out["irdiff_ready_s"] = end - t
+            out["ir_lines_rendered"] = len(burst)
             out["ir_rows"] = len(view.rows)
-            out["ir_lines_rendered"] = len(strips)
     else:
+        from dataclasses import replace
         sets = syn.many_launches("big", 100_000, calls=50)
-        data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=syn.pinned_table())
+        table = syn.pinned_table()
+        row = replace(table.rows[0], params="big", baseline_backend="triton")
+        table.rows.insert(0, row)
+        data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=table, launch_sets=sets,
+                       candidate_backend="cutile")
         app = make_app(data)
         async with app.run_test(size=(160, 48)) as pilot:
             await pilot.pause()
-            await pilot.press("2")
+            app.open_timeline(row)  # what Enter on the row does
             await pilot.pause()
             tl = app.screen.query_one("#timeline")
-            tl.set_sets(sets[0], sets[1])
-            await pilot.pause()
             out["launches"] = tl.launch_count
             times = []
             for i in range(20):
@@ -100,7 +120,8 @@ def child(scenario: str, tmp: Path) -> dict[str, float]:
                           text=True, timeout=300)
     if proc.returncode != 0:
         raise SystemExit(f"bench child {scenario} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 def main() -> int:
@@ -109,7 +130,7 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        ref, gen = write_ir_pair(tmp, 10_000)
+        ref, _gen = write_ir_pair(tmp, 10_000)
         ref_lines = len(ref.read_text().splitlines())
         t = time.perf_counter()
         start = child("start", tmp)

@@ -11,7 +11,6 @@ with ``c++filt`` here when the GPU node left them mangled. Deterministic: re-run
 
 from __future__ import annotations
 
-import gzip
 import ast
 import json
 import math
@@ -204,7 +203,7 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
         },
         "correctness_reference": {"function": ref_fn.strip(),
                                   "source": f"profiles/{spec.suite}/backends.py::reference64"},
-        "correctness_tolerance": {"bf16": dict(tol), "source": f"profiles/_common.py assert_close vs float64"},
+        "correctness_tolerance": {"bf16": dict(tol), "source": "profiles/_common.py assert_close vs float64"},
         "candidate_framework": _FRAMEWORK_OF_RUN[spec.candidate_run.split(".", 1)[1]],
         "notes": spec.notes,
     }
@@ -219,6 +218,11 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
         "machine": "workplace H200 device machine (one NVIDIA H200, Firecracker VM)",
         "versions": session_meta.get("versions", {}),
         "harness_env": session_meta.get("harness_env", {}),
+        "harness": ("workbench CUPTI harness (workbench.capture.harness.benchmark): one session per test, "
+                    "L2 flush between samples, MAX_REP=200; API records: "
+                    + session_meta.get("harness_env", {}).get(
+                        "WORKBENCH_CUPTI_APIS", "all runtime+driver APIs (the default when this was recorded; "
+                        "the launch-only filter became the default after harness_cost measured it)")),
         "commands": {run: run_meta.get(run, {}) for run in runs},
         "ir": spec.ir_label,
         "notes": spec.notes,
@@ -230,11 +234,3 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
 def assemble_all(raw: Path, repo: Path | None = None) -> list[Path]:
     repo = repo or Path(__file__).resolve().parents[1]
     return [assemble_one(Path(raw), spec, repo) for spec in SESSIONS]
-
-
-def gzip_text(path: Path) -> Path:
-    """Gzip ``path`` in place (``.gz`` suffix), deterministic (mtime 0)."""
-    target = path.with_name(path.name + ".gz")
-    target.write_bytes(gzip.compress(path.read_bytes(), mtime=0))
-    path.unlink()
-    return target

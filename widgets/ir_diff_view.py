@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any, ClassVar, Literal
 
 from rich.segment import Segment
@@ -279,7 +280,7 @@ class IRDiffView(ScrollView, can_focus=True):
             else:  # cut the token at intraline span edges; changed pieces get the darker tint
                 end = pos + len(value)
                 cuts = sorted({pos, end, *(c for s, e in spans for c in (s, e) if pos < c < end)})
-                for a, b in zip(cuts, cuts[1:]):
+                for a, b in pairwise(cuts):
                     inside = any(s <= a < e for s, e in spans)
                     chars.append(Segment(value[a - pos : b - pos], style + span_style_extra if inside else style))
             pos += len(value)

@@ -41,6 +41,7 @@ class Lane:
     call: CallCapture
     launches: list[Launch]
     starts: list[int]  # launch start - call.host_start_ns, sorted
+    ends: list[int]  # launch end - call.host_start_ns, same order
 
     @property
     def label(self) -> str:
@@ -57,7 +58,8 @@ class Lane:
 def make_lane(role: str, backend: str, call: CallCapture) -> Lane:
     launches = sorted(call.launches, key=lambda x: x.start_ns)
     base = call.host_start_ns
-    return Lane(role, backend, call, launches, [ln.start_ns - base for ln in launches])
+    return Lane(role, backend, call, launches, [x.start_ns - base for x in launches],
+                [x.end_ns - base for x in launches])
 
 
 def format_ns(ns: float) -> str:
@@ -141,6 +143,7 @@ class LaunchTimeline(ScrollView, can_focus=True):
         self.lanes: list[Lane] = []
         self._user_zoomed = False
         self._cache: LRUCache[tuple[Any, ...], Strip] = LRUCache(1024)
+        self._style_cache: dict[tuple[bool, str], dict[str, Style]] = {}
 
     # ------------------------------------------------------------------ data
     def set_sets(self, candidate: LaunchSet | None, baseline: LaunchSet | None) -> None:
@@ -300,14 +303,16 @@ class LaunchTimeline(ScrollView, can_focus=True):
 
         The first launch to reach a cell owns it; launches starting inside an already painted
         cell are skipped with one bisect (so the cost is O(bars on screen · log n), not O(n));
-        the selected launch always wins its cells.
+        the selected launch always wins its cells. Hot path: plain locals, no builtins per launch.
         """
         npc, origin = self.ns_per_cell, self.origin_ns
-        starts, launches, t0 = lane.starts, lane.launches, lane.call.host_start_ns
-        i = bisect_left(starts, origin)
-        if i > 0 and launches[i - 1].end_ns - t0 > origin:
+        starts, ends = lane.starts, lane.ends
+        bisect = bisect_left
+        i = bisect(starts, origin)
+        if i > 0 and ends[i - 1] > origin:
             i -= 1  # a launch that began left of the window still covers its first cells
         n = len(starts)
+        last_cell = plot - 1
         runs: list[tuple[int, int, int]] = []
         last = -1  # last painted cell
         sel_run: tuple[int, int, int] | None = None
@@ -316,17 +321,23 @@ class LaunchTimeline(ScrollView, can_focus=True):
             if a >= plot:
                 break
             # last cell the launch covers (end is exclusive); a short launch still gets one cell
-            b = min(max(a, int(-(-(launches[i].end_ns - t0 - origin) // npc)) - 1), plot - 1)
+            b = int(-((origin - ends[i]) // npc)) - 1
+            if b < a:
+                b = a
+            if b > last_cell:
+                b = last_cell
             if i == selected:
-                sel_run = (max(a, 0), b, i)
-            a2 = max(a, last + 1, 0)
+                sel_run = (a if a > 0 else 0, b, i)
+            a2 = a if a > last else last + 1
+            if a2 < 0:
+                a2 = 0
             if b >= a2:
                 runs.append((a2, b, i))
                 last = b
-            nxt = bisect_left(starts, origin + (last + 1) * npc)
+            nxt = bisect(starts, origin + (last + 1) * npc)
             if i < selected < nxt:
                 nxt = selected  # never skip the selected launch
-            i = max(i + 1, nxt)
+            i = nxt if nxt > i else i + 1
         if sel_run is None:
             return runs
         sa, sb, _ = sel_run
@@ -343,30 +354,60 @@ class LaunchTimeline(ScrollView, can_focus=True):
         out.sort()
         return out
 
+    def _styles(self, is_cursor: bool) -> dict[str, Style]:
+        """Lane styles for this frame, computed once per (cursor lane?, theme) not per line."""
+        key = (is_cursor, self.app.theme)
+        cached = self._style_cache.get(key)
+        if cached is None:
+            base = self.rich_style
+            if is_cursor:
+                base = base + self._style("cursor-lane")
+            cached = {"base": base, "kernel-alt": base + self._style("kernel-alt"),
+                      "selected": base + self._style("selected"),
+                      "candidate": base + self._style("candidate"), "baseline": base + self._style("baseline")}
+            cached.update({k: base + self._style(k) for k in GLYPH})
+            self._style_cache[key] = cached
+        return cached
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._style_cache.clear()
+        self._cache.clear()
+
     def _render_lane(self, lane: Lane, width: int, selected: int, is_cursor: bool) -> Strip:
         plot = max(0, width - GUTTER)
-        base_style = self.rich_style
-        if is_cursor:
-            base_style = base_style + self._style("cursor-lane")
-        label_style = base_style + self._style("candidate" if lane.role == "candidate" else "baseline")
+        styles = self._styles(is_cursor)
+        base_style = styles["base"]
+        label_style = styles["candidate" if lane.role == "candidate" else "baseline"]
         segs = [Segment(lane.label[: GUTTER - 1].ljust(GUTTER), label_style)]
-        styles = {k: base_style + self._style(k) for k in GLYPH}
         # back-to-back kernels would merge into one bar: every other kernel gets a lighter shade
-        kernel_alt = base_style + self._style("kernel-alt")
-        sel_style = base_style + self._style("selected")
+        kernel_alt = styles["kernel-alt"]
+        sel_style = styles["selected"]
         launches = lane.launches
         cell = 0
+        pending_text, pending_style = "", None  # merge neighbouring runs that look the same
         for a, b, idx in self._lane_runs(lane, plot, selected):
-            if a > cell:
-                segs.append(Segment(" " * (a - cell), base_style))
             kind = launches[idx].kind
             style = styles.get(kind, styles["kernel"])
-            if kind == "kernel" and idx % 2:
+            if kind == "kernel" and idx % 2 and b > a:  # shading only helps bars ≥ 2 cells wide
                 style = kernel_alt
             if idx == selected:
                 style = sel_style
-            segs.append(Segment(GLYPH.get(kind, "█") * (b - a + 1), style))
+            text = GLYPH.get(kind, "█") * (b - a + 1)
+            if a > cell:
+                if pending_text:
+                    segs.append(Segment(pending_text, pending_style))
+                segs.append(Segment(" " * (a - cell), base_style))
+                pending_text, pending_style = text, style
+            elif style is pending_style:  # styles come from one cache: identity is equality
+                pending_text += text
+            else:
+                if pending_text:
+                    segs.append(Segment(pending_text, pending_style))
+                pending_text, pending_style = text, style
             cell = b + 1
+        if pending_text:
+            segs.append(Segment(pending_text, pending_style))
         if cell < plot:
             segs.append(Segment(" " * (plot - cell), base_style))
         return Strip(segs, width).crop(0, width)

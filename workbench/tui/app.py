@@ -12,6 +12,7 @@ Contract:
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from pathlib import Path
@@ -86,6 +87,10 @@ class WorkbenchApp(App[int]):
         otherwise share the GIL with the first paint), then mount the other screens off-screen
         so that the first switch to each is instant (CSS parse + compose ≈ 0.5 s on a busy box)."""
         self.first_paint_at = time.perf_counter()
+        # Everything loaded so far (100k+ launch records, IR rows) lives as long as the app:
+        # exclude it from cyclic-GC scans, which otherwise cost ~80 ms full collections that
+        # land in the middle of a frame (seen as 120 ms outliers in bench/tui_start.py).
+        gc.freeze()
         if self.data.ir_loader is not None:
             self.load_ir()
         if self.prewarm:
