@@ -52,6 +52,8 @@ COLUMNS: tuple[Column, ...] = (
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
 COMPACT_HIDDEN = ("variant", "baseline", "ci")
+#: rows added before the first paint (a screenful and then some); the rest follow right after
+FIRST_BATCH = 80
 
 
 def row_key(row: RatioRow) -> str:
@@ -163,6 +165,7 @@ class RatioTable(DataTable[Text]):
         self._all: list[RatioRow] = list(rows)
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
+        self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
 
     # ------------------------------------------------------------------ data
     def set_rows(self, rows: Sequence[RatioRow]) -> None:
@@ -200,18 +203,35 @@ class RatioTable(DataTable[Text]):
             sort_key=self.sort_key,
             reverse=self.reverse,
         )
+        cols = self.visible_columns()
+        keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
+        all_cells = [[cells[i] for i in keep_idx] for cells in map(row_cells, self._shown)]
+        # Fixed widths from every row (cheap: cell_len), so rows added after the first paint
+        # never make the columns jump.
+        widths = [max([self._label(c).cell_len, *(row[j].cell_len for row in all_cells)])
+                  for j, c in enumerate(cols)]
+        target = self._shown.index(keep) if keep is not None and keep in self._shown else -1
+        upto = len(all_cells) if target >= FIRST_BATCH else min(len(all_cells), FIRST_BATCH)
+        self._generation += 1
         with self.app.batch_update():
             self.clear(columns=True)
-            cols = self.visible_columns()
-            for col in cols:
-                self.add_column(self._label(col), key=col.key)
-            keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
-            for r in self._shown:
-                cells = row_cells(r)
-                self.add_row(*(cells[i] for i in keep_idx), key=row_key(r))
-            if keep is not None and keep in self._shown:
-                self.move_cursor(row=self._shown.index(keep), animate=False)
+            for col, w in zip(cols, widths, strict=True):
+                self.add_column(self._label(col), key=col.key, width=w)
+            for r, cells in zip(self._shown[:upto], all_cells[:upto], strict=True):
+                self.add_row(*cells, key=row_key(r))
+            if target >= 0:
+                self.move_cursor(row=target, animate=False)
+        if upto < len(all_cells):
+            # first paint shows a screenful; the rest is added right after it (same order)
+            self.call_after_refresh(self._add_rest, self._generation, upto, all_cells)
         self.post_message(self.ViewChanged())
+
+    def _add_rest(self, generation: int, start: int, all_cells: list[list[Text]]) -> None:
+        if generation != self._generation:
+            return  # a newer rebuild (sort/filter) replaced this one
+        with self.app.batch_update():
+            for r, cells in zip(self._shown[start:], all_cells[start:], strict=True):
+                self.add_row(*cells, key=row_key(r))
 
     def watch_sort_key(self) -> None:
         self._rebuild()
