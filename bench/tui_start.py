@@ -13,11 +13,13 @@ Scenarios (data: ``workbench.tui.synthetic`` — SYNTHETIC tables/launches/IR of
 - timeline frame: 100k launches loaded; one full 160x48 frame rendered with a cold strip cache,
   median of 20 frames at different pan positions. Target ≤ 50 ms.
 - RSS: peak resident set of the process with the 100k launches loaded and shown. Target ≤ 300 MB.
+Each scenario runs in REPEATS fresh processes; the table shows medians (and the worst first paint).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+REPEATS = 3
 
 _CHILD = r'''
 import asyncio, json, resource, statistics, sys, time
@@ -133,11 +136,16 @@ def main() -> int:
         ref, _gen = write_ir_pair(tmp, 10_000)
         ref_lines = len(ref.read_text().splitlines())
         t = time.perf_counter()
-        start = child("start", tmp)
+        starts = [child("start", tmp) for _ in range(REPEATS)]
         wall = time.perf_counter() - t
-        launches = child("launches", tmp)
+        launch_runs = [child("launches", tmp) for _ in range(REPEATS)]
+    # medians over REPEATS fresh processes: a shared 2-core box is noisy run to run
+    start = {k: statistics.median(r[k] for r in starts) for k in starts[0]}
+    launches = {k: statistics.median(r[k] for r in launch_runs) for k in launch_runs[0]}
+    start["first_paint_worst_s"] = max(r["first_paint_s"] for r in starts)
     rows = [
         ("first paint (500 configs, 2x10k-line IR)", start["first_paint_s"] * 1e3, 1000.0, "ms"),
+        ("first paint, worst of the runs", start["first_paint_worst_s"] * 1e3, 1000.0, "ms"),
         ("IR build in background (informational)", start["ir_build_s"] * 1e3, float("nan"), "ms"),
         ("IR diff screen ready after key 3", start["irdiff_ready_s"] * 1e3, 300.0, "ms"),
         ("timeline frame, 100k launches (median)", launches["frame_ms_median"], 50.0, "ms"),
@@ -145,8 +153,9 @@ def main() -> int:
         ("peak RSS with 100k launches shown", launches["maxrss_mb"], 300.0, "MB"),
         ("peak RSS, start scenario", start["maxrss_mb"], 300.0, "MB"),
     ]
-    print(f"cutile-workbench TUI bench  (IR {ref_lines} lines/side, {start['rows']} rows shown, "
-          f"{launches['launches']} launches, frame {launches['frame_height']} lines, child wall {wall:.1f} s)")
+    print(f"cutile-workbench TUI bench: medians of {REPEATS} fresh processes per scenario  (IR {ref_lines} "
+          f"lines/side, {start['rows']:.0f} rows, {launches['launches']:.0f} launches, frame "
+          f"{launches['frame_height']:.0f} lines, start runs {wall:.1f} s)")
     print(f"{'measure':46} {'value':>10} {'target':>10} {'value/target':>13}  ok")
     ok_all = True
     for name, value, target, unit in rows:

@@ -181,3 +181,28 @@ def test_the_unedited_real_session_is_investigate_with_seven_rows(tmp_path: Path
     assert [r.status for r in t.rows] == ["OK"] * 7
     assert 1.15 < (t.geomean or 0) < 1.22 and t.verdict == "INVESTIGATE"
     _plan_and_write({}, {}, tmp_path)
+
+
+TILEGYM = REPO / ".fetched" / "TileGym"
+_CASES = {
+    "unedited": {},
+    "done": {p: Edit("scale", factor=0.8) for p in PARAMS},
+    "missing": {PARAMS[0]: Edit("drop"), PARAMS[1]: Edit("fail")},
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CASES))
+def test_written_sets_pass_the_real_tilegym_validators(case: str, tmp_path: Path) -> None:
+    """Byte-for-byte: the files on disk pass TileGym's own scripts (skipped without the snapshot)."""
+    from workbench.validators import find_scripts_dir, run_real_validator
+
+    if find_scripts_dir(TILEGYM) is None:
+        pytest.skip("TileGym snapshot (.fetched/TileGym) absent")
+    _plan_and_write(_CASES[case], {}, tmp_path)
+    kdir = tmp_path / "rms_norm"
+    md = (kdir / "reports/performance.md").read_text()
+    assert md.startswith("VERDICT: DONE" if case == "done" else "VERDICT: INVESTIGATE")
+    for script, args in (("validate_agent_e.sh", ["rms_norm"]),
+                         ("validate_perf_log.sh", ["{BASE}/perf_cutile_rs.txt", "perf_cutile_rs.txt"])):
+        res = run_real_validator(TILEGYM, script, args, kdir, None)
+        assert res is not None and res.exit_code == 0, f"{script}:\n{res and res.output}"

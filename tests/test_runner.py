@@ -313,7 +313,9 @@ def test_cancel_during_collection_returns_promptly(tmp_path):
 
 
 def test_failure_reason_is_the_exception_header_of_a_multi_line_cuda_error():
-    # the E-lines torch 2.11 printed for a real illegal address on the H200
+    # The multi-line form torch prints for a CUDA error. On the H200 run (torch 2.11) the old
+    # "last E line" rule picked exactly the last line below as the reason; the header's exception
+    # class (torch.AcceleratorError in torch >= 2.8, RuntimeError before) was not captured there.
     longrepr = (
         "    def test_perf(...):\n>       torch.cuda.synchronize()\n"
         "E       torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"

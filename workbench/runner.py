@@ -39,7 +39,9 @@ Contract:
   ``[workbench: N bytes of child output omitted ...]`` line; the head and the last quarter are kept,
   and the pipe is always drained, so a chatty child is never blocked.
 - :func:`write_results` lays a result into the artifact layout (contract §1.2) with atomic writes
-  (temp file + ``os.replace``), refusing any target that resolves outside the kernel dir.
+  (temp file + ``os.replace``) under the kernel dir's writer lock (``workbench.writer.kernel_lock``),
+  refusing any target that resolves (symlinks included) outside the kernel dir; existing evidence
+  files are read and checked first, so a malformed one raises before anything is written.
 """
 
 from __future__ import annotations
@@ -939,7 +941,17 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths) -> list[Pa
         merged_sets = [s for s in old if (s.nodeid, s.backend) not in new_keys] + list(result.launch_sets)
     for p in (log_dest, out.events_jsonl, out.session_json, out.launches_json):
         _ensure_inside(p, root)
-    # --- write
+    # --- write, holding the kernel dir's writer lock so a report write never sees half of it
+    from workbench.writer import kernel_lock
+
+    root.mkdir(parents=True, exist_ok=True)
+    with kernel_lock(root):
+        return _write_locked(result, spec, out, log_dest, kept_lines, merged_sets, session)
+
+
+def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: Path, kept_lines: list[str],
+                  merged_sets: list[LaunchSet] | None, session: dict[str, Any]) -> list[Path]:
+    root = out.root
     written: list[Path] = []
     atomic_write_bytes(log_dest, result.raw_log_path.read_bytes(), root)
     written.append(log_dest)
