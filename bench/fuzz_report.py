@@ -69,13 +69,16 @@ def fuzz_cli(cases: int, work: Path) -> list[dict[str, object]]:
         for seed in range(cases):
             try:
                 res = run_cli_case(stage, seed, work)
-                counts[f"exit {res.rc}" + (" (wrote)" if res.changed else "")] += 1
+                if res.known_bug:
+                    counts[f"KNOWN_BUG:{res.known_bug}"] += 1
+                else:
+                    counts[f"exit {res.rc}" + (" (wrote)" if res.changed else "")] += 1
             except RuleViolation as exc:
                 violations.append(str(exc)[:400])
             shutil.rmtree(work / f"case{seed}", ignore_errors=True)
         row = _row(f"cli {stage}", counts, 0, violations, time.perf_counter() - t0, cases)
         row["accepted"] = sum(v for k, v in counts.items() if k.startswith("exit 0"))
-        row["rejections"] = {k: v for k, v in counts.items() if not k.startswith("exit 0")}
+        row["rejections"] = {k: v for k, v in counts.items() if k.startswith("exit") and not k.startswith("exit 0")}
         rows.append(row)
         print(f"  cli {stage}: done in {row['wall_s']}s", file=sys.stderr, flush=True)
     return rows

@@ -114,7 +114,9 @@ async def test_embedded_default_opens_recorded_session_read_only() -> None:
     data = load_app_data("rms_norm", out_root=None, tilegym=None, env={})
     assert data.source == "recorded" and "H200" in data.gpu
     assert data.table is not None and data.table.rows and data.launch_sets
-    assert data.runner is None  # no GPU here (and never for the read-only recorded session)
+    from workbench.tui.loaders import gpu_present
+
+    assert (data.runner is not None) == gpu_present()  # offered to re-run live only on a GPU node
     assert "read-only" in data.read_only
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -138,3 +140,46 @@ async def test_embedded_default_opens_recorded_session_read_only() -> None:
         from workbench.tui.modals import ErrorModal
 
         assert isinstance(app.screen, ErrorModal) and "read-only" in app.screen.error_text
+
+
+def test_gpu_runner_reruns_candidate_then_baseline_node_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The live runner's RunSpecs (the child pytest itself is covered by the runner's own tests)."""
+    import threading
+    from dataclasses import dataclass
+
+    import workbench.runner as runner_mod
+    from workbench.layout import KernelPaths
+    from workbench.model import RatioRow
+    from workbench.tui.loaders import _gpu_runner
+
+    specs: list[object] = []
+
+    @dataclass
+    class _Result:
+        rc: int = 0
+
+    def fake_run(spec: object, out: object, *, on_event: object, cancel: object) -> _Result:
+        specs.append(spec)
+        return _Result()
+
+    monkeypatch.setattr(runner_mod, "run", fake_run)
+    out = KernelPaths.under(tmp_path, "rms_norm")
+    run = _gpu_runner("rms_norm", "cutile", tmp_path, out)
+    row = RatioRow("profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf", "16384-2048-torch.bfloat16",
+                   None, "triton_tileir", 0.0345, 0.0384, 1.11, "OK")
+    assert run([row], lambda ev: None, threading.Event()) == 0
+    assert [(s.role, s.test_target, s.backend_token) for s in specs] == [  # type: ignore[attr-defined]
+        ("candidate", f"{row.func_key}[cutile-16384-2048-torch.bfloat16]", "cutile"),
+        ("baseline_triton_tileir", f"{row.func_key}[triton-16384-2048-torch.bfloat16]", "triton"),
+    ]
+    cancel = threading.Event()
+    cancel.set()
+    assert run([row], lambda ev: None, cancel) == 130
+
+
+def test_run_app_bad_kernel_exits_2_without_starting(capsys: pytest.CaptureFixture[str]) -> None:
+    from workbench.tui.app import run_app
+
+    assert run_app("../etc", out_root=None, tilegym=None) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("cutile-workbench: ") and "etc" in err

@@ -72,7 +72,8 @@ def format_ns(ns: float) -> str:
 
 def launch_details(launch: Launch) -> str:
     """Plain-text details of one launch (grid, block, regs, smem, duration)."""
-    parts = [f"{launch.kind} {launch.display_name}", f"duration {format_ns(launch.duration_ns)}"]
+    # the numbers first: a narrow details pane cuts from the bottom, and mangled names are long
+    parts = [f"{launch.kind} {format_ns(launch.duration_ns)}"]
     if launch.grid:
         parts.append("grid {}x{}x{}".format(*launch.grid))
     if launch.block:
@@ -85,6 +86,7 @@ def launch_details(launch: Launch) -> str:
         parts.append(f"{launch.bytes} B {launch.copy_kind or ''}".rstrip())
     if launch.stream_id is not None:
         parts.append(f"stream {launch.stream_id}")
+    parts.append(launch.display_name)
     return "  ".join(parts)
 
 

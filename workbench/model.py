@@ -151,7 +151,7 @@ class CallCapture:
     @property
     def device_time_ns(self) -> int:
         """Σ launch durations (TileGym's "measured sum" of self device times)."""
-        return sum(l.duration_ns for l in self.launches)
+        return sum(launch.duration_ns for launch in self.launches)
 
 
 @dataclass

@@ -13,12 +13,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from widgets.audit_panel import AuditItem
-from widgets.ir_diff_view import DiffLine
 from workbench.errors import WorkbenchError
 from workbench.model import LaunchSet, RatioRow, RatioTable, ReportPlan
+
+if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, after the first paint
+    from widgets.audit_panel import AuditItem
+    from widgets.ir_diff_view import DiffLine
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.layout import KernelPaths
 from workbench.model import RatioRow, ReportPlan
 from workbench.testids import id_token
 from workbench.tui.data import AppData, IRPair, read_existing_files
@@ -68,8 +69,19 @@ def _write_report(plan: ReportPlan) -> Any:
     return write_plan(plan)
 
 
-def _gpu_runner(ws: Any, candidate_backend: str) -> Callable[..., int]:
-    """Live runner on a GPU node: re-run the chosen configs' nodeids (candidate, then baseline)."""
+def _id_token_of(backend: str) -> str:
+    """Test-id token of a backend name as E spells it (``triton_tileir`` log ≙ ``triton`` ids)."""
+    token = id_token(backend)
+    return token[: -len("_tileir")] if token.endswith("_tileir") else token
+
+
+def _gpu_runner(kernel: str, candidate_backend: str, cwd: Path, out: KernelPaths) -> Callable[..., int]:
+    """Live runner on a GPU node: re-run the chosen configs' node ids (candidate, then baseline)
+    through ``workbench.runner.run`` (child pytest, CUPTI harness, JSON-lines events).
+
+    ``cwd`` is where the node ids resolve (the TileGym checkout, or the dir holding the
+    ``profiles`` package for a recorded session); ``out`` is where the runner keeps its logs.
+    """
 
     def run(rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event) -> int:
         from workbench.runner import RunSpec
@@ -77,21 +89,20 @@ def _gpu_runner(ws: Any, candidate_backend: str) -> Callable[..., int]:
 
         rc = 0
         for row in rows:
-            for role, backend in (("candidate", candidate_backend),
-                                  ("baseline_" + (row.baseline_backend or "cutile").replace("-", "_"),
-                                   row.baseline_backend or "cutile")):
+            base = row.baseline_backend or "cutile"
+            base_role = "baseline_triton_tileir" if _id_token_of(base) == "triton" else "baseline_cutile"
+            for role, backend in (("candidate", candidate_backend), (base_role, base)):
                 if cancel.is_set():
                     return 130
-                nodeid = f"{row.func_key}[{id_token(backend)}-{row.params}]"
-                spec = RunSpec(kernel=ws.kernel, test_target=nodeid, cwd=ws.tilegym or Path("."),
-                               role=role if role in ("candidate", "baseline_cutile", "baseline_triton_tileir")
-                               else "candidate",  # type: ignore[arg-type]
+                token = _id_token_of(backend)
+                spec = RunSpec(kernel=kernel, test_target=f"{row.func_key}[{token}-{row.params}]", cwd=cwd,
+                               role=role, backend_token=token,  # type: ignore[arg-type]
                                env={"CUPTI": "1"}, workbench_harness=True)
-                result = run_suite(spec, ws.paths, on_event=on_event, cancel=cancel)
+                result = run_suite(spec, out, on_event=on_event, cancel=cancel)
                 rc = rc or result.rc
         return rc
 
-    run.events_source = str(ws.paths.workbench_dir / "runs")  # type: ignore[attr-defined]
+    run.events_source = str(out.workbench_dir / "runs")  # type: ignore[attr-defined]
     return run
 
 
@@ -154,8 +165,20 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         data.read_only = ("this is the recorded session shipped in the package (read-only): copy "
                           f"{ws.paths.root} to a dir of yours and open it with --out-root")
     data.read_existing = read_existing_files
-    if gpu_present() and ws.tilegym is not None and ws.source == "out_root":
-        data.runner = _gpu_runner(ws, data.candidate_backend)
+    if gpu_present():
+        if ws.source == "out_root" and ws.tilegym is not None:
+            data.runner = _gpu_runner(kernel, data.candidate_backend, ws.tilegym, ws.paths)
+        elif ws.source == "recorded":
+            # the recorded session is read-only: a live re-run of the profile suite keeps its
+            # logs in a scratch out root instead
+            import tempfile
+
+            import profiles
+
+            scratch = Path(tempfile.mkdtemp(prefix="cutile-workbench-live-"))
+            data.runner = _gpu_runner(kernel, data.candidate_backend,
+                                      Path(profiles.__file__).resolve().parent.parent,
+                                      KernelPaths.under(scratch, kernel))
     return data
 
 
