@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli import add_kernel_args, path_arg
+from workbench.cli_confirm import confirm_write
 from workbench.errors import Blocked, InputError, ValidationRefused
 from workbench.model import RatioTable
 from workbench.stats import build_ratio_table, round4
@@ -162,15 +163,6 @@ def _cmd_table(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- report e
 
 
-def _confirm(prompt: str) -> bool:
-    print(prompt + " [y/N] ", end="", file=sys.stderr, flush=True)
-    try:
-        answer = sys.stdin.readline()
-    except (OSError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
 def _closing(block: str, validator_output: str) -> str:
     return f"{block}<VALIDATOR_OUTPUT>\n{validator_output}</VALIDATOR_OUTPUT>\n"
 
@@ -215,14 +207,9 @@ def _cmd_report_e(args: argparse.Namespace) -> int:
         # the embedded demo session ships inside the package: never modify it in place
         raise InputError(f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
                          "--out-root <dir>, or use --dry-run", path=str(ws.kernel_dir))
-    if not args.yes:
-        if not sys.stdin.isatty():
-            print("error: refusing to write without confirmation: stdin is not a terminal; pass --yes "
-                  "(or --dry-run to preview)", file=sys.stderr)
-            return 2
-        if not _confirm(f"Write {len(plan.files)} file(s) under {plan.kernel_dir}?"):
-            print("not written", file=sys.stderr)
-            return 2
+    refused = confirm_write(plan, yes=args.yes)
+    if refused is not None:
+        return refused
     result = write_plan(plan)
     out.write(f"wrote {len(result.written)} file(s) under {plan.kernel_dir}:\n")
     for p in result.written:

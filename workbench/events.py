@@ -79,7 +79,7 @@ class Event:
         return {"event": self.event, "ts": self.ts, **self.fields}
 
 
-def _json_default(obj: Any) -> Any:
+def json_default(obj: Any) -> Any:
     # Benchmark dicts may hold numpy scalars, tuples, Paths; anything else is stringified rather
     # than losing the whole event.
     for attr in ("item", "tolist"):
@@ -109,9 +109,9 @@ def encode_event(kind: str, ts: float | None = None, **fields: Any) -> str:
         obj["longrepr"] = clip_longrepr(obj["longrepr"])
     clean = _finite(obj)
     try:
-        text = json.dumps(clean, default=_json_default, ensure_ascii=True, allow_nan=False)
+        text = json.dumps(clean, default=json_default, ensure_ascii=True, allow_nan=False)
     except ValueError:  # a NaN hidden in a numpy scalar: Python's json still reads ``NaN``
-        text = json.dumps(clean, default=_json_default, ensure_ascii=True)
+        text = json.dumps(clean, default=json_default, ensure_ascii=True)
     return text + "\n"
 
 

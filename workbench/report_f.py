@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.cli_confirm import confirm_write
 from workbench.diagnosis import FInputs, LaunchSummary, _same_backend, diagnose, short_kernel_name
 from workbench.errors import InputError, UnsafePath, ValidationRefused, WorkbenchError
 from workbench.ir.audit import IRAudit, audit_texts
@@ -492,15 +493,6 @@ def closing_block(plan: ReportPlan) -> str:
 # --------------------------------------------------------------------------- CLI
 
 
-def _confirm(prompt: str) -> bool:
-    print(prompt + " [y/N] ", end="", file=sys.stderr, flush=True)
-    try:
-        answer = sys.stdin.readline()
-    except (OSError, KeyboardInterrupt):
-        return False
-    return answer.strip().lower() in ("y", "yes")
-
-
 def run_report_f(args: argparse.Namespace) -> int:
     """``report f``: exit 0 written (FIXABLE/ALIGNED), 1 written with VERDICT: BLOCKED, 2 bad input or
     no confirmation, 3 validation refused (closing block printed, no VERDICT line, nothing written).
@@ -536,14 +528,9 @@ def run_report_f(args: argparse.Namespace) -> int:
             out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
             out.write(f"DRY RUN: nothing written; the reports would say VERDICT: {plan.verdict}\n")
             return 0
-        if not args.yes:
-            if not sys.stdin.isatty():
-                print("error: refusing to write without confirmation: stdin is not a terminal; pass --yes "
-                      "(or --dry-run to preview)", file=sys.stderr)
-                return 2
-            if not _confirm(f"Write {len(plan.files)} file(s) under {plan.kernel_dir}?"):
-                print("not written", file=sys.stderr)
-                return 2
+        refused = confirm_write(plan, yes=args.yes)
+        if refused is not None:
+            return refused
         result = write_plan(plan)
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

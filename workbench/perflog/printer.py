@@ -36,6 +36,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from workbench.events import json_default
 from workbench.testids import id_token, split_nodeid
 
 MARKER = "Performance Test Results"
@@ -181,23 +182,10 @@ def _phases(value: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return known + other
 
 
-def _json_default(obj: Any) -> Any:
-    # numpy/torch scalars and arrays (a harness may hand them over) keep their numeric value;
-    # anything else falls back to str(), as the contract's ``default=str`` says.
-    for attr in ("item", "tolist"):
-        fn = getattr(obj, attr, None)
-        if callable(fn):
-            try:
-                return fn()
-            except Exception:
-                break
-    return str(obj)
-
-
 def record_json(nodeid: str, framework: str, params: str, benchmark: Mapping[str, Any]) -> str:
     """The single-line JSON payload (sort_keys, default=str), counted words escaped."""
     payload = {"benchmark": benchmark, "framework": framework, "nodeid": nodeid, "params": params}
-    return escape_json(json.dumps(payload, sort_keys=True, default=_json_default))
+    return escape_json(json.dumps(payload, sort_keys=True, default=json_default))
 
 
 def format_block(

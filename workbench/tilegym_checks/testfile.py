@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import ast
 import itertools
-import warnings
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import InputError
+from workbench.tilegym_checks.pysource import parse_python_source
 
 from .static_eval import Assumptions, Closure, Param, StaticEvaluator, Unresolvable
 
@@ -264,20 +264,7 @@ def _dedupe(ids: list[str]) -> list[str]:
 def load_test_module(path: Path, tilegym_root: Path | None = None) -> TestModule:
     """Parse ``path``; ``tilegym_root`` (default: two levels above ``tests/ops``) anchors ``relpath``."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError("test file not found", path=path)
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read test file: {exc}", path=path) from exc
-    try:
-        with warnings.catch_warnings():  # e.g. SyntaxWarning for odd literals: not ours to print
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, filename=str(path))
-    except SyntaxError as exc:
-        raise InputError(f"syntax error: {exc.msg}", path=path, line=exc.lineno) from exc
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        raise InputError(f"cannot parse: {type(exc).__name__}: {exc}", path=path) from exc
+    source, tree = parse_python_source(path, "test file")
     root = tilegym_root or _guess_root(path)
     try:
         relpath = path.resolve().relative_to(Path(root).resolve()).as_posix()

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import InputError
 from workbench.model import Finding
+from workbench.tilegym_checks.pysource import parse_python_source
 
 from .static_eval import StaticEvaluator, Unresolvable
 
@@ -185,20 +184,7 @@ def _is_ffi_call(call: ast.Call) -> bool:
 
 def _load(path: Path) -> _Wrapper:
     path = Path(path)
-    if not path.is_file():
-        raise InputError("cutile-rs wrapper not found", path=path)
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read wrapper: {exc}", path=path) from exc
-    try:
-        with warnings.catch_warnings():  # e.g. SyntaxWarning for odd literals: not ours to print
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, filename=str(path))
-    except SyntaxError as exc:
-        raise InputError(f"syntax error: {exc.msg}", path=path, line=exc.lineno) from exc
-    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        raise InputError(f"cannot parse: {type(exc).__name__}: {exc}", path=path) from exc
+    _source, tree = parse_python_source(path, "cutile-rs wrapper")
     display = _display_path(path)
     w = _Wrapper(path, display, tree)
     ev = StaticEvaluator()
