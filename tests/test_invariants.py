@@ -25,7 +25,7 @@ import pytest
 from fuzzing.cli_case import check_verdict_agrees, snapshot
 from fuzzing.logedit import Edit, edit_log
 from fuzzing.targets import REPO, RuleViolation
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 from hypothesis import strategies as st
 
 from workbench.analysis import load_analysis
@@ -118,6 +118,12 @@ def test_table_invariants(ce: dict[str, Edit], be: dict[str, Edit]) -> None:
         assert (t.verdict == "DONE") == (round4(t.geomean) <= 1.05)
 
 
+def _note(outcome: str) -> None:
+    """Label the outcome in --hypothesis-show-statistics (a no-op outside a @given test)."""
+    if currently_in_test_context():
+        event(outcome)
+
+
 def _plan_and_write(ce: dict[str, Edit], be: dict[str, Edit], out_root: Path) -> None:
     from workbench.report_e import plan_e_report
     from workbench.validators import validate_agent_e, validate_perf_log
@@ -135,13 +141,13 @@ def _plan_and_write(ce: dict[str, Edit], be: dict[str, Edit], out_root: Path) ->
     except Blocked:
         assert _table(ce, be).verdict == "BLOCKED", "Blocked although the table has matched rows"
         assert snapshot(out_root) == before
-        event("blocked: nothing written")
+        _note("blocked: nothing written")
         return
     except InputError as exc:
         # E reads the candidate log strictly: an invalid median is refused, located, nothing written
         assert str(exc.path) in str(exc) and (exc.line is not None or exc.key is not None), str(exc)
         assert snapshot(out_root) == before
-        event("strict read refused the candidate log: nothing written")
+        _note("strict read refused the candidate log: nothing written")
         return
     md = next(f.content for f in plan.files if f.relpath == "reports/performance.md")
     if not plan.ok:
@@ -152,7 +158,7 @@ def _plan_and_write(ce: dict[str, Edit], be: dict[str, Edit], out_root: Path) ->
         # known bug ratio-overflow (tests/test_fuzz_known_bugs.py): a finite but absurd median (1e308 ms)
         # overflows the ratio to inf and the set is refused instead of the row being NA
         assert "geomean_ratio=inf" in md, f"validators refused a set built from a real log:\n{plan.validator_output}"
-        event("known bug ratio-overflow: refused, nothing written")
+        _note("known bug ratio-overflow: refused, nothing written")
         return
     assert len(re.findall(r"^geomean_ratio=", md, re.M)) == 1
     assert plan.perf_log_block.count("geomean_ratio=") == 1
@@ -169,7 +175,7 @@ def _plan_and_write(ce: dict[str, Edit], be: dict[str, Edit], out_root: Path) ->
     assert res.exit_code == 0, res.output
     res = validate_perf_log(kdir / "perf_cutile_rs.txt", "perf_cutile_rs.txt")
     assert res.exit_code == 0, res.output
-    event(f"written: {plan.verdict}")
+    _note(f"written: {plan.verdict}")
 
 
 @settings(max_examples=8)
@@ -186,7 +192,7 @@ def slow_only(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ce=cand_write_edits, be=base_write_edits)
 def test_written_report_invariants_slow(ce: dict[str, Edit], be: dict[str, Edit], slow_only: None) -> None:
     with tempfile.TemporaryDirectory() as d:
