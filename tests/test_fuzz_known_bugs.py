@@ -129,3 +129,21 @@ def test_absurd_median_gives_a_finite_geomean_or_an_na_row() -> None:
                               load_analysis(session / "reference/analysis.json"), n_boot=10)
     row = next(r for r in table.rows if r.params == "8192-8192-torch.bfloat16")
     assert row.status == "NA" or (table.geomean is not None and math.isfinite(table.geomean))
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="bug analysis-int-digits, seen from the TUI: workbench/tui/loaders.py load_app_data → "
+                          "open_workspace(strict=False) only turns InputError into a gap, so the ValueError "
+                          "escapes and the app cannot start (CLI: 'internal error', exit 2)")
+def test_tui_loader_survives_a_huge_integer_in_analysis_json(tmp_path: Path) -> None:
+    import shutil
+
+    pytest.importorskip("textual")
+    from workbench.tui.loaders import load_app_data
+
+    session = Path(__file__).resolve().parents[1] / "profiles/rms_norm/session/rms_norm"
+    shutil.copytree(session, tmp_path / "rms_norm", ignore=shutil.ignore_patterns("launches.json.gz"))
+    (tmp_path / "rms_norm/reference/analysis.json").write_text(
+        '{"autotune_key": [], "best_config": {"BLOCK": ' + HUGE_INT + "}}\n")
+    data = load_app_data("rms_norm", out_root=tmp_path, tilegym=None, env={})
+    assert any("analysis.json" in str(p) for p in data.problems)

@@ -1,0 +1,412 @@
+"""Record golden transcripts of TileGym's real validator scripts (needs the TileGym snapshot).
+
+Usage (from the repo root)::
+
+    .venv/bin/python tests/golden/make_golden.py [--tilegym .fetched/TileGym] [--check]
+
+For every case it builds the inputs in a fresh temp directory, runs ``bash <script> <args>`` from
+``<tilegym>/skills/tilegym-converting-cutile-triton-to-cutile-rs/scripts`` with a minimal env
+(``PATH``, ``LC_ALL``; ``CUTILE_KERNEL_OUT_ROOT`` for the agent validators), and records the inputs
+plus the real stdout and exit code in ``tests/golden/<script>.json``. The temp directory is written
+as ``{TMP}`` (the only normalisation). It also runs our twin on each case and prints every
+mismatch (``--check`` only compares, writes nothing). Inputs come from the existing test builders
+(tests/test_validators.py, tests/test_ir_audit.py, tests/fixtures/e/builders.py), the recorded H200
+sessions under profiles/*/session/*/ (referenced by repo path + sha256, not inlined), real pytest
+child runs of tests/fixtures/perflog's TileGym-convention suite, the E/F report planners on the
+real fixtures, and a few labelled SYNTHETIC edits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import importlib.util
+import io
+import json
+import random
+import subprocess
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from datetime import datetime, timezone
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+REPO = TESTS.parent
+SKILL_SCRIPTS = Path("skills/tilegym-converting-cutile-triton-to-cutile-rs/scripts")
+INLINE_LIMIT = 1500  # bytes: larger inputs/outputs are stored zlib+base64 (JSON size budget)
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+G = _load("golden_test_module", TESTS / "test_golden_validators.py")
+TV = _load("golden_src_test_validators", TESTS / "test_validators.py")
+TI = _load("golden_src_test_ir_audit", TESTS / "test_ir_audit.py")
+EB = _load("e_builders", TESTS / "fixtures" / "e" / "builders.py")
+SUITE = _load("perflog_suite_runner", TESTS / "fixtures" / "perflog" / "suite_runner.py")
+
+Case = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _zb64(data: bytes) -> str:
+    return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+
+
+def inline(data: bytes) -> dict[str, str]:
+    """Small valid UTF-8 → ``text``; anything else (large, NUL, invalid UTF-8) → ``zb64``."""
+    if len(data) <= INLINE_LIMIT and b"\0" not in data:
+        try:
+            return {"text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            pass
+    return {"zb64": _zb64(data)}
+
+
+def repo_file(rel: str) -> dict[str, str]:
+    return {"repo": rel, "sha256": _sha((REPO / rel).read_bytes())}
+
+
+def spec_for(data: bytes) -> dict[str, str]:
+    """Reference a tracked repo file with these exact bytes when one exists, else inline them."""
+    return _REPO_BY_SHA.get(_sha(data)) or inline(data)
+
+
+def _repo_candidates() -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    globs = ("profiles/*/session/*/**/*.txt", "profiles/*/session/*/**/*.mlir", "profiles/*/session/*/**/*.tileir",
+             "tests/fixtures/e/real/**/*.txt", "tests/fixtures/ir/*.mlir", "tests/fixtures/perflog/logs/*.txt")
+    for g in globs:
+        for p in sorted(REPO.glob(g)):
+            rel = p.relative_to(REPO).as_posix()
+            out.setdefault(_sha(p.read_bytes()), {"repo": rel, "sha256": _sha(p.read_bytes())})
+    return out
+
+
+_REPO_BY_SHA = _repo_candidates()
+
+
+def files_spec(files: dict[str, bytes], prefix: str = "") -> dict[str, dict[str, str]]:
+    return {prefix + rel: spec_for(data) for rel, data in files.items()}
+
+
+def snapshot(kdir: Path) -> dict[str, bytes]:
+    return {p.relative_to(kdir).as_posix(): p.read_bytes() for p in sorted(kdir.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------- validate_perf_log.sh
+
+
+def perf_cases() -> Iterator[Case]:
+    log = "perf_cutile_rs.txt"
+    for name in sorted(TV.PERF_CASES):
+        for label in (None, "mylabel"):
+            yield {"name": name + ("" if label is None else "+label"),
+                   "origin": "SYNTHETIC edge case from tests/test_validators.py PERF_CASES (real H200 §3.3 record)",
+                   "files": {log: spec_for(TV.PERF_CASES[name])},
+                   "args": ["{TMP}/" + log] + ([label] if label else [])}
+    yield {"name": "missing", "origin": "SYNTHETIC: path does not exist", "files": {},
+           "args": ["{TMP}/absent.txt"]}
+    yield {"name": "missing+label", "origin": "SYNTHETIC: path does not exist", "files": {},
+           "args": ["{TMP}/absent.txt", "lbl"]}
+    yield {"name": "directory", "origin": "SYNTHETIC: path is a directory", "files": {}, "dirs": ["adir"],
+           "args": ["{TMP}/adir"]}
+    for label in (None, "lbl"):
+        yield {"name": "empty" + ("" if label is None else "+label"), "origin": "SYNTHETIC: empty file",
+               "files": {log: inline(b"")}, "args": ["{TMP}/" + log] + ([label] if label else [])}
+    # REAL recorded H200 logs, referenced by repo path
+    real = sorted({s["repo"] for s in _REPO_BY_SHA.values() if s["repo"].endswith(".txt")})
+    for rel in real:
+        base = Path(rel).name
+        yield {"name": "real:" + rel, "origin": "REAL H200 log recorded in the repo", "files": {base: repo_file(rel)},
+               "args": ["{TMP}/" + base] + (["perf_cutile_rs.txt"] if base.endswith(".full.txt") else [])}
+    # REAL pytest child runs of the TileGym-convention suite (real H200 numbers) in several output modes
+    modes = {"v": ("-v", "--print-record"), "q": ("-q", "--print-record"),
+             "sv_color": ("-sv", "--print-record", "--color=yes"), "default": ("--print-record",),
+             "q_no_print_record": ("-q",), "q_passing_only": ("-q", "--print-record", "-k", "not 8192-8192"),
+             "v_passing_only": ("-v", "--print-record", "-k", "not 8192-8192")}
+    for mode, args in modes.items():
+        run = SUITE.run_suite(args)
+        data = run.output.replace(str(run.workdir), "<workdir>").encode()
+        yield {"name": f"suite:{mode}", "origin": f"REAL pytest child output ({' '.join(args)}) of "
+               "tests/fixtures/perflog/perf_suite_rms_norm.py", "files": {log: inline(data)},
+               "args": ["{TMP}/" + log]}
+        if mode == "q_passing_only":
+            yield {"name": "suite:q_passing_only+crlf", "origin": "SYNTHETIC CRLF edit of a real suite log",
+                   "files": {log: inline(data.replace(b"\n", b"\r\n"))}, "args": ["{TMP}/" + log, "crlf"]}
+            cut = data[: data.index(b"Performance Test Results") + 10]
+            yield {"name": "suite:q_passing_only+truncated", "origin": "SYNTHETIC: real suite log cut mid-marker",
+                   "files": {log: inline(cut)}, "args": ["{TMP}/" + log]}
+
+
+# --------------------------------------------------------------------------- validate_agent_e.sh
+
+
+def _planned_e(kind: str) -> dict[str, bytes]:
+    from workbench.report_e import plan_e_report
+    from workbench.workspace import open_workspace
+    from workbench.writer import write_plan
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        kernel = "rms_norm_hotpath" if kind == "hotpath" else "rms_norm"
+        if kind == "missing":
+            EB.kernel_dir(root, kernel, candidate={"static_persistent-4096-1024-torch.bfloat16": 0.00701},
+                          baseline=dict(zip(TI_P3, [0.00701, 0.08278, 0.07466], strict=True)), failed=(TI_P3[1],))
+        else:
+            EB.copy_real(root, kernel)
+        plan = plan_e_report(open_workspace(kernel, out_root=root, env={}), run_real_scripts=False)
+        assert plan.ok, plan.validator_output
+        write_plan(plan)
+        return snapshot(root / kernel)
+
+
+TI_P3 = ["static_persistent-4096-1024-torch.bfloat16", "static_persistent-16384-2048-torch.bfloat16",
+         "static_persistent-8192-8192-torch.bfloat16"]
+_E_READ = ("reports/performance.md", "perf_cutile_rs.txt", "baseline_perf_cutile.txt", "reports/agent_logs/agent_e.md")
+
+
+def agent_e_cases() -> Iterator[Case]:
+    for name in sorted(TV.E_CASES):
+        yield {"name": name, "origin": "SYNTHETIC edge case from tests/test_validators.py E_CASES",
+               "files": files_spec(TV.E_CASES[name], "out/rms_norm/"), "args": ["rms_norm"],
+               "env_root": "{TMP}/out"}
+    for kind in ("done", "hotpath", "missing"):
+        full = _planned_e(kind)
+        files = {k: v for k, v in full.items() if k in _E_READ}  # only what the script reads
+        kernel = "rms_norm_hotpath" if kind == "hotpath" else "rms_norm"
+        origin = ("REAL H200 logs (tests/fixtures/e/real) through plan_e_report + write_plan" if kind != "missing"
+                  else "REAL H200 medians, SYNTHETIC failed config, through plan_e_report + write_plan")
+        variants: dict[str, dict[str, bytes]] = {"": files}
+        if kind == "done":
+            pmd = files["reports/performance.md"]
+            variants["+crlf_report"] = {**files, "reports/performance.md": pmd.replace(b"\n", b"\r\n")}
+            variants["+no_agent_log"] = {k: v for k, v in files.items() if k != "reports/agent_logs/agent_e.md"}
+            variants["+raw_candidate_log_with_failure"] = {
+                **files, "perf_cutile_rs.txt": files["perf_cutile_rs.txt"] + b"FAILED tests/x.py::t[cutile_rs-1]\n"}
+            variants["+geomean_x_suffix"] = {**files, "reports/performance.md": pmd.replace(
+                b"\ngeomean_ratio=", b"\ngeomean_ratio=x", 1)}
+        for suffix, fs in variants.items():
+            yield {"name": f"planned:{kind}{suffix}", "origin": origin + (" + SYNTHETIC edit" if suffix else ""),
+                   "files": files_spec(fs, f"out/{kernel}/"), "args": [kernel], "env_root": "{TMP}/out"}
+    yield {"name": "kernel_dir_missing", "origin": "SYNTHETIC: no kernel dir at all", "files": {},
+           "dirs": ["out"], "args": ["rms_norm"], "env_root": "{TMP}/out"}
+
+
+# --------------------------------------------------------------------------- validate_agent_f.sh
+
+
+def _planned_f(kernel: str, launches: str, ir: bool) -> dict[str, bytes]:
+    import shutil
+
+    from workbench.cli import main
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "out"
+        kdir = root / kernel
+        shutil.copytree(TESTS / "fixtures/e/real" / kernel, kdir)
+        shutil.copyfile(kdir / "reports/agent_logs/perf_cutile_rs.full.txt", kdir / "perf_cutile_rs.txt")
+        (kdir / "workbench").mkdir()
+        shutil.copyfile(TESTS / "fixtures/f" / launches, kdir / "workbench/launches.json.gz")
+        if ir:
+            (kdir / "reference").mkdir(exist_ok=True)
+            (kdir / "generated").mkdir()
+            shutil.copyfile(TESTS / "fixtures/ir/rms_norm_ref_16x1024.mlir", kdir / "reference/reference.mlir")
+            shutil.copyfile(TESTS / "fixtures/ir/rms_norm_ref_4x8192.mlir", kdir / "generated/generated_canon.mlir")
+        with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+            rc = main(["report", "f", kernel, "--out-root", str(root), "--yes", "--no-real-scripts"])
+        assert rc == 0, f"report f {kernel} failed rc={rc}"
+        return {k: v for k, v in snapshot(kdir).items()
+                if k.startswith("reports/perf_investigation_") or k == "reports/agent_logs/agent_f.md"}
+
+
+def agent_f_cases() -> Iterator[Case]:
+    for name in sorted(TV.F_CASES):
+        yield {"name": name, "origin": "SYNTHETIC edge case from tests/test_validators.py F_CASES",
+               "files": files_spec(TV.F_CASES[name], "out/softmax/"), "args": ["softmax"], "env_root": "{TMP}/out"}
+    good_log = {"reports/agent_logs/agent_f.md": b"# Agent F log\n"}
+    extra: dict[str, dict[str, bytes]] = {
+        "trailing_text_after_verdict": {**good_log, "reports/perf_investigation_x.md": b"VERDICT: FIXABLE (2 shapes)\n"},
+        "lowercase_verdict": {**good_log, "reports/perf_investigation_x.md": b"verdict: fixable\n"},
+        "bom_before_verdict": {**good_log, "reports/perf_investigation_x.md": b"\xef\xbb\xbfVERDICT: ALIGNED\n"},
+        "nul_in_first_line": {**good_log, "reports/perf_investigation_x.md": b"VERDICT: ALI\0GNED\n"},
+        "invalid_utf8_first_line": {**good_log, "reports/perf_investigation_x.md": b"VERDICT: ALIGNED\xff\n"},
+        "no_final_newline": {**good_log, "reports/perf_investigation_x.md": b"VERDICT: BLOCKED"},
+        "verdict_on_second_line": {**good_log, "reports/perf_investigation_x.md": b"# title\nVERDICT: ALIGNED\n"},
+        "empty_agent_log": {"reports/perf_investigation_x.md": b"VERDICT: ALIGNED\n",
+                            "reports/agent_logs/agent_f.md": b""},
+        "agent_log_is_dir": {"reports/perf_investigation_x.md": b"VERDICT: ALIGNED\n",
+                             "reports/agent_logs/agent_f.md/inner": b"x"},
+        "wrong_extension_ignored": {**good_log, "reports/perf_investigation_x.txt": b"VERDICT: ALIGNED\n"},
+        "sort_order_upper_lower": {**good_log, "reports/perf_investigation_b.md": b"VERDICT: ALIGNED\n",
+                                   "reports/perf_investigation_B.md": b"VERDICT: nope\n",
+                                   "reports/perf_investigation__.md": b"VERDICT: FIXABLE\n"},
+    }
+    for name, fs in extra.items():
+        yield {"name": name, "origin": "SYNTHETIC edge case", "files": files_spec(fs, "out/softmax/"),
+               "args": ["softmax"], "env_root": "{TMP}/out"}
+    for kernel, launches, ir in (("rms_norm_hotpath", "hotpath_16384x2048.launches.json", False),
+                                 ("rms_norm", "rms_norm_16384x2048.launches.json", True)):
+        files = _planned_f(kernel, launches, ir)
+        yield {"name": f"planned:{kernel}", "origin": "REAL H200 fixtures (tests/fixtures/e/real, f, ir) through "
+               "`cutile-workbench report f --yes`", "files": files_spec(files, f"out/{kernel}/"), "args": [kernel],
+               "env_root": "{TMP}/out"}
+        first = sorted(k for k in files if k.startswith("reports/perf_investigation_"))[0]
+        bad = {**files, first: files[first].replace(b"VERDICT: ", b"VERDICT:  ", 1)}
+        yield {"name": f"planned:{kernel}+double_space_verdict", "origin": "REAL planner output + SYNTHETIC edit",
+               "files": files_spec(bad, f"out/{kernel}/"), "args": [kernel], "env_root": "{TMP}/out"}
+
+
+# --------------------------------------------------------------------------- diff_ir.sh
+
+
+def _ir_sources() -> list[str]:
+    """Distinct real/fixture IR files (by content), repo-relative."""
+    seen: dict[str, str] = {}
+    for g in ("tests/fixtures/ir/*.mlir", "profiles/*/session/*/reference/reference.mlir",
+              "profiles/*/session/*/generated/generated_canon.mlir", "profiles/*/session/*/workbench/tileir/*.tileir"):
+        for p in sorted(REPO.glob(g)):
+            seen.setdefault(_sha(p.read_bytes()), p.relative_to(REPO).as_posix())
+    return list(seen.values())
+
+
+def _ir_case(name: str, origin: str, ref: dict[str, str], gen: dict[str, str]) -> Case:
+    return {"name": name, "origin": origin, "files": {"ref.mlir": ref, "gen.mlir": gen},
+            "args": ["{TMP}/ref.mlir", "{TMP}/gen.mlir"]}
+
+
+def diff_ir_cases() -> Iterator[Case]:
+    fixtures = sorted(p.relative_to(REPO).as_posix() for p in (TESTS / "fixtures/ir").glob("*.mlir"))
+    for a in fixtures:
+        for b in fixtures:
+            yield _ir_case(f"fixture:{Path(a).stem}|{Path(b).stem}",
+                           "fixtures in tests/fixtures/ir (README there says which are REAL/SYNTHETIC)",
+                           repo_file(a), repo_file(b))
+    sessions = sorted(REPO.glob("profiles/*/session/*/reference/reference.mlir"))
+    for ref in sessions:
+        for gen_dir in sessions:
+            gen = gen_dir.parent.parent / "generated" / "generated_canon.mlir"
+            yield _ir_case(f"h200:{ref.parent.parent.name}.ref|{gen.parent.parent.name}.gen",
+                           "REAL H200 Tile IR dumps recorded under profiles/*/session/*",
+                           repo_file(ref.relative_to(REPO).as_posix()), repo_file(gen.relative_to(REPO).as_posix()))
+            if ref.parent.parent == gen_dir.parent.parent:
+                yield _ir_case(f"h200:{ref.parent.parent.name}.gen|ref (swapped)", "REAL H200 dumps, swapped",
+                               repo_file(gen.relative_to(REPO).as_posix()), repo_file(ref.relative_to(REPO).as_posix()))
+    tileir = [s for s in _ir_sources() if s.endswith(".tileir")]
+    for a in tileir:
+        for b in tileir:
+            if a < b:
+                yield _ir_case(f"h200-dump:{Path(a).name}|{Path(b).name}", "REAL H200 raw .tileir dumps (distinct contents)",
+                               repo_file(a), repo_file(b))
+    # SYNTHETIC edits of a real H200 generated dump
+    base_rel = "profiles/rms_norm/session/rms_norm/generated/generated_canon.mlir"
+    ref_rel = "profiles/rms_norm/session/rms_norm/reference/reference.mlir"
+    text = (REPO / base_rel).read_text()
+    lines = text.splitlines()
+    edits = {
+        "crlf_gen": text.replace("\n", "\r\n"),
+        "no_final_newline": text.rstrip("\n"),
+        "drop_flush_to_zero": text.replace("flush_to_zero", ""),
+        "add_scalar_assume": text.replace("\n", "\n  %zz = assume div_by<16>, %p : tile<i32>\n", 1),
+        "occupancy_changed": text.replace("occupancy = ", "occupancy = 1", 1),
+        "extra_two_addf": text + "  %q1 = addf %a, %b : tile<4xf32>\n  %q2 = addf %a, %b : tile<4xf32>\n",
+        "extra_three_mulf": text + "".join(f"  %m{i} = mulf %a, %b : tile<4xf32>\n" for i in range(3)),
+        "only_first_half": "\n".join(lines[: len(lines) // 2]) + "\n",
+        "tabs_for_spaces": text.replace("  ", "\t"),
+        "unicode_comment": text + "// ✓ 16×1024 — done\n",
+        "swizzle_added": text + "  %s = divi %blockId_x, %c : tile<i32>\n  %r = remi %blockId_y, %c : tile<i32>\n",
+    }
+    for name, edited in edits.items():
+        yield _ir_case(f"edit:{name}", f"SYNTHETIC edit of REAL {base_rel}", repo_file(ref_rel), inline(edited.encode()))
+    # SYNTHETIC seeded mutations, the generator of tests/test_ir_audit.py::test_parity_on_seeded_mutations
+    sources = [TI.grep_lines((REPO / s).read_text()) for s in _ir_sources()[:8]]
+    rnd = random.Random(20261130)
+    for i in range(12):
+        a, b = TI._mutate(rnd.choice(sources), rnd), TI._mutate(rnd.choice(sources), rnd)
+        eol = "\r\n" if i % 4 == 0 else "\n"
+        yield _ir_case(f"mutation:{i}", "SYNTHETIC seeded mutation (tests/test_ir_audit.py _mutate)",
+                       inline(("\n".join(a) + ("\n" if i % 3 else "")).encode()), inline((eol.join(b) + eol).encode()))
+
+
+# --------------------------------------------------------------------------- driver
+
+BUILDERS = {"validate_perf_log.sh": perf_cases, "validate_agent_e.sh": agent_e_cases,
+            "validate_agent_f.sh": agent_f_cases, "diff_ir.sh": diff_ir_cases}
+
+
+def record(script: str, scripts_dir: Path) -> tuple[list[Case], list[str]]:
+    cases, problems = [], []
+    for case in BUILDERS[script]():
+        with tempfile.TemporaryDirectory(prefix="golden-") as d:
+            root = Path(d) / "case"
+            G.materialize(case, root)
+            out, rc = G.run_real(script, case, root, scripts_dir)
+            case["exit_code"] = rc
+            shown = inline(out)
+            if "text" in shown:
+                case["stdout"] = shown["text"]
+            else:
+                case["stdout_zb64"] = shown["zb64"]
+            try:
+                twin = G.run_twin(script, case, root)
+                problem = G.mismatch(case, twin)
+            except Exception as exc:  # the twin crashing is itself a finding to report
+                problem = f"twin raised {type(exc).__name__}: {exc}"
+            if problem:
+                problems.append(f"{script} {case['name']}: {problem}")
+        cases.append(case)
+    return cases, problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tilegym", type=Path, default=REPO / ".fetched" / "TileGym")
+    ap.add_argument("--check", action="store_true", help="compare only, write nothing")
+    args = ap.parse_args(argv)
+    scripts_dir = args.tilegym / SKILL_SCRIPTS
+    if not (scripts_dir / "validate_agent_e.sh").is_file():
+        print(f"error: no TileGym skill scripts under {scripts_dir}", file=sys.stderr)
+        return 2
+    commit = subprocess.run(["git", "-C", str(args.tilegym), "rev-parse", "--short=7", "HEAD"],
+                            capture_output=True, text=True, check=False).stdout.strip() or "75a1430"
+    all_problems: list[str] = []
+    for script in G.SCRIPT_NAMES:
+        cases, problems = record(script, scripts_dir)
+        all_problems += problems
+        doc = {"script": script, "tilegym_commit": commit,
+               "script_sha256": _sha((scripts_dir / script).read_bytes()),
+               "recorded_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+               "run_as": f"bash <scripts>/{script} <args>, env PATH + LC_ALL={G.LOCALES[script]}"
+                         + (" + CUTILE_KERNEL_OUT_ROOT=<env_root>" if script.startswith("validate_agent") else ""),
+               "placeholder": "{TMP} = the per-case temp directory, in args, env_root and stdout",
+               "cases": cases}
+        size = len(json.dumps(doc))
+        print(f"{script}: {len(cases)} cases, {len(problems)} twin mismatch(es), {size / 1024:.1f} KiB")
+        if not args.check:
+            G.golden_path(script).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    for p in all_problems:
+        print("MISMATCH", p)
+    return 1 if all_problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
