@@ -1,9 +1,9 @@
-"""Minimal reproducers of crashes the fuzzer found in modules owned by other engineers.
+"""Regression tests for the crashes and invariant breaks the fuzzer found (all fixed).
 
-Each test states the rule (bad input → a located ``InputError``) and is ``xfail(strict=True)``
-while the bug is open: once the owner fixes it the test XPASSes, strict turns that into a failure,
-and the fix is finished by removing the ``xfail`` mark here and the matching ``KNOWN_BUGS`` entry in
-``tests/fuzzing/targets.py``. Inputs are SYNTHETIC minimal forms of the fuzzer's mutated real files.
+Each test states the rule (bad input → a located ``InputError``; a FAILED config is never DONE; an
+absurd median never yields an inf geomean). A newly found bug is added here as
+``xfail(strict=True)`` with a matching ``KNOWN_BUGS`` entry in ``tests/fuzzing/targets.py`` until it
+is fixed. Inputs are SYNTHETIC minimal forms of the fuzzer's mutated real files.
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ def _expect_located(path: Path, call: Callable[[Path], object]) -> None:
     assert str(path) in str(ei.value)
 
 
-@pytest.mark.xfail(strict=True, raises=LookupError,
-                   reason="bug junit-unknown-encoding: workbench/perflog/junit.py parse_junit_xml lets expat's "
-                          "LookupError for an unknown encoding= in the XML declaration escape")
 def test_junit_unknown_encoding_is_an_input_error(tmp_path: Path) -> None:
     from workbench.perflog.junit import parse_junit_xml
 
@@ -37,9 +34,6 @@ def test_junit_unknown_encoding_is_an_input_error(tmp_path: Path) -> None:
     _expect_located(p, parse_junit_xml)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug analysis-int-digits: workbench/analysis.py load_analysis catches JSONDecodeError "
-                          "but not the ValueError json.loads raises for an integer over 4300 digits")
 def test_analysis_huge_integer_is_an_input_error(tmp_path: Path) -> None:
     from workbench.analysis import load_analysis
 
@@ -48,9 +42,6 @@ def test_analysis_huge_integer_is_an_input_error(tmp_path: Path) -> None:
     _expect_located(p, load_analysis)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug launches-int-digits: workbench/launches_io.py load_launch_sets lets json.loads' "
-                          "ValueError for an integer over 4300 digits escape")
 def test_launches_huge_integer_is_an_input_error(tmp_path: Path) -> None:
     from workbench.launches_io import load_launch_sets
 
@@ -59,9 +50,6 @@ def test_launches_huge_integer_is_an_input_error(tmp_path: Path) -> None:
     _expect_located(p, load_launch_sets)
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug events-int-digits: workbench/events.py _parse_line (via read_events) lets "
-                          "json.loads' ValueError for an integer over 4300 digits escape")
 def test_events_huge_integer_is_an_input_error(tmp_path: Path) -> None:
     from workbench.events import read_events
 
@@ -72,10 +60,6 @@ def test_events_huge_integer_is_an_input_error(tmp_path: Path) -> None:
     assert ei.value.line == 1 and str(p) in str(ei.value)
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="bug failed-with-record-is-ok: workbench/perflog/parser.py _finalize_outcomes keeps the "
-                          "record of a test pytest reported FAILED (only a note is added), so stats.build_ratio_table "
-                          "counts it as an OK row and the table can say DONE with a failed config")
 def test_failed_test_with_a_record_never_yields_done() -> None:
     """Real rms_norm H200 log; all medians halved (SYNTHETIC), one test's status word set to FAILED."""
     import sys
@@ -103,11 +87,6 @@ def test_failed_test_with_a_record_never_yields_done() -> None:
     assert table.verdict != "DONE"
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="bug ratio-overflow: workbench/stats.py build_ratio_table accepts a finite but absurd "
-                          "candidate median (1e308 ms); the ratio overflows to inf, performance.md would say "
-                          "geomean_ratio=inf, and report e ends in 'validation refused' (exit 3) instead of an NA "
-                          "row or a located InputError")
 def test_absurd_median_gives_a_finite_geomean_or_an_na_row() -> None:
     """Real rms_norm H200 logs; one candidate median replaced by 1e308 (SYNTHETIC)."""
     import math
@@ -131,10 +110,6 @@ def test_absurd_median_gives_a_finite_geomean_or_an_na_row() -> None:
     assert row.status == "NA" or (table.geomean is not None and math.isfinite(table.geomean))
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="bug analysis-int-digits, seen from the TUI: workbench/tui/loaders.py load_app_data → "
-                          "open_workspace(strict=False) only turns InputError into a gap, so the ValueError "
-                          "escapes and the app cannot start (CLI: 'internal error', exit 2)")
 def test_tui_loader_survives_a_huge_integer_in_analysis_json(tmp_path: Path) -> None:
     import shutil
 

@@ -55,20 +55,32 @@ def load_golden(script: str) -> dict[str, Any]:
     return data
 
 
-def file_bytes(spec: dict[str, Any]) -> bytes:
-    """Content of one recorded input file: inline ``text``, ``zb64`` (zlib+base64) or ``repo`` path."""
+def _unz(b64: str, zdict: bytes) -> bytes:
+    d = zlib.decompressobj(zdict=zdict) if zdict else zlib.decompressobj()
+    return d.decompress(base64.b64decode(b64)) + d.flush()
+
+
+def zdict_of(doc: dict[str, Any]) -> bytes:
+    """The preset zlib dictionary every ``zb64`` field of ``doc`` was compressed with (size budget)."""
+    return _unz(doc["zdict_zb64"], b"") if doc.get("zdict_zb64") else b""
+
+
+def content(spec: dict[str, Any], doc: dict[str, Any]) -> bytes:
+    """Bytes of one recorded blob: inline ``text``, ``zb64`` (zlib+base64), shared ``blob`` or ``repo`` path."""
+    if "blob" in spec:
+        spec = doc["blobs"][spec["blob"]]
     if "text" in spec:
         return str(spec["text"]).encode("utf-8")
     if "zb64" in spec:
-        return zlib.decompress(base64.b64decode(spec["zb64"]))
+        return _unz(spec["zb64"], zdict_of(doc))
     data = (REPO / spec["repo"]).read_bytes()
-    if hashlib.sha256(data).hexdigest() != spec["sha256"]:
+    if hashlib.sha256(data).hexdigest()[: len(spec["sha256"])] != spec["sha256"]:
         raise AssertionError(f"{spec['repo']} changed since the golden was recorded: "
                              "re-run tests/golden/make_golden.py (needs the TileGym snapshot)")
     return data
 
 
-def materialize(case: dict[str, Any], root: Path) -> None:
+def materialize(case: dict[str, Any], root: Path, doc: dict[str, Any]) -> None:
     """Create the case's directories and files under ``root`` (the ``{TMP}`` directory)."""
     root.mkdir(parents=True, exist_ok=True)
     for rel in case.get("dirs", []):
@@ -76,7 +88,7 @@ def materialize(case: dict[str, Any], root: Path) -> None:
     for rel, spec in case["files"].items():
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(file_bytes(spec))
+        p.write_bytes(content(spec, doc))
 
 
 def expand(arg: str, root: Path) -> str:
@@ -85,12 +97,6 @@ def expand(arg: str, root: Path) -> str:
 
 def normalise(out: bytes, root: Path) -> bytes:
     return out.replace(str(root).encode(), PLACEHOLDER.encode())
-
-
-def recorded_stdout(case: dict[str, Any]) -> bytes:
-    if "stdout_zb64" in case:  # large or non-UTF-8 outputs: zlib + base64, to keep the JSON small
-        return zlib.decompress(base64.b64decode(case["stdout_zb64"]))
-    return str(case["stdout"]).encode("utf-8")
 
 
 def run_twin(script: str, case: dict[str, Any], root: Path) -> tuple[bytes, int]:
@@ -119,9 +125,9 @@ def run_real(script: str, case: dict[str, Any], root: Path, scripts_dir: Path = 
     return normalise(proc.stdout, root), proc.returncode
 
 
-def mismatch(case: dict[str, Any], got: tuple[bytes, int]) -> str | None:
+def mismatch(case: dict[str, Any], got: tuple[bytes, int], doc: dict[str, Any]) -> str | None:
     """None when ``got`` equals the recording byte for byte, else a short description."""
-    want = (recorded_stdout(case), int(case["exit_code"]))
+    want = (content(case["stdout"], doc), int(case["exit_code"]))
     if got == want:
         return None
     if got[1] != want[1]:
@@ -135,46 +141,39 @@ def mismatch(case: dict[str, Any], got: tuple[bytes, int]) -> str | None:
 
 # --------------------------------------------------------------------------- tests
 
-
-def _ids() -> list[tuple[str, str]]:
-    out = []
-    for script in SCRIPT_NAMES:
-        if golden_path(script).is_file():
-            out += [(script, c["name"]) for c in load_golden(script)["cases"]]
-    return out
-
-
-_CASES = {s: {c["name"]: c for c in load_golden(s)["cases"]} for s in SCRIPT_NAMES if golden_path(s).is_file()}
+_DOCS = {s: load_golden(s) for s in SCRIPT_NAMES if golden_path(s).is_file()}
+_CASES = {s: {c["name"]: c for c in doc["cases"]} for s, doc in _DOCS.items()}
 
 
 @pytest.mark.parametrize("script", SCRIPT_NAMES)
 def test_golden_file_is_present_and_broad(script: str) -> None:
-    data = load_golden(script)
-    assert data["script"] == script and data["tilegym_commit"] == "75a1430"
-    assert len(data["cases"]) >= MIN_CASES[script]
-    names = [c["name"] for c in data["cases"]]
+    doc = load_golden(script)
+    assert doc["script"] == script and doc["tilegym_commit"] == "75a1430"
+    assert len(doc["cases"]) >= MIN_CASES[script]
+    names = [c["name"] for c in doc["cases"]]
     assert len(names) == len(set(names))
-    assert {c["exit_code"] for c in data["cases"]} >= ({0, 1, 2} if script == "diff_ir.sh" else {0, 1})
+    assert {c["exit_code"] for c in doc["cases"]} >= ({0, 1, 2} if script == "diff_ir.sh" else {0, 1})
 
 
-@pytest.mark.parametrize(("script", "name"), _ids())
+@pytest.mark.parametrize(("script", "name"), [(s, n) for s, cases in _CASES.items() for n in cases])
 def test_twin_reproduces_real_script(tmp_path: Path, script: str, name: str) -> None:
-    case = _CASES[script][name]
+    case, doc = _CASES[script][name], _DOCS[script]
     root = tmp_path / "c"
-    materialize(case, root)
-    problem = mismatch(case, run_twin(script, case, root))
+    materialize(case, root, doc)
+    problem = mismatch(case, run_twin(script, case, root), doc)
     assert problem is None, f"{script} {name} ({case['origin']}): {problem}"
 
 
 def test_comparison_detects_drift(tmp_path: Path) -> None:
     """The comparison is not vacuous: a one-byte or exit-code drift of the twin is reported."""
+    doc = _DOCS["validate_agent_e.sh"]
     case = _CASES["validate_agent_e.sh"]["pass"]
-    materialize(case, tmp_path / "c")
+    materialize(case, tmp_path / "c", doc)
     out, rc = run_twin("validate_agent_e.sh", case, tmp_path / "c")
-    assert mismatch(case, (out, rc)) is None
-    assert mismatch(case, (out.replace(b"OK: ", b"OK:  ", 1), rc)) is not None
-    assert mismatch(case, (out + b"\n", rc)) is not None
-    assert mismatch(case, (out, 1 - rc)) is not None
+    assert mismatch(case, (out, rc), doc) is None
+    assert mismatch(case, (out.replace(b"OK: ", b"OK:  ", 1), rc), doc) is not None
+    assert mismatch(case, (out + b"\n", rc), doc) is not None
+    assert mismatch(case, (out, 1 - rc), doc) is not None
 
 
 @pytest.mark.skipif(not all((SCRIPTS / s).is_file() for s in SCRIPT_NAMES), reason="TileGym snapshot absent")
@@ -182,11 +181,10 @@ def test_comparison_detects_drift(tmp_path: Path) -> None:
 def test_recordings_are_current_with_snapshot(tmp_path: Path, script: str) -> None:
     """With the snapshot present: the real scripts still print what was recorded (else regenerate).
     diff_ir.sh is slow in bash (~0.3 s a pair), so only every 8th of its cases is re-run here."""
-    cases = load_golden(script)["cases"]
-    if script == "diff_ir.sh":
-        cases = cases[::8]
+    doc = load_golden(script)
+    cases = doc["cases"][::8] if script == "diff_ir.sh" else doc["cases"]
     for i, case in enumerate(cases):
         root = tmp_path / str(i)
-        materialize(case, root)
-        problem = mismatch(case, run_real(script, case, root))
+        materialize(case, root, doc)
+        problem = mismatch(case, run_real(script, case, root), doc)
         assert problem is None, f"{script} {case['name']}: real script now differs: {problem}"

@@ -11,13 +11,13 @@ invalid JSON raises ``InputError`` with the line. The whole document stays in ``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.errors import InputError
+from workbench.jsonutil import loads_located
 
 
 @dataclass(frozen=True)
@@ -318,10 +318,5 @@ def load_analysis(path: Path | str, *, text: str | None = None) -> Analysis:
             raise InputError("not valid UTF-8", path=p, line=line) from None
     if not text.strip():
         raise InputError("file is empty", path=p, line=1)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=p, line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("invalid JSON: nested too deeply", path=p) from None
+    doc = loads_located(text, p)
     return parse_analysis(doc, p)

@@ -263,8 +263,8 @@ def read_events(
 def _parse_line(text: str, src: str, lineno: int) -> Event:
     try:
         obj = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        msg = getattr(exc, "msg", "nesting too deep")
+    except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError or a > 4300-digit int
+        msg = getattr(exc, "msg", None) or ("nesting too deep" if isinstance(exc, RecursionError) else str(exc))
         raise InputError(f"malformed event line (not JSON: {msg})", path=src, line=lineno) from None
     if not isinstance(obj, dict):
         raise InputError("malformed event line (not a JSON object)", path=src, line=lineno)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import InputError
+from workbench.jsonutil import loads_located
 from workbench.model import CallCapture, Launch, LaunchSet
 
 VERSION = 1
@@ -185,13 +186,10 @@ def load_launch_sets(path: Path) -> list[LaunchSet]:
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"corrupt gzip data: {exc}", path=str(path)) from None
     try:
-        doc = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text at byte {exc.start}", path=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=str(path), line=exc.lineno) from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply", path=str(path)) from None
+    doc = loads_located(text, str(path))
     return sets_from_document(doc, str(path))
 
 

@@ -268,6 +268,20 @@ def build_ratio_table(
                 na_rows.append(RatioRow(func, params, variant_of(params), None, None, None, None, "NA",
                                         reason="selected in analysis.json test_perf_configs; no candidate median"))
 
+    # A finite but absurd median (e.g. 1e308 ms) can overflow the ratio; such a row is NA with the
+    # numbers named, never an inf geomean that the report validators would then refuse.
+    usable: list[_Pending] = []
+    for p in pending:
+        r = p.cand.median_ms / p.base.median_ms
+        if math.isfinite(r) and r > 0:
+            usable.append(p)
+        else:
+            na_rows.append(RatioRow(p.func_key, p.params, p.variant, p.base_backend, p.base.median_ms, None, None,
+                                    "NA", candidate_launches=p.cand.launches_per_iter,
+                                    baseline_launches=p.base.launches_per_iter,
+                                    reason=f"ratio not finite: candidate {p.cand.median_ms!r} ms / baseline "
+                                           f"{p.base.median_ms!r} ms"))
+    pending = usable
     cis, gci = _bootstrap(pending, n_boot, seed)
     ok_rows = [
         RatioRow(p.func_key, p.params, p.variant, p.base_backend, p.base.median_ms, p.cand.median_ms,

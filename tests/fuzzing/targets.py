@@ -57,16 +57,7 @@ class KnownBug:
     message: re.Pattern[str]
 
 
-KNOWN_BUGS: tuple[KnownBug, ...] = (
-    KnownBug("junit-unknown-encoding", frozenset({"junit", "junit_strict"}), "LookupError",
-             re.compile(r"unknown encoding")),
-    KnownBug("analysis-int-digits", frozenset({"analysis_json"}), "ValueError",
-             re.compile(r"Exceeds the limit \(\d+ digits\) for integer string conversion")),
-    KnownBug("events-int-digits", frozenset({"events", "events_tail"}), "ValueError",
-             re.compile(r"Exceeds the limit \(\d+ digits\) for integer string conversion")),
-    KnownBug("launches-int-digits", frozenset({"launches_json", "launches_gz"}), "ValueError",
-             re.compile(r"Exceeds the limit \(\d+ digits\) for integer string conversion")),
-)
+KNOWN_BUGS: tuple[KnownBug, ...] = ()  # all found bugs fixed; see tests/test_fuzz_known_bugs.py
 
 
 def known_bug(target: str, exc: BaseException) -> KnownBug | None:

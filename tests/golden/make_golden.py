@@ -40,7 +40,8 @@ HERE = Path(__file__).resolve().parent
 TESTS = HERE.parent
 REPO = TESTS.parent
 SKILL_SCRIPTS = Path("skills/tilegym-converting-cutile-triton-to-cutile-rs/scripts")
-INLINE_LIMIT = 1500  # bytes: larger inputs/outputs are stored zlib+base64 (JSON size budget)
+INLINE_LIMIT = 400  # bytes: larger inputs/outputs are stored zlib+base64 (JSON size budget)
+SHA_CHARS = 16  # sha256 prefix recorded for repo-referenced inputs (drift check, not security)
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -68,27 +69,13 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _zb64(data: bytes) -> str:
-    return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
-
-
-def inline(data: bytes) -> dict[str, str]:
-    """Small valid UTF-8 → ``text``; anything else (large, NUL, invalid UTF-8) → ``zb64``."""
-    if len(data) <= INLINE_LIMIT and b"\0" not in data:
-        try:
-            return {"text": data.decode("utf-8")}
-        except UnicodeDecodeError:
-            pass
-    return {"zb64": _zb64(data)}
-
-
 def repo_file(rel: str) -> dict[str, str]:
-    return {"repo": rel, "sha256": _sha((REPO / rel).read_bytes())}
+    return {"repo": rel, "sha256": _sha((REPO / rel).read_bytes())[:SHA_CHARS]}
 
 
-def spec_for(data: bytes) -> dict[str, str]:
-    """Reference a tracked repo file with these exact bytes when one exists, else inline them."""
-    return _REPO_BY_SHA.get(_sha(data)) or inline(data)
+def spec_for(data: bytes) -> bytes | dict[str, str]:
+    """A tracked repo file with these exact bytes when one exists (referenced, not inlined), else the bytes."""
+    return _REPO_BY_SHA.get(_sha(data)) or data
 
 
 def _repo_candidates() -> dict[str, dict[str, str]]:
@@ -98,14 +85,14 @@ def _repo_candidates() -> dict[str, dict[str, str]]:
     for g in globs:
         for p in sorted(REPO.glob(g)):
             rel = p.relative_to(REPO).as_posix()
-            out.setdefault(_sha(p.read_bytes()), {"repo": rel, "sha256": _sha(p.read_bytes())})
+            out.setdefault(_sha(p.read_bytes()), repo_file(rel))
     return out
 
 
 _REPO_BY_SHA = _repo_candidates()
 
 
-def files_spec(files: dict[str, bytes], prefix: str = "") -> dict[str, dict[str, str]]:
+def files_spec(files: dict[str, bytes], prefix: str = "") -> dict[str, bytes | dict[str, str]]:
     return {prefix + rel: spec_for(data) for rel, data in files.items()}
 
 
@@ -132,7 +119,7 @@ def perf_cases() -> Iterator[Case]:
            "args": ["{TMP}/adir"]}
     for label in (None, "lbl"):
         yield {"name": "empty" + ("" if label is None else "+label"), "origin": "SYNTHETIC: empty file",
-               "files": {log: inline(b"")}, "args": ["{TMP}/" + log] + ([label] if label else [])}
+               "files": {log: b""}, "args": ["{TMP}/" + log] + ([label] if label else [])}
     # REAL recorded H200 logs, referenced by repo path
     real = sorted({s["repo"] for s in _REPO_BY_SHA.values() if s["repo"].endswith(".txt")})
     for rel in real:
@@ -148,14 +135,14 @@ def perf_cases() -> Iterator[Case]:
         run = SUITE.run_suite(args)
         data = run.output.replace(str(run.workdir), "<workdir>").encode()
         yield {"name": f"suite:{mode}", "origin": f"REAL pytest child output ({' '.join(args)}) of "
-               "tests/fixtures/perflog/perf_suite_rms_norm.py", "files": {log: inline(data)},
+               "tests/fixtures/perflog/perf_suite_rms_norm.py", "files": {log: data},
                "args": ["{TMP}/" + log]}
         if mode == "q_passing_only":
             yield {"name": "suite:q_passing_only+crlf", "origin": "SYNTHETIC CRLF edit of a real suite log",
-                   "files": {log: inline(data.replace(b"\n", b"\r\n"))}, "args": ["{TMP}/" + log, "crlf"]}
+                   "files": {log: data.replace(b"\n", b"\r\n")}, "args": ["{TMP}/" + log, "crlf"]}
             cut = data[: data.index(b"Performance Test Results") + 10]
             yield {"name": "suite:q_passing_only+truncated", "origin": "SYNTHETIC: real suite log cut mid-marker",
-                   "files": {log: inline(cut)}, "args": ["{TMP}/" + log]}
+                   "files": {log: cut}, "args": ["{TMP}/" + log]}
 
 
 # --------------------------------------------------------------------------- validate_agent_e.sh
@@ -289,7 +276,7 @@ def _ir_sources() -> list[str]:
     return list(seen.values())
 
 
-def _ir_case(name: str, origin: str, ref: dict[str, str], gen: dict[str, str]) -> Case:
+def _ir_case(name: str, origin: str, ref: bytes | dict[str, str], gen: bytes | dict[str, str]) -> Case:
     return {"name": name, "origin": origin, "files": {"ref.mlir": ref, "gen.mlir": gen},
             "args": ["{TMP}/ref.mlir", "{TMP}/gen.mlir"]}
 
@@ -311,12 +298,12 @@ def diff_ir_cases() -> Iterator[Case]:
             if ref.parent.parent == gen_dir.parent.parent:
                 yield _ir_case(f"h200:{ref.parent.parent.name}.gen|ref (swapped)", "REAL H200 dumps, swapped",
                                repo_file(gen.relative_to(REPO).as_posix()), repo_file(ref.relative_to(REPO).as_posix()))
+    # distinct raw .tileir dumps of the H200 sessions, each against the next one (kernel and config
+    # variants: rms_norm tile sizes, softmax persistent vs row kernels)
     tileir = [s for s in _ir_sources() if s.endswith(".tileir")]
-    for a in tileir:
-        for b in tileir:
-            if a < b:
-                yield _ir_case(f"h200-dump:{Path(a).name}|{Path(b).name}", "REAL H200 raw .tileir dumps (distinct contents)",
-                               repo_file(a), repo_file(b))
+    for a, b in zip(tileir, tileir[1:] + tileir[:1], strict=True):
+        yield _ir_case(f"h200-dump:{Path(a).name}|{Path(b).name}", "REAL H200 raw .tileir dumps (distinct contents)",
+                       repo_file(a), repo_file(b))
     # SYNTHETIC edits of a real H200 generated dump
     base_rel = "profiles/rms_norm/session/rms_norm/generated/generated_canon.mlir"
     ref_rel = "profiles/rms_norm/session/rms_norm/reference/reference.mlir"
@@ -336,7 +323,7 @@ def diff_ir_cases() -> Iterator[Case]:
         "swizzle_added": text + "  %s = divi %blockId_x, %c : tile<i32>\n  %r = remi %blockId_y, %c : tile<i32>\n",
     }
     for name, edited in edits.items():
-        yield _ir_case(f"edit:{name}", f"SYNTHETIC edit of REAL {base_rel}", repo_file(ref_rel), inline(edited.encode()))
+        yield _ir_case(f"edit:{name}", f"SYNTHETIC edit of REAL {base_rel}", repo_file(ref_rel), edited.encode())
     # SYNTHETIC seeded mutations, the generator of tests/test_ir_audit.py::test_parity_on_seeded_mutations
     sources = [TI.grep_lines((REPO / s).read_text()) for s in _ir_sources()[:8]]
     rnd = random.Random(20261130)
@@ -344,7 +331,7 @@ def diff_ir_cases() -> Iterator[Case]:
         a, b = TI._mutate(rnd.choice(sources), rnd), TI._mutate(rnd.choice(sources), rnd)
         eol = "\r\n" if i % 4 == 0 else "\n"
         yield _ir_case(f"mutation:{i}", "SYNTHETIC seeded mutation (tests/test_ir_audit.py _mutate)",
-                       inline(("\n".join(a) + ("\n" if i % 3 else "")).encode()), inline((eol.join(b) + eol).encode()))
+                       ("\n".join(a) + ("\n" if i % 3 else "")).encode(), (eol.join(b) + eol).encode())
 
 
 # --------------------------------------------------------------------------- driver
@@ -353,28 +340,101 @@ BUILDERS = {"validate_perf_log.sh": perf_cases, "validate_agent_e.sh": agent_e_c
             "validate_agent_f.sh": agent_f_cases, "diff_ir.sh": diff_ir_cases}
 
 
-def record(script: str, scripts_dir: Path) -> tuple[list[Case], list[str]]:
-    cases, problems = [], []
+def _materialize_raw(case: Case, root: Path) -> None:
+    root.mkdir(parents=True)
+    for rel in case.get("dirs", []):
+        (root / rel).mkdir(parents=True, exist_ok=True)
+    for rel, spec in case["files"].items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(spec if isinstance(spec, bytes) else (REPO / spec["repo"]).read_bytes())
+
+
+def _twin_accepts(script: str, case: Case) -> bool:
+    """diff_ir: our loader refuses non-kernel text (no ``entry @``, empty, NUL) with InputError by
+    design (CLI exit 2), so such pairs are no parity target and are not recorded."""
+    if script != "diff_ir.sh":
+        return True
+    from workbench.errors import InputError
+    from workbench.ir.loader import read_ir_text
+
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d) / "case"
+        _materialize_raw(case, root)
+        try:
+            for a in case["args"]:
+                read_ir_text(G.expand(a, root))
+        except InputError as exc:
+            print(f"  skipped {case['name']}: twin loader refuses it: {exc}")
+            return False
+    return True
+
+
+def record(script: str, scripts_dir: Path) -> list[Case]:
+    """Run the real script on every case; stdout kept as raw bytes until :func:`encode`."""
+    cases = []
     for case in BUILDERS[script]():
+        if not _twin_accepts(script, case):
+            continue
         with tempfile.TemporaryDirectory(prefix="golden-") as d:
             root = Path(d) / "case"
-            G.materialize(case, root)
+            _materialize_raw(case, root)
             out, rc = G.run_real(script, case, root, scripts_dir)
-            case["exit_code"] = rc
-            shown = inline(out)
-            if "text" in shown:
-                case["stdout"] = shown["text"]
-            else:
-                case["stdout_zb64"] = shown["zb64"]
+        case["stdout"], case["exit_code"] = out, rc
+        cases.append(case)
+    return cases
+
+
+def encode(cases: list[Case]) -> tuple[dict[str, Any], list[Case]]:
+    """Bytes → JSON specs: small UTF-8 inline as ``text``; the rest zlib+base64 against one preset
+    dictionary (the first large stdout + the first large input: outputs and inputs repeat a lot
+    between cases), and identical large contents stored once under ``blobs``."""
+    large = [v for c in cases for v in (c["stdout"], *c["files"].values())
+             if isinstance(v, bytes) and len(v) > INLINE_LIMIT]
+    sample_out = next((c["stdout"] for c in cases if len(c["stdout"]) > INLINE_LIMIT), b"")
+    sample_in = next((v for v in large if v is not sample_out), b"")
+    zdict = (sample_in[:16384] + sample_out[:16384])[-32768:]
+    blobs: dict[str, dict[str, str]] = {}
+
+    def z(data: bytes, dictionary: bytes) -> str:
+        c = zlib.compressobj(9, zdict=dictionary) if dictionary else zlib.compressobj(9)
+        return base64.b64encode(c.compress(data) + c.flush()).decode("ascii")
+
+    def spec(v: bytes | dict[str, str]) -> dict[str, str]:
+        if not isinstance(v, bytes):
+            return v
+        if len(v) <= INLINE_LIMIT and b"\0" not in v:
             try:
-                twin = G.run_twin(script, case, root)
-                problem = G.mismatch(case, twin)
+                return {"text": v.decode("utf-8")}
+            except UnicodeDecodeError:
+                pass
+        key = _sha(v)[:SHA_CHARS]
+        blobs.setdefault(key, {"zb64": z(v, zdict)})
+        return {"blob": key}
+
+    out = []
+    for c in cases:
+        e = dict(c)
+        e["files"] = {rel: spec(v) for rel, v in c["files"].items()}
+        e["stdout"] = spec(c["stdout"])
+        out.append(e)
+    return {"zdict_zb64": z(zdict, b""), "blobs": blobs}, out
+
+
+def check_twins(script: str, doc: dict[str, Any]) -> list[str]:
+    """Rebuild every case from the *encoded* doc (as the test does) and compare our twin."""
+    problems = []
+    for case in doc["cases"]:
+        with tempfile.TemporaryDirectory(prefix="golden-") as d:
+            root = Path(d) / "case"
+            G.materialize(case, root, doc)
+            try:
+                problem = G.mismatch(case, G.run_twin(script, case, root), doc)
             except Exception as exc:  # the twin crashing is itself a finding to report
                 problem = f"twin raised {type(exc).__name__}: {exc}"
-            if problem:
-                problems.append(f"{script} {case['name']}: {problem}")
-        cases.append(case)
-    return cases, problems
+        if problem:
+            problems.append(f"{script} {case['name']}: {problem}")
+    return problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -389,20 +449,24 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "-C", str(args.tilegym), "rev-parse", "--short=7", "HEAD"],
                             capture_output=True, text=True, check=False).stdout.strip() or "75a1430"
     all_problems: list[str] = []
+    total = 0
     for script in G.SCRIPT_NAMES:
-        cases, problems = record(script, scripts_dir)
-        all_problems += problems
+        shared, cases = encode(record(script, scripts_dir))
         doc = {"script": script, "tilegym_commit": commit,
                "script_sha256": _sha((scripts_dir / script).read_bytes()),
                "recorded_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "run_as": f"bash <scripts>/{script} <args>, env PATH + LC_ALL={G.LOCALES[script]}"
                          + (" + CUTILE_KERNEL_OUT_ROOT=<env_root>" if script.startswith("validate_agent") else ""),
                "placeholder": "{TMP} = the per-case temp directory, in args, env_root and stdout",
-               "cases": cases}
-        size = len(json.dumps(doc))
-        print(f"{script}: {len(cases)} cases, {len(problems)} twin mismatch(es), {size / 1024:.1f} KiB")
+               **shared, "cases": cases}
+        problems = check_twins(script, doc)
+        all_problems += problems
+        text = json.dumps(doc, indent=0, ensure_ascii=False) + "\n"
+        total += len(text.encode())
+        print(f"{script}: {len(cases)} cases, {len(problems)} twin mismatch(es), {len(text.encode()) / 1024:.1f} KiB")
         if not args.check:
-            G.golden_path(script).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            G.golden_path(script).write_text(text, encoding="utf-8")
+    print(f"total {total / 1024:.1f} KiB")
     for p in all_problems:
         print("MISMATCH", p)
     return 1 if all_problems else 0

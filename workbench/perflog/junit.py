@@ -112,6 +112,8 @@ def parse_junit_xml(path: Path | str, *, text: str | bytes | None = None, strict
                          line=exc.lineno) from None
     except RecursionError:
         raise InputError("junit XML nested too deeply", path=src) from None
+    except LookupError as exc:  # expat: an XML declaration naming an unknown encoding
+        raise InputError(f"malformed junit XML: {exc}", path=src, line=1) from None
 
     log = PerfLog(path=src)
     st = _p._State(path=src, strict=strict, extra_tokens=tuple(extra_tokens), log=log)

@@ -261,6 +261,14 @@ def _finalize_outcomes(st: _State) -> None:
             if nodeid in with_record:
                 continue
             outcome, reason = "passed_no_record", reason or "passed without a 'Performance Test Results' block"
+        elif nodeid in with_record and outcome == "failed":
+            # pytest's FAILED word means the call itself failed (a teardown failure reads ERROR), so a
+            # record beside it cannot be trusted: drop it and let the config become an NA row. Keeping
+            # it would let E report DONE over a failed config.
+            st.log.records = [r for r in st.log.records if r.nodeid != nodeid]
+            reason = reason or "pytest reported FAILED for a test that printed a record"
+            st.log.notes.append(f"{st.path}:{lineno}: {nodeid} has a record but pytest reported FAILED; "
+                                "record dropped")
         elif nodeid in with_record:
             # e.g. PASSED at call, ERROR at teardown: the record stands (its numbers were
             # measured); the later failure is worth a note, not an NA row.
