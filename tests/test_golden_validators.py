@@ -182,6 +182,8 @@ def test_recordings_are_current_with_snapshot(tmp_path: Path, script: str) -> No
     """With the snapshot present: the real scripts still print what was recorded (else regenerate).
     diff_ir.sh is slow in bash (~0.3 s a pair), so only every 8th of its cases is re-run here."""
     doc = load_golden(script)
+    assert hashlib.sha256((SCRIPTS / script).read_bytes()).hexdigest() == doc["script_sha256"], \
+        f"the snapshot's {script} is not the one recorded: regenerate with tests/golden/make_golden.py"
     cases = doc["cases"][::8] if script == "diff_ir.sh" else doc["cases"]
     for i, case in enumerate(cases):
         root = tmp_path / str(i)
