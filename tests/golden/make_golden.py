@@ -120,6 +120,12 @@ def perf_cases() -> Iterator[Case]:
     for label in (None, "lbl"):
         yield {"name": "empty" + ("" if label is None else "+label"), "origin": "SYNTHETIC: empty file",
                "files": {log: b""}, "args": ["{TMP}/" + log] + ([label] if label else [])}
+    good = TV.PERF_CASES["pass"]
+    for name, fname, label in (("unicode_space_filename", "my log \u00fc.txt", None),
+                               ("empty_label_uses_basename", log, ""), ("dash_label", log, "-n"),
+                               ("backslash_label", log, "a\\nb"), ("no_extension", "perflog", None)):
+        yield {"name": name, "origin": "SYNTHETIC name/label edge case, REAL H200 §3.3 record",
+               "files": {fname: good}, "args": ["{TMP}/" + fname] + ([label] if label is not None else [])}
     # REAL recorded H200 logs, referenced by repo path
     real = sorted({s["repo"] for s in _REPO_BY_SHA.values() if s["repo"].endswith(".txt")})
     for rel in real:
@@ -195,6 +201,9 @@ def agent_e_cases() -> Iterator[Case]:
         for suffix, fs in variants.items():
             yield {"name": f"planned:{kind}{suffix}", "origin": origin + (" + SYNTHETIC edit" if suffix else ""),
                    "files": files_spec(fs, f"out/{kernel}/"), "args": [kernel], "env_root": "{TMP}/out"}
+    for kernel in ("my kernel", "k\u00e9rnel-2"):
+        yield {"name": f"kernel_name:{kernel}", "origin": "SYNTHETIC kernel-name edge case (E_CASES pass)",
+               "files": files_spec(TV.E_CASES["pass"], f"out/{kernel}/"), "args": [kernel], "env_root": "{TMP}/out"}
     yield {"name": "kernel_dir_missing", "origin": "SYNTHETIC: no kernel dir at all", "files": {},
            "dirs": ["out"], "args": ["rms_norm"], "env_root": "{TMP}/out"}
 
@@ -251,6 +260,9 @@ def agent_f_cases() -> Iterator[Case]:
     for name, fs in extra.items():
         yield {"name": name, "origin": "SYNTHETIC edge case", "files": files_spec(fs, "out/softmax/"),
                "args": ["softmax"], "env_root": "{TMP}/out"}
+    for kernel in ("my kernel", "two  spaces", "k\u00e9rnel"):  # `basename $f` is unquoted in the script
+        yield {"name": f"kernel_name:{kernel}", "origin": "SYNTHETIC kernel-name edge case (F_CASES several)",
+               "files": files_spec(TV.F_CASES["several"], f"out/{kernel}/"), "args": [kernel], "env_root": "{TMP}/out"}
     for kernel, launches, ir in (("rms_norm_hotpath", "hotpath_16384x2048.launches.json", False),
                                  ("rms_norm", "rms_norm_16384x2048.launches.json", True)):
         files = _planned_f(kernel, launches, ir)
