@@ -1,11 +1,11 @@
-"""WorkbenchApp: four MODES (Ratios, Timeline, IR Diff, Report), global keys, palette, errors.
+"""WorkbenchApp: five MODES (Ratios, Timeline, IR Diff, Report, Checks), global keys, palette, errors.
 
 Contract:
 - :func:`make_app` builds the app from an injected :class:`~workbench.tui.data.AppData` (tests,
   snapshots and the bench use it with recorded or synthetic data); :func:`run_app` is what
   ``cutile-workbench <kernel>`` calls: it loads the workspace (``workbench.tui.loaders``) and
   returns the process exit code (2 when the workspace itself cannot be opened).
-- Keys safe over SSH/tmux (Textual FAQ): 1-4 switch screens, F1 help, Ctrl+P palette,
+- Keys safe over SSH/tmux (Textual FAQ): 1-5 switch screens, F1 help, Ctrl+P palette,
   Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
 """
@@ -56,7 +56,14 @@ def _report_screen() -> Screen[None]:
 
     return ReportScreen()
 
-MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report"}
+
+def _checks_screen() -> Screen[None]:
+    from workbench.tui.screens.checks import ChecksScreen
+
+    return ChecksScreen()
+
+
+MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report", "5": "checks"}
 
 
 class WorkbenchApp(App[int]):
@@ -67,19 +74,22 @@ class WorkbenchApp(App[int]):
         "timeline": _timeline_screen,
         "irdiff": _irdiff_screen,
         "report": _report_screen,
+        "checks": _checks_screen,
     }
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual's own declaration)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
-        # 1-4 share one footer entry ("1-4 Screens"); each still has its own id for keymaps
-        Binding("1", "mode('ratios')", "Screens", key_display="1-4", tooltip="1 Ratios · 2 Timeline · "
-                "3 IR diff · 4 Report", id="app-ratios"),
+        # 1-5 share one footer entry ("1-5 Screens"); each still has its own id for keymaps.
+        Binding("1", "mode('ratios')", "Screens", key_display="1-5", tooltip="1 Ratios · 2 Timeline · "
+                "3 IR diff · 4 Report · 5 Checks", id="app-ratios"),
         Binding("2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"),
         Binding("3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"),
         Binding("4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports",
                 id="app-report"),
+        Binding("5", "mode('checks')", "Checks", show=False, tooltip="TileGym checks: import, wiring, -k, audit",
+                id="app-checks"),
     ]
 
     def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True) -> None:

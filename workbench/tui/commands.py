@@ -22,6 +22,7 @@ Command = tuple[str, str, Callable[[], object]]
 
 def available_commands(app: WorkbenchApp, screen: object) -> list[Command]:
     """Commands valid on ``screen`` (the screen the palette was opened from) right now."""
+    from workbench.tui.screens.checks import ChecksScreen
     from workbench.tui.screens.irdiff import IRDiffScreen
     from workbench.tui.screens.ratios import RatiosScreen
     from workbench.tui.screens.report import ReportScreen
@@ -32,6 +33,8 @@ def available_commands(app: WorkbenchApp, screen: object) -> list[Command]:
         ("view: timeline", "Show launch timelines", partial(app.switch_mode, "timeline")),
         ("view: ir diff", "Show the reference vs generated IR diff", partial(app.switch_mode, "irdiff")),
         ("view: report", "Plan and write E/F reports", partial(app.switch_mode, "report")),
+        ("view: checks", "TileGym checks: precondition, wiring, -k selection, wrapper audit",
+         partial(app.switch_mode, "checks")),
     ]
     if isinstance(screen, RatiosScreen):
         table = screen.table
@@ -68,6 +71,12 @@ def available_commands(app: WorkbenchApp, screen: object) -> list[Command]:
         if (screen.plan is not None and screen.plan.ok and app.data.write_report is not None
                 and not app.data.read_only):
             out.append(("report: write validated files…", f"stage {screen.plan.stage}", screen.action_write))
+    elif isinstance(screen, ChecksScreen):
+        if screen.running:
+            out.append(("checks: cancel", "Stop waiting for the running checks", screen.action_cancel))
+        elif app.data.run_checks is not None:
+            out.append(("checks: run TileGym checks", str(app.data.tilegym or "the TileGym checkout"),
+                        screen.action_run))
     out.append(("app: help", "Keys of this screen", app.action_help))
     out.append(("app: quit", "Quit cutile-workbench", app.exit))
     return out

@@ -71,6 +71,11 @@ class AppData:
     read_only: str = ""
     problems: list[WorkbenchError] = field(default_factory=list)
     session: Mapping[str, Any] = field(default_factory=dict)
+    #: the workspace's TileGym checkout (None = none attached, e.g. the recorded session)
+    tilegym: Path | None = None
+    #: runs the TileGym-side checks (``screens.checks.gather_checks``) given a ``cancelled()``
+    #: poll; called from a thread worker; None disables the Checks screen's run action
+    run_checks: Callable[[Callable[[], bool]], Any] | None = None
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule

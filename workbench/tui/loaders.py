@@ -165,6 +165,13 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         data.read_only = ("this is the recorded session shipped in the package (read-only): copy "
                           f"{ws.paths.root} to a dir of yours and open it with --out-root")
     data.read_existing = read_existing_files
+    if ws.tilegym is not None:  # the Checks screen (mode 5); it runs only when asked
+        from workbench.tui.screens.checks import gather_checks
+
+        tilegym_root, analysis, candidate = ws.tilegym, ws.analysis, data.candidate_backend
+        data.tilegym = tilegym_root
+        data.run_checks = lambda cancelled: gather_checks(
+            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled)
     if gpu_present():
         if ws.source == "out_root" and ws.tilegym is not None:
             data.runner = _gpu_runner(kernel, data.candidate_backend, ws.tilegym, ws.paths)
