@@ -40,6 +40,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workbench.tilegym_checks.cli",
 )
 OPEN_COMMAND = "open"
+KEYMAP_HELP = ("TUI key bindings: TOML [keymap] table of binding-id = \"key[,key]\" (else $CUTILE_WORKBENCH_KEYMAP, "
+               "else ~/.config/cutile-workbench/keymap.toml if present)")
 
 
 def add_kernel_args(p: argparse.ArgumentParser) -> None:
@@ -64,7 +66,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
 
         print(f"note: the TUI is unavailable ({exc}); showing the table instead", file=sys.stderr)
         return print_table(args.kernel, out_root=out_root, tilegym=tilegym, fmt="text")
-    return int(run_app(args.kernel, out_root=out_root, tilegym=tilegym))
+    return int(run_app(args.kernel, out_root=out_root, tilegym=tilegym, keymap=path_arg(getattr(args, "keymap", None))))
 
 
 def _load_modules(names: tuple[str, ...]) -> list[Any]:
@@ -91,9 +93,11 @@ def build_parser(modules: tuple[str, ...] = COMMAND_MODULES) -> argparse.Argumen
     parser.add_argument("--out-root", metavar="DIR", default=None,
                         help="dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT, else the recorded session)")
     parser.add_argument("--tilegym", metavar="DIR", default=None, help="TileGym checkout (else $TILEGYM_PATH)")
+    parser.add_argument("--keymap", metavar="FILE", default=None, help=KEYMAP_HELP)
     commands = parser.add_subparsers(dest="command", metavar="<command>")
     p_open = commands.add_parser(OPEN_COMMAND, help="open the TUI on a kernel (also: cutile-workbench <kernel>)")
     add_kernel_args(p_open)
+    p_open.add_argument("--keymap", metavar="FILE", default=argparse.SUPPRESS, help=KEYMAP_HELP)
     p_open.set_defaults(func=_cmd_open)
     p_report = commands.add_parser("report", help="plan, validate and write a stage report (e, f)")
     report_commands = p_report.add_subparsers(dest="stage", metavar="<stage>")
@@ -124,7 +128,7 @@ def _rewrite_bare_kernel(parser: argparse.ArgumentParser, argv: list[str]) -> li
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--out-root", "--tilegym"):
+        if a in ("--out-root", "--tilegym", "--keymap"):
             i += 2
             continue
         if a.startswith("-"):

@@ -6,6 +6,11 @@ here, never in the workbench process (TileGym imports torch and picks a backend 
 ``timed_out`` set when the time limit killed it (the whole process group is killed, so pytest's
 own children do not linger). A Python that cannot be started raises
 :class:`~workbench.errors.InputError` (exit 2).
+
+Cancellation: with ``cancelled`` given, :func:`run_child` polls it every ``poll_s`` while the child
+runs; once it returns True the child's whole process group gets SIGTERM, then SIGKILL after
+``CANCEL_GRACE_S``, and the result has ``cancelled=True`` (its output is what the child printed
+until then). The caller writes nothing for a cancelled result.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import re
 import shlex
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +29,10 @@ from workbench.errors import InputError
 
 _ERROR_SUMMARY = re.compile(r"\b\d+ errors?\b")
 _NODEID_LINE = re.compile(r"^(?P<id>[^\s:][^\s]*?\.py::\S.*)$")
+#: seconds between SIGTERM and SIGKILL when the user cancels (the TUI must answer Escape quickly)
+CANCEL_GRACE_S = 0.5
+#: seconds between SIGTERM and SIGKILL on a timeout (give pytest time to clean up its children)
+TIMEOUT_GRACE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,7 @@ class ChildResult:
     stdout: str
     stderr: str
     timed_out: bool = False
+    cancelled: bool = False  # the caller's cancelled() turned true; the process group was killed
 
     @property
     def output(self) -> str:
@@ -66,8 +77,10 @@ def run_child(
     cwd: Path,
     env: Mapping[str, str],
     timeout_s: float,
+    cancelled: Callable[[], bool] | None = None,
+    poll_s: float = 0.1,
 ) -> ChildResult:
-    """Run ``python args...`` in its own process group; kill the group on timeout."""
+    """Run ``python args...`` in its own process group; kill the group on timeout or cancel."""
     argv = (python, *args)
     try:
         proc = subprocess.Popen(
@@ -83,27 +96,63 @@ def run_child(
         )
     except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
         raise InputError(f"cannot start Python interpreter: {exc.strerror or exc}", path=python) from exc
+    deadline = time.monotonic() + timeout_s
     try:
-        out, err = proc.communicate(timeout=timeout_s)
-        return ChildResult(argv, str(cwd), proc.returncode, out, err)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise subprocess.TimeoutExpired(argv, timeout_s)
+            if cancelled is not None and cancelled():
+                return _stop(proc, argv, cwd, "cancelled by the user", CANCEL_GRACE_S, cancelled=True)
+            # communicate() may be re-entered after TimeoutExpired without losing output (stdlib docs)
+            step = remaining if cancelled is None else min(poll_s, remaining)
+            try:
+                out, err = proc.communicate(timeout=step)
+            except subprocess.TimeoutExpired:
+                continue
+            return ChildResult(argv, str(cwd), proc.returncode, out, err)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out, err = proc.communicate()
-        note = f"\n[cutile-workbench] killed after {timeout_s:g} s (timeout)\n"
-        return ChildResult(argv, str(cwd), proc.returncode or -9, out or "", (err or "") + note, True)
+        return _stop(proc, argv, cwd, f"killed after {timeout_s:g} s (timeout)", TIMEOUT_GRACE_S, timed_out=True)
+    except BaseException:
+        # KeyboardInterrupt in the CLI, or anything else: the child's group must not outlive us
+        _kill_group(proc, CANCEL_GRACE_S)
+        raise
 
 
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+def _stop(proc: subprocess.Popen[str], argv: tuple[str, ...], cwd: Path, why: str, grace_s: float, *,
+          timed_out: bool = False, cancelled: bool = False) -> ChildResult:
+    _kill_group(proc, grace_s)
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_GRACE_S)
+    except subprocess.TimeoutExpired:
+        # a grandchild that left the group still holds the pipes: stop reading rather than hang
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        out, err = "", "[cutile-workbench] output lost: a process outside the group kept the pipes open\n"
+    note = f"\n[cutile-workbench] {why}\n"
+    rc = proc.returncode if proc.returncode not in (None, 0) else -9
+    return ChildResult(argv, str(cwd), rc, out or "", (err or "") + note, timed_out, cancelled)
+
+
+def _kill_group(proc: subprocess.Popen[str], grace_s: float = TIMEOUT_GRACE_S) -> None:
+    """SIGTERM the child's process group, SIGKILL it if the leader outlives ``grace_s``."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, TIMEOUT_GRACE_S)):
         try:
             os.killpg(proc.pid, sig)
         except ProcessLookupError:
             return
         try:
-            proc.wait(timeout=3)
-            return
+            proc.wait(timeout=wait_s)
         except subprocess.TimeoutExpired:
             continue
+        if sig == signal.SIGTERM:
+            # the leader died on SIGTERM; members that ignore it (pytest's own children) must not linger
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return
 
 
 @dataclass(frozen=True)
@@ -116,7 +165,7 @@ class CollectResult:
     @property
     def ok(self) -> bool:
         # pytest exit 5 = "no tests collected", a valid answer (zero cases), not a failure
-        return not self.child.timed_out and self.child.rc in (0, 5) and not self.errors
+        return not self.child.timed_out and not self.child.cancelled and self.child.rc in (0, 5) and not self.errors
 
     @property
     def errors(self) -> tuple[str, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -68,14 +68,19 @@ def check_precondition(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     timeout_s: float = 180.0,
+    cancelled: Callable[[], bool] | None = None,
 ) -> PreconditionResult:
-    """Import ``autotune_launch`` in a child process in the TileGym environment."""
+    """Import ``autotune_launch`` in a child process in the TileGym environment.
+
+    ``cancelled`` is polled while the child runs (see :func:`~.childproc.run_child`); a cancelled
+    probe is not OK and its reason says so (``result.child.cancelled``)."""
     root = require_tilegym(tilegym)
     code = f"{IMPORT_STATEMENT}; print({_OK_MARK!r})"
     child = run_child(
-        python or sys.executable, ["-c", code], cwd=root, env=tilegym_env(root, env), timeout_s=timeout_s
+        python or sys.executable, ["-c", code], cwd=root, env=tilegym_env(root, env), timeout_s=timeout_s,
+        cancelled=cancelled,
     )
-    ok = child.rc == 0 and not child.timed_out and _OK_MARK in child.stdout
+    ok = child.rc == 0 and not child.timed_out and not child.cancelled and _OK_MARK in child.stdout
     if ok:
         return PreconditionResult(True, child, "import OK")
     reason = _reason(child, timeout_s)
@@ -83,6 +88,8 @@ def check_precondition(
 
 
 def _reason(child: ChildResult, timeout_s: float) -> str:
+    if child.cancelled:
+        return "import of tilegym.backend.cutile_rs cancelled (the child's process group was killed)"
     if child.timed_out:
         return f"import of tilegym.backend.cutile_rs timed out after {timeout_s:g} s"
     lines = [ln for ln in child.stderr.splitlines() if ln.strip()]

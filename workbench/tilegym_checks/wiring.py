@@ -26,7 +26,7 @@ import hashlib
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -388,11 +388,13 @@ def count_cutile_rs(collect: CollectResult) -> tuple[str, ...]:
 
 
 def collect_cutile_rs(
-    tilegym: Path, targets: list[str], *, python: str, env: Mapping[str, str] | None = None, timeout_s: float = 300.0
+    tilegym: Path, targets: list[str], *, python: str, env: Mapping[str, str] | None = None, timeout_s: float = 300.0,
+    cancelled: Callable[[], bool] | None = None,
 ) -> CollectResult:
     """``pytest <targets> -k cutile_rs --collect-only -q`` (several targets in one child)."""
     args = ["-m", "pytest", *targets, "-k", "cutile_rs", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    child = run_child(python, args, cwd=Path(tilegym), env=tilegym_env(Path(tilegym), env), timeout_s=timeout_s)
+    child = run_child(python, args, cwd=Path(tilegym), env=tilegym_env(Path(tilegym), env), timeout_s=timeout_s,
+                      cancelled=cancelled)
     return CollectResult(parse_collect_output(child.stdout), child)
 
 
@@ -404,8 +406,12 @@ def check_wiring(
     env: Mapping[str, str] | None = None,
     timeout_s: float = 300.0,
     collect: bool = True,
+    cancelled: Callable[[], bool] | None = None,
 ) -> WiringCheck:
-    """Collect (unless ``collect`` is False) and classify every test_perf of the kernel's test file."""
+    """Collect (unless ``collect`` is False) and classify every test_perf of the kernel's test file.
+
+    ``cancelled`` is polled while the collect-only child runs; when it fires, ``collect.child.cancelled``
+    is True and ``collect.ok`` False."""
     path = find_test_file(tilegym, kernel)
     module = load_test_module(path, tilegym)
     funcs = perf_targets(module)
@@ -415,7 +421,8 @@ def check_wiring(
     result = None
     cases: tuple[str, ...] = ()
     if collect:
-        result = collect_cutile_rs(tilegym, [s.target for s in statuses], python=python, env=env, timeout_s=timeout_s)
+        result = collect_cutile_rs(tilegym, [s.target for s in statuses], python=python, env=env,
+                                   timeout_s=timeout_s, cancelled=cancelled)
         cases = count_cutile_rs(result)
     return WiringCheck(path, module.relpath, statuses, result, cases)
 

@@ -8,6 +8,9 @@ Contract:
 - Keys safe over SSH/tmux (Textual FAQ): 1-5 switch screens, F1 help, Ctrl+P palette,
   Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
+- A user keymap (:mod:`workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
+  injected so tests never see the user's file) is applied with ``App.set_keymap`` at mount; its
+  problems are notifications; F1 lists the keys in effect. Ctrl+Q always quits.
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ from workbench.tui.screens.base import WorkbenchScreen
 from workbench.tui.screens.ratios import RatiosScreen
 
 if TYPE_CHECKING:
+    from textual.dom import DOMNode
     from textual.screen import Screen
 
+    from workbench.tui.keymap import LoadedKeymap
     from workbench.tui.screens.irdiff import IRDiffScreen
 
 
@@ -92,8 +97,11 @@ class WorkbenchApp(App[int]):
                 id="app-checks"),
     ]
 
-    def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True) -> None:
+    def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
+                 keymap: LoadedKeymap | None = None) -> None:
         super().__init__()
+        self.user_keymap = keymap
+        self._reported_clashes: set[frozenset[str]] = set()
         self.prewarm = prewarm
         self.data = data
         self.initial_mode = initial_mode
@@ -106,6 +114,10 @@ class WorkbenchApp(App[int]):
         self.sub_title = data.kernel
 
     def on_mount(self) -> None:
+        if self.user_keymap is not None:
+            self.set_keymap(self.user_keymap.bindings)
+            for keymap_problem in self.user_keymap.problems:
+                self.notify(str(keymap_problem), title=keymap_problem.title, severity="error", timeout=30, markup=False)
         self.switch_mode(self.initial_mode)
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
@@ -155,6 +167,17 @@ class WorkbenchApp(App[int]):
             self.ir_loading = False
             self.show_error(f"{type(event.worker.error).__name__}: {event.worker.error}", "Loading IR failed")
 
+    def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
+        """A keymap key that replaced another binding of the same widget/screen: say so once."""
+        names = frozenset(b.id or b.action for b in clashed_bindings)
+        if names in self._reported_clashes:
+            return
+        self._reported_clashes.add(names)
+        where = self.user_keymap.path if self.user_keymap and self.user_keymap.path else "keymap"
+        keys = ", ".join(sorted({b.key for b in clashed_bindings}))
+        self.notify(f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
+                    title="Keymap", severity="warning", timeout=15, markup=False)
+
     # ------------------------------------------------------------------ actions
     def action_mode(self, mode: str) -> None:
         self.switch_mode(mode)
@@ -165,7 +188,12 @@ class WorkbenchApp(App[int]):
             keys = screen.help_keys()
             from workbench.tui.modals import HelpScreen
 
-            self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", screen.ABOUT, keys))
+            about = screen.ABOUT
+            if self.user_keymap is not None and self.user_keymap.path is not None:
+                # the keys below are already the remapped ones (active bindings); say where they came from
+                about += (f"\n\nKeymap: {self.user_keymap.path} ({len(self.user_keymap.bindings)} binding(s) "
+                          "remapped; Ctrl+Q always quits).")
+            self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", about, keys))
 
     def open_timeline(self, row: RatioRow, *, live: bool = False) -> None:
         """Show ``row``'s launches on the Timeline screen (optionally starting a live run)."""
@@ -186,13 +214,17 @@ class WorkbenchApp(App[int]):
         self.push_screen(ErrorModal(error, title))
 
 
-def make_app(data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True) -> WorkbenchApp:
-    """Factory with injected data sources (tests, snapshots, bench)."""
-    return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm)
+def make_app(data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
+             keymap: LoadedKeymap | None = None) -> WorkbenchApp:
+    """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap."""
+    return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap)
 
 
-def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None) -> int:
-    """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``."""
+def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap: Path | None = None) -> int:
+    """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``.
+
+    ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read."""
+    from workbench.tui.keymap import load_keymap
     from workbench.tui.loaders import load_app_data
 
     try:
@@ -200,5 +232,5 @@ def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None) -> int:
     except WorkbenchError as e:
         print(f"cutile-workbench: {e}", file=sys.stderr)
         return e.exit_code
-    rc = make_app(data).run()
+    rc = make_app(data, keymap=load_keymap(keymap)).run()
     return int(rc or 0)

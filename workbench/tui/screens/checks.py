@@ -11,8 +11,9 @@ Contract:
   offered as the CLI twin ``cutile-workbench check <kernel> --apply-wiring`` (the one source edit
   the workbench may make must stay an explicit CLI action). A ``WorkbenchError`` of one step
   becomes an ERROR row naming file/line plus a problem (shown as a notification); the other
-  steps still run. ``cancelled()`` is polled between steps (a child already running finishes or
-  hits its timeout; its result is then discarded).
+  steps still run. ``cancelled()`` is polled between steps and, every 0.1 s, by the child process
+  of the precondition and wiring steps: when it fires, that child's process group is killed
+  (SIGTERM, SIGKILL after 0.5 s) and the step becomes a CANCELLED row.
 - :class:`ChecksScreen` runs it in a thread worker (``r``), shows a loading indicator, cancels
   with ``escape``; ``run`` is disabled via ``check_action`` when the app has no TileGym checkout
   (``AppData.run_checks`` is None, e.g. the recorded session), and the screen says how to point
@@ -78,12 +79,18 @@ def _winner(analysis: Any) -> str | None:
     return str(winner) if winner in ("cutile", "triton") else None
 
 
+def _cancelled_item(section: str) -> CheckItem:
+    return CheckItem(section, "CANCELLED", "stopped: the checks were cancelled (its child process was killed)")
+
+
 def _precondition(kernel: str, root: Path, python: str, env: Mapping[str, str] | None,
-                  timeout_s: float) -> CheckItem:
+                  timeout_s: float, cancelled: Callable[[], bool] | None = None) -> CheckItem:
     from workbench.tilegym_checks.precondition import check_precondition
 
     cli = _cli(kernel, root, "check")
-    pre = check_precondition(root, python=python, env=env, timeout_s=timeout_s)
+    pre = check_precondition(root, python=python, env=env, timeout_s=timeout_s, cancelled=cancelled)
+    if pre.child.cancelled:
+        return _cancelled_item("precondition")
     if pre.ok:
         return CheckItem("precondition", "OK", "tilegym.backend.cutile_rs.autotune_launch imports",
                          detail=f"$ {pre.display_command}   (cwd {root})", cli=cli)
@@ -98,13 +105,15 @@ def _precondition(kernel: str, root: Path, python: str, env: Mapping[str, str] |
 
 
 def _wiring(kernel: str, root: Path, python: str, env: Mapping[str, str] | None,
-            timeout_s: float) -> list[CheckItem]:
+            timeout_s: float, cancelled: Callable[[], bool] | None = None) -> list[CheckItem]:
     from workbench.tilegym_checks.wiring import check_wiring
 
     cli = _cli(kernel, root, "check")
-    check = check_wiring(root, kernel, python=python, env=env, timeout_s=timeout_s)
+    check = check_wiring(root, kernel, python=python, env=env, timeout_s=timeout_s, cancelled=cancelled)
     collect = check.collect
     assert collect is not None  # collect=True
+    if collect.child.cancelled:
+        return [_cancelled_item("wiring")]
     command = f"$ {collect.child.command}"
     if check.selected and collect.ok:
         ids = list(check.cutile_rs_cases[:MAX_IDS])
@@ -248,8 +257,8 @@ def gather_checks(
         return ChecksResult((CheckItem("precondition", "ERROR", str(e)),), (e,), tilegym=str(tilegym))
     steps: list[tuple[str, str, Callable[[], list[CheckItem]]]] = [
         ("precondition", _cli(kernel, root, "check"),
-         lambda: [_precondition(kernel, root, py, env, timeout_s)]),
-        ("wiring", _cli(kernel, root, "check"), lambda: _wiring(kernel, root, py, env, timeout_s)),
+         lambda: [_precondition(kernel, root, py, env, timeout_s, cancelled)]),
+        ("wiring", _cli(kernel, root, "check"), lambda: _wiring(kernel, root, py, env, timeout_s, cancelled)),
         ("kselect", _cli(kernel, root, "kselect", "--show"), lambda: _kselect(kernel, root, analysis, candidate)),
         ("audit", _cli(kernel, root, "audit-wrapper"), lambda: _audit(kernel, root, analysis)),
     ]
@@ -258,10 +267,14 @@ def gather_checks(
             items.append(CheckItem(section, "CANCELLED", "not run: the checks were cancelled"))
             return ChecksResult(tuple(items), tuple(problems), True, str(root))
         try:
-            items.extend(step())
+            step_items = step()
         except WorkbenchError as e:
             problems.append(e)
             items.append(_error_item(section, e, cli))
+            continue
+        items.extend(step_items)
+        if any(i.status == "CANCELLED" for i in step_items):
+            return ChecksResult(tuple(items), tuple(problems), True, str(root))
     return ChecksResult(tuple(items), tuple(problems), cancelled(), str(root))
 
 
@@ -348,8 +361,10 @@ class ChecksScreen(WorkbenchScreen):
             return
         self._worker.cancel()
         self._finish()
-        self._status(Text("cancelled: a child process already started runs to its end or timeout; "
-                          "its result is discarded", style="yellow"))
+        # the worker's cancelled() now returns True: run_child kills the running child's process
+        # group within its 0.1 s poll (SIGKILL 0.5 s later if SIGTERM is ignored)
+        self._status(Text("cancelled: the running TileGym child process is being stopped; nothing was written",
+                          style="yellow"))
         self.notify("TileGym checks cancelled", timeout=4)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="checks", description="TileGym checks")
