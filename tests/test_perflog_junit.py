@@ -2,31 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from perflog_helpers import load_suite_runner
 
 from workbench.errors import InputError
 from workbench.perflog.junit import nodeid_from_case, parse_junit_xml
 from workbench.perflog.parser import parse_perf_log
 
-FIXTURES = Path(__file__).parent / "fixtures" / "perflog"
-
-
-def _load_runner():
-    name = "perflog_suite_runner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURES / "suite_runner.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-R = _load_runner()
+R = load_suite_runner()
 
 
 @pytest.mark.parametrize("family", ["xunit1", "xunit2"])

@@ -3,33 +3,18 @@ labelled synthetic edge cases; plus property tests (never anything but Workbench
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from perflog_helpers import FIXTURES, load_suite_runner
 
 from workbench.errors import InputError, WorkbenchError
 from workbench.events import read_events
 from workbench.perflog.parser import parse_perf_log
 from workbench.perflog.printer import MARKER, format_block
 
-FIXTURES = Path(__file__).parent / "fixtures" / "perflog"
-
-
-def _load_runner():
-    name = "perflog_suite_runner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURES / "suite_runner.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-R = _load_runner()
+R = load_suite_runner()
 FULL = ("-sv", "--print-record", "--run-full")
 RS = "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf"
 # Real H200 record (contract §3.3 junit excerpt), used to build synthetic blocks below.

@@ -6,32 +6,18 @@ The suite (tests/fixtures/perflog/perf_suite_rms_norm.py) replays real H200 rms_
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from perflog_helpers import load_suite_runner
 
 from workbench.events import read_events
 from workbench.perflog.parser import parse_perf_log
 from workbench.perflog.printer import MARKER
 
-
-def _load_runner():
-    name = "perflog_suite_runner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parent / "fixtures" / "perflog" / "suite_runner.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-R = _load_runner()
+R = load_suite_runner()
 PASSING_ONLY = ("-k", "not 8192-8192")  # every selected config passes or skips
 
 

@@ -3,11 +3,10 @@ plugin by the GPU session: real pytest -sv logs, real CUPTI numbers). Skipped wh
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from perflog_helpers import load_suite_runner
 
 from workbench.events import read_events
 from workbench.perflog.parser import parse_perf_log
@@ -18,16 +17,6 @@ LOGS = sorted(REPO.glob("profiles/*/session/*/baseline_perf_*.txt")) + sorted(
     REPO.glob("profiles/*/session/*/reports/agent_logs/perf_cutile_rs.full.txt"))
 EVENTS = sorted(REPO.glob("profiles/*/session/*/workbench/events.jsonl"))
 
-
-def _runner():
-    name = "perflog_suite_runner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "tests/fixtures/perflog/suite_runner.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
 
 
 def _ids(paths: list[Path]) -> list[str]:
@@ -49,7 +38,7 @@ def test_recorded_log_parses_strictly_and_passes_the_validator(log_path: Path):
     assert counts.passes and counts.perf_sections == len(log.records)
     out = sanitize(text, pytest_rc=0)
     assert out.verbatim and out.investigation_log == ""
-    result = _runner().validate_perf_log(log_path)
+    result = load_suite_runner().validate_perf_log(log_path)
     if result is not None:
         rc, output = result
         assert rc == 0 and "PASS:" in output, output

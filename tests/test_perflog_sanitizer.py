@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from perflog_helpers import FIXTURES, load_suite_runner
 
 from workbench.errors import WorkbenchError
 from workbench.perflog.parser import parse_perf_log
 from workbench.perflog.printer import MARKER, format_block
 from workbench.perflog.sanitizer import count_validator_lines, sanitize
 
-FIXTURES = Path(__file__).parent / "fixtures" / "perflog"
-
-
-def _load_runner():
-    name = "perflog_suite_runner"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURES / "suite_runner.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-R = _load_runner()
+R = load_suite_runner()
 CANDIDATE_FAILING = ("-sv", "--print-record", "-k", "cutile")  # E's run: cutile-rs (+ cutile skips)
 
 
