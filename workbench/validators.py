@@ -311,15 +311,21 @@ def validate_agent_e(kernel_dir: Path, overlay: Mapping[str, str] | None = None)
         else:
             out.append(f"FAIL: {log}")
             fail += 1
-    agent_log = "reports/agent_logs/agent_e.md"
+    return _finish_agent_check(view, out, fail, "agent_e", "validate_agent_e.sh", kernel_dir)
+
+
+def _finish_agent_check(view: _View, out: list[str], fail: int, agent: str, script: str,
+                        kernel_dir: Path) -> ValidatorResult:
+    """The shared tail of validate_agent_{e,f}.sh: the agent-log check, ``---``, PASS/FAIL."""
+    agent_log = f"reports/agent_logs/{agent}.md"
     if view.is_file(agent_log) and view.nonempty(agent_log):
-        out.append("OK: agent_e.md log")
+        out.append(f"OK: {agent}.md log")
     else:
-        out.append("FAIL: agent_e.md log missing")
+        out.append(f"FAIL: {agent}.md log missing")
         fail += 1
     out.append("---")
     out.append("PASS" if fail == 0 else f"FAIL: {fail} issue(s)")
-    cmd = f"bash scripts/validate_agent_e.sh {Path(kernel_dir).name}  # in-process twin"
+    cmd = f"bash scripts/{script} {Path(kernel_dir).name}  # in-process twin"
     return ValidatorResult(command=cmd, output=_join(out), exit_code=0 if fail == 0 else 1)
 
 
@@ -363,16 +369,7 @@ def validate_agent_f(kernel_dir: Path, overlay: Mapping[str, str] | None = None)
     if count == 0:
         out.append("FAIL: no perf_investigation_*.md files found")
         fail += 1
-    agent_log = "reports/agent_logs/agent_f.md"
-    if view.is_file(agent_log) and view.nonempty(agent_log):
-        out.append("OK: agent_f.md log")
-    else:
-        out.append("FAIL: agent_f.md log missing")
-        fail += 1
-    out.append("---")
-    out.append("PASS" if fail == 0 else f"FAIL: {fail} issue(s)")
-    cmd = f"bash scripts/validate_agent_f.sh {Path(kernel_dir).name}  # in-process twin"
-    return ValidatorResult(command=cmd, output=_join(out), exit_code=0 if fail == 0 else 1)
+    return _finish_agent_check(view, out, fail, "agent_f", "validate_agent_f.sh", kernel_dir)
 
 
 # --------------------------------------------------------------------------- the real scripts
