@@ -11,7 +11,6 @@ are gone and the marker (or anything else) never appears in the tree.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import sys
 import threading
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checks_helpers import fake
 from tui_helpers import make_data
 
 from workbench.tilegym_checks.childproc import run_child, tilegym_env
@@ -30,10 +30,6 @@ from workbench.tui.app import make_app
 from workbench.tui.screens.checks import ChecksResult, ChecksScreen, gather_checks
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("fake_tilegym", REPO / "tests/fixtures/tilegym_tree/fake_tilegym.py")
-assert _spec and _spec.loader
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 
 CHILD_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PIDS_VAR = "CUTILE_WB_TEST_PIDS"

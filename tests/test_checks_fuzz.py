@@ -7,6 +7,7 @@ import importlib.util
 import tempfile
 from pathlib import Path
 
+from checks_helpers import fake
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -18,10 +19,6 @@ from workbench.tilegym_checks.wiring import analyse_wiring
 from workbench.tilegym_checks.wrapper_audit import audit_wrapper
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("fake_tilegym", REPO / "tests/fixtures/tilegym_tree/fake_tilegym.py")
-assert _spec and _spec.loader
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 _wspec = importlib.util.spec_from_file_location("wrappers", REPO / "tests/test_checks_wrapper_audit.py")
 assert _wspec and _wspec.loader
 wrappers = importlib.util.module_from_spec(_wspec)

@@ -9,7 +9,6 @@ against the counts and example ids the contract recorded from a real H200 collec
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -17,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checks_helpers import fake
 
 from workbench.errors import InputError
 from workbench.tilegym_checks.childproc import collect_nodeids
@@ -35,10 +35,6 @@ TILEGYM = REPO / ".fetched" / "TileGym"
 CONTRACT = Path("/work/shared/docs/tilegym-contract.md")
 needs_tilegym = pytest.mark.skipif(not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched")
 
-_spec = importlib.util.spec_from_file_location("fake_tilegym", REPO / "tests/fixtures/tilegym_tree/fake_tilegym.py")
-assert _spec and _spec.loader
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 
 
 @pytest.fixture(autouse=True)

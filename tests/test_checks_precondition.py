@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checks_helpers import fake
 
 from workbench.errors import InputError
 from workbench.tilegym_checks.precondition import (
@@ -20,10 +21,6 @@ from workbench.tilegym_checks.precondition import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("fake_tilegym", REPO / "tests/fixtures/tilegym_tree/fake_tilegym.py")
-assert _spec and _spec.loader
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 
 
 @pytest.fixture(autouse=True)

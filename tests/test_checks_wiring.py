@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from checks_helpers import fake
 
 from workbench.errors import InputError
 from workbench.tilegym_checks.testfile import load_test_module
@@ -21,10 +22,6 @@ REPO = Path(__file__).resolve().parents[1]
 TILEGYM = REPO / ".fetched" / "TileGym"
 needs_tilegym = pytest.mark.skipif(not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched")
 
-_spec = importlib.util.spec_from_file_location("fake_tilegym", REPO / "tests/fixtures/tilegym_tree/fake_tilegym.py")
-assert _spec and _spec.loader
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,6 @@ Python on the tree, the ``-k`` expressions and the wrapper audit come from the c
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 import threading
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checks_helpers import fake
 from test_checks_wrapper_audit import ANALYSIS as WRAPPER_ANALYSIS
 from test_checks_wrapper_audit import CANARY
 from tui_helpers import make_data
@@ -28,10 +28,6 @@ from workbench.tui.modals import ErrorModal
 from workbench.tui.screens.checks import ChecksResult, ChecksScreen, gather_checks
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("fake_tilegym", REPO / "tests/fixtures/tilegym_tree/fake_tilegym.py")
-assert _spec and _spec.loader
-fake = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(fake)
 
 BMM_IDS = ["2-2048-2048-2048-False-False-torch.float16", "8-4096-4096-4096-False-False-torch.float16"]
 ANALYSIS = {  # SYNTHETIC analysis.json (dict form of test_perf_configs, contract §2)
