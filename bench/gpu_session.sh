@@ -7,10 +7,21 @@ set -o pipefail
 STEPS="${1:-probe gputests record harness}"
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
 OUT="${OUT:-/tmp/wb_out}"; W="$OUT/w"; mkdir -p "$W"
-mkdir -p /tmp/site && tar -xJf .carry/cutile/cu134.tar.xz -C /tmp/site &&
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile/*.whl &&
-  export PYTHONPATH=/tmp/site CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH || { echo SETUP FAILED; exit 3; }
+mkdir -p /tmp/site
+if [ -d .carry/cutile ]; then  # cuTile 13.4 bundle + cuda-tile + cupti-python (make-cutile-carry.sh)
+  tar -xJf .carry/cutile/cu134.tar.xz -C /tmp/site &&
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile/*.whl &&
+    export CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH || { echo SETUP FAILED; exit 3; }
+fi
+if [ -d .carry/tui ]; then  # textual + pytest-asyncio wheels (TUI bench, Pilot GPU test)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/tui/*.whl || { echo TUI SETUP FAILED; exit 3; }
+fi
 export PYTHONPATH="/tmp/site:$PWD" PYTHONUNBUFFERED=1
+if [ -f .carry/tg/tilegym_trim.tar.xz ]; then  # trimmed TileGym snapshot (src/tilegym + the test files)
+  mkdir -p /tmp/tg && tar -xJf .carry/tg/tilegym_trim.tar.xz -C /tmp/tg && export TG=/tmp/tg/TileGym &&
+    export PYTHONPATH="$PYTHONPATH:$TG/src"
+fi
+export W
 echo "setup done at $(date -u +%FT%TZ)" | tee "$W/summary.txt"
 step() {  # step NAME MAX_SECONDS CMD...
   local name=$1 max=$2; shift 2
@@ -62,6 +73,35 @@ PY
       step harness_apis1000 90 python3 bench/harness_cost.py --out "$W/harness_cost_apis1000.json" --nrep 1000 --batches 2 \
         --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
         --variants "launch:WORKBENCH_CUPTI_APIS=launch" ;;
+    runnergpu) step runnergpu 150 env OUT="$W" python3 -m pytest tests/test_runner_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
+    tuilive) step tuilive 240 python3 -m pytest tests/test_tui_live_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
+    tuibench) step tuibench 200 python3 bench/tui_start.py ;;
+    liverun)  # a live profile run with the harness, then what the views read back from the layout
+      step liverun 200 bash -c 'python3 -m workbench run rms_norm --harness --out-root "$W/live" &&
+        ls -la "$W/live/rms_norm/workbench" &&
+        python3 -m workbench timeline rms_norm --config 16384-2048-torch.bfloat16 --out-root "$W/live" &&
+        python3 -m workbench timeline rms_norm --config 16384-2048-torch.bfloat16 --out-root "$W/live" --json > "$W/live_timeline.json" &&
+        python3 -m workbench table rms_norm --out-root "$W/live"' ;;
+    offset) step offset 240 python3 bench/median_offset.py --out "$W/median_offset.json" --nrep 300 ;;
+    tgbackend) step tgbackend 150 python3 -m pytest "profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf" \
+                 -k "tilegym or (cutile and not hotpath)" -sv --print-record -p workbench.perflog.plugin -p no:cacheprovider ;;
+    tgrun)  # TileGym's real test_perf: its own harness, then ours swapped in (--workbench-harness)
+      step tgplain 200 python3 -m workbench run rms_norm --tilegym "$TG" -b cutile -b triton -k static_persistent \
+        --env CUPTI=1 --timeout 120 --out-root "$W/tg_plain"
+      step tgharness 200 python3 -m workbench run rms_norm --tilegym "$TG" -b cutile -b triton -k static_persistent \
+        --env CUPTI=1 --timeout 120 --out-root "$W/tg_harness" --harness
+      step tgcompare 30 python3 bench/tilegym_harness_compare.py "$W/tg_plain" "$W/tg_harness" rms_norm --json "$W/tg_compare.json" ;;
+    harnessw)  # per-call vs whole-session CUPTI windows: cost and agreement with TileGym's harness
+      step harnessw 200 python3 bench/harness_cost.py --out "$W/harness_cost_window.json" \
+        --variants "per_call:WORKBENCH_CUPTI_WINDOW=per_call,session:WORKBENCH_CUPTI_WINDOW=session" ;;
+    harnessx)  # which part of the per-call protocol moves the medians, and what each part costs
+      step harnessx 240 python3 bench/harness_cost.py --out "$W/harness_cost_percall.json" \
+        --variants "per_call:,pc_noflush:WORKBENCH_CUPTI_PER_CALL_FLUSH=0,pc_kernel:WORKBENCH_CUPTI_PER_CALL_KINDS=kernel,pc_kernel_noflush:WORKBENCH_CUPTI_PER_CALL_KINDS=kernel;WORKBENCH_CUPTI_PER_CALL_FLUSH=0,session:WORKBENCH_CUPTI_WINDOW=session" ;;
+    harnessf)  # is the per-window flush alone enough, and does a non-forced flush do it (cheaper)?
+      step harnessf 240 python3 bench/harness_cost.py --out "$W/harness_cost_flush2.json" \
+        --variants "pc_kernel:WORKBENCH_CUPTI_PER_CALL_KINDS=kernel,flush_only:WORKBENCH_CUPTI_PER_CALL_KINDS=none,completed_only:WORKBENCH_CUPTI_PER_CALL_KINDS=none;WORKBENCH_CUPTI_PER_CALL_FLUSH=completed,pc_kernel_completed:WORKBENCH_CUPTI_PER_CALL_KINDS=kernel;WORKBENCH_CUPTI_PER_CALL_FLUSH=completed" ;;
+    gpucap) step gpucap 150 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider ;;
+    tgcheck) step tgcheck 90 python3 -m workbench check rms_norm --tilegym "$TG" --out-root "$W/chk" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
   esac
 done

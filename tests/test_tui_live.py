@@ -35,7 +35,7 @@ def _events(params: str = PARAMS) -> list[dict[str, Any]]:
         out.append({"event": "launches", "ts": 2.1 + i, "nodeid": s["nodeid"], "backend": backend,
                     "params": params, "calls": s["calls"]})
         out.append({"event": "record", "ts": 2.2 + i, "nodeid": s["nodeid"], "framework": backend,
-                    "params": params, "benchmark": {backend: {"forward": {"median_ms": median}}}})
+                    "params": params, "benchmark": {backend: {"forward": {"median": median}}}})
         out.append({"event": "test_finish", "ts": 2.3 + i, "nodeid": s["nodeid"], "outcome": "passed",
                     "duration_s": 0.5})
     out.append({"event": "session_finish", "ts": 9.0, "exitstatus": 0})
@@ -120,3 +120,40 @@ def test_replay_runner_filters_and_paces(tmp_path: Path) -> None:
     cancel = threading.Event()
     cancel.set()
     assert ReplayRunner(path, speed=0)([row], lambda ev: None, cancel) == 130
+
+
+async def test_live_baseline_lane_matches_a_triton_tileir_row() -> None:
+    # A row read from E's logs names its baseline "triton_tileir" while the live child's records say
+    # "triton"; the live bars must still land in the baseline lane (found by the GPU Pilot test).
+    import dataclasses
+
+    data = make_data(runner=ScriptedRunner(_events()))
+    assert data.table is not None
+    data.table.rows = [dataclasses.replace(r, baseline_backend="triton_tileir") for r in data.table.rows]
+    app = make_app(data)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_live(app, pilot)
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        lanes = {(ln.role, ln.backend) for ln in screen.query_one(LaunchTimeline).lanes}
+        assert lanes == {("candidate", "cutile"), ("baseline", "triton")}
+
+
+def test_real_record_events_carry_their_median_into_live_results() -> None:
+    # Record events exactly as the plugin wrote them on the H200 (recorded session), not a
+    # hand-built payload: the median key must be benchmark_fn_cupti's ``median`` (found on the GPU).
+    from workbench.tui.live import Batcher, dispatch_event
+    from workbench.tui.messages import LiveRecord
+
+    events = Path(__file__).parents[1] / "profiles/rms_norm/session/rms_norm/workbench/events.jsonl"
+    posted: list[Any] = []
+    batch = Batcher(posted.append)
+    records = [json.loads(line) for line in events.read_text().splitlines() if '"event": "record"' in line]
+    assert records
+    for ev in records:
+        dispatch_event(ev, batch, str(events))
+    got = [m for m in posted if isinstance(m, LiveRecord)]
+    assert len(got) == len(records)
+    for msg, ev in zip(got, records, strict=True):
+        assert msg.median_ms == ev["benchmark"][ev["framework"]]["forward"]["median"]
+        assert msg.median_ms is not None and 0.001 < msg.median_ms < 1.0

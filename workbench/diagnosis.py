@@ -227,17 +227,18 @@ def _backend_key(name: str) -> str:
     return key[: -len("_tileir")] if key.endswith("_tileir") else key
 
 
-def _same_backend(a: str | None, b: str | None) -> bool:
+def same_backend(a: str | None, b: str | None) -> bool:
+    """Same backend across spellings: a ``triton_tileir`` log row ≙ ``triton`` launch records."""
     return a is not None and b is not None and _backend_key(a) == _backend_key(b)
 
 
 def pick_sets(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> tuple[LaunchSet | None, LaunchSet | None]:
     """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend."""
     same = [s for s in sets if s.params == row.params and s.calls]
-    base = next((s for s in same if _same_backend(s.backend, row.baseline_backend)), None)
-    cand = next((s for s in same if _same_backend(s.backend, candidate)), None)
+    base = next((s for s in same if same_backend(s.backend, row.baseline_backend)), None)
+    cand = next((s for s in same if same_backend(s.backend, candidate)), None)
     if cand is None:
-        others = [s for s in same if not _same_backend(s.backend, row.baseline_backend)]
+        others = [s for s in same if not same_backend(s.backend, row.baseline_backend)]
         cand = others[0] if len(others) == 1 else None
     return cand, base
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli_confirm import confirm_write
-from workbench.diagnosis import FInputs, LaunchSummary, _same_backend, diagnose, short_kernel_name
+from workbench.diagnosis import FInputs, LaunchSummary, diagnose, same_backend, short_kernel_name
 from workbench.errors import InputError, UnsafePath, ValidationRefused, WorkbenchError
 from workbench.ir.audit import IRAudit, audit_texts
 from workbench.ir.loader import discover_ir, load_pair
@@ -179,7 +179,7 @@ def _launch_table(summaries: Sequence[LaunchSummary], baseline_backend: str | No
     out = ["| backend | per-launch kernel time | launches/iter | measured sum |",
            "|---------|------------------------|---------------|--------------|"]
     for s in summaries:
-        role = "reference" if _same_backend(s.backend, baseline_backend) else "candidate"
+        role = "reference" if same_backend(s.backend, baseline_backend) else "candidate"
         out.append(f"| {role} ({_cell(s.backend)}) | {_us(s.main_per_launch_us)} | {s.launches_per_call} | "
                    f"{_us(s.measured_sum_us)} |")
     return out

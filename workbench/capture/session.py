@@ -15,7 +15,12 @@ The CUPTI session (cupti-python 13.0.1): CONCURRENT_KERNEL (never KERNEL), RUNTI
 (filtered to launch/copy/set APIs unless ``WORKBENCH_CUPTI_APIS=all``), MEMCPY, MEMSET; callbacks are re-registered at every session start (Kineto may own them); each
 call's window is ``[get_timestamp(), sync, get_timestamp()]``; exit does ``synchronize`` then
 ``activity_flush_all(1)``; dropped records refuse the sample set. By default the kinds stay enabled
-after exit (``keep_enabled``; ``WORKBENCH_CUPTI_KEEP_ENABLED=0`` disables them at every exit). A session refuses to start while
+after exit (``keep_enabled``; ``WORKBENCH_CUPTI_KEEP_ENABLED=0`` disables them at every exit).
+Window mode (``WORKBENCH_CUPTI_WINDOW``): ``session`` keeps the kinds enabled across all calls;
+``per_call`` enables them right before each window and flushes + disables them right after it, as a
+per-sample torch.profiler session does (TileGym's ``benchmark_fn_cupti``). On the H200 the two protocols
+differ by ~0.3 µs per kernel (6-7 µs kernels: +4.7 %), for Kineto itself as much as for us
+(bench/median_offset.py), so ``per_call`` is what reproduces TileGym's numbers. A session refuses to start while
 torch.profiler is active, or after a Kineto session ran in this process (2.1x wrong medians seen).
 """
 
@@ -84,6 +89,14 @@ def _set_launch_api_filter(cupti: Any, on: bool) -> int:
             except Exception:  # cbids a given libcupti does not know: skip them
                 continue
     return n
+
+
+def _window_mode() -> str:
+    mode = os.environ.get("WORKBENCH_CUPTI_WINDOW", "per_call")
+    if mode not in ("session", "per_call"):
+        raise CaptureError(f"WORKBENCH_CUPTI_WINDOW must be 'session' or 'per_call', got {mode!r}",
+                           key="WORKBENCH_CUPTI_WINDOW")
+    return mode
 
 
 def _keep_enabled_default() -> bool:
@@ -173,8 +186,9 @@ class CuptiSession(_SessionBase):
     source = "cupti"
 
     def __init__(self, backend: str, *, expect_launches: bool = True, allow_after_kineto: bool = False,
-                 keep_enabled: bool | None = None) -> None:
+                 keep_enabled: bool | None = None, window_mode: str | None = None) -> None:
         super().__init__(backend, expect_launches=expect_launches)
+        self.window_mode = _window_mode() if window_mode is None else window_mode
         self.allow_after_kineto = allow_after_kineto
         # keep_enabled: leave the activity kinds on after exit so the next session starts cheaply
         # (records made between sessions are drained and dropped at the next session start)
@@ -237,11 +251,28 @@ class CuptiSession(_SessionBase):
         self._reset_dropped_baseline()
         self._collecting = True
         self._kinds: tuple[int, ...] = _KINDS
-        for k in self._kinds:
-            if k not in _LEFT_ENABLED:
-                cupti.activity_enable(k)
-                if self.keep_enabled:
+        if self.window_mode == "per_call":
+            # EXPERIMENT knobs (bench/harness_cost.py variants): which kinds are toggled per window
+            # (all | kernel: only CONCURRENT_KERNEL | none: all kinds stay on for the session) and how
+            # each window ends (forced: activity_flush_all(1) | completed: activity_flush_all(0) | none)
+            toggled = os.environ.get("WORKBENCH_CUPTI_PER_CALL_KINDS", "all")
+            self._per_call_kinds = {"kernel": (KIND_CONCURRENT_KERNEL,), "none": ()}.get(toggled, self._kinds)
+            self._per_call_flush = {"none": None, "completed": 0}.get(
+                os.environ.get("WORKBENCH_CUPTI_PER_CALL_FLUSH", "forced"), 1)
+            # enabled per window only (see call()); switch off what an earlier session left on
+            for k in [k for k in self._per_call_kinds if k in _LEFT_ENABLED]:
+                cupti.activity_disable(k)
+                _LEFT_ENABLED.discard(k)
+            for k in self._kinds:
+                if k not in self._per_call_kinds and k not in _LEFT_ENABLED:
+                    cupti.activity_enable(k)
                     _LEFT_ENABLED.add(k)
+        else:
+            for k in self._kinds:
+                if k not in _LEFT_ENABLED:
+                    cupti.activity_enable(k)
+                    if self.keep_enabled:
+                        _LEFT_ENABLED.add(k)
         want = _api_mode() == "launch"
         if want != ("launch" in _API_FILTER_ON):
             _set_launch_api_filter(cupti, want)
@@ -257,9 +288,12 @@ class CuptiSession(_SessionBase):
                 self._flush(cupti)
             finally:
                 if not self.keep_enabled:
-                    for k in self._kinds:
+                    # per_call: the toggled kinds are off already; only the session-wide ones are on
+                    on = [k for k in self._kinds if k in _LEFT_ENABLED or self.window_mode != "per_call"]
+                    for k in on:
                         cupti.activity_disable(k)
                         _LEFT_ENABLED.discard(k)
+                if not self.keep_enabled:
                     if "launch" in _API_FILTER_ON:
                         _set_launch_api_filter(cupti, False)
                         _API_FILTER_ON.discard("launch")
@@ -295,11 +329,23 @@ class CuptiSession(_SessionBase):
 
     @contextlib.contextmanager
     def call(self) -> Iterator[None]:
-        get_ts, sync = self._cupti.get_timestamp, self._torch.cuda.synchronize
+        cupti = self._cupti
+        get_ts, sync = cupti.get_timestamp, self._torch.cuda.synchronize
+        per_call = self.window_mode == "per_call"
+        if per_call:
+            for k in self._per_call_kinds:
+                cupti.activity_enable(k)
         t0 = get_ts()
-        yield
-        sync()
-        self.windows.append(Window(t0, get_ts()))
+        try:
+            yield
+            sync()
+            self.windows.append(Window(t0, get_ts()))
+        finally:
+            if per_call:
+                if self._per_call_flush is not None:  # before disabling, as a torch.profiler exit does
+                    cupti.activity_flush_all(self._per_call_flush)
+                for k in self._per_call_kinds:
+                    cupti.activity_disable(k)
 
     def api_name(self, api: ApiRec) -> str | None:
         key = (api.kind, api.cbid)

@@ -65,7 +65,7 @@ def dispatch_event(ev: Any, batch: Batcher, source: str = "<live events>") -> No
         framework = str(fields.get("framework", ""))
         median = None
         try:
-            median = float(bench[framework]["forward"]["median_ms"])
+            median = float(bench[framework]["forward"]["median"])  # benchmark_fn_cupti key, ms
         except (KeyError, TypeError, ValueError):
             median = None
         batch.post(LiveRecord(str(fields.get("nodeid", "")), framework, str(fields.get("params", "")), median))

@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from widgets.launch_timeline import LaunchTimeline, launch_details
+from workbench.diagnosis import same_backend
 from workbench.errors import WorkbenchError
 from workbench.model import LaunchSet, RatioRow
 from workbench.tui.chrome import WorkbenchHeader
@@ -157,7 +158,8 @@ class TimelineScreen(WorkbenchScreen):
         assert self.row is not None
         if s.params != self.row.params:
             return
-        role = "baseline" if s.backend == self.row.baseline_backend else "candidate"
+        # a row names its baseline as E's log does (``triton_tileir``); live records say ``triton``
+        role = "baseline" if same_backend(s.backend, self.row.baseline_backend) else "candidate"
         for call in s.calls:
             self.timeline.append_call(role, s.backend, call)
 

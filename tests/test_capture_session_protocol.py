@@ -1,0 +1,159 @@
+"""CUPTI session protocol (enable / window / flush / disable order) against a recording stand-in.
+
+The stand-in ``cupti`` and ``torch`` objects only record the calls the session makes (SYNTHETIC,
+no GPU); the records themselves are covered on the H200 by tests/test_gpu_capture.py. What is
+checked here is the order that decides what a sample measures: with ``WORKBENCH_CUPTI_WINDOW=per_call``
+(TileGym's per-sample protocol) the kinds are enabled right before each window and flushed +
+disabled right after it; with ``session`` they are enabled once for all windows.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from workbench.capture import conflicts
+from workbench.capture import session as S
+from workbench.errors import CaptureError
+
+
+class _NoCbids(enum.IntEnum):
+    INVALID = 0
+
+
+class FakeCupti:
+    runtime_api_trace_cbid = _NoCbids
+    driver_api_trace_cbid = _NoCbids
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, Any]] = []
+        self.enabled: set[int] = set()
+        self.clock = 0
+
+    def activity_register_callbacks(self, req: Any, done: Any) -> None:
+        self.log.append(("register", None))
+
+    def activity_flush_all(self, flag: int) -> None:
+        self.log.append(("flush", flag))
+
+    def activity_enable(self, kind: int) -> None:
+        assert kind not in self.enabled, f"kind {kind} enabled twice"
+        self.enabled.add(kind)
+        self.log.append(("enable", kind))
+
+    def activity_disable(self, kind: int) -> None:
+        assert kind in self.enabled, f"kind {kind} disabled while not enabled"
+        self.enabled.discard(kind)
+        self.log.append(("disable", kind))
+
+    def get_timestamp(self) -> int:
+        self.clock += 10
+        self.log.append(("ts", self.clock))
+        return self.clock
+
+    def activity_enable_runtime_api(self, cbid: int, on: int) -> None: ...
+    def activity_enable_driver_api(self, cbid: int, on: int) -> None: ...
+    def activity_get_num_dropped_records(self, ctx: int, stream: int, out: int) -> None: ...
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupti:
+    cupti = FakeCupti()
+    monkeypatch.setitem(sys.modules, "cupti", types.SimpleNamespace(cupti=cupti))
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: cupti.log.append(("sync", None))))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(conflicts, "active_profiler", lambda: None)
+    monkeypatch.setattr(conflicts, "kineto_used_in_process", lambda: False)
+    monkeypatch.setattr(conflicts, "install_tracker", lambda: None)
+    monkeypatch.setattr(S, "_LEFT_ENABLED", set())
+    monkeypatch.setattr(S, "_API_FILTER_ON", set())
+    return cupti
+
+
+def _run(mode: str, calls: int = 2) -> S.CuptiSession:
+    s = S.CuptiSession("x", window_mode=mode)
+    with s:
+        for _ in range(calls):
+            with s.call():
+                pass
+    return s
+
+
+def test_per_call_enables_before_each_window_and_flushes_then_disables_after(fake: FakeCupti) -> None:
+    s = _run("per_call")
+    kinds = set(S._KINDS)
+    log = fake.log
+    ts = [i for i, (op, _) in enumerate(log) if op == "ts"]
+    assert len(ts) == 4 and len(s.windows) == 2
+    for start, end in zip(ts[0::2], ts[1::2], strict=True):
+        before = log[:start]
+        # every kind switched on since the last flush+disable, right before the window opens
+        last_off = max((i for i, (op, _) in enumerate(before) if op == "disable"), default=-1)
+        assert {k for op, k in before[last_off + 1:] if op == "enable"} == kinds
+        after = log[end + 1:end + 2 + len(kinds)]
+        assert after[0] == ("flush", 1) and {k for op, k in after[1:] if op == "disable"} == kinds
+        assert log[end - 1] == ("sync", None)  # the window closes after the device finished
+    assert fake.enabled == set(), "nothing may stay enabled after a per_call session"
+    assert not S._LEFT_ENABLED
+
+
+def test_session_mode_enables_once_for_all_windows(fake: FakeCupti) -> None:
+    _run("session", calls=3)
+    enables = [k for op, k in fake.log if op == "enable"]
+    assert sorted(enables) == sorted(S._KINDS)
+    first_ts = next(i for i, (op, _) in enumerate(fake.log) if op == "ts")
+    assert all(i < first_ts for i, (op, _) in enumerate(fake.log) if op == "enable")
+    assert fake.enabled == set(S._KINDS)  # keep_enabled default: left on for the next session
+
+
+def test_per_call_after_a_session_that_left_kinds_on_switches_them_off_first(fake: FakeCupti) -> None:
+    _run("session")
+    assert fake.enabled == set(S._KINDS)
+    _run("per_call")  # FakeCupti asserts no kind is enabled twice
+    assert fake.enabled == set()
+
+
+def test_window_mode_env_is_validated(fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CUPTI_WINDOW", "per-sample")
+    with pytest.raises(CaptureError) as e:
+        S.CuptiSession("x")
+    assert e.value.key == "WORKBENCH_CUPTI_WINDOW"
+    monkeypatch.setenv("WORKBENCH_CUPTI_WINDOW", "session")
+    assert S.CuptiSession("x").window_mode == "session"
+    monkeypatch.delenv("WORKBENCH_CUPTI_WINDOW")
+    assert S.CuptiSession("x").window_mode == "per_call"
+
+
+@pytest.mark.parametrize("mode", ["session", "per_call"])
+def test_keep_enabled_false_leaves_nothing_enabled(fake: FakeCupti, mode: str) -> None:
+    s = S.CuptiSession("x", window_mode=mode, keep_enabled=False)
+    with s:
+        with s.call():
+            pass
+    assert fake.enabled == set() and not S._LEFT_ENABLED
+
+
+def test_per_call_kernel_only_keeps_api_kinds_on_for_the_session(
+        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "kernel")
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_FLUSH", "none")
+    s = _run("per_call", calls=3)
+    toggles = [k for op, k in fake.log if op == "enable" and k == S.KIND_CONCURRENT_KERNEL]
+    assert len(toggles) == 3 and len(s.windows) == 3
+    assert fake.enabled == set(S._KINDS) - {S.KIND_CONCURRENT_KERNEL}
+    flushes_inside = [i for i, (op, _) in enumerate(fake.log) if op == "flush"]
+    assert len(flushes_inside) == 2  # session start (drain) + exit only: no per-window flush
+
+
+def test_per_call_flush_only_toggles_nothing_and_flushes_each_window(
+        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "none")
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_FLUSH", "completed")
+    s = _run("per_call", calls=3)
+    assert sorted(k for op, k in fake.log if op == "enable") == sorted(S._KINDS)  # once, at session start
+    assert [f for op, f in fake.log if op == "flush"] == [1, 0, 0, 0, 1]  # drain, 3 windows, exit
+    assert len(s.windows) == 3
