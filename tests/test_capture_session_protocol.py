@@ -3,8 +3,8 @@
 The stand-in ``cupti`` and ``torch`` objects only record the calls the session makes (SYNTHETIC,
 no GPU); the records themselves are covered on the H200 by tests/test_gpu_capture.py. What is
 checked here is the order that decides what a sample measures: with ``WORKBENCH_CUPTI_WINDOW=per_call``
-(TileGym's per-sample protocol) the kinds are enabled right before each window and flushed +
-disabled right after it; with ``session`` they are enabled once for all windows.
+(TileGym's per-sample protocol) the kernel kind is enabled right before each window and, after it,
+flushed (forced) + disabled; with ``session`` every kind is enabled once for all windows.
 """
 
 from __future__ import annotations
@@ -83,7 +83,9 @@ def _run(mode: str, calls: int = 2) -> S.CuptiSession:
     return s
 
 
-def test_per_call_enables_before_each_window_and_flushes_then_disables_after(fake: FakeCupti) -> None:
+def test_per_call_all_enables_before_each_window_and_flushes_then_disables_after(
+        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "all")
     s = _run("per_call")
     kinds = set(S._KINDS)
     log = fake.log
@@ -110,11 +112,28 @@ def test_session_mode_enables_once_for_all_windows(fake: FakeCupti) -> None:
     assert fake.enabled == set(S._KINDS)  # keep_enabled default: left on for the next session
 
 
-def test_per_call_after_a_session_that_left_kinds_on_switches_them_off_first(fake: FakeCupti) -> None:
+def test_per_call_default_toggles_only_the_kernel_kind_around_a_forced_flush(fake: FakeCupti) -> None:
+    # the H200 finding: TileGym's medians need CONCURRENT_KERNEL re-enabled after a forced flush
+    s = _run("per_call", calls=3)
+    assert len(s.windows) == 3
+    K = S.KIND_CONCURRENT_KERNEL
+    log = fake.log
+    ts = [i for i, (op, _) in enumerate(log) if op == "ts"]
+    for start, end in zip(ts[0::2], ts[1::2], strict=True):
+        assert log[start - 1] == ("enable", K)
+        assert log[end + 1:end + 3] == [("flush", 1), ("disable", K)]
+    assert [k for op, k in log if op == "enable" and k != K] == [k for k in S._KINDS if k != K]
+    assert fake.enabled == set(S._KINDS) - {K}
+
+
+def test_per_call_after_a_session_that_left_kinds_on_switches_them_off_first(
+        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
     _run("session")
     assert fake.enabled == set(S._KINDS)
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "all")
     _run("per_call")  # FakeCupti asserts no kind is enabled twice
     assert fake.enabled == set()
+    _run("per_call")
 
 
 def test_window_mode_env_is_validated(fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -126,10 +145,15 @@ def test_window_mode_env_is_validated(fake: FakeCupti, monkeypatch: pytest.Monke
     assert S.CuptiSession("x").window_mode == "session"
     monkeypatch.delenv("WORKBENCH_CUPTI_WINDOW")
     assert S.CuptiSession("x").window_mode == "per_call"
+    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_FLUSH", "sometimes")
+    with pytest.raises(CaptureError) as e2:
+        S.CuptiSession("x").__enter__()
+    assert e2.value.key == "WORKBENCH_CUPTI_PER_CALL_FLUSH"
 
 
 @pytest.mark.parametrize("mode", ["session", "per_call"])
 def test_keep_enabled_false_leaves_nothing_enabled(fake: FakeCupti, mode: str) -> None:
+    # (per_call default: the API/copy kinds were on for the session and must go off at exit)
     s = S.CuptiSession("x", window_mode=mode, keep_enabled=False)
     with s:
         with s.call():
@@ -139,7 +163,6 @@ def test_keep_enabled_false_leaves_nothing_enabled(fake: FakeCupti, mode: str) -
 
 def test_per_call_kernel_only_keeps_api_kinds_on_for_the_session(
         fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "kernel")
     monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_FLUSH", "none")
     s = _run("per_call", calls=3)
     toggles = [k for op, k in fake.log if op == "enable" and k == S.KIND_CONCURRENT_KERNEL]

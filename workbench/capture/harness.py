@@ -8,9 +8,11 @@ of device times of every GPU activity attributed to that call (TileGym's measure
 events fallback it is the CUDA-event elapsed time and ``kernel_times`` is empty ("no launch data").
 ``median`` is torch's lower median (``Tensor.median``), so values agree with TileGym's harness.
 
-Differences from TileGym on purpose: warm-up by elapsed time, one session for all samples (no
-per-sample profiler start-up), L2 flush (256 MB ``zero_`` + sync) between samples outside the
-window, and :func:`benchmark_pair` interleaves two functions A B A B in one session. Per-launch
+Differences from TileGym on purpose: warm-up by elapsed time, one CUPTI session for all samples
+(no per-sample profiler start-up; per sample only the kernel kind is re-enabled after a forced
+flush, which is what makes the medians agree with TileGym's: see ``session``'s window mode), L2
+flush (256 MB ``zero_`` + sync) between samples outside the window, and :func:`benchmark_pair`
+interleaves two functions A B A B in one session. Per-launch
 records go to ``workbench.events.emit(None, "launches", ...)`` and, when ``WORKBENCH_LAUNCHES_DIR``
 is set, to a gzip side file per call of :func:`benchmark`.
 """

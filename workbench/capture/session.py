@@ -3,7 +3,7 @@
 Contract::
 
     with open_session("cutile", capture="auto") as s:   # CuptiSession or EventsSession
-        fn()                       # un-windowed calls (warm-up) are recorded but never attributed
+        fn()                       # un-windowed calls (warm-up) are never attributed
         for _ in range(n):
             flush_l2()             # outside the window
             with s.call():
@@ -16,12 +16,18 @@ The CUPTI session (cupti-python 13.0.1): CONCURRENT_KERNEL (never KERNEL), RUNTI
 call's window is ``[get_timestamp(), sync, get_timestamp()]``; exit does ``synchronize`` then
 ``activity_flush_all(1)``; dropped records refuse the sample set. By default the kinds stay enabled
 after exit (``keep_enabled``; ``WORKBENCH_CUPTI_KEEP_ENABLED=0`` disables them at every exit).
-Window mode (``WORKBENCH_CUPTI_WINDOW``): ``session`` keeps the kinds enabled across all calls;
-``per_call`` enables them right before each window and flushes + disables them right after it, as a
-per-sample torch.profiler session does (TileGym's ``benchmark_fn_cupti``). On the H200 the two protocols
-differ by ~0.3 µs per kernel (6-7 µs kernels: +4.7 %), for Kineto itself as much as for us
-(bench/median_offset.py), so ``per_call`` is what reproduces TileGym's numbers. A session refuses to start while
-torch.profiler is active, or after a Kineto session ran in this process (2.1x wrong medians seen).
+Window mode (``WORKBENCH_CUPTI_WINDOW``, default ``per_call``): ``per_call`` enables
+CONCURRENT_KERNEL right before each window and, after it, does a forced flush and disables it again
+(the API/copy kinds stay on for the whole session), which is what a per-sample torch.profiler
+session (TileGym's ``benchmark_fn_cupti``) does to CUPTI; ``session`` keeps every kind on across all
+windows. On the H200 (bench/median_offset.py, bench/harness_cost.py) the two protocols differ by
+~0.3 µs per kernel, for Kineto itself as much as for us, and only the combination "kernel kind
+re-enabled after a forced flush" reproduces TileGym's medians (≤ 1.05 % off; a flush alone, a
+toggle alone or a non-forced flush leave the +0.3 µs). It costs a forced flush per sample: warm
+0.48-0.52x TileGym's time where ``session`` takes 0.19-0.20x. Finer knobs for such measurements:
+``WORKBENCH_CUPTI_PER_CALL_KINDS`` = kernel (default) | all | none and
+``WORKBENCH_CUPTI_PER_CALL_FLUSH`` = forced (default) | completed | none.
+A session refuses to start while torch.profiler is active, or after a Kineto session ran in this process (2.1x wrong medians seen).
 """
 
 from __future__ import annotations
@@ -91,12 +97,16 @@ def _set_launch_api_filter(cupti: Any, on: bool) -> int:
     return n
 
 
+def _choice(var: str, allowed: tuple[str, ...]) -> str:
+    """``$var`` or its default (the first of ``allowed``); anything else is a CaptureError."""
+    value = os.environ.get(var, allowed[0])
+    if value not in allowed:
+        raise CaptureError(f"{var} must be one of {', '.join(allowed)}; got {value!r}", key=var)
+    return value
+
+
 def _window_mode() -> str:
-    mode = os.environ.get("WORKBENCH_CUPTI_WINDOW", "per_call")
-    if mode not in ("session", "per_call"):
-        raise CaptureError(f"WORKBENCH_CUPTI_WINDOW must be 'session' or 'per_call', got {mode!r}",
-                           key="WORKBENCH_CUPTI_WINDOW")
-    return mode
+    return _choice("WORKBENCH_CUPTI_WINDOW", ("per_call", "session"))
 
 
 def _keep_enabled_default() -> bool:
@@ -252,13 +262,11 @@ class CuptiSession(_SessionBase):
         self._collecting = True
         self._kinds: tuple[int, ...] = _KINDS
         if self.window_mode == "per_call":
-            # EXPERIMENT knobs (bench/harness_cost.py variants): which kinds are toggled per window
-            # (all | kernel: only CONCURRENT_KERNEL | none: all kinds stay on for the session) and how
-            # each window ends (forced: activity_flush_all(1) | completed: activity_flush_all(0) | none)
-            toggled = os.environ.get("WORKBENCH_CUPTI_PER_CALL_KINDS", "all")
-            self._per_call_kinds = {"kernel": (KIND_CONCURRENT_KERNEL,), "none": ()}.get(toggled, self._kinds)
-            self._per_call_flush = {"none": None, "completed": 0}.get(
-                os.environ.get("WORKBENCH_CUPTI_PER_CALL_FLUSH", "forced"), 1)
+            # which kinds are toggled per window and how each window ends (module docstring)
+            toggled = _choice("WORKBENCH_CUPTI_PER_CALL_KINDS", ("kernel", "all", "none"))
+            self._per_call_kinds = {"kernel": (KIND_CONCURRENT_KERNEL,), "none": (), "all": self._kinds}[toggled]
+            ending = _choice("WORKBENCH_CUPTI_PER_CALL_FLUSH", ("forced", "completed", "none"))
+            self._per_call_flush = {"forced": 1, "completed": 0, "none": None}[ending]
             # enabled per window only (see call()); switch off what an earlier session left on
             for k in [k for k in self._per_call_kinds if k in _LEFT_ENABLED]:
                 cupti.activity_disable(k)
