@@ -127,6 +127,23 @@ def child(scenario: str, tmp: Path) -> dict[str, float]:
     return result
 
 
+def _bytecode_state() -> str:
+    """Whether textual and the app import from bytecode caches, as a pip-installed app does (a
+    checkout under PYTHONDONTWRITEBYTECODE, or wheels installed --no-compile, recompile every module
+    in every process, which inflates first paint by the compile time)."""
+    import importlib.util
+    import os
+
+    def cached(module: str) -> bool:
+        spec = importlib.util.find_spec(module)
+        origin = spec.origin if spec else None
+        return bool(origin) and os.path.exists(importlib.util.cache_from_source(origin))  # type: ignore[arg-type]
+
+    return (f"bytecode cached: textual.app {'yes' if cached('textual.app') else 'NO'}, "
+            f"workbench.tui.app {'yes' if cached('workbench.tui.app') else 'NO'}; "
+            f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+
+
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     from workbench.tui.synthetic import write_ir_pair
@@ -156,6 +173,7 @@ def main() -> int:
     print(f"cutile-workbench TUI bench: medians of {REPEATS} fresh processes per scenario  (IR {ref_lines} "
           f"lines/side, {start['rows']:.0f} rows, {launches['launches']:.0f} launches, frame "
           f"{launches['frame_height']:.0f} lines, start runs {wall:.1f} s)")
+    print(_bytecode_state())
     print(f"{'measure':46} {'value':>10} {'target':>10} {'value/target':>13}  ok")
     ok_all = True
     for name, value, target, unit in rows:

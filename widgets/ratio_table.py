@@ -13,12 +13,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
+from textual._types import SegmentLines
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
 from workbench.model import RatioRow
 
@@ -52,7 +56,8 @@ COLUMNS: tuple[Column, ...] = (
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
 COMPACT_HIDDEN = ("variant", "baseline", "ci")
-#: rows added before the first paint (a screenful and then some); the rest follow right after
+#: rows added before the first paint at most (the terminal height bounds it further: only what
+#: can be on screen); the rest follow right after the first frame
 FIRST_BATCH = 80
 
 
@@ -100,30 +105,56 @@ def _fmt_ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.4f}"
 
 
-def row_cells(row: RatioRow) -> list[Text]:
-    """Display cells of one row (styled by verdict; never parsed as markup)."""
+def _row_texts(row: RatioRow) -> tuple[list[str], str, bool]:
+    """Display strings of one row (column order), the verdict style, and extra-launches flag."""
     ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
     ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
     verdict = row.row_verdict
     vstyle = {"PASS": "green", "INVESTIGATE": "bold red", "NA": "yellow"}[verdict]
-    launches = Text(_launches(row))
-    if (
+    extra = (
         row.candidate_launches is not None
         and row.baseline_launches is not None
         and row.candidate_launches > row.baseline_launches
-    ):
+    )
+    strings = [
+        row.params,
+        row.variant or "",
+        row.baseline_backend or "—",
+        _fmt_ms(row.baseline_ms),
+        _fmt_ms(row.candidate_ms),
+        ratio,
+        ci,
+        _launches(row),
+        verdict if not row.reason else f"{verdict} ({row.reason})",
+    ]
+    return strings, vstyle, extra
+
+
+def _cells_from(strings: list[str], vstyle: str, extra: bool, verdict: str) -> list[Text]:
+    launches = Text(strings[7])
+    if extra:
         launches.stylize("bold red")  # extra launches per call = the classic wrapper bug
     return [
-        Text(row.params),
-        Text(row.variant or ""),
-        Text(row.baseline_backend or "—"),
-        Text(_fmt_ms(row.baseline_ms), justify="right"),
-        Text(_fmt_ms(row.candidate_ms), justify="right"),
-        Text(ratio, style=vstyle if verdict != "PASS" else "", justify="right"),
-        Text(ci),
+        Text(strings[0]),
+        Text(strings[1]),
+        Text(strings[2]),
+        Text(strings[3], justify="right"),
+        Text(strings[4], justify="right"),
+        Text(strings[5], style=vstyle if verdict != "PASS" else "", justify="right"),
+        Text(strings[6]),
         launches,
-        Text(verdict if not row.reason else f"{verdict} ({row.reason})", style=vstyle),
+        Text(strings[8], style=vstyle),
     ]
+
+
+def row_cells(row: RatioRow) -> list[Text]:
+    """Display cells of one row (styled by verdict; never parsed as markup)."""
+    strings, vstyle, extra = _row_texts(row)
+    return _cells_from(strings, vstyle, extra, row.row_verdict)
+
+
+def _width(text: str) -> int:
+    return len(text) if text.isascii() else cell_len(text)
 
 
 class RatioTable(DataTable[Text]):
@@ -166,6 +197,9 @@ class RatioTable(DataTable[Text]):
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
         self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
+        #: rows added by _rebuild/_add_rest, whose cells are one-line Texts no wider than _widths
+        self._premeasured: set[RowKey] = set()
+        self._widths: dict[str, int] = {}
 
     # ------------------------------------------------------------------ data
     def set_rows(self, rows: Sequence[RatioRow]) -> None:
@@ -205,33 +239,74 @@ class RatioTable(DataTable[Text]):
         )
         cols = self.visible_columns()
         keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
-        all_cells = [[cells[i] for i in keep_idx] for cells in map(row_cells, self._shown)]
-        # Fixed widths from every row (cheap: cell_len), so rows added after the first paint
-        # never make the columns jump.
-        widths = [max([self._label(c).cell_len, *(row[j].cell_len for row in all_cells)])
-                  for j, c in enumerate(cols)]
+        texts = [_row_texts(r) for r in self._shown]
+        # Fixed widths from every row's strings (the Text cells of rows past the first batch
+        # are built after the first paint), so added rows never make the columns jump.
+        widths = [max([self._label(c).cell_len, *(_width(t[0][i]) for t in texts)])
+                  for c, i in zip(cols, keep_idx, strict=True)]
         target = self._shown.index(keep) if keep is not None and keep in self._shown else -1
-        upto = len(all_cells) if target >= FIRST_BATCH else min(len(all_cells), FIRST_BATCH)
+        # Before the first frame only rows that can be on screen (the cursor's page when it is
+        # kept further down); building and adding the other ones costs ~15 ms on a slow CPU.
+        first = min(FIRST_BATCH, max(1, self.app.size.height))
+        upto = len(texts) if target >= first else min(len(texts), first)
         self._generation += 1
+        self._widths = {c.key: w for c, w in zip(cols, widths, strict=True)}
+        self._premeasured.clear()
         with self.app.batch_update():
             self.clear(columns=True)
             for col, w in zip(cols, widths, strict=True):
                 self.add_column(self._label(col), key=col.key, width=w)
-            for r, cells in zip(self._shown[:upto], all_cells[:upto], strict=True):
-                self.add_row(*cells, key=row_key(r))
+            self._add_rows(0, upto, texts, keep_idx)
             if target >= 0:
                 self.move_cursor(row=target, animate=False)
-        if upto < len(all_cells):
+        if upto < len(texts):
             # first paint shows a screenful; the rest is added right after it (same order)
-            self.call_after_refresh(self._add_rest, self._generation, upto, all_cells)
+            self.call_after_refresh(self._add_rest, self._generation, upto, texts, keep_idx)
         self.post_message(self.ViewChanged())
 
-    def _add_rest(self, generation: int, start: int, all_cells: list[list[Text]]) -> None:
+    def _add_rows(self, start: int, stop: int, texts: list[tuple[list[str], str, bool]],
+                  keep_idx: list[int]) -> None:
+        for r, (strings, vstyle, extra) in zip(self._shown[start:stop], texts[start:stop], strict=True):
+            cells = _cells_from(strings, vstyle, extra, r.row_verdict)
+            key = self.add_row(*(cells[i] for i in keep_idx), key=row_key(r))
+            self._premeasured.add(key)
+
+    def _add_rest(self, generation: int, start: int, texts: list[tuple[list[str], str, bool]],
+                  keep_idx: list[int]) -> None:
+        """The rows past the first batch, appended in one go.
+
+        ``DataTable.add_row`` per row re-sets the cursor reactive (validate + watchers) and
+        bumps the render caches; for ~450 rows that is ~25 ms on a slow CPU, spent right after
+        the first frame. Here the row records are appended as ``add_row`` does, then the cursor
+        and caches are updated once. Only used on a non-empty table (the first row's highlight
+        event is ``add_row``'s business). Textual is pinned (==8.2.8).
+        """
         if generation != self._generation:
             return  # a newer rebuild (sort/filter) replaced this one
+        if not self.row_count:
+            with self.app.batch_update():
+                self._add_rows(start, len(texts), texts, keep_idx)
+            return
+        column_keys = [column.key for column in self.ordered_columns]
+        locations, data, rows, new_rows = self._row_locations, self._data, self.rows, self._new_rows
+        premeasured = self._premeasured
+        index = self.row_count
+        for r, (strings, vstyle, extra) in zip(self._shown[start:], texts[start:], strict=True):
+            cells = _cells_from(strings, vstyle, extra, r.row_verdict)
+            key = RowKey(row_key(r))
+            if key in locations:
+                raise DuplicateKey(f"The row key {key!r} already exists.")
+            locations[key] = index
+            data[key] = {column_key: cells[i] for column_key, i in zip(column_keys, keep_idx, strict=True)}
+            rows[key] = Row(key, 1, None, False)
+            new_rows.add(key)
+            premeasured.add(key)
+            index += 1
+        self._require_update_dimensions = True
         with self.app.batch_update():
-            for r, cells in zip(self._shown[start:], all_cells[start:], strict=True):
-                self.add_row(*cells, key=row_key(r))
+            self.cursor_coordinate = self.cursor_coordinate
+            self._update_count += 1
+            self.check_idle()
 
     def watch_sort_key(self) -> None:
         self._rebuild()
@@ -282,11 +357,22 @@ class RatioTable(DataTable[Text]):
 
         The stock pass renders every cell through Rich ``measure`` (~0.3 s for 500 rows x 9
         columns on a loaded 2-core box, i.e. a third of the first-paint budget); a one-line
-        ``Text`` is exactly ``cell_len`` wide. Anything else falls back to the stock pass.
+        ``Text`` is exactly ``cell_len`` wide, and the rows added by ``_rebuild`` were measured
+        there already (``_widths``). Anything else falls back to the stock pass.
         Textual is pinned (==8.2.8), and ``tests/test_widgets_render.py`` pins the widths.
         """
         rows = list(new_rows)
         columns = self.ordered_columns
+        premeasured = self._premeasured
+        if all(key in premeasured for key in rows):
+            for column in columns:
+                width = self._widths.get(str(column.key.value))
+                if width is None:
+                    break
+                if rows:
+                    column.content_width = max(column.content_width, width)
+            else:
+                return
         for key in rows:
             cells = self._data.get(key)
             if cells is None:
@@ -297,6 +383,81 @@ class RatioTable(DataTable[Text]):
                     super()._update_dimensions(rows)
                     return
                 column.content_width = max(column.content_width, cell.cell_len)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """Fast path of DataTable's cell render for a one-line ``Text`` that fits its column.
+
+        The stock path runs every cell through ``console.render_lines(Styled(Padding(cell)))``
+        (wrap, justify, split and crop: ~70 ms for the 42 x 9 cells of the first frame on a
+        slow CPU, the largest single cost of the first paint). For a body cell whose text has
+        no newline/tab and fits, the result is known: padding, the text (right-justified
+        cells are padded on the left with the text's own style, as ``Text.pad_left`` does),
+        fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
+        the strip is the same character for character and style for style. Everything else
+        (header, labels, fixed cells, taller rows, other renderables) takes the stock path;
+        the cache is the stock one with the stock key. Textual is pinned (==8.2.8).
+        """
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
+                     self._update_count, self._pseudo_class_state)
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        row = self.rows.get(row_key)
+        data = self._data.get(row_key)
+        cell = data.get(column_key) if data is not None else None
+        pad = self.cell_padding
+        inner = width - 2 * pad
+        if row is None or row.height != 1 or not isinstance(cell, Text) or inner < 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        plain = cell.plain
+        justify = cell.justify or "default"
+        length = cell.cell_len
+        if (length > inner or "\n" in plain or "\t" in plain or justify not in ("default", "right")
+                or (justify == "right" and plain != plain.rstrip())):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        console = self.app.console
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        post = console.get_style(post_style)
+
+        def styled(own: Style | None) -> Style:
+            first = pre + own
+            return first + post if first else post
+
+        plain_style = styled(None)
+        own = console.get_style(cell.style) if cell.style else None
+        line = [Segment(" " * pad, plain_style)] if pad else []
+        fill = inner - length
+        if justify == "right" and fill:
+            line.append(Segment(" " * fill, styled(own)))
+        if cell.spans:
+            line.extend(Segment(text, styled(style)) for text, style, _ in cell.render(console) if text)
+        elif plain:
+            line.append(Segment(plain, styled(own)))
+        if justify != "right" and fill:
+            line.append(Segment(" " * fill, plain_style))
+        if pad:
+            line.append(Segment(" " * pad, plain_style))
+        lines = [line]
+        self._cell_render_cache[cache_key] = lines
+        return lines
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()
