@@ -47,17 +47,11 @@ def child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int, out: 
     t_proc = time.perf_counter()
     import torch
 
-    from workbench.capture.kineto_child import _load_factory, tilegym_style_samples
+    from workbench.capture.kineto_child import tilegym_style_samples, warmed_up
 
     results = []
     for case in cases:
-        fn = _load_factory(case["factory"])(**case["kwargs"])
-        fn()
-        torch.cuda.synchronize()
-        deadline = time.perf_counter() + 0.1
-        while time.perf_counter() < deadline:  # 100 ms warm-up, as TileGym's WARMUP default
-            fn()
-        torch.cuda.synchronize()
+        fn = warmed_up(torch, case["factory"], case["kwargs"])  # + 100 ms warm-up, as TileGym's WARMUP
         cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
         rows = []
         for _ in range(batches):

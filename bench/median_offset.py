@@ -44,11 +44,12 @@ DEFAULT_CASES = [
 FLUSH_MARK = "FillFunctor"
 
 
-def _split_samples(kernels: list[tuple[str, float, float]]) -> list[float]:
-    """(name, start, end) in time order → per-sample summed durations of non-flush kernels."""
+def _group(kernels: list[tuple[str, float, float]]) -> list[float]:
+    """(name, start, end) in sample order → per-sample summed durations of non-flush kernels; each
+    flush kernel (or hand-set boundary mark) starts a sample."""
     samples: list[float] = []
     current: float | None = None
-    for name, start, end in sorted(kernels, key=lambda k: k[1]):
+    for name, start, end in kernels:
         if FLUSH_MARK in name:
             if current is not None:
                 samples.append(current)
@@ -58,6 +59,11 @@ def _split_samples(kernels: list[tuple[str, float, float]]) -> list[float]:
     if current is not None:
         samples.append(current)
     return samples
+
+
+def _split_samples(kernels: list[tuple[str, float, float]]) -> list[float]:
+    """Records of one traced loop (flush kernels included) → per-sample sums, in GPU time order."""
+    return _group(sorted(kernels, key=lambda k: k[1]))
 
 
 def _raw_cupti(torch: Any, fn: Any, nrep: int, cache: Any, *, apis: bool, per_sample: bool) -> list[float]:
@@ -84,7 +90,7 @@ def _raw_cupti(torch: Any, fn: Any, nrep: int, cache: Any, *, apis: bool, per_sa
         torch.cuda.synchronize()
         if per_sample:
             # the flush ran untraced, so mark the sample boundary by hand
-            kernels.append((FLUSH_MARK, float("-inf") if not kernels else kernels[-1][2], 0.0))
+            kernels.append((FLUSH_MARK, 0.0, 0.0))
             for k in kinds:
                 cupti.activity_enable(k)
         fn()
@@ -97,19 +103,9 @@ def _raw_cupti(torch: Any, fn: Any, nrep: int, cache: Any, *, apis: bool, per_sa
         cupti.activity_flush_all(1)
         for k in kinds:
             cupti.activity_disable(k)
-    else:  # boundaries were appended before each sample's records arrived: group in arrival order
-        samples, current = [], None
-        for name, start, end in kernels:
-            if name == FLUSH_MARK:
-                if current is not None:
-                    samples.append(current)
-                current = 0.0
-            elif current is not None:
-                current += end - start
-        if current is not None:
-            samples.append(current)
-        return samples
-    return _split_samples(kernels)
+        return _split_samples(kernels)
+    # boundaries were appended before each sample's records arrived: group in arrival order
+    return _group(kernels)
 
 
 def _kineto_one(torch: Any, fn: Any, nrep: int, cache: Any) -> list[float]:
@@ -143,17 +139,11 @@ def _events(torch: Any, fn: Any, nrep: int, cache: Any) -> list[float]:
 def child(variant: str, cases: list[dict[str, Any]], nrep: int, out: Path) -> None:
     import torch
 
-    from workbench.capture.kineto_child import _load_factory, tilegym_style_samples
+    from workbench.capture.kineto_child import tilegym_style_samples, warmed_up
 
     results = []
     for case in cases:
-        fn = _load_factory(case["factory"])(**case["kwargs"])
-        fn()
-        torch.cuda.synchronize()
-        deadline = time.perf_counter() + 0.1
-        while time.perf_counter() < deadline:
-            fn()
-        torch.cuda.synchronize()
+        fn = warmed_up(torch, case["factory"], case["kwargs"])  # + 100 ms warm-up, as TileGym's WARMUP
         cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
         if variant == "kineto_per_sample":
             samples = [s * 1000.0 for s in tilegym_style_samples(torch, fn, nrep, cache)[0]]

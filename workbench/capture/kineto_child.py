@@ -40,6 +40,19 @@ def _load_factory(spec: str) -> Any:
     return getattr(importlib.import_module(module), func)
 
 
+def warmed_up(torch: Any, factory: str, kwargs: dict[str, Any], warmup_ms: float = 100.0) -> Any:
+    """``factory(**kwargs)`` (the function to measure), called once and then for ``warmup_ms`` of
+    wall time (TileGym's WARMUP default is 100 ms), synchronized: ready for the first sample."""
+    fn = _load_factory(factory)(**kwargs)
+    fn()
+    torch.cuda.synchronize()
+    deadline = time.perf_counter() + warmup_ms / 1000.0
+    while time.perf_counter() < deadline:
+        fn()
+    torch.cuda.synchronize()
+    return fn
+
+
 def tilegym_style_samples(torch: Any, fn: Any, nrep: int, cache: Any) -> tuple[list[float], list[list[dict[str, Any]]]]:
     """TileGym benchmark_fn_cupti's measuring loop (per-sample Kineto sessions), faithfully."""
     from torch.profiler import ProfilerActivity, profile
@@ -76,13 +89,7 @@ def child_main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     import torch
 
-    fn = _load_factory(args.factory)(**json.loads(args.kwargs))
-    fn()
-    torch.cuda.synchronize()
-    deadline = time.perf_counter() + args.warmup_ms / 1000.0
-    while time.perf_counter() < deadline:
-        fn()
-    torch.cuda.synchronize()
+    fn = warmed_up(torch, args.factory, json.loads(args.kwargs), args.warmup_ms)
     cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
     batches = []
     for _ in range(args.batches):
