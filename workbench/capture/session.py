@@ -58,8 +58,9 @@ from workbench.errors import CaptureError
 from workbench.model import CallCapture
 
 _KINDS = (KIND_CONCURRENT_KERNEL, KIND_RUNTIME, KIND_DRIVER, KIND_MEMCPY, KIND_MEMSET)
-#: kinds this process left enabled (keep_enabled sessions); re-enabling CONCURRENT_KERNEL per session
-#: re-instruments every loaded module, which dominated the per-session cost on the H200
+#: kinds a session of this process has enabled and not disabled yet (kept on between keep_enabled
+#: sessions: re-enabling CONCURRENT_KERNEL per session re-instruments every loaded module, which
+#: dominated the per-session cost on the H200)
 _LEFT_ENABLED: set[int] = set()
 
 
@@ -71,11 +72,16 @@ _LAUNCH_APIS = re.compile(r"Launch|Memcpy|Memset")
 _API_FILTER_ON: set[str] = set()
 
 
+def _choice(var: str, allowed: tuple[str, ...]) -> str:
+    """``$var`` or its default (the first of ``allowed``); anything else is a CaptureError."""
+    value = os.environ.get(var, allowed[0])
+    if value not in allowed:
+        raise CaptureError(f"{var} must be one of {', '.join(allowed)}; got {value!r}", key=var)
+    return value
+
+
 def _api_mode() -> str:
-    mode = os.environ.get("WORKBENCH_CUPTI_APIS", "launch")
-    if mode not in ("all", "launch"):
-        raise CaptureError(f"WORKBENCH_CUPTI_APIS must be 'all' or 'launch', got {mode!r}", key="WORKBENCH_CUPTI_APIS")
-    return mode
+    return _choice("WORKBENCH_CUPTI_APIS", ("launch", "all"))
 
 
 def _set_launch_api_filter(cupti: Any, on: bool) -> int:
@@ -95,14 +101,6 @@ def _set_launch_api_filter(cupti: Any, on: bool) -> int:
             except Exception:  # cbids a given libcupti does not know: skip them
                 continue
     return n
-
-
-def _choice(var: str, allowed: tuple[str, ...]) -> str:
-    """``$var`` or its default (the first of ``allowed``); anything else is a CaptureError."""
-    value = os.environ.get(var, allowed[0])
-    if value not in allowed:
-        raise CaptureError(f"{var} must be one of {', '.join(allowed)}; got {value!r}", key=var)
-    return value
 
 
 def _window_mode() -> str:
@@ -279,8 +277,7 @@ class CuptiSession(_SessionBase):
             for k in self._kinds:
                 if k not in _LEFT_ENABLED:
                     cupti.activity_enable(k)
-                    if self.keep_enabled:
-                        _LEFT_ENABLED.add(k)
+                    _LEFT_ENABLED.add(k)
         want = _api_mode() == "launch"
         if want != ("launch" in _API_FILTER_ON):
             _set_launch_api_filter(cupti, want)
@@ -296,12 +293,10 @@ class CuptiSession(_SessionBase):
                 self._flush(cupti)
             finally:
                 if not self.keep_enabled:
-                    # per_call: the toggled kinds are off already; only the session-wide ones are on
-                    on = [k for k in self._kinds if k in _LEFT_ENABLED or self.window_mode != "per_call"]
-                    for k in on:
+                    # per_call's toggled kinds are off already: _LEFT_ENABLED holds what is still on
+                    for k in [k for k in self._kinds if k in _LEFT_ENABLED]:
                         cupti.activity_disable(k)
                         _LEFT_ENABLED.discard(k)
-                if not self.keep_enabled:
                     if "launch" in _API_FILTER_ON:
                         _set_launch_api_filter(cupti, False)
                         _API_FILTER_ON.discard("launch")
