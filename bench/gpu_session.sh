@@ -22,7 +22,22 @@ if [ -f .carry/tg/tilegym_trim.tar.xz ]; then  # trimmed TileGym snapshot (src/t
   mkdir -p /tmp/tg && tar -xJf .carry/tg/tilegym_trim.tar.xz -C /tmp/tg && export TG=/tmp/tg/TileGym &&
     export PYTHONPATH="$PYTHONPATH:$TG/src"
 fi
+if [ -d .carry/cutile-rs ] && [ -n "${TG:-}" ]; then  # TileGym's real cutile-rs library (make-cutile-rs-carry.sh)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile-rs/cffi-*.whl \
+      .carry/cutile-rs/pycparser-*.whl &&
+    mkdir -p "$TG/src/tilegym/ops/cutile_rs/cutile_kernels/target/release" &&
+    xz -dc .carry/cutile-rs/libcutile_kernels.so.xz > "$TG/src/tilegym/ops/cutile_rs/cutile_kernels/target/release/libcutile_kernels.so" &&
+    export CUTILE_RS_AUTOBUILD=0 CUTILE_TILEIRAS_PATH=/tmp/site/nvidia/cu13/bin/tileiras || { echo RS SETUP FAILED; exit 3; }
+fi
+# TileGym's real test_perf selections recorded for the embedded sessions (issue 11)
+SILU_K="torch.float16"
+MM_K="False-False-2048-2048-2048-0-0-torch.float16 or False-False-4096-4096-4096-0-0-torch.float16 or False-False-8192-8192-8192-0-0-torch.float16"
+# Nsight Compute: the counters seen readable on the H200 (gpu.md §6) + spills/occupancy limits
+M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,launch__grid_size,launch__block_size,launch__shared_mem_per_block_static,launch__shared_mem_per_block_dynamic,sm__warps_active.avg.pct_of_peak_sustained_active,sm__maximum_warps_per_active_cycle_pct,sm__throughput.avg.pct_of_peak_sustained_elapsed
+MX=l1tex__t_bytes_pipe_lsu_mem_local_op_ld.sum,l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum,smsp__inst_executed_op_local_ld.sum,smsp__inst_executed_op_local_st.sum,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+NCU="ncu --csv --page raw --print-units base --clock-control none --profile-from-start off -c 1"
 export W
+nvidia-smi -q -d CLOCK,PERFORMANCE > "$W/smi_clock_perf.txt" 2>&1; nvidia-smi -q > "$W/smi_q.txt" 2>&1
 echo "setup done at $(date -u +%FT%TZ)" | tee "$W/summary.txt"
 step() {  # step NAME MAX_SECONDS CMD...
   local name=$1 max=$2; shift 2
@@ -33,6 +48,7 @@ step() {  # step NAME MAX_SECONDS CMD...
   timeout -k 5 "$max" "$@" > "$W/$name.log" 2>&1; local rc=$?
   echo "$name rc=$rc $(( $(date +%s) - t0 ))s (limit ${max}s)" | tee -a "$W/summary.txt"
   tail -n 25 "$W/$name.log"
+  return $rc
 }
 for s in $STEPS; do
   case $s in
@@ -107,6 +123,28 @@ PY
     gpucap) step gpucap 150 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider ;;
     tgcheck) step tgcheck 90 python3 -m workbench check rms_norm --tilegym "$TG" --out-root "$W/chk" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
+    clock) step clock 120 python3 bench/cupti_clock_probe.py --out "$W/clock.json" ;;
+    rssilu)  # real cutile-rs vs cuTile Python, TileGym's test_perf: workbench harness (+ IR), then TileGym's
+      step silu_wb 200 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
+        --dump-ir --timeout 240 --out-root "$W/rec"
+      step silu_tg 200 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
+        --tilegym-harness --timeout 240 --out-root "$W/rectg" ;;
+    ncu)  # Nsight Compute on one call of each side, one config per kernel (raw CSV for F's probe parser)
+      step ncu_query 60 bash -c "ncu --query-metrics --chip gh100 | grep -E 'local|warps_active|occupancy|spill|tensor_op|dram__bytes' | head -300"
+      for be in cutile-rs cutile; do  # the extended set first; the base set (gpu.md §6) if ncu refuses a name
+        step "ncu_silu_$be" 90 $NCU --metrics "$M,$MX" python3 bench/ncu_target.py --op silu_and_mul --backend $be --shape 64,1024,4096 ||
+          step "ncu_silu_${be}_base" 90 $NCU --metrics "$M" python3 bench/ncu_target.py --op silu_and_mul --backend $be --shape 64,1024,4096
+      done ;;
+    ncumm)
+      for be in cutile-rs cutile; do
+        step "ncu_mm_$be" 120 $NCU --metrics "$M,$MX" python3 bench/ncu_target.py --op matmul --backend $be --shape 4096,4096,4096 --static-persistent
+      done ;;
+    rsmmwb)
+      step matmul_wb 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
+        --dump-ir --timeout 300 --out-root "$W/rec" ;;
+    rsmmtg)
+      step matmul_tg 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
+        --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
   esac
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$W/summary.txt" 2>&1

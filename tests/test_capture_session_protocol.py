@@ -33,6 +33,8 @@ class FakeCupti:
         self.log: list[tuple[str, Any]] = []
         self.enabled: set[int] = set()
         self.clock = 0
+        self.kineto_starts = 0  # what conflicts.kineto_starts() reports
+        self.clock_verdict = S.clock.ClockCheck(rate=1.0)
 
     def activity_register_callbacks(self, req: Any, done: Any) -> None:
         self.log.append(("register", None))
@@ -67,10 +69,14 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupti:
     torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: cupti.log.append(("sync", None))))
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(conflicts, "active_profiler", lambda: None)
-    monkeypatch.setattr(conflicts, "kineto_used_in_process", lambda: False)
-    monkeypatch.setattr(conflicts, "install_tracker", lambda: None)
+    monkeypatch.setattr(conflicts, "kineto_starts", lambda: cupti.kineto_starts)
+    monkeypatch.setattr(conflicts, "install_tracker", lambda: True)
     monkeypatch.setattr(S, "_LEFT_ENABLED", set())
     monkeypatch.setattr(S, "_API_FILTER_ON", set())
+    monkeypatch.setattr(S, "_BOOKKEEPING_AT_KINETO", [0])
+    monkeypatch.setattr(S, "_ACTIVE", [])
+    # the fake clock ticks per call, not per ns: its rate check is replaced by a fixed verdict
+    monkeypatch.setattr(S.clock, "ensure_clock", lambda get_ts, **kw: cupti.clock_verdict)
     return cupti
 
 
@@ -180,3 +186,67 @@ def test_per_call_flush_only_toggles_nothing_and_flushes_each_window(
     assert sorted(k for op, k in fake.log if op == "enable") == sorted(S._KINDS)  # once, at session start
     assert [f for op, f in fake.log if op == "flush"] == [1, 0, 0, 0, 1]  # drain, 3 windows, exit
     assert len(s.windows) == 3
+
+
+# --------------------------------------------------------------------------- one CUPTI client per process
+
+
+def test_kineto_session_during_a_window_contaminates_it_and_rearms_before_the_next(fake: FakeCupti) -> None:
+    s = S.CuptiSession("x", window_mode="per_call")
+    with s:
+        with s.call():
+            pass
+        with s.call():
+            fake.kineto_starts += 1  # e.g. a wrapper's autotuner ran torch.profiler inside fn()
+        registers_before = sum(1 for op, _ in fake.log if op == "register")
+        with s.call():
+            pass
+    assert s.contaminated == {0: "measured before a torch.profiler (Kineto) session took CUPTI",
+                              1: "a torch.profiler (Kineto) session started during this call"}
+    # the third window re-took CUPTI (callbacks) before opening, and is the only clean one
+    assert sum(1 for op, _ in fake.log if op == "register") == registers_before + 1
+    assert s.rearms == 1 and s.clean_windows() == [s.windows[2]]
+    assert s.capture_meta()["discarded_samples"] == 2
+
+
+def test_kineto_run_between_sessions_resets_the_kind_bookkeeping(fake: FakeCupti) -> None:
+    _run("session")  # leaves every kind enabled (keep_enabled)
+    fake.kineto_starts += 1
+    fake.enabled.clear()  # Kineto's teardown switched them off behind our back
+    _run("session")
+    assert fake.enabled == set(S._KINDS), "kinds must be on again after a Kineto session"
+
+
+def test_side_window_inside_a_measured_window_contaminates_it(fake: FakeCupti) -> None:
+    s = S.CuptiSession("x", window_mode="per_call")
+    with s:
+        with s.call():
+            with s.call(side=True):  # an autotuner timing a config inside the measured call
+                pass
+        with s.call(side=True):  # outside any window: never a sample, never contaminating
+            pass
+        with s.call():
+            pass
+    assert len(s.side_windows) == 2 and len(s.windows) == 2
+    assert s.contaminated == {0: "an autotuner timed its configs inside this call"}
+    with pytest.raises(CaptureError, match="nested measured windows"):
+        with s.call():
+            with s.call():
+                pass
+
+
+def test_a_clock_that_cannot_be_restored_refuses_the_capture(fake: FakeCupti) -> None:
+    fake.clock_verdict = S.clock.ClockCheck(rate=2.1, ok=False, reason="CUPTI's clock runs at 2.100x")
+    with pytest.raises(CaptureError, match=r"refusing to measure: CUPTI.s clock runs at 2\.100x"):
+        with S.CuptiSession("x"):
+            pass
+    assert not S._ACTIVE
+
+
+def test_one_cupti_client_at_a_time(fake: FakeCupti) -> None:
+    with S.CuptiSession("outer") as outer:
+        assert S.active_session() is outer
+        with pytest.raises(CaptureError, match="another capture is open"):
+            with S.CuptiSession("inner"):
+                pass
+    assert S.active_session() is None

@@ -61,3 +61,45 @@ def test_install_patches_already_imported_module(monkeypatch):
     assert mod.benchmark_fn_cupti is tilegym_swap.benchmark_fn_cupti  # type: ignore[attr-defined]
     tilegym_swap.uninstall()
     assert mod.benchmark_fn_cupti() == "original"  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(not (TILEGYM / "src").exists(), reason="TileGym snapshot absent")
+@pytest.mark.parametrize(("relpath", "name", "twin"), [
+    ("tests/common.py", "_extract_kernel_times_from_profile", "extract_kernel_times"),
+    ("src/tilegym/backend/cutile_rs/autotuner.py", "_bench_config_cupti", "bench_config_cupti"),
+])
+def test_twins_keep_tilegym_signatures(relpath: str, name: str, twin: str) -> None:
+    from workbench.capture import tilegym_timing
+
+    tree = ast.parse((TILEGYM / relpath).read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    theirs = [a.arg for a in fn.args.args]
+    defaults = [ast.literal_eval(d) for d in fn.args.defaults]
+    sig = inspect.signature(getattr(tilegym_timing, twin))
+    assert list(sig.parameters) == theirs
+    ours_defaults = [p.default for p in sig.parameters.values() if p.default is not inspect.Parameter.empty]
+    assert ours_defaults == defaults
+
+
+def test_every_torch_profiler_call_site_is_patched(monkeypatch) -> None:
+    """All three TileGym call sites of torch.profiler get their workbench twin (SYNTHETIC modules)."""
+    import types
+
+    from workbench.capture import tilegym_timing
+
+    common = types.ModuleType("tests.common")
+    common.benchmark_fn_cupti = lambda *a, **k: "original"  # type: ignore[attr-defined]
+    common._extract_kernel_times_from_profile = lambda fn: "original"  # type: ignore[attr-defined]
+    autotuner = types.ModuleType("tilegym.backend.cutile_rs.autotuner")
+    autotuner._bench_config_cupti = lambda *a, **k: "original"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tests.common", common)
+    monkeypatch.setitem(sys.modules, "tilegym.backend.cutile_rs.autotuner", autotuner)
+    tilegym_swap.install(None)
+    try:
+        assert common.benchmark_fn_cupti is tilegym_swap.benchmark_fn_cupti  # type: ignore[attr-defined]
+        assert common._extract_kernel_times_from_profile is tilegym_timing.extract_kernel_times  # type: ignore[attr-defined]
+        assert autotuner._bench_config_cupti is tilegym_timing.bench_config_cupti  # type: ignore[attr-defined]
+    finally:
+        tilegym_swap.uninstall()
+    assert autotuner._bench_config_cupti() == "original"  # type: ignore[attr-defined]
+    assert common._extract_kernel_times_from_profile(None) == "original"  # type: ignore[attr-defined]

@@ -107,6 +107,9 @@ class RunSpec:
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)  # e.g. CUPTI=1 WARMUP REP MIN_REP
     workbench_harness: bool = False
+    #: ``run --dump-ir``: cutile-rs prints its Tile IR (``CUTILE_DUMP=ir``), cuTile Python writes
+    #: ``*.tileir`` files here (``CUDA_TILE_DUMP_TILEIR``), our plugin marks tests (``ir.dumps``)
+    dump_ir_dir: str | None = None
     per_test_timeout_s: float = 600.0
     total_timeout_s: float | None = None
     extra_pythonpath: tuple[str, ...] = ()
@@ -195,6 +198,13 @@ def child_env(spec: RunSpec) -> dict[str, str]:
     # watchdog cannot see the "<nodeid> " line pytest writes when a test starts.
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a SIGSEGV leaves a Python traceback in the raw log
+    if spec.dump_ir_dir:
+        from workbench.ir import dumps
+
+        Path(spec.dump_ir_dir).mkdir(parents=True, exist_ok=True)
+        env.setdefault("CUTILE_DUMP", "ir")
+        env["CUDA_TILE_DUMP_TILEIR"] = str(Path(spec.dump_ir_dir).resolve())
+        env[dumps.MARKER_ENV] = "1"
     return env
 
 
@@ -985,6 +995,8 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "python": spec.python,
         "env_overrides": dict(spec.env),
         "workbench_harness": spec.workbench_harness,
+        "harness": "workbench" if spec.workbench_harness else "tilegym",
+        "dump_ir_dir": spec.dump_ir_dir,
         "per_test_timeout_s": spec.per_test_timeout_s,
         "total_timeout_s": spec.total_timeout_s,
         "commands": [shlex.join(a.argv) for a in result.attempts],

@@ -81,8 +81,17 @@ def register(commands: Any, report_commands: Any = None) -> None:
     p.add_argument("--python", default=sys.executable, help="Python of the child pytest (default: this one)")
     p.add_argument("--env", action="append", default=[], metavar="K=V",
                    help="extra environment for the child, e.g. CUPTI=1 WARMUP=100 REP=50 MIN_REP=2")
-    p.add_argument("--harness", action="store_true",
-                   help="--workbench-harness: measure with the workbench CUPTI harness (per-launch data)")
+    harness = p.add_mutually_exclusive_group()
+    harness.add_argument("--harness", dest="tilegym_harness", action="store_false",
+                         help="measure with the workbench CUPTI harness (the default): per-launch data, "
+                              "raw samples, bootstrap CIs, a CUDA-event self-check per config")
+    harness.add_argument("--tilegym-harness", dest="tilegym_harness", action="store_true",
+                         help="measure with TileGym's own benchmark_fn_cupti (torch.profiler per sample; "
+                              "medians only, no per-launch timeline)")
+    p.set_defaults(tilegym_harness=False)
+    p.add_argument("--dump-ir", action="store_true",
+                   help="dump the Tile IR both sides compile (cutile-rs CUTILE_DUMP=ir, cuTile "
+                        "CUDA_TILE_DUMP_TILEIR) and file it per config under <kernel>/workbench/ir/")
     p.add_argument("--suite", metavar="FILE", help="run this TileGym-convention test file instead of the profile's")
     p.add_argument("--skip-gpu-check", action="store_true",
                    help="run even where no GPU is visible (CPU-only suites, replays)")
@@ -214,7 +223,8 @@ def plan_runs(args: argparse.Namespace) -> tuple[list[BackendRun], KernelPaths, 
             spec_env.setdefault("DISABLE_FALLBACK", "1")  # a silent fallback must fail, not be measured
         runs.append(BackendRun(backend, role, RunSpec(
             kernel=args.kernel, test_target=target, k_expr=backend_k_expr(token, user_k), cwd=cwd, role=role,
-            python=args.python, env=spec_env, workbench_harness=args.harness,
+            python=args.python, env=spec_env, workbench_harness=not args.tilegym_harness,
+            dump_ir_dir=str(out.workbench_dir / "tileir_raw" / role) if args.dump_ir else None,
             per_test_timeout_s=args.timeout, total_timeout_s=args.total_timeout, backend_token=token,
         )))
     return runs, out, recorded

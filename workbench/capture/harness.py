@@ -2,8 +2,13 @@
 
 Contract: :func:`benchmark` returns TileGym ``benchmark_fn_cupti``'s keys (``mean std rel_std median
 min max nrep peak_mem_mb kernel_name kernel_times``; ms, ``rel_std`` in %, ``kernel_times`` of the last
-call) plus ``samples`` (raw ms per call), ``launches_per_call`` (the most common per-call launch count)
-and ``capture_source`` ("cupti" | "events"). A sample is the sum
+call) plus ``samples`` (raw ms per call), ``launches_per_call`` (the most common per-call launch count),
+``capture_source`` ("cupti" | "events"), ``harness`` ("workbench"), ``capture`` (window mode, the
+CUPTI clock check, samples discarded and re-measured) and, for CUPTI captures, ``capture_check``
+(``selfcheck``: CUPTI vs CUDA events behind a GPU sleep; ``verdict`` "suspect" means the median is
+not valid). A sample whose window was contaminated (a Kineto session or an autotuner's timing
+inside it, see ``session``) is discarded and measured again, up to ``nrep`` extra windows; more
+contamination than that refuses the config (CaptureError). A sample is the sum
 of device times of every GPU activity attributed to that call (TileGym's measured sum); with the
 events fallback it is the CUDA-event elapsed time and ``kernel_times`` is empty ("no launch data").
 ``median`` is torch's lower median (``Tensor.median``), so values agree with TileGym's harness.
@@ -30,6 +35,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.capture import selfcheck
 from workbench.capture.session import CuptiSession, EventsSession, open_session
 from workbench.errors import CaptureError
 from workbench.model import CallCapture, LaunchSet
@@ -110,7 +116,8 @@ def _prepare_memory(torch: Any) -> None:
     torch.cuda.reset_peak_memory_stats()
 
 
-def _result(calls: list[CallCapture], samples: list[float], source: str, peak_mem_mb: int) -> dict[str, Any]:
+def _result(calls: list[CallCapture], samples: list[float], source: str, peak_mem_mb: int,
+            session: Any = None, check: dict[str, Any] | None = None) -> dict[str, Any]:
     res = summarize(samples)
     res["peak_mem_mb"] = peak_mem_mb
     last_rows = kernel_times_of(calls[-1]) if calls else []
@@ -121,6 +128,11 @@ def _result(calls: list[CallCapture], samples: list[float], source: str, peak_me
     res["samples"] = samples
     res["launches_per_call"] = Counter(counts).most_common(1)[0][0] if counts and source != "events" else None
     res["capture_source"] = source
+    res["harness"] = "workbench"
+    if isinstance(session, CuptiSession):
+        res["capture"] = session.capture_meta()
+    if check is not None:
+        res["capture_check"] = check
     return res
 
 
@@ -171,9 +183,28 @@ def settle_default() -> float:
 
 def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep: int, cache: Any,
                 settle_us: float = 0.0, grad_to_none: Sequence[Any] | None = None) -> None:
-    """``nrep`` rounds; per round and per fn: [flush + sync + settle] outside, then one window."""
+    """``nrep`` clean rounds; per round and per fn: [flush + sync + settle] outside, then one window.
+
+    With a CuptiSession a round counts only if none of its windows is contaminated (see
+    ``session``); the loop measures more rounds until ``nrep`` are clean, at most ``nrep`` extra,
+    and refuses the config beyond that. Partner windows of a contaminated round are marked too, so
+    interleaved functions keep equal, paired sample counts."""
     settle_ns = int(settle_us * 1000)
-    for _ in range(nrep):
+    per_round = len(fns)
+    cupti = isinstance(session, CuptiSession)
+    rounds = 0
+    while True:
+        if cupti:
+            bad_rounds = {i // per_round for i in session.contaminated}
+            clean = rounds - len(bad_rounds)
+        else:
+            clean = rounds
+        if clean >= nrep:
+            break
+        if rounds - clean > nrep:
+            why = "; ".join(sorted(set(session.contaminated.values())))
+            raise CaptureError(f"{len(session.contaminated)} samples were contaminated ({why}); more than "
+                               f"the {nrep} re-measurements allowed: config refused", key="samples")
         for fn in fns:
             if grad_to_none is not None:
                 for t in grad_to_none:
@@ -188,6 +219,20 @@ def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep
                     pass
             with session.call():
                 fn()
+        rounds += 1
+    if cupti:
+        for r in {i // per_round for i in session.contaminated}:
+            for j in range(r * per_round, (r + 1) * per_round):
+                session.contaminated.setdefault(j, "partner of a contaminated sample in its round")
+
+
+def _self_check(torch: Any, session: Any, fn: Callable[[], Any], samples: Sequence[float], cache: Any,
+                grad_to_none: Sequence[Any] | None) -> dict[str, Any] | None:
+    """CUPTI vs CUDA events (``selfcheck``) for a CUPTI capture; None for the events fallback."""
+    if not isinstance(session, CuptiSession) or not samples or os.environ.get("WORKBENCH_SELFCHECK", "1") == "0":
+        return None
+    events_ms = selfcheck.event_samples_ms(torch, fn, selfcheck.check_count(len(samples)), cache, grad_to_none)
+    return selfcheck.judge(summarize(samples)["median"], events_ms).to_dict()
 
 
 def benchmark(
@@ -225,10 +270,11 @@ def benchmark(
     calls = session.captures()
     samples = _samples_of(session, calls, kernel_filter=kernel_filter)
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
+    check = _self_check(torch, session, fn, samples, cache, grad_to_none) if kernel_filter is None else None
     del cache
     if publish:
         _publish(calls, backend, session.source, nodeid, params)
-    return _result(calls, samples, session.source, peak)
+    return _result(calls, samples, session.source, peak, session, check)
 
 
 def benchmark_pair(
@@ -264,11 +310,11 @@ def benchmark_pair(
         sample_loop(torch, session, [fn_a, fn_b], nrep, cache,
                     settle_default() if settle_us is None else settle_us)
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
-    del cache
     results = []
     for which in (0, 1):
         idx = list(range(which, 2 * nrep, 2))
         if isinstance(session, CuptiSession):
+            idx = [i for i in range(which, len(session.windows), 2) if i not in session.contaminated]
             calls = session.captures([session.windows[i] for i in idx], backend=backends[which])
             calls = [CallCapture(index=k, backend=c.backend, host_start_ns=c.host_start_ns,
                                  host_end_ns=c.host_end_ns, launches=c.launches) for k, c in enumerate(calls)]
@@ -279,5 +325,7 @@ def benchmark_pair(
         samples = _samples_of(session, calls, idx)
         if publish:
             _publish(calls, backends[which], session.source, nodeid[which], params)
-        results.append(_result(calls, samples, session.source, peak))
+        check = _self_check(torch, session, (fn_a, fn_b)[which], samples, cache, None)
+        results.append(_result(calls, samples, session.source, peak, session, check))
+    del cache
     return results[0], results[1]

@@ -27,7 +27,18 @@ toggle alone or a non-forced flush leave the +0.3 µs). It costs a forced flush 
 0.48-0.52x TileGym's time where ``session`` takes 0.19-0.20x. Finer knobs for such measurements:
 ``WORKBENCH_CUPTI_PER_CALL_KINDS`` = kernel (default) | all | none and
 ``WORKBENCH_CUPTI_PER_CALL_FLUSH`` = forced (default) | completed | none.
-A session refuses to start while torch.profiler is active, or after a Kineto session ran in this process (2.1x wrong medians seen).
+
+One CUPTI client per process (``conflicts``, ``clock``): a session refuses to start while
+torch.profiler is active, or while another CuptiSession of this process is open. At every start,
+and before any window after a Kineto session started, it re-arms: callbacks re-registered, the
+kinds it enables switched off and on again (Kineto's teardown can leave them off while our
+bookkeeping says on), and CUPTI's clock checked against the wall clock (``clock.ensure_clock``:
+Kineto's TSC timestamp callback made every duration 2.1x on the H200), restoring CUPTI's own
+clock when it was replaced; a clock that cannot be restored refuses the capture. A window during
+which a Kineto session started, or inside which an autotuner timed configs (``call(side=True)``
+while a window is open), is **contaminated**: kept out of :meth:`captures` (``contaminated`` says
+why) so the harness re-measures that sample. ``call(side=True)`` windows are the autotuner's: never
+samples, always closed by a forced flush so their records can be read at once.
 """
 
 from __future__ import annotations
@@ -40,7 +51,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from workbench.capture import conflicts
+from workbench.capture import clock, conflicts
 from workbench.capture.demangle import demangle
 from workbench.capture.records import (
     KIND_CONCURRENT_KERNEL,
@@ -70,6 +81,15 @@ _LEFT_ENABLED: set[int] = set()
 #: (flush 153 ms vs 43 ms per 100 samples). "all" records every runtime/driver API call.
 _LAUNCH_APIS = re.compile(r"Launch|Memcpy|Memset")
 _API_FILTER_ON: set[str] = set()
+#: the Kineto start count our kind bookkeeping (_LEFT_ENABLED, _API_FILTER_ON) is valid for
+_BOOKKEEPING_AT_KINETO = [0]
+#: the CuptiSession open in this process, if any (one CUPTI client at a time)
+_ACTIVE: list[CuptiSession] = []
+
+
+def active_session() -> CuptiSession | None:
+    """The CuptiSession currently open in this process (e.g. for a routed autotuner), else None."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 def _choice(var: str, allowed: tuple[str, ...]) -> str:
@@ -193,11 +213,10 @@ class CuptiSession(_SessionBase):
 
     source = "cupti"
 
-    def __init__(self, backend: str, *, expect_launches: bool = True, allow_after_kineto: bool = False,
+    def __init__(self, backend: str, *, expect_launches: bool = True,
                  keep_enabled: bool | None = None, window_mode: str | None = None) -> None:
         super().__init__(backend, expect_launches=expect_launches)
         self.window_mode = _window_mode() if window_mode is None else window_mode
-        self.allow_after_kineto = allow_after_kineto
         # keep_enabled: leave the activity kinds on after exit so the next session starts cheaply
         # (records made between sessions are drained and dropped at the next session start)
         self.keep_enabled = _keep_enabled_default() if keep_enabled is None else keep_enabled
@@ -206,8 +225,19 @@ class CuptiSession(_SessionBase):
         self.apis: list[ApiRec] = []
         self.copies: list[CopyRec] = []
         self.windows: list[Window] = []
+        #: windows of ``call(side=True)`` (an autotuner's timing calls): never samples
+        self.side_windows: list[Window] = []
+        #: index in ``windows`` -> why that sample is not valid (re-measured by the harness)
+        self.contaminated: dict[int, str] = {}
+        #: every clock check of this session (the first at start, one per re-arm after Kineto)
+        self.clock_checks: list[clock.ClockCheck] = []
+        self.rearms = 0
         self.dropped = 0
         self._collecting = False
+        self._open = False
+        self._depth = 0
+        self._side_in_window = False
+        self._armed_kineto = 0
         self._api_names: dict[tuple[int, int], str | None] = {}
 
     # -- CUPTI callbacks: keep short, copy fields into tuples (the buffers are reused)
@@ -238,33 +268,60 @@ class CuptiSession(_SessionBase):
             self.apis.extend(apis)
             self.copies.extend(copies)
 
+    @property
+    def clock(self) -> clock.ClockCheck | None:
+        """The last clock check (the one the latest windows were measured under)."""
+        return self.clock_checks[-1] if self.clock_checks else None
+
     def __enter__(self) -> CuptiSession:
         reason = conflicts.active_profiler()
         if reason:
             raise CaptureError(f"refusing to start a CUPTI capture: {reason}; never run both in one "
                                "process (use the torch.profiler fallback in its own process)")
-        if conflicts.kineto_used_in_process() and not self.allow_after_kineto:
-            raise CaptureError("refusing to start a CUPTI capture: a torch.profiler (Kineto) session ran "
-                               "earlier in this process, which made cupti-python medians 2.1x wrong on "
-                               "the H200; measure in a fresh process")
+        if _ACTIVE:
+            raise CaptureError("refusing to start a CUPTI capture: another capture is open in this process "
+                               f"(backend {_ACTIVE[-1].backend!r}); one CUPTI client at a time")
         super().__enter__()
         conflicts.install_tracker()
         from cupti import cupti
 
         self._cupti = cupti
         self._torch.cuda.synchronize()
-        # Re-register at every session start: whoever registered last (e.g. Kineto) gets all buffers.
-        cupti.activity_register_callbacks(self._on_request, self._on_complete)
-        cupti.activity_flush_all(1)  # drain leftovers while _collecting is False
-        self._reset_dropped_baseline()
-        self._collecting = True
         self._kinds: tuple[int, ...] = _KINDS
+        self._per_call_kinds: tuple[int, ...] = ()
+        self._per_call_flush: int | None = None
         if self.window_mode == "per_call":
             # which kinds are toggled per window and how each window ends (module docstring)
             toggled = _choice("WORKBENCH_CUPTI_PER_CALL_KINDS", ("kernel", "all", "none"))
             self._per_call_kinds = {"kernel": (KIND_CONCURRENT_KERNEL,), "none": (), "all": self._kinds}[toggled]
             ending = _choice("WORKBENCH_CUPTI_PER_CALL_FLUSH", ("forced", "completed", "none"))
             self._per_call_flush = {"forced": 1, "completed": 0, "none": None}[ending]
+        self._arm(first=True)
+        _ACTIVE.append(self)
+        self._open = True
+        return self
+
+    def _arm(self, *, first: bool) -> None:
+        """(Re-)take CUPTI: callbacks, kinds, API filter, clock. Raises CaptureError on a bad clock."""
+        cupti = self._cupti
+        self._collecting = False
+        # Re-register at every (re-)arm: whoever registered last (e.g. Kineto) gets all buffers.
+        cupti.activity_register_callbacks(self._on_request, self._on_complete)
+        cupti.activity_flush_all(1)  # drain leftovers while _collecting is False
+        if first:
+            self._reset_dropped_baseline()
+        seen = conflicts.kineto_starts()
+        if seen != _BOOKKEEPING_AT_KINETO[0]:
+            # A Kineto session ran since our bookkeeping was made: its teardown may have disabled
+            # what we think is on. Switch every kind we use off, then on again below.
+            for k in self._kinds:
+                with contextlib.suppress(Exception):
+                    cupti.activity_disable(k)
+            _LEFT_ENABLED.clear()
+            _API_FILTER_ON.clear()
+            _BOOKKEEPING_AT_KINETO[0] = seen
+        self._armed_kineto = seen
+        if self.window_mode == "per_call":
             # enabled per window only (see call()); switch off what an earlier session left on
             for k in [k for k in self._per_call_kinds if k in _LEFT_ENABLED]:
                 cupti.activity_disable(k)
@@ -282,9 +339,16 @@ class CuptiSession(_SessionBase):
         if want != ("launch" in _API_FILTER_ON):
             _set_launch_api_filter(cupti, want)
             (_API_FILTER_ON.add if want else _API_FILTER_ON.discard)("launch")
-        return self
+        check = clock.ensure_clock(cupti.get_timestamp)
+        self.clock_checks.append(check)
+        if not check.ok:
+            self._collecting = False
+            raise CaptureError(f"refusing to measure: {check.reason}", key="cupti_clock")
+        self._collecting = True
 
     def __exit__(self, *exc: object) -> None:
+        if not self._open:
+            return
         cupti = self._cupti
         try:
             self._torch.cuda.synchronize()  # kernel records exist only once kernels finished
@@ -301,6 +365,9 @@ class CuptiSession(_SessionBase):
                         _set_launch_api_filter(cupti, False)
                         _API_FILTER_ON.discard("launch")
                 self._collecting = False
+                self._open = False
+                if self in _ACTIVE:
+                    _ACTIVE.remove(self)
         self.dropped = self._dropped_now() - self._dropped_base
 
     def _flush(self, cupti: Any) -> None:
@@ -330,25 +397,76 @@ class CuptiSession(_SessionBase):
     def _reset_dropped_baseline(self) -> None:
         self._dropped_base = self._dropped_now()
 
+    @property
+    def in_window(self) -> bool:
+        return self._depth > 0
+
+    @property
+    def last_window_contaminated(self) -> bool:
+        return bool(self.windows) and (len(self.windows) - 1) in self.contaminated
+
+    def clean_windows(self) -> list[Window]:
+        return [w for i, w in enumerate(self.windows) if i not in self.contaminated]
+
     @contextlib.contextmanager
-    def call(self) -> Iterator[None]:
+    def call(self, *, side: bool = False) -> Iterator[None]:
+        """One measured window (``side``: an autotuner's timing call, see the module docstring)."""
+        if self._depth:
+            if not side:
+                raise CaptureError("nested measured windows in one capture", key="window")
+            with self._inner_side_call():
+                yield
+            return
+        if conflicts.kineto_starts() != self._armed_kineto:
+            # Kineto took CUPTI since the last window: records of earlier windows may have gone to
+            # its callbacks, so those samples are re-measured too.
+            for i in range(len(self.windows)):
+                self.contaminated.setdefault(i, "measured before a torch.profiler (Kineto) session took CUPTI")
+            self.rearms += 1
+            self._arm(first=False)
         cupti = self._cupti
         get_ts, sync = cupti.get_timestamp, self._torch.cuda.synchronize
         per_call = self.window_mode == "per_call"
         if per_call:
             for k in self._per_call_kinds:
                 cupti.activity_enable(k)
+        kineto_before = conflicts.kineto_starts()
+        self._depth = 1
+        self._side_in_window = False
         t0 = get_ts()
         try:
             yield
             sync()
-            self.windows.append(Window(t0, get_ts()))
+            win = Window(t0, get_ts())
+            if side:
+                self.side_windows.append(win)
+            else:
+                self.windows.append(win)
+                idx = len(self.windows) - 1
+                if conflicts.kineto_starts() != kineto_before:
+                    self.contaminated[idx] = "a torch.profiler (Kineto) session started during this call"
+                elif self._side_in_window:
+                    self.contaminated[idx] = "an autotuner timed its configs inside this call"
         finally:
+            self._depth = 0
             if per_call:
                 if self._per_call_flush is not None:  # before disabling, as a torch.profiler exit does
                     cupti.activity_flush_all(self._per_call_flush)
                 for k in self._per_call_kinds:
                     cupti.activity_disable(k)
+            if side and not (per_call and self._per_call_flush == 1):
+                cupti.activity_flush_all(1)  # a side window's records are read right away
+
+    @contextlib.contextmanager
+    def _inner_side_call(self) -> Iterator[None]:
+        # inside an open window: the kinds are on already; only bracket, sync and deliver records
+        self._side_in_window = True
+        get_ts = self._cupti.get_timestamp
+        t0 = get_ts()
+        yield
+        self._torch.cuda.synchronize()
+        self.side_windows.append(Window(t0, get_ts()))
+        self._cupti.activity_flush_all(1)
 
     def api_name(self, api: ApiRec) -> str | None:
         key = (api.kind, api.cbid)
@@ -362,17 +480,31 @@ class CuptiSession(_SessionBase):
             self._api_names[key] = str(name) if name is not None else None
         return self._api_names[key]
 
-    def captures(self, windows: list[Window] | None = None, backend: str | None = None) -> list[CallCapture]:
+    def captures(self, windows: list[Window] | None = None, backend: str | None = None,
+                 expect_launches: bool | None = None) -> list[CallCapture]:
+        """Calls of ``windows`` (default: the clean measured windows, contaminated ones left out)."""
         if self.dropped:
             raise CaptureError(f"CUPTI dropped {self.dropped} activity records (buffers too small or "
                                "flushed late); sample set refused", key="dropped_records")
         with self._lock:
             kernels, apis, copies = list(self.kernels), list(self.apis), list(self.copies)
         return attribute_calls(
-            self.windows if windows is None else windows, kernels, apis, copies,
+            self.clean_windows() if windows is None else windows, kernels, apis, copies,
             backend=backend or self.backend, api_name=self.api_name, demangle=demangle,
-            expect_launches=self.expect_launches,
+            expect_launches=self.expect_launches if expect_launches is None else expect_launches,
         )
+
+    def capture_meta(self) -> dict[str, Any]:
+        """What a record says about how it was captured (window mode, clock, re-measured samples)."""
+        meta: dict[str, Any] = {"window": self.window_mode}
+        if self.clock is not None:
+            meta["clock"] = self.clock.to_dict()
+        if self.contaminated:
+            meta["discarded_samples"] = len(self.contaminated)
+            meta["discarded_why"] = sorted(set(self.contaminated.values()))
+        if self.rearms:
+            meta["rearms"] = self.rearms
+        return meta
 
 
 def _memcpy_kind(code: int) -> str | None:

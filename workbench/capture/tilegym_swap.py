@@ -1,11 +1,18 @@
-"""Swap TileGym's ``tests.common.benchmark_fn_cupti`` for the workbench harness (``--workbench-harness``).
+"""Swap TileGym's torch.profiler call sites for the workbench capture (``--workbench-harness``).
 
-Contract: :func:`install(config)` replaces ``tests.common.benchmark_fn_cupti`` with
-:func:`benchmark_fn_cupti` below, which has TileGym's exact signature (TileGym's ``benchmark`` calls
-it positionally: ``fn, warmup, rep, min_rep, initial_rep, grad_to_none, fast_flush`` plus the keyword
-``kernel_filter``) and returns the same keys (plus ``samples``, ``launches_per_call``,
-``capture_source``), so TileGym's own tests yield per-launch timelines. If ``tests.common`` is not
-imported yet, an import hook patches it the moment it is. Without ``install`` TileGym is untouched.
+Contract: :func:`install(config)` patches, now or the moment each module is imported (an import
+hook wraps the module's loader):
+- ``tests.common.benchmark_fn_cupti`` → :func:`benchmark_fn_cupti` below: TileGym's exact signature
+  (TileGym's ``benchmark`` calls it positionally: ``fn, warmup, rep, min_rep, initial_rep,
+  grad_to_none, fast_flush`` plus the keyword ``kernel_filter``) and keys, plus the harness's
+  (``samples``, ``launches_per_call``, ``capture_source``, ``harness``, ``capture``,
+  ``capture_check``), so TileGym's own tests yield per-launch timelines;
+- ``tests.common._extract_kernel_times_from_profile`` and
+  ``tilegym.backend.cutile_rs.autotuner._bench_config_cupti`` → their twins in
+  :mod:`workbench.capture.tilegym_timing`, so no torch.profiler (Kineto) session ever starts in a
+  measuring process (one CUPTI client per process; see ``conflicts``).
+It also installs the Kineto start tracker (``conflicts.install_tracker``) as soon as torch is
+imported, so any other torch.profiler session is seen. Without ``install`` TileGym is untouched.
 The backend is the first id token of the running test (``PYTEST_CURRENT_TEST``).
 """
 
@@ -18,9 +25,18 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-TARGET_MODULE = "tests.common"
-TARGET_NAME = "benchmark_fn_cupti"
-_ORIGINAL_ATTR = "_workbench_original_benchmark_fn_cupti"
+from workbench.capture import conflicts
+
+#: (module, attribute) -> "module:function" of its workbench twin
+TARGETS: dict[tuple[str, str], str] = {
+    ("tests.common", "benchmark_fn_cupti"): "workbench.capture.tilegym_swap:benchmark_fn_cupti",
+    ("tests.common", "_extract_kernel_times_from_profile"):
+        "workbench.capture.tilegym_timing:extract_kernel_times",
+    ("tilegym.backend.cutile_rs.autotuner", "_bench_config_cupti"):
+        "workbench.capture.tilegym_timing:bench_config_cupti",
+}
+_MODULES = frozenset(m for m, _ in TARGETS)
+_ORIGINAL_PREFIX = "_workbench_original_"
 
 
 def benchmark_fn_cupti(
@@ -47,17 +63,28 @@ def benchmark_fn_cupti(
     )
 
 
+def _twin(spec: str) -> Callable[..., Any]:
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _patch(module: Any) -> None:
-    if getattr(module, _ORIGINAL_ATTR, None) is None and hasattr(module, TARGET_NAME):
-        setattr(module, _ORIGINAL_ATTR, getattr(module, TARGET_NAME))
-    setattr(module, TARGET_NAME, benchmark_fn_cupti)
+    conflicts.install_tracker()  # torch is imported by now (every target module imports it)
+    for (mod_name, attr), spec in TARGETS.items():
+        if mod_name != module.__name__ or not hasattr(module, attr):
+            continue
+        if getattr(module, _ORIGINAL_PREFIX + attr, None) is None:
+            setattr(module, _ORIGINAL_PREFIX + attr, getattr(module, attr))
+        setattr(module, attr, _twin(spec))
 
 
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps the real loader of ``tests.common`` to patch after it executes."""
+    """Finds nothing itself; wraps the real loader of a target module to patch after it executes."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname != TARGET_MODULE:
+        if fullname not in _MODULES:
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -77,18 +104,21 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
 
 def install(config: Any = None) -> None:
-    """Patch now if ``tests.common`` is loaded, else as soon as it is imported. Idempotent."""
-    module = sys.modules.get(TARGET_MODULE)
-    if module is not None:
-        _patch(module)
-        return
+    """Patch the loaded targets now, the others as soon as they are imported. Idempotent."""
+    conflicts.install_tracker()
+    for name in _MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            _patch(module)
     if not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnImport())
 
 
 def uninstall() -> None:
-    """Restore TileGym's original function and remove the import hook (used by tests)."""
+    """Restore TileGym's originals and remove the import hook (used by tests)."""
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _PatchOnImport)]
-    module = sys.modules.get(TARGET_MODULE)
-    if module is not None and getattr(module, _ORIGINAL_ATTR, None) is not None:
-        setattr(module, TARGET_NAME, getattr(module, _ORIGINAL_ATTR))
+    for mod_name, attr in TARGETS:
+        module = sys.modules.get(mod_name)
+        original = getattr(module, _ORIGINAL_PREFIX + attr, None) if module is not None else None
+        if original is not None:
+            setattr(module, attr, original)

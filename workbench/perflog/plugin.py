@@ -7,8 +7,13 @@ Switches:
   ``--print-record`` itself: if it did, the host's block would stop at the duplicate and
   ``--run-full`` would never exist), or our own ``--workbench-print-record``.
 - ``--workbench-events FILE``: JSON-lines events (schema and reader in :mod:`workbench.events`).
-- ``--workbench-harness``: ``workbench.capture.tilegym_swap.install(config)`` at configure time; a
-  usage error when that module cannot be imported.
+- ``--workbench-harness``: ``workbench.capture.tilegym_swap.install(config)`` at configure time (a
+  usage error when that module cannot be imported), and the Kineto start tracker
+  (``capture.conflicts``) installed again right before the first test, when torch is surely
+  imported, so every torch.profiler session of the run is seen by the capture.
+- ``WORKBENCH_IR_MARKERS=1`` (set by ``run --dump-ir``): a ``workbench.ir.dumps`` marker line on fd 2
+  before each test, and after it one naming the cuTile Tile IR files (``CUDA_TILE_DUMP_TILEIR``)
+  that appeared during it, so the dumps in the raw log can be tied to their config.
 
 Printing contract: for each passed ``call`` report whose ``user_properties`` hold ``benchmark``,
 one block (:func:`workbench.perflog.printer.format_block`) written through the terminal reporter
@@ -116,6 +121,40 @@ def pytest_configure(config: pytest.Config) -> None:
                 f"imported: {exc}"
             ) from None
         tilegym_swap.install(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    if session.config.getoption("--workbench-harness"):
+        from workbench.capture import conflicts
+
+        conflicts.install_tracker()
+
+
+def _tileir_dir_listing() -> set[str]:
+    d = os.environ.get("CUDA_TILE_DUMP_TILEIR")
+    if not d or not os.path.isdir(d):
+        return set()
+    return set(os.listdir(d))
+
+
+_IR_BEFORE: dict[str, set[str]] = {}
+
+
+def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
+    from workbench.ir import dumps
+
+    if dumps.markers_on():
+        _IR_BEFORE[nodeid] = _tileir_dir_listing()
+        dumps.emit(dumps.TEST_MARKER.format(nodeid=nodeid))
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    from workbench.ir import dumps
+
+    if dumps.markers_on():
+        new = sorted(_tileir_dir_listing() - _IR_BEFORE.pop(nodeid, set()))
+        dumps.emit(dumps.FILES_MARKER.format(nodeid=nodeid, names=",".join(new)))
 
 
 def _register(config: pytest.Config, print_enabled: bool, writer: events.EventWriter | None) -> None:
