@@ -980,7 +980,29 @@ def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: 
     atomic_write_bytes(out.session_json, (json.dumps(session, indent=2, sort_keys=True, default=str) + "\n").encode(),
                        root)
     written.append(out.session_json)
+    if spec.dump_ir_dir:
+        written += _file_ir(result, spec, out)
     return written
+
+
+def _file_ir(result: RunResult, spec: RunSpec, out: KernelPaths) -> list[Path]:
+    """``run --dump-ir``: the IR each config ran, filed per config (``workbench.ir.filing``)."""
+    from workbench.ir import filing
+
+    raw = result.raw_log_path.read_text(encoding="utf-8", errors="replace")
+    if spec.role == "candidate":
+        plan = filing.plan_candidate(raw)
+    else:
+        names: dict[str, str] = {}
+        for ev in result.events:
+            if ev.event != "record":
+                continue
+            bench = ev.get("benchmark") or {}
+            fwd = (bench.get(ev.get("framework")) or {}).get("forward") or {}
+            if isinstance(fwd.get("kernel_name"), str):
+                names[str(ev.get("nodeid"))] = fwd["kernel_name"]
+        plan = filing.plan_reference(raw, Path(str(spec.dump_ir_dir)), names)
+    return filing.write_filing(out.root, plan)
 
 
 def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:

@@ -113,17 +113,21 @@ def parse(text: str) -> DumpedRun:
 def chosen_candidate_ir(run: DumpedRun, nodeid: str) -> tuple[IRBlock | None, str]:
     """The IR that ran for ``nodeid`` and how it was chosen (a sentence for the UI)."""
     own = [b for b in run.blocks if b.nodeid == nodeid]
-    results = run.autotune.get(nodeid, [])
-    if own and results:
-        best_cfg, best_ms = min(results, key=lambda r: r[1])
-        hits = [b for b in own if b.autotune_cfg == best_cfg]
-        if hits:
-            return hits[-1], (f"compiled in this test for the autotuner's best config {best_cfg} "
-                              f"({best_ms:.4f} ms of {len(results)} configs)")
-    if own:
-        return own[-1], "compiled in this test (last Tile IR compiled there)"
     pos = run.tests.index(nodeid) if nodeid in run.tests else -1
     earlier = [b for b in run.blocks if b.nodeid in run.tests and run.tests.index(b.nodeid) < pos]
+    results = run.autotune.get(nodeid, [])
+    if results:
+        best_cfg, best_ms = min(results, key=lambda r: r[1])
+        tail = f"the autotuner's best config {best_cfg} ({best_ms:.4f} ms of {len(results)} configs)"
+        hits = [b for b in own if b.autotune_cfg == best_cfg]
+        if hits:
+            return hits[-1], f"compiled in this test for {tail}"
+        hits = [b for b in earlier if b.autotune_cfg == best_cfg]
+        if hits:
+            return hits[-1], (f"compiled in an earlier test ({hits[-1].nodeid}) for the same autotune config: "
+                              f"a JIT cache hit here; {tail}")
+    if own:
+        return own[-1], "compiled in this test (last Tile IR compiled there)"
     if earlier:
         b = earlier[-1]
         return b, f"not recompiled in this test: the latest earlier compile (in {b.nodeid}) is shown"
