@@ -55,10 +55,18 @@ class Comparability:
         """No flag-level difference (facts that are unknown do not count as differences)."""
         return not self.flags
 
+    @property
+    def checked(self) -> bool:
+        """Both GPU model and driver are known on both sides (else "same conditions" would be a guess)."""
+        return not any(u.startswith(("GPU:", "driver:", "all conditions:")) for u in self.unknown)
+
     def summary(self) -> str:
         """One line for a screen header or the CLI."""
         if self.flags:
             return f"not comparable ({self.a_label} vs {self.b_label}): " + "; ".join(d.text for d in self.flags)
+        if not self.checked:
+            return (f"conditions unknown ({self.a_label} vs {self.b_label}): GPU model or driver not recorded, "
+                    "comparability cannot be checked")
         facts = list(dict.fromkeys(u.split(":", 1)[0] for u in self.unknown))
         tail = f"; not recorded: {', '.join(facts)}" if facts else ""
         return f"same conditions ({self.a_label} vs {self.b_label}){tail}"
@@ -216,6 +224,9 @@ def render_conditions_section(candidate: Provenance | None,
         if comp.flags:
             lines.append(f"- **Not comparable** with `{_cell(name)}`: " + "; ".join(_cell(d.text) for d in comp.flags)
                          + ".\n")
+        elif not comp.checked:
+            lines.append(f"- Comparability with `{_cell(name)}` cannot be checked: the GPU model or driver of a "
+                         "run is not recorded.\n")
         else:
             lines.append(f"- Comparable with `{_cell(name)}`: no difference in GPU model, driver, MIG mode, "
                          "throttling, clocks or harness among the facts recorded for both.\n")

@@ -12,16 +12,14 @@ another node: this is where that shows.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import InputError
-from workbench.events import Event, read_events
+from workbench.events import Event
 from workbench.history.compat import Comparability, compare_provenance, render_conditions_section
-from workbench.history.importer import provenance_for_log
+from workbench.history.importer import provenance_for_log, read_context
 from workbench.history.provenance import Provenance
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
@@ -59,22 +57,6 @@ class RatioConditions:
                                                           for b in self.baselines])
 
 
-def _load_context(paths: KernelPaths) -> tuple[Mapping[str, Any] | None, list[Event] | None]:
-    session: Mapping[str, Any] | None = None
-    evs: list[Event] | None = None
-    try:
-        loaded = json.loads(paths.session_json.read_text(encoding="utf-8"))
-        session = loaded if isinstance(loaded, dict) else None
-    except (OSError, UnicodeDecodeError, ValueError):
-        session = None
-    if paths.events_jsonl.is_file():
-        try:
-            evs = read_events(paths.events_jsonl, allow_truncated_tail=True)
-        except InputError:
-            evs = None
-    return session, evs
-
-
 def _provenance(role: str, path: Path | None, log: PerfLog | None, session: Mapping[str, Any] | None,
                 evs: list[Event] | None, root: Path) -> Provenance | None:
     if path is None:
@@ -95,7 +77,7 @@ def ratio_conditions(paths: KernelPaths, baseline_keys: Iterable[str], *, candid
                      candidate: PerfLog | None = None, baselines: Mapping[str, PerfLog] | None = None,
                      clock_tolerance: float = 0.05) -> RatioConditions:
     """Conditions of the candidate and each used baseline, and each pair's comparability."""
-    session, evs = _load_context(paths)
+    session, evs = read_context(paths, [])  # unusable files: that side's facts are "not recorded"
     cand = _provenance("candidate", candidate_log, candidate, session, evs, paths.root)
     out = []
     for key in sorted(set(baseline_keys)):

@@ -315,6 +315,11 @@ def _fill(live: Provenance, facts: _Facts, header: HeaderFacts) -> Provenance:
 # --------------------------------------------------------------------------- import
 
 
+def read_context(paths: KernelPaths, notes: list[str]) -> tuple[dict[str, Any] | None, list[Event] | None]:
+    """session.json and events.jsonl of a kernel dir, each None when absent or unusable (noted)."""
+    return _read_session(paths, notes), _read_events(paths, notes)
+
+
 def _read_session(paths: KernelPaths, notes: list[str]) -> dict[str, Any] | None:
     p = paths.session_json
     if not p.is_file():
@@ -365,7 +370,7 @@ def import_kernel_dir(store: HistoryStore, paths: KernelPaths, *, variants: Sequ
             known.append(key)
             continue
         if not loaded_context:
-            session, evs, loaded_context = _read_session(paths, notes), _read_events(paths, notes), True
+            (session, evs), loaded_context = read_context(paths, notes), True
         text = data.decode("utf-8", errors="replace")
         log = (parsed or {}).get(str(src.path))
         if log is None:

@@ -326,23 +326,26 @@ def with_gpu(prov: Provenance, reading: GpuReading, phase: Literal["start", "fin
 
 # --------------------------------------------------------------------------- the plugin's entry point
 
-_STATIC: dict[int, Provenance] = {}
+#: static facts per (process, rootdir, harness): computed once per pytest session, not per event
+_STATIC: dict[tuple[Any, ...], Provenance] = {}
 
 
 def collect_provenance(phase: Literal["start", "finish"], *, rootdir: Path | None, workbench_harness: bool,
                        env: Mapping[str, str] | None = None, nvml: Any = None) -> Provenance:
     """The provenance a child reports at ``phase`` (static facts cached per process)."""
     environ = os.environ if env is None else env
-    static = _STATIC.get(os.getpid())
+    settings = harness_settings(environ)
+    cache_key = (os.getpid(), str(rootdir), workbench_harness, tuple(settings.items()), environ.get("TILEGYM_PATH"))
+    static = _STATIC.get(cache_key)
     if static is None:
         harness = HarnessInfo(
             name="workbench" if workbench_harness else "unknown",
-            settings=harness_settings(environ),
+            settings=settings,
             detail="--workbench-harness swap for TileGym's benchmark_fn_cupti" if workbench_harness
             else "the suite's own harness (named from the records' capture_source)",
         )
         static = static_provenance(tilegym_dir=find_tilegym_dir(rootdir, environ), harness=harness)
-        _STATIC[os.getpid()] = static
+        _STATIC[cache_key] = static
     now = time.time()
     uuid = None
     prov = replace(static, started_at=now) if phase == "start" else replace(static, finished_at=now)
