@@ -69,11 +69,15 @@ def test_each_difference_is_flagged_and_named():
         assert not comp.comparable and text in comp.summary()
 
 
-def test_small_clock_drift_another_gpu_and_host_are_notes_only():
-    cand = dataclasses.replace(with_gpu(uuid="GPU-2"), after=snap(sm=1950), host="node9")
-    comp = compare_provenance(cand, BASE)
+def test_small_clock_drift_another_gpu_host_and_sample_counts_are_notes_only():
+    cand = dataclasses.replace(with_gpu(uuid="GPU-2"), after=snap(sm=1950), host="node9",
+                               harness=HarnessInfo("workbench", {"WORKBENCH_CUPTI_WINDOW": "per_call", "REP": "200"}))
+    base = dataclasses.replace(BASE, harness=HarnessInfo("workbench", {"WORKBENCH_CUPTI_WINDOW": "per_call",
+                                                                       "REP": "50"}))
+    comp = compare_provenance(cand, base)
     assert comp.comparable
-    assert {d.kind for d in comp.differences} == {"gpu_instance", "host"}
+    assert {d.kind for d in comp.differences} == {"gpu_instance", "host", "harness"}
+    assert "REP: candidate 200 vs baseline 50" in [d.text for d in comp.differences]
 
 
 def test_unknown_facts_are_listed_never_equal():

@@ -6,9 +6,12 @@ Contract of :func:`compare_provenance` (``a`` = candidate or newer run, ``b`` = 
   (instantaneous clock-event reasons at a snapshot, or growth of NVML's violation counters), SM or
   memory clocks at the end snapshot differing by more than ``clock_tolerance`` (5 % by default) of
   the larger one (compared only when neither snapshot is idle), and the harness (name, or a knob
-  set on both sides to different values; ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER`` excluded).
+  that changes what a sample measures set on both sides to different values: ``CUPTI``,
+  ``CUDAGRAPH``, ``MODE``, ``WORKBENCH_CUPTI_*``, ...; ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER``
+  excluded).
 - ``note`` differences (worth knowing, not disqualifying): another physical GPU of the same
-  model (UUID), another host, a harness knob set on one side only.
+  model (UUID), another host, a harness knob set on one side only, sampling knobs (``WARMUP``,
+  ``REP``, ``MIN_REP``, ``INITIAL_REP``, ``MAX_REP``) set to different values.
 - A fact missing on either side is listed in ``unknown`` ("MIG mode: not recorded for the
   baseline"); it is never treated as equal.
 :func:`render_conditions_section` renders the performance.md section that states all of it. It
@@ -28,6 +31,10 @@ from workbench.history.provenance import Provenance
 DifferenceKind = Literal["gpu_model", "driver", "cuda", "mig", "throttling", "clocks", "harness", "gpu_instance",
                          "host"]
 _NOT_COMPARED_KNOBS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+#: knobs that change how many samples are taken or how long the warm-up is, not what a sample
+#: measures: a difference is a note (CUPTI, CUDAGRAPH, MODE and the WORKBENCH_CUPTI_* window
+#: knobs change what is timed, and are flags)
+_SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "DUMP_CUPTI_EVENTS"})
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,8 @@ def _compare_harness(a: Provenance, b: Provenance, a_label: str, b_label: str, d
     for knob in sorted((set(ha.settings) | set(hb.settings)) - _NOT_COMPARED_KNOBS):
         va, vb = ha.settings.get(knob), hb.settings.get(knob)
         if va is not None and vb is not None and va != vb:
-            diffs.append(Difference("harness", "flag", f"{knob}: {a_label} {va} vs {b_label} {vb}"))
+            diffs.append(Difference("harness", "note" if knob in _SAMPLING_KNOBS else "flag",
+                                    f"{knob}: {a_label} {va} vs {b_label} {vb}"))
         elif (va is None) != (vb is None):
             who, val = (a_label, va) if va is not None else (b_label, vb)
             diffs.append(Difference("harness", "note", f"{knob}={val} set for the {who} only"))

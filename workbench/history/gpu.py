@@ -123,18 +123,17 @@ def _nvml_error(exc: BaseException) -> str:
 
 def _select(nvml: Any, env: Mapping[str, str], uuid: str | None) -> tuple[Any, Any, str]:
     """(handle for queries, MIG handle or None, how it was selected); raises on failure."""
-    if uuid:
-        return nvml.nvmlDeviceGetHandleByUUID(uuid), None, f"UUID {uuid} (from the CUDA device in use)"
     visible = env.get("CUDA_VISIBLE_DEVICES")
-    first = visible.split(",")[0].strip() if visible is not None else ""
-    if visible is not None and first in ("", "-1", "none", "NoDevFiles"):
+    first = uuid or (visible.split(",")[0].strip() if visible is not None else "")
+    how = f"UUID {uuid} (the CUDA device in use)" if uuid else f"CUDA_VISIBLE_DEVICES={first}"
+    if not uuid and visible is not None and first in ("", "-1", "none", "NoDevFiles"):
         raise LookupError(f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU")
     if first.startswith("MIG-"):
         mig = nvml.nvmlDeviceGetHandleByUUID(first)
         parent = nvml.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig)
-        return parent, mig, f"CUDA_VISIBLE_DEVICES={first} (MIG instance; clocks are the parent GPU's)"
+        return parent, mig, f"{how} (MIG instance; clocks are the parent GPU's)"
     if first.startswith("GPU-"):
-        return nvml.nvmlDeviceGetHandleByUUID(first), None, f"CUDA_VISIBLE_DEVICES={first}"
+        return nvml.nvmlDeviceGetHandleByUUID(first), None, how
     index = int(first) if first.isdigit() else 0
     how = f"CUDA_VISIBLE_DEVICES={visible}" if visible is not None else "CUDA_VISIBLE_DEVICES unset"
     count = int(nvml.nvmlDeviceGetCount())
