@@ -164,9 +164,10 @@ def test_event_stream_contents():
     run = R.run_suite(("-sv", "--print-record", "--run-full"), events=True)
     evs = read_events(run.events)
     kinds = [e.event for e in evs]
-    assert kinds[0] == "session_start" and kinds[1] == "collected" and kinds[-1] == "session_finish"
+    assert kinds[0] == "session_start" and kinds[2] == "collected" and kinds[-1] == "session_finish"
+    assert kinds[1] == kinds[-2] == "provenance"  # issue #15: run conditions at start and finish
     assert evs[0]["pid"] > 0 and evs[0]["rootdir"] == str(run.workdir)
-    assert len(evs[1]["nodeids"]) == 15
+    assert len(evs[2]["nodeids"]) == 15
     assert kinds.count("test_start") == 15 and kinds.count("test_finish") == 15
     outcomes = [e["outcome"] for e in evs if e.event == "test_finish"]
     assert outcomes.count("passed") == 9 and outcomes.count("skipped") == 5 and outcomes.count("failed") == 1

@@ -17,7 +17,8 @@ Kinds written by ``workbench.perflog.plugin``: ``session_start {pid, argv, rootd
 ``collected {nodeids}``, ``test_start {nodeid}``, ``record {nodeid, framework, params,
 benchmark}``, ``test_failed {nodeid, when, longrepr}`` (at the failing phase), ``test_finish
 {nodeid, outcome: passed|skipped|failed, duration_s}`` (once per test, after teardown),
-``session_finish {exitstatus}``. The harness adds ``launches {nodeid, backend, params, calls}``
+``session_finish {exitstatus}``, and ``provenance {phase: start|finish, provenance}`` right after
+``session_start`` and before ``session_finish`` (:mod:`workbench.history.provenance`). The harness adds ``launches {nodeid, backend, params, calls}``
 and ``progress {...}``.
 """
 
@@ -46,6 +47,7 @@ EVENT_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
     "test_failed": {"nodeid": (str,), "when": (str,), "longrepr": (str,)},
     "launches": {"nodeid": (str,), "backend": (str,), "params": (str,), "calls": (list,)},
     "progress": {},
+    "provenance": {"phase": (str,), "provenance": (dict,)},
     "session_finish": {"exitstatus": (int,)},
     # written by workbench.runner around faults and resumes (fields are the runner's)
     "runner_attempt_end": {},

@@ -140,8 +140,9 @@ def _verdict_prose(table: RatioTable) -> str:
 
 
 def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
-                          baselines: Mapping[str, PerfLog], *, reference: str) -> str:
-    """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections)."""
+                          baselines: Mapping[str, PerfLog], *, reference: str, conditions: str = "") -> str:
+    """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections;
+    ``conditions``: the measurement-conditions section, appended last)."""
     if table.geomean is None or table.verdict not in ("DONE", "INVESTIGATE"):
         raise Blocked("no usable data: no matched config", key="performance.md")
     ok = table.matched
@@ -178,6 +179,8 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     g = round4(table.geomean)
     out += ["\n", f"geomean_ratio={g:.4f}\n", f"Geo-mean ratio: {table.geomean:.2f}x\n",
             f"Severity: {table.severity}\n", "\n", _verdict_prose(table) + "\n"]
+    if conditions:
+        out += ["\n", conditions]
     return "".join(out)
 
 
@@ -458,8 +461,15 @@ def plan_e_report(
                      "per-variant winners applied)")
     else:
         reference = "the faster available baseline per config (analysis.json names no reference_backend)"
+    # issue #15: were candidate and baseline measured under the same conditions? (extra section)
+    from workbench.history.conditions import ratio_conditions
+
+    conditions = ratio_conditions(paths, {r.baseline_backend for r in table.matched if r.baseline_backend},
+                                  candidate_log=raw_log_path or ws.raw_log_path(), candidate=candidate,
+                                  baselines=baselines).section()
     files: dict[str, str] = {
-        PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference),
+        PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
+                                              conditions=conditions),
     }
     for raw, san, _rc, _src in sanitized_parts:
         files[raw.out_relpath] = san.validator_log

@@ -977,6 +977,12 @@ def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: 
     session.setdefault("version", 1)
     session["kernel"] = spec.kernel
     session.setdefault("runs", {})[spec.role] = session_metadata(result, spec)
+    # issue #15: one history entry per run (workbench/history.sqlite); never blocks the results
+    from workbench.history.record import record_run
+    history = record_run(out, spec.role, log_dest, result.events)
+    session["runs"][spec.role]["history"] = history.as_dict()
+    if history.added:
+        written.append(Path(history.store_path))
     atomic_write_bytes(out.session_json, (json.dumps(session, indent=2, sort_keys=True, default=str) + "\n").encode(),
                        root)
     written.append(out.session_json)

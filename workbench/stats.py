@@ -103,6 +103,19 @@ def _percentile(sorted_vals: Sequence[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
+def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *, n_boot: int = 2000,
+                    seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile-bootstrap CI of ``median(numerator) / median(denominator)``, the two samples
+    resampled independently (the rule E's per-row CIs use); None with < 2 valid values a side."""
+    num, den = sorted(numerator), sorted(denominator)
+    if len(num) < 2 or len(den) < 2 or not all(_valid(x) for x in (*num, *den)) or n_boot <= 0:
+        return None
+    rng = random.Random(seed)
+    ratios = sorted(_boot_median(rng, num) / _boot_median(rng, den) for _ in range(n_boot))
+    tail = (1.0 - level) / 2
+    return _percentile(ratios, tail), _percentile(ratios, 1.0 - tail)
+
+
 @dataclass(frozen=True)
 class _Pending:
     func_key: str

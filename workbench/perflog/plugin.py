@@ -198,6 +198,9 @@ class _Recorder:
                 args=[str(a) for a in session.config.invocation_params.args],
                 rootdir=str(session.config.rootpath),
             )
+            # issue #15: run provenance (GPU, clocks, harness, commits); never raises
+            from workbench.history.provenance import emit_provenance
+            emit_provenance(session.config, "start")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         # An xdist controller collects nothing here; its workers' list arrives via the xdist hook.
@@ -263,6 +266,8 @@ class _Recorder:
 
     def pytest_sessionfinish(self, exitstatus: int | pytest.ExitCode) -> None:
         if self.stream is not None:
+            from workbench.history.provenance import emit_provenance  # issue #15: clocks after the run
+            emit_provenance(self.config, "finish")
             self.stream.emit("session_finish", exitstatus=int(exitstatus))
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
