@@ -1,5 +1,11 @@
 """Built-in kernel profiles: TileGym-convention perf suites plus recorded real H200 sessions.
 
+Two kinds: :class:`Profile` — our own runnable suites (stand-in candidates: cuTile Python or a
+deliberately flawed wrapper in the cutile-rs slot, labelled as such everywhere) with their recorded
+sessions; :class:`RecordedSession` — real cutile-rs vs cuTile Python runs of TileGym's own
+``test_perf`` (``profiles/tilegym/session/``), the embedded default for those kernels. Re-running a
+recorded TileGym session needs a TileGym checkout with the cutile-rs library built (``--tilegym``).
+
 Contract: :func:`list_profiles` / :func:`get_profile` describe each runnable kernel: its pytest
 suite (``profiles/<name>/test_<name>.py``, TileGym conventions: class ``Test_<Kernel>``,
 ``test_perf(self, framework, m, n, dtype, record_property)``, framework first id token), the
@@ -65,6 +71,44 @@ _PROFILES: tuple[Profile, ...] = (
     _profile("softmax", "softmax", "Test_Softmax", "cutile", "triton",
              "bf16 row softmax: our cuTile kernel vs our Triton kernel", SOFTMAX_BACKENDS),
 )
+
+
+@dataclass(frozen=True)
+class RecordedSession:
+    """A recorded real run of TileGym's own test_perf (no runnable suite here: TileGym's is)."""
+
+    kernel: str
+    test: str  # TileGym test (func key)
+    candidate: str  # record key of the candidate
+    baseline: str
+    session_root: Path
+    description: str = ""
+
+    @property
+    def kernel_dir(self) -> Path:
+        return self.session_root / self.kernel
+
+    @property
+    def stand_in(self) -> bool:
+        return self.candidate != "cutile-rs"
+
+
+_TILEGYM_SESSIONS: tuple[RecordedSession, ...] = (
+    RecordedSession("silu_and_mul", "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf", "cutile-rs",
+                    "cutile", _HERE / "tilegym" / "session",
+                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 64x1024x{512..8192} (H200)"),
+    RecordedSession("matmul", "tests/ops/test_matmul.py::Test_Matmul::test_perf", "cutile-rs", "cutile",
+                    _HERE / "tilegym" / "session",
+                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 2048-8192 cubed, both variants (H200)"),
+)
+
+
+def list_recorded_tilegym() -> list[RecordedSession]:
+    return list(_TILEGYM_SESSIONS)
+
+
+def get_recorded_tilegym(kernel: str) -> RecordedSession | None:
+    return next((r for r in _TILEGYM_SESSIONS if r.kernel == kernel), None)
 
 
 def list_profiles() -> list[Profile]:

@@ -238,3 +238,25 @@ def test_invariant_never_done_with_missing_property() -> None:
             assert t.verdict == "BLOCKED"
 
     check()
+
+
+def test_capture_suspect_rows_are_na_never_a_median() -> None:
+    """A self-check that doubted a capture (the REAL 2.06x case of bench/gpu_runs/2026-12-01/clock.call1.json:
+    266.379 µs CUPTI vs 129.4 µs events) makes that row NA on either side; the rest still count."""
+    from dataclasses import replace
+
+    bad = replace(rec("cutile-rs", "p1", 0.266379).phases["forward"], capture_verdict="suspect",
+                  capture_reason="CUPTI median 266.38 us is 2.06x the CUDA-event span", harness="workbench")
+    cand = log("c", rec("cutile-rs", "p0", 0.12685),
+               PerfRecord(nodeid=f"{FUNC}[cutile_rs-p1]", func_key=FUNC, framework="cutile-rs", params="p1",
+                          phases={"forward": bad}), rec("cutile-rs", "p2", 0.12685))
+    bad_base = replace(rec("cutile", "p2", 0.26).phases["forward"], capture_verdict="suspect")
+    base = log("b", rec("cutile", "p0", 0.12685), rec("cutile", "p1", 0.12685),
+               PerfRecord(nodeid=f"{FUNC}[cutile-p2]", func_key=FUNC, framework="cutile", params="p2",
+                          phases={"forward": bad_base}))
+    t = build_ratio_table("k", cand, {"cutile": base}, None)
+    na = {r.params: r.reason for r in t.rows if r.status == "NA"}
+    assert set(na) == {"p1", "p2"}
+    assert na["p1"].startswith("capture suspect (median 0.266379 ms not valid): CUPTI median 266.38 us")
+    assert na["p2"].startswith("baseline capture suspect (cutile)")
+    assert [r.params for r in t.matched] == ["p0"] and t.severity == "MISSING_DATA"

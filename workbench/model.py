@@ -48,6 +48,16 @@ class PhaseStats:
     kernel_times: tuple[KernelTime, ...] = ()
     samples_ms: tuple[float, ...] | None = None  # raw per-call samples (workbench harness only)
     launches_per_call: int | None = None  # measured by the workbench harness for every call
+    #: which harness measured it: "workbench" (our CUPTI harness) or "tilegym" (TileGym's benchmark_fn_cupti)
+    harness: str | None = None
+    #: the workbench harness's CUDA-event self-check: "ok" | "suspect" (None: not checked)
+    capture_verdict: str | None = None
+    capture_reason: str = ""
+
+    @property
+    def capture_suspect(self) -> bool:
+        """A self-check doubted this capture: its median is not a valid median."""
+        return self.capture_verdict == "suspect"
 
     @property
     def launches_per_iter(self) -> int | None:
@@ -189,6 +199,8 @@ class RatioRow:
     candidate_launches: int | None = None
     baseline_launches: int | None = None
     reason: str = ""
+    candidate_harness: str | None = None
+    baseline_harness: str | None = None
 
     @property
     def row_verdict(self) -> str:

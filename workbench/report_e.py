@@ -103,8 +103,10 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
     for name, log in [("candidate", candidate), *baselines.items()]:
         for record in log.records:
             index.setdefault((name, record.func_key, record.params), record)
-    lines = ["| Config | log | framework | median (ms) | nrep | rel_std (%) | launches/iter | top kernel |\n",
-             "|--------|-----|-----------|-------------|------|-------------|---------------|------------|\n"]
+    lines = ["| Config | log | framework | harness | median (ms) | nrep | rel_std (%) | launches/iter | self-check "
+             "| top kernel |\n",
+             "|--------|-----|-----------|---------|-------------|------|-------------|---------------|------------"
+             "|------------|\n"]
     for row in table.rows:
         names = ["candidate"] + ([row.baseline_backend] if row.baseline_backend else [])
         for name in names:
@@ -113,11 +115,36 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
             if rec is None or fwd is None:
                 continue
             rel = "–" if fwd.rel_std_pct is None else f"{fwd.rel_std_pct:.2f}"
-            lines.append(f"| {_cell(row.params)} | {_cell(name)} | {_cell(rec.framework)} | {_ms(fwd.median_ms)} | "
-                         f"{fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
+            lines.append(f"| {_cell(row.params)} | {_cell(name)} | {_cell(rec.framework)} | {_cell(fwd.harness or '–')} | "
+                         f"{_ms(fwd.median_ms)} | {fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
                          f"{fwd.launches_per_iter if fwd.launches_per_iter is not None else '–'} | "
-                         f"{_cell(fwd.kernel_name or '–')} |\n")
+                         f"{_cell(fwd.capture_verdict or '–')} | {_cell(fwd.kernel_name or '–')} |\n")
     return "".join(lines)
+
+
+HARNESS_NAMES = {
+    "workbench": "workbench CUPTI harness (per-call windows, raw samples, CUDA-event self-check)",
+    "tilegym": "TileGym's benchmark_fn_cupti (torch.profiler per sample)",
+}
+
+
+def harness_summary(rows: list[RatioRow]) -> str:
+    """"candidate: <harness> (N rows); baseline: ..." over the rows that name one."""
+    parts = []
+    for side, attr in (("candidate", "candidate_harness"), ("baseline", "baseline_harness")):
+        counts: dict[str, int] = {}
+        for r in rows:
+            h = getattr(r, attr)
+            if h:
+                counts[h] = counts.get(h, 0) + 1
+        if counts:
+            parts.append(f"{side}: " + ", ".join(f"{HARNESS_NAMES.get(h, h)} ({n} rows)" for h, n in sorted(counts.items())))
+    return "; ".join(parts) or "unknown harness (records carry no harness marks)"
+
+
+def stand_in_frameworks(candidate: PerfLog) -> list[str]:
+    """Frameworks of the candidate log that are not cutile-rs (empty: the candidate is real cutile-rs)."""
+    return sorted({r.framework for r in candidate.records} - {"cutile-rs"})
 
 
 def _frameworks(log: PerfLog) -> str:
@@ -150,9 +177,14 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     nob = [r for r in table.rows if r.status == "NO_BASELINE"]
     out = [f"VERDICT: {table.verdict}\n", "\n", f"## Performance Results: {kernel}\n", "\n",
            f"Ratio = candidate (cutile-rs; framework(s) in the log: {_frameworks(candidate)}) / winning baseline, "
-           f"CUPTI forward medians. Baseline: {reference}.\n",
-           f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
-           "\n", _table(ok)]
+           f"CUPTI forward medians. Baseline: {reference}.\n"]
+    stand_in = stand_in_frameworks(candidate)
+    if stand_in:
+        out.append(f"**Stand-in candidate**: the candidate log holds {', '.join(_cell(f) for f in stand_in)}, not "
+                   "cutile-rs; these ratios compare a stand-in, not a cutile-rs port.\n")
+    out += [f"Measured by: {harness_summary(table.rows)}.\n",
+            f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
+            "\n", _table(ok)]
     variants = sorted({r.variant for r in ok if r.variant is not None})
     for v in variants:
         vrows = [r for r in ok if r.variant == v]

@@ -193,9 +193,15 @@ def plan_runs(args: argparse.Namespace) -> tuple[list[BackendRun], KernelPaths, 
         backends = args.backend or [candidate]
         cwd = tilegym
     else:
-        from profiles import get_profile, list_profiles
+        from profiles import get_profile, get_recorded_tilegym, list_profiles
 
         profile = get_profile(args.kernel)
+        recorded_tg = get_recorded_tilegym(args.kernel)
+        if profile is None and not args.suite and recorded_tg is not None:
+            raise InputError(
+                f"{args.kernel!r} is a recorded run of TileGym's own {recorded_tg.test} (real cutile-rs); "
+                "re-run it with --tilegym DIR: a TileGym checkout whose cutile-rs library is built "
+                "(README: 'Running against real cutile-rs')", key="kernel")
         if profile is None and not args.suite:
             names = [p.kernel for p in list_profiles()]
             close = difflib.get_close_matches(args.kernel, names, n=5)

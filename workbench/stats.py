@@ -8,7 +8,9 @@ Contract of :func:`build_ratio_table`:
   winner, the faster available baseline for that row. A row the chosen baseline lacks is
   ``NO_BASELINE``: listed, excluded from the geomean.
 - ``NA`` rows: failed/errored/skipped/record-less candidate tests, candidate records without a
-  finite positive median, and configs selected by analysis.json with no valid candidate median.
+  finite positive median, rows whose candidate or chosen baseline capture a self-check doubted
+  (``capture_check.verdict == "suspect"``: "capture suspect", never a valid median), and configs
+  selected by analysis.json with no valid candidate median.
 - ``geomean = exp(mean(ln ratio))`` over ``OK`` rows.
 - **Rounding rule** (so the written line and the verdict can never disagree): the verdict is
   decided on ``round4(g) = float(f"{g:.4f}")`` — exactly the number written as
@@ -229,6 +231,12 @@ def build_ratio_table(
             na_rows.append(RatioRow(rec.func_key, rec.params, variant, None, None, None, None, "NA",
                                     candidate_launches=fwd.launches_per_iter if fwd else None, reason=why))
             continue
+        if fwd.capture_suspect:
+            na_rows.append(RatioRow(rec.func_key, rec.params, variant, None, None, None, None, "NA",
+                                    candidate_launches=fwd.launches_per_iter, candidate_harness=fwd.harness,
+                                    reason=f"capture suspect (median {fwd.median_ms:.6g} ms not valid): "
+                                           f"{fwd.capture_reason or 'the CUDA-event self-check disagreed'}"))
+            continue
         winner = analysis.winner_for(variant) if analysis is not None else None
         choice: tuple[str, PerfRecord] | None = None
         reason = ""
@@ -251,6 +259,13 @@ def build_ratio_table(
                                     "NO_BASELINE", candidate_launches=fwd.launches_per_iter, reason=reason))
             continue
         bfwd = choice[1].phases["forward"]
+        if bfwd.capture_suspect:
+            na_rows.append(RatioRow(rec.func_key, rec.params, variant, choice[0], None, fwd.median_ms, None, "NA",
+                                    candidate_launches=fwd.launches_per_iter, candidate_harness=fwd.harness,
+                                    baseline_harness=bfwd.harness,
+                                    reason=f"baseline capture suspect ({choice[0]}): "
+                                           f"{bfwd.capture_reason or 'the CUDA-event self-check disagreed'}"))
+            continue
         pending.append(_Pending(rec.func_key, rec.params, variant, fwd, bfwd, choice[0]))
 
     for out in candidate.outcomes:
@@ -300,7 +315,8 @@ def build_ratio_table(
         RatioRow(p.func_key, p.params, p.variant, p.base_backend, p.base.median_ms, p.cand.median_ms,
                  p.cand.median_ms / p.base.median_ms, "OK",
                  ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
-                 candidate_launches=p.cand.launches_per_iter, baseline_launches=p.base.launches_per_iter)
+                 candidate_launches=p.cand.launches_per_iter, baseline_launches=p.base.launches_per_iter,
+                 candidate_harness=p.cand.harness, baseline_harness=p.base.harness)
         for p, ci in zip(pending, cis, strict=True)
     ]
     rows = ok_rows + na_rows + no_base

@@ -12,7 +12,9 @@ only removes spelling noise that differs between the C++ printer (``tileirdisasm
   dumps have none), and lines are re-indented two spaces per brace depth;
 - ``#cuda_tile.optimization_hints<…>`` is written ``<…>``, ``optimization_hints=<`` as
   ``optimization_hints = <``, and the hint target key (``sm_90``, ``sm_100``, ``default``) as
-  ``sm_*`` (the same kernel dumped for two GPUs must not differ on every hint line);
+  ``sm_*`` (the same kernel dumped for two GPUs must not differ on every hint line); an empty
+  entry hint (``optimization_hints = <sm_* = {}>``, how tileirdisasm spells "no hints") is dropped,
+  since the Rust printer writes nothing there (seen on the real H200 pair of silu_and_mul);
 - ``constant`` ops whose result is never used are dropped (dead macro-expansion constants, §6.3).
 Attributes (latency, allow_tma, tile shapes, strides, identities, rounding, FTZ) are KEPT.
 ``source_lines[i]`` is the 1-based original line of canonical line ``i`` (for jump-to).
@@ -35,6 +37,7 @@ _HINT_PREFIX = re.compile(r"#cuda_tile\.optimization_hints<")
 _HINT_EQ = re.compile(r"optimization_hints\s*=\s*<")
 _HINT_KEY = re.compile(r"(?<=[<,] )(sm_\d+[a-z]?|default)(?= = \{)|(?<=<)(sm_\d+[a-z]?|default)(?= = \{)")
 _DEAD_CONST = re.compile(r"^(%[A-Za-z0-9_$.]+)\s*=\s*constant\b")
+_EMPTY_HINT = re.compile(r"\s*optimization_hints = <sm_\* = \{\}>")
 
 
 @dataclass(frozen=True)
@@ -205,6 +208,7 @@ def canonicalize(text: str, *, unify_target: bool = True, drop_dead_constants: b
         s = _HINT_EQ.sub("optimization_hints = <", s)
         if unify_target and "optimization_hints" in s:
             s = _HINT_KEY.sub("sm_*", s)
+            s = _EMPTY_HINT.sub("", s)
         lines.append("  " * max(indent, 0) + s)
         sources.append(no)
     return CanonIR(tuple(lines), tuple(sources), tuple(entries), {v: names[v] for v in order})

@@ -479,12 +479,34 @@ def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | N
         st.problem(f"'kernel_name' must be a string, got {type(kernel_name).__name__}", line,
                    key=f"{where}.kernel_name")
         kernel_name = None
+    verdict, reason = _capture_check(st, stats, where, line)
     return PhaseStats(
         median_ms=float(median), mean_ms=num("mean"), std_ms=num("std"), rel_std_pct=num("rel_std"),
         min_ms=num("min"), max_ms=num("max"), nrep=integer("nrep"), peak_mem_mb=num("peak_mem_mb"),
         kernel_name=kernel_name, kernel_times=_kernel_times(st, stats, where, line),
         samples_ms=_samples(st, stats, where, line), launches_per_call=integer("launches_per_call"),
+        harness=_harness(stats), capture_verdict=verdict, capture_reason=reason,
     )
+
+
+def _harness(stats: Mapping[str, Any]) -> str:
+    """Who measured: our harness marks its records (``harness``; older ones only ``capture_source``)."""
+    h = stats.get("harness")
+    if isinstance(h, str) and h:
+        return h
+    return "workbench" if "capture_source" in stats else "tilegym"
+
+
+def _capture_check(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> tuple[str | None, str]:
+    check = stats.get("capture_check")
+    if check is None:
+        return None, ""
+    verdict = check.get("verdict") if isinstance(check, Mapping) else None
+    if verdict not in ("ok", "suspect"):
+        st.problem("'capture_check' must be a dict with verdict 'ok' or 'suspect'", line, key=f"{where}.capture_check")
+        return "suspect", "capture_check is malformed: the self-check cannot vouch for this median"
+    reason = check.get("reason") if isinstance(check.get("reason"), str) else ""
+    return str(verdict), reason
 
 
 def _kernel_times(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> tuple[KernelTime, ...]:
