@@ -67,6 +67,8 @@ class AppData:
     write_report: Callable[[ReportPlan], Any] | None = None  # guarded writer (may raise)
     read_existing: Callable[[ReportPlan], Mapping[str, str | None]] | None = None
     runner: LiveRunner | None = None
+    #: why there is no live runner although a GPU is present ("" = no reason to give)
+    live_unavailable: str = ""
     #: why writing is not allowed here ("" = allowed), e.g. the recorded session inside the package
     read_only: str = ""
     problems: list[WorkbenchError] = field(default_factory=list)

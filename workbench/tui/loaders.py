@@ -95,9 +95,12 @@ def _gpu_runner(kernel: str, candidate_backend: str, cwd: Path, out: KernelPaths
                 if cancel.is_set():
                     return 130
                 token = _id_token_of(backend)
+                env = {"CUPTI": "1"}
+                if token == "cutile_rs":  # as `run --tilegym`: a silent fallback must fail, not be measured
+                    env["DISABLE_FALLBACK"] = "1"
                 spec = RunSpec(kernel=kernel, test_target=f"{row.func_key}[{token}-{row.params}]", cwd=cwd,
                                role=role, backend_token=token,  # type: ignore[arg-type]
-                               env={"CUPTI": "1"}, workbench_harness=True)
+                               env=env, workbench_harness=True)
                 result = run_suite(spec, out, on_event=on_event, cancel=cancel)
                 rc = rc or result.rc
         return rc
@@ -176,16 +179,23 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         if ws.source == "out_root" and ws.tilegym is not None:
             data.runner = _gpu_runner(kernel, data.candidate_backend, ws.tilegym, ws.paths)
         elif ws.source == "recorded":
-            # the recorded session is read-only: a live re-run of the profile suite keeps its
-            # logs in a scratch out root instead
+            # the recorded session is read-only: a live re-run keeps its logs in a scratch out root.
+            # A recorded TileGym session (real cutile-rs) re-runs TileGym's own test_perf, so it
+            # needs the checkout (--tilegym / $TILEGYM_PATH); a profile session re-runs our suite.
             import tempfile
 
             import profiles
 
-            scratch = Path(tempfile.mkdtemp(prefix="cutile-workbench-live-"))
-            data.runner = _gpu_runner(kernel, data.candidate_backend,
-                                      Path(profiles.__file__).resolve().parent.parent,
-                                      KernelPaths.under(scratch, kernel))
+            cwd: Path | None = Path(profiles.__file__).resolve().parent.parent
+            if profiles.get_recorded_tilegym(kernel) is not None:
+                cwd = ws.tilegym
+                if cwd is None:
+                    data.live_unavailable = ("this is a recorded run of TileGym's own test_perf (real cutile-rs): "
+                                             "a live re-run needs --tilegym DIR (a checkout with the cutile-rs "
+                                             "library built)")
+            if cwd is not None:
+                scratch = Path(tempfile.mkdtemp(prefix="cutile-workbench-live-"))
+                data.runner = _gpu_runner(kernel, data.candidate_backend, cwd, KernelPaths.under(scratch, kernel))
     return data
 
 

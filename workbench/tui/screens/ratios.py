@@ -129,6 +129,10 @@ class RatiosScreen(WorkbenchScreen):
             self.wb.open_timeline(row)
 
     def action_live_rerun(self) -> None:
+        if self.data.runner is None:
+            if self.data.live_unavailable:
+                self.notify(self.data.live_unavailable, severity="warning", timeout=8)
+            return
         row = self.table.current_row
         if row is not None:
             self.wb.open_timeline(row, live=True)
@@ -136,7 +140,8 @@ class RatiosScreen(WorkbenchScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "live_rerun":
             if self.data.runner is None:
-                return False  # no GPU/runner here: hide the key
+                # no GPU/runner here: hide the key, unless there is a GPU and a reason to tell
+                return True if self.data.live_unavailable else False
             return True if self.table.current_row is not None else None
         if action in ("open_timeline",):
             return True if self.table.current_row is not None else None
