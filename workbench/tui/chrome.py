@@ -24,6 +24,13 @@ class WorkbenchHeader(Static):
         text = Text()
         text.append(f" {self.screen_title} ", style="bold reverse")
         text.append(f" {data.kernel} ", style="bold")
+        if data.stand_in:  # never let a stand-in pass for cutile-rs
+            text.append(f"STAND-IN: {data.candidate_backend}, not cutile-rs", style="bold black on yellow")
+            text.append(" ")
+        else:
+            text.append("cutile-rs ", style="bold green")
+        if getattr(data, "harness", ""):
+            text.append(f"│ harness {data.harness} ")
         # most important first: a narrow terminal truncates from the right
         source = "live" if getattr(self.app, "live", False) else data.source
         src_style = {"live": "bold green", "synthetic": "bold yellow"}.get(source, "bold")

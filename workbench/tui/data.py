@@ -59,6 +59,13 @@ class AppData:
     table: RatioTable | None = None
     launch_sets: list[LaunchSet] = field(default_factory=list)
     candidate_backend: str = "cutile-rs"
+    #: which harness measured the rows ("workbench", "tilegym", "workbench+tilegym"; "" unknown)
+    harness: str = ""
+
+    @property
+    def stand_in(self) -> bool:
+        """The candidate is not cutile-rs (e.g. our cuTile kernel in the cutile-rs slot)."""
+        return self.candidate_backend != "cutile-rs"
     ir_pairs: list[IRPair] = field(default_factory=list)
     #: deferred IR loading (canonicalize + diff + audit of two 10k-line files takes ~0.6 s): the
     #: app runs it in a thread after the first paint; returns (pairs, load problems)

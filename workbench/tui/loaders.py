@@ -140,6 +140,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
             data.candidate_backend = str(session["candidate"])  # recorded sessions name it
         elif len(cand_frameworks) == 1:
             data.candidate_backend = next(iter(cand_frameworks))
+        if data.table is not None:
+            used = sorted({h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h})
+            data.harness = "+".join(used)
     except Blocked:
         pass  # no candidate log yet: the Ratios screen says so; not a malformed input
     except WorkbenchError as e:
