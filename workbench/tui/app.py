@@ -106,6 +106,8 @@ class WorkbenchApp(App[int]):
         self.data = data
         self.initial_mode = initial_mode
         self.pending_row: RatioRow | None = None
+        #: the config highlighted on the Ratios screen (the IR screen opens on its recorded pair)
+        self.selected_row: RatioRow | None = None
         self.pending_live = False
         self.live = False
         self.ir_loading = False
@@ -160,7 +162,7 @@ class WorkbenchApp(App[int]):
             self.notify(str(problem), title=problem.title, severity="error", timeout=30, markup=False)
         screen = self.irdiff_screen
         if screen is not None and screen.is_mounted:  # opened while loading: show the pairs now
-            screen.show_pair(0)
+            screen.show_pair(screen.selected_pair_index())
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ir-load" and event.state == WorkerState.ERROR:

@@ -48,6 +48,10 @@ class IRPair:
     audit: tuple[AuditItem, ...] = ()
     lexer: Any = None
     verdict: str = ""  # e.g. diff_ir.sh's PASS / FAIL_FIXABLE / PASS_WITH_NOTES
+    #: the config (params string) this pair is the recorded IR of (``workbench/ir/index.json``);
+    #: None for the per-variant pairs of ``reference/`` and ``generated/``
+    config: str | None = None
+    how: str = ""  # how each side was chosen (the index's sentences)
 
 
 @dataclass

@@ -203,7 +203,10 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
 
 
 def load_ir_pairs(ws: Any, problems: list[WorkbenchError]) -> list[IRPair]:
-    from workbench.ir.loader import discover_ir, load_pair
+    from dataclasses import replace
+
+    from workbench.ir.filing import read_index
+    from workbench.ir.loader import IRPairPaths, discover_ir, load_pair
     from workbench.tui.ir_rows import build_ir_pair
 
     pairs: list[IRPair] = []
@@ -215,4 +218,27 @@ def load_ir_pairs(ws: Any, problems: list[WorkbenchError]) -> list[IRPair]:
                                        ref_canon=loaded.reference.canon, gen_canon=loaded.generated.canon))
         except WorkbenchError as e:
             problems.append(e)
+    # the IR each config ran (run --dump-ir): one pair per config, after the variant pairs
+    try:
+        index = read_index(ws.paths.root)["configs"]
+    except WorkbenchError as e:
+        problems.append(e)
+        index = {}
+    for params, sides in index.items():
+        if not isinstance(sides, dict) or "reference" not in sides or "candidate" not in sides:
+            continue
+        try:
+            pp = IRPairPaths(None, ws.paths.root / str(sides["reference"]["file"]),
+                             ws.paths.root / str(sides["candidate"]["file"]))
+            loaded = load_pair(pp)
+            pair = build_ir_pair(f"config {params}", loaded.reference.text, loaded.generated.text,
+                                 ref_label=f"reference: {sides['reference'].get('dialect', 'reference')}",
+                                 gen_label=f"candidate: {sides['candidate'].get('dialect', 'generated')}",
+                                 ref_canon=loaded.reference.canon, gen_canon=loaded.generated.canon)
+            how = (f"reference: {sides['reference'].get('how', '')}; "
+                   f"candidate: {sides['candidate'].get('how', '')}")
+            pairs.append(replace(pair, config=params, how=how))
+        except (WorkbenchError, KeyError, TypeError) as e:
+            problems.append(e if isinstance(e, WorkbenchError) else InputError(
+                f"malformed IR index entry for {params!r}: {e}", path=ws.paths.root / "workbench/ir/index.json"))
     return pairs

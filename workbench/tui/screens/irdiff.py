@@ -42,9 +42,28 @@ class IRDiffScreen(WorkbenchScreen):
 
     def on_mount(self) -> None:
         self.wb.irdiff_screen = self
-        self.show_pair(0)
+        self.show_pair(self.selected_pair_index())
         self.query_one(IRDiffView).focus()
 
+    def on_screen_resume(self) -> None:
+        # coming back from Ratios with another config highlighted: show that config's recorded pair
+        want = self.selected_pair_index()
+        if self.data.ir_pairs and want != self.pair_index and self.data.ir_pairs[want].config is not None:
+            self.show_pair(want)
+
+    def selected_pair_index(self) -> int:
+        """The pair of the config highlighted on Ratios (its recorded IR), else its variant's, else 0."""
+        row = getattr(self.wb, "selected_row", None)
+        pairs = self.data.ir_pairs
+        if row is None or not pairs:
+            return self.pair_index if pairs else 0
+        for i, pair in enumerate(pairs):
+            if pair.config == row.params:
+                return i
+        for i, pair in enumerate(pairs):
+            if pair.config is None and row.variant and pair.name == row.variant:
+                return i
+        return self.pair_index
     def show_pair(self, index: int) -> None:
         pairs = self.data.ir_pairs
         view = self.query_one(IRDiffView)
@@ -70,10 +89,11 @@ class IRDiffScreen(WorkbenchScreen):
         h = view.current_hunk if hunk is None else hunk
         where = f"hunk {h + 1}/{view.hunk_count}" if h >= 0 else f"{view.hunk_count} hunks"
         crit = sum(1 for a in pair.audit if a.severity == "critical")
-        self.query_one("#pair-title", Static).update(
-            Text(f"{pair.name}: {pair.ref_label} ⇄ {pair.gen_label}  ·  {where}  ·  diff_ir: "
-                 f"{pair.verdict or '—'}  ·  {crit} critical")
-        )
+        title = Text(f"{pair.name}: {pair.ref_label} ⇄ {pair.gen_label}  ·  {where}  ·  diff_ir: "
+                     f"{pair.verdict or '—'}  ·  {crit} critical")
+        if pair.how:
+            title.append(f"\n{pair.how}", style="dim")
+        self.query_one("#pair-title", Static).update(title)
 
     def on_irdiff_view_hunk_changed(self, event: IRDiffView.HunkChanged) -> None:
         self.update_title(event.hunk)

@@ -82,6 +82,7 @@ class RatiosScreen(WorkbenchScreen):
         self.query_one("#status", Static).update(Text("  ·  ".join(bits)))
 
     def on_data_table_row_highlighted(self) -> None:
+        self.wb.selected_row = self.table.current_row
         self.refresh_bindings()
 
     def on_ratio_table_view_changed(self) -> None:
