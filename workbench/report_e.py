@@ -140,8 +140,11 @@ def _verdict_prose(table: RatioTable) -> str:
 
 
 def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
-                          baselines: Mapping[str, PerfLog], *, reference: str) -> str:
-    """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections)."""
+                          baselines: Mapping[str, PerfLog], *, reference: str, extra_section: str = "") -> str:
+    """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections).
+
+    ``extra_section`` (the speed-of-light table) goes last, after the validated lines; it must hold
+    no line a validator counts (asserted)."""
     if table.geomean is None or table.verdict not in ("DONE", "INVESTIGATE"):
         raise Blocked("no usable data: no matched config", key="performance.md")
     ok = table.matched
@@ -178,6 +181,11 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     g = round4(table.geomean)
     out += ["\n", f"geomean_ratio={g:.4f}\n", f"Geo-mean ratio: {table.geomean:.2f}x\n",
             f"Severity: {table.severity}\n", "\n", _verdict_prose(table) + "\n"]
+    if extra_section:
+        if any(ln.startswith(("geomean_ratio=", "VERDICT:")) for ln in extra_section.splitlines()):
+            raise WorkbenchError("internal: an extra performance.md section may not hold a validated line",
+                                 key="performance.md")
+        out += ["\n", extra_section]
     return "".join(out)
 
 
@@ -459,7 +467,8 @@ def plan_e_report(
     else:
         reference = "the faster available baseline per config (analysis.json names no reference_backend)"
     files: dict[str, str] = {
-        PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference),
+        PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
+                                              extra_section=speed_of_light_section(ws, table, candidate)),
     }
     for raw, san, _rc, _src in sanitized_parts:
         files[raw.out_relpath] = san.validator_log
@@ -505,6 +514,19 @@ def plan_e_report(
     planned = [PlannedFile(rel, content) for rel, content in files.items()]
     return ReportPlan(stage="E", kernel=ws.kernel, kernel_dir=paths.root, files=planned, verdict=table.verdict,
                       validator_output=text, ok=ok, perf_log_block=block)
+
+
+def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog) -> str:
+    """performance.md's speed-of-light section (empty when no row has a bytes/flops model)."""
+    from workbench.f_evidence.gpu import gpu_facts
+    from workbench.f_evidence.ncu import load_probes
+    from workbench.f_evidence.sol import render_sol_section, sol_rows
+
+    gpu = gpu_facts(ws.session_meta())
+    frameworks = sorted({r.framework for r in candidate.records})
+    rows = sol_rows(table, ws.kernel, gpu, analysis=ws.analysis, probes=load_probes(ws.paths),
+                    candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs")
+    return render_sol_section(rows, gpu)
 
 
 def _validate(ws: Workspace, files: Mapping[str, str], run_real_scripts: bool,
