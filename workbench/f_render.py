@@ -151,8 +151,8 @@ def search_space_lines(inputs: FInputs) -> list[str]:
                        + ("present" if c.best_present else "ABSENT from the candidate's space"))
         if c.missing:
             shown = c.missing[:MAX_LISTED_CONFIGS]
-            out.append(f"  - reference configs absent from the candidate ({len(c.missing)}):")
-            out += [f"    - `{m.label}`" for m in shown]
+            out.append(f"  - reference configs absent from the candidate ({len(c.missing)}), in the candidate's spelling:")
+            out += [f"    - `{c.candidate.spelled(m)}` (reference: {m.label})" for m in shown]
             if len(c.missing) > len(shown):
                 out.append(f"    - … {len(c.missing) - len(shown)} more (agent_f.md lists them all)")
         for knob, vals in c.absent_knobs.items():
@@ -218,11 +218,11 @@ def action(f: Finding) -> str:
         return (f"remove {what} from the measured call: allocate outputs with torch.empty only, no clone/"
                 "contiguous/zeros/canary inside kernel_fn or before every cached launch")
     if f.kind == "config" and f.details.get("rule") == "search_space":
-        missing = list(f.details.get("missing") or [])
+        missing = list(f.details.get("missing_as_candidate") or f.details.get("missing") or [])
         where = f.details.get("candidate_origin") or "the wrapper's config function"
         parts = []
         if f.details.get("best_present") is False and f.details.get("best"):
-            parts.append(f"add the reference best config `{f.details['best']}`")
+            parts.append(f"add the reference best config `{f.details.get('best_as_candidate') or f.details['best']}`")
         if missing:
             shown = ", ".join(f"`{m}`" for m in missing[:MAX_LISTED_CONFIGS])
             more = f" and {len(missing) - MAX_LISTED_CONFIGS} more (agent_f.md)" if len(missing) > MAX_LISTED_CONFIGS else ""

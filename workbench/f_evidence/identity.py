@@ -134,7 +134,7 @@ def dispatch_findings(entries: Sequence[ConfigKernels], evidence: Sequence[str] 
         if all(refs[i].isdisjoint(refs[j]) for i in range(len(refs)) for j in range(i + 1, len(refs))):
             flagged.add(stem)
             shown = "; ".join(f"{v}: `{', '.join(sorted(ref_stems[v]))}`" for v in variants)
-            configs = [e.params for v in variants for e in by_variant[v] if e.candidate_stem == stem]
+            configs = [e.params for e in entries if e.variant in variants and e.candidate_stem == stem]
             out.append(Finding(
                 "dispatch", f"dispatch picks the wrong variant: the candidate runs `{stem}` for the configs of "
                 f"variants {', '.join(variants)}, whose reference kernels differ ({shown})", True,

@@ -21,7 +21,7 @@ Contract:
   tokens vs the variant name) and returns a :class:`SearchSpaceAudit`; the reference side is
   analysis.json's configs when it lists them for that variant, else the reference wrapper's branch.
   Whether a missing config *decides* FIXABLE (a real kernel-time gap) is :mod:`workbench.diagnosis`'s
-  rule; :meth:`SearchSpaceAudit.findings` only says what is missing and how sure that is.
+  rule; :meth:`SearchSpaceAudit.findings` says what is missing and how sure that is.
 Unreadable wrappers raise ``InputError`` (file, line); a config function the evaluator cannot model
 becomes a note naming its line, never a guess.
 """
@@ -110,6 +110,16 @@ class ConfigSpace:
     function: str | None = None
     kernel: str | None = None  # the kernel it tunes, when the source says (reference wrappers)
     constants: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)  # canonical knob → value
+    spelling: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)  # canonical → source name
+
+    def spelled(self, config: TuneConfig) -> str:
+        """``config`` written as this space's own source would (``SimpleNamespace(BM=128, …)``), its knobs only."""
+        if not self.spelling:
+            return config.label
+        items = [(self.spelling[k], v) for k, v in config.knobs if k in self.spelling]
+        order = list(self.spelling.values())
+        items.sort(key=lambda kv: order.index(kv[0]))
+        return "SimpleNamespace(" + ", ".join(f"{k}={None if v == AUTO else v!r}" for k, v in items) + ")"
 
     @property
     def knobs(self) -> frozenset[str]:
@@ -161,13 +171,16 @@ class SearchSpaceAudit:
         return self.comparisons[0] if len(self.comparisons) == 1 else None
 
     def findings(self, evidence: Sequence[str] = ()) -> list[Finding]:
-        """One ``config`` finding per comparison (``fixable`` is left False: the gap decides)."""
+        """One ``config`` finding per comparison; ``fixable`` means "would be fixable": diagnosis lets it
+        decide only with a real per-launch gap (seed step 3)."""
         out: list[Finding] = []
         for c in self.comparisons:
             where = tuple(e for e in (c.candidate.origin, c.reference.origin, *evidence) if e)
             name = c.variant or "(single variant)"
             details: dict[str, Any] = {
                 "rule": "search_space", "variant": c.variant, "missing": [m.label for m in c.missing],
+                "missing_as_candidate": [c.candidate.spelled(m) for m in c.missing],
+                "best_as_candidate": c.candidate.spelled(c.best) if c.best else None,
                 "absent_knobs": {k: list(v) for k, v in c.absent_knobs.items()},
                 "best": c.best.label if c.best else None, "best_present": c.best_present,
                 "candidate_configs": len(c.candidate.configs), "reference_configs": len(c.reference.configs),
@@ -192,7 +205,7 @@ class SearchSpaceAudit:
             conf = "high" if c.best_present is False else "medium"
             text = (f"search space of {name} ({self.capability_source}): candidate {len(c.candidate.configs)} "
                     f"config(s) vs reference {len(c.reference.configs)}: " + "; ".join(parts))
-            out.append(Finding("config", text, False, where, conf, details))  # type: ignore[arg-type]
+            out.append(Finding("config", text, True, where, conf, details))  # type: ignore[arg-type]
         return out
 
 
@@ -203,6 +216,15 @@ def _evaluator(tree: ast.Module, capability: tuple[int, int]) -> StaticEvaluator
     ev = StaticEvaluator(Assumptions(device_capability=capability))
     ev.run_body(tree.body)
     return ev
+
+
+def _spelling(ev: StaticEvaluator, fn: ast.FunctionDef) -> dict[str, str]:
+    spelling: dict[str, str] = {}
+    for item in ev.run_function(fn).items:
+        raw = item.as_dict() if isinstance(item, Namespace) else item if isinstance(item, Mapping) else {}
+        for k in raw:
+            spelling.setdefault(canonical_knob(str(k)), str(k))
+    return spelling
 
 
 def _configs_of(ev: StaticEvaluator, fn: ast.FunctionDef, display: str) -> tuple[TuneConfig, ...]:
@@ -284,7 +306,7 @@ def wrapper_spaces(path: Path, capability: tuple[int, int] = (9, 0)) -> tuple[li
         fn = ev.functions[name]
         try:
             spaces.append(ConfigSpace(f"{display}:{fn.lineno} {name}()", _configs_of(ev, fn, display),
-                                      function=name, constants=constants))
+                                      function=name, constants=constants, spelling=_spelling(ev, fn)))
         except Unresolvable as exc:
             notes.append(f"{display}:{exc.line or fn.lineno}: {name}() cannot be evaluated statically ({exc})")
     if not spaces and not notes:
@@ -508,6 +530,7 @@ def audit_search_space(*, candidate_wrapper: Path | None, reference_wrapper: Pat
                                    "(not autotuned there): nothing to compare")
             continue
         best = bests.get(variant) or bests.get(None) if variant is not None else bests.get(None)
-        cand_space = ConfigSpace(space.origin, space.configs, variant, space.function, space.kernel, space.constants)
+        cand_space = ConfigSpace(space.origin, space.configs, variant, space.function, space.kernel, space.constants,
+                                 space.spelling)
         audit.comparisons.append(compare_spaces(cand_space, ref, variant, best))
     return audit
