@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from workbench.f_evidence.gap import assess_gap, interval_from_spread
-from workbench.f_evidence.identity import ConfigKernels, dispatch_findings, kernel_stem, record_kernel, variant_of_kernel
+from workbench.f_evidence.identity import (
+    ConfigKernels,
+    dispatch_findings,
+    kernel_stem,
+    record_kernel,
+    variant_of_kernel,
+)
 from workbench.model import PhaseStats, RatioRow
 from workbench.perflog.parser import parse_perf_log
 

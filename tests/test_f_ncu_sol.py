@@ -20,11 +20,13 @@ from workbench.f_evidence.gpu import gpu_facts
 from workbench.f_evidence.ncu import (
     METRICS,
     ProbeSpec,
+    kernel_name_base,
     load_probes,
     parse_ncu_csv,
     probe_command,
     probe_for,
     probe_path,
+    probe_specs,
     run_probe,
     save_probe,
     shell_line,
@@ -85,15 +87,35 @@ def test_probe_command_profiles_one_tuned_call() -> None:
                      "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-64-1024-4096-torch.float16]",
                      "silu_and_mul_kernel_entry", Path("/tg"), python="/venv/bin/python")
     argv, env = probe_command(spec, Path("/tmp/x.csv"))
-    assert argv[0] == "ncu" and env == {"WORKBENCH_PROFILE_RANGE": "1", "CUPTI": "1"}
+    assert argv[0] == "ncu" and env["WORKBENCH_PROFILE_RANGE"] == "1" and env["CUPTI"] == "1"
+    assert env["PYTHONPATH"].split(":")[0] == str(Path(__file__).resolve().parents[1])  # our plugin first
     joined = " ".join(argv)
     for part in ("--profile-from-start off", "-k regex:^silu_and_mul_kernel_entry$", "-c 1", "--clock-control none",
-                 "--csv --page raw --print-units base", "--log-file /tmp/x.csv", "--kernel-name-base mangled",
-                 "-m pytest tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-",
-                 "-p workbench.perflog.plugin --workbench-harness"):
+                 "--csv --page raw --print-units base", "--log-file /tmp/x.csv", "--kernel-name-base function",
+                 "-m pytest -p no:cacheprovider --rootdir=/tg -p no:cutile_workbench -p workbench.perflog.plugin "
+                 "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-", "--workbench-harness"):
         assert part in joined, part
     assert argv[argv.index("--metrics") + 1] == ",".join(METRICS)
-    assert shell_line(spec, Path("/tmp/x.csv")).startswith("WORKBENCH_PROFILE_RANGE=1 CUPTI=1 ncu ")
+    assert shell_line(spec, Path("/tmp/x.csv")).startswith("cd /tg && WORKBENCH_PROFILE_RANGE=1 CUPTI=1 PYTHONPATH=")
+
+
+def test_probe_specs_come_from_the_recorded_captures() -> None:
+    """REAL: profiles/rms_norm/session/rms_norm (H200 CUPTI captures name both main kernels)."""
+    from workbench.f_inputs import collect_inputs
+    from workbench.workspace import open_workspace
+
+    ws = open_workspace("rms_norm", out_root=PROFILES / "rms_norm" / "session")
+    inputs = collect_inputs(ws)
+    assert inputs.table is not None
+    row = max(inputs.table.matched, key=lambda r: r.ratio or 0)
+    specs = probe_specs(row, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
+                        candidate_record=None, baseline_record=None, cwd=PROFILES.parent)
+    assert [s.backend for s in specs] == ["cutile", "triton_tileir"]
+    assert specs[0].kernel_name.startswith("rms_norm_tile_kernel_Kt1_") and specs[1].kernel_name == "rms_norm_fwd_kernel"
+    assert specs[0].nodeid == f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[cutile-{row.params}]"
+    assert specs[1].nodeid == f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[triton-{row.params}]"
+    assert kernel_name_base("_ZN2at6native18elementwise_kernelEv") == "mangled"
+    assert kernel_name_base("void at::native::fill<float>(float*)") == "demangled"
 
 
 def test_probe_files_round_trip_and_recorded_sessions_are_refused(tmp_path: Path) -> None:

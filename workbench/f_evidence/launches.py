@@ -60,6 +60,8 @@ class LaunchSummary:
     dynamic_smem: int | None = None
     #: the main kernel's per-launch durations over the calls used (for the gap's bootstrap CI)
     main_durations_ns: tuple[int, ...] = field(default=(), compare=False)
+    main_name: str = ""  # the main kernel's name as CUPTI reports it (mangled where compilers mangle)
+    nodeid: str = ""
 
 
 
@@ -170,7 +172,7 @@ def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:
         groups=tuple(sorted(groups, key=lambda g: (g.cls != "main", -g.count * g.median_us))),
         registers_per_thread=main.registers_per_thread, smem_bytes=smem, grid=main.grid, block=main.block,
         source=ls.source, static_smem=main.static_smem, dynamic_smem=main.dynamic_smem,
-        main_durations_ns=tuple(per[main_key]))
+        main_durations_ns=tuple(per[main_key]), main_name=main_key[1], nodeid=ls.nodeid)
 
 
 def _backend_key(name: str) -> str:

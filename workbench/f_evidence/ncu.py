@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shlex
 import time
@@ -78,6 +79,7 @@ class ProbeSpec:
     python: str = "python"
     ncu: str = "ncu"
     csv_path: Path | None = None
+    pythonpath: tuple[str, ...] = ()  # e.g. the TileGym checkout's src/ (our package always goes first)
 
 
 @dataclass(frozen=True)
@@ -129,25 +131,62 @@ class ProbeResult:
 
 
 def kernel_regex(kernel_name: str) -> str:
-    """``regex:`` filter matching exactly the recorded (mangled) name."""
+    """``regex:`` filter matching exactly the recorded name."""
     return f"regex:^{re.escape(kernel_name)}$"
+
+
+def kernel_name_base(kernel_name: str) -> str:
+    """Which of ncu's names the regex is matched against: ``mangled`` for an Itanium name (CUPTI's
+    ``_Z…``), ``demangled`` for a C++ signature, else ``function`` (cuTile, cutile-rs, Triton names)."""
+    if kernel_name.startswith("_Z"):
+        return "mangled"
+    if any(ch in kernel_name for ch in "(<:"):
+        return "demangled"
+    return "function"
 
 
 def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str, str]]:
     """(argv, extra environment) of the probe (see the module docstring)."""
+    from workbench.runner import PACKAGE_ROOT, plugin_args
+
     argv = [spec.ncu, "--target-processes", "all", "--profile-from-start", "off",
-            "--kernel-name-base", "mangled", "-k", kernel_regex(spec.kernel_name), "-c", "1",
+            "--kernel-name-base", kernel_name_base(spec.kernel_name), "-k", kernel_regex(spec.kernel_name), "-c", "1",
             "--clock-control", "none", "--metrics", ",".join(METRICS), "--csv", "--page", "raw",
             "--print-units", "base", "--log-file", str(csv_path),
-            spec.python, "-m", "pytest", spec.nodeid, "-p", "workbench.perflog.plugin", "--workbench-harness",
-            "-q", "-p", "no:cacheprovider"]
-    return argv, {PROFILE_RANGE_ENV: "1", "CUPTI": "1"}
+            spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={spec.cwd}", *plugin_args(),
+            spec.nodeid, "--workbench-harness", "-q"]
+    path = os.pathsep.join([str(PACKAGE_ROOT), *spec.pythonpath])
+    return argv, {PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path}
 
 
 def shell_line(spec: ProbeSpec, csv_path: Path) -> str:
-    """The probe as one shell line (what a user pastes on the GPU node)."""
+    """The probe as one shell line to paste on the GPU node (from ``spec.cwd``)."""
     argv, env = probe_command(spec, csv_path)
-    return " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + shlex.join(argv)
+    return (f"cd {shlex.quote(str(spec.cwd))} && " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+            + " " + shlex.join(argv))
+
+
+def probe_specs(row: Any, *, launch_sets: Sequence[Any], candidate_backend: str, candidate_record: Any,
+                baseline_record: Any, cwd: Path, python: str = "python", ncu: str = "ncu") -> list[ProbeSpec]:
+    """(candidate, reference) :class:`ProbeSpec` s of one E row: the kernel name and node id come from
+    the per-launch captures (the main kernel's CUPTI name, the set's node id), else the perf records
+    (``kernel_name``, node id); a side with no kernel name is left out (it cannot be filtered)."""
+    from workbench.f_evidence.identity import record_kernel
+    from workbench.f_evidence.launches import pick_sets, summarize_launch_set
+
+    cset, bset = pick_sets(launch_sets, row, candidate_backend)
+    out = []
+    for backend, lset, rec in ((candidate_backend, cset, candidate_record),
+                               (row.baseline_backend or "cutile", bset, baseline_record)):
+        summary = summarize_launch_set(lset) if lset is not None else None
+        name = summary.main_name if summary is not None else record_kernel(rec)
+        nodeid = (summary.nodeid if summary is not None and summary.nodeid else
+                  getattr(rec, "nodeid", "") or nodeid_for(row.func_key, backend, row.params))
+        src = Path(cwd) / "src"
+        extra = (str(src.resolve()),) if (src / "tilegym").is_dir() else ()
+        if name:
+            out.append(ProbeSpec(backend, row.params, nodeid, name, cwd, python=python, ncu=ncu, pythonpath=extra))
+    return out
 
 
 def nodeid_for(func_key: str, backend: str, params: str) -> str:
@@ -257,7 +296,6 @@ def probe_path(paths: KernelPaths, backend: str, params: str) -> Path:
 def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT_TIMEOUT_S,
               env: Mapping[str, str] | None = None) -> tuple[ProbeResult, str]:
     """Run one probe in a child; (parsed result, raw CSV). Nothing is filed: see :func:`save_probe`."""
-    import os
     import tempfile
 
     from workbench.tilegym_checks.childproc import run_child
@@ -266,7 +304,10 @@ def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT
         csv_path = spec.csv_path or Path(tmp) / "probe.csv"
         argv, extra = probe_command(spec, csv_path)
         child_env = dict(os.environ if env is None else env)
+        inherited = child_env.get("PYTHONPATH")
         child_env.update(extra)
+        if inherited:
+            child_env["PYTHONPATH"] += os.pathsep + inherited
         try:
             res = run_child(argv[0], argv[1:], cwd=spec.cwd, env=child_env, timeout_s=timeout_s)
         except InputError as exc:
