@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.model import Finding
-from workbench.tilegym_checks.pysource import parse_python_source
+from workbench.tilegym_checks.pysource import enclosing_function, parse_python_source
 from workbench.tilegym_checks.static_eval import Assumptions, Namespace, StaticEvaluator, Unresolvable
 
 #: canonical knob → spellings (compared case-insensitively, leading underscores ignored)
@@ -267,15 +267,6 @@ def _module_constants(ev: StaticEvaluator) -> dict[str, Any]:
     return out
 
 
-def _enclosing(tree: ast.Module, target: ast.AST) -> ast.FunctionDef | None:
-    best: ast.FunctionDef | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(sub is target for sub in ast.walk(node)):
-            if best is None or node.lineno >= best.lineno:
-                best = node
-    return best
-
-
 def wrapper_spaces(path: Path, capability: tuple[int, int] = (9, 0)) -> tuple[list[ConfigSpace], list[str]]:
     """Config spaces of a cutile-rs wrapper: the functions that feed ``autotune_launch(configs=)``."""
     path = Path(path)
@@ -290,7 +281,7 @@ def wrapper_spaces(path: Path, capability: tuple[int, int] = (9, 0)) -> tuple[li
             continue
         found = _functions_called(arg, ev.functions)
         if isinstance(arg, ast.Name):  # configs = _a() if persistent else _b()  (or an if/else)
-            scope = _enclosing(tree, call)
+            scope = enclosing_function(tree, call)
             for node in ast.walk(scope) if scope else ():
                 if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == arg.id
                                                         for t in node.targets):

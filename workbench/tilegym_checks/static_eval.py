@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.tilegym_checks.pysource import walk_no_nested
+
 
 class Unresolvable(Exception):
     """The expression uses something the static evaluator does not model."""
@@ -492,7 +494,7 @@ class StaticEvaluator:
                 local[name] = self.eval(default)
         if len(local) < len(params):
             raise Unresolvable(f"{fn.name}() called without its required arguments", fn.lineno)
-        is_generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in _own_nodes(fn))
+        is_generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_no_nested(fn))
         yielded: list[Any] = []
         if self._depth >= _MAX_DEPTH:
             raise Unresolvable("module functions nest too deeply", fn.lineno)
@@ -544,17 +546,6 @@ class StaticEvaluator:
                 continue
             else:
                 raise Unresolvable(f"{type(stmt).__name__} statements are not modelled", stmt.lineno)
-
-
-def _own_nodes(fn: ast.FunctionDef) -> Iterator[ast.AST]:
-    """Nodes of ``fn``'s body, not entering nested functions/lambdas/classes."""
-    stack: list[ast.AST] = list(fn.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
 
 
 @dataclass(frozen=True)
