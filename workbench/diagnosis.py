@@ -187,50 +187,76 @@ def config_findings(analysis: Any, evidence_path: str) -> list[Finding]:
     return out
 
 
-def resource_finding(cand: LaunchSummary, base: LaunchSummary, evidence: str, *, gap: GapAssessment | None = None,
-                     cand_probe: ProbeResult | None = None, base_probe: ProbeResult | None = None) -> Finding | None:
-    """Same launch count: compare the main kernels' resources (captures) and the probes' spills/occupancy.
+def _probe_pressure(cand_probe: ProbeResult | None, base_probe: ProbeResult | None) -> list[str]:
+    """Spill and occupancy pressure the ncu probes show (step 5)."""
+    out: list[str] = []
+    cs = cand_probe.spill_bytes if cand_probe else None
+    bs = base_probe.spill_bytes if base_probe else None
+    if cs is not None and cs > 0 and (bs is None or cs > SPILL_RATIO * bs):
+        out.append(f"the candidate spills {cs:,.0f} B to local memory (reference: "
+                   f"{'n/a' if bs is None else f'{bs:,.0f} B'}; ncu probe)")
+    co = cand_probe.achieved_occupancy_pct if cand_probe else None
+    bo = base_probe.achieved_occupancy_pct if base_probe else None
+    if co is not None and bo is not None and bo > 0 and co < OCCUPANCY_RATIO * bo:
+        out.append(f"achieved occupancy {co:.1f}% vs {bo:.1f}% for the reference (ncu probe)")
+    return out
 
-    ``fixable`` means "would be fixable": pressure is present; :func:`diagnose` still requires a real gap."""
-    slower = cand.main_per_launch_us / base.main_per_launch_us if base.main_per_launch_us > 0 else 1.0
+
+def resource_finding(cand: LaunchSummary | None, base: LaunchSummary | None, evidence: str, *,
+                     gap: GapAssessment | None = None, cand_probe: ProbeResult | None = None,
+                     base_probe: ProbeResult | None = None) -> Finding | None:
+    """Same launch count: the main kernels' resources (captures, else the probes) and the probes'
+    spills/occupancy. ``fixable`` means "would be fixable": :func:`diagnose` still requires a real gap."""
+    def pick(attr: str, summary: Any, probe: Any) -> Any:
+        v = getattr(summary, attr, None) if summary is not None else None
+        return v if v is not None else (getattr(probe, attr, None) if probe is not None else None)
+
+    rc, rb = pick("registers_per_thread", cand, cand_probe), pick("registers_per_thread", base, base_probe)
+    sc = cand.smem_bytes if cand is not None else _probe_smem(cand_probe)
+    sb = base.smem_bytes if base is not None else _probe_smem(base_probe)
+    gc, gb = pick("grid", cand, cand_probe), pick("grid", base, base_probe)
+    kc, kb = pick("block", cand, cand_probe), pick("block", base, base_probe)
     diffs: list[str] = []
-    rc, rb = cand.registers_per_thread, base.registers_per_thread
-    sc, sb = cand.smem_bytes, base.smem_bytes
     if rc is not None and rb is not None and rc != rb:
         diffs.append(f"registers/thread {rc} vs {rb}")
     if sc is not None and sb is not None and sc != sb:
         diffs.append(f"shared memory {sc / 1024:.0f} KB vs {sb / 1024:.0f} KB")
-    if cand.grid and base.grid and cand.grid != base.grid:
-        diffs.append(f"grid {cand.grid} vs {base.grid}")
-    if cand.block and base.block and cand.block != base.block:
-        diffs.append(f"block {cand.block} vs {base.block}")
+    if gc and gb and gc != gb:
+        diffs.append(f"grid {gc} vs {gb}")
+    if kc and kb and kc != kb:
+        diffs.append(f"block {kc} vs {kb}")
     pressure: list[str] = []
     if rc is not None and rc >= REGISTER_CAP:
         pressure.append(f"the candidate sits at the register cap ({rc}/thread)")
     if sc is not None and sb is not None and sc >= 2 * sb and sc > SMEM_PRESSURE_BYTES:
         pressure.append(f"the candidate uses {sc / 1024:.0f} KB shared memory, ≥ 2x the reference's")
-    cs = cand_probe.spill_bytes if cand_probe else None
-    bs = base_probe.spill_bytes if base_probe else None
-    if cs is not None and cs > 0 and (bs is None or cs > SPILL_RATIO * bs):
-        pressure.append(f"the candidate spills {cs:,.0f} B to local memory (reference: "
-                        f"{'n/a' if bs is None else f'{bs:,.0f} B'}; ncu probe)")
-    co = cand_probe.achieved_occupancy_pct if cand_probe else None
-    bo = base_probe.achieved_occupancy_pct if base_probe else None
-    if co is not None and bo is not None and bo > 0 and co < OCCUPANCY_RATIO * bo:
-        pressure.append(f"achieved occupancy {co:.1f}% vs {bo:.1f}% for the reference (ncu probe)")
+    pressure += _probe_pressure(cand_probe, base_probe)
     if not diffs and not pressure:
         return None
     real = gap is not None and gap.status == "real"
-    summary = (f"same launch count, main kernel {slower:.2f}x per launch; {cand.backend} vs {base.backend}: "
+    names = (cand.backend if cand else cand_probe.backend if cand_probe else "candidate",
+             base.backend if base else base_probe.backend if base_probe else "reference")
+    per = (f"main kernel {cand.main_per_launch_us / base.main_per_launch_us:.2f}x per launch; "
+           if cand is not None and base is not None and base.main_per_launch_us > 0 else "")
+    summary = (f"same launch count, {per}{names[0]} vs {names[1]}: "
                + (", ".join(diffs) or "same registers, shared memory, grid and block"))
     if pressure:
         summary += "; " + "; ".join(pressure)
         summary += (": a smaller-tile or higher-occupancy config for this shape is missing" if real or gap is None
                     else " (not decisive: no real per-launch gap)")
-    evidence_paths = tuple(e for e in (evidence, cand_probe.csv if cand_probe else "",
+    evidence_paths = tuple(e for e in (evidence if cand is not None else "", cand_probe.csv if cand_probe else "",
                                        base_probe.csv if base_probe else "") if e)
     return Finding("resources", summary, bool(pressure), evidence_paths, "medium",
-                   {"per_launch_ratio": slower, "pressure": pressure, "diffs": diffs})
+                   {"pressure": pressure, "diffs": diffs,
+                    "per_launch_ratio": (cand.main_per_launch_us / base.main_per_launch_us
+                                         if cand is not None and base is not None and base.main_per_launch_us > 0
+                                         else None)})
+
+
+def _probe_smem(p: ProbeResult | None) -> int | None:
+    if p is None or (p.static_smem is None and p.dynamic_smem is None):
+        return None
+    return (p.static_smem or 0) + (p.dynamic_smem or 0)
 
 
 # --------------------------------------------------------------------------- the procedure
@@ -397,15 +423,23 @@ def _named_limitation(inputs: FInputs, row: RatioRow, le: LaunchEvidence, audit:
     elif audit.verdict == "FAIL_FIXABLE":
         missing.append("the Tile IR differs (diff_ir.sh FAIL_FIXABLE)")
     summaries = le.summaries
-    if len(summaries) != 2:
-        missing.append("no per-launch capture of both sides: launch resources (registers, smem, grid, block) unknown")
-    else:
+    cprobe = probe_for(inputs.probes, inputs.candidate_backend, row.params)
+    bprobe = probe_for(inputs.probes, row.baseline_backend, row.params)
+    pairs: list[tuple[Any, Any]] | None = None
+    if len(summaries) == 2:
         base, cand = summaries
-        same = all(x is not None and x == y for x, y in (
-            (cand.registers_per_thread, base.registers_per_thread), (cand.smem_bytes, base.smem_bytes),
-            (cand.grid, base.grid), (cand.block, base.block)))
-        if not same:
-            missing.append("launch resources differ or are not all captured (registers, smem, grid, block)")
+        pairs = [(cand.registers_per_thread, base.registers_per_thread), (cand.smem_bytes, base.smem_bytes),
+                 (cand.grid, base.grid), (cand.block, base.block)]
+    elif cprobe is not None and bprobe is not None:
+        pairs = [(cprobe.registers_per_thread, bprobe.registers_per_thread), (_probe_smem(cprobe), _probe_smem(bprobe)),
+                 (cprobe.grid, bprobe.grid), (cprobe.block, bprobe.block)]
+    if pairs is None:
+        missing.append("no per-launch capture or ncu probe of both sides: launch resources (registers, smem, grid, "
+                       "block) unknown")
+    elif not all(x is not None and x == y for x, y in pairs):
+        missing.append("launch resources differ or are not all known (registers, smem, grid, block)")
+    if _probe_pressure(cprobe, bprobe):
+        missing.append("the ncu probe shows spill or occupancy pressure")
     covered, why = _space_covered(inputs, row.variant)
     if not covered:
         missing.append(f"search space not shown to cover the reference's: {why}")
@@ -506,8 +540,9 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         cprobe = probe_for(inputs.probes, inputs.candidate_backend, rep.params)
         bprobe = probe_for(inputs.probes, rep.baseline_backend, rep.params)
         summaries = le.summaries
-        if counts_match and len(summaries) == 2:
-            rf = resource_finding(summaries[1], summaries[0], le.path, gap=gap, cand_probe=cprobe, base_probe=bprobe)
+        if counts_match and (len(summaries) == 2 or cprobe is not None or bprobe is not None):
+            cs, bs = (summaries[1], summaries[0]) if len(summaries) == 2 else (None, None)
+            rf = resource_finding(cs, bs, le.path, gap=gap, cand_probe=cprobe, base_probe=bprobe)
             if rf is not None:
                 findings.append(rf)
         findings += [f for f in dispatch if _relevant(f, rows)]
