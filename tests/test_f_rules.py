@@ -291,3 +291,15 @@ def test_v3_probe_spills_with_a_real_gap_are_fixable_without_captures(tmp_path: 
     assert "workbench/probes/triton.csv" in res.evidence
     rep = render_investigation(inv, inputs)
     assert f"## ncu probe (`{SLOW}`)" in rep and "| local-memory (spill) bytes | 4,194,304 B | 0 B |" in rep
+
+
+def test_v2_does_not_hide_extra_launches_within_the_gate(tmp_path: Path) -> None:
+    """SYNTHETIC tree: the candidate is as fast overall but launches twice per call (kernel_times)."""
+    k = tmp_path / "k"
+    (k / "reports" / "agent_logs").mkdir(parents=True)
+    (k / "reports/agent_logs/perf_cutile_rs.full.txt").write_text(
+        B.perf_log("cutile-rs", [("a-1", B.stats(0.0100, count=2)), ("b-2", B.stats(0.0200))]))
+    (k / "baseline_perf_cutile.txt").write_text(B.perf_log("cutile", [("a-1", B.stats(0.0101)), ("b-2", B.stats(0.0200))]))
+    _inputs, invs = _diagnose(tmp_path, "k")
+    assert [(i.scope, i.verdict) for i in invs] == [("a-1", "FIXABLE")]
+    assert any(f.kind == "launch_count" and f.fixable for f in invs[0].findings)

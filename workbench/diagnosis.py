@@ -35,7 +35,9 @@ Steps, in order:
 Verdict rules (one test each in ``tests/test_f_rules.py``):
 
 - **V1** No E table, or no matched config → BLOCKED.
-- **V2** No matched row slower than 1.05x → ALIGNED, high confidence (E's gate: nothing to fix).
+- **V2** No matched row slower than 1.05x and none where the candidate launches more per call
+  (kernel_times counts) → ALIGNED, high confidence (E's gate: nothing to fix). Rows with extra
+  launches are investigated even within the gate.
 - **V3** Any fixable finding → FIXABLE. Fixable without further condition: extra launches or a fallback
   (step 2), a dispatch finding (step 4), a perf-relevant IR critical (step 6), a high-confidence
   static wrapper finding not cleared by measurement (step 7). Fixable **only with a real per-launch
@@ -509,6 +511,11 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         return [_blocked_all(inputs, "no E ratio table" if table is None else
                              "the E table has no matched config (all NA)")]
     pattern, slow = classify_pattern(table.rows)
+    extra = [r for r in table.matched if r.candidate_launches is not None and r.baseline_launches is not None
+             and r.candidate_launches > r.baseline_launches]
+    if pattern == "none" and extra:
+        # within E's gate overall, but the candidate launches more per call: a wrapper defect (V2's condition)
+        pattern, slow = "shape_specific", extra
     if pattern == "none":
         gm = f"{table.geomean:.4f}" if table.geomean is not None else "n/a"
         f = Finding("ratio", f"no matched config is slower than {SLOW_RATIO} (geomean_ratio={gm}): nothing to fix",
