@@ -229,3 +229,20 @@ def plan_table(ws):  # type: ignore[no-untyped-def]
     cand, _p, _n = load_candidate(ws)
     bases = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     return build_ratio_table(ws.kernel, cand, bases, ws.analysis)
+
+
+def test_shapes_from_the_tilegym_test_files_parametrize_names() -> None:
+    """REAL excerpt of TileGym 75a1430 tests/ops/test_silu_and_mul.py (its test_perf parametrize stack)."""
+    from workbench.f_evidence.sol import test_argnames
+    from workbench.tilegym_checks.testfile import load_test_module
+
+    tg = FIX / "tilegym_75a1430"
+    key = "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf"
+    names = test_argnames(tg, [key, "tests/ops/test_missing.py::T::test_perf"])
+    assert names == {key: ("batch_size", "seq_len", "hidden_size", "dtype")}
+    ids = load_test_module(tg / "tests/ops/test_silu_and_mul.py", tg).derive_nodeids(
+        load_test_module(tg / "tests/ops/test_silu_and_mul.py", tg).find("Test_SiLUAndMul::test_perf"))
+    params = ids[0].split("[cutile-", 1)[1].rstrip("]")
+    assert params == "64-1024-512-torch.float16"  # the id the argnames are zipped with
+    model = work_model("silu_and_mul", shape_of("64-1024-4096-torch.float16", argnames=names[key]))
+    assert model is not None and model.bytes == 64 * 1024 * 3 * 4096 * 2

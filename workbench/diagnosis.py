@@ -128,6 +128,7 @@ class FInputs:
     probes: Mapping[tuple[str, str], ProbeResult] = field(default_factory=dict)
     gpu: GpuFacts | None = None
     wrapper_read: bool = False  # the cutile-rs wrapper source was available and audited
+    perf_argnames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # func_key → test param names
 
 
 # --------------------------------------------------------------------------- step 5 helpers

@@ -427,7 +427,7 @@ def _sol_lines(inputs: FInputs) -> list[str]:
     from workbench.f_evidence.sol import render_sol_section, sol_rows
 
     rows = sol_rows(inputs.table, inputs.kernel, inputs.gpu, analysis=inputs.analysis, probes=inputs.probes,
-                    candidate_backend=inputs.candidate_backend)
+                    candidate_backend=inputs.candidate_backend, argnames=inputs.perf_argnames)
     text = render_sol_section(rows, inputs.gpu)
     return ["", *text.rstrip("\n").split("\n")] if text else []
 

@@ -3,8 +3,9 @@
 Contract:
 - :func:`shape_of` finds a row's named shape: analysis.json ``test_perf_configs`` entry whose id is
   the row's params string (``{"id": …, "m": 4096, "n": 1024, "dtype": "bfloat16"}``), else the
-  params tokens zipped with ``argnames`` (the test's parametrize names, id order, when the caller
-  has them from the TileGym test file). Keys are lower-cased; ``torch.`` is dropped from dtypes.
+  params tokens zipped with ``argnames`` (the test's parametrize names in id order:
+  :func:`test_argnames` reads them from the TileGym test file with ``ast``, never importing it).
+  Keys are lower-cased; ``torch.`` is dropped from dtypes.
 - :func:`work_model` is defined only where the work is well-defined (:data:`FAMILIES`):
   ``silu_and_mul`` (reads B·S·2H, writes B·S·H elements), ``swiglu`` (reads a, b, writes c: 3·B·S·H),
   ``rms_norm`` (reads M·N and the N weights, writes M·N), ``softmax`` (reads and writes M·N) — memory
@@ -23,8 +24,9 @@ Contract:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from workbench.f_evidence.gpu import GpuFacts
@@ -197,15 +199,35 @@ def sol_for(model: WorkModel, time_ms: float | None, gpu: GpuFacts, probe: Any =
                flops / flop_peak.value if flops is not None and flop_peak else None, "model")
 
 
+def test_argnames(tilegym: Path | None, func_keys: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """``{func_key: parametrize names in id order}`` read from the TileGym checkout's test files.
+
+    A test file that is absent or cannot be parsed gives no entry (its rows then have no model)."""
+    from workbench.errors import InputError
+    from workbench.tilegym_checks.testfile import load_test_module
+
+    out: dict[str, tuple[str, ...]] = {}
+    if tilegym is None:
+        return out
+    for key in set(func_keys):
+        path, _, qualname = key.partition("::")
+        try:
+            module = load_test_module(Path(tilegym) / path, Path(tilegym))
+            out[key] = tuple(module.find(qualname).param_argnames)
+        except InputError:
+            continue
+    return out
+
+
 def sol_rows(table: RatioTable, kernel: str, gpu: GpuFacts, *, analysis: Any = None,
-             argnames: Sequence[str] | None = None,
+             argnames: Mapping[str, Sequence[str]] | None = None,
              probes: Mapping[tuple[str, str], Any] | None = None, candidate_backend: str = "cutile-rs") -> list[SolRow]:
-    """One :class:`SolRow` per matched row that has a work model."""
+    """One :class:`SolRow` per matched row that has a work model (``argnames`` by func_key)."""
     from workbench.f_evidence.ncu import probe_for
 
     out = []
     for row in table.matched:
-        model = work_model(kernel, shape_of(row.params, analysis, argnames))
+        model = work_model(kernel, shape_of(row.params, analysis, (argnames or {}).get(row.func_key)))
         if model is None:
             continue
         cprobe = probe_for(probes or {}, candidate_backend, row.params)
@@ -251,9 +273,10 @@ def _cell(text: object) -> str:
     return str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
 
 
-def row_sol(row: RatioRow, kernel: str, gpu: GpuFacts, analysis: Any = None) -> SolRow | None:
+def row_sol(row: RatioRow, kernel: str, gpu: GpuFacts, analysis: Any = None,
+            argnames: Sequence[str] | None = None) -> SolRow | None:
     """Speed of light of one row (the Ratios screen's column; model-based)."""
-    model = work_model(kernel, shape_of(row.params, analysis))
+    model = work_model(kernel, shape_of(row.params, analysis, argnames))
     if model is None:
         return None
     return SolRow(row.params, model, sol_for(model, row.candidate_ms, gpu), sol_for(model, row.baseline_ms, gpu),
