@@ -129,7 +129,7 @@ def test_probe_files_round_trip_and_recorded_sessions_are_refused(tmp_path: Path
     assert not list(target.parent.glob(".*tmp*"))  # temp files renamed away
     loaded = load_probes(paths)
     assert probe_for(loaded, "cutile-rs", "64-1024-4096-torch.float16") == r
-    with pytest.raises(UnsafePath, match="recorded session"):
+    with pytest.raises(UnsafePath, match="recorded session is read-only"):
         save_probe(paths, r, recorded=True)
     doc = json.loads(target.read_text())
     doc["probe"]["registers_per_thread"] = "forty"

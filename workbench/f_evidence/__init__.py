@@ -7,6 +7,8 @@
   wrapper's branch for that GPU: missing configs and knobs.
 - :mod:`.identity` — which kernel each side ran for each config, mapped to analysis.json variants
   ("dispatch picks the wrong variant").
+- :mod:`.launches` — per-launch captures summarised (main kernel, launch classes, resources) and the
+  one launch-evidence source per config (captures, else kernel_times).
 - :mod:`.gap` — is a per-launch kernel-time gap real, noise or unresolved (CI or a stated %).
 - :mod:`.ncu` — the focused Nsight Compute probe: command line, child run, CSV parser, typed
   result filed under the kernel's ``workbench/probes/``.

@@ -333,8 +333,8 @@ def save_probe(paths: KernelPaths, result: ProbeResult, *, recorded: bool = Fals
     from workbench.writer import kernel_lock
 
     if recorded:
-        raise UnsafePath("refusing to write into the recorded session (read-only): pass --out-root DIR",
-                         path=paths.root)
+        raise UnsafePath(f"the recorded session is read-only; copy it (cp -r {paths.root} <dir>/) and pass "
+                         "--out-root <dir> to file probes", path=paths.root)
     target = probe_path(paths, result.backend, result.params)
     doc = {"version": 1, "probe": _to_json(result)}
     target.parent.mkdir(parents=True, exist_ok=True)
