@@ -25,6 +25,10 @@ except ImportError:  # hypothesis is a dev extra; tests that need it importorski
     pass
 
 
+#: fixtures hold test *files* as data (e.g. TileGym test-file excerpts): never collect them
+collect_ignore_glob = ["fixtures/*"]
+
+
 @functools.lru_cache(maxsize=1)
 def _gpu_reason() -> str | None:
     """None when a CUDA GPU is usable, else why not (computed once per session)."""

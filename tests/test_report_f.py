@@ -96,8 +96,9 @@ def test_shape_specific_report_with_resource_and_ir_tables(tmp_path: Path) -> No
     rep = files[f"reports/perf_investigation_{SHAPE}.md"]
     assert rep.startswith("VERDICT: FIXABLE\n")
     assert "## Config parity" in rep and "## IR diff (diff_ir.sh key lines)" in rep
-    assert "| backend | registers/thread | shared memory | grid | block |" in rep
-    assert "| cutile | 255 | 217 KB (222208 B) |" in rep and "| triton | 175 | 65 KB (66560 B) |" in rep
+    assert "## Launch resources" in rep
+    assert "| registers/thread | static smem (B) | dynamic smem (B) |" in rep
+    assert "| 255 / 175 |" in rep and "| 222208 / 66560 |" in rep
     assert "VERDICT: FAIL_FIXABLE (2 critical diff(s))" in rep and "CRITICAL: tile shape set differs" in rep
     assert "| reference (triton) | 44.16 us | 1 | 44.16 us |" in rep
     assert set(files) == {f"reports/perf_investigation_{SHAPE}.md", "reports/agent_f.md",
@@ -109,27 +110,58 @@ def test_shape_specific_report_with_resource_and_ir_tables(tmp_path: Path) -> No
 def test_identical_candidate_and_baseline_is_aligned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _kernel(tmp_path, "rms_norm_hotpath", None)
     kdir = root / "rms_norm_hotpath"
-    # identical data: the candidate log is the baseline log itself
+    # identical data: the candidate log is the baseline log itself (E reads the raw tee first: replace both)
     shutil.copyfile(kdir / "baseline_perf_cutile.txt", kdir / "perf_cutile_rs.txt")
+    shutil.copyfile(kdir / "baseline_perf_cutile.txt", kdir / "reports" / "agent_logs" / "perf_cutile_rs.full.txt")
     rc, out, _ = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes",
                       "--no-real-scripts")
     assert rc == 0 and out.endswith("VERDICT: ALIGNED\n")
     assert (kdir / "reports" / "perf_investigation_all_shapes.md").read_text().startswith("VERDICT: ALIGNED\n")
 
 
-def test_missing_inputs_give_blocked_not_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_absent_inputs_give_blocked_not_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "out"
-    (root / "k" / "workbench").mkdir(parents=True)
-    (root / "k" / "workbench" / "launches.json.gz").write_bytes(b"\x1f\x8b garbage")
-    (root / "k" / "reference").mkdir()
-    (root / "k" / "reference" / "reference.mlir").write_text("entry @k() {\n")  # truncated
-    (root / "k" / "generated").mkdir()
-    (root / "k" / "generated" / "generated_canon.mlir").write_text("entry @k() {\n}\n")
+    (root / "k").mkdir(parents=True)
     rc, out, err = _run(capsys, "report", "f", "k", "--out-root", str(root), "--yes", "--no-real-scripts")
     assert rc == 1 and out.endswith("VERDICT: BLOCKED\n")
     assert "Traceback" not in out + err
     agent = (root / "k" / "reports" / "agent_f.md").read_text()
-    assert "launches.json.gz: unusable" in agent and "truncated IR" in agent
+    assert "candidate perf log" in agent and "launches.json.gz: absent" in agent
+    inv = (root / "k" / "reports" / "perf_investigation_all_shapes.md").read_text()
+    assert inv.split("## Confidence\n", 1)[1].startswith("Low.")  # BLOCKED is never High
+
+
+@pytest.mark.parametrize("bad", ["launches", "ir", "analysis", "truncated_log"])
+def test_malformed_inputs_are_refused_like_e(tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    """E's strictness: a present but malformed input exits 2 naming the file; nothing is written."""
+    root = _kernel(tmp_path, "rms_norm_hotpath", "hotpath_16384x2048.launches.json")
+    kdir = root / "rms_norm_hotpath"
+    if bad == "launches":
+        (kdir / "workbench" / "launches.json.gz").write_bytes(b"\x1f\x8b garbage")
+        name = "launches.json.gz"
+    elif bad == "ir":
+        (kdir / "reference").mkdir(exist_ok=True)
+        (kdir / "reference" / "reference.mlir").write_text("entry @k() {\n")  # truncated
+        (kdir / "generated").mkdir()
+        (kdir / "generated" / "generated_canon.mlir").write_text("entry @k() {\n}\n")
+        name = "reference.mlir"
+    elif bad == "analysis":
+        (kdir / "reference").mkdir(exist_ok=True)
+        (kdir / "reference" / "analysis.json").write_text('{"kernel_name": "rms_norm_hotpath",\n "pattern": [1}\n')
+        name = "analysis.json:2"
+    else:  # a record block cut off mid-way (SYNTHETIC truncation of the real log)
+        full = kdir / "reports" / "agent_logs" / "perf_cutile_rs.full.txt"
+        text = full.read_text()
+        full.write_text(text[: text.rindex("record_json:") + 30])
+        name = "perf_cutile_rs.full.txt:"
+    before = sorted(p.relative_to(kdir).as_posix() for p in kdir.rglob("*"))
+    rc, out, err = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes",
+                        "--no-real-scripts")
+    assert rc == 2 and name in err and "VERDICT" not in out, (rc, out, err)
+    e_rc, _e_out, e_err = _run(capsys, "report", "e", "rms_norm_hotpath", "--out-root", str(root), "--dry-run")
+    if bad in ("analysis", "truncated_log"):  # inputs E reads too: both refuse, naming the same place
+        assert e_rc == 2 and name in e_err
+    assert sorted(p.relative_to(kdir).as_posix() for p in kdir.rglob("*")) == before
 
 
 def test_dry_run_and_confirmation_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -272,7 +304,7 @@ def test_recorded_rms_norm_session_tables() -> None:
     assert ir.fixable and "tile shape set differs" in ir.summary
     plan = plan_f_reports(ws, invs, inputs=inputs, run_real_scripts=False)
     rep = plan.files[0].content
-    assert "## Config parity" in rep and "| cutile | 255 |" in rep and "CRITICAL: tile shape set differs" in rep
+    assert "## Config parity" in rep and "| 255 / 32 |" in rep and "CRITICAL: tile shape set differs" in rep
 
 
 def test_unknown_kernel_dir_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,54 +1,96 @@
 """The F procedure (agent_f.md Step 2, contract §5.4): evidence → findings → verdicts.
 
-Contract: :func:`diagnose` is pure (no I/O): it takes :class:`FInputs` (E's ratio table, per-launch
-captures, analysis.json, IR audits, wrapper-audit findings, which inputs are missing) and returns
-the :class:`~workbench.model.Investigation` list F writes, one report each. Steps, in order:
+Contract: :func:`diagnose` is pure (no I/O): it takes :class:`FInputs` (E's ratio table and the perf
+records behind it, per-launch captures, analysis.json, IR audits, the static wrapper audit, the
+search-space audit, ncu probes, the GPU, which inputs are missing) and returns the
+:class:`~workbench.model.Investigation` list F writes, one report each.
+
+Steps, in order:
 
 1. **E table → slow configs.** A matched row is *slow* when ``ratio > 1.05`` (E's gate).
-   No matched row at all → one ``all_shapes`` investigation, BLOCKED. No slow row → one
-   ``all_shapes`` investigation, ALIGNED (identical data always lands here).
-   **Uniform rule**: the gap is uniform when at least :data:`UNIFORM_MIN_SHARE` (75 %) of the
-   matched configs are slow *and* the slow ratios lie within a factor :data:`UNIFORM_MAX_SPREAD`
-   (2.0) of each other (max/min): a structural issue slows every shape, by varying amounts (the
-   recorded softmax gap is 1.26–1.64x on all 7 shapes; agent_f.md asks for one report then). One
-   ``all_shapes`` investigation covers every slow row, with the slowest row that has launch data as
-   its representative. Otherwise (a gap on some shapes only, or one shape > 2x worse than another)
-   the gap is shape-specific: one investigation per slow row (scope = the row's params string).
-2. **Launch-count evidence** per backend from :class:`~workbench.model.LaunchSet` s (the most
-   common launch signature over the captured calls; medians over those calls): launches/call,
-   per-launch time of the main kernel (largest device time), measured sum. More candidate launches
-   than the reference → FIXABLE wrapper/host finding naming each extra launch class: ``fill``,
-   ``copy``, ``memset``, ``elementwise <op>``, ``canary`` (the main kernel more than once per
-   call), ``fallback`` (no candidate kernel: a PyTorch/other-backend kernel ran instead). Confidence
-   is high when the main kernel's per-launch time is the same within :data:`SAME_TIME_TOL` (±10 %),
-   else medium. Without captures, the E table's ``kernel_times`` launch counts are used (medium).
-3. **Same launches, slower kernel → config/resource audit**: analysis.json ``best_config`` present
-   in ``autotune_configs``; ``autotune_key`` holds every shape/dtype/transpose field of
-   ``test_perf_configs`` (§7.1); registers/thread, shared memory, grid and block of the main kernels.
-   A candidate at the register cap (255) or with ≥ 2x the reference's shared memory (and > 100 KB)
-   while ≥ 10 % slower per launch is a FIXABLE config finding (a smaller tile / occupancy config
-   for that shape is missing from the search space).
-4. **IR audit** (diff_ir.sh parity), only once the launch count is sane (agent_f.md: "diff
-   perf-relevant IR only after launch count is sane"): a FAIL_FIXABLE audit with a perf-relevant
-   critical → FIXABLE finding. diff_ir.sh's "generated scalar assume_div_by" critical is a
-   correctness hazard, not a perf cause (real cuTile references carry scalar assumes too, contract
-   §10.7): it is reported, never decisive. With extra launches, IR criticals are notes.
-Verdict: any fixable finding → FIXABLE; otherwise, when neither launch evidence nor an IR audit
-exists for an investigation → BLOCKED (nothing trustworthy); otherwise ALIGNED.
+   **Uniform rule**: the gap is uniform when at least :data:`UNIFORM_MIN_SHARE` (75 %) of the matched
+   configs are slow *and* the slow ratios lie within a factor :data:`UNIFORM_MAX_SPREAD` (2.0) of each
+   other: one ``all_shapes`` investigation, represented by the slowest row that has launch evidence.
+   Otherwise one investigation per slow row (scope = its params string).
+2. **Launch evidence, one source per report** (:func:`workbench.f_evidence.launches.launch_evidence`):
+   the per-launch captures of both sides, else the perf logs' ``kernel_times`` counts, else none.
+   More candidate launches per call, or a PyTorch fallback as main kernel → launch finding naming
+   each extra class (``fill``, ``copy``, ``memset``, ``elementwise <op>``, ``canary``, ``fallback``);
+   high confidence when the main kernel's per-launch time is the same within :data:`SAME_TIME_TOL`.
+3. **Per-launch gap** (:mod:`workbench.f_evidence.gap`) when the launch counts match: ``noise`` (≤ 1.05x),
+   ``real`` (> 1.05x, the 95% interval above 1.05x or no interval), ``unresolved`` (the interval
+   reaches 1.05x) or ``unknown``.
+4. **Kernel identity per config** (:mod:`workbench.f_evidence.identity`): the candidate running one
+   kernel for variants whose reference kernels differ, or a variant's config running another
+   variant's kernel → FIXABLE "dispatch picks the wrong variant".
+5. **Search space** (:mod:`workbench.f_evidence.search_space`, wrapper configs read statically for the
+   session's GPU) and analysis.json's own ``best_config``/``autotune_key`` checks; **launch resources**
+   of the main kernels (registers, static/dynamic smem, grid, block) and the ncu probe's spills and
+   achieved occupancy: register cap (255), ≥ 2x the reference's smem above 100 KB, local-memory spill
+   bytes > 2x the reference's, achieved occupancy < :data:`OCCUPANCY_RATIO` of the reference's.
+6. **IR audit** (diff_ir.sh parity), only once the launch count is sane: FAIL_FIXABLE with a
+   perf-relevant critical (diff_ir.sh's scalar ``assume_div_by`` critical is a correctness note).
+7. **Static wrapper findings** are hypotheses: measured equal launch counts clear hot-path ones.
+
+Verdict rules (one test each in ``tests/test_f_rules.py``):
+
+- **V1** No E table, or no matched config → BLOCKED.
+- **V2** No matched row slower than 1.05x and none where the candidate launches more per call
+  (kernel_times counts) → ALIGNED, high confidence (E's gate: nothing to fix). Rows with extra
+  launches are investigated even within the gate.
+- **V3** Any fixable finding → FIXABLE. Fixable without further condition: extra launches or a fallback
+  (step 2), a dispatch finding (step 4), a perf-relevant IR critical (step 6), a high-confidence
+  static wrapper finding not cleared by measurement (step 7). Fixable **only with a real per-launch
+  gap** (step 3; seed step 3: "If the reference best config is absent and the kernel-time gap is
+  real, classify as FIXABLE"): search-space gaps, analysis.json config/key gaps, resource pressure,
+  and the wrapper's ``autotune_missing`` / ``compile_options`` findings; without a real gap they are
+  kept as notes that say so.
+- **V4** ALIGNED (no fixable finding) only when launch counts match and either the per-launch gap is
+  noise, or a named backend limitation is evidenced: the same Tile IR (diff_ir.sh PASS or
+  PASS_WITH_NOTES), the same captured launch resources (registers, smem, grid, block), a candidate
+  search space that covers the reference's (or no autotuning on either side), no dispatch finding —
+  the residual is then tileiras/driver code generation for identical work, not Agent B code.
+- **V5** Otherwise BLOCKED: no launch evidence; an unresolved (too noisy) gap; or a real gap without
+  actionable evidence — the report lists every piece of evidence that is missing (captures, probe,
+  wrapper source, IR pair, kernel names).
+
+Confidence follows the evidence: FIXABLE takes its strongest fixable finding's confidence, capped at
+medium when that finding needed the gap and the gap is a point estimate without an interval; ALIGNED is
+high for noise measured on captures with an interval (or V2), else medium; BLOCKED is always low.
 """
 
 from __future__ import annotations
 
-import re
-import statistics
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from workbench.f_evidence.gap import GapAssessment, assess_gap
+from workbench.f_evidence.gpu import GpuFacts
+from workbench.f_evidence.identity import config_kernels, dispatch_findings, kernel_functions_of
+from workbench.f_evidence.launches import (
+    KernelGroup,
+    LaunchEvidence,
+    LaunchSummary,
+    classify_kernel,
+    extra_launches,
+    is_native,
+    launch_evidence,
+    pick_sets,
+    same_backend,
+    short_kernel_name,
+    summarize_launch_set,
+)
+from workbench.f_evidence.ncu import ProbeResult, probe_for
+from workbench.f_evidence.search_space import SearchSpaceAudit, SpaceComparison
 from workbench.ir.audit import IRAudit
-from workbench.model import Finding, Investigation, LaunchSet, RatioRow, RatioTable
-from workbench.testids import id_token
+from workbench.model import Finding, Investigation, LaunchSet, PerfRecord, RatioRow, RatioTable
+
+__all__ = [
+    "FInputs", "KernelGroup", "LaunchSummary", "all_findings", "classify_kernel", "classify_pattern",
+    "config_findings", "diagnose", "extra_launches", "pick_sets", "resource_finding", "same_backend",
+    "short_kernel_name", "summarize_launch_set",
+]
 
 SLOW_RATIO = 1.05
 UNIFORM_MIN_SHARE = 0.75
@@ -56,40 +98,14 @@ UNIFORM_MAX_SPREAD = 2.0
 SAME_TIME_TOL = 0.10
 REGISTER_CAP = 255
 SMEM_PRESSURE_BYTES = 100 * 1024
+SPILL_RATIO = 2.0
+OCCUPANCY_RATIO = 0.75
 
 Confidence = Literal["high", "medium", "low"]
-
-
-@dataclass(frozen=True)
-class KernelGroup:
-    """Launches of one (kind, name) within one call, summarised over the calls used."""
-
-    name: str
-    kind: str
-    count: int  # per call
-    median_us: float  # median per-launch duration
-    cls: str  # main | fill | copy | memset | elementwise <op> | kernel
-
-
-@dataclass(frozen=True)
-class LaunchSummary:
-    """One backend's launch behaviour for one config (what F's launch table shows)."""
-
-    backend: str
-    params: str
-    calls_used: int
-    calls_total: int
-    launches_per_call: int
-    main_kernel: str
-    main_count: int
-    main_per_launch_us: float
-    measured_sum_us: float
-    groups: tuple[KernelGroup, ...]
-    registers_per_thread: int | None = None
-    smem_bytes: int | None = None
-    grid: tuple[int, int, int] | None = None
-    block: tuple[int, int, int] | None = None
-    source: str = "cupti"
+_RANK = {"high": 2, "medium": 1, "low": 0}
+#: finding rules that may decide FIXABLE only with a real per-launch gap (V3)
+_GAP_GATED_KINDS = ("config", "resources")
+_GAP_GATED_WRAPPER_RULES = ("autotune_missing", "compile_options")
 
 
 @dataclass
@@ -105,168 +121,17 @@ class FInputs:
     candidate_backend: str = "cutile-rs"
     evidence: dict[str, str] = field(default_factory=dict)  # role → relpath (e_table, launches, …)
     missing: list[str] = field(default_factory=list)  # human lines: "<input>: <why>"
+    #: the perf records behind the E table: candidate by (func_key, params); baselines by log key too
+    candidate_records: Mapping[tuple[str, str], PerfRecord] = field(default_factory=dict)
+    baseline_records: Mapping[str, Mapping[tuple[str, str], PerfRecord]] = field(default_factory=dict)
+    search_space: SearchSpaceAudit | None = None
+    probes: Mapping[tuple[str, str], ProbeResult] = field(default_factory=dict)
+    gpu: GpuFacts | None = None
+    wrapper_read: bool = False  # the cutile-rs wrapper source was available and audited
+    perf_argnames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # func_key → test param names
 
 
-# --------------------------------------------------------------------------- step 2 helpers
-
-_FUNCTOR = re.compile(r"(?:CUDAFunctor_|Functor)(\w+?)(?:[<,>]|$)|(\w+?)Functor")
-
-
-def _is_native(name: str) -> bool:
-    """A PyTorch ATen kernel (demangled ``at::native::…`` or Itanium-mangled ``_ZN2at6native…``)."""
-    return "at::native" in name or name.startswith(("_ZN2at6native", "void at::"))
-
-
-def classify_kernel(name: str, kind: str) -> str:
-    """Launch class of a GPU activity (names as CUPTI reports them, mangled or demangled):
-    memset | copy | fill | elementwise <op> | native (other ATen kernel) | kernel."""
-    low = name.lower()
-    if kind == "memset":
-        return "memset"
-    if kind == "memcpy":
-        return "copy"
-    if "fillfunctor" in low or "fill_kernel" in low or re.search(r"\bfill\b", low):
-        return "fill"
-    if "copy" in low:
-        return "copy"
-    if "elementwise" in low:
-        m = re.search(r"CUDAFunctor_([a-z]+)|([A-Z][A-Za-z]*?)Functor", name)
-        op = (m.group(1) or m.group(2) or "").lower() if m else ""
-        return f"elementwise {op}".strip()
-    if _is_native(name):
-        return "native"
-    return "kernel"
-
-
-_ITANIUM_ID = re.compile(r"(\d+)")
-
-
-def _itanium_ids(name: str) -> list[str]:
-    """Length-prefixed identifiers of an Itanium-mangled name (``29vectorized_…`` → ``vectorized_…``)."""
-    out: list[str] = []
-    i = 0
-    while i < len(name):
-        m = _ITANIUM_ID.match(name, i)
-        if not m:
-            i += 1
-            continue
-        n, j = int(m.group(1)), m.end()
-        ident = name[j:j + n]
-        if n > 0 and len(ident) == n and re.fullmatch(r"[A-Za-z_]\w*", ident):
-            out.append(ident)
-            i = j + n
-        else:
-            i = j
-    return out
-
-
-def short_kernel_name(name: str) -> str:
-    """Readable short form: ``vectorized_elementwise_kernel<FillFunctor>`` for long C++ names."""
-    if name.startswith("_Z"):
-        from workbench.capture.demangle import demangle  # c++filt when present; else a light parse
-
-        dem = demangle(name)
-        if dem:
-            name = dem
-        else:
-            ids = [x for x in _itanium_ids(name) if x not in ("at", "native", "c10", "std")]
-            fun = next((x for x in ids if "Functor" in x), None)
-            stem = ids[0] if ids else name[:40]
-            return f"{stem}<{fun}>" if fun else stem
-    head = name.split("(", 1)[0]
-    base = re.search(r"([A-Za-z_]\w*)\s*(?:<|$)", head.replace("void ", "", 1))
-    stem = base.group(1) if base else head[:40]
-    if "::" in head and base is not None:
-        stem = re.split(r"::", head.split("<", 1)[0])[-1].strip()
-    functor = re.search(r"(\w*Functor\w*)", head)
-    if functor:
-        return f"{stem}<{functor.group(1)}>"
-    return stem if len(name) > 60 else name
-
-
-def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:
-    """Summary over the calls with the most common launch signature (None without kernel launches)."""
-    if not ls.calls:
-        return None
-    sigs = [tuple((x.kind, x.name) for x in c.launches) for c in ls.calls]
-    common, _ = Counter(sigs).most_common(1)[0]
-    calls = [c for c, s in zip(ls.calls, sigs, strict=True) if s == common]
-    if not any(k == "kernel" for k, _ in common):
-        return None
-    per: dict[tuple[Any, str], list[int]] = {}
-    for c in calls:
-        for x in c.launches:
-            per.setdefault((x.kind, x.name), []).append(x.duration_ns)
-    counts: Counter[tuple[Any, str]] = Counter(common)
-    # main kernel: the largest non-helper kernel (an elementwise add can outlast the real kernel);
-    # only when every kernel is an ATen helper is the largest one "main" (a fallback, see below)
-    kernels = [k for k in per if k[0] == "kernel"]
-    own = [k for k in kernels if classify_kernel(k[1], "kernel") == "kernel"]
-    main_key = max(own or kernels, key=lambda k: sum(per[k]))
-    groups = []
-    for key, durs in per.items():
-        groups.append(KernelGroup(key[1], key[0], counts[key], statistics.median(durs) / 1000.0,
-                                  "main" if key == main_key else classify_kernel(key[1], key[0])))
-    main = next(x for x in calls[0].launches if (x.kind, x.name) == main_key)
-    smem = None
-    if main.static_smem is not None or main.dynamic_smem is not None:
-        smem = (main.static_smem or 0) + (main.dynamic_smem or 0)
-    return LaunchSummary(
-        backend=ls.backend, params=ls.params, calls_used=len(calls), calls_total=len(ls.calls),
-        launches_per_call=len(common), main_kernel=main.display_name, main_count=counts[main_key],
-        main_per_launch_us=statistics.median(per[main_key]) / 1000.0,
-        measured_sum_us=statistics.median(c.device_time_ns for c in calls) / 1000.0,
-        groups=tuple(sorted(groups, key=lambda g: (g.cls != "main", -g.count * g.median_us))),
-        registers_per_thread=main.registers_per_thread, smem_bytes=smem, grid=main.grid, block=main.block,
-        source=ls.source)
-
-
-def _backend_key(name: str) -> str:
-    # E names the Triton baseline after its log (``triton_tileir``); its records say ``triton``
-    key = id_token(name).lower()
-    return key[: -len("_tileir")] if key.endswith("_tileir") else key
-
-
-def same_backend(a: str | None, b: str | None) -> bool:
-    """Same backend across spellings: a ``triton_tileir`` log row ≙ ``triton`` launch records."""
-    return a is not None and b is not None and _backend_key(a) == _backend_key(b)
-
-
-def pick_sets(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> tuple[LaunchSet | None, LaunchSet | None]:
-    """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend."""
-    same = [s for s in sets if s.params == row.params and s.calls]
-    base = next((s for s in same if same_backend(s.backend, row.baseline_backend)), None)
-    cand = next((s for s in same if same_backend(s.backend, candidate)), None)
-    if cand is None:
-        others = [s for s in same if not same_backend(s.backend, row.baseline_backend)]
-        cand = others[0] if len(others) == 1 else None
-    return cand, base
-
-
-def extra_launches(cand: LaunchSummary, base: LaunchSummary) -> list[str]:
-    """Named extra launch classes of the candidate relative to the reference (e.g. 'fill x1')."""
-    def classes(s: LaunchSummary) -> Counter[str]:
-        c: Counter[str] = Counter()
-        for g in s.groups:
-            c[g.cls] += g.count
-        return c
-
-    cc, bc = classes(cand), classes(base)
-    out: list[str] = []
-    if _is_native(cand.main_kernel) and not _is_native(base.main_kernel):
-        out.append(f"fallback (main kernel is `{short_kernel_name(cand.main_kernel)}`, not a {cand.backend} kernel)")
-    if cc["main"] > max(bc["main"], 1):
-        out.append(f"canary (main kernel `{short_kernel_name(cand.main_kernel)}` x{cc['main']} per call)")
-    for cls in sorted(k for k in cc if k != "main"):
-        n = cc[cls] - bc.get(cls, 0)
-        if n > 0:
-            names = sorted({g.name for g in cand.groups if g.cls == cls})
-            shown = ", ".join(short_kernel_name(x) for x in names[:2]) + (" …" if len(names) > 2 else "")
-            out.append(f"{cls} x{n} (`{shown}`)")
-    return out
-
-
-# --------------------------------------------------------------------------- step 3 helpers
+# --------------------------------------------------------------------------- step 5 helpers
 
 _KEY_ALIASES = {"batch": "q", "b": "q", "bs": "q", "n_rows": "m", "rows": "m", "cols": "n",
                 "hidden": "n", "torch_dtype": "dtype"}
@@ -301,8 +166,8 @@ def config_findings(analysis: Any, evidence_path: str) -> list[Finding]:
             if not any(all(c.get(k) == val for k, val in cfg.items()) for c in space):
                 out.append(Finding(
                     "config", f"reference best config {dict(cfg)} of variant {variant or '(single)'} is not in "
-                    f"the autotune search space ({len(space)} config(s))", True, (evidence_path,), "high",
-                    {"variant": variant, "best_config": dict(cfg)}))
+                    f"analysis.json's autotune configs ({len(space)} config(s))", True, (evidence_path,), "high",
+                    {"variant": variant, "best_config": dict(cfg), "rule": "analysis_best_config"}))
     autotune = (getattr(analysis, "launch_path", None) == "autotune" or bool(configs) or bool(per_variant))
     key = [_norm_key(k) for k in getattr(analysis, "autotune_key", ()) or ()]
     if autotune:
@@ -321,36 +186,80 @@ def config_findings(analysis: Any, evidence_path: str) -> list[Finding]:
                 out.append(Finding(
                     "config", f"autotune_key {list(getattr(analysis, 'autotune_key', ()))} lacks "
                     f"{', '.join(missing)}: configs tuned for one shape/dtype are reused for another",
-                    True, (evidence_path,), "medium", {"missing_key_fields": missing}))
+                    True, (evidence_path,), "medium", {"missing_key_fields": missing, "rule": "analysis_key"}))
     return out
 
 
-def resource_finding(cand: LaunchSummary, base: LaunchSummary, evidence: str) -> Finding | None:
-    """Same launch count, slower kernel: compare regs/smem/grid/block of the main kernels."""
-    slower = cand.main_per_launch_us / base.main_per_launch_us if base.main_per_launch_us > 0 else 1.0
+def _probe_pressure(cand_probe: ProbeResult | None, base_probe: ProbeResult | None) -> list[str]:
+    """Spill and occupancy pressure the ncu probes show (step 5)."""
+    out: list[str] = []
+    cs = cand_probe.spill_bytes if cand_probe else None
+    bs = base_probe.spill_bytes if base_probe else None
+    if cs is not None and cs > 0 and (bs is None or cs > SPILL_RATIO * bs):
+        out.append(f"the candidate spills {cs:,.0f} B to local memory (reference: "
+                   f"{'n/a' if bs is None else f'{bs:,.0f} B'}; ncu probe)")
+    co = cand_probe.achieved_occupancy_pct if cand_probe else None
+    bo = base_probe.achieved_occupancy_pct if base_probe else None
+    if co is not None and bo is not None and bo > 0 and co < OCCUPANCY_RATIO * bo:
+        out.append(f"achieved occupancy {co:.1f}% vs {bo:.1f}% for the reference (ncu probe)")
+    return out
+
+
+def resource_finding(cand: LaunchSummary | None, base: LaunchSummary | None, evidence: str, *,
+                     gap: GapAssessment | None = None, cand_probe: ProbeResult | None = None,
+                     base_probe: ProbeResult | None = None) -> Finding | None:
+    """Same launch count: the main kernels' resources (captures, else the probes) and the probes'
+    spills/occupancy. ``fixable`` means "would be fixable": :func:`diagnose` still requires a real gap."""
+    def pick(attr: str, summary: Any, probe: Any) -> Any:
+        v = getattr(summary, attr, None) if summary is not None else None
+        return v if v is not None else (getattr(probe, attr, None) if probe is not None else None)
+
+    rc, rb = pick("registers_per_thread", cand, cand_probe), pick("registers_per_thread", base, base_probe)
+    sc = cand.smem_bytes if cand is not None else _probe_smem(cand_probe)
+    sb = base.smem_bytes if base is not None else _probe_smem(base_probe)
+    gc, gb = pick("grid", cand, cand_probe), pick("grid", base, base_probe)
+    kc, kb = pick("block", cand, cand_probe), pick("block", base, base_probe)
     diffs: list[str] = []
-    rc, rb = cand.registers_per_thread, base.registers_per_thread
-    sc, sb = cand.smem_bytes, base.smem_bytes
     if rc is not None and rb is not None and rc != rb:
         diffs.append(f"registers/thread {rc} vs {rb}")
     if sc is not None and sb is not None and sc != sb:
         diffs.append(f"shared memory {sc / 1024:.0f} KB vs {sb / 1024:.0f} KB")
-    if cand.grid and base.grid and cand.grid != base.grid:
-        diffs.append(f"grid {cand.grid} vs {base.grid}")
-    if cand.block and base.block and cand.block != base.block:
-        diffs.append(f"block {cand.block} vs {base.block}")
-    if not diffs:
+    if gc and gb and gc != gb:
+        diffs.append(f"grid {gc} vs {gb}")
+    if kc and kb and kc != kb:
+        diffs.append(f"block {kc} vs {kb}")
+    pressure: list[str] = []
+    if rc is not None and rc >= REGISTER_CAP:
+        pressure.append(f"the candidate sits at the register cap ({rc}/thread)")
+    if sc is not None and sb is not None and sc >= 2 * sb and sc > SMEM_PRESSURE_BYTES:
+        pressure.append(f"the candidate uses {sc / 1024:.0f} KB shared memory, ≥ 2x the reference's")
+    pressure += _probe_pressure(cand_probe, base_probe)
+    if not diffs and not pressure:
         return None
-    pressure = ((rc is not None and rc >= REGISTER_CAP) or
-                (sc is not None and sb is not None and sc >= 2 * sb and sc > SMEM_PRESSURE_BYTES))
-    fixable = pressure and slower >= 1 + SAME_TIME_TOL
-    summary = (f"same launch count, main kernel {slower:.2f}x slower per launch; "
-               f"{cand.backend} vs {base.backend}: " + ", ".join(diffs))
-    if fixable:
-        summary += ("; the candidate config is resource-bound at this shape (register cap / shared-memory "
-                    "pressure): a smaller-tile or higher-occupancy config for this shape is missing")
-    return Finding("resources", summary, fixable, (evidence,), "medium",
-                   {"per_launch_ratio": slower, "pressure": pressure})
+    real = gap is not None and gap.status == "real"
+    names = (cand.backend if cand else cand_probe.backend if cand_probe else "candidate",
+             base.backend if base else base_probe.backend if base_probe else "reference")
+    per = (f"main kernel {cand.main_per_launch_us / base.main_per_launch_us:.2f}x per launch; "
+           if cand is not None and base is not None and base.main_per_launch_us > 0 else "")
+    summary = (f"same launch count, {per}{names[0]} vs {names[1]}: "
+               + (", ".join(diffs) or "same registers, shared memory, grid and block"))
+    if pressure:
+        summary += "; " + "; ".join(pressure)
+        summary += (": a smaller-tile or higher-occupancy config for this shape is missing" if real or gap is None
+                    else " (not decisive: no real per-launch gap)")
+    evidence_paths = tuple(e for e in (evidence if cand is not None else "", cand_probe.csv if cand_probe else "",
+                                       base_probe.csv if base_probe else "") if e)
+    return Finding("resources", summary, bool(pressure), evidence_paths, "medium",
+                   {"pressure": pressure, "diffs": diffs,
+                    "per_launch_ratio": (cand.main_per_launch_us / base.main_per_launch_us
+                                         if cand is not None and base is not None and base.main_per_launch_us > 0
+                                         else None)})
+
+
+def _probe_smem(p: ProbeResult | None) -> int | None:
+    if p is None or (p.static_smem is None and p.dynamic_smem is None):
+        return None
+    return (p.static_smem or 0) + (p.dynamic_smem or 0)
 
 
 # --------------------------------------------------------------------------- the procedure
@@ -369,73 +278,80 @@ def classify_pattern(rows: Sequence[RatioRow]) -> tuple[str, list[RatioRow]]:
     return "shape_specific", slow
 
 
-def _launch_evidence(inputs: FInputs, row: RatioRow) -> tuple[list[Finding], LaunchSummary | None,
-                                                             LaunchSummary | None, bool]:
-    """Findings of steps 2–3 for one row; returns (findings, cand, base, had_launch_evidence)."""
-    ev = inputs.evidence.get("launches", "workbench/launches.json.gz")
-    cset, bset = pick_sets(inputs.launch_sets, row, inputs.candidate_backend)
-    cand = summarize_launch_set(cset) if cset else None
-    base = summarize_launch_set(bset) if bset else None
-    findings: list[Finding] = []
-    if cand and base:
-        if cand.launches_per_call > base.launches_per_call or _is_native(cand.main_kernel):
-            same = (base.main_per_launch_us > 0 and
-                    abs(cand.main_per_launch_us / base.main_per_launch_us - 1) <= SAME_TIME_TOL)
-            extras = extra_launches(cand, base)
-            findings.append(Finding(
-                "launch_count",
-                f"{cand.backend} launches {cand.launches_per_call} GPU activities per call vs "
-                f"{base.launches_per_call} for {base.backend}"
-                + (" with the same per-launch kernel time" if same else "")
-                + f"; extra: {', '.join(extras) or 'unclassified'} — a wrapper/host hot-path issue",
-                True, (ev,), "high" if same else "medium",
-                {"extra": extras, "same_per_launch": same}))
-        elif cand.launches_per_call == base.launches_per_call:
-            rf = resource_finding(cand, base, ev)
-            if rf is not None:
-                findings.append(rf)
-            elif base.main_per_launch_us > 0 and cand.main_per_launch_us / base.main_per_launch_us <= 1 + SAME_TIME_TOL:
-                findings.append(Finding("launch_count", f"launch counts match ({cand.launches_per_call}/call) and "
-                                        "the main kernel's per-launch time is within noise", False, (ev,), "high"))
-            else:
-                findings.append(Finding("launch_count", f"launch counts match ({cand.launches_per_call}/call); the "
-                                        f"{cand.backend} kernel itself is slower with the same resources",
-                                        False, (ev,), "medium"))
-        return findings, cand, base, True
-    # fall back to the E table's kernel_times counts (TileGym's own launches/iter)
-    if row.candidate_launches is not None and row.baseline_launches is not None:
-        e_ev = inputs.evidence.get("perf_log", "perf_cutile_rs.txt")
-        if row.candidate_launches > row.baseline_launches:
-            findings.append(Finding(
-                "launch_count", f"kernel_times counts {row.candidate_launches} launches/iter for the candidate vs "
-                f"{row.baseline_launches} for {row.baseline_backend}: extra launches in the wrapper hot path "
-                "(kinds unknown without per-launch captures)", True, (e_ev,), "medium"))
-        else:
-            findings.append(Finding("launch_count", f"kernel_times launch counts match ({row.candidate_launches}/iter); "
-                                    "no per-launch captures for resources", False, (e_ev,), "low"))
-        return findings, None, None, True
-    return findings, None, None, False
+def _evidence_for(inputs: FInputs, row: RatioRow) -> LaunchEvidence:
+    base_recs = inputs.baseline_records.get(row.baseline_backend or "", {})
+    return launch_evidence(
+        row, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
+        candidate_record=inputs.candidate_records.get((row.func_key, row.params)),
+        baseline_record=base_recs.get((row.func_key, row.params)),
+        launches_path=inputs.evidence.get("launches", "workbench/launches.json.gz"),
+        perf_log_path=inputs.evidence.get("e_table", "perf_cutile_rs.txt"))
 
 
-def _ir_findings(inputs: FInputs, row: RatioRow) -> tuple[list[Finding], bool]:
+def _launch_findings(le: LaunchEvidence) -> tuple[list[Finding], bool | None]:
+    """Step 2 for one config: (findings, launch counts match?) — None when there are no counts."""
+    c, b = le.candidate, le.baseline
+    if not le.has_counts or c is None or b is None:
+        return [], None
+    assert c.launches_per_call is not None and b.launches_per_call is not None
+    ev = (le.path,) if le.path else ()
+    cs, bs = c.summary, b.summary
+    fallback = cs is not None and is_native(cs.main_kernel)
+    if c.launches_per_call > b.launches_per_call or fallback:
+        same = (c.per_launch_us is not None and b.per_launch_us is not None and b.per_launch_us > 0
+                and abs(c.per_launch_us / b.per_launch_us - 1) <= SAME_TIME_TOL)
+        extras = extra_launches(cs, bs) if cs is not None and bs is not None else []
+        kinds = ", ".join(extras) if extras else ("unclassified" if cs is not None else
+                                                   "kinds unknown without per-launch captures")
+        conf: Confidence = "high" if same and cs is not None else "medium"
+        unit = "GPU activities per call" if cs is not None else "launches/iter (kernel_times)"
+        return [Finding("launch_count", f"{c.backend} runs {c.launches_per_call} {unit} vs {b.launches_per_call} for "
+                        f"{b.backend}" + (" with the same per-launch kernel time" if same else "")
+                        + f"; extra: {kinds} — a wrapper/host hot-path issue", True, ev, conf,
+                        {"extra": extras, "same_per_launch": same, "source": le.source})], False
+    if c.launches_per_call == b.launches_per_call:
+        return [Finding("launch_count", f"launch counts match: {c.launches_per_call}/call on both sides "
+                        f"({le.describe})", False, ev, "high" if cs is not None else "medium",
+                        {"source": le.source})], True
+    return [Finding("launch_count", f"{c.backend} runs fewer launches per call ({c.launches_per_call}) than "
+                    f"{b.backend} ({b.launches_per_call}): no extra wrapper work ({le.describe})", False, ev, "medium",
+                    {"source": le.source})], True
+
+
+def _gap_for(le: LaunchEvidence, row: RatioRow, inputs: FInputs) -> GapAssessment:
+    c, b = le.candidate, le.baseline
+    cs = c.summary if c else None
+    bs = b.summary if b else None
+    if cs is not None and bs is not None:
+        return assess_gap(cand_per_launch_ns=cs.main_durations_ns, base_per_launch_ns=bs.main_durations_ns)
+    one_each = bool(c and b and c.launches_per_call == 1 and b.launches_per_call == 1)
+    crec = inputs.candidate_records.get((row.func_key, row.params))
+    brec = inputs.baseline_records.get(row.baseline_backend or "", {}).get((row.func_key, row.params))
+    return assess_gap(row=row, one_launch_each=one_each, cand_stats=crec.forward if crec else None,
+                      base_stats=brec.forward if brec else None,
+                      cand_per_launch_us=c.per_launch_us if c else None,
+                      base_per_launch_us=b.per_launch_us if b else None)
+
+
+def _ir_findings(inputs: FInputs, row: RatioRow) -> tuple[list[Finding], IRAudit | None]:
     audit = inputs.ir_audits.get(row.variant) or (
         next(iter(inputs.ir_audits.values())) if len(inputs.ir_audits) == 1 else None)
     if audit is None:
-        return [], False
+        return [], None
     ev = (audit.ref_name, audit.gen_name)
     crit = [n[len("CRITICAL: "):] for n in audit.notes if n.startswith("CRITICAL: ")]
     perf = [c for c in crit if not c.startswith("generated scalar assume_div_by")]
     if audit.verdict == "FAIL_FIXABLE" and perf:
         return [Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE: {'; '.join(crit)}", True, ev, "medium",
-                        {"verdict": audit.verdict, "critical": perf})], True
+                        {"verdict": audit.verdict, "critical": perf})], audit
     if audit.verdict == "FAIL_FIXABLE":
         return [Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE only for: {'; '.join(crit)} (a correctness "
                         "hazard, not a perf cause)", False, ev, "medium",
-                        {"verdict": audit.verdict, "critical": crit})], True
+                        {"verdict": audit.verdict, "critical": crit})], audit
     text = ("diff_ir.sh verdict PASS" if audit.verdict == "PASS" else
             f"diff_ir.sh verdict PASS_WITH_NOTES ({audit.workaround_count} workaround op(s), "
             f"{audit.note_count} note(s)): no B-addressable IR mismatch")
-    return [Finding("ir", text, False, ev, "medium", {"verdict": audit.verdict})], True
+    return [Finding("ir", text, False, ev, "medium", {"verdict": audit.verdict})], audit
 
 
 _HOT_PATH_RULES = ("canary_hot_path", "kernel_fn_alloc", "second_output", "hot_path_copy")
@@ -463,71 +379,233 @@ def _cross_check_wrapper(wrapper: Sequence[Finding], launch: Sequence[Finding]) 
     return out
 
 
-def _verdict(findings: Sequence[Finding], has_evidence: bool) -> tuple[str, Confidence]:
+def _gap_gated(f: Finding) -> bool:
+    return f.kind in _GAP_GATED_KINDS or (f.kind == "wrapper" and f.details.get("rule") in _GAP_GATED_WRAPPER_RULES)
+
+
+def _gate(findings: Sequence[Finding], gap: GapAssessment | None) -> list[Finding]:
+    """V3: a gap-gated finding decides only with a real gap; otherwise it stays as a note saying why."""
+    out = []
+    for f in findings:
+        if not (f.fixable and _gap_gated(f)):
+            out.append(f)
+            continue
+        if gap is not None and gap.status == "real":
+            conf = f.confidence if gap.ci is not None or f.confidence == "low" else "medium"
+            out.append(Finding(f.kind, f.summary, True, f.evidence, conf, {**f.details, "gated_on": gap.text}))
+        else:
+            why = gap.text if gap is not None else "no per-launch gap measured"
+            out.append(Finding(f.kind, f"{f.summary} (not decisive: {why})", False, f.evidence, "low",
+                               {**f.details, "gated_on": why}))
+    return out
+
+
+def _space_for(inputs: FInputs, variant: str | None) -> SpaceComparison | None:
+    return inputs.search_space.for_variant(variant) if inputs.search_space is not None else None
+
+
+def _space_covered(inputs: FInputs, variant: str | None) -> tuple[bool, str]:
+    """(covered, why): the candidate's search space covers the reference's, or neither autotunes."""
+    comp = _space_for(inputs, variant)
+    if comp is not None:
+        return comp.covers_reference, comp.candidate.origin
+    audit = inputs.search_space
+    if audit is None or not inputs.wrapper_read:
+        return False, "the cutile-rs wrapper source was not read"
+    if not audit.candidate_spaces and not audit.reference_spaces:
+        return True, "neither side autotunes (no configs in the wrapper, the reference wrapper or analysis.json)"
+    return False, "the candidate and reference search spaces could not be paired"
+
+
+def _named_limitation(inputs: FInputs, row: RatioRow, le: LaunchEvidence, audit: IRAudit | None,
+                      findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
+    """V4's evidence chain: (limitation text, or None with the links that are missing)."""
+    missing: list[str] = []
+    if audit is None:
+        missing.append(f"no reference/generated IR pair for variant {row.variant or '(single)'}")
+    elif audit.verdict == "FAIL_FIXABLE":
+        missing.append("the Tile IR differs (diff_ir.sh FAIL_FIXABLE)")
+    summaries = le.summaries
+    cprobe = probe_for(inputs.probes, inputs.candidate_backend, row.params)
+    bprobe = probe_for(inputs.probes, row.baseline_backend, row.params)
+    pairs: list[tuple[Any, Any]] | None = None
+    if len(summaries) == 2:
+        base, cand = summaries
+        pairs = [(cand.registers_per_thread, base.registers_per_thread), (cand.smem_bytes, base.smem_bytes),
+                 (cand.grid, base.grid), (cand.block, base.block)]
+    elif cprobe is not None and bprobe is not None:
+        pairs = [(cprobe.registers_per_thread, bprobe.registers_per_thread), (_probe_smem(cprobe), _probe_smem(bprobe)),
+                 (cprobe.grid, bprobe.grid), (cprobe.block, bprobe.block)]
+    if pairs is None:
+        missing.append("no per-launch capture or ncu probe of both sides: launch resources (registers, smem, grid, "
+                       "block) unknown")
+    elif not all(x is not None and x == y for x, y in pairs):
+        missing.append("launch resources differ or are not all known (registers, smem, grid, block)")
+    if _probe_pressure(cprobe, bprobe):
+        missing.append("the ncu probe shows spill or occupancy pressure")
+    covered, why = _space_covered(inputs, row.variant)
+    if not covered:
+        missing.append(f"search space not shown to cover the reference's: {why}")
+    if any(f.kind == "dispatch" for f in findings):
+        missing.append("a dispatch finding")
+    if missing:
+        return None, missing
+    return ("named backend limitation: the same Tile IR (diff_ir.sh " + (audit.verdict if audit else "") +
+            "), the same launch resources and a search space that covers the reference's run slower: the "
+            "residual is tileiras/driver code generation for identical work, not Agent B code"), []
+
+
+def _probe_hint(inputs: FInputs, row: RatioRow) -> str:
+    return (f"`cutile-workbench probe {inputs.kernel} --config {row.params}` (ncu on one call of each side: "
+            "spills, achieved occupancy, DRAM throughput)")
+
+
+def _verdict(findings: Sequence[Finding], *, counts_match: bool | None, gap: GapAssessment | None,
+             limitation: str | None, capture: bool) -> tuple[str, Confidence]:
     fixable = [f for f in findings if f.fixable]
-    rank = {"high": 2, "medium": 1, "low": 0}
     if fixable:
-        best = max(fixable, key=lambda f: rank[f.confidence])
+        best = max(fixable, key=lambda f: _RANK[f.confidence])
         return "FIXABLE", best.confidence
-    if not has_evidence:
-        return "BLOCKED", "low"
-    conf: Confidence = "high" if any(f.kind == "launch_count" and f.confidence == "high" for f in findings) else "medium"
-    return "ALIGNED", conf
+    if counts_match and gap is not None and gap.status == "noise":
+        return "ALIGNED", "high" if capture and gap.ci is not None else "medium"
+    if counts_match and limitation is not None:
+        return "ALIGNED", "medium"
+    return "BLOCKED", "low"
 
 
 def _missing_findings(inputs: FInputs) -> list[Finding]:
     return [Finding("missing", m, False, (), "low") for m in inputs.missing]
 
 
+def _blocked_all(inputs: FInputs, why: str) -> Investigation:
+    table = inputs.table
+    # IR audits still inform the reader, but cannot decide a verdict without a measured gap
+    info = [Finding("ir", f"{a.verdict_line} for {a.ref_name} vs {a.gen_name} (no E data to tie it to a gap)",
+                    False, (a.ref_name, a.gen_name), "low") for a in inputs.ir_audits.values()]
+    findings = [Finding("missing", f"{why}: no trustworthy diagnosis is possible", False,
+                        (inputs.evidence.get("e_table", "perf_cutile_rs.txt"),), "low"), *_missing_findings(inputs),
+                *info]
+    return Investigation(inputs.kernel, "all_shapes", "BLOCKED", list(table.rows) if table else [], findings, "none",
+                         {"representative": None, "confidence": "low", "launch_summaries": [],
+                          "launch_evidence": None, "gap": None, "rule": "V1"})
+
+
+def _relevant(f: Finding, rows: Sequence[RatioRow]) -> bool:
+    """A kernel-wide finding that names configs/variants applies to the investigations holding them."""
+    params = {r.params for r in rows}
+    variants = {r.variant for r in rows}
+    d = f.details
+    if d.get("configs"):
+        return bool(params & set(d["configs"]))
+    if d.get("config"):
+        return d["config"] in params
+    if "variant" in d and d.get("rule") == "search_space":
+        return d["variant"] in variants or d["variant"] is None or len(variants) > 1
+    return True
+
+
 def diagnose(inputs: FInputs) -> list[Investigation]:
-    """Run steps 1–4 (see module docstring) and return one Investigation per report."""
+    """Run the procedure and the verdict rules of the module docstring; one Investigation per report."""
     missing = _missing_findings(inputs)
     table = inputs.table
     if table is None or not table.matched:
-        why = "no E ratio table" if table is None else "the E table has no matched config (all NA)"
-        # IR audits still inform the reader, but cannot decide a verdict without a measured gap
-        info = [Finding("ir", f"{a.verdict_line} for {a.ref_name} vs {a.gen_name} (no E data to tie it to a gap)",
-                        False, (a.ref_name, a.gen_name), "low") for a in inputs.ir_audits.values()]
-        inv = Investigation(inputs.kernel, "all_shapes", "BLOCKED", list(table.rows) if table else [],
-                            [Finding("missing", f"{why}: no trustworthy diagnosis is possible", False,
-                                     (inputs.evidence.get("e_table", "perf_cutile_rs.txt"),), "high"),
-                             *missing, *info], "none")
-        inv.details = {"representative": None, "confidence": "high", "launch_summaries": []}
-        return [inv]
+        return [_blocked_all(inputs, "no E ratio table" if table is None else
+                             "the E table has no matched config (all NA)")]
     pattern, slow = classify_pattern(table.rows)
-    cfg = config_findings(inputs.analysis, inputs.evidence.get("analysis", "reference/analysis.json"))
+    extra = [r for r in table.matched if r.candidate_launches is not None and r.baseline_launches is not None
+             and r.candidate_launches > r.baseline_launches]
+    if pattern == "none" and extra:
+        # within E's gate overall, but the candidate launches more per call: a wrapper defect (V2's condition)
+        pattern, slow = "shape_specific", extra
     if pattern == "none":
         gm = f"{table.geomean:.4f}" if table.geomean is not None else "n/a"
         f = Finding("ratio", f"no matched config is slower than {SLOW_RATIO} (geomean_ratio={gm}): nothing to fix",
                     False, (inputs.evidence.get("e_table", "reports/performance.md"),), "high")
         return [Investigation(inputs.kernel, "all_shapes", "ALIGNED", list(table.matched), [f, *missing], "none",
-                              {"representative": None, "confidence": "high", "launch_summaries": []})]
+                              {"representative": None, "confidence": "high", "launch_summaries": [],
+                               "launch_evidence": None, "gap": None, "rule": "V2"})]
+    analysis_path = inputs.evidence.get("analysis", "reference/analysis.json")
+    cfg = config_findings(inputs.analysis, analysis_path)
+    kernels = config_kernels(table.matched, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
+                             candidate_records=inputs.candidate_records, baseline_records=inputs.baseline_records,
+                             kernel_functions=kernel_functions_of(inputs.analysis))
+    ident_ev = [e for e in (inputs.evidence.get("launches") if kernels and kernels[0].source != "kernel_times"
+                            else inputs.evidence.get("e_table"),) if e]
+    dispatch = dispatch_findings(kernels, ident_ev)
+    space = inputs.search_space.findings() if inputs.search_space is not None else []
 
     def investigate(scope: str, rows: list[RatioRow], pat: str) -> Investigation:
-        with_sets = [r for r in rows if all(pick_sets(inputs.launch_sets, r, inputs.candidate_backend))]
-        rep = max(with_sets or rows, key=lambda r: r.ratio or 0.0)
-        lf, cand, base, had_launch = _launch_evidence(inputs, rep)
-        irf, had_ir = _ir_findings(inputs, rep)
+        evidences = {r.params: _evidence_for(inputs, r) for r in rows}
+        with_counts = [r for r in rows if evidences[r.params].has_counts]
+        rep = max(with_counts or rows, key=lambda r: r.ratio or 0.0)
+        le = evidences[rep.params]
+        lf, counts_match = _launch_findings(le)
+        gap = _gap_for(le, rep, inputs) if counts_match else None
+        findings: list[Finding] = list(lf)
+        if gap is not None:
+            findings.append(Finding("gap", gap.text, False, (le.path,) if le.path else (),
+                                    "medium" if gap.ci is None else "high", {"status": gap.status}))
+        cprobe = probe_for(inputs.probes, inputs.candidate_backend, rep.params)
+        bprobe = probe_for(inputs.probes, rep.baseline_backend, rep.params)
+        summaries = le.summaries
+        if counts_match and (len(summaries) == 2 or cprobe is not None or bprobe is not None):
+            cs, bs = (summaries[1], summaries[0]) if len(summaries) == 2 else (None, None)
+            rf = resource_finding(cs, bs, le.path, gap=gap, cand_probe=cprobe, base_probe=bprobe)
+            if rf is not None:
+                findings.append(rf)
+        findings += [f for f in dispatch if _relevant(f, rows)]
+        findings += [f for f in space if _relevant(f, rows)] + cfg
+        irf, audit = _ir_findings(inputs, rep)
         if any(f.kind == "launch_count" and f.fixable for f in lf):
             # launch count not sane yet: IR differences cannot be ranked as the cause (agent_f.md step 4)
             irf = [Finding(f.kind, f"{f.summary} (secondary: re-audit once the extra launches are gone)",
                            False, f.evidence, "low", dict(f.details)) for f in irf]
-        findings = [*lf, *cfg, *_cross_check_wrapper(inputs.wrapper_findings, lf), *irf]
-        if not had_launch:
-            findings.append(Finding("missing", "no launch evidence (no per-launch capture, no kernel_times counts) "
-                                    f"for {rep.params}", False, (), "low"))
-        if not had_ir:
-            findings.append(Finding("missing", f"no reference/generated IR pair for variant "
-                                    f"{rep.variant or '(single)'}", False, (), "low"))
-        verdict, conf = _verdict(findings, had_launch or had_ir)
-        details: dict[str, Any] = {"representative": rep.params, "confidence": conf,
-                                   "launch_summaries": [s for s in (base, cand) if s is not None]}
+        findings += _cross_check_wrapper(inputs.wrapper_findings, lf) + irf
+        findings = _gate(findings, gap)
+        limitation: str | None = None
+        links: list[str] = []
+        if counts_match and gap is not None and gap.status == "real" and not any(f.fixable for f in findings):
+            limitation, links = _named_limitation(inputs, rep, le, audit, findings)
+        verdict, conf = _verdict(findings, counts_match=counts_match, gap=gap, limitation=limitation,
+                                 capture=len(summaries) == 2)
+        if verdict == "BLOCKED":
+            findings += _blocked_reasons(inputs, rep, le, counts_match, gap, links, audit)
+        elif limitation is not None:
+            findings.append(Finding("limitation", limitation, False, (), "medium"))
+        rule = ("V3" if verdict == "FIXABLE" else "V4" if verdict == "ALIGNED" else "V5")
+        details: dict[str, Any] = {"representative": rep.params, "confidence": conf, "launch_summaries": summaries,
+                                   "launch_evidence": le, "gap": gap, "rule": rule, "row_evidence": evidences,
+                                   "kernels": [k for k in kernels if k.params in {r.params for r in rows}],
+                                   "search_space": _space_for(inputs, rep.variant),
+                                   "probes": (cprobe, bprobe)}
         return Investigation(inputs.kernel, scope, verdict, rows, [*findings, *missing],  # type: ignore[arg-type]
                              pat, details)  # type: ignore[arg-type]
 
     if pattern == "uniform":
         return [investigate("all_shapes", slow, "uniform")]
     return [investigate(r.params, [r], "shape_specific") for r in slow]
+
+
+def _blocked_reasons(inputs: FInputs, rep: RatioRow, le: LaunchEvidence, counts_match: bool | None,
+                     gap: GapAssessment | None, links: Sequence[str], audit: IRAudit | None) -> list[Finding]:
+    """V5: what stops a verdict, as ``missing`` findings (the report's Root Cause for BLOCKED)."""
+    out: list[str] = []
+    if counts_match is None:
+        out.append(f"no launch evidence for {rep.params}: neither per-launch captures of both sides nor "
+                   "kernel_times counts in both perf logs")
+    elif gap is None or gap.status == "unknown":
+        out.append(f"no per-launch kernel time on both sides for {rep.params}")
+    elif gap.status == "unresolved":
+        out.append(f"the per-launch gap is unresolved: {gap.text}; re-measure this config (more samples) or run "
+                   + _probe_hint(inputs, rep))
+    elif gap.status == "real":
+        out.append(f"a real per-launch gap ({gap.text}) with no actionable wrapper, dispatch, config, resource or IR "
+                   "finding; missing evidence: " + "; ".join(links or ["none listed"]))
+        if not inputs.probes:
+            out.append("no ncu probe for this config: run " + _probe_hint(inputs, rep))
+    if audit is None and not any("IR pair" in x for x in links):
+        out.append(f"no reference/generated IR pair for variant {rep.variant or '(single)'}")
+    return [Finding("missing", x, False, (), "low") for x in out]
 
 
 def all_findings(invs: Iterable[Investigation]) -> list[Finding]:

@@ -167,9 +167,12 @@ def _verdict_prose(table: RatioTable) -> str:
 
 
 def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
-                          baselines: Mapping[str, PerfLog], *, reference: str, conditions: str = "") -> str:
-    """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections;
-    ``conditions``: the measurement-conditions section, appended last)."""
+                          baselines: Mapping[str, PerfLog], *, reference: str, conditions: str = "",
+                          extra_section: str = "") -> str:
+    """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections).
+
+    ``conditions`` (the measurement-conditions section) and ``extra_section`` (the speed-of-light
+    table) go last, after the validated lines; neither may hold a line a validator counts (asserted)."""
     if table.geomean is None or table.verdict not in ("DONE", "INVESTIGATE"):
         raise Blocked("no usable data: no matched config", key="performance.md")
     ok = table.matched
@@ -211,8 +214,13 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     g = round4(table.geomean)
     out += ["\n", f"geomean_ratio={g:.4f}\n", f"Geo-mean ratio: {table.geomean:.2f}x\n",
             f"Severity: {table.severity}\n", "\n", _verdict_prose(table) + "\n"]
-    if conditions:
-        out += ["\n", conditions]
+    for section in (conditions, extra_section):
+        if not section:
+            continue
+        if any(ln.startswith(("geomean_ratio=", "VERDICT:")) for ln in section.splitlines()):
+            raise WorkbenchError("internal: an extra performance.md section may not hold a validated line",
+                                 key="performance.md")
+        out += ["\n", section]
     return "".join(out)
 
 
@@ -501,7 +509,8 @@ def plan_e_report(
                                   baselines=baselines).section()
     files: dict[str, str] = {
         PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
-                                              conditions=conditions),
+                                              conditions=conditions,
+                                              extra_section=speed_of_light_section(ws, table, candidate)),
     }
     for raw, san, _rc, _src in sanitized_parts:
         files[raw.out_relpath] = san.validator_log
@@ -547,6 +556,20 @@ def plan_e_report(
     planned = [PlannedFile(rel, content) for rel, content in files.items()]
     return ReportPlan(stage="E", kernel=ws.kernel, kernel_dir=paths.root, files=planned, verdict=table.verdict,
                       validator_output=text, ok=ok, perf_log_block=block)
+
+
+def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog) -> str:
+    """performance.md's speed-of-light section (empty when no row has a bytes/flops model)."""
+    from workbench.f_evidence.gpu import gpu_facts
+    from workbench.f_evidence.ncu import load_probes
+    from workbench.f_evidence.sol import render_sol_section, sol_rows, test_argnames
+
+    gpu = gpu_facts(ws.session_meta())
+    frameworks = sorted({r.framework for r in candidate.records})
+    argnames = test_argnames(ws.tilegym, (r.func_key for r in table.matched))
+    rows = sol_rows(table, ws.kernel, gpu, analysis=ws.analysis, probes=load_probes(ws.paths), argnames=argnames,
+                    candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs")
+    return render_sol_section(rows, gpu)
 
 
 def _validate(ws: Workspace, files: Mapping[str, str], run_real_scripts: bool,

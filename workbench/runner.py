@@ -208,7 +208,8 @@ def child_env(spec: RunSpec) -> dict[str, str]:
     return env
 
 
-def _plugin_args() -> list[str]:
+def plugin_args() -> list[str]:
+    """The pytest arguments that load our plugin whether or not its entry point is installed."""
     # ``-p workbench.perflog.plugin`` alone crashes pytest ("Plugin already registered under a
     # different name") where our distribution is installed, because the pytest11 entry point
     # ``cutile_workbench`` registers the same module; blocking the entry-point name first makes the
@@ -220,7 +221,7 @@ def pytest_base_argv(spec: RunSpec) -> list[str]:
     # -p no:cacheprovider: never write .pytest_cache into a (possibly read-only) TileGym checkout.
     # --rootdir=cwd: node ids are relative to cwd, so they can be passed back as arguments.
     return [spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={Path(spec.cwd).resolve()}",
-            *_plugin_args()]
+            *plugin_args()]
 
 
 def collect_argv(spec: RunSpec) -> list[str]:
@@ -1042,14 +1043,22 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "duration_s": round(result.duration_s, 3),
         "host": socket.gethostname(),
         "gpu": gpu_description(),
+        "compute_capability": gpu_query("compute_cap"),
         "notes": list(result.notes),
     }
 
 
 def gpu_description() -> str | None:
     """``name, driver`` of GPU 0 from nvidia-smi, or None where there is none."""
+    return gpu_query("name,driver_version")
+
+
+def gpu_query(fields: str) -> str | None:
+    """``nvidia-smi --query-gpu=<fields>`` for GPU 0 (e.g. ``compute_cap`` → ``"9.0"``), or None.
+
+    F resolves the wrappers' arch-conditional autotune configs from the recorded compute capability."""
     try:
-        proc = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+        proc = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
                               capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None

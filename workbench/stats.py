@@ -166,6 +166,20 @@ def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple
     return cis, gci
 
 
+def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], *, n_boot: int = 2000,
+             seed: int = 0) -> tuple[float, float] | None:
+    """95% percentile-bootstrap CI of median(candidate) / median(baseline), as for E's rows.
+
+    None unless both sides have at least two valid (finite, positive) samples."""
+    cs = sorted(x for x in candidate if _valid(x))
+    bs = sorted(x for x in baseline if _valid(x))
+    if len(cs) < 2 or len(bs) < 2 or len(cs) != len(candidate) or len(bs) != len(baseline) or n_boot <= 0:
+        return None
+    rng = random.Random(seed)
+    vals = sorted(_boot_median(rng, cs) / _boot_median(rng, bs) for _ in range(n_boot))
+    return _percentile(vals, 0.025), _percentile(vals, 0.975)
+
+
 # --------------------------------------------------------------------------- matching
 
 
@@ -180,6 +194,11 @@ def _baseline_index(name: str, log: PerfLog, candidate_frameworks: set[str]) -> 
         if fwd is not None and _valid(fwd.median_ms):
             out.setdefault(r.row_key, r)
     return out
+
+
+def baseline_records(name: str, log: PerfLog, candidate_frameworks: set[str]) -> dict[tuple[str, str], PerfRecord]:
+    """The records E takes from baseline log ``name`` (``cutile``/``triton_tileir``), keyed by row."""
+    return _baseline_index(name, log, candidate_frameworks)
 
 
 def _params_of_selected(ident: str) -> str:

@@ -11,6 +11,10 @@ inside it, see ``session``) is discarded and measured again, up to ``nrep`` extr
 contamination than that refuses the config (CaptureError). A sample is the sum
 of device times of every GPU activity attributed to that call (TileGym's measured sum); with the
 events fallback it is the CUDA-event elapsed time and ``kernel_times`` is empty ("no launch data").
+With ``WORKBENCH_PROFILE_RANGE=1`` (set by the focused Nsight Compute probe, ``f_evidence.ncu``) it
+opens no CUPTI session: it warms up (JIT, autotune) as usual, then runs exactly one L2-flushed call
+inside ``cudaProfilerStart/Stop`` for ``ncu --profile-from-start off`` and returns that call's
+CUDA-event time (``capture_source`` "profile-range").
 ``median`` is torch's lower median (``Tensor.median``), so values agree with TileGym's harness.
 
 Differences from TileGym on purpose: warm-up by elapsed time, one CUPTI session for all samples
@@ -173,6 +177,26 @@ def _publish(calls: list[CallCapture], backend: str, source: str, nodeid: str | 
         launches_io.append_side_file(Path(out_dir), launch_set)
 
 
+PROFILE_RANGE_ENV = "WORKBENCH_PROFILE_RANGE"
+
+
+def _profiled_call(torch: Any, fn: Callable[[], Any], cache: Any) -> dict[str, Any]:
+    """One call inside cudaProfilerStart/Stop for ``ncu --profile-from-start off`` (no CUPTI here)."""
+    if cache is not None:
+        cache.zero_()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.profiler.start()
+    start.record()
+    fn()
+    end.record()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    res = _result([], [start.elapsed_time(end)], "profile-range", 0)
+    res["launches_per_call"] = None
+    return res
+
+
 def settle_default() -> float:
     """µs to idle after the L2 flush before a window (``WORKBENCH_SETTLE_US``; default 0)."""
     try:
@@ -260,6 +284,8 @@ def benchmark(
     nrep = min(max_rep, max(min_rep, int(rep_ms / estimate)))
     _warm_up(torch, [fn], warmup_ms)
     cache = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int, device="cuda") if flush_l2 else None
+    if os.environ.get(PROFILE_RANGE_ENV) == "1":
+        return _profiled_call(torch, fn, cache)
     _prepare_memory(torch)
     session = open_session(backend, capture=capture)
     with session:

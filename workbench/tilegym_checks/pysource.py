@@ -2,13 +2,15 @@
 
 Contract: ``parse_python_source(path, what)`` returns ``(source, tree)`` or raises ``InputError``
 naming the file (and line for syntax errors); it never lets SyntaxError/ValueError/RecursionError
-escape, whatever the bytes.
+escape, whatever the bytes. :func:`walk_no_nested` and :func:`enclosing_function` are the two tree
+walks the static checks share.
 """
 
 from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 from workbench.errors import InputError
@@ -31,3 +33,24 @@ def parse_python_source(path: Path, what: str) -> tuple[str, ast.Module]:
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         raise InputError(f"cannot parse: {type(exc).__name__}: {exc}", path=path) from exc
     return source, tree
+
+
+def walk_no_nested(node: ast.AST) -> Iterator[ast.AST]:
+    """Walk a function body without entering nested defs/lambdas (they run only when called)."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        sub = stack.pop()
+        yield sub
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(sub))
+
+
+def enclosing_function(tree: ast.Module, target: ast.AST) -> ast.FunctionDef | None:
+    """The innermost function definition of ``tree`` that contains ``target``."""
+    best: ast.FunctionDef | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and any(sub is target for sub in ast.walk(node)):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    return best

@@ -4,7 +4,11 @@ Contract: evaluates an ``ast`` expression (list literals, comprehensions, ``rang
 ``itertools.product``, ``2**i``, ``torch.float16``, ``pytest.param``, small ``ids=`` lambdas, the
 class-body ``if is_backend_available(...)`` idiom) without importing or executing the test file.
 Anything outside that subset raises :class:`Unresolvable` naming the line, so callers can say
-"cannot derive statically" instead of guessing. Environment-dependent calls are answered from an
+"cannot derive statically" instead of guessing. :meth:`StaticEvaluator.run_function` also runs the
+body of a small module-level function (assignments, ``for``, ``if/elif``, ``yield``, ``return``,
+calls to other module functions, ``SimpleNamespace(...)`` → :class:`Namespace`): enough for the
+autotune-config generators of TileGym's op wrappers, whose branches on
+``torch.cuda.get_device_capability()`` are resolved from the assumptions. Environment-dependent calls are answered from an
 explicit :class:`Assumptions` value (which backends are available, the device capability), which
 callers must report next to any result derived from it.
 """
@@ -14,9 +18,11 @@ from __future__ import annotations
 import ast
 import itertools
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from workbench.tilegym_checks.pysource import walk_no_nested
 
 
 class Unresolvable(Exception):
@@ -53,6 +59,42 @@ class DType:
 
     def __str__(self) -> str:
         return self.qualname
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """A ``SimpleNamespace(k=v, ...)`` built by the evaluated code (an autotune config)."""
+
+    fields: tuple[tuple[str, Any], ...]
+    line: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.fields)
+
+
+@dataclass(frozen=True)
+class FunctionResult:
+    """What :meth:`StaticEvaluator.run_function` produced: the return value, or the yielded items."""
+
+    value: Any
+    yielded: tuple[Any, ...]
+    is_generator: bool
+
+    @property
+    def items(self) -> list[Any]:
+        """The sequence the caller iterates: yielded items of a generator, else the returned value."""
+        if self.is_generator:
+            return list(self.yielded)
+        return list(self.value) if isinstance(self.value, (list, tuple)) else [self.value]
+
+
+class _Return(Exception):
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_MAX_STEPS = 200_000  # statements one run_function may execute (loops over parametrize-sized lists)
+_MAX_DEPTH = 8  # nested module-function calls
 
 
 @dataclass(frozen=True)
@@ -153,6 +195,10 @@ class StaticEvaluator:
     def __init__(self, assumptions: Assumptions | None = None) -> None:
         self.assumptions = assumptions or Assumptions()
         self.names: dict[str, Any] = {}
+        #: module-level functions callable from evaluated code (``run_body`` records them)
+        self.functions: dict[str, ast.FunctionDef] = {}
+        self._steps = 0
+        self._depth = 0
         self._builtins: dict[str, Any] = {
             "range": range,
             "list": _bounded,
@@ -205,6 +251,8 @@ class StaticEvaluator:
                 except Unresolvable:
                     continue
                 self.run_body(branch, stop_at=stop_at)
+            elif isinstance(stmt, ast.FunctionDef):
+                self.functions[stmt.name] = stmt
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
                 for alias in stmt.names:
                     bound = alias.asname or alias.name.split(".")[0]
@@ -397,6 +445,16 @@ class StaticEvaluator:
             return args[0] in self.assumptions.available_backends
         if dotted.endswith("cuda.get_device_capability"):
             return self.assumptions.device_capability
+        if tail == "SimpleNamespace":
+            if node.args or any(k.arg is None for k in node.keywords):
+                raise Unresolvable("SimpleNamespace() takes keyword arguments only here", node.lineno)
+            return Namespace(tuple((k.arg, self.eval(k.value, local)) for k in node.keywords if k.arg),
+                             node.lineno)
+        if isinstance(node.func, ast.Name) and node.func.id in self.functions and node.func.id not in local:
+            if kwargs:
+                raise Unresolvable(f"keyword arguments to {dotted}() are not modelled", node.lineno)
+            result = self.run_function(self.functions[node.func.id], args)
+            return list(result.yielded) if result.is_generator else result.value
         if dotted in ("pytest.param", "param"):
             ident = self.eval(kwargs["id"], local) if "id" in kwargs else None
             return Param(tuple(args), ident)
@@ -421,6 +479,73 @@ class StaticEvaluator:
                 raise Unresolvable(f"{dotted}() failed: {exc}", node.lineno) from exc
             return list(result) if isinstance(result, (zip, enumerate)) else result
         raise Unresolvable(f"call to '{dotted or ast.unparse(node.func)}' is not modelled", node.lineno)
+
+
+    # ------------------------------------------------------------------ function bodies
+    def run_function(self, fn: ast.FunctionDef, args: Sequence[Any] = ()) -> FunctionResult:
+        """Run ``fn``'s body with positional ``args`` (defaults for the rest); see the module docstring."""
+        params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+        defaults = fn.args.defaults
+        if len(args) > len(params) or fn.args.vararg or fn.args.kwonlyargs or fn.args.kwarg:
+            raise Unresolvable(f"call of {fn.name}() is not modelled (signature)", fn.lineno)
+        local: dict[str, Any] = dict(zip(params, args, strict=False))
+        for name, default in zip(params[len(params) - len(defaults):], defaults, strict=True):
+            if name not in local:
+                local[name] = self.eval(default)
+        if len(local) < len(params):
+            raise Unresolvable(f"{fn.name}() called without its required arguments", fn.lineno)
+        is_generator = any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in walk_no_nested(fn))
+        yielded: list[Any] = []
+        if self._depth >= _MAX_DEPTH:
+            raise Unresolvable("module functions nest too deeply", fn.lineno)
+        self._depth += 1
+        try:
+            self._exec(fn.body, local, yielded)
+            value: Any = None
+        except _Return as ret:
+            value = ret.value
+        except (Unresolvable, RecursionError):
+            raise
+        except Exception as exc:  # a modelled operation on odd values (e.g. comparing a tuple to None)
+            raise Unresolvable(f"{fn.name}(): {type(exc).__name__}: {exc}", fn.lineno) from exc
+        finally:
+            self._depth -= 1
+        return FunctionResult(value, tuple(yielded), is_generator)
+
+    def _exec(self, body: Sequence[ast.stmt], local: dict[str, Any], yielded: list[Any]) -> None:
+        for stmt in body:
+            self._steps += 1
+            if self._steps > _MAX_STEPS:
+                raise Unresolvable("function body runs too long to evaluate statically", stmt.lineno)
+            if isinstance(stmt, ast.Assign):
+                value = self.eval(stmt.value, local)
+                for target in stmt.targets:
+                    self._bind(target, value, local)
+            elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                self._bind(stmt.target, self.eval(stmt.value, local), local)
+            elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+                if type(stmt.op) not in _BINOPS:
+                    raise Unresolvable("augmented operator not modelled", stmt.lineno)
+                current = self.eval(stmt.target, local)
+                local[stmt.target.id] = _safe_binop(type(stmt.op), current, self.eval(stmt.value, local))
+            elif isinstance(stmt, ast.If):
+                self._exec(stmt.body if self.eval(stmt.test, local) else stmt.orelse, local, yielded)
+            elif isinstance(stmt, ast.For) and not stmt.orelse:
+                for item in _bounded(self.eval(stmt.iter, local)):
+                    self._bind(stmt.target, item, local)
+                    self._exec(stmt.body, local, yielded)
+            elif isinstance(stmt, ast.Return):
+                raise _Return(self.eval(stmt.value, local) if stmt.value is not None else None)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Yield):
+                yielded.append(self.eval(stmt.value.value, local) if stmt.value.value is not None else None)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.YieldFrom):
+                yielded.extend(_bounded(self.eval(stmt.value.value, local)))
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                continue  # docstring
+            elif isinstance(stmt, (ast.Pass, ast.Assert)):
+                continue
+            else:
+                raise Unresolvable(f"{type(stmt).__name__} statements are not modelled", stmt.lineno)
 
 
 @dataclass(frozen=True)

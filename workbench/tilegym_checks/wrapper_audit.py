@@ -28,13 +28,15 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.model import Finding
+from workbench.tilegym_checks.pysource import enclosing_function as _enclosing_function
 from workbench.tilegym_checks.pysource import parse_python_source
+from workbench.tilegym_checks.pysource import walk_no_nested as _walk_no_nested
 
 from .static_eval import StaticEvaluator, Unresolvable
 
@@ -163,17 +165,6 @@ def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         parts.append(node.id)
     return ".".join(reversed(parts))
-
-
-def _walk_no_nested(node: ast.AST) -> Iterator[ast.AST]:
-    """Walk a function body without entering nested defs/lambdas (they run only when called)."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        sub = stack.pop()
-        yield sub
-        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(sub))
 
 
 def _is_ffi_call(call: ast.Call) -> bool:
@@ -404,15 +395,6 @@ def _kernel_fn_bodies(w: _Wrapper, autotune_calls: list[ast.Call]) -> list[ast.A
                     elif name in w.functions and w.functions[name] is not node:
                         roots.append(w.functions[name])  # module helpers run inside the timed lambda too
     return bodies
-
-
-def _enclosing_function(tree: ast.Module, target: ast.AST) -> ast.FunctionDef | None:
-    best: ast.FunctionDef | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and any(sub is target for sub in ast.walk(node)):
-            if best is None or node.lineno >= best.lineno:
-                best = node
-    return best
 
 
 def _inside(node: ast.AST, containers: Iterable[ast.AST]) -> bool:

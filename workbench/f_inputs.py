@@ -1,0 +1,166 @@
+"""Read everything Agent F needs from a workspace, with E's strictness.
+
+Contract of :func:`collect_inputs` (returns :class:`~workbench.diagnosis.FInputs`):
+- An input that is **absent** becomes a ``missing`` line (the diagnosis may then be BLOCKED); an input
+  that is **present but malformed** raises :class:`~workbench.errors.InputError` naming file and line or
+  key — the CLI exits 2 and nothing is written, exactly as ``report e`` does. F never computes E figures
+  E would have refused.
+- The E table is E's own: the candidate logs through :func:`workbench.report_e.load_candidate` (the
+  raw tee or ``perf_cutile_rs.txt``, per-variant logs merged, strict parser), the baselines through
+  the workspace's strict parser, the table through :func:`workbench.stats.build_ratio_table`; the perf
+  records behind it are kept for launch evidence and kernel identity. analysis.json is re-read with
+  :func:`workbench.analysis.load_analysis` when the workspace was opened leniently.
+- Strictly read too: ``workbench/launches.json.gz``, every IR pair, ``workbench/session.json``, the
+  cutile-rs wrapper (static audit and search space; needs a TileGym checkout) and the reference
+  cuTile wrapper beside it, ``workbench/probes/*.json``.
+- The session's GPU (:func:`workbench.f_evidence.gpu.gpu_facts`) resolves the wrappers' arch branches.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbench.diagnosis import FInputs
+from workbench.errors import Blocked
+from workbench.ir.audit import IRAudit, audit_texts
+from workbench.ir.loader import discover_ir, load_pair
+from workbench.model import Finding
+
+
+def _rel(ws: Any, p: Path | str) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(Path(ws.paths.root).resolve()))
+    except (ValueError, OSError):
+        return str(p)
+
+
+def reference_wrapper_source(ws: Any) -> Path | None:
+    """``src/tilegym/ops/cutile/<kernel>.py`` of the TileGym checkout, when present."""
+    tilegym = getattr(ws, "tilegym", None)
+    if tilegym is None:
+        return None
+    p = Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py"
+    return p if p.is_file() else None
+
+
+def _analysis(ws: Any) -> Any:
+    """The workspace's analysis, or the located error a strict read gives (E opens strictly)."""
+    if ws.analysis is None and ws.paths.analysis_json.is_file():
+        from workbench.analysis import load_analysis
+
+        return load_analysis(ws.paths.analysis_json)  # raises InputError with file/line/key
+    return ws.analysis
+
+
+def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
+    """Everything F reads for ``ws`` (see the module docstring)."""
+    from workbench.f_evidence.gpu import gpu_facts
+    from workbench.f_evidence.identity import index_records
+    from workbench.stats import baseline_records, build_ratio_table
+
+    paths = ws.paths
+    missing: list[str] = []
+    evidence: dict[str, str] = {}
+    analysis = _analysis(ws)
+    if analysis is None:
+        missing.append("reference/analysis.json: absent (no config/cache-key audit, no variants)")
+    else:
+        evidence["analysis"] = _rel(ws, paths.analysis_json)
+    meta = ws.session_meta()  # InputError when malformed
+
+    table = None
+    cand_name = candidate_backend
+    cand_log = None
+    bases: dict[str, Any] = {}
+    try:
+        from workbench.report_e import load_candidate
+
+        cand_log, parsed, _notes = load_candidate(ws)
+        evidence["perf_log"] = " + ".join(raw.source for raw, _log in parsed)
+    except Blocked as exc:
+        missing.append(f"candidate perf log: {exc.message} (run E first)")
+    if cand_log is not None:
+        bases = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+        if not bases:
+            missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
+        else:
+            table = build_ratio_table(ws.kernel, cand_log, bases, analysis)
+            evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
+                _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
+        if cand_name is None and cand_log.records:
+            cand_name = cand_log.records[0].framework
+    if cand_name is None:
+        cand_name = str((meta or {}).get("candidate") or "cutile-rs")
+    cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
+    base_recs = {k: baseline_records(k, log, cand_frameworks) for k, log in bases.items()}
+
+    launch_sets = []
+    if paths.launches_json.is_file():
+        from workbench.launches_io import load_launch_sets
+
+        launch_sets = load_launch_sets(paths.launches_json)  # InputError when malformed
+        evidence["launches"] = _rel(ws, paths.launches_json)
+    else:
+        missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "
+                       "kernel_times counts are used instead)")
+
+    audits = _ir_audits(ws, missing)
+    gpu = gpu_facts(meta)
+    wrapper_findings, search, wrapper_read = _wrapper_evidence(ws, analysis, gpu, evidence, missing)
+
+    from workbench.f_evidence.ncu import load_probes
+
+    probes = load_probes(paths)
+    if probes:
+        evidence["probes"] = _rel(ws, paths.workbench_dir / "probes")
+    from workbench.f_evidence.sol import test_argnames
+
+    argnames = test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ())
+    return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
+                   candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
+                   probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames)
+
+
+def _ir_audits(ws: Any, missing: list[str]) -> dict[str | None, IRAudit]:
+    audits: dict[str | None, IRAudit] = {}
+    inv = discover_ir(ws.paths)
+    for pair in inv.pairs:
+        lp = load_pair(pair)  # InputError (file, line) for unreadable or truncated IR
+        audits[pair.variant] = audit_texts(lp.reference.text, lp.generated.text,
+                                           ref_name=_rel(ws, pair.reference), gen_name=_rel(ws, pair.generated))
+    for p in inv.unpaired_reference:
+        missing.append(f"{_rel(ws, p)}: no generated IR for this variant")
+    for p in inv.unpaired_generated:
+        missing.append(f"{_rel(ws, p)}: no reference IR for this variant")
+    if not inv.pairs and not inv.unpaired_reference and not inv.unpaired_generated:
+        missing.append("reference/reference*.mlir and generated/generated*_canon.mlir: absent (no IR audit)")
+    return audits
+
+
+def _wrapper_evidence(ws: Any, analysis: Any, gpu: Any, evidence: dict[str, str],
+                      missing: list[str]) -> tuple[list[Finding], Any, bool]:
+    """(static wrapper findings, search-space audit, wrapper read?) — both need the TileGym checkout."""
+    from workbench.f_evidence.search_space import audit_search_space
+    from workbench.tilegym_checks.wrapper_audit import audit_wrapper
+
+    wrapper = ws.wrapper_source() if hasattr(ws, "wrapper_source") else None
+    reference = reference_wrapper_source(ws)
+    if reference is not None:
+        evidence["reference_wrapper"] = str(reference)
+    findings: list[Finding] = []
+    if wrapper is not None:
+        evidence["wrapper"] = str(wrapper)
+        findings = list(audit_wrapper(wrapper, analysis, reference=reference))
+    else:
+        missing.append(f"src/tilegym/ops/cutile_rs/{ws.kernel}.py: wrapper source not available (pass --tilegym): "
+                       "no static wrapper audit, no search-space comparison")
+    search = audit_search_space(candidate_wrapper=wrapper, reference_wrapper=reference, analysis=analysis,
+                                capability=gpu.capability, capability_source=gpu.capability_source,
+                                kernel=ws.kernel)
+    if wrapper is not None:
+        missing.extend(search.notes)
+    return findings, search, wrapper is not None
+
+
+
