@@ -119,3 +119,40 @@ def test_analysis_json_as_agent_a_writes_it(kernel: str) -> None:
     if kernel == "matmul":
         assert doc["best_config"]["static_persistent"] == {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 64}
         assert len(doc["config_to_variant"]) == 6
+
+
+def _report_f(tmp_path: Path, *extra: str) -> tuple[int, Path]:
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "matmul", tmp_path / "matmul")
+    proc = subprocess.run([sys.executable, "-m", "workbench", "report", "f", "matmul", "--out-root", str(tmp_path),
+                           "--yes", *extra], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parents[1])
+    return proc.returncode, tmp_path / "matmul" / "reports"
+
+
+def test_f_on_the_real_matmul_gap_cites_the_ir_that_config_ran(tmp_path: Path) -> None:
+    rc, reports = _report_f(tmp_path)
+    assert rc == 0
+    name = "perf_investigation_True-True-False-False-2048-2048-2048-0-0-torch.float16.md"
+    text = (reports / name).read_text()
+    assert text.startswith("VERDICT: FIXABLE\n")
+    assert "per-launch ratio 2.040x" in text
+    assert ("`diff_ir.sh workbench/ir/reference/True-True-False-False-2048-2048-2048-0-0-torch.float16.mlir "
+            "workbench/ir/candidate/True-True-False-False-2048-2048-2048-0-0-torch.float16.mlir`") in text
+    assert "num_cta hint mismatch ref=1 gen=4" in text
+    assert "wrapper source unavailable" in text or "wrapper source not available" in (reports / "agent_f.md").read_text()
+
+
+TILEGYM = Path(__file__).resolve().parents[1] / ".fetched" / "TileGym"
+
+
+@pytest.mark.skipif(not (TILEGYM / "src" / "tilegym").is_dir(), reason="TileGym snapshot absent")
+def test_f_with_the_wrapper_names_the_reference_config_cutile_rs_lacks(tmp_path: Path) -> None:
+    rc, reports = _report_f(tmp_path, "--tilegym", str(TILEGYM))
+    assert rc == 0
+    text = (reports / "perf_investigation_True-True-False-False-2048-2048-2048-0-0-torch.float16.md").read_text()
+    assert "SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)" in text
+    assert "_static_persistent_configs() (4 config(s))" in text

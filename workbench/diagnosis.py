@@ -129,6 +129,9 @@ class FInputs:
     gpu: GpuFacts | None = None
     wrapper_read: bool = False  # the cutile-rs wrapper source was available and audited
     perf_argnames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # func_key → test param names
+    #: params → audit of the IR that config ran (``run --dump-ir``: workbench/ir/index.json); preferred
+    #: over the variant pair for that config
+    ir_config_audits: dict[str, IRAudit] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- step 5 helpers
@@ -334,7 +337,7 @@ def _gap_for(le: LaunchEvidence, row: RatioRow, inputs: FInputs) -> GapAssessmen
 
 
 def _ir_findings(inputs: FInputs, row: RatioRow) -> tuple[list[Finding], IRAudit | None]:
-    audit = inputs.ir_audits.get(row.variant) or (
+    audit = inputs.ir_config_audits.get(row.params) or inputs.ir_audits.get(row.variant) or (
         next(iter(inputs.ir_audits.values())) if len(inputs.ir_audits) == 1 else None)
     if audit is None:
         return [], None

@@ -119,7 +119,26 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     argnames = test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ())
     return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
                    candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
-                   probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames)
+                   probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames,
+                   ir_config_audits=_ir_config_audits(ws))
+
+
+def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:
+    """The IR each config ran (``workbench/ir/index.json``), audited like the variant pairs."""
+    from workbench.ir.filing import read_index
+
+    out: dict[str, IRAudit] = {}
+    for params, sides in read_index(ws.paths.root)["configs"].items():  # InputError on a bad index
+        if not (isinstance(sides, dict) and isinstance(sides.get("reference"), dict)
+                and isinstance(sides.get("candidate"), dict)):
+            continue
+        ref, gen = ws.paths.root / str(sides["reference"].get("file")), ws.paths.root / str(sides["candidate"].get("file"))
+        from workbench.ir.loader import IRPairPaths
+
+        lp = load_pair(IRPairPaths(None, ref, gen))
+        out[str(params)] = audit_texts(lp.reference.text, lp.generated.text, ref_name=_rel(ws, ref),
+                                       gen_name=_rel(ws, gen))
+    return out
 
 
 def _ir_audits(ws: Any, missing: list[str]) -> dict[str | None, IRAudit]:

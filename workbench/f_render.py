@@ -201,6 +201,9 @@ def probe_lines(probes: tuple[Any, Any] | None) -> list[str]:
 
 
 def audit_for(inputs: FInputs, inv: Investigation) -> IRAudit | None:
+    """The IR the investigated config ran (one-config reports), else its variant's pair."""
+    if len(inv.rows) == 1 and inv.rows[0].params in inputs.ir_config_audits:
+        return inputs.ir_config_audits[inv.rows[0].params]
     variant = inv.rows[0].variant if inv.rows else None
     a = inputs.ir_audits.get(variant)
     if a is None and len(inputs.ir_audits) == 1:
@@ -360,6 +363,8 @@ def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str)
         lines.append(f"- {role}: {p}")
     for v, a in inputs.ir_audits.items():
         lines.append(f"- IR pair {v or 'single'}: {a.ref_name} ↔ {a.gen_name}")
+    if inputs.ir_config_audits:
+        lines.append(f"- IR each config ran: {len(inputs.ir_config_audits)} pair(s) from workbench/ir/index.json")
     lines.append(f"- per-launch captures: {len(inputs.launch_sets)} launch set(s)")
     if inputs.gpu is not None:
         lines.append(f"- GPU: {inputs.gpu.name or 'unknown'} ({inputs.gpu.sm}; {inputs.gpu.capability_source})")
