@@ -1,0 +1,83 @@
+"""Shared by the scale-out tests: fixture suites installed in a temp dir, role runs, single-run twins.
+
+- ``perflog_suite(root)``: the perflog fixture suite (real H200 rms_norm records, a failing cutile-rs
+  config, a skipped cutile one; tests/fixtures/perflog) with TileGym's pytest.ini and host conftest.
+- ``faults_suite(root)``: the runner fixture suite (tests/fixtures/runner/perf_faults.py; synthetic
+  faults selected by RUNNER_FIXTURE_FAULTS).
+- Both get ``visible_header.py`` (SYNTHETIC test helper): a pytest plugin whose report header line
+  ``workbench-test: CUDA_VISIBLE_DEVICES=<value>`` shows in every raw log which GPU slot the pytest
+  child itself saw.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from perflog_helpers import load_suite_runner
+
+from workbench.layout import KernelPaths
+from workbench.runner import RunSpec, backend_k_expr, run, write_results
+from workbench.scaleout.plan import RoleRun
+from workbench.testids import id_token
+
+FIXTURES = Path(__file__).parent / "fixtures"
+VISIBLE_HEADER = '''"""SYNTHETIC test helper: shows the CUDA_VISIBLE_DEVICES the pytest child saw in its header."""
+import os
+
+
+def pytest_report_header(config):
+    return "workbench-test: CUDA_VISIBLE_DEVICES=" + os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
+'''
+
+
+def perflog_suite(root: Path) -> Path:
+    suite = root / "suite"
+    load_suite_runner().install(suite)
+    (suite / "visible_header.py").write_text(VISIBLE_HEADER)
+    return suite
+
+
+def faults_suite(root: Path) -> Path:
+    suite = root / "suite"
+    suite.mkdir(parents=True)
+    shutil.copy(FIXTURES / "runner" / "perf_faults.py", suite / "test_rms_norm.py")
+    shutil.copy(FIXTURES / "runner" / "host_conftest.py", suite / "conftest.py")
+    (suite / "visible_header.py").write_text(VISIBLE_HEADER)
+    return suite
+
+
+def role_runs(suite: Path, backends: dict[str, str], *, env: dict[str, str] | None = None,
+              **spec_kw: object) -> tuple[RoleRun, ...]:
+    """``{backend: role}`` → RoleRuns of the suite's ``test_rms_norm.py`` (fast children: no autoload)."""
+    runs = []
+    for backend, role in backends.items():
+        token = id_token(backend)
+        spec = RunSpec(kernel="rms_norm", test_target="test_rms_norm.py", cwd=suite, role=role,  # type: ignore[arg-type]
+                       k_expr=backend_k_expr(token), backend_token=token,
+                       env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})},
+                       extra_args=("-p", "visible_header"), **spec_kw)  # type: ignore[arg-type]
+        runs.append(RoleRun(backend=backend, role=role, spec=spec))  # type: ignore[arg-type]
+    return tuple(runs)
+
+
+PERFLOG_ROLES = {"cutile-rs": "candidate", "triton": "baseline_triton_tileir"}
+FAULTS_ROLES = {"triton": "candidate", "cutile": "baseline_cutile"}
+
+
+def single_run(roles: tuple[RoleRun, ...], out: KernelPaths) -> None:
+    """The single-process twin: today's ``run``, one role after the other, into ``out``."""
+    for r in roles:
+        result = run(r.spec, out)
+        write_results(result, r.spec, out)
+
+
+def comparable_table(out_root: Path) -> dict[str, object]:
+    """E's ratio table of a kernel dir as JSON, without the fields that name the directory."""
+    from workbench.cli_e import ratio_table_for, table_json
+    from workbench.workspace import open_workspace
+
+    ws = open_workspace("rms_norm", out_root=out_root)
+    doc = table_json(ratio_table_for(ws))  # without ws: no gaps, source or kernel_dir (they name the dir)
+    doc["notes"] = [str(n).replace(str(out_root), "<root>") for n in doc["notes"]]  # type: ignore[union-attr]
+    return doc
