@@ -147,8 +147,10 @@ def _run_roles(plan: ShardPlan, paths: PlanPaths, index: int, by_role: Any, visi
 
         _say(log, f"shard {index}: {rr.backend} ({rr.role}), {len(ids)} planned id(s)")
         result = run(spec, out, on_event=forward, cancel=cancel)
-        if result.cancelled:
-            return "cancelled", f"cancelled while {rr.backend} ran", roles
+        if result.cancelled or cancel.is_set():
+            # Under SLURM the signal reaches the pytest child too (the whole job gets it), so the
+            # runner may see a "killed" test rather than a cancel: either way the shard is cancelled.
+            return "cancelled", f"{_CANCELLED_BY[0] or 'cancelled'} while {rr.backend} ran", roles
         seen = set(result.outcomes) | set(result.failed) | set(result.not_run)
         missing = [n for n in ids if n not in seen]
         if missing or not result.collected:
@@ -180,8 +182,14 @@ def _say(log: IO[str] | None, text: str) -> None:
     log.flush()
 
 
+_CANCELLED_BY: list[str] = [""]
+
+
 def _install_cancel_handlers(cancel: threading.Event) -> None:
     def handler(signum: int, _frame: Any) -> None:
+        if not _CANCELLED_BY[0]:
+            _CANCELLED_BY[0] = (f"{signal.Signals(signum).name} received (scancel, a time limit, preemption or "
+                                "the local executor's cancel)")
         cancel.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
