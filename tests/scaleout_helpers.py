@@ -12,10 +12,12 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 from perflog_helpers import load_suite_runner
 
+from workbench.events import Event
 from workbench.layout import KernelPaths
 from workbench.runner import RunSpec, backend_k_expr, run, write_results
 from workbench.scaleout.plan import RoleRun
@@ -81,3 +83,30 @@ def comparable_table(out_root: Path) -> dict[str, object]:
     doc = table_json(ratio_table_for(ws))  # without ws: no gaps, source or kernel_dir (they name the dir)
     doc["notes"] = [str(n).replace(str(out_root), "<root>") for n in doc["notes"]]  # type: ignore[union-attr]
     return doc
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+class CancelOnceAllStarted:
+    """An ``on_event`` that sets ``cancel`` (what Ctrl-C does) once every shard has started a test,
+    and keeps every pid the stream names (workers and pytest children) for the no-orphan check."""
+
+    def __init__(self, shards: set[int]) -> None:
+        self.shards = shards
+        self.cancel = threading.Event()
+        self.pids: list[int] = []
+        self.started: set[int] = set()
+
+    def __call__(self, ev: Event) -> None:
+        if ev.event in ("shard_start", "session_start") or (ev.event == "scaleout_shard_state" and ev.get("pid")):
+            self.pids.append(ev["pid"])
+        if ev.event == "test_start":
+            self.started.add(ev["shard"])
+            if self.started >= self.shards:
+                self.cancel.set()

@@ -12,7 +12,6 @@ import io
 import json
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -20,6 +19,8 @@ import pytest
 from scaleout_helpers import (
     FAULTS_ROLES,
     PERFLOG_ROLES,
+    CancelOnceAllStarted,
+    alive,
     comparable_table,
     faults_suite,
     perflog_suite,
@@ -30,7 +31,7 @@ from scaleout_helpers import (
 from workbench.events import Event, read_events
 from workbench.layout import KernelPaths
 from workbench.perflog.sanitizer import count_validator_lines, sanitize
-from workbench.scaleout.devices import resolve_devices
+from workbench.scaleout.devices import resolve_devices, visible_gpus
 from workbench.scaleout.service import ScaleoutRequest, run_scaled
 from workbench.validators import validate_perf_log
 
@@ -40,14 +41,6 @@ ID = "test_rms_norm.py::Test_RMSNorm::test_perf[{}-torch.bfloat16]"
 def request(roles, out_root: Path, gpus=("0", "1"), **kw) -> ScaleoutRequest:
     return ScaleoutRequest(kernel="rms_norm", out=KernelPaths.under(out_root, "rms_norm"), roles=roles, mode="local",
                            devices=tuple(resolve_devices(list(gpus), probe=False)), **kw)
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
 @pytest.fixture(scope="module")
@@ -172,26 +165,15 @@ def test_a_killed_worker_fails_only_its_shard_and_a_rerun_runs_only_that_shard(t
 def test_cancel_stops_every_shard_and_merges_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("RUNNER_FIXTURE_FAULTS", "triton-4096-1024:hang,triton-8192-8192:hang")  # SYNTHETIC
     roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
-    cancel = threading.Event()
-    pids: list[int] = []
-    started: set[int] = set()
-
-    def on_event(ev: Event) -> None:
-        if ev.event in ("session_start",) or (ev.event == "scaleout_shard_state" and ev.get("pid")):
-            pids.append(ev["pid"])
-        if ev.event == "test_start":
-            started.add(ev["shard"])
-            if started == {0, 1}:
-                cancel.set()
-
+    watcher = CancelOnceAllStarted({0, 1})
     t0 = time.monotonic()
-    result = run_scaled(request(roles, tmp_path / "out"), on_event=on_event, cancel=cancel)
+    result = run_scaled(request(roles, tmp_path / "out"), on_event=watcher, cancel=watcher.cancel)
     assert time.monotonic() - t0 < 30
     assert result.cancelled and result.rc == 2 and result.merged is None
     assert {s.state for s in result.statuses.values()} == {"cancelled"}
     assert not (tmp_path / "out/rms_norm/baseline_perf_cutile.txt").exists()
     time.sleep(0.2)
-    assert pids and not any(alive(p) for p in pids)
+    assert watcher.pids and not any(alive(p) for p in watcher.pids)
 
 
 def test_running_a_merged_plan_again_re_measures_everything(tmp_path):
@@ -245,11 +227,17 @@ def test_cli_run_gpus_prints_progress_and_merges(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(("extra", "message"), [
     (["--gpus", "zero"], "--gpus expects"),
+    (["--gpus", "all"], "no GPU is visible"),
+    (["--gpus", "0"], "nvidia-smi lists no GPU"),
+    (["--fresh"], "--fresh applies to a sharded run"),
     (["--partition", "gpu"], "only apply with --slurm"),
     (["--slurm", "--gpus", "0"], "with --slurm use --gpus-per-node"),
     (["--slurm", "--time", "soon"], "not a SLURM time"),
 ])
-def test_cli_scaleout_flag_errors_exit_2(tmp_path, capsys, extra, message):
+def test_cli_scaleout_flag_errors_exit_2(tmp_path, capsys, monkeypatch, extra, message):
+    if extra[:2] in (["--gpus", "all"], ["--gpus", "0"]) and visible_gpus():
+        pytest.skip("a GPU is visible here")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     suite = faults_suite(tmp_path)
     rc, _ = call("run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
                  "-b", "triton", *extra)
@@ -267,3 +255,47 @@ def test_cli_slurm_without_sbatch_is_a_clear_error(tmp_path, capsys, monkeypatch
     assert rc == 2
     assert "--slurm needs sbatch, squeue, scancel on PATH" in err and "use --gpus" in err
     assert not (tmp_path / "o").exists()
+
+
+def test_a_shard_runs_the_single_runs_pytest_command_plus_only_its_ids(perflog_pair):
+    """Harness flags, -k, env and plugins pass through unchanged (workbench harness or TileGym's)."""
+    import shlex
+
+    root, result, _ = perflog_pair
+    single = json.loads((root / "single/rms_norm/workbench/session.json").read_text())["runs"]
+    for s in result.plan.shards:
+        shard = json.loads((result.paths.shard_out(s.index).session_json).read_text())["runs"]
+        for role in ("candidate", "baseline_triton_tileir"):
+            one, sharded = (shlex.split(runs[role]["commands"][0]) for runs in (single, shard))
+            ev = one.index("--workbench-events")
+            assert sharded[:ev + 1] == one[:ev + 1] and sharded[ev + 2:len(one)] == one[ev + 2:]
+            assert sharded[len(one):] == ["-p", "workbench.scaleout.select_plugin", "--workbench-only-ids",
+                                          str(result.paths.ids_file(s.index, role))]
+            assert shard[role]["env_overrides"]["CUDA_VISIBLE_DEVICES"] == str(s.index)
+
+
+def test_an_array_task_with_two_shards_pins_one_per_visible_gpu(tmp_path):
+    """What one SLURM array task with --gpus-per-node 2 runs (the worker's --array-task mode), without
+    SLURM: CUDA_VISIBLE_DEVICES=0,1 as an allocation would set it; the task runs both shards at once."""
+    import subprocess
+    import sys
+
+    from workbench.scaleout.plan import PlanPaths, save_plan
+    from workbench.scaleout.service import plan_request
+
+    roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
+    req = request(roles, tmp_path / "out")
+    plan = plan_request(req)
+    paths = PlanPaths.for_plan(req.out, plan.plan_id)
+    save_plan(plan, paths)
+    tasks = tmp_path / "tasks.json"
+    tasks.write_text(json.dumps({"tasks": [[0, 1]]}))
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1", "SLURM_ARRAY_TASK_ID": "0"}
+    proc = subprocess.run([sys.executable, "-m", "workbench.scaleout.worker", "--plan", str(paths.plan_json),
+                           "--array-task", "0", "--tasks", str(tasks)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for i in (0, 1):
+        log = (paths.shard_dir(i) / "baseline_perf_cutile.txt").read_text()
+        assert f"workbench-test: CUDA_VISIBLE_DEVICES={i}" in log
+        assert json.loads(paths.manifest(i).read_text())["device"] == str(i)

@@ -12,12 +12,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
-from scaleout_helpers import FAULTS_ROLES, comparable_table, faults_suite, role_runs, single_run
+from scaleout_helpers import (
+    FAULTS_ROLES,
+    CancelOnceAllStarted,
+    alive,
+    comparable_table,
+    faults_suite,
+    role_runs,
+    single_run,
+)
 
 from workbench.events import Event
 from workbench.layout import KernelPaths
@@ -38,14 +45,6 @@ def slurm_request(roles, out_root: Path, **kw) -> ScaleoutRequest:
                            slurm=kw.pop("slurm", OPTS), **kw)
 
 
-def alive(pid: int) -> bool:
-    stat = Path(f"/proc/{pid}/stat")
-    try:
-        return stat.read_text().split()[2] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def slurm_pair(tmp_path_factory):
     root = tmp_path_factory.mktemp("slurm")
@@ -58,7 +57,7 @@ def slurm_pair(tmp_path_factory):
 
 
 def test_one_array_job_runs_every_shard_and_merges(slurm_pair):
-    root, result, events, wall = slurm_pair
+    _root, result, events, wall = slurm_pair
     submits = [e for e in events if e.event == "scaleout_submit"]
     assert len(submits) == 1 and submits[0]["tasks"] == [[0], [1]]
     assert "--array=0-1" in submits[0]["command"] and "--gpus-per-node" not in submits[0]["command"]
@@ -138,28 +137,17 @@ def test_a_cancelled_task_is_the_only_one_a_rerun_submits(tmp_path, monkeypatch)
 def test_cancel_scancels_the_whole_array_and_leaves_nothing_running(tmp_path, monkeypatch):
     monkeypatch.setenv("RUNNER_FIXTURE_FAULTS", "triton-4096-1024:hang,triton-8192-8192:hang")  # SYNTHETIC
     roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
-    cancel = threading.Event()
-    pids: list[int] = []
-    started: set[int] = set()
-
-    def on_event(ev: Event) -> None:
-        if ev.event in ("shard_start", "session_start"):
-            pids.append(ev["pid"])
-        if ev.event == "test_start":
-            started.add(ev["shard"])
-            if started == {0, 1}:
-                cancel.set()  # what Ctrl-C does in the CLI
-
-    result = run_scaled(slurm_request(roles, tmp_path / "out"), on_event=on_event, cancel=cancel)
+    watcher = CancelOnceAllStarted({0, 1})
+    result = run_scaled(slurm_request(roles, tmp_path / "out"), on_event=watcher, cancel=watcher.cancel)
     assert result.cancelled and result.rc == 2 and result.merged is None
     job = result.job_ids[0]
     assert squeue_tasks(job) == {}  # no task left in the queue
     assert {st.state for st in final_task_states(job).values()} == {"CANCELLED"}
     assert {s.state for s in result.statuses.values()} == {"cancelled"}
     deadline = time.monotonic() + 15
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in watcher.pids) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert pids and not [p for p in pids if alive(p)]  # workers and pytest children are gone
+    assert watcher.pids and not [p for p in watcher.pids if alive(p)]  # workers and pytest children are gone
 
 
 def test_a_rerun_attaches_to_the_running_job_instead_of_submitting_again(tmp_path):
@@ -192,3 +180,25 @@ def test_slurm_options_map_to_sbatch_flags(tmp_path):
         assert flag in argv
     assert argv[-2:] == [str(tmp_path / "job.sh"), str(tmp_path / "t.json")] and opts.shards == 24
     assert os.path.basename(argv[-2]) == "job.sh"
+
+
+def test_cli_run_slurm_submits_watches_and_merges(tmp_path, monkeypatch):
+    import argparse
+    import io
+
+    from workbench import runner_cli
+
+    suite = faults_suite(tmp_path)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # exported to the jobs (fast children)
+    parser = argparse.ArgumentParser(prog="cutile-workbench")
+    runner_cli.register(parser.add_subparsers(dest="cmd", required=True), None)
+    args = parser.parse_args(["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root",
+                              str(tmp_path / "o"), "-b", "triton", "-b", "cutile", "--slurm", "--nodes", "2",
+                              "--gpus-per-node", "0", "--poll", "0.3", "--time", "10"])
+    buf = io.StringIO()
+    rc = args.func(args, buf)
+    out = buf.getvalue()
+    assert rc == 0, out
+    assert "== submitted SLURM job " in out and "2 array task(s)" in out
+    assert out.count(": COMPLETED") == 2 and "== merged plan" in out
+    assert sum(1 for ln in out.splitlines() if ln.startswith("[")) == 6

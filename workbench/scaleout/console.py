@@ -26,6 +26,7 @@ from typing import Any, TextIO
 from workbench.errors import InputError, WorkbenchError
 from workbench.events import Event
 from workbench.layout import KernelPaths
+from workbench.runner import raw_log_destination
 from workbench.scaleout.devices import parse_gpus, resolve_devices
 from workbench.scaleout.plan import RoleRun
 from workbench.scaleout.progress import ProgressBoard
@@ -33,7 +34,7 @@ from workbench.scaleout.service import ScaleoutRequest, ScaleoutResult, run_scal
 from workbench.scaleout.slurm import SlurmOptions
 from workbench.testids import split_nodeid
 
-_SLURM_FLAGS = ("partition", "nodes", "gpus_per_node", "time", "account", "sbatch_arg")
+_SLURM_FLAGS = ("partition", "nodes", "gpus_per_node", "time", "account", "sbatch_arg", "poll")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--account", help="SLURM account")
     g.add_argument("--sbatch-arg", action="append", default=None, metavar="ARGS",
                    help="extra sbatch arguments, e.g. --sbatch-arg='--qos=short --exclusive' (repeatable)")
+    g.add_argument("--poll", type=float, default=None, metavar="S",
+                   help="with --slurm: seconds between squeue polls (default 5)")
     g.add_argument("--fresh", action="store_true",
                    help="re-measure every shard even if an unmerged earlier attempt completed some")
 
@@ -71,7 +74,8 @@ def request_from_args(args: argparse.Namespace, runs: Iterable[Any], out: Kernel
         opts = SlurmOptions(nodes=args.nodes if args.nodes is not None else 1,
                             gpus_per_node=args.gpus_per_node if args.gpus_per_node is not None else 1,
                             partition=args.partition, time=args.time, account=args.account,
-                            sbatch_args=tuple(args.sbatch_arg or ()))
+                            sbatch_args=tuple(args.sbatch_arg or ()),
+                            **({"poll_s": args.poll} if args.poll is not None else {}))
         opts.validate()
         return ScaleoutRequest(kernel=args.kernel, out=out, roles=roles, mode="slurm", slurm=opts, fresh=args.fresh)
     if slurm_given:
@@ -133,17 +137,16 @@ class ConsolePrinter:
             return f"   task {ev.get('task')} (shard(s) {ev.get('shards')}): {ev.get('state')}{where}{why}{code}"
         if k == "scaleout_shard_state":
             state = ev.get("state")
-            if state == "running":
-                dev = ev.get("device")
-                return (f"   shard {shard}: started on {'GPU ' + str(dev) if dev is not None else 'no GPU pinned'}"
-                        + (f" ({ev.get('gpu')})" if ev.get("gpu") not in (None, "unknown") else "")
-                        + ("  [shares its GPU]" if ev.get("shared_device") else ""))
+            if state == "running":  # the worker's own shard_start line says where; flag a shared GPU here
+                return f"   shard {shard}: shares GPU {ev.get('device')} with another shard" if ev.get(
+                    "shared_device") else None
             detail = f": {ev.get('detail')}" if ev.get("detail") and state != "complete" else ""
             return f"   shard {shard}: {state}" + (f" on {ev.get('host')}" if ev.get("host") else "") + detail
         if k == "shard_start":
-            return (f"   shard {shard}: worker on {ev.get('host')}, "
-                    + (f"GPU {ev.get('device')} {ev.get('gpu_name')} {ev.get('gpu_uuid')}" if ev.get("device") is not None
-                       else "no GPU pinned"))
+            name, uuid = ev.get("gpu_name"), ev.get("gpu_uuid")
+            gpu = ("no GPU pinned" if ev.get("device") is None else f"GPU {ev.get('device')} "
+                   + (f"({name}, {uuid})" if name != "unknown" else "(model unknown: no nvidia-smi answer)"))
+            return f"   shard {shard}: running on {ev.get('host')}, {gpu}"
         if k == "record" and isinstance(shard, int):
             self.medians[(shard, str(ev.get("nodeid")))] = _median_us(ev)
             return None
@@ -165,8 +168,9 @@ class ConsolePrinter:
         if k == "scaleout_note":
             return f"   note: {ev.get('note')}"
         if k == "scaleout_merge":
-            lines = [f"== merged plan {ev.get('plan_id')} into the kernel dir: "
-                     + ", ".join(sorted({str(p) for p in ev.get('written') or []}))]
+            root = str(ev.get("kernel_dir") or "")
+            rel = sorted({str(p).removeprefix(root + "/") for p in ev.get("written") or []})
+            lines = [f"== merged plan {ev.get('plan_id')} into {root}: {', '.join(rel)}"]
             models = ev.get("gpu_models") or []
             if len(models) > 1:
                 lines.append(f"   warning: rows were measured on {len(models)} GPU models: {', '.join(models)}")
@@ -230,7 +234,10 @@ def _closing(req: ScaleoutRequest, result: ScaleoutResult, out: TextIO, errs: Te
             out.write(f"    FAILED {backend} {split_nodeid(nodeid)[2] or nodeid}: {reason}\n")
         for nodeid, reason in r.not_run.items():
             out.write(f"    not run {backend} {split_nodeid(nodeid)[2] or nodeid}: {reason}\n")
-        out.write(f"    {backend} ({role}): {r.summary_line().replace('attempt(s)', 'attempt(s) over shards')}\n")
+        counts = [sum(1 for o in r.outcomes.values() if o == w) for w in ("passed", "skipped")]
+        shards = sum(1 for s in result.plan.shards if s.by_role.get(role))
+        out.write(f"    {backend} ({role}): {counts[0]} passed, {len(r.failed)} failed, {counts[1]} skipped, "
+                  f"{len(r.not_run)} not run over {shards} shard(s); log: {raw_log_destination(role, req.out)}\n")
     empty = [rr.backend for rr in req.roles if not any(s.by_role.get(rr.role) for s in result.plan.shards)]
     for backend in empty:
         out.write(f"    nothing selected for {backend}\n")

@@ -19,8 +19,8 @@ Contract of :func:`run_scaled` (``ScaleoutRequest`` in, ``ScaleoutResult`` out):
   command, logs}`` / ``scaleout_attach {job_id}``, ``scaleout_task_state``, ``scaleout_shard_state``,
   the workers' own events (``shard_start``, ``collected``, ``test_start``, ``record``,
   ``test_finish``, ``runner_*``, ``shard_role_finish``, ``shard_finish``; each with ``shard``,
-  ``role``, ``backend``), ``scaleout_cancel``/``scaleout_cancelled``, ``scaleout_merge {written,
-  mixed_gpu_rows, gpu_models}``, ``scaleout_finish {rc, complete, not_complete}``.
+  ``role``, ``backend``), ``scaleout_cancel``/``scaleout_cancelled``, ``scaleout_merge {kernel_dir, written,
+  mixed_gpu_rows, gpu_models, unknown_gpu_rows, notes}``, ``scaleout_finish {rc, complete, not_complete}``.
 - ``cancel`` (Ctrl-C): running shards are cancelled (local: SIGTERM to the workers; SLURM:
   ``scancel`` of the array), nothing is merged. ``ScaleoutResult.rc``: 0 merged, every config passed
   or skipped; 1 merged with failed/not-run configs, or shards not complete (rerun to resume);
@@ -159,7 +159,8 @@ def run_scaled(req: ScaleoutRequest, *, on_event: OnEvent | None = None,
     merged: MergeResult | None = None
     if not cancelled and req.merge and all(s.done for s in statuses.values()):
         merged = merge_plan(plan, paths, req.out, mode=req.mode, statuses=statuses, job_ids=job_ids)
-        _emit(on_event, "scaleout_merge", plan_id=plan.plan_id, written=[str(p) for p in merged.written],
+        _emit(on_event, "scaleout_merge", plan_id=plan.plan_id, kernel_dir=str(req.out.root),
+              written=[str(p) for p in merged.written],
               mixed_gpu_rows=[r.describe() for r in merged.mixed.rows], gpu_models=list(merged.mixed.models),
               unknown_gpu_rows=merged.mixed.unknown, notes=list(merged.notes))
     result = ScaleoutResult(plan=plan, paths=paths, statuses=statuses, merged=merged, cancelled=cancelled,

@@ -88,6 +88,8 @@ class SlurmOptions:
         return self.nodes * self.shards_per_task
 
     def validate(self) -> None:
+        if not self.poll_s > 0:
+            raise InputError(f"--poll must be positive, got {self.poll_s}", key="--poll")
         if self.nodes < 1:
             raise InputError(f"--nodes must be at least 1, got {self.nodes}", key="--nodes")
         if self.gpus_per_node < 0:
