@@ -15,7 +15,7 @@ lost configs cannot pass for a speed-up.
 
 Usage (GPU machine):
   python bench/scaleout_gpus.py --out scaleout_gpus.json --variants single,1gpu,2gpu -- \\
-      rms_norm --tilegym $TILEGYM_PATH -k "static_persistent" [other run flags]
+      silu_and_mul --tilegym $TILEGYM_PATH -b cutile-rs -b cutile [other run flags]
 Everything after ``--`` is passed to ``cutile-workbench run`` (minus ``--out-root``/``--gpus``).
 """
 

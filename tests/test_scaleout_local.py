@@ -8,6 +8,7 @@ records) and tests/fixtures/runner/perf_faults.py (SYNTHETIC faults, see scaleou
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -45,9 +46,11 @@ def request(roles, out_root: Path, gpus=("0", "1"), **kw) -> ScaleoutRequest:
 
 @pytest.fixture(scope="module")
 def perflog_pair(tmp_path_factory):
-    """The perflog suite run once single-process and once over two GPU slots."""
+    """The perflog suite run once single-process and once over two GPU slots. The candidate runs with
+    ``--workbench-harness`` and the baseline without (TileGym's harness): both modes go through shards."""
     root = tmp_path_factory.mktemp("scaleout")
-    roles = role_runs(perflog_suite(root), PERFLOG_ROLES)
+    cand, base = role_runs(perflog_suite(root), PERFLOG_ROLES)
+    roles = (dataclasses.replace(cand, spec=dataclasses.replace(cand.spec, workbench_harness=True)), base)
     single_run(roles, KernelPaths.under(root / "single", "rms_norm"))
     events: list[Event] = []
     result = run_scaled(request(roles, root / "sharded"), on_event=events.append)
@@ -272,6 +275,7 @@ def test_a_shard_runs_the_single_runs_pytest_command_plus_only_its_ids(perflog_p
             assert sharded[len(one):] == ["-p", "workbench.scaleout.select_plugin", "--workbench-only-ids",
                                           str(result.paths.ids_file(s.index, role))]
             assert shard[role]["env_overrides"]["CUDA_VISIBLE_DEVICES"] == str(s.index)
+            assert ("--workbench-harness" in sharded) == (role == "candidate")
 
 
 def test_an_array_task_with_two_shards_pins_one_per_visible_gpu(tmp_path):
@@ -299,3 +303,51 @@ def test_an_array_task_with_two_shards_pins_one_per_visible_gpu(tmp_path):
         log = (paths.shard_dir(i) / "baseline_perf_cutile.txt").read_text()
         assert f"workbench-test: CUDA_VISIBLE_DEVICES={i}" in log
         assert json.loads(paths.manifest(i).read_text())["device"] == str(i)
+
+
+FAKE_NVIDIA_SMI = """#!/bin/sh
+# SYNTHETIC stand-in for nvidia-smi on the CPU box: answers the two queries the workbench makes.
+case "$*" in
+  *--query-gpu=index,uuid,name*) printf '%s\\n' "$FAKE_SMI_GPUS" ;;
+  *--query-gpu=name,driver_version*) printf '%s\\n' "$FAKE_SMI_GPUS" | cut -d, -f3 | sed 's/^ //;s/$/, 580.159.04/' ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+def test_rows_whose_candidate_and_baseline_ran_on_different_gpu_models_are_flagged(tmp_path, monkeypatch):
+    """The baseline is measured on one GPU model, the candidate later on another (SYNTHETIC GPUs: a
+    fake nvidia-smi names them; everything else is the real path: probe, worker, manifest, merge)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cand, base = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
+    out_root = tmp_path / "out"
+
+    def sharded(role, gpu: str) -> object:
+        monkeypatch.setenv("FAKE_SMI_GPUS", gpu)
+        req = ScaleoutRequest(kernel="rms_norm", out=KernelPaths.under(out_root, "rms_norm"), roles=(role,),
+                              mode="local", devices=tuple(resolve_devices(["0"])))
+        return run_scaled(req)
+
+    first = sharded(base, "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3")
+    assert first.merged is not None and not first.merged.mixed.rows
+    second = sharded(cand, "0, GPU-66666666-7777-8888-9999-000000000000, NVIDIA H200")
+    mixed = second.merged.mixed  # type: ignore[union-attr]
+    assert len(mixed.rows) == 3 and mixed.models == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+    assert {(r.candidate_gpu, r.baseline_role, r.baseline_gpu) for r in mixed.rows} == {
+        ("NVIDIA H200", "baseline_cutile", "NVIDIA H100 80GB HBM3")}
+    session = json.loads((out_root / "rms_norm/workbench/session.json").read_text())
+    uuids = {w["gpu_uuid"] for w in session["runs"]["candidate"]["measured_on"].values()}
+    assert uuids == {"GPU-66666666-7777-8888-9999-000000000000"}
+    from workbench.scaleout.console import ConsolePrinter
+
+    buf = io.StringIO()
+    printer = ConsolePrinter(buf)
+    printer(Event("scaleout_merge", 0.0, {"plan_id": "p", "kernel_dir": "k", "written": [],
+                                          "gpu_models": list(mixed.models),
+                                          "mixed_gpu_rows": [r.describe() for r in mixed.rows]}))
+    assert buf.getvalue().count("MIXED GPUs: ") == 3

@@ -1,10 +1,10 @@
 """Shard planning and the on-disk layout of a sharded run.
 
 Contract:
-- :func:`collect_roles` collects each role's node ids once, on the host that starts the run, with
-  the runner's own collection (:func:`workbench.runner.collect`) and the same exact backend-token
-  filter :func:`workbench.runner.run` applies. A failed collection raises :class:`InputError` with
-  pytest's last lines; a cancelled one raises :class:`Cancelled`.
+- :func:`collect_roles` collects each role's node ids once (the roles in parallel), on the host
+  that starts the run, with the runner's own collection (:func:`workbench.runner.collect`) and the
+  same exact backend-token filter :func:`workbench.runner.run` applies. A failed collection raises
+  :class:`InputError` with pytest's last lines; a cancelled one raises :class:`Cancelled`.
 - :func:`plan_shards` groups node ids into rows ``(func_key, params)`` (contract §3.5) so the
   candidate and every baseline of one config always land in the **same shard**: they are measured
   on the same GPU, and no ratio ever divides numbers from two GPUs. Rows (in collection order, the
@@ -124,10 +124,13 @@ def row_key(nodeid: str) -> tuple[str, str]:
 
 
 def collect_roles(roles: Sequence[RoleRun], *, cancel: threading.Event | None = None) -> dict[str, list[str]]:
-    """Each role's node ids (collected once here); see the module contract."""
+    """Each role's node ids (collected once here, the roles in parallel); see the module contract."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, len(roles)), thread_name_prefix="collect") as pool:
+        answers = list(pool.map(lambda r: collect(r.spec, cancel=cancel), roles))
     out: dict[str, list[str]] = {}
-    for r in roles:
-        rc, ids, text = collect(r.spec, cancel=cancel)
+    for r, (rc, ids, text) in zip(roles, answers, strict=True):
         if rc == 130:
             raise Cancelled("cancelled during collection")
         if r.spec.backend_token is not None:
