@@ -226,3 +226,17 @@ def test_mixed_gpu_models_are_flagged_per_row():
     assert report.rows[0].candidate_gpu == "NVIDIA H100 80GB HBM3" and report.rows[0].baseline_gpu == "NVIDIA H200"
     assert report.unknown == 1
     assert report.models == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+
+
+def test_slurm_options_map_to_sbatch_flags(tmp_path):
+    from workbench.scaleout.slurm import SlurmOptions, sbatch_argv
+
+    opts = SlurmOptions(nodes=3, gpus_per_node=8, partition="h200", time="2:00:00", account="perf",
+                        sbatch_args=("--qos=short --exclusive",))
+    argv = sbatch_argv(opts, PlanPaths(tmp_path, "rms_norm"), 3, tmp_path / "job.sh", tmp_path / "t.json", "rms_norm")
+    assert argv[:3] == ["sbatch", "--parsable", "--array=0-2"]
+    for flag in ("--gpus-per-node=8", "--partition=h200", "--time=2:00:00", "--account=perf", "--qos=short",
+                 "--exclusive", "--nodes=1", "--ntasks=1", f"--output={tmp_path}/slurm/%A_%a.out"):
+        assert flag in argv
+    assert argv[-2:] == [str(tmp_path / "job.sh"), str(tmp_path / "t.json")] and opts.shards == 24
+

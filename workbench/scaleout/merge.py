@@ -27,7 +27,9 @@ Contract of :func:`merge_plan` (refuses, writing nothing, unless every shard is 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -82,7 +84,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 class _RoleParts:
     """One role's pieces, gathered shard by shard."""
 
-    log: bytearray = field(default_factory=bytearray)
+    log_pieces: list[tuple[str, Path]] = field(default_factory=list)  # (banner, shard raw log), streamed later
     events: list[Event] = field(default_factory=list)
     collected: list[str] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
@@ -110,14 +112,9 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
         if not isinstance(meta, dict):
             raise InputError(f"shard {shard.index} has no {rr.role} results", path=sout.session_json, key="runs")
         log_path = raw_log_destination(rr.role, sout)
-        try:
-            raw = log_path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read shard raw log: {exc.strerror or exc}", path=log_path) from None
-        banner = shard_banner(st, n, plan.plan_id, len(ids))
-        if parts.log and not parts.log.endswith(b"\n"):
-            parts.log += b"\n"
-        parts.log += banner.encode() + b"\n" + raw
+        if not log_path.is_file():
+            raise InputError("shard raw log is missing", path=log_path)
+        parts.log_pieces.append((shard_banner(st, n, plan.plan_id, len(ids)), log_path))
         where = {"shard": shard.index, "host": st.host, "gpu_name": st.gpu_name, "gpu_uuid": st.gpu_uuid}
         if sout.events_jsonl.is_file():
             for ev in read_events(sout.events_jsonl):
@@ -155,6 +152,40 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
     return parts
 
 
+def write_concatenated(dest: Path, pieces: Sequence[tuple[str, Path]], last_line: str) -> None:
+    """``banner\\nlog`` per piece, then ``last_line``, streamed into ``dest`` (temp file + rename):
+    shard raw logs can be hundreds of MiB each, so nothing is held in memory."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as out:
+            ends_with_newline = True
+            for banner, path in pieces:
+                if not ends_with_newline:
+                    out.write(b"\n")
+                out.write(banner.encode() + b"\n")
+                try:
+                    with open(path, "rb") as src:
+                        shutil.copyfileobj(src, out, 1 << 20)
+                except OSError as exc:
+                    raise InputError(f"cannot read shard raw log: {exc.strerror or exc}", path=path) from None
+                ends_with_newline = path.stat().st_size == 0 or _last_byte(path) == b"\n"
+            if not ends_with_newline:
+                out.write(b"\n")
+            out.write(last_line.encode() + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _last_byte(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        fh.seek(-1, os.SEEK_END)
+        return fh.read(1)
+
+
 def _summary(parts: _RoleParts, wall_s: float) -> str:
     passed = sum(1 for o in parts.outcomes.values() if o == "passed")
     skipped = sum(1 for o in parts.outcomes.values() if o == "skipped")
@@ -185,11 +216,8 @@ def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str
         starts = [s["started_at"] for s in parts.shards if isinstance(s.get("started_at"), (int, float))]
         ends = [s["finished_at"] for s in parts.shards if isinstance(s.get("finished_at"), (int, float))]
         wall = (max(ends) - min(starts)) if starts and ends else 0.0
-        if not parts.log.endswith(b"\n"):
-            parts.log += b"\n"
-        parts.log += (_summary(parts, wall) + "\n").encode()
         log_path = paths.merged_dir / f"{rr.role}.raw.log"
-        atomic_write_bytes(log_path, bytes(parts.log), paths.root)
+        write_concatenated(log_path, parts.log_pieces, _summary(parts, wall))
         rc = 1 if parts.failed or parts.not_run or any(r not in (0, 5) for r in parts.rcs) else 0
         result = RunResult(
             spec=rr.spec, rc=rc, raw_log_path=log_path, events=tuple(parts.events), collected=tuple(parts.collected),

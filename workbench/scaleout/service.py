@@ -19,8 +19,10 @@ Contract of :func:`run_scaled` (``ScaleoutRequest`` in, ``ScaleoutResult`` out):
   command, logs}`` / ``scaleout_attach {job_id}``, ``scaleout_task_state``, ``scaleout_shard_state``,
   the workers' own events (``shard_start``, ``collected``, ``test_start``, ``record``,
   ``test_finish``, ``runner_*``, ``shard_role_finish``, ``shard_finish``; each with ``shard``,
-  ``role``, ``backend``), ``scaleout_cancel``/``scaleout_cancelled``, ``scaleout_merge {kernel_dir, written,
-  mixed_gpu_rows, gpu_models, unknown_gpu_rows, notes}``, ``scaleout_finish {rc, complete, not_complete}``.
+  ``role``, ``backend``), ``scaleout_cancel``/``scaleout_cancelled``, ``scaleout_merge
+  {kernel_dir, written, mixed_gpu_rows, gpu_models, unknown_gpu_rows, notes}``,
+  ``scaleout_finish {rc, complete, not_complete}``. A face folds them with
+  :class:`~workbench.scaleout.progress.ProgressBoard` (per-shard counters, no I/O).
 - ``cancel`` (Ctrl-C): running shards are cancelled (local: SIGTERM to the workers; SLURM:
   ``scancel`` of the array), nothing is merged. ``ScaleoutResult.rc``: 0 merged, every config passed
   or skipped; 1 merged with failed/not-run configs, or shards not complete (rerun to resume);
@@ -150,6 +152,7 @@ def run_scaled(req: ScaleoutRequest, *, on_event: OnEvent | None = None,
             sub = attached
             _emit(on_event, "scaleout_attach", job_id=sub.job_id, tasks=[list(t) for t in sub.tasks])
         else:
+            _reset_pending(plan, paths, pending)  # a failed attempt's files must not be read as the new one's
             sub = submit(plan, paths, opts, pending)
             _emit(on_event, "scaleout_submit", job_id=sub.job_id, tasks=[list(t) for t in sub.tasks],
                   command=sub.command, logs=str(paths.slurm_dir / f"{sub.job_id}_<task>.out"))
@@ -170,12 +173,16 @@ def run_scaled(req: ScaleoutRequest, *, on_event: OnEvent | None = None,
     return result
 
 
-def _start_over(plan: ShardPlan, paths: PlanPaths) -> None:
-    busy = [f"{s.index} ({holder})" for s in plan.shards if (holder := lock_holder(paths.lock(s.index)))]
+def _reset_pending(plan: ShardPlan, paths: PlanPaths, shards: list[int]) -> None:
+    busy = [f"{i} ({holder})" for i in shards if (holder := lock_holder(paths.lock(i)))]
     if busy:
-        raise InputError(f"shard(s) {', '.join(busy)} of plan {plan.plan_id} are running now; not starting over",
+        raise InputError(f"shard(s) {', '.join(busy)} of plan {plan.plan_id} are being run by another process now",
                          path=paths.root)
-    for s in plan.shards:
-        reset_shard(paths, s.index)
+    for i in shards:
+        reset_shard(paths, i)
+
+
+def _start_over(plan: ShardPlan, paths: PlanPaths) -> None:
+    _reset_pending(plan, paths, [s.index for s in plan.shards])
     (paths.root / "merged.json").unlink(missing_ok=True)
 

@@ -148,7 +148,10 @@ def require_slurm() -> dict[str, str]:
 
 
 def _run(argv: Sequence[str], timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    # Own session: a Ctrl-C on the terminal must not kill sbatch after it queued the job but before
+    # it printed the id (that job would be orphaned); the watcher turns Ctrl-C into scancel instead.
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
 
 
 def sbatch_argv(opts: SlurmOptions, paths: PlanPaths, n_tasks: int, script: Path, tasks_file: Path,
