@@ -17,7 +17,7 @@ from pathlib import Path
 
 from perflog_helpers import load_suite_runner
 
-from workbench.events import Event
+from workbench.events import Event, read_events
 from workbench.layout import KernelPaths
 from workbench.runner import RunSpec, backend_k_expr, run, write_results
 from workbench.scaleout.plan import RoleRun
@@ -110,3 +110,30 @@ class CancelOnceAllStarted:
             self.started.add(ev["shard"])
             if self.started >= self.shards:
                 self.cancel.set()
+
+
+def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, str], shards: int = 2,
+                               timeout_s: float = 60.0) -> tuple[int, str, list[int]]:
+    """Run the real CLI, send it SIGINT (a Ctrl-C) once every shard started a test, wait for it.
+
+    Returns ``(exit status, stderr, pids the shards' progress streams named)``.
+    """
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + timeout_s
+    streams: list[Path] = []
+    while time.monotonic() < deadline and proc.poll() is None:
+        streams = list(out_root.glob("rms_norm/workbench/shards/*/*/progress.jsonl"))
+        if len(streams) == shards and all('"test_start"' in p.read_text() for p in streams):
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=timeout_s)
+    pids = [e.get("pid") for p in streams for e in read_events(p) if e.event in ("shard_start", "session_start")]
+    return proc.returncode, err, [p for p in pids if isinstance(p, int)]

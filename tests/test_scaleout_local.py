@@ -24,6 +24,7 @@ from scaleout_helpers import (
     alive,
     comparable_table,
     faults_suite,
+    interrupt_cli_once_running,
     perflog_suite,
     role_runs,
     single_run,
@@ -351,3 +352,16 @@ def test_rows_whose_candidate_and_baseline_ran_on_different_gpu_models_are_flagg
                                           "gpu_models": list(mixed.models),
                                           "mixed_gpu_rows": [r.describe() for r in mixed.rows]}))
     assert buf.getvalue().count("MIXED GPUs: ") == 3
+
+
+def test_ctrl_c_in_the_real_cli_stops_every_shard_and_merges_nothing(tmp_path):
+    suite = faults_suite(tmp_path)
+    rc, err, pids = interrupt_cli_once_running(
+        ["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
+         "-b", "triton", "-b", "cutile", "--gpus", "0,1", "--skip-gpu-check"], tmp_path / "o",
+        {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang,triton-8192-8192:hang"})
+    assert rc == 2, err
+    assert "cancelling (SIGINT)" in err and "cancelled; nothing merged" in err
+    assert not (tmp_path / "o/rms_norm/baseline_perf_triton_tileir.txt").exists()
+    time.sleep(0.3)
+    assert len(pids) == 4 and not [p for p in pids if alive(p)]  # 2 workers + 2 pytest children gone

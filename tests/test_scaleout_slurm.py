@@ -21,6 +21,7 @@ from scaleout_helpers import (
     alive,
     comparable_table,
     faults_suite,
+    interrupt_cli_once_running,
     role_runs,
     single_run,
 )
@@ -189,3 +190,20 @@ def test_cli_run_slurm_submits_watches_and_merges(tmp_path, monkeypatch):
     assert "== submitted SLURM job " in out and "2 array task(s)" in out
     assert out.count(": COMPLETED") == 2 and "== merged plan" in out
     assert sum(1 for ln in out.splitlines() if ln.startswith("[")) == 6
+
+
+def test_ctrl_c_in_the_real_cli_scancels_the_array(tmp_path):
+    suite = faults_suite(tmp_path)
+    rc, err, pids = interrupt_cli_once_running(
+        ["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
+         "-b", "triton", "-b", "cutile", "--slurm", "--nodes", "2", "--gpus-per-node", "0", "--poll", "0.3"],
+        tmp_path / "o",
+        {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang,triton-8192-8192:hang"})
+    assert rc == 2, err
+    assert "cancelling (SIGINT)" in err and "cancelled; nothing merged" in err
+    jobs = json.loads(next((tmp_path / "o").glob("rms_norm/workbench/shards/*/slurm/jobs.json")).read_text())["jobs"]
+    assert squeue_tasks(jobs[0]["job_id"]) == {}  # no orphaned job
+    deadline = time.monotonic() + 15
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(pids) == 4 and not [p for p in pids if alive(p)]

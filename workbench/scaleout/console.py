@@ -186,6 +186,7 @@ def run_console(req: ScaleoutRequest, stream: TextIO | None = None, err: TextIO 
     out, errs = stream or sys.stdout, err or sys.stderr
     printer = ConsolePrinter(out)
     cancel = threading.Event()
+    done = threading.Event()
     box: dict[str, Any] = {}
 
     def work() -> None:
@@ -193,18 +194,26 @@ def run_console(req: ScaleoutRequest, stream: TextIO | None = None, err: TextIO 
             box["result"] = run_scaled(req, on_event=printer, cancel=cancel)
         except BaseException as exc:
             box["error"] = exc
+        finally:
+            done.set()
 
-    previous = _install_cancel(cancel)
+    def on_signal(signum: int) -> None:
+        if not cancel.is_set():
+            errs.write(f"cancelling ({signal.Signals(signum).name}): stopping the shards; nothing will be merged\n")
+        cancel.set()
+
+    # Signals become a cancel (no KeyboardInterrupt): an interrupted Thread.join can leave the thread
+    # marked finished while it still runs, and a watcher that returned early would orphan the job.
+    previous = _install_cancel(on_signal)
     worker = threading.Thread(target=work, name="scaleout", daemon=True)
     worker.start()
     try:
-        while worker.is_alive():
-            try:
-                worker.join(timeout=0.2)
-            except KeyboardInterrupt:
-                errs.write("cancelling: stopping shards (a second Ctrl-C is ignored until they are stopped)\n")
-                cancel.set()
+        while not done.wait(0.2):
+            pass
     finally:
+        if not done.is_set():  # only on an error of ours in this loop: never leave shards or jobs behind
+            cancel.set()
+            done.wait()
         _restore(previous)
     if "error" in box:
         exc = box["error"]
@@ -244,15 +253,16 @@ def _closing(req: ScaleoutRequest, result: ScaleoutResult, out: TextIO, errs: Te
     return max(rc, 2 if empty else 0)
 
 
-def _install_cancel(cancel: threading.Event) -> dict[int, Any]:
+def _install_cancel(on_signal: Any) -> dict[int, Any]:
+    """SIGINT/SIGTERM/SIGHUP call ``on_signal(signum)`` (main thread only; elsewhere nothing changes)."""
     previous: dict[int, Any] = {}
     if threading.current_thread() is not threading.main_thread():
         return previous
 
-    def handler(_signum: int, _frame: Any) -> None:
-        cancel.set()
+    def handler(signum: int, _frame: Any) -> None:
+        on_signal(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         previous[sig] = signal.signal(sig, handler)
     return previous
 
