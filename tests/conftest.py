@@ -2,6 +2,10 @@
 
 - ``@pytest.mark.gpu`` tests run only where torch sees a CUDA device (the H200 machine); on CI
   (no GPU, no torch) they are skipped with the reason shown.
+- ``@pytest.mark.slurm`` tests run wherever a SLURM cluster answers (``.ci/run`` starts one with
+  ``.ci/slurm-up.sh``). They are skipped only when none can be used, and the run's summary says
+  why (with what the bring-up script reported). If the bring-up reported the cluster up, they are
+  never skipped: a SLURM that stopped answering fails them.
 - Hypothesis profiles: ``ci`` (default, small) and ``fuzz`` (``HYPOTHESIS_PROFILE=fuzz``: the
   ≥ 10,000-case slow profile of issue 6).
 """
@@ -10,8 +14,13 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+
+SLURM_STATUS = Path(__file__).resolve().parent.parent / ".ci" / ".slurm-up.status"
 
 try:
     from hypothesis import HealthCheck, settings
@@ -44,6 +53,28 @@ def _gpu_reason() -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def slurm_reason() -> str | None:
+    """None when a SLURM cluster answers (or the bring-up said it is up), else why the tests skip."""
+    said = SLURM_STATUS.read_text(encoding="utf-8").strip() if SLURM_STATUS.is_file() else ""
+    hint = f".ci/slurm-up.sh said: {said}" if said else "run .ci/slurm-up.sh (root or sudo) to start a one-node cluster"
+    if said.startswith("up"):
+        return None
+    missing = [c for c in ("sbatch", "squeue", "scancel", "sinfo") if shutil.which(c) is None]
+    if missing:
+        return f"no {', '.join(missing)} on PATH; {hint}"
+    try:
+        proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"sinfo failed ({exc}); {hint}"
+    if proc.returncode != 0 or not any(s.startswith(("idle", "mix", "alloc", "comp")) for s in proc.stdout.split()):
+        return f"no SLURM node up (sinfo: {(proc.stderr or proc.stdout).strip()[:200] or 'no nodes'}); {hint}"
+    return None
+
+
+_skipped_slurm: list[str] = []
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = None
     for item in items:
@@ -51,3 +82,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             reason = reason or _gpu_reason()
             if reason:
                 item.add_marker(pytest.mark.skip(reason=f"gpu: {reason}"))
+        if "slurm" in item.keywords and slurm_reason():
+            _skipped_slurm.append(item.nodeid)
+            item.add_marker(pytest.mark.skip(reason=f"slurm: {slurm_reason()}"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _skipped_slurm:  # shown even with -q: a silently skipped cluster test would look like a pass
+        terminalreporter.write_line(f"SLURM: {len(_skipped_slurm)} slurm test(s) skipped: {slurm_reason()}")

@@ -8,6 +8,7 @@ Design card (keep in sync with README.md "Architecture"):
   twins of the skill's shell validators), ``report_e`` / ``report_f`` + ``writer`` (guarded atomic
   writes), ``capture/`` (CUPTI engine, harness), ``history/`` (run provenance, SQLite store,
   import, regression statistics, comparability), ``runner`` (pytest child + JSON-lines events),
+  ``scaleout/`` (shards over GPUs and SLURM array tasks, merge + provenance),
   ``ir/`` (lexer, canonicalizer, diff, audit), ``diagnosis`` (F procedure), ``cli``.
 - ``workbench/tui/`` is the only place that imports Textual (App, screens, .tcss).
 - ``widgets/``: reusable Textual widgets, fed models only (no file or GPU I/O).

@@ -930,12 +930,15 @@ def raw_log_destination(role: str, out: KernelPaths) -> Path:
     return Path(getattr(out, RAW_LOG_TARGET[role]))
 
 
-def write_results(result: RunResult, spec: RunSpec, out: KernelPaths) -> list[Path]:
+def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
+                  metadata_overrides: Mapping[str, Any] | None = None) -> list[Path]:
     """Lay a run into the artifact layout; returns the written paths. All reads/validation first.
 
     raw log → the role's log file; events → ``workbench/events.jsonl`` (this role's previous lines
     replaced, each line carrying ``role``); launch sets → merged into ``workbench/launches.json.gz``
     (same ``(nodeid, backend)`` replaced); metadata → ``workbench/session.json`` (``runs[role]``).
+    ``metadata_overrides`` (hook for :mod:`workbench.scaleout.merge`) replaces keys of
+    ``runs[role]``, e.g. the shards' hosts and GPUs instead of this process's.
     A malformed existing evidence file raises :class:`InputError` before anything is written.
     """
     _check_kernel_dir(out)
@@ -957,11 +960,13 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths) -> list[Pa
 
     root.mkdir(parents=True, exist_ok=True)
     with kernel_lock(root):
-        return _write_locked(result, spec, out, log_dest, kept_lines, merged_sets, session)
+        return _write_locked(result, spec, out, log_dest, kept_lines, merged_sets, session,
+                             dict(metadata_overrides or {}))
 
 
 def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: Path, kept_lines: list[str],
-                  merged_sets: list[LaunchSet] | None, session: dict[str, Any]) -> list[Path]:
+                  merged_sets: list[LaunchSet] | None, session: dict[str, Any],
+                  metadata_overrides: dict[str, Any]) -> list[Path]:
     root = out.root
     written: list[Path] = []
     atomic_write_bytes(log_dest, result.raw_log_path.read_bytes(), root)
@@ -977,7 +982,7 @@ def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: 
         written.append(out.launches_json)
     session.setdefault("version", 1)
     session["kernel"] = spec.kernel
-    session.setdefault("runs", {})[spec.role] = session_metadata(result, spec)
+    session.setdefault("runs", {})[spec.role] = {**session_metadata(result, spec), **metadata_overrides}
     # issue #15: one history entry per run (workbench/history.sqlite); never blocks the results
     from workbench.history.record import record_run
     history = record_run(out, spec.role, log_dest, result.events)

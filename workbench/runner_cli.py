@@ -53,6 +53,7 @@ from workbench.runner import (
     run,
     write_results,
 )
+from workbench.scaleout import console as scaleout  # issue #13: --gpus / --slurm
 from workbench.testids import id_token, split_nodeid
 
 # --------------------------------------------------------------------------- registration
@@ -95,6 +96,7 @@ def register(commands: Any, report_commands: Any = None) -> None:
     p.add_argument("--suite", metavar="FILE", help="run this TileGym-convention test file instead of the profile's")
     p.add_argument("--skip-gpu-check", action="store_true",
                    help="run even where no GPU is visible (CPU-only suites, replays)")
+    scaleout.add_arguments(p)  # scale-out flags (issue #13): see the block in cmd_run
     p.set_defaults(func=cmd_run)
 
     t = commands.add_parser("timeline", help="launches per call and per-launch times of one config")
@@ -322,6 +324,16 @@ def cmd_run(args: argparse.Namespace, stream: TextIO | None = None) -> int:
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code
+    # ---- scale-out block (issue #13) — port as-is: flags → typed request → one call into the core.
+    # --gpus pins one worker per GPU itself (nvidia-smi), --slurm runs on compute nodes: no probe here.
+    if scaleout.wanted(args):
+        try:
+            request = scaleout.request_from_args(args, runs, out)
+        except WorkbenchError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return exc.exit_code
+        return scaleout.run_console(request, out_stream)
+    # ---- end of the scale-out block
     if not args.skip_gpu_check:
         present, how = gpu_probe(args.python)
         if not present:
