@@ -8,7 +8,13 @@ STEPS="${1:-probe gputests record harness}"
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
 OUT="${OUT:-/tmp/wb_out}"; W="$OUT/w"; mkdir -p "$W"
 mkdir -p /tmp/site
-if [ -d .carry/cutile ]; then  # cuTile 13.4 bundle + cuda-tile + cupti-python (make-cutile-carry.sh)
+if [ -x /tmp/site/nvidia/cu13/bin/tileiras ] && [ -d /tmp/site/cupti ]; then
+  # a staged earlier call of this warm machine unpacked the bundle (64 MiB per call: gpu.md §7)
+  export CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH
+  echo "cuTile bundle already unpacked in /tmp/site (staged call)"
+elif [ "${NEED_STAGED_SITE:-0}" = 1 ]; then
+  echo "STAGED SETUP MISSING: /tmp/site has no tileiras (the machine went cold between the two calls)"; exit 42
+elif [ -d .carry/cutile ]; then  # cuTile 13.4 bundle + cuda-tile + cupti-python (make-cutile-carry.sh)
   tar -xJf .carry/cutile/cu134.tar.xz -C /tmp/site &&
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile/*.whl &&
     export CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH || { echo SETUP FAILED; exit 3; }
@@ -124,6 +130,14 @@ PY
     tgcheck) step tgcheck 90 python3 -m workbench check rms_norm --tilegym "$TG" --out-root "$W/chk" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
     clock) step clock 120 python3 bench/cupti_clock_probe.py --out "$W/clock.json" ;;
+    gpuall)  # every GPU test of the suite (real cutile-rs ones via TILEGYM_PATH), one pytest process
+      TILEGYM_PATH="$TG" step gpuall 330 python3 -m pytest -m gpu tests/ -v -s -rs -p no:cacheprovider ;;
+    probe)  # the focused ncu probe on the real matmul gap (static_persistent 2048^3), both sides
+      step probe 200 python3 bench/probe_session.py --kernel matmul --tilegym "$TG" --out "$W/probe" \
+        --config True-True-False-False-2048-2048-2048-0-0-torch.float16 ;;
+    scale2on1)  # run --gpus 0,0 (two shards on ONE GPU: plumbing, labelled) vs one process
+      step scale2on1 200 python3 bench/scaleout_gpus.py --variants single,2on1 --rounds 1 --out "$W/scaleout.json" -- \
+        silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "64-1024-512-torch.float16 or 64-1024-1024-torch.float16" ;;
     rssilu)  # real cutile-rs vs cuTile Python, TileGym's test_perf: workbench harness (+ IR), then TileGym's
       step silu_wb 200 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
         --dump-ir --timeout 240 --out-root "$W/rec"

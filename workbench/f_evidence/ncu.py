@@ -156,7 +156,9 @@ def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str,
             spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={spec.cwd}", *plugin_args(),
             spec.nodeid, "--workbench-harness", "-q"]
     path = os.pathsep.join([str(PACKAGE_ROOT), *spec.pythonpath])
-    return argv, {PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path}
+    # WORKBENCH_CAPTURE=events: ncu holds CUPTI, so the routed autotuner times configs with CUDA
+    # events (never a second CUPTI client next to ncu; seen working under ncu on the H200, call 1)
+    return argv, {PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path, "WORKBENCH_CAPTURE": "events"}
 
 
 def shell_line(spec: ProbeSpec, csv_path: Path) -> str:
