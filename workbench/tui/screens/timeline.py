@@ -84,6 +84,10 @@ class TimelineScreen(WorkbenchScreen):
         lc = f"{row.candidate_launches if row.candidate_launches is not None else '?'}"
         lb = f"{row.baseline_launches if row.baseline_launches is not None else '?'}"
         title = Text(f"{row.params}  ratio {ratio}  launches/call {lc}/{lb}  vs {row.baseline_backend or '—'}")
+        if row.candidate_harness or row.baseline_harness:
+            title.append(f"  harness {row.candidate_harness or '?'}/{row.baseline_harness or '?'}", style="dim")
+        if self.data.stand_in:
+            title.append(f"  STAND-IN candidate {self.data.candidate_backend}", style="bold black on yellow")
         if cand is None and base is None:
             title.append("  — no launch captures for this config", style="yellow")
         self.query_one("#title", Static).update(title)
