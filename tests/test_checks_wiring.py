@@ -174,7 +174,7 @@ def test_apply_refuses_a_file_changed_since_the_proposal(tmp_path: Path) -> None
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "workbench.tilegym_checks.cli", *args],
+    return subprocess.run([sys.executable, "-m", "workbench", *args],
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 

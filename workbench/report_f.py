@@ -1,10 +1,9 @@
-"""Agent F's reports: collect evidence, render, validate in-process, plan one guarded write.
+"""Agent F's reports: render the investigations, validate in-process, plan one guarded write.
 
 Contract:
-- :func:`collect_inputs` reads a workspace into :class:`~workbench.diagnosis.FInputs` (E table via
-  ``stats.build_ratio_table``, ``workbench/launches.json.gz``, analysis.json, IR pairs audited with
-  diff_ir.sh parity, optional wrapper audit); an absent or unreadable input becomes a ``missing``
-  line (bad files are named with their error), never an exception.
+- The evidence arrives as a :class:`~workbench.diagnosis.FInputs` (collected by
+  :func:`workbench.services.stage_f.collect`) with the investigations of
+  :func:`workbench.diagnosis.diagnose`.
 - :func:`plan_f_reports` renders ``reports/perf_investigation_<scope>.md`` per investigation (first
   line ``VERDICT: FIXABLE|ALIGNED|BLOCKED``; sections Ratio, Launch-count evidence, Root Cause,
   Action Items, Confidence, plus Config parity (with the regs/smem/grid/block table) and IR diff
@@ -18,22 +17,17 @@ Contract:
   ``workbench.writer.write_plan`` does that.
 - :func:`closing_block` is F's return protocol (§1.5.9): ``<VALIDATOR_OUTPUT>`` … ``</VALIDATOR_OUTPUT>``
   then the final ``VERDICT:`` line, nothing after it.
-- :func:`register` adds ``report f <kernel> [--dry-run] [--yes]`` to the CLI registry.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.cli_confirm import confirm_write
-from workbench.diagnosis import FInputs, LaunchSummary, diagnose, same_backend, short_kernel_name
-from workbench.errors import InputError, UnsafePath, ValidationRefused, WorkbenchError
-from workbench.ir.audit import IRAudit, audit_texts
-from workbench.ir.loader import discover_ir, load_pair
+from workbench.diagnosis import FInputs, LaunchSummary, same_backend, short_kernel_name
+from workbench.errors import InputError, UnsafePath, ValidationRefused
+from workbench.ir.audit import IRAudit
 from workbench.model import Finding, Investigation, PlannedFile, RatioRow, ReportPlan
 from workbench.testids import shape_token
 
@@ -45,115 +39,6 @@ _OWNER = {
     "resources": "Agent B/D (tile config for this shape)",
     "ir": "Agent B (kernel.rs)",
 }
-
-
-# --------------------------------------------------------------------------- evidence
-
-
-def _rel(ws: Any, p: Path | str) -> str:
-    try:
-        return str(Path(p).resolve().relative_to(Path(ws.paths.root).resolve()))
-    except (ValueError, OSError):
-        return str(p)
-
-
-def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
-    """Everything F reads for ``ws`` (see module docstring); missing pieces become notes."""
-    paths = ws.paths
-    missing: list[str] = []
-    # evidence roles → kernel-dir-relative paths of inputs that exist (what "Inputs read" lists)
-    evidence: dict[str, str] = {}
-    logs = [p for p in (paths.perf_cutile_rs, paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()]
-    if logs:
-        evidence["e_table"] = " + ".join(_rel(ws, p) for p in logs)
-    if paths.perf_cutile_rs.is_file():
-        evidence["perf_log"] = _rel(ws, paths.perf_cutile_rs)
-    if paths.analysis_json.is_file():
-        evidence["analysis"] = _rel(ws, paths.analysis_json)
-    if paths.launches_json.is_file():
-        evidence["launches"] = _rel(ws, paths.launches_json)
-    table = None
-    cand_name = candidate_backend
-    try:
-        cand_log = ws.candidate_log()
-        bases = ws.baseline_logs()
-        if cand_log is None and paths.perf_full_log.is_file():
-            # E has not sanitized yet: read its raw tee (tolerant parse; failed tests become NA rows)
-            from workbench.perflog.parser import parse_perf_log
-
-            cand_log = parse_perf_log(paths.perf_full_log, strict=False)
-            evidence["perf_log"] = _rel(ws, paths.perf_full_log)
-            evidence["e_table"] = " + ".join([_rel(ws, paths.perf_full_log)] + [
-                _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
-            missing.append("perf_cutile_rs.txt: absent; used E's raw log reports/agent_logs/perf_cutile_rs.full.txt")
-        if cand_log is None:
-            missing.append("perf_cutile_rs.txt: absent (run E first)")
-        elif not bases:
-            missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
-        else:
-            from workbench.stats import build_ratio_table
-
-            table = build_ratio_table(ws.kernel, cand_log, bases, ws.analysis)
-            if cand_name is None and cand_log.records:
-                cand_name = cand_log.records[0].framework
-    except WorkbenchError as exc:
-        missing.append(f"perf logs: {exc}")
-    if cand_name is None:
-        meta = None
-        try:
-            meta = ws.session_meta()
-        except WorkbenchError as exc:
-            missing.append(f"session.json: {exc}")
-        cand_name = str((meta or {}).get("candidate") or "cutile-rs")
-
-    launch_sets = []
-    if paths.launches_json.is_file():
-        try:
-            from workbench.launches_io import load_launch_sets
-
-            launch_sets = load_launch_sets(paths.launches_json)
-        except WorkbenchError as exc:
-            missing.append(f"{evidence.pop('launches')}: unusable ({exc})")
-    else:
-        missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; "
-                       "kernel_times counts from the perf logs are used instead)")
-
-    if ws.analysis is None:
-        missing.append("reference/analysis.json: absent or unusable (no config/cache-key audit)")
-
-    audits: dict[str | None, IRAudit] = {}
-    inv = discover_ir(paths)
-    for pair in inv.pairs:
-        try:
-            lp = load_pair(pair)
-        except InputError as exc:
-            missing.append(f"IR pair {pair.label}: {exc}")
-            continue
-        audits[pair.variant] = audit_texts(lp.reference.text, lp.generated.text,
-                                           ref_name=_rel(ws, pair.reference), gen_name=_rel(ws, pair.generated))
-    for p in inv.unpaired_reference:
-        missing.append(f"{_rel(ws, p)}: no generated IR for this variant")
-    for p in inv.unpaired_generated:
-        missing.append(f"{_rel(ws, p)}: no reference IR for this variant")
-    if not inv.pairs and not inv.unpaired_reference and not inv.unpaired_generated:
-        missing.append("reference/reference*.mlir and generated/generated*_canon.mlir: absent (no IR audit)")
-
-    wrapper_findings: list[Finding] = []
-    wrapper = ws.wrapper_source() if hasattr(ws, "wrapper_source") else None
-    if wrapper is not None:
-        evidence["wrapper"] = str(wrapper)
-        try:
-            from workbench.tilegym_checks.wrapper_audit import audit_wrapper  # optional (other engineer)
-
-            wrapper_findings = list(audit_wrapper(wrapper, ws.analysis))
-        except ImportError:
-            pass
-        except WorkbenchError as exc:
-            missing.append(f"{wrapper}: wrapper audit failed ({exc})")
-    else:
-        missing.append(f"src/tilegym/ops/cutile_rs/{ws.kernel}.py: wrapper source not available")
-    return FInputs(ws.kernel, table, launch_sets, ws.analysis, audits, wrapper_findings, cand_name,
-                   evidence, missing)
 
 
 # --------------------------------------------------------------------------- rendering helpers
@@ -452,14 +337,13 @@ def _check_targets(files: Sequence[PlannedFile]) -> None:
             raise ValidationRefused(f"refusing to write {first!r}: F verdicts are FIXABLE|ALIGNED|BLOCKED", path=rel)
 
 
-def plan_f_reports(ws: Any, investigations: Sequence[Investigation], *, run_real_scripts: bool = True,
-                   inputs: FInputs | None = None, command: str | None = None) -> ReportPlan:
+def plan_f_reports(ws: Any, investigations: Sequence[Investigation], *, inputs: FInputs,
+                   run_real_scripts: bool = True, command: str | None = None) -> ReportPlan:
     """Render, validate (twin + real script when available) and return the F write plan."""
     from workbench.validators import run_real_validator, transcript, validate_agent_f
 
     if not investigations:
         raise InputError("no investigations to report (diagnose() returns at least one)")
-    inputs = inputs if inputs is not None else collect_inputs(ws)
     verdict = primary_verdict(investigations)
     command = command or f"cutile-workbench report f {ws.kernel}"
     files: dict[str, str] = {}
@@ -488,72 +372,3 @@ def closing_block(plan: ReportPlan) -> str:
     """F's return block: validator transcript inside ``<VALIDATOR_OUTPUT>``, then the verdict line last."""
     body = plan.validator_output if plan.validator_output.endswith("\n") else plan.validator_output + "\n"
     return f"<VALIDATOR_OUTPUT>\n{body}</VALIDATOR_OUTPUT>\nVERDICT: {plan.verdict}\n"
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def run_report_f(args: argparse.Namespace) -> int:
-    """``report f``: exit 0 written (FIXABLE/ALIGNED), 1 written with VERDICT: BLOCKED, 2 bad input or
-    no confirmation, 3 validation refused (closing block printed, no VERDICT line, nothing written).
-    ``--dry-run`` prints what would be written and the closing block, then a ``DRY RUN:`` line."""
-    from workbench.workspace import open_workspace
-    from workbench.writer import write_plan
-
-    out_root = getattr(args, "out_root", None)
-    tilegym = getattr(args, "tilegym", None)
-    out = sys.stdout
-    try:
-        ws = open_workspace(args.kernel, out_root=Path(out_root) if out_root else None,
-                            tilegym=Path(tilegym) if tilegym else None, strict=False)
-        if not ws.paths.root.is_dir():
-            raise InputError("kernel dir does not exist: nothing to investigate", path=ws.paths.root)
-        inputs = collect_inputs(ws)
-        invs = diagnose(inputs)
-        argv = " ".join(["cutile-workbench", "report", "f", args.kernel] +
-                        (["--dry-run"] if args.dry_run else []) + (["--yes"] if args.yes else []))
-        plan = plan_f_reports(ws, invs, inputs=inputs, command=argv,
-                              run_real_scripts=not getattr(args, "no_real_scripts", False))
-        for inv in invs:
-            print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)
-        if not plan.ok:
-            out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
-            print("error: validation refused: a validator exited non-zero; nothing was written", file=sys.stderr)
-            return ValidationRefused("").exit_code
-        if args.dry_run:
-            out.write(f"DRY RUN: would write {len(plan.files)} file(s) under {plan.kernel_dir}:\n")
-            for f in plan.files:
-                state = "replace" if (plan.kernel_dir / f.relpath).exists() else "create"
-                out.write(f"  {state:7s} {f.relpath} ({len(f.content.encode('utf-8', 'surrogateescape'))} bytes)\n")
-            out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
-            out.write(f"DRY RUN: nothing written; the reports would say VERDICT: {plan.verdict}\n")
-            return 0
-        refused = confirm_write(plan, yes=args.yes)
-        if refused is not None:
-            return refused
-        result = write_plan(plan)
-    except WorkbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    out.write(f"wrote {len(result.written)} file(s) under {plan.kernel_dir}:\n")
-    for p in result.written:
-        out.write(f"  {p.relative_to(plan.kernel_dir).as_posix()}\n")
-    if result.backup_dir is not None:
-        out.write(f"backup of replaced files: {result.backup_dir}\n")
-    out.write(closing_block(plan))
-    return 1 if plan.verdict == "BLOCKED" else 0
-
-
-def register(commands: Any, report_commands: Any) -> None:
-    """Add ``report f`` to the ``report`` sub-parsers (``commands`` is unused here)."""
-    from workbench.cli import add_kernel_args
-
-    p = report_commands.add_parser("f", help="Agent F: residual perf investigation reports",
-                                   description="Diagnose slow configs and write reports/perf_investigation_*.md, "
-                                               "agent_f.md and agent_logs/agent_f.md (guarded write).")
-    add_kernel_args(p)
-    p.add_argument("--dry-run", action="store_true", help="render and validate, write nothing")
-    p.add_argument("--yes", action="store_true", help="write without asking")
-    p.add_argument("--no-real-scripts", action="store_true",
-                   help="skip the real validate_agent_f.sh even when a TileGym checkout is known")
-    p.set_defaults(func=run_report_f)

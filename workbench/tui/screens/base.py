@@ -1,4 +1,4 @@
-"""WorkbenchScreen: header + body + footer, help text, and access to the injected AppData."""
+"""WorkbenchScreen: header + body + footer, help text, palette entries, and access to the injected AppData."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from textual import events, on
 from textual.screen import Screen
 
 from workbench.tui.chrome import WorkbenchHeader
+from workbench.tui.host import PaletteCommand, WorkbenchHost
 
 if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
     from workbench.tui.data import AppData
 
 
@@ -37,7 +37,7 @@ class WorkbenchScreen(Screen[None]):
         self._styles_fresh = False
 
     @property
-    def wb(self) -> WorkbenchApp:
+    def wb(self) -> WorkbenchHost:
         return self.app  # type: ignore[return-value]
 
     @property
@@ -46,6 +46,10 @@ class WorkbenchScreen(Screen[None]):
 
     def header(self) -> WorkbenchHeader:
         return WorkbenchHeader(self.SCREEN_TITLE, id="header")
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        """This screen's Ctrl+P entries valid right now (``area: action`` titles); none by default."""
+        return []
 
     def help_keys(self) -> list[tuple[str, str, str]]:
         """(key, description, tooltip) for every binding active on this screen right now."""

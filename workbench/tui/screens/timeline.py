@@ -8,6 +8,7 @@ Escape cancels a running run (the key exists only while one runs: ``check_action
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -23,6 +24,7 @@ from workbench.diagnosis import same_backend
 from workbench.errors import WorkbenchError
 from workbench.model import LaunchSet, RatioRow
 from workbench.tui.chrome import WorkbenchHeader
+from workbench.tui.host import PaletteCommand
 from workbench.tui.live import Batcher, dispatch_event
 from workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
 from workbench.tui.screens.base import WorkbenchScreen
@@ -186,3 +188,14 @@ class TimelineScreen(WorkbenchScreen):
             self.query_one("#progress", ProgressBar).add_class("hidden")
             self.refresh_bindings()
             self.wb.show_error(f"{type(event.worker.error).__name__}: {event.worker.error}", "Live run crashed")
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        tl = self.timeline
+        out: list[PaletteCommand] = [("timeline: fit", "Fit the longest call", tl.action_fit),
+                                     ("timeline: zoom in", "Zoom in 2x", partial(tl.action_zoom, 2.0)),
+                                     ("timeline: zoom out", "Zoom out 2x", partial(tl.action_zoom, 0.5))]
+        if self.live_running:
+            out.append(("live: cancel run", "Stop the live run", self.action_cancel_live))
+        elif self.data.runner is not None and self.row is not None:
+            out.append(("live: run this config", self.row.params, self.action_live))
+        return out
