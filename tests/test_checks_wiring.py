@@ -136,6 +136,33 @@ def test_conditional_and_no_style_states(tmp_path: Path) -> None:
     assert s.state == "no_style" and s.edit is None
 
 
+WRAPPER = '''\
+from tilegym.backend import register_impl
+
+
+@register_impl("bmm", backend='cutile-rs')
+def bmm(a, b):
+    return a @ b
+'''
+
+
+def test_no_style_in_the_test_takes_the_wrappers_register_impl_spelling(tmp_path: Path) -> None:
+    """SYNTHETIC: the correctness test has no cutile-rs entry; the wrapper registers backend='cutile-rs'."""
+    no_style = fake.TEST_BMM_MISSING.replace('["cutile", "cutile-rs"]', '["cutile"]')
+    root = fake.make_tree(tmp_path, tests={"test_bmm.py": no_style})
+    fake.write(root / "src/tilegym/ops/cutile_rs/bmm.py", WRAPPER)
+    check = check_wiring(root, "bmm", python=sys.executable, collect=False)
+    (s,) = check.statuses
+    assert s.state == "missing" and s.edit is not None, s.message
+    assert s.edit.literal == "'cutile-rs'"  # spelled exactly as the wrapper spells it
+    assert "register_impl" in s.message and "bmm.py:4" in s.message
+    assert _changed_lines(s.edit.diff()) == ['-    _perf_frameworks = ["cutile", "pytorch"]',
+                                             '+    _perf_frameworks = ["cutile", \'cutile-rs\', "pytorch"]']
+    # a wrapper that registers another backend is no source for the spelling
+    fake.write(root / "src/tilegym/ops/cutile_rs/bmm.py", WRAPPER.replace("cutile-rs", "cutile"))
+    assert check_wiring(root, "bmm", python=sys.executable, collect=False).statuses[0].state == "no_style"
+
+
 def test_apply_then_recollect_proves_cases(tmp_path: Path) -> None:
     root = fake.make_tree(tmp_path)
     check = check_wiring(root, "bmm", python=sys.executable, timeout_s=120)

@@ -144,7 +144,8 @@ def apply_wiring_edits(tilegym: Path, kernel: str, check: WiringCheck, *, python
         if status.edit is None:
             continue
         module = load_test_module(test_path, tilegym)
-        fresh = analyse_wiring(module, module.find(status.target.split("::", 1)[1]))
+        fresh = analyse_wiring(module, module.find(status.target.split("::", 1)[1]),
+                               wrapper=wrapper_source(tilegym, kernel))
         if fresh.edit is None:
             continue
         applied = apply_wiring(fresh.edit, tilegym, targets, python=python, backup_dir=backup_dir, env=env,
