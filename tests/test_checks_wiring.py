@@ -216,7 +216,8 @@ def test_cli_check_shows_the_diff_and_edits_only_with_apply(tmp_path: Path) -> N
     assert "re-run with --apply-wiring" in shown.stdout
     assert path.read_text() == original  # nothing edited without confirmation
     out_root = tmp_path / "out"
-    applied = _cli("check", "bmm", "--tilegym", str(root), "--out-root", str(out_root), "--apply-wiring", cwd=tmp_path)
+    applied = _cli("check", "bmm", "--tilegym", str(root), "--out-root", str(out_root), "--apply-wiring", "--yes",
+                   cwd=tmp_path)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "wired: 16 cutile-rs perf case(s) collected" in applied.stdout
     backups = list((out_root / "bmm" / "workbench" / "wiring_backup").iterdir())

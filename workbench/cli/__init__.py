@@ -38,6 +38,7 @@ land in ``args.out_root``/``args.tilegym``; commands declare the same flags with
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -131,10 +132,41 @@ def _rewrite_bare_kernel(parser: argparse.ArgumentParser, argv: list[str]) -> li
     return argv
 
 
+def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The message for ``cutile-workbench <not-a-command> <more positionals>`` (None when it reads as a
+    bare kernel name): a typo in a command must not be taken for a kernel whose extra word is unknown."""
+    known = _known_commands(parser)
+    words: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in GLOBAL_FLAGS_WITH_VALUE:
+            i += 2
+            continue
+        if a == "--":
+            break
+        if not a.startswith("-"):
+            words.append(a)
+            if words[0] in known:
+                return None
+        i += 1
+    if len(words) < 2:
+        return None
+    close = difflib.get_close_matches(words[0], sorted(known), n=3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return (f"unknown command {words[0]!r}{hint} (commands: {', '.join(sorted(known))}; a bare kernel name "
+            f"opens the TUI: cutile-workbench <kernel>)")
+
+
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
+        unknown = _unknown_command(parser, args_list)
+        if unknown is not None:
+            parser.print_usage(sys.stderr)
+            print(f"{parser.prog}: error: {unknown}", file=sys.stderr)
+            return 2
         args_list = _rewrite_bare_kernel(parser, args_list)
         try:
             args = parser.parse_args(args_list)

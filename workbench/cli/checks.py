@@ -6,7 +6,8 @@ and returns an exit code — 0 ok, 1 BLOCKED (precondition failed, no cutile-rs 
 input (``WorkbenchError`` from the core; unknown kernel, missing test file, syntax error), 3
 refused (the two sides of a run select different configs; a wiring edit that could not be
 proven). Nothing is written except the two BLOCKED files of a failed precondition (through the
-guarded writer), and the test file only with ``--apply-wiring``.
+guarded writer), and the test file only with ``--apply-wiring`` (asked on a TTY; ``--yes`` for
+non-interactive use, like every writing command).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import EXIT_BLOCKED, EXIT_OK, EXIT_REFUSED
+from workbench.cli.common import EXIT_BLOCKED, EXIT_OK, EXIT_REFUSED, confirm, positive_seconds
 from workbench.errors import InputError, WorkbenchError
 from workbench.layout import KernelPaths
 from workbench.services import checks
@@ -42,7 +43,8 @@ def add_checks_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="extra environment for the child, e.g. CUTILE_TUTORIALS_BACKEND=triton (repeatable)",
     )
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per child process (default 300)")
+    p.add_argument("--timeout", type=positive_seconds, default=300.0, metavar="S",
+                   help="seconds per child process (default 300)")
 
 
 def _out_root(args: argparse.Namespace) -> Path | None:
@@ -114,6 +116,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not args.apply_wiring:
         print("not applied (the test file is unchanged): re-run with --apply-wiring to make this edit", file=out)
         return EXIT_BLOCKED
+    out.flush()
+    refused = confirm(f"Apply {len(edits)} edit(s) to {check.relpath} under {tilegym}?", yes=args.yes)
+    if refused is not None:
+        return refused
     backup_dir = None
     root = _out_root(args)
     if root is not None:
@@ -133,8 +139,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_kselect(args: argparse.Namespace) -> int:
     kernel = args.kernel
-    analysis = _analysis(args, kernel)
-    candidate = args.candidate
+    inputs = checks.selection_inputs(kernel, analysis_path=getattr(args, "analysis", None),
+                                     out_root=_out_root(args), candidate=args.candidate)
+    analysis, candidate = inputs.analysis, inputs.candidate
     baseline = args.baseline
     if baseline == "auto":
         baseline = checks.reference_winner(analysis)
@@ -151,6 +158,8 @@ def cmd_kselect(args: argparse.Namespace) -> int:
         analysis, candidate, baseline, cases_by_test=cases_by_test, default_test=default_test
     )
     out = sys.stdout
+    print(f"# {inputs.analysis_path} · candidate {candidate} ({inputs.candidate_source}) · baseline {baseline}",
+          file=out)
     for label, targets in (("candidate", selection.candidate), ("baseline", selection.baseline)):
         for t in targets:
             print(f"{label} ({t.token}): -k {t.expr!r}", file=out)
@@ -264,6 +273,7 @@ class CheckCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_checks_arguments(parser)
         parser.add_argument("--apply-wiring", action="store_true", help="apply the proposed test_perf edit (guarded)")
+        parser.add_argument("--yes", action="store_true", help="with --apply-wiring: edit without asking")
         parser.add_argument("--max-ids", type=int, default=20, help="node ids to print (default 20)")
 
     def run(self, args: argparse.Namespace) -> int:
@@ -279,8 +289,10 @@ class KselectCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_checks_arguments(parser)
-        parser.add_argument("--analysis", help="analysis.json (default: <out-root>/<kernel>/reference/analysis.json)")
-        parser.add_argument("--candidate", default="cutile-rs", help="candidate backend (default cutile-rs)")
+        parser.add_argument("--analysis", help="analysis.json (default: <kernel>/reference/analysis.json of the out "
+                                                    "root, else of the recorded session)")
+        parser.add_argument("--candidate", default=None,
+                            help="candidate backend (default: session.json's, else the profile's, else cutile-rs)")
         parser.add_argument("--baseline", default="auto", help="baseline backend (default: analysis.json's winner)")
         parser.add_argument("--show", action="store_true", help="collect both sides and show/compare the node ids")
         parser.add_argument("--static", action="store_true",

@@ -50,6 +50,17 @@ def add_kernel_args(p: argparse.ArgumentParser, *, kernel_help: str | None = Non
     p.add_argument("--tilegym", metavar="DIR", default=argparse.SUPPRESS, help=TILEGYM_HELP)
 
 
+def positive_seconds(value: str) -> float:
+    """argparse type of every timeout flag: a number of seconds > 0 (else a usage error, exit 2)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {value!r}") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {value!r}")
+    return seconds
+
+
 def path_arg(value: str | None) -> Path | None:
     return Path(value) if value else None
 

@@ -20,7 +20,7 @@ import sys
 import threading
 from typing import Any, TextIO
 
-from workbench.cli.common import path_arg
+from workbench.cli.common import path_arg, positive_seconds
 from workbench.cli.timeline import display_path
 from workbench.events import Event
 from workbench.layout import KernelPaths
@@ -28,28 +28,43 @@ from workbench.runner import RunResult, raw_log_destination, run, write_results
 from workbench.services.runs import BackendRun, RunRequest, gpu_probe, parse_env_items, plan_runs
 from workbench.testids import split_nodeid
 
+RUN_DESCRIPTION = """\
+Run a kernel's perf suite live and lay the results into <out-root>/<kernel>/ (TileGym's layout).
+
+Which suite: TileGym's tests/ops/test_<kernel>.py when a checkout is known (--tilegym DIR, else
+$TILEGYM_PATH, as for every command), else the built-in profile of that name (profiles/); --profile
+picks the profile. One child pytest per backend, one line per finished config. Backends map to
+layout slots: the candidate -> reports/agent_logs/perf_cutile_rs.full.txt, cutile ->
+baseline_perf_cutile.txt, triton* -> baseline_perf_triton_tileir.txt; others are refused.
+
+Without a GPU it says so and points at the profile's recorded H200 session.
+Exit: 0 all passed or skipped; 1 some config failed or did not run (results still written);
+2 bad input, no GPU, or cancelled (Ctrl-C: nothing written)."""
+
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Every flag of ``run`` (its one declaration; :func:`run_request` reads them)."""
     parser.add_argument("kernel", help="profile name (see profiles/) or TileGym kernel (tests/ops/test_<kernel>.py)")
     # SUPPRESS: these may also come before the sub-command (cutile-workbench's global flags).
     parser.add_argument("--tilegym", metavar="DIR", default=argparse.SUPPRESS,
-                        help="run TileGym's tests/ops/test_<kernel>.py from this checkout (only when given)")
+                        help="run TileGym's tests/ops/test_<kernel>.py from this checkout (else $TILEGYM_PATH)")
     parser.add_argument("--out-root", metavar="DIR", default=argparse.SUPPRESS,
                         help="artifact root (default: $CUTILE_KERNEL_OUT_ROOT)")
     parser.add_argument("--backend", "-b", action="append", metavar="B",
                         help="backend (record key, e.g. cutile, triton, cutile-rs); repeatable; "
                              "default: the profile's candidate and baseline (TileGym: cutile-rs)")
     parser.add_argument("-k", dest="k_expr", metavar="EXPR", help="pytest -k config filter, ANDed with the backend")
-    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
+    parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
                         help="kill a test that makes no progress for S seconds (default 600, TileGym's --timeout)")
-    parser.add_argument("--total-timeout", type=float, default=None, metavar="S",
+    parser.add_argument("--total-timeout", type=positive_seconds, default=None, metavar="S",
                         help="wall limit of each backend's run")
     parser.add_argument("--python", default=sys.executable, help="Python of the child pytest (default: this one)")
     parser.add_argument("--env", action="append", default=[], metavar="K=V",
                         help="extra environment for the child, e.g. CUPTI=1 WARMUP=100 REP=50 MIN_REP=2")
     parser.add_argument("--harness", action="store_true",
                         help="--workbench-harness: measure with the workbench CUPTI harness (per-launch data)")
+    parser.add_argument("--profile", action="store_true",
+                        help="run the built-in profile of that name even when a TileGym checkout has the kernel")
     parser.add_argument("--suite", metavar="FILE", help="run this TileGym-convention test file instead of the profile's")
     parser.add_argument("--skip-gpu-check", action="store_true",
                         help="run even where no GPU is visible (CPU-only suites, replays)")
@@ -59,7 +74,8 @@ def run_request(args: argparse.Namespace) -> RunRequest:
     """The flags of :func:`add_run_arguments` as the runner service's request (InputError for bad --env)."""
     return RunRequest(
         kernel=args.kernel, out_root=path_arg(getattr(args, "out_root", None)),
-        tilegym=path_arg(getattr(args, "tilegym", None)), backends=tuple(args.backend or ()),
+        tilegym=path_arg(getattr(args, "tilegym", None)), prefer_profile=args.profile,
+        backends=tuple(args.backend or ()),
         k_expr=args.k_expr, per_test_timeout_s=args.timeout, total_timeout_s=args.total_timeout,
         python=args.python, env=parse_env_items(args.env), workbench_harness=args.harness,
         suite=path_arg(args.suite),
@@ -151,7 +167,7 @@ class RunCommand:
     name = "run"
     group = None
     help = "run a kernel's perf suite live (TileGym or a built-in profile) and write the results"
-    description = __doc__ or ""
+    description = RUN_DESCRIPTION
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_run_arguments(parser)

@@ -96,6 +96,52 @@ def _load_raw_json(path: Path) -> dict[str, Any]:
     return data
 
 
+@dataclass(frozen=True)
+class SelectionInputs:
+    """What ``kselect`` selects from: analysis.json and the candidate backend it pairs with."""
+
+    analysis: Any
+    analysis_path: Path
+    candidate: str  # record key, e.g. "cutile-rs" (TileGym) or a profile's candidate ("cutile")
+    candidate_source: str  # where the candidate came from, for the output
+
+
+def selection_inputs(kernel: str, *, analysis_path: Path | str | None, out_root: Path | str | None,
+                     candidate: str | None = None, env: Mapping[str, str] = os.environ) -> SelectionInputs:
+    """analysis.json — ``analysis_path``, else the kernel's workspace resolved like every command
+    (``out_root`` → ``$CUTILE_KERNEL_OUT_ROOT`` → the recorded session) — and the candidate: the
+    given one, else the workspace's ``session.json`` candidate, else the built-in profile's, else
+    ``cutile-rs``. InputError when analysis.json is absent or malformed."""
+    from workbench.workspace import open_workspace
+
+    if analysis_path is not None:
+        path = Path(analysis_path)
+        analysis = analysis_for(kernel, analysis_path=path, out_root=None)
+        meta: Mapping[str, Any] = {}
+    else:
+        ws = open_workspace(kernel, out_root=Path(out_root) if out_root else None, env=env)
+        path = ws.paths.analysis_json
+        if ws.analysis is None:
+            raise InputError(f"analysis.json not found (source: {ws.source}); pass --analysis PATH or --out-root DIR",
+                             path=path)
+        analysis = ws.analysis
+        try:
+            meta = ws.session_meta() or {}
+        except WorkbenchError:
+            meta = {}
+    if candidate:
+        return SelectionInputs(analysis, path, candidate, "--candidate")
+    recorded = meta.get("candidate")
+    if isinstance(recorded, str) and recorded:
+        return SelectionInputs(analysis, path, recorded, "workbench/session.json")
+    from profiles import get_profile
+
+    profile = get_profile(kernel)
+    if profile is not None:
+        return SelectionInputs(analysis, path, profile.candidate, f"the built-in profile {kernel!r}")
+    return SelectionInputs(analysis, path, "cutile-rs", "default")
+
+
 def reference_winner(analysis: Any) -> str | None:
     """The baseline backend analysis.json names (``reference_backend`` or the selection's winner)."""
     raw = analysis if isinstance(analysis, Mapping) else getattr(analysis, "raw", {}) or {}

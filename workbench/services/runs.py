@@ -3,8 +3,14 @@
 Contract:
 
 - :func:`plan_runs` turns a :class:`RunRequest` into a :class:`RunPlan` (no process started;
-  ``InputError`` for bad input): TileGym's ``tests/ops/test_<kernel>.py`` with
-  ``RunRequest.tilegym``, else the built-in profile of that name (``profiles/``).
+  ``InputError`` for bad input). The suite is resolved the same way as every other kernel
+  command resolves TileGym: ``RunRequest.tilegym`` (``--tilegym``), else ``$TILEGYM_PATH``
+  (:func:`workbench.workspace.tilegym_checkout`). With a checkout whose
+  ``tests/ops/test_<kernel>.py`` exists, TileGym's suite runs; else the built-in profile of that
+  name (``profiles/``) — also when ``prefer_profile`` is set. When both exist,
+  ``RunPlan.suite_note`` says which one runs and how to pick the other. An explicit
+  ``--tilegym`` without the test file is an error (close matches listed); a ``$TILEGYM_PATH``
+  without it falls back to the profile, and says so.
 - Backends map to layout roles (:func:`role_for_backend`): the candidate → E's raw log,
   ``cutile`` → ``baseline_perf_cutile.txt``, ``triton*`` → ``baseline_perf_triton_tileir.txt``;
   any other backend has no slot in the TileGym layout and is refused.
@@ -36,7 +42,7 @@ from workbench.model import RatioRow
 from workbench.runner import PACKAGE_ROOT, Role, RunSpec, backend_k_expr
 from workbench.runner import run as run_suite
 from workbench.testids import id_token
-from workbench.workspace import Workspace
+from workbench.workspace import Workspace, tilegym_checkout
 
 SuiteKind = Literal["tilegym", "profile", "suite"]
 
@@ -47,7 +53,8 @@ class RunRequest:
 
     kernel: str
     out_root: Path | None = None  # else $CUTILE_KERNEL_OUT_ROOT
-    tilegym: Path | None = None  # --tilegym
+    tilegym: Path | None = None  # --tilegym; else $TILEGYM_PATH
+    prefer_profile: bool = False  # run the built-in profile even when a TileGym suite exists
     backends: tuple[str, ...] = ()  # record keys; () = the suite's candidate and baseline
     k_expr: str | None = None  # pytest -k, ANDed with each backend's
     per_test_timeout_s: float = 600.0
@@ -146,21 +153,46 @@ def _unknown_profile(kernel: str) -> InputError:
     close = difflib.get_close_matches(kernel, names, n=5)
     return InputError(f"no profile {kernel!r} (known: {', '.join(names)})"
                       + (f"; did you mean {', '.join(close)}?" if close else "")
-                      + "; use --tilegym DIR to run TileGym's own tests", key="kernel")
+                      + "; use --tilegym DIR (or $TILEGYM_PATH) to run TileGym's own tests", key="kernel")
 
 
 def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPlan:
     """One RunSpec per backend (see module contract); no process is started. Raises InputError."""
     from profiles import get_profile
 
+    if request.per_test_timeout_s <= 0:
+        raise InputError(f"--timeout must be > 0 seconds, got {request.per_test_timeout_s:g}", key="--timeout")
+    if request.total_timeout_s is not None and request.total_timeout_s <= 0:
+        raise InputError(f"--total-timeout must be > 0 seconds, got {request.total_timeout_s:g}",
+                         key="--total-timeout")
     kernel = request.kernel
     out = KernelPaths.under(artifact_root(request.out_root, env), kernel)
-    recorded: Path | None = None
-    use_tilegym = request.tilegym is not None
-    if request.tilegym is not None:
-        checkout = request.tilegym.resolve()
+    profile = get_profile(kernel)
+    # an explicit --suite file is its own suite: an exported $TILEGYM_PATH does not redirect it
+    checkout = tilegym_checkout(request.tilegym, env if request.suite is None else {})
+    flag = "--tilegym" if request.tilegym is not None else "TILEGYM_PATH"
+    note = ""
+    use_tilegym = False
+    if checkout is not None and not request.prefer_profile:
+        checkout = checkout.expanduser().resolve()
         if not checkout.is_dir():
-            raise InputError("TileGym checkout not found", path=checkout, key="--tilegym")
+            raise InputError("TileGym checkout not found", path=checkout, key=flag)
+        has_test = tilegym_test_file(checkout, kernel).is_file()
+        if has_test or request.tilegym is not None or profile is None:
+            use_tilegym = True  # an explicit checkout without the file reports it (close matches)
+            if profile is not None and has_test:
+                note = (f"running TileGym's {tilegym_test_file(checkout, kernel).relative_to(checkout)} from "
+                        f"{checkout} ({'--tilegym' if request.tilegym is not None else '$TILEGYM_PATH'}); "
+                        f"a built-in profile {kernel!r} exists too: add --profile to run it instead")
+        else:
+            note = (f"$TILEGYM_PATH={checkout} has no tests/ops/test_{kernel}.py: running the built-in "
+                    f"profile {kernel!r}")
+    elif checkout is not None and profile is not None:
+        note = (f"running the built-in profile {kernel!r} (--profile); TileGym's tests/ops/test_{kernel}.py "
+                f"in {checkout} is not run")
+    recorded: Path | None = None
+    if use_tilegym:
+        assert checkout is not None
         target, extra_k = tilegym_target(checkout, kernel)
         if request.suite is not None:
             target, extra_k = str(request.suite), None
@@ -169,7 +201,8 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
         cwd = checkout
         kind: SuiteKind = "tilegym"
     else:
-        profile = get_profile(kernel)
+        if request.prefer_profile and profile is None:
+            raise _unknown_profile(kernel)
         if profile is None and request.suite is None:
             raise _unknown_profile(kernel)
         candidate = profile.candidate if profile else (list(request.backends) or ["cutile"])[0]
@@ -180,7 +213,6 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
         cwd = suite.parent if suite is not None else PACKAGE_ROOT
         recorded = profile.kernel_dir if profile else None
         kind = "suite" if suite is not None else "profile"
-    note = ""
     user_k = " and ".join(f"({k})" for k in (extra_k, request.k_expr) if k) or None
     runs: list[BackendRun] = []
     seen: dict[str, str] = {}

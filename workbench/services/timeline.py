@@ -10,8 +10,8 @@ Contract:
 - :func:`backend_roles` maps backend id tokens to ``candidate``/``baseline`` (session.json, else
   the profile); :func:`summarize_set` is launches per call, device time per call and per-kernel
   per-launch times (µs) of one set.
-- :func:`write_perfetto` writes Chrome-trace JSON atomically and refuses to replace an existing
-  file that is not JSON unless ``force``.
+- :func:`write_perfetto` writes Chrome-trace JSON atomically into an existing directory (it
+  creates none) and refuses to replace an existing file that is not JSON unless ``force``.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def write_perfetto(path: Path, trace: dict[str, Any], *, force: bool) -> None:
         except (OSError, UnicodeDecodeError, ValueError):
             raise InputError("exists and is not JSON; refusing to replace it (use --force)",
                              path=path, key="--perfetto") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.parent.is_dir():  # a typo in the directory must not create a tree of new ones
+        raise InputError("directory does not exist (create it first)", path=path.parent, key="--perfetto")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
