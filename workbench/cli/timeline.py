@@ -29,7 +29,12 @@ def display_path(path: Path) -> str:
 
 def render_timeline_text(kernel: str, config: str, source: str, summaries: list[dict[str, Any]]) -> str:
     lines = [f"{kernel}  {config}   (from {source})", ""]
-    head = f"{'backend':<16}{'role':<11}{'calls':>6}{'launches/call':>15}{'device us/call':>16}  (median; min-max)"
+
+    def role_of(s: dict[str, Any]) -> str:  # "candidate", or "candidate backward" for a test's 2nd set
+        return f"{s['role']} {s['measurement']}" if s.get("measurement") else s["role"]
+
+    rw = max([11, *(len(role_of(s)) + 2 for s in summaries)])
+    head = f"{'backend':<16}{'role':<{rw}}{'calls':>6}{'launches/call':>15}{'device us/call':>16}  (median; min-max)"
     lines.append(head)
     for s in summaries:
         lpc, dev = s["launches_per_call"], s["device_time_per_call_us"]
@@ -37,7 +42,7 @@ def render_timeline_text(kernel: str, config: str, source: str, summaries: list[
             if lpc else "-"
         dev_txt = f"{dev['median']:.2f} ({dev['min']:.2f}-{dev['max']:.2f})" if dev else "-"
         flag = "  NO LAUNCH DATA (CUDA events only)" if s["no_launch_data"] else ""
-        lines.append(f"{s['backend']:<16}{s['role']:<11}{s['calls']:>6}{lpc_txt:>15}  {dev_txt:>22}{flag}")
+        lines.append(f"{s['backend']:<16}{role_of(s):<{rw}}{s['calls']:>6}{lpc_txt:>15}  {dev_txt:>22}{flag}")
     cand = next((s for s in summaries if s["role"] == "candidate" and s["device_time_per_call_us"]), None)
     base = next((s for s in summaries if s["role"] == "baseline" and s["device_time_per_call_us"]), None)
     if cand and base and base["device_time_per_call_us"]["median"] > 0:
@@ -48,7 +53,7 @@ def render_timeline_text(kernel: str, config: str, source: str, summaries: list[
         lines += ["", f"candidate/baseline device time per call: {ratio:.2f}x; launches/call {c_l:g} vs {b_l:g}"
                       f" → {verdict}"]
     for s in summaries:
-        lines += ["", f"{s['backend']} ({s['role']}): per launch, µs"]
+        lines += ["", f"{s['backend']} ({role_of(s)}): per launch, µs"]
         lines.append(f"  {'kernel':<48}{'kind':<8}{'n/call':>7}{'median':>10}{'min':>10}{'max':>10}"
                      f"  {'grid':<16}{'block':<14}{'regs':>5}{'smem':>9}")
         for k in s["kernels"]:

@@ -9,7 +9,8 @@ Contract:
   an unknown config is an ``InputError`` listing close matches.
 - :func:`backend_roles` maps backend id tokens to ``candidate``/``baseline`` (session.json, else
   the profile); :func:`summarize_set` is launches per call, device time per call and per-kernel
-  per-launch times (µs) of one set.
+  per-launch times (µs) of one set; :func:`measurement_labels` tells a test's forward and backward
+  sets apart (by their order).
 - :func:`write_perfetto` writes Chrome-trace JSON atomically into an existing directory (it
   creates none) and refuses to replace an existing file that is not JSON unless ``force``.
 """
@@ -84,7 +85,24 @@ def _stats(values: Sequence[float]) -> dict[str, float]:
     return {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else {}
 
 
-def summarize_set(s: LaunchSet, role: str) -> dict[str, Any]:
+def measurement_labels(sets: Sequence[LaunchSet]) -> list[str]:
+    """Per set: which measurement of its test it is — ``forward``, ``backward``, ``measurement 3``…
+    by order within (nodeid, backend) (TileGym measures forward first); "" for a test with one set."""
+    totals: dict[tuple[str, str], int] = {}
+    for s in sets:
+        totals[(s.nodeid, s.backend)] = totals.get((s.nodeid, s.backend), 0) + 1
+    seen: dict[tuple[str, str], int] = {}
+    labels = []
+    for s in sets:
+        key = (s.nodeid, s.backend)
+        index = seen.get(key, 0)
+        seen[key] = index + 1
+        labels.append("" if totals[key] < 2 else ("forward", "backward")[index] if index < 2
+                      else f"measurement {index + 1}")
+    return labels
+
+
+def summarize_set(s: LaunchSet, role: str, measurement: str = "") -> dict[str, Any]:
     """Launches per call, device time per call and per-kernel per-launch times (µs) of one set."""
     per_call = [len(c.launches) for c in s.calls]
     device_us = [c.device_time_ns / 1000.0 for c in s.calls]
@@ -114,7 +132,8 @@ def summarize_set(s: LaunchSet, role: str) -> dict[str, Any]:
         })
     rows.sort(key=lambda r: -(r["per_launch_us"].get("median", 0.0) * r["launches_per_call"]))
     return {
-        "backend": s.backend, "role": role, "nodeid": s.nodeid, "params": s.params, "source": s.source,
+        "backend": s.backend, "role": role, "measurement": measurement, "nodeid": s.nodeid, "params": s.params,
+        "source": s.source,
         "calls": len(s.calls), "launches_per_call": _stats([float(n) for n in per_call]),
         "device_time_per_call_us": _stats(device_us), "kernels": rows,
         "no_launch_data": s.source == "events",
@@ -187,5 +206,6 @@ def config_timeline(kernel: str, config: str, *, backends: list[str] | None = No
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
-    summaries = [summarize_set(s, roles.get(id_token(s.backend), "-")) for s in chosen]
+    labels = measurement_labels(chosen)  # after the stable sort: forward still before backward
+    summaries = [summarize_set(s, roles.get(id_token(s.backend), "-"), label) for s, label in zip(chosen, labels, strict=True)]
     return ConfigTimeline(kernel, config, path, chosen, summaries)

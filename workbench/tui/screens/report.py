@@ -111,7 +111,8 @@ class ReportScreen(WorkbenchScreen):
     async def _planned(self, plan: ReportPlan, existing: dict[str, str | None]) -> None:
         self.plan = plan
         self.refusal = "" if plan.ok else "in-process validators failed: see the validation tab"
-        await self.preview.show_plan(plan, existing)
+        writable = not self.data.read_only and self.data.write_report is not None
+        await self.preview.show_plan(plan, existing, writable=writable)
         status = Text(f"stage {plan.stage}: VERDICT: {plan.verdict} · {len(plan.files)} file(s)")
         if plan.ok and self.data.read_only:
             status.append("  ·  validators pass — read-only session: preview only", style="yellow")
