@@ -370,5 +370,6 @@ def plan_f_reports(ws: Any, investigations: Sequence[Investigation], *, inputs: 
 
 def closing_block(plan: ReportPlan) -> str:
     """F's return block: validator transcript inside ``<VALIDATOR_OUTPUT>``, then the verdict line last."""
-    body = plan.validator_output if plan.validator_output.endswith("\n") else plan.validator_output + "\n"
-    return f"<VALIDATOR_OUTPUT>\n{body}</VALIDATOR_OUTPUT>\nVERDICT: {plan.verdict}\n"
+    from workbench.validators import output_block
+
+    return f"{output_block(plan.validator_output)}VERDICT: {plan.verdict}\n"

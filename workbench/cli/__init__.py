@@ -114,43 +114,38 @@ def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
     return set()
 
 
-def _rewrite_bare_kernel(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """``cutile-workbench [globals] <kernel>`` → ``... open <kernel>``."""
-    known = _known_commands(parser)
+def _positionals(argv: list[str]) -> list[tuple[int, str]]:
+    """``(index, word)`` of the words before ``--`` that are neither flags nor global-flag values."""
+    found: list[tuple[int, str]] = []
     i = 0
     while i < len(argv):
         a = argv[i]
+        if a == "--":
+            break
         if a in GLOBAL_FLAGS_WITH_VALUE:
             i += 2
             continue
-        if a.startswith("-"):
-            i += 1
-            continue
-        if a not in known:
-            return [*argv[:i], OPEN_COMMAND, *argv[i:]]
+        if not a.startswith("-"):
+            found.append((i, a))
+        i += 1
+    return found
+
+
+def _rewrite_bare_kernel(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``cutile-workbench [globals] <kernel>`` → ``... open <kernel>``."""
+    words = _positionals(argv)
+    if not words or words[0][1] in _known_commands(parser):
         return argv
-    return argv
+    i = words[0][0]
+    return [*argv[:i], OPEN_COMMAND, *argv[i:]]
 
 
 def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
     """The message for ``cutile-workbench <not-a-command> <more positionals>`` (None when it reads as a
     bare kernel name): a typo in a command must not be taken for a kernel whose extra word is unknown."""
     known = _known_commands(parser)
-    words: list[str] = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in GLOBAL_FLAGS_WITH_VALUE:
-            i += 2
-            continue
-        if a == "--":
-            break
-        if not a.startswith("-"):
-            words.append(a)
-            if words[0] in known:
-                return None
-        i += 1
-    if len(words) < 2:
+    words = [w for _i, w in _positionals(argv)]
+    if len(words) < 2 or words[0] in known:
         return None
     close = difflib.get_close_matches(words[0], sorted(known), n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""

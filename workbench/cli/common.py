@@ -12,17 +12,25 @@ Contract:
   ``check --apply-wiring``; :func:`confirm_write` for report plans): None when writing may
   proceed, else the exit code (2) after saying why on stderr. Non-interactive stdin never
   writes without ``--yes``; a TTY is asked ``[y/N]`` with No as the default.
-- :func:`print_dry_run` / :func:`print_written` are the two listings of a report command.
+- :func:`finish_report` is the tail both ``report e`` and ``report f`` share once a plan exists:
+  refused (closing blocks, exit 3), ``--dry-run`` (what would be written, closing blocks, a ``DRY
+  RUN:`` line), the read-only recorded session (``InputError``), the write gate, then the write
+  and the closing blocks with the final ``VERDICT:`` line (exit 1 for BLOCKED, else 0).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, Protocol, TextIO
 
+from workbench.errors import InputError
 from workbench.model import ReportPlan
+from workbench.services.stage_e import read_only_reason
+from workbench.validators import output_block
+from workbench.workspace import Workspace
 from workbench.writer import WriteResult
 
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
@@ -108,3 +116,32 @@ def print_written(plan: ReportPlan, result: WriteResult, out: TextIO) -> None:
         out.write(f"  {p.relative_to(plan.kernel_dir).as_posix()}\n")
     if result.backup_dir is not None:
         out.write(f"backup of replaced files: {result.backup_dir}\n")
+
+
+def closing_blocks(plan: ReportPlan) -> str:
+    """E's ``<PERF_LOG>`` block (F has none), then the ``<VALIDATOR_OUTPUT>`` block."""
+    return plan.perf_log_block + output_block(plan.validator_output)
+
+
+def finish_report(ws: Workspace, plan: ReportPlan, *, dry_run: bool, yes: bool, noun: str,
+                  write: Callable[[Workspace, ReportPlan], WriteResult], out: TextIO) -> int:
+    """Refuse, preview or write ``plan`` (see the module contract); returns the exit code."""
+    if not plan.ok:
+        out.write(closing_blocks(plan))
+        print("error: validation refused: a validator exited non-zero; nothing was written", file=sys.stderr)
+        return EXIT_REFUSED
+    if dry_run:
+        print_dry_run(plan, out)
+        out.write(closing_blocks(plan))
+        out.write(f"DRY RUN: nothing written; the {noun} would say VERDICT: {plan.verdict}\n")
+        return EXIT_OK
+    read_only = read_only_reason(ws)
+    if read_only:
+        raise InputError(read_only, path=str(ws.kernel_dir))
+    refused = confirm_write(plan, yes=yes)
+    if refused is not None:
+        return refused
+    print_written(plan, write(ws, plan), out)
+    out.write(closing_blocks(plan))
+    out.write(f"VERDICT: {plan.verdict}\n")
+    return EXIT_BLOCKED if plan.verdict == "BLOCKED" else EXIT_OK

@@ -21,15 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import (
-    EXIT_REFUSED,
-    add_kernel_args,
-    confirm_write,
-    path_arg,
-    print_dry_run,
-    print_written,
-)
-from workbench.errors import Blocked, InputError
+from workbench.cli.common import add_kernel_args, finish_report, path_arg
+from workbench.errors import Blocked
 from workbench.model import RatioTable
 from workbench.services import stage_e
 from workbench.stats import round4
@@ -135,10 +128,6 @@ class TableCommand:
                            seed=args.seed)
 
 
-def _closing(block: str, validator_output: str) -> str:
-    return f"{block}<VALIDATOR_OUTPUT>\n{validator_output}</VALIDATOR_OUTPUT>\n"
-
-
 class ReportECommand:
     name = "e"
     group = "report"
@@ -169,27 +158,8 @@ class ReportECommand:
             print("nothing was written")
             print("VERDICT: BLOCKED")
             return 1
-        out = sys.stdout
-        if not plan.ok:
-            out.write(_closing(plan.perf_log_block, plan.validator_output))
-            print("error: validation refused: a validator exited non-zero; nothing was written", file=sys.stderr)
-            return EXIT_REFUSED
-        if args.dry_run:
-            print_dry_run(plan, out)
-            out.write(_closing(plan.perf_log_block, plan.validator_output))
-            out.write(f"DRY RUN: nothing written; the report would say VERDICT: {plan.verdict}\n")
-            return 0
-        read_only = stage_e.read_only_reason(ws)
-        if read_only:
-            raise InputError(read_only, path=str(ws.kernel_dir))
-        refused = confirm_write(plan, yes=args.yes)
-        if refused is not None:
-            return refused
-        result = stage_e.write(ws, plan)
-        print_written(plan, result, out)
-        out.write(_closing(plan.perf_log_block, plan.validator_output))
-        out.write(f"VERDICT: {plan.verdict}\n")
-        return 0
+        return finish_report(ws, plan, dry_run=args.dry_run, yes=args.yes, noun="report", write=stage_e.write,
+                             out=sys.stdout)
 
 
 COMMANDS = (TableCommand(), ReportECommand())

@@ -12,17 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.cli.common import (
-    EXIT_REFUSED,
-    add_kernel_args,
-    confirm_write,
-    path_arg,
-    print_dry_run,
-    print_written,
-)
-from workbench.errors import InputError
-from workbench.report_f import closing_block
-from workbench.services import stage_e, stage_f
+from workbench.cli.common import add_kernel_args, finish_report, path_arg
+from workbench.services import stage_f
 
 
 class ReportFCommand:
@@ -48,25 +39,8 @@ class ReportFCommand:
         plan = report.plan
         for inv in report.investigations:
             print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)
-        if not plan.ok:
-            out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
-            print("error: validation refused: a validator exited non-zero; nothing was written", file=sys.stderr)
-            return EXIT_REFUSED
-        if args.dry_run:
-            print_dry_run(plan, out)
-            out.write(f"<VALIDATOR_OUTPUT>\n{plan.validator_output}</VALIDATOR_OUTPUT>\n")
-            out.write(f"DRY RUN: nothing written; the reports would say VERDICT: {plan.verdict}\n")
-            return 0
-        read_only = stage_e.read_only_reason(ws)
-        if read_only:
-            raise InputError(read_only, path=str(ws.kernel_dir))
-        refused = confirm_write(plan, yes=args.yes)
-        if refused is not None:
-            return refused
-        result = stage_f.write(ws, plan)
-        print_written(plan, result, out)
-        out.write(closing_block(plan))
-        return 1 if plan.verdict == "BLOCKED" else 0
+        return finish_report(ws, plan, dry_run=args.dry_run, yes=args.yes, noun="reports", write=stage_f.write,
+                             out=out)
 
 
 COMMANDS = (ReportFCommand(),)
