@@ -45,10 +45,13 @@ async def main():
         ref, gen = tmp / "reference.mlir", tmp / "generated.mlir"
         def ir_loader():
             from workbench.ir.loader import load_ir
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.thread_time()
             r, g = load_ir(ref, "reference"), load_ir(gen, "generated")
             pair = build_ir_pair("bench", r.text, g.text, ref_canon=r.canon, gen_canon=g.canon)
             out["ir_build_s"] = time.perf_counter() - t
+            # the build thread's own CPU time: the wall time above also holds the waits for the
+            # GIL while the main thread paints and composes
+            out["ir_build_cpu_s"] = time.thread_time() - cpu
             return [pair], []
         table = syn.big_table(500)
         data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=table, ir_loader=ir_loader)
@@ -163,7 +166,8 @@ def main() -> int:
     rows = [
         ("first paint (500 configs, 2x10k-line IR)", start["first_paint_s"] * 1e3, 1000.0, "ms"),
         ("first paint, worst of the runs", start["first_paint_worst_s"] * 1e3, 1000.0, "ms"),
-        ("IR build in background (informational)", start["ir_build_s"] * 1e3, float("nan"), "ms"),
+        ("IR build in background, wall (informational)", start["ir_build_s"] * 1e3, float("nan"), "ms"),
+        ("IR build, its thread's CPU time (informational)", start["ir_build_cpu_s"] * 1e3, float("nan"), "ms"),
         ("IR diff screen ready after key 3", start["irdiff_ready_s"] * 1e3, 300.0, "ms"),
         ("timeline frame, 100k launches (median)", launches["frame_ms_median"], 50.0, "ms"),
         ("timeline frame, 100k launches (max of 20)", launches["frame_ms_max"], 50.0, "ms"),
@@ -174,14 +178,14 @@ def main() -> int:
           f"lines/side, {start['rows']:.0f} rows, {launches['launches']:.0f} launches, frame "
           f"{launches['frame_height']:.0f} lines, start runs {wall:.1f} s)")
     print(_bytecode_state())
-    print(f"{'measure':46} {'value':>10} {'target':>10} {'value/target':>13}  ok")
+    print(f"{'measure':48} {'value':>10} {'target':>10} {'value/target':>13}  ok")
     ok_all = True
     for name, value, target, unit in rows:
         ratio = value / target if target == target else float("nan")
         ok = ratio <= 1.0 if ratio == ratio else True
         ok_all &= ok
         tgt = f"{target:.0f} {unit}" if target == target else "—"
-        print(f"{name:46} {value:>7.1f} {unit:2} {tgt:>10} {ratio:>13.2f}  {'yes' if ok else 'NO'}")
+        print(f"{name:48} {value:>7.1f} {unit:2} {tgt:>10} {ratio:>13.2f}  {'yes' if ok else 'NO'}")
     return 0 if ok_all else 1
 
 

@@ -76,11 +76,12 @@ def single_run(roles: tuple[RoleRun, ...], out: KernelPaths) -> None:
 
 def comparable_table(out_root: Path) -> dict[str, object]:
     """E's ratio table of a kernel dir as JSON, without the fields that name the directory."""
-    from workbench.cli_e import ratio_table_for, table_json
+    from workbench.cli.stage_e import table_json
+    from workbench.services.stage_e import ratio_table
     from workbench.workspace import open_workspace
 
     ws = open_workspace("rms_norm", out_root=out_root)
-    doc = table_json(ratio_table_for(ws))  # without ws: no gaps, source or kernel_dir (they name the dir)
+    doc = table_json(ratio_table(ws))  # without ws: no gaps, source or kernel_dir (they name the dir)
     doc["notes"] = [str(n).replace(str(out_root), "<root>") for n in doc["notes"]]  # type: ignore[union-attr]
     return doc
 

@@ -1,4 +1,4 @@
-"""Architecture rules: ``workbench/`` core imports no Textual; ``widgets/`` does no file/GPU I/O.
+"""Architecture rules: core imports no Textual; widgets do no file/GPU I/O; the import contracts hold.
 
 The import check runs in a fresh interpreter (this pytest process has Textual loaded already):
 it imports every module under ``workbench/`` except ``workbench.tui`` and fails if ``textual``
@@ -86,3 +86,50 @@ def test_violation_detector_catches_io(tmp_path: Path) -> None:
     sample.write_text("import subprocess\nfrom pathlib import Path\nopen('x')\nPath('y').read_text()\n")
     found = _violations(sample)
     assert len(found) == 4, found
+
+
+# --------------------------------------------------------------------------- import contracts
+
+_LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports({config!r}, no_cache=True))"
+
+
+def _lint_imports(cwd: Path, config: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _LINT.format(config=config)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def test_import_contracts_hold() -> None:
+    """pyproject.toml's import-linter contracts: no cycles; CLI > TUI > services > core; nothing imports the CLI."""
+    proc = _lint_imports(ROOT, "pyproject.toml")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "3 kept, 0 broken" in proc.stdout
+
+
+def test_every_workbench_module_is_in_a_layer() -> None:
+    """A new module of workbench/ must be placed in the layers contract, or it would escape it."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    layers = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")["layers"]
+    named = {name.strip() for layer in layers for name in layer.split(":")}
+    present = {p.stem if p.is_file() else p.name for p in (ROOT / "workbench").iterdir()
+               if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").is_file())}
+    assert present - named == set(), f"add these to the layers contract in pyproject.toml: {present - named}"
+
+
+def test_import_contracts_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
+    """The contract types used above do fail: a synthetic two-module cycle and a core → face import."""
+    pkg = tmp_path / "demo"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from demo import b\n")
+    (pkg / "b.py").write_text("def f():\n    from demo import a\n")
+    (pkg / "core.py").write_text("import demo.cli\n")
+    (tmp_path / "contracts.toml").write_text(
+        '[tool.importlinter]\nroot_packages = ["demo"]\n\n'
+        '[[tool.importlinter.contracts]]\nname = "cycles"\ntype = "acyclic_siblings"\nancestors = ["demo"]\n\n'
+        '[[tool.importlinter.contracts]]\nname = "layers"\ntype = "layers"\ncontainers = ["demo"]\n'
+        'layers = ["cli", "a : b : core"]\n')
+    proc = _lint_imports(tmp_path, "contracts.toml")
+    assert proc.returncode == 1 and "0 kept, 2 broken" in proc.stdout, proc.stdout[-3000:]

@@ -23,11 +23,12 @@ import pytest
 from checks_helpers import fake
 from tui_helpers import make_data
 
+from workbench.services.checks import ChecksResult, gather_checks
 from workbench.tilegym_checks.childproc import run_child, tilegym_env
 from workbench.tilegym_checks.precondition import check_precondition
 from workbench.tilegym_checks.wiring import check_wiring
 from workbench.tui.app import make_app
-from workbench.tui.screens.checks import ChecksResult, ChecksScreen, gather_checks
+from workbench.tui.screens.checks import ChecksScreen
 
 REPO = Path(__file__).resolve().parents[1]
 

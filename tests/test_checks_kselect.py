@@ -294,7 +294,7 @@ def test_false_false_trap_on_matmul() -> None:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "workbench.tilegym_checks.cli", *args],
+    return subprocess.run([sys.executable, "-m", "workbench", *args],
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 

@@ -99,7 +99,7 @@ def test_plan_has_exactly_the_two_blocked_files(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "workbench.tilegym_checks.cli", *args],
+    return subprocess.run([sys.executable, "-m", "workbench", *args],
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 

@@ -136,6 +136,33 @@ def test_conditional_and_no_style_states(tmp_path: Path) -> None:
     assert s.state == "no_style" and s.edit is None
 
 
+WRAPPER = '''\
+from tilegym.backend import register_impl
+
+
+@register_impl("bmm", backend='cutile-rs')
+def bmm(a, b):
+    return a @ b
+'''
+
+
+def test_no_style_in_the_test_takes_the_wrappers_register_impl_spelling(tmp_path: Path) -> None:
+    """SYNTHETIC: the correctness test has no cutile-rs entry; the wrapper registers backend='cutile-rs'."""
+    no_style = fake.TEST_BMM_MISSING.replace('["cutile", "cutile-rs"]', '["cutile"]')
+    root = fake.make_tree(tmp_path, tests={"test_bmm.py": no_style})
+    fake.write(root / "src/tilegym/ops/cutile_rs/bmm.py", WRAPPER)
+    check = check_wiring(root, "bmm", python=sys.executable, collect=False)
+    (s,) = check.statuses
+    assert s.state == "missing" and s.edit is not None, s.message
+    assert s.edit.literal == "'cutile-rs'"  # spelled exactly as the wrapper spells it
+    assert "register_impl" in s.message and "bmm.py:4" in s.message
+    assert _changed_lines(s.edit.diff()) == ['-    _perf_frameworks = ["cutile", "pytorch"]',
+                                             '+    _perf_frameworks = ["cutile", \'cutile-rs\', "pytorch"]']
+    # a wrapper that registers another backend is no source for the spelling
+    fake.write(root / "src/tilegym/ops/cutile_rs/bmm.py", WRAPPER.replace("cutile-rs", "cutile"))
+    assert check_wiring(root, "bmm", python=sys.executable, collect=False).statuses[0].state == "no_style"
+
+
 def test_apply_then_recollect_proves_cases(tmp_path: Path) -> None:
     root = fake.make_tree(tmp_path)
     check = check_wiring(root, "bmm", python=sys.executable, timeout_s=120)
@@ -174,7 +201,7 @@ def test_apply_refuses_a_file_changed_since_the_proposal(tmp_path: Path) -> None
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "workbench.tilegym_checks.cli", *args],
+    return subprocess.run([sys.executable, "-m", "workbench", *args],
                           capture_output=True, text=True, timeout=300, cwd=cwd)
 
 
@@ -189,7 +216,8 @@ def test_cli_check_shows_the_diff_and_edits_only_with_apply(tmp_path: Path) -> N
     assert "re-run with --apply-wiring" in shown.stdout
     assert path.read_text() == original  # nothing edited without confirmation
     out_root = tmp_path / "out"
-    applied = _cli("check", "bmm", "--tilegym", str(root), "--out-root", str(out_root), "--apply-wiring", cwd=tmp_path)
+    applied = _cli("check", "bmm", "--tilegym", str(root), "--out-root", str(out_root), "--apply-wiring", "--yes",
+                   cwd=tmp_path)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "wired: 16 cutile-rs perf case(s) collected" in applied.stdout
     backups = list((out_root / "bmm" / "workbench" / "wiring_backup").iterdir())

@@ -272,14 +272,14 @@ def test_real_wrappers_known_findings() -> None:
 @needs_tilegym
 def test_audit_cli_json() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "workbench.tilegym_checks.cli", "audit-wrapper", "silu_and_mul", "--tilegym", str(TILEGYM), "--json"],
+        [sys.executable, "-m", "workbench", "audit-wrapper", "silu_and_mul", "--tilegym", str(TILEGYM), "--json"],
         capture_output=True, text=True, timeout=120, cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert rows[0]["details"]["rule"] == "hot_path_copy"
     bad = subprocess.run(
-        [sys.executable, "-m", "workbench.tilegym_checks.cli", "audit-wrapper", "nosuchop", "--tilegym", str(TILEGYM)],
+        [sys.executable, "-m", "workbench", "audit-wrapper", "nosuchop", "--tilegym", str(TILEGYM)],
         capture_output=True, text=True, timeout=120, cwd=REPO,
     )
     assert bad.returncode == 2 and "unknown kernel 'nosuchop'" in bad.stderr

@@ -1,4 +1,4 @@
-"""Headless CLI: exit codes, the closing contract, nothing written on bad input, plug-in registry.
+"""Headless CLI: exit codes, the closing contract, nothing written on bad input, the command registry.
 
 Data: REAL H200 fixtures (tests/fixtures/e/real) and SYNTHETIC corruptions of them (labelled).
 """
@@ -154,10 +154,10 @@ def test_bare_kernel_opens_tui_and_plugin_registry() -> None:
     assert _rewrite_bare_kernel(parser, ["rms_norm"]) == ["open", "rms_norm"]
     assert _rewrite_bare_kernel(parser, ["--out-root", "x", "rms_norm"]) == ["--out-root", "x", "open", "rms_norm"]
     assert _rewrite_bare_kernel(parser, ["table", "rms_norm"]) == ["table", "rms_norm"]
-    # a missing plug-in module is skipped silently; ours registers table + report e
-    p2 = build_parser(("workbench.cli_e", "workbench.no_such_module_xyz"))
+    # the command registry: a parser of only stage E's module registers table + report e
+    p2 = build_parser(("workbench.cli.stage_e",))
     args = p2.parse_args(["report", "e", "k", "--dry-run"])
-    assert args.func.__name__ == "_cmd_report_e" and args.dry_run
+    assert type(args.func.__self__).__name__ == "ReportECommand" and args.dry_run
     args = p2.parse_args(["--out-root", "/o", "table", "k"])
     assert args.out_root == "/o"
     args = p2.parse_args(["table", "k", "--out-root", "/p"])

@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from workbench.history.compat import compare_provenance, render_conditions_section
-from workbench.history.gpu import ClockSnapshot, GpuIdentity
-from workbench.history.provenance import HarnessInfo, Provenance
+from workbench.provenance import HarnessInfo, Provenance
+from workbench.provenance.gpu import ClockSnapshot, GpuIdentity
 from workbench.report_e import plan_e_report
 from workbench.validators import validate_agent_e
 from workbench.workspace import open_workspace

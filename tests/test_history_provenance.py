@@ -20,14 +20,7 @@ from perflog_helpers import load_suite_runner
 import workbench
 from workbench.errors import InputError
 from workbench.events import Event, read_events
-from workbench.history.gpu import (
-    THROTTLE_REASONS,
-    ClockSnapshot,
-    GpuIdentity,
-    decode_clock_event_reasons,
-    read_gpu,
-)
-from workbench.history.provenance import (
+from workbench.provenance import (
     CUTILE_RS_LIB,
     HarnessInfo,
     Provenance,
@@ -35,6 +28,13 @@ from workbench.history.provenance import (
     provenance_from_dict,
     provenance_from_events,
     read_git_commit,
+)
+from workbench.provenance.gpu import (
+    THROTTLE_REASONS,
+    ClockSnapshot,
+    GpuIdentity,
+    decode_clock_event_reasons,
+    read_gpu,
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,9 +15,9 @@ import pytest
 
 from workbench.errors import InputError
 from workbench.history.entries import RunEntry, entry_from_log
-from workbench.history.provenance import HarnessInfo, Provenance
 from workbench.history.store import APPLICATION_ID, SCHEMA_VERSION, HistoryStore
 from workbench.perflog.parser import parse_perf_log
+from workbench.provenance import HarnessInfo, Provenance
 
 LOG = Path(__file__).resolve().parents[1] / "profiles" / "rms_norm" / "session" / "rms_norm" / \
     "baseline_perf_triton_tileir.txt"

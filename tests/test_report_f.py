@@ -18,7 +18,8 @@ from workbench.cli import main
 from workbench.diagnosis import diagnose
 from workbench.errors import UnsafePath, ValidationRefused
 from workbench.model import PlannedFile
-from workbench.report_f import _check_targets, closing_block, collect_inputs, plan_f_reports
+from workbench.report_f import _check_targets, closing_block, plan_f_reports
+from workbench.services.stage_f import collect as collect_inputs
 from workbench.validators import validate_agent_f
 from workbench.workspace import open_workspace
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench import runner_cli
-from workbench.errors import InputError
+from workbench.cli.run import RunCommand, run_request
+from workbench.cli.timeline import TimelineCommand
+from workbench.errors import InputError, WorkbenchError
 from workbench.launches_io import save_launch_sets
 from workbench.layout import KernelPaths
 from workbench.model import CallCapture, Launch, LaunchSet
+from workbench.services import runs as runs_service
 
 FIXTURES = Path(__file__).parent / "fixtures" / "runner"
 REPO = Path(__file__).resolve().parent.parent
@@ -24,14 +26,24 @@ REPO = Path(__file__).resolve().parent.parent
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="cutile-workbench")
     sub = parser.add_subparsers(dest="cmd", required=True)
-    runner_cli.register(sub, None)
+    for command in (RunCommand(), TimelineCommand()):
+        p = sub.add_parser(command.name)
+        command.prepare_parser(p)
+        p.set_defaults(func=command.run)
     return parser.parse_args(list(argv))
 
 
 def call(*argv: str) -> tuple[int, str]:
+    """Run a command like ``workbench.cli.main`` does (a WorkbenchError → ``error:`` on stderr + its code)."""
+    import sys
+
     args = parse(*argv)
     buf = io.StringIO()
-    rc = args.func(args, buf)
+    try:
+        rc = args.func(args, buf)
+    except WorkbenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        rc = exc.exit_code
     return rc, buf.getvalue()
 
 
@@ -39,7 +51,7 @@ def call(*argv: str) -> tuple[int, str]:
 
 
 def test_run_without_gpu_points_at_the_recorded_session(tmp_path, capsys):
-    present, _ = runner_cli.gpu_probe(shutil.which("python3") or "python3")
+    present, _ = runs_service.gpu_probe(shutil.which("python3") or "python3")
     if present:
         pytest.skip("a GPU is visible here")
     rc, _ = call("run", "rms_norm", "--out-root", str(tmp_path))
@@ -267,7 +279,8 @@ TILEGYM = REPO / ".fetched" / "TileGym"
 def test_tilegym_plan_targets_test_perf_and_keeps_cutile_rs_out_of_baselines(tmp_path):
     args = parse("run", "rms_norm", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path), "-b", "cutile-rs",
                  "-b", "cutile", "-b", "triton", "-k", "262144-1024")
-    runs, out, _ = runner_cli.plan_runs(args)
+    plan = runs_service.plan_runs(run_request(args))
+    runs, out = plan.runs, plan.out
     assert out.root == tmp_path / "rms_norm"
     by = {r.backend: r for r in runs}
     assert by["cutile-rs"].role == "candidate" and by["cutile"].role == "baseline_cutile"
@@ -278,9 +291,10 @@ def test_tilegym_plan_targets_test_perf_and_keeps_cutile_rs_out_of_baselines(tmp
     assert spec.backend_token == "cutile" and spec.cwd == TILEGYM.resolve()
     assert by["cutile-rs"].spec.env["DISABLE_FALLBACK"] == "1" and "DISABLE_FALLBACK" not in spec.env
     # two classes with test_perf: the file plus a -k that keeps test_perf_llm out
-    runs, _, _ = runner_cli.plan_runs(parse("run", "layer_norm_legacy", "--tilegym", str(TILEGYM),
-                                            "--out-root", str(tmp_path)))
+    runs = runs_service.plan_runs(run_request(parse("run", "layer_norm_legacy", "--tilegym", str(TILEGYM),
+                                                    "--out-root", str(tmp_path)))).runs
     assert runs[0].spec.test_target == "tests/ops/test_layer_norm_legacy.py"
     assert "test_perf and not test_perf_llm" in (runs[0].spec.k_expr or "")
     with pytest.raises(InputError, match="close matches: rms_norm"):
-        runner_cli.plan_runs(parse("run", "rms_nrm", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path)))
+        runs_service.plan_runs(run_request(parse("run", "rms_nrm", "--tilegym", str(TILEGYM),
+                                                 "--out-root", str(tmp_path))))

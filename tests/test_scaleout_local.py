@@ -13,6 +13,7 @@ import io
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from scaleout_helpers import (
     single_run,
 )
 
+from workbench.errors import WorkbenchError
 from workbench.events import Event, read_events
 from workbench.layout import KernelPaths
 from workbench.perflog.sanitizer import count_validator_lines, sanitize
@@ -204,16 +206,18 @@ def test_two_shards_on_one_gpu_are_labelled(tmp_path):
 
 
 def call(*argv: str) -> tuple[int, str]:
-    import argparse
+    from workbench.cli import build_parser
 
-    from workbench import runner_cli
-
-    parser = argparse.ArgumentParser(prog="cutile-workbench")
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    runner_cli.register(sub, None)
-    args = parser.parse_args(list(argv))
+    args = build_parser().parse_args(list(argv))
+    for name in ("out_root", "tilegym"):
+        if not hasattr(args, name):
+            setattr(args, name, None)
     buf = io.StringIO()
-    return args.func(args, buf), buf.getvalue()
+    try:
+        return args.func(args, buf), buf.getvalue()
+    except WorkbenchError as exc:  # what cli.main does with a command's error
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code, buf.getvalue()
 
 
 def test_cli_run_gpus_prints_progress_and_merges(tmp_path, monkeypatch):

@@ -171,18 +171,17 @@ def test_a_rerun_attaches_to_the_running_job_instead_of_submitting_again(tmp_pat
 
 
 def test_cli_run_slurm_submits_watches_and_merges(tmp_path, monkeypatch):
-    import argparse
     import io
 
-    from workbench import runner_cli
+    from workbench.cli import build_parser
 
     suite = faults_suite(tmp_path)
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # exported to the jobs (fast children)
-    parser = argparse.ArgumentParser(prog="cutile-workbench")
-    runner_cli.register(parser.add_subparsers(dest="cmd", required=True), None)
+    parser = build_parser()
     args = parser.parse_args(["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root",
                               str(tmp_path / "o"), "-b", "triton", "-b", "cutile", "--slurm", "--nodes", "2",
                               "--gpus-per-node", "0", "--poll", "0.3", "--time", "10"])
+    args.tilegym = getattr(args, "tilegym", None)
     buf = io.StringIO()
     rc = args.func(args, buf)
     out = buf.getvalue()

@@ -113,10 +113,10 @@ async def test_enter_and_t_open_timeline_of_row() -> None:
         # candidate lanes have 3 launches (memset fill + add + op), baseline lanes 1
         assert [len(ln.launches) for ln in tl.lanes[:2]] == [3, 1]
         assert tl.lanes[0].launches[0].kind == "memset"
-        await pilot.press("1", "up", "t")
+        await pilot.press("1", "up", "t")  # the row above: configs sort numerically (4096, 8192, 16384)
         await pilot.pause()
         assert isinstance(app.screen, TimelineScreen)
-        assert app.screen.row is not None and app.screen.row.params.startswith("static_persistent-8192")
+        assert app.screen.row is not None and app.screen.row.params.startswith("static_persistent-16384")
 
 
 async def test_timeline_keys_zoom_pan_select_details() -> None:

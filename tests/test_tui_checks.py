@@ -22,10 +22,11 @@ from test_checks_wrapper_audit import CANARY
 from tui_helpers import make_data
 
 from widgets.checks_panel import CheckItem, ChecksPanel, render_items
+from workbench.services.checks import ChecksResult, gather_checks
 from workbench.tui.app import make_app
 from workbench.tui.commands import available_commands
 from workbench.tui.modals import ErrorModal
-from workbench.tui.screens.checks import ChecksResult, ChecksScreen, gather_checks
+from workbench.tui.screens.checks import ChecksScreen
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -263,7 +263,7 @@ def test_binding_list_names_every_id_with_its_default_keys() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "workbench.tui.keymap"], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "workbench", "keys"], capture_output=True, text=True,
                          check=True, timeout=60).stdout
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:]}
     assert rows == {bid: info.keys for bid, info in KNOWN.items()}

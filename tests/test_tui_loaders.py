@@ -114,7 +114,7 @@ async def test_embedded_default_opens_recorded_session_read_only() -> None:
     data = load_app_data("rms_norm", out_root=None, tilegym=None, env={})
     assert data.source == "recorded" and "H200" in data.gpu
     assert data.table is not None and data.table.rows and data.launch_sets
-    from workbench.tui.loaders import gpu_present
+    from workbench.services.runs import gpu_present
 
     assert (data.runner is not None) == gpu_present()  # offered to re-run live only on a GPU node
     assert "read-only" in data.read_only
@@ -147,10 +147,9 @@ def test_gpu_runner_reruns_candidate_then_baseline_node_ids(tmp_path: Path, monk
     import threading
     from dataclasses import dataclass
 
-    import workbench.runner as runner_mod
+    import workbench.services.runs as runs_service
     from workbench.layout import KernelPaths
     from workbench.model import RatioRow
-    from workbench.tui.loaders import _gpu_runner
 
     specs: list[object] = []
 
@@ -162,9 +161,9 @@ def test_gpu_runner_reruns_candidate_then_baseline_node_ids(tmp_path: Path, monk
         specs.append(spec)
         return _Result()
 
-    monkeypatch.setattr(runner_mod, "run", fake_run)
+    monkeypatch.setattr(runs_service, "run_suite", fake_run)
     out = KernelPaths.under(tmp_path, "rms_norm")
-    run = _gpu_runner("rms_norm", "cutile", tmp_path, out)
+    run = runs_service.config_rerunner("rms_norm", "cutile", tmp_path, out)
     row = RatioRow("profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf", "16384-2048-torch.bfloat16",
                    None, "triton_tileir", 0.0345, 0.0384, 1.11, "OK")
     assert run([row], lambda ev: None, threading.Event()) == 0

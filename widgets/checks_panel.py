@@ -1,7 +1,7 @@
 """ChecksPanel: the TileGym-side checks (E precondition, test_perf wiring, ``-k`` selection,
 wrapper audit) as a scrollable list of sections, each row naming its CLI twin.
 
-Contract: fed :class:`CheckItem` rows (built by ``workbench.tui.screens.checks`` from
+Contract: fed :class:`~workbench.model.CheckItem` rows (built by ``workbench.services.checks`` from
 ``workbench.tilegym_checks``); never reads files or runs anything. Rows keep their input order
 within a section; sections are shown in :data:`SECTIONS` order. Every user string (paths,
 tracebacks, diffs, ``-k`` expressions) is rendered as ``rich.text.Text`` — never markup — so a
@@ -11,12 +11,13 @@ tracebacks, diffs, ``-k`` expressions) is rendered as ``rich.text.Text`` — nev
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+
+from workbench.model import CheckItem
 
 #: (section key, heading) in display order: E's Step 1, Step 2, then the selection, then F's audit
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -36,21 +37,6 @@ _STATUS_STYLE = {
     "INFO": "bold",
     "CANCELLED": "bold yellow",
 }
-
-
-@dataclass(frozen=True)
-class CheckItem:
-    """One result row: what was checked, its outcome, where, what to do, and the CLI twin."""
-
-    section: str  # a key of SECTIONS
-    status: str  # OK | BLOCKED | MISSING | REFUSED | ERROR | FINDING | SKIPPED | INFO | CANCELLED
-    title: str
-    detail: str = ""  # multi-line plain text: traceback tail, node ids, -k expressions
-    location: str = ""  # file:line the row is about ("" when none)
-    rule: str = ""  # the rule it breaks (audit findings)
-    action: str = ""  # the seed's suggested action
-    diff: str = ""  # a unified diff (the proposed wiring edit) — shown, never applied here
-    cli: str = ""  # the CLI twin that reproduces (or, for the wiring edit, applies) this row
 
 
 def section_status(items: Sequence[CheckItem], section: str) -> str:

@@ -12,6 +12,7 @@ launches paint well under 50 ms per frame (``bench/tui_start.py`` measures it).
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,11 +43,14 @@ class Lane:
     launches: list[Launch]
     starts: list[int]  # launch start - call.host_start_ns, sorted
     ends: list[int]  # launch end - call.host_start_ns, same order
+    #: which measurement set of the test the call belongs to ("fwd", "bwd"; "" when the test has one)
+    phase: str = ""
 
     @property
     def label(self) -> str:
         tag = "cand" if self.role == "candidate" else "base"
-        return f"#{self.call.index} {tag} {len(self.launches)}L"
+        phase = f" {self.phase}" if self.phase else ""
+        return f"#{self.call.index} {tag}{phase} {len(self.launches)}L"
 
     @property
     def span_ns(self) -> int:
@@ -55,11 +59,25 @@ class Lane:
         return max(ln.end_ns for ln in self.launches) - self.call.host_start_ns
 
 
-def make_lane(role: str, backend: str, call: CallCapture) -> Lane:
+def make_lane(role: str, backend: str, call: CallCapture, phase: str = "") -> Lane:
     launches = sorted(call.launches, key=lambda x: x.start_ns)
     base = call.host_start_ns
     return Lane(role, backend, call, launches, [x.start_ns - base for x in launches],
-                [x.end_ns - base for x in launches])
+                [x.end_ns - base for x in launches], phase)
+
+
+def phase_tag(index: int, count: int) -> str:
+    """Lane tag of a test's ``index``-th measurement set of ``count`` (TileGym measures forward, then
+    backward): "" for a test with one set, else ``fwd``, ``bwd``, ``m3``…"""
+    if count < 2:
+        return ""
+    return ("fwd", "bwd")[index] if index < 2 else f"m{index + 1}"
+
+
+def _as_sets(side: LaunchSet | Sequence[LaunchSet] | None) -> list[LaunchSet]:
+    if side is None:
+        return []
+    return [side] if isinstance(side, LaunchSet) else list(side)
 
 
 def format_ns(ns: float) -> str:
@@ -148,26 +166,40 @@ class LaunchTimeline(ScrollView, can_focus=True):
         self._style_cache: dict[tuple[bool, str], dict[str, Style]] = {}
 
     # ------------------------------------------------------------------ data
-    def set_sets(self, candidate: LaunchSet | None, baseline: LaunchSet | None) -> None:
-        """Show one config: lanes interleave candidate call i, baseline call i."""
-        cand = candidate.calls if candidate else []
-        base = baseline.calls if baseline else []
+    def set_sets(self, candidate: LaunchSet | Sequence[LaunchSet] | None,
+                 baseline: LaunchSet | Sequence[LaunchSet] | None) -> None:
+        """Show one config: lanes interleave candidate call i, baseline call i. A side given as
+        several sets (a test's forward and backward measurements, in order) shows each set's
+        calls in turn, the lanes tagged ``fwd``/``bwd``."""
+        cands = _as_sets(candidate)
+        bases = _as_sets(baseline)
         lanes: list[Lane] = []
-        for i in range(max(len(cand), len(base))):
-            if i < len(cand) and candidate is not None:
-                lanes.append(make_lane("candidate", candidate.backend, cand[i]))
-            if i < len(base) and baseline is not None:
-                lanes.append(make_lane("baseline", baseline.backend, base[i]))
+        for p in range(max(len(cands), len(bases))):
+            cand = cands[p].calls if p < len(cands) else []
+            base = bases[p].calls if p < len(bases) else []
+            for i in range(max(len(cand), len(base))):
+                if i < len(cand):
+                    lanes.append(make_lane("candidate", cands[p].backend, cand[i], phase_tag(p, len(cands))))
+                if i < len(base):
+                    lanes.append(make_lane("baseline", bases[p].backend, base[i], phase_tag(p, len(bases))))
         self.lanes = lanes
         self._user_zoomed = False
         self.cursor_lane = 0
         self.selected = -1
         self._relayout()
 
-    def append_call(self, role: str, backend: str, call: CallCapture) -> None:
+    def append_call(self, role: str, backend: str, call: CallCapture, phase: str = "") -> None:
         """Live: one more measured call arrived."""
-        self.lanes.append(make_lane(role, backend, call))
+        self.lanes.append(make_lane(role, backend, call, phase))
         self._relayout()
+
+    def tag_phase(self, role: str, backend: str, phase: str) -> None:
+        """Live: a second measurement set of ``backend`` arrived; tag the untagged lanes of the first."""
+        for lane in self.lanes:
+            if lane.role == role and lane.backend == backend and not lane.phase:
+                lane.phase = phase
+        self._cache.clear()
+        self.refresh()
 
     def clear(self) -> None:
         self.set_sets(None, None)

@@ -9,6 +9,7 @@ Cell text is passed as ``rich.text.Text`` (never markup) because params strings 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -42,8 +43,15 @@ def _launches(row: RatioRow) -> str:
     return f"{c}/{b}"
 
 
+def config_sort_key(params: str) -> tuple[tuple[int, int | str], ...]:
+    """Natural order of a params string: shape fields compare as numbers (4096 before 16384)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(params) if part)
+
+
+_DIGITS = re.compile(r"(\d+)")
+
 COLUMNS: tuple[Column, ...] = (
-    Column("config", "config", lambda r: r.params),
+    Column("config", "config", lambda r: config_sort_key(r.params)),
     Column("variant", "variant", lambda r: r.variant or ""),
     Column("baseline", "baseline", lambda r: r.baseline_backend or ""),
     Column("base_ms", "base ms", lambda r: r.baseline_ms),

@@ -74,6 +74,7 @@ class ReportPreview(Vertical):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.plan: ReportPlan | None = None
         self.existing: dict[str, str | None] = {}
+        self.writable = True
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no report planned yet: press e (stage E) or f (stage F)"), id="banner")
@@ -84,12 +85,17 @@ class ReportPreview(Vertical):
         content = next(f.content for f in self.plan.files if f.relpath == relpath)
         return unified_diff(relpath, self.existing.get(relpath), content)
 
-    async def show_plan(self, plan: ReportPlan, existing: Mapping[str, str | None]) -> None:
+    async def show_plan(self, plan: ReportPlan, existing: Mapping[str, str | None], *, writable: bool = True) -> None:
+        """Show ``plan``; ``writable`` False (a read-only session) says preview only instead of "w writes"."""
         self.plan = plan
         self.existing = dict(existing)
+        self.writable = writable
         banner = self.query_one("#banner", Static)
         banner.set_classes("-ok" if plan.ok else "-refused")
-        state = "validators pass: w writes" if plan.ok else "REFUSED: validators failed (see validation tab)"
+        if not plan.ok:
+            state = "REFUSED: validators failed (see validation tab)"
+        else:
+            state = "validators pass: w writes" if writable else "validators pass: preview only"
         banner.update(
             Text(f"stage {plan.stage}  {plan.kernel}  VERDICT: {plan.verdict}  "
                  f"{len(plan.files)} file(s) → {plan.kernel_dir}  —  {state}")
@@ -118,6 +124,6 @@ class ReportPreview(Vertical):
         self.view = view
         if self.plan is not None:
             active = self.query_one("#files", TabbedContent).active
-            await self.show_plan(self.plan, self.existing)
+            await self.show_plan(self.plan, self.existing, writable=self.writable)
             if active:
                 self.query_one("#files", TabbedContent).active = active

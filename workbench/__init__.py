@@ -1,16 +1,20 @@
 """cutile-workbench: TileGym E (benchmark) and F (residual perf) stages, headless core + Textual app.
 
-Design card (keep in sync with README.md "Architecture"):
-- ``workbench/`` core modules import no Textual (``tests/test_architecture.py`` enforces it):
-  ``errors`` / ``model`` (typed dataclasses), ``testids`` (TileGym id rules), ``workspace``
-  (artifact layout + gaps), ``analysis`` (analysis.json), ``perflog/`` (printer plugin, parser,
-  sanitizer), ``stats`` (ratios, geomean, severity, bootstrap CIs), ``validators`` (in-process
-  twins of the skill's shell validators), ``report_e`` / ``report_f`` + ``writer`` (guarded atomic
-  writes), ``capture/`` (CUPTI engine, harness), ``history/`` (run provenance, SQLite store,
-  import, regression statistics, comparability), ``runner`` (pytest child + JSON-lines events),
-  ``scaleout/`` (shards over GPUs and SLURM array tasks, merge + provenance),
-  ``ir/`` (lexer, canonicalizer, diff, audit), ``diagnosis`` (F procedure), ``cli``.
-- ``workbench/tui/`` is the only place that imports Textual (App, screens, .tcss).
+Design card (keep in sync with README.md "Architecture"), top to bottom; each layer imports only
+the ones below it (import-linter contracts in ``pyproject.toml``, no cycles):
+- ``workbench/cli/``: the headless CLI, one module per command group; nothing imports it.
+- ``workbench/tui/``: the Textual app (App, screens, .tcss); the only part that imports Textual.
+- ``workbench/services/``: the stage layer both faces call (E, F, runs, timeline, checks, IR diff).
+- the core: ``errors`` / ``model`` (typed dataclasses), ``testids`` (TileGym id rules),
+  ``workspace`` (artifact layout + gaps), ``analysis`` (analysis.json), ``perflog/`` (printer
+  plugin, parser, sanitizer), ``stats`` (ratios, geomean, severity, bootstrap CIs), ``validators``
+  (in-process twins of the skill's shell validators), ``report_e`` / ``report_f`` + ``writer``
+  (guarded atomic writes), ``capture/`` (CUPTI engine, harness, clock check, self-check),
+  ``history/`` (run provenance, SQLite store, import, regression statistics, comparability),
+  ``runner`` (pytest child + JSON-lines events), ``scaleout/`` (shards over GPUs and SLURM array
+  tasks, merge + provenance), ``ir/`` (lexer, canonicalizer, diff, audit, dumped-IR filing),
+  ``diagnosis`` + ``f_inputs`` / ``f_render`` / ``f_evidence/`` (F procedure and its evidence),
+  ``tilegym_checks/``.
 - ``widgets/``: reusable Textual widgets, fed models only (no file or GPU I/O).
 - ``profiles/``: built-in kernel profiles (TileGym-convention perf suites) + recorded H200 sessions.
 """

@@ -18,7 +18,7 @@ Kinds written by ``workbench.perflog.plugin``: ``session_start {pid, argv, rootd
 benchmark}``, ``test_failed {nodeid, when, longrepr}`` (at the failing phase), ``test_finish
 {nodeid, outcome: passed|skipped|failed, duration_s}`` (once per test, after teardown),
 ``session_finish {exitstatus}``, and ``provenance {phase: start|finish, provenance}`` right after
-``session_start`` and before ``session_finish`` (:mod:`workbench.history.provenance`). The harness adds ``launches {nodeid, backend, params, calls}``
+``session_start`` and before ``session_finish`` (:mod:`workbench.provenance`). The harness adds ``launches {nodeid, backend, params, calls}``
 and ``progress {...}``.
 """
 

@@ -286,3 +286,21 @@ class ReportPlan:
     validator_output: str  # verbatim transcript ("$ cmd", output, "exit=N" per validator)
     ok: bool  # all validators exit 0
     perf_log_block: str = ""  # E's <PERF_LOG> block (empty for F)
+
+
+# --------------------------------------------------------------------------- TileGym checks
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One TileGym-check result row: what was checked, its outcome, where, what to do, and the CLI twin."""
+
+    section: str  # precondition | wiring | kselect | audit
+    status: str  # OK | BLOCKED | MISSING | REFUSED | ERROR | FINDING | SKIPPED | INFO | CANCELLED
+    title: str
+    detail: str = ""  # multi-line plain text: traceback tail, node ids, -k expressions
+    location: str = ""  # file:line the row is about ("" when none)
+    rule: str = ""  # the rule it breaks (audit findings)
+    action: str = ""  # the seed's suggested action
+    diff: str = ""  # a unified diff (the proposed wiring edit) — shown, never applied here
+    cli: str = ""  # the CLI twin that reproduces (or, for the wiring edit, applies) this row

@@ -6,6 +6,7 @@ Contract of :func:`plan_e_report`: from a :class:`~workbench.workspace.Workspace
   (baseline backend and ms, candidate ms, ratio ``1.07x``, 95% CI when known, launches/call when
   known, row verdict), per-variant sections with ``variant_geomean=`` lines, ``### Missing /
   failed configs`` (NA rows), configs without a baseline, raw CUPTI rows (median, nrep, rel_std),
+  with short kernel names and the full ones listed under the table,
   exactly ONE ``geomean_ratio=X.XXXX`` line, ``Geo-mean ratio: X.XXx``, ``Severity: …`` and the CI /
   inconclusive flag in prose;
 - ``perf_cutile_rs.txt``: the sanitized raw log (raw = ``reports/agent_logs/perf_cutile_rs.full.txt``
@@ -32,6 +33,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.kernel_names import short_name
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table, round4
 from workbench.testids import id_token
@@ -107,6 +109,7 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
              "| top kernel |\n",
              "|--------|-----|-----------|---------|-------------|------|-------------|---------------|------------"
              "|------------|\n"]
+    short_of: dict[str, str] = {}  # full → short, for the names the table shortens
     for row in table.rows:
         names = ["candidate"] + ([row.baseline_backend] if row.baseline_backend else [])
         for name in names:
@@ -118,8 +121,32 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
             lines.append(f"| {_cell(row.params)} | {_cell(name)} | {_cell(rec.framework)} | {_cell(fwd.harness or '–')} | "
                          f"{_ms(fwd.median_ms)} | {fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
                          f"{fwd.launches_per_iter if fwd.launches_per_iter is not None else '–'} | "
-                         f"{_cell(fwd.capture_verdict or '–')} | {_cell(fwd.kernel_name or '–')} |\n")
+                         f"{_cell(fwd.capture_verdict or '–')} | {_cell(_top_kernel(fwd.kernel_name, short_of))} |\n")
+    if short_of:
+        lines.append("\nTop kernels in full (the table shows short names):\n\n")
+        lines += [f"- `{_code(short)}`: `{_code(full)}`\n" for full, short in short_of.items()]
     return "".join(lines)
+
+
+def _top_kernel(name: str | None, short_of: dict[str, str]) -> str:
+    """The table's name for ``name``; distinct full names never share a short one (``#2`` suffix)."""
+    if not name:
+        return "–"
+    if name not in short_of:
+        short = short_name(name)
+        if short == name:
+            return name
+        taken = set(short_of.values())
+        n = 1
+        while (candidate := short if n == 1 else f"{short} #{n}") in taken:
+            n += 1
+        short_of[name] = candidate
+    return short_of[name]
+
+
+def _code(text: str) -> str:
+    """Inline-code text that can neither close its backticks nor break the list line."""
+    return text.replace("`", "'").replace("\r", " ").replace("\n", " ")
 
 
 HARNESS_NAMES = {

@@ -65,6 +65,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import workbench
+from workbench.atomicio import atomic_write_bytes
+from workbench.atomicio import ensure_inside as _ensure_inside
 from workbench.errors import InputError, UnsafePath
 from workbench.events import Event, read_events
 from workbench.layout import KernelPaths
@@ -1115,25 +1117,3 @@ def _check_kernel_dir(out: KernelPaths) -> None:
                          key="kernel")
 
 
-def _ensure_inside(path: Path, root: Path) -> None:
-    """Raise UnsafePath unless ``path`` (symlinks resolved) lies inside ``root``."""
-    real_root = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(path))
-    if real != real_root and real_root not in real.parents:
-        raise UnsafePath(f"write target resolves outside the kernel dir {real_root}", path=path)
-
-
-def atomic_write_bytes(path: Path, data: bytes, root: Path) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same dir + fsync + ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _ensure_inside(path, root)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()

@@ -73,6 +73,12 @@ def transcript(results: list[ValidatorResult]) -> str:
     return "".join(r.transcript() for r in results)
 
 
+def output_block(transcript_text: str) -> str:
+    """The return protocol's ``<VALIDATOR_OUTPUT>`` block around a transcript (§1.5.9)."""
+    body = transcript_text if transcript_text.endswith("\n") else transcript_text + "\n"
+    return f"<VALIDATOR_OUTPUT>\n{body}</VALIDATOR_OUTPUT>\n"
+
+
 # --------------------------------------------------------------------------- byte helpers
 
 

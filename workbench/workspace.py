@@ -132,6 +132,15 @@ class Workspace:
         return None
 
 
+def tilegym_checkout(explicit: Path | str | None, env: Mapping[str, str] = os.environ) -> Path | None:
+    """The TileGym checkout every command uses: ``explicit`` (``--tilegym``), else ``$TILEGYM_PATH``,
+    else None. Not checked here (``tilegym_checks.precondition.require_tilegym`` does that)."""
+    if explicit is not None and str(explicit) != "":
+        return Path(explicit)
+    value = env.get("TILEGYM_PATH")
+    return Path(value) if value else None
+
+
 def recorded_session_root(kernel: str) -> Path | None:
     """Out root of the recorded session for ``kernel`` in the installed ``profiles`` package."""
     try:
@@ -201,9 +210,7 @@ def open_workspace(
         if root is None:
             raise InputError(f"no out root for kernel {kernel!r}: pass --out-root DIR or set "
                              "CUTILE_KERNEL_OUT_ROOT (no recorded session has this kernel)", key="kernel")
-    tg: Path | None = Path(tilegym) if tilegym is not None else None
-    if tg is None and env.get("TILEGYM_PATH"):
-        tg = Path(env["TILEGYM_PATH"])
+    tg = tilegym_checkout(tilegym, env)
     paths = KernelPaths.under(root, kernel)
     gaps = _gaps(paths, tg, kernel)
     recovery = "absent"

@@ -19,8 +19,8 @@ import pytest
 from test_tui_checks import ANALYSIS, CHILD_ENV, _tree
 from tui_helpers import make_data
 
+from workbench.services.checks import ChecksResult, gather_checks
 from workbench.tui.app import make_app
-from workbench.tui.screens.checks import ChecksResult, gather_checks
 
 SIZES = [(80, 24), (160, 48)]
 

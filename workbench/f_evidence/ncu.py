@@ -331,7 +331,7 @@ def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT
 def save_probe(paths: KernelPaths, result: ProbeResult, *, recorded: bool = False,
                raw_csv: str | None = None) -> Path:
     """File ``result`` (and its raw CSV) under ``workbench/probes/`` atomically; refuses recorded sessions."""
-    from workbench.runner import atomic_write_bytes
+    from workbench.atomicio import atomic_write_bytes
     from workbench.writer import kernel_lock
 
     if recorded:

@@ -1,9 +1,10 @@
 """Run history: provenance per run, a SQLite store, import of artifact trees, regression statistics.
 
 Modules (all core: no Textual, no torch at import time):
-- ``gpu``: NVML facts (lazy ``pynvml``): identity, clocks, decoded clock-event/throttle reasons.
-- ``provenance``: the :class:`~workbench.history.provenance.Provenance` of a run; the pytest
-  plugin's ``emit_provenance`` hook; merging a run's ``provenance`` events.
+- provenance lives in :mod:`workbench.provenance` (its own core package, so the pytest plugin can
+  emit it without importing the history store): the :class:`~workbench.provenance.Provenance` of a
+  run, ``emit_provenance``, merging a run's ``provenance`` events; ``workbench.provenance.gpu``:
+  NVML facts (lazy ``pynvml``): identity, clocks, decoded clock-event/throttle reasons.
 - ``entries``: :class:`~workbench.history.entries.RunEntry` (one measured pytest session of one
   log) built from a parsed perf log, keyed on a content hash.
 - ``store``: ``<kernel>/workbench/history.sqlite`` with versioned migrations, atomic writes and

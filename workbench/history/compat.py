@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from workbench.history.gpu import ClockSnapshot
-from workbench.history.provenance import Provenance
+from workbench.provenance import Provenance
+from workbench.provenance.gpu import ClockSnapshot
 
 DifferenceKind = Literal["gpu_model", "driver", "cuda", "mig", "throttling", "clocks", "harness", "gpu_instance",
                          "host"]

@@ -20,9 +20,9 @@ from typing import Any
 from workbench.events import Event
 from workbench.history.compat import Comparability, compare_provenance, render_conditions_section
 from workbench.history.importer import provenance_for_log, read_context
-from workbench.history.provenance import Provenance
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
+from workbench.provenance import Provenance
 
 #: ratio-table baseline key → (role, KernelPaths attribute of its log)
 BASELINE_ROLES: dict[str, tuple[str, str]] = {

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from workbench.history.provenance import HarnessInfo, Provenance
 from workbench.model import PerfLog, PerfRecord
+from workbench.provenance import HarnessInfo, Provenance
 
 EntrySource = Literal["live", "import"]
 

@@ -34,11 +34,11 @@ from typing import Any
 from workbench.errors import InputError
 from workbench.events import Event, read_events
 from workbench.history.entries import complete_harness, config_results, entry_from_log
-from workbench.history.gpu import GpuIdentity
-from workbench.history.provenance import HarnessInfo, Provenance, provenance_from_events
 from workbench.history.store import HistoryStore
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
+from workbench.provenance import HarnessInfo, Provenance, provenance_from_events
+from workbench.provenance.gpu import GpuIdentity
 
 
 @dataclass(frozen=True)

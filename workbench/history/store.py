@@ -32,7 +32,7 @@ from pathlib import Path
 
 from workbench.errors import InputError
 from workbench.history.entries import ConfigResult, RunEntry
-from workbench.history.provenance import Provenance, provenance_from_dict
+from workbench.provenance import Provenance, provenance_from_dict
 
 HISTORY_FILE = "history.sqlite"
 APPLICATION_ID = 0x43574248  # "CWBH"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -48,10 +48,13 @@ class _Pat:
     """A grep regex plus literal substrings every matching line must contain (a cheap prefilter:
     keeps the audit linear on 10k-line files and 200k-character lines)."""
 
-    def __init__(self, regex: str, *need: str, any_of: tuple[str, ...] = ()) -> None:
+    def __init__(self, regex: str, *need: str, any_of: tuple[str, ...] = (), one_line: str | None = None) -> None:
         self.re = re.compile(regex)
         self.need = need
         self.any_of = any_of
+        #: the same regex unable to match a newline (``[^)]`` → ``[^)\n]``; no anchors, no ``\s``),
+        #: for one scan of a whole file in :meth:`_Side.findall`; its matches imply the literals
+        self.one_line = re.compile(one_line) if one_line is not None else None
 
     def _ok(self, line: str) -> bool:
         return all(n in line for n in self.need) and (not self.any_of or any(a in line for a in self.any_of))
@@ -104,8 +107,8 @@ _HINT_RE = {
     "occupancy": _Pat(r"occupancy = ([0-9]+)", "occupancy = "),
     "num_cta": _Pat(r"num_cta_in_cga = ([0-9]+)", "num_cta_in_cga = "),
 }
-_TILE_SHAPE = _Pat(r"tile<[0-9]+x[A-Za-z0-9_]+>", "tile<")
-_IDENTITIES = _Pat(r"identities=\[[^]]+\]", "identities=[")
+_TILE_SHAPE = _Pat(r"tile<[0-9]+x[A-Za-z0-9_]+>", "tile<", one_line=r"tile<[0-9]+x[A-Za-z0-9_]+>")
+_IDENTITIES = _Pat(r"identities=\[[^]]+\]", "identities=[", one_line=r"identities=\[[^]\n]+\]")
 _SWIZZLE = _Pat(r"divi.*blockId|remi.*blockId", "blockId", any_of=("divi", "remi"))
 _DIVI = _word("divi")
 _REMI = _word("remi")
@@ -116,10 +119,12 @@ _OPT_HINTS = _Pat(r"optimization_hints.*=", "optimization_hints")
 _TMA_TRUE = _Pat(r"allow_tma *= *true", "allow_tma", "true")
 _TMA_FALSE = _Pat(r"allow_tma *= *false", "allow_tma", "false")
 _LATENCY = _Pat(r"latency *=", "latency")
-_MMA_LINE = _Pat(r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>", "mma", "tile<")
+_MMA_LINE = _Pat(r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>", "mma", "tile<",
+                 one_line=r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>")
 _MMA_ACC_WORD = re.compile(r"tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>$")
-_PART_TILE = _Pat(r"tile=\([^)]+\)", "tile=(")
-_LAYOUT = _Pat(r"strides=\[[^]]+\]|dim_map=\[[^]]+\]|tile=\([^)]+\)", any_of=("strides=[", "dim_map=[", "tile=("))
+_PART_TILE = _Pat(r"tile=\([^)]+\)", "tile=(", one_line=r"tile=\([^)\n]+\)")
+_LAYOUT = _Pat(r"strides=\[[^]]+\]|dim_map=\[[^]]+\]|tile=\([^)]+\)", any_of=("strides=[", "dim_map=[", "tile=("),
+               one_line=r"strides=\[[^]\n]+\]|dim_map=\[[^]\n]+\]|tile=\([^)\n]+\)")
 
 
 def grep_lines(text: str) -> list[str]:
@@ -234,6 +239,7 @@ class _Side:
             self.starts.append(pos)
             pos += len(ln) + 1
         self._cand: dict[str, list[int]] = {}
+        self._hits: dict[int, tuple[_Pat, dict[int, list[str]]]] = {}
 
     def lines_with(self, literal: str) -> list[int]:
         """1-based numbers of the lines containing ``literal`` (ascending)."""
@@ -273,19 +279,31 @@ class _Side:
                 return int(m.group(1)), (i,)
         return 0, ()
 
-    def findall(self, pat: _Pat) -> tuple[list[str], tuple[int, ...]]:
-        found: list[str] = []
-        where: list[int] = []
-        for i in self.match(pat):
-            hits = [m.group(0) for m in pat.re.finditer(self.lines[i - 1])]
-            if hits:
-                found.extend(hits)
-                where.append(i)
-        return found, tuple(where)
+    def hits(self, pat: _Pat) -> dict[int, list[str]]:
+        """Line number → the matches of ``pat`` on that line (lines without one left out), cached."""
+        key = id(pat)
+        if key not in self._hits:
+            by_line: dict[int, list[str]] = {}
+            if pat.one_line is not None:  # one C-level scan of the file instead of one regex call per line
+                starts = self.starts
+                for m in pat.one_line.finditer(self.text):
+                    by_line.setdefault(bisect.bisect_right(starts, m.start()), []).append(m.group(0))
+            else:
+                for i in self.match(pat):
+                    found = [m.group(0) for m in pat.re.finditer(self.lines[i - 1])]
+                    if found:
+                        by_line[i] = found
+            self._hits[key] = (pat, by_line)  # the pattern kept alive so its id stays its own
+        return self._hits[key][1]
 
-    def numbered(self, pred: Callable[[str], bool]) -> tuple[list[str], tuple[int, ...]]:
-        rows = [(i, ln) for i, ln in enumerate(self.lines, 1) if pred(ln)]
-        return [f"{i}:{ln}" for i, ln in rows], tuple(i for i, _ in rows)
+    def findall(self, pat: _Pat) -> tuple[list[str], tuple[int, ...]]:
+        by_line = self.hits(pat)
+        return [h for found in by_line.values() for h in found], tuple(by_line)
+
+    def numbered(self, pat: str | _Pat, *, without: str = "") -> tuple[list[str], tuple[int, ...]]:
+        """``grep -n`` of ``pat`` (lines containing ``without`` dropped), on the prefiltered candidates."""
+        where = tuple(i for i in self.match(pat) if not (without and without in self.lines[i - 1]))
+        return [f"{i}:{self.lines[i - 1]}" for i in where], where
 
 
 def _count_ops(side: _Side) -> dict[str, tuple[int, tuple[int, ...]]]:
@@ -376,13 +394,15 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     if ref_shapes and gen_shapes and ref_shapes != gen_shapes:
         # jump targets: only the lines whose shapes are not on the other side
         rset, gset = set(rs_all), set(gs_all)
-        rl = tuple(i for i in rs_lines if set(_TILE_SHAPE.findall(ref.lines[i - 1])) - gset)
-        gl = tuple(i for i in gs_lines if set(_TILE_SHAPE.findall(gen.lines[i - 1])) - rset)
+        rhit, ghit = ref.hits(_TILE_SHAPE), gen.hits(_TILE_SHAPE)
+        rl = tuple(i for i in rs_lines if set(rhit[i]) - gset)
+        gl = tuple(i for i in gs_lines if set(ghit[i]) - rset)
         # partition_view ``tile=(AxB)`` lines carry the same config: jump targets too
-        rpt = set(ref.findall(_PART_TILE)[0])
-        gpt = set(gen.findall(_PART_TILE)[0])
-        rl = tuple(sorted(set(rl) | {i for i in ref.match(_PART_TILE) if set(_PART_TILE.findall(ref.lines[i - 1])) - gpt}))
-        gl = tuple(sorted(set(gl) | {i for i in gen.match(_PART_TILE) if set(_PART_TILE.findall(gen.lines[i - 1])) - rpt}))
+        rpart, gpart = ref.hits(_PART_TILE), gen.hits(_PART_TILE)
+        rpt = {t for found in rpart.values() for t in found}
+        gpt = {t for found in gpart.values() for t in found}
+        rl = tuple(sorted(set(rl) | {i for i, found in rpart.items() if set(found) - gpt}))
+        gl = tuple(sorted(set(gl) | {i for i, found in gpart.items() if set(found) - rpt}))
         crit("tile shape set differs", "tile_shapes", rl, gl, ref_shapes.strip(), gen_shapes.strip())
 
     # --- reduce identities
@@ -413,8 +433,8 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
 
     # --- assume div_by
     out += ["", _RULE, "Op Attribute Comparison", _RULE, "", "assume_div_by<N>:", "  Reference:"]
-    ra_txt, _ = ref.numbered(lambda s: "assume div_by" in s)
-    ga_txt, _ = gen.numbered(lambda s: "assume div_by" in s)
+    ra_txt, _ = ref.numbered("assume div_by")
+    ga_txt, _ = gen.numbered("assume div_by")
     out += _block(ra_txt, "    ")
     out.append("  Generated:")
     out += _block(ga_txt, "    ")
@@ -439,8 +459,8 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
 
     # --- FTZ / approx per op
     out += ["", "Per-op attributes (flush_to_zero, rounding):", "  Reference ops with attributes:"]
-    rat, _ = ref.numbered(lambda s: bool(_ATTR_LINES.search(s)))
-    gat, _ = gen.numbered(lambda s: bool(_ATTR_LINES.search(s)))
+    rat, _ = ref.numbered(_ATTR_LINES)
+    gat, _ = gen.numbered(_ATTR_LINES)
     out += _block(rat, "    ")
     out.append("  Generated ops with attributes:")
     out += _block(gat, "    ")
@@ -459,8 +479,8 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
 
     # --- load/store hints
     out += ["", "Load/store optimization hints:", "  Reference:"]
-    rh, _ = ref.numbered(lambda s: bool(_OPT_HINTS.search(s)) and "entry @" not in s)
-    gh, _ = gen.numbered(lambda s: bool(_OPT_HINTS.search(s)) and "entry @" not in s)
+    rh, _ = ref.numbered(_OPT_HINTS, without="entry @")
+    gh, _ = gen.numbered(_OPT_HINTS, without="entry @")
     out += _block(rh, "    ")
     out.append("  Generated:")
     out += _block(gh, "    ")

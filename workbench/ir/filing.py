@@ -144,7 +144,7 @@ def merge_index(index: dict[str, Any], filing: Filing) -> dict[str, Any]:
 
 def write_filing(kernel_dir: Path, filing: Filing) -> list[Path]:
     """Write the IR files and the merged index atomically (temp file + rename per file)."""
-    from workbench.runner import atomic_write_bytes
+    from workbench.atomicio import atomic_write_bytes
 
     root = Path(kernel_dir)
     index = merge_index(read_index(root), filing)

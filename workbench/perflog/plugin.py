@@ -199,7 +199,7 @@ class _Recorder:
                 rootdir=str(session.config.rootpath),
             )
             # issue #15: run provenance (GPU, clocks, harness, commits); never raises
-            from workbench.history.provenance import emit_provenance
+            from workbench.provenance import emit_provenance
             emit_provenance(session.config, "start")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -266,7 +266,7 @@ class _Recorder:
 
     def pytest_sessionfinish(self, exitstatus: int | pytest.ExitCode) -> None:
         if self.stream is not None:
-            from workbench.history.provenance import emit_provenance  # issue #15: clocks after the run
+            from workbench.provenance import emit_provenance  # issue #15: clocks after the run
             emit_provenance(self.config, "finish")
             self.stream.emit("session_finish", exitstatus=int(exitstatus))
 

@@ -6,12 +6,14 @@ Contract:
 - :func:`analyse_wiring` reads the test file with ``ast`` and classifies ``test_perf``'s backend
   axis: ``wired`` (cutile-rs listed), ``wired_conditional`` (listed behind
   ``is_backend_available("cutile-rs")`` — zero collected cases then mean the backend is
-  unavailable, not a wiring gap), ``missing`` (with a :class:`WiringEdit`), ``no_style`` (the
-  correctness test has no cutile-rs either: nothing to copy), ``no_backend_axis`` or
-  ``unresolvable``.
+  unavailable, not a wiring gap), ``missing`` (with a :class:`WiringEdit`), ``no_style`` (neither
+  the correctness test nor the wrapper's ``@register_impl`` spells cutile-rs: nothing to copy),
+  ``no_backend_axis`` or ``unresolvable``.
 - The edit inserts the cutile-rs literal, spelled exactly as the correctness test spells it
-  (copied source span: ``"cutile-rs"`` vs ``'cutile_rs'``), into the list test_perf's backend axis
-  resolves to, using exact ``ast`` source spans; it is verified by re-parsing: only that axis
+  (copied source span: ``"cutile-rs"`` vs ``'cutile_rs'``) — or, when the correctness test has no
+  cutile-rs entry, as the wrapper ``src/tilegym/ops/cutile_rs/<kernel>.py`` registers itself
+  (``@register_impl(..., backend="cutile-rs")``: the name TileGym's dispatch knows it by) — into
+  the list test_perf's backend axis resolves to, using exact ``ast`` source spans; it is verified by re-parsing: only that axis
   gains one value, every other test, tolerance, shape and assertion is byte-for-byte unchanged.
 - :func:`apply_wiring` is the only source edit the workbench makes: refuses if the file changed
   since the proposal, keeps a backup, writes atomically, re-collects to prove ≥ 1 cutile-rs case,
@@ -142,6 +144,28 @@ def _style_literal(module: TestModule, fn: TestFunction) -> ast.Constant | None:
     return None
 
 
+def wrapper_style(wrapper: Path) -> tuple[str, int] | None:
+    """``(literal as spelled, line)`` of the ``backend=`` value of the wrapper's ``register_impl`` call
+    for cutile-rs, or None (no file, unparsable, or no such registration)."""
+    try:
+        source = wrapper.read_text(encoding="utf-8")
+        tree = ast.parse(source, filename=str(wrapper))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    starts = _line_starts(source)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name != "register_impl":
+            continue
+        for kw in node.keywords:
+            if kw.arg == "backend" and isinstance(kw.value, ast.Constant) and kw.value.value in CUTILE_RS_VALUES:
+                return _segment(source, starts, kw.value), kw.value.lineno
+    return None
+
+
 def _names_used_by_non_perf(module: TestModule, name: str) -> bool:
     for other in module.functions:
         if other.name.startswith("test_perf"):
@@ -223,8 +247,11 @@ def _insert_into_list(source: str, starts: list[int], lst: ast.List | ast.Tuple,
     return source[:end] + f", {literal}" + source[end:], last.lineno
 
 
-def analyse_wiring(module: TestModule, fn: TestFunction) -> WiringStatus:
-    """Classify ``fn``'s backend axis and, when cutile-rs is missing, compute the edit."""
+def analyse_wiring(module: TestModule, fn: TestFunction, *, wrapper: Path | None = None) -> WiringStatus:
+    """Classify ``fn``'s backend axis and, when cutile-rs is missing, compute the edit.
+
+    ``wrapper`` is the cutile-rs wrapper source: its ``@register_impl`` spelling is used when the
+    correctness test has no cutile-rs entry to copy."""
     target = module.func_key(fn)
     axis = fn.backend_axis
     if axis is None:
@@ -250,26 +277,36 @@ def analyse_wiring(module: TestModule, fn: TestFunction) -> WiringStatus:
             line=axis.line,
         )
     style = _style_literal(module, fn)
-    if style is None:
-        return WiringStatus(
-            target,
-            "no_style",
-            "the correctness test has no cutile-rs backend either, so there is no string style to copy "
-            "(Agent D's wiring is missing); the workbench will not invent one",
-            values,
-            line=axis.line,
-        )
+    source_note = ""
+    if style is not None:
+        literal = _segment(module.source, _line_starts(module.source), style)
+    else:
+        registered = wrapper_style(wrapper) if wrapper is not None else None
+        if registered is None:
+            return WiringStatus(
+                target,
+                "no_style",
+                "the correctness test has no cutile-rs backend either and no cutile-rs wrapper registers one "
+                "(@register_impl(..., backend=\"cutile-rs\")), so there is no string style to copy "
+                "(Agent D's wiring is missing); the workbench will not invent one",
+                values,
+                line=axis.line,
+            )
+        literal, wrapper_line = registered
+        source_note = (f" (spelled {literal} as the wrapper registers it: "
+                       f"src/tilegym/ops/cutile_rs/{wrapper.name if wrapper else '?'}:{wrapper_line}, "
+                       "@register_impl; the correctness test has no cutile-rs entry)")
     try:
-        edit = _propose(module, fn, style)
+        edit = _propose(module, fn, literal)
     except Unresolvable as exc:
         return WiringStatus(target, "unresolvable", str(exc), values, line=axis.line)
-    return WiringStatus(target, "missing", f"test_perf lacks cutile-rs; proposed edit: {edit.where}", values, edit, axis.line)
+    return WiringStatus(target, "missing", f"test_perf lacks cutile-rs; proposed edit: {edit.where}{source_note}",
+                        values, edit, axis.line)
 
 
-def _propose(module: TestModule, fn: TestFunction, style: ast.Constant) -> WiringEdit:
+def _propose(module: TestModule, fn: TestFunction, literal: str) -> WiringEdit:
     source = module.source
     starts = _line_starts(source)
-    literal = _segment(source, starts, style)
     axis = fn.backend_axis
     assert axis is not None
     node = axis.values_node
@@ -417,7 +454,8 @@ def check_wiring(
     funcs = perf_targets(module)
     if not funcs:
         raise InputError("no test_perf function in the test file", path=path)
-    statuses = tuple(analyse_wiring(module, f) for f in funcs)
+    wrapper = tilegym / "src" / "tilegym" / "ops" / "cutile_rs" / f"{kernel}.py"
+    statuses = tuple(analyse_wiring(module, f, wrapper=wrapper) for f in funcs)
     result = None
     cases: tuple[str, ...] = ()
     if collect:

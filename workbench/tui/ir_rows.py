@@ -1,6 +1,8 @@
 """Turn a reference/generated IR pair into the IR Diff screen's rows and audit items.
 
-Contract: :func:`build_ir_pair` takes the two raw texts (already read by the loader). Rows come
+Contract: :func:`from_ir_diff` takes a pair the IR service loaded, diffed and audited
+(:mod:`workbench.services.ir_diff`); :func:`build_ir_pair` does the same from two raw texts
+(tests, synthetic data). Rows come
 from ``workbench.ir.diffmodel.diff_lines`` over the *canonical* lines
 (``workbench.ir.canon.canonicalize``: SSA renaming, loc stripping), but are numbered with each
 canonical line's *original* line number, so they match the editor, ``diff_ir.sh`` and the audit.
@@ -15,10 +17,11 @@ from collections.abc import Sequence
 
 from widgets.audit_panel import AuditItem
 from widgets.ir_diff_view import DiffLine
-from workbench.ir.audit import audit_texts
+from workbench.ir.audit import IRAudit, audit_texts
 from workbench.ir.canon import CanonIR, canonicalize
-from workbench.ir.diffmodel import diff_lines
+from workbench.ir.diffmodel import SideBySide, diff_lines
 from workbench.ir.lexer import get_lexer
+from workbench.services.ir_diff import IRDiff
 from workbench.tui.data import IRPair
 
 
@@ -33,10 +36,22 @@ def _snap(line: int | None, shown: Sequence[int]) -> int | None:
 def build_ir_pair(name: str, ref: str, gen: str, *, ref_label: str = "reference",
                   gen_label: str = "generated", ref_canon: CanonIR | None = None,
                   gen_canon: CanonIR | None = None) -> IRPair:
-    """Rows + audit for one pair; pass the loader's ``CanonIR`` objects to skip re-canonicalizing."""
+    """Rows + audit for one pair of texts; pass ``CanonIR`` objects to skip re-canonicalizing."""
     cref = ref_canon if ref_canon is not None else canonicalize(ref)
     cgen = gen_canon if gen_canon is not None else canonicalize(gen)
-    sbs = diff_lines(cref.lines, cgen.lines)
+    audit = audit_texts(ref, gen, ref_name=ref_label, gen_name=gen_label)
+    return screen_pair(name, ref_label, gen_label, cref, cgen, diff_lines(cref.lines, cgen.lines), audit)
+
+
+def from_ir_diff(ir: IRDiff) -> IRPair:
+    """The screen's pair for one :class:`~workbench.services.ir_diff.IRDiff` (labels: file names)."""
+    ref, gen = ir.pair.reference, ir.pair.generated
+    return screen_pair(ir.label, ref.path.name, gen.path.name, ref.canon, gen.canon, ir.diff, ir.audit)
+
+
+def screen_pair(name: str, ref_label: str, gen_label: str, cref: CanonIR, cgen: CanonIR, sbs: SideBySide,
+                audit: IRAudit) -> IRPair:
+    """Number the canonical diff rows with original lines and snap the audit rows onto them."""
     lsrc, rsrc = cref.source_lines, cgen.source_lines
     rows = [
         DiffLine(
@@ -50,7 +65,6 @@ def build_ir_pair(name: str, ref: str, gen: str, *, ref_label: str = "reference"
         )
         for r in sbs.rows
     ]
-    audit = audit_texts(ref, gen, ref_name=ref_label, gen_name=gen_label)
     items = [
         AuditItem(
             severity=r.severity.lower(),

@@ -204,7 +204,9 @@ def normalize_keys(value: str) -> tuple[list[str], list[str]]:
 
 
 def known_bindings() -> dict[str, BindingInfo]:
-    """Every ``Binding`` with an id declared by the app, its screens, modals and widgets."""
+    """Every ``Binding`` with an id declared by the screens, modals and widgets, and by every other
+    workbench class imported so far — the app's own when :mod:`workbench.tui.app` is loaded (it
+    is whenever a keymap is applied; ``cutile-workbench keys`` loads it before listing)."""
     import importlib
     import pkgutil
 
@@ -217,7 +219,6 @@ def known_bindings() -> dict[str, BindingInfo]:
     for pkg in (screens, widgets):
         for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
             importlib.import_module(mod.name)
-    importlib.import_module("workbench.tui.app")
     importlib.import_module("workbench.tui.modals")
     found: dict[str, BindingInfo] = {}
     stack: list[type] = [DOMNode]
@@ -296,9 +297,3 @@ def describe_bindings(known: Mapping[str, BindingInfo] | None = None) -> str:
     lines = [f"# {len(rows)} binding ids: put `id = \"key[,key]\"` lines under [{TABLE}] in {DEFAULT_PATH}"]
     lines += [f"{b.binding_id:<{width}}  {b.keys:<24}  {b.owner}: {b.description or b.action}" for b in rows]
     return "\n".join(lines) + "\n"
-
-
-if __name__ == "__main__":  # python -m workbench.tui.keymap
-    import sys
-
-    sys.stdout.write(describe_bindings())

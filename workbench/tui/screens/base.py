@@ -1,16 +1,18 @@
-"""WorkbenchScreen: header + body + footer, help text, and access to the injected AppData."""
+"""WorkbenchScreen: header + body + footer, help text, palette entries, and access to the injected AppData."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, on
+from textual.app import App
+from textual.binding import Binding
 from textual.screen import Screen
 
 from workbench.tui.chrome import WorkbenchHeader
+from workbench.tui.host import PaletteCommand, WorkbenchHost
 
 if TYPE_CHECKING:
-    from workbench.tui.app import WorkbenchApp
     from workbench.tui.data import AppData
 
 
@@ -37,7 +39,7 @@ class WorkbenchScreen(Screen[None]):
         self._styles_fresh = False
 
     @property
-    def wb(self) -> WorkbenchApp:
+    def wb(self) -> WorkbenchHost:
         return self.app  # type: ignore[return-value]
 
     @property
@@ -47,14 +49,36 @@ class WorkbenchScreen(Screen[None]):
     def header(self) -> WorkbenchHeader:
         return WorkbenchHeader(self.SCREEN_TITLE, id="header")
 
+    def palette_commands(self) -> list[PaletteCommand]:
+        """This screen's Ctrl+P entries valid right now (``area: action`` titles); none by default."""
+        return []
+
     def help_keys(self) -> list[tuple[str, str, str]]:
-        """(key, description, tooltip) for every binding active on this screen right now."""
-        out: list[tuple[str, str, str]] = []
+        """(key, description, tooltip) for every binding active on this screen right now: this
+        screen's own actions first, then those of the workbench's widgets, then the app's (screens,
+        help, quit), then Textual's generic ones (scrolling, cursor, focus, copy)."""
+        ranked: list[tuple[int, int, tuple[str, str, str]]] = []
         seen: set[str] = set()
-        for key, active in self.active_bindings.items():
+        for order, (key, active) in enumerate(self.active_bindings.items()):
             b = active.binding
             if b.action in seen and not b.description:
                 continue
             seen.add(b.action)
-            out.append((b.key_display or key, b.description or b.action, b.tooltip or ""))
-        return out
+            ranked.append((self._help_rank(active.node, b.action), order,
+                           (b.key_display or key, b.description or b.action, b.tooltip or "")))
+        return [row for _rank, _order, row in sorted(ranked)]
+
+    def _help_rank(self, node: object, action: str) -> int:
+        """0 this screen's, 1 a workbench widget's, 2 the app's, 3 Textual's (declaring class decides)."""
+        module = ""
+        for cls in type(node).__mro__:
+            declared = cls.__dict__.get("BINDINGS", ())
+            if any((b.action if isinstance(b, Binding) else b[1] if len(b) > 1 else "") == action for b in declared):
+                module = cls.__module__
+                break
+        ours = module.startswith(("workbench.", "widgets."))
+        if not ours:
+            return 3
+        if node is self:
+            return 0
+        return 2 if isinstance(node, App) else 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,6 +13,7 @@ from textual.widgets import Footer, Static
 
 from widgets.audit_panel import AuditPanel
 from widgets.ir_diff_view import IRDiffView
+from workbench.tui.host import PaletteCommand
 from workbench.tui.screens.base import WorkbenchScreen
 
 
@@ -116,3 +118,14 @@ class IRDiffScreen(WorkbenchScreen):
         if action == "next_pair":
             return len(self.data.ir_pairs) > 1
         return True
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        view = self.query_one("#diff", IRDiffView)
+        out: list[PaletteCommand] = []
+        if view.hunk_count:
+            out += [("ir diff: next hunk", "Jump to the next changed hunk", partial(view.action_hunk, 1)),
+                    ("ir diff: previous hunk", "Jump to the previous hunk", partial(view.action_hunk, -1))]
+        out.append(("ir diff: fold/unfold unchanged", "Toggle folding", view.action_toggle_fold))
+        if len(self.data.ir_pairs) > 1:
+            out.append(("ir diff: next pair", "Show the next IR pair", self.action_next_pair))
+        return out

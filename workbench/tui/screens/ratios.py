@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -9,8 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static, Tab, Tabs
 
-from widgets.ratio_table import RatioTable
+from widgets.ratio_table import COLUMNS, RatioTable
 from widgets.severity_bar import SeverityBar
+from workbench.tui.host import PaletteCommand
 from workbench.tui.screens.base import WorkbenchScreen
 
 ALL_TAB = "all"
@@ -149,3 +151,16 @@ class RatiosScreen(WorkbenchScreen):
         if action == "next_variant":
             return len(self.variants()) > 1
         return True
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        table = self.table
+        out: list[PaletteCommand] = [(f"ratios: sort by {col.label}", f"Sort rows by {col.label}",
+                                      partial(table.sort_by, col.key)) for col in COLUMNS]
+        out.append(("ratios: show all rows" if table.slow_only else "ratios: show slow rows only",
+                    "Toggle the slow-only filter (ratio > 1.05 or NA)", table.action_toggle_slow))
+        out.append(("ratios: filter…", "Filter rows by text", self.action_filter))
+        if table.current_row is not None:
+            out.append(("ratios: open timeline of selected row", table.current_row.params, self.action_open_timeline))
+            if self.data.runner is not None:
+                out.append(("live: re-run selected config", table.current_row.params, self.action_live_rerun))
+        return out

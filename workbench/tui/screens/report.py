@@ -8,6 +8,7 @@ Nothing is written without (1) a plan whose in-process validators all passed and
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -19,6 +20,7 @@ from textual.widgets import Footer, Static
 from widgets.report_preview import VIEWS, ReportPreview
 from workbench.errors import WorkbenchError
 from workbench.model import ReportPlan
+from workbench.tui.host import PaletteCommand
 from workbench.tui.modals import ConfirmModal
 from workbench.tui.screens.base import WorkbenchScreen
 
@@ -109,7 +111,8 @@ class ReportScreen(WorkbenchScreen):
     async def _planned(self, plan: ReportPlan, existing: dict[str, str | None]) -> None:
         self.plan = plan
         self.refusal = "" if plan.ok else "in-process validators failed: see the validation tab"
-        await self.preview.show_plan(plan, existing)
+        writable = not self.data.read_only and self.data.write_report is not None
+        await self.preview.show_plan(plan, existing, writable=writable)
         status = Text(f"stage {plan.stage}: VERDICT: {plan.verdict} · {len(plan.files)} file(s)")
         if plan.ok and self.data.read_only:
             status.append("  ·  validators pass — read-only session: preview only", style="yellow")
@@ -163,3 +166,13 @@ class ReportScreen(WorkbenchScreen):
         box.remove_class("hidden")
         box.update(Text(summary + "\n\nvalidator output:\n" + plan.validator_output))
         self.notify(summary.splitlines()[0])
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        out: list[PaletteCommand] = []
+        if self.data.plan_report is not None:
+            out += [("report: plan E", "performance.md + perf log + agent logs", partial(self.action_plan, "E")),
+                    ("report: plan F", "perf_investigation_*.md + agent_f.md", partial(self.action_plan, "F"))]
+        if (self.plan is not None and self.plan.ok and self.data.write_report is not None
+                and not self.data.read_only):
+            out.append(("report: write validated files…", f"stage {self.plan.stage}", self.action_write))
+        return out

@@ -8,6 +8,7 @@ Escape cancels a running run (the key exists only while one runs: ``check_action
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,11 +19,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from widgets.launch_timeline import LaunchTimeline, launch_details
+from widgets.launch_timeline import LaunchTimeline, launch_details, phase_tag
 from workbench.diagnosis import same_backend
 from workbench.errors import WorkbenchError
 from workbench.model import LaunchSet, RatioRow
 from workbench.tui.chrome import WorkbenchHeader
+from workbench.tui.host import PaletteCommand
 from workbench.tui.live import Batcher, dispatch_event
 from workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
 from workbench.tui.screens.base import WorkbenchScreen
@@ -48,6 +50,8 @@ class TimelineScreen(WorkbenchScreen):
         self.live_running = False
         self.cancel_event = threading.Event()
         self.live_results: list[LiveRecord] = []
+        #: measurement sets seen per (nodeid, backend) in the live run: the 2nd is the backward one
+        self._live_sets: dict[tuple[str, str], int] = {}
 
     def compose(self) -> ComposeResult:
         yield self.header()
@@ -79,7 +83,7 @@ class TimelineScreen(WorkbenchScreen):
         self.wb.pending_live = False
         self.row = row
         cand, base = self.data.sets_for(row)
-        self.timeline.set_sets(cand, base)
+        self.timeline.set_sets(self._measurements(cand), self._measurements(base))
         ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
         lc = f"{row.candidate_launches if row.candidate_launches is not None else '?'}"
         lb = f"{row.baseline_launches if row.baseline_launches is not None else '?'}"
@@ -95,6 +99,13 @@ class TimelineScreen(WorkbenchScreen):
         self.refresh_bindings()
         if live:
             self.action_live()
+
+    def _measurements(self, first: LaunchSet | None) -> list[LaunchSet]:
+        """``first`` and the test's other measurement sets of the same backend (forward, then backward)."""
+        if first is None:
+            return []
+        same = [s for s in self.data.launch_sets if s.nodeid == first.nodeid and s.backend == first.backend and s.calls]
+        return same if first in same else [first]
 
     def on_launch_timeline_launch_selected(self, event: LaunchTimeline.LaunchSelected) -> None:
         lane = event.lane
@@ -118,6 +129,7 @@ class TimelineScreen(WorkbenchScreen):
         self.live_running = True
         self.cancel_event = threading.Event()
         self.live_results.clear()
+        self._live_sets.clear()
         self.query_one("#live-results", DataTable).clear()
         self.timeline.set_sets(None, None)
         bar = self.query_one("#progress", ProgressBar)
@@ -164,8 +176,13 @@ class TimelineScreen(WorkbenchScreen):
             return
         # a row names its baseline as E's log does (``triton_tileir``); live records say ``triton``
         role = "baseline" if same_backend(s.backend, self.row.baseline_backend) else "candidate"
+        key = (s.nodeid, s.backend)
+        index = self._live_sets.get(key, 0)  # a test measures forward, then backward
+        self._live_sets[key] = index + 1
+        if index == 1:
+            self.timeline.tag_phase(role, s.backend, phase_tag(0, 2))
         for call in s.calls:
-            self.timeline.append_call(role, s.backend, call)
+            self.timeline.append_call(role, s.backend, call, phase_tag(index, index + 1))
 
     def on_live_record(self, msg: LiveRecord) -> None:
         self.live_results.append(msg)
@@ -190,3 +207,14 @@ class TimelineScreen(WorkbenchScreen):
             self.query_one("#progress", ProgressBar).add_class("hidden")
             self.refresh_bindings()
             self.wb.show_error(f"{type(event.worker.error).__name__}: {event.worker.error}", "Live run crashed")
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        tl = self.timeline
+        out: list[PaletteCommand] = [("timeline: fit", "Fit the longest call", tl.action_fit),
+                                     ("timeline: zoom in", "Zoom in 2x", partial(tl.action_zoom, 2.0)),
+                                     ("timeline: zoom out", "Zoom out 2x", partial(tl.action_zoom, 0.5))]
+        if self.live_running:
+            out.append(("live: cancel run", "Stop the live run", self.action_cancel_live))
+        elif self.data.runner is not None and self.row is not None:
+            out.append(("live: run this config", self.row.params, self.action_live))
+        return out

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import workbench
 from workbench.errors import InputError
-from workbench.history.gpu import ClockSnapshot, GpuIdentity, GpuReading, read_gpu
+from workbench.provenance.gpu import ClockSnapshot, GpuIdentity, GpuReading, read_gpu
 
 PROVENANCE_VERSION = 1
 

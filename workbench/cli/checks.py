@@ -1,39 +1,36 @@
-"""CLI twins of the TileGym-side checks: ``check``, ``kselect``, ``audit-wrapper``.
+"""The TileGym-side checks' commands: ``check``, ``kselect``, ``audit-wrapper``.
 
-Contract: :func:`register` adds the sub-commands to ``workbench.cli``'s registry; each handler
-returns an exit code — 0 ok, 1 BLOCKED (precondition failed, no cutile-rs perf case), 2 bad input
-(``WorkbenchError`` from the core; unknown kernel, missing test file, syntax error), 3 refused
-(the two sides of a run select different configs; a wiring edit that could not be proven).
-``python -m workbench.tilegym_checks.cli`` runs the same commands standalone. Nothing is written
-except the two BLOCKED files of a failed precondition (through the guarded writer), and the test
-file only with ``--apply-wiring``.
+Contract: each command calls :mod:`workbench.services.checks` (and the core checks of
+:mod:`workbench.tilegym_checks`) on the TileGym checkout (``--tilegym``, else ``$TILEGYM_PATH``)
+and returns an exit code — 0 ok, 1 BLOCKED (precondition failed, no cutile-rs perf case), 2 bad
+input (``WorkbenchError`` from the core; unknown kernel, missing test file, syntax error), 3
+refused (the two sides of a run select different configs; a wiring edit that could not be
+proven). Nothing is written except the two BLOCKED files of a failed precondition (through the
+guarded writer), and the test file only with ``--apply-wiring`` (asked on a TTY; ``--yes`` for
+non-interactive use, like every writing command).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.cli.common import EXIT_BLOCKED, EXIT_OK, EXIT_REFUSED, confirm, positive_seconds
 from workbench.errors import InputError, WorkbenchError
 from workbench.layout import KernelPaths
+from workbench.services import checks
+from workbench.services.runs import parse_env_items
 from workbench.testids import split_nodeid
-
-from . import childproc, kselect, precondition, wiring, wrapper_audit
-from .static_eval import Assumptions, Unresolvable
-from .testfile import load_test_module
-
-EXIT_OK, EXIT_BLOCKED, EXIT_BAD_INPUT, EXIT_REFUSED = 0, 1, 2, 3
+from workbench.tilegym_checks import childproc, kselect, precondition, wiring
+from workbench.tilegym_checks.wrapper_audit import audit_wrapper
+from workbench.workspace import tilegym_checkout
 
 
-# ---------------------------------------------------------------------------- shared options
-
-
-def _common(p: argparse.ArgumentParser) -> None:
+def add_checks_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags all three commands share."""
     # SUPPRESS keeps a global --tilegym/--out-root given before the sub-command from being reset
     p.add_argument("kernel", help="op name, e.g. bmm (tests/ops/test_<kernel>.py)")
     p.add_argument("--tilegym", default=argparse.SUPPRESS, help="TileGym checkout (default: $TILEGYM_PATH)")
@@ -46,64 +43,26 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="extra environment for the child, e.g. CUTILE_TUTORIALS_BACKEND=triton (repeatable)",
     )
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per child process (default 300)")
-
-
-def _tilegym(args: argparse.Namespace) -> Path:
-    return precondition.require_tilegym(getattr(args, "tilegym", None) or os.environ.get("TILEGYM_PATH"))
+    p.add_argument("--timeout", type=positive_seconds, default=300.0, metavar="S",
+                   help="seconds per child process (default 300)")
 
 
 def _out_root(args: argparse.Namespace) -> Path | None:
-    value = getattr(args, "out_root", None) or os.environ.get("CUTILE_KERNEL_OUT_ROOT")
-    return Path(value) if value else None
+    return checks.out_root_of(getattr(args, "out_root", None))
 
 
 def _env(args: argparse.Namespace) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for item in args.env:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"--env expects KEY=VALUE, got {item!r}", key="--env")
-        env[key] = value
-    return env
+    return parse_env_items(args.env)
 
 
 def _analysis(args: argparse.Namespace, kernel: str) -> Any:
-    path = getattr(args, "analysis", None)
-    if path is None:
-        root = _out_root(args)
-        if root is None:
-            raise InputError("no analysis.json: pass --analysis PATH or --out-root DIR", key="--analysis")
-        path = KernelPaths.under(root, kernel).analysis_json
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("analysis.json not found", path=path)
-    try:
-        from workbench.analysis import load_analysis
-    except ImportError:  # the analysis module is another engineer's; the raw JSON is enough here
-        return _load_raw_json(path)
-    return load_analysis(path)
-
-
-def _load_raw_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path=path, line=exc.lineno) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", path=path) from exc
-    if not isinstance(data, dict):
-        raise InputError("top level must be an object", path=path)
-    return data
-
-
-# ---------------------------------------------------------------------------- check
+    return checks.analysis_for(kernel, analysis_path=getattr(args, "analysis", None), out_root=_out_root(args))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    tilegym = _tilegym(args)
+    tilegym = checks.tilegym_root(getattr(args, "tilegym", None))
     kernel = args.kernel
-    test_path = wiring.find_test_file(tilegym, kernel)  # unknown kernel → exit 2 before any child runs
+    wiring.find_test_file(tilegym, kernel)  # unknown kernel → exit 2 before any child runs
     env = _env(args)
     out = sys.stdout
     pre = precondition.check_precondition(tilegym, python=args.python, env=env, timeout_s=args.timeout)
@@ -128,7 +87,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     print("precondition OK: autotune_launch imports", file=out)
 
     check = wiring.check_wiring(tilegym, kernel, python=args.python, env=env, timeout_s=args.timeout)
-    targets = [s.target for s in check.statuses]
     collect = check.collect
     assert collect is not None
     print(f"$ {collect.child.command}", file=out)
@@ -158,22 +116,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     if not args.apply_wiring:
         print("not applied (the test file is unchanged): re-run with --apply-wiring to make this edit", file=out)
         return EXIT_BLOCKED
+    out.flush()
+    refused = confirm(f"Apply {len(edits)} edit(s) to {check.relpath} under {tilegym}?", yes=args.yes)
+    if refused is not None:
+        return refused
     backup_dir = None
     root = _out_root(args)
     if root is not None:
         backup_dir = KernelPaths.under(root, kernel).workbench_dir / "wiring_backup"
     applied = None
-    for status in check.statuses:
-        if status.edit is None:
-            continue
-        # re-propose against the current file so a second class sees the first edit
-        module = load_test_module(test_path, tilegym)
-        fresh = wiring.analyse_wiring(module, module.find(status.target.split("::", 1)[1]))
-        if fresh.edit is None:
-            continue
-        applied = wiring.apply_wiring(
-            fresh.edit, tilegym, targets, python=args.python, backup_dir=backup_dir, env=env, timeout_s=args.timeout
-        )
+    for applied in checks.apply_wiring_edits(tilegym, kernel, check, python=args.python, backup_dir=backup_dir,
+                                             env=env, timeout_s=args.timeout):
         print(f"backup: {applied.backup}", file=out)
         print(applied.message, file=out)
         if not applied.applied:
@@ -186,31 +139,27 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_kselect(args: argparse.Namespace) -> int:
     kernel = args.kernel
-    analysis = _analysis(args, kernel)
+    inputs = checks.selection_inputs(kernel, analysis_path=getattr(args, "analysis", None),
+                                     out_root=_out_root(args), candidate=args.candidate)
+    analysis, candidate = inputs.analysis, inputs.candidate
     baseline = args.baseline
     if baseline == "auto":
-        baseline = _winner(analysis)
-    tilegym_value = getattr(args, "tilegym", None) or os.environ.get("TILEGYM_PATH")
+        baseline = checks.reference_winner(analysis)
+        if baseline is None:
+            raise InputError("cannot tell the baseline backend: pass --baseline", key="reference_backend")
+    tilegym_value = tilegym_checkout(getattr(args, "tilegym", None))
     module = None
     default_test = None
     cases_by_test: dict[str, list[Any]] = {}
     if tilegym_value:
-        tilegym = precondition.require_tilegym(tilegym_value)
-        path = wiring.find_test_file(tilegym, kernel)
-        module = load_test_module(path, tilegym)
-        perf = wiring.perf_targets(module)
-        if perf:
-            default_test = module.func_key(perf[0])
-        assumptions = Assumptions(frozenset({"cutile", "cutile-rs", "triton", "pytorch"}))
-        for fn in module.perf_functions():
-            try:
-                cases_by_test[module.func_key(fn)] = module.derive_cases(fn, assumptions)
-            except Unresolvable:
-                continue
+        cases = checks.static_cases(precondition.require_tilegym(tilegym_value), kernel)
+        module, default_test, cases_by_test = cases.module, cases.default_test, cases.cases_by_test
     selection = kselect.build_k_expressions(
-        analysis, args.candidate, baseline, cases_by_test=cases_by_test, default_test=default_test
+        analysis, candidate, baseline, cases_by_test=cases_by_test, default_test=default_test
     )
     out = sys.stdout
+    print(f"# {inputs.analysis_path} · candidate {candidate} ({inputs.candidate_source}) · baseline {baseline}",
+          file=out)
     for label, targets in (("candidate", selection.candidate), ("baseline", selection.baseline)):
         for t in targets:
             print(f"{label} ({t.token}): -k {t.expr!r}", file=out)
@@ -271,20 +220,12 @@ def _note_k_filters(selection: kselect.KSelection, cases_by_test: dict[str, list
             )
 
 
-def _winner(analysis: Any) -> str:
-    raw = analysis if isinstance(analysis, dict) else getattr(analysis, "raw", {})
-    winner = raw.get("reference_backend") or (raw.get("reference_backend_selection") or {}).get("winner")
-    if winner in ("cutile", "triton"):
-        return str(winner)
-    raise InputError("cannot tell the baseline backend: pass --baseline", key="reference_backend")
-
-
 # ---------------------------------------------------------------------------- audit-wrapper
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    tilegym = _tilegym(args)
-    path = tilegym / "src" / "tilegym" / "ops" / "cutile_rs" / f"{args.kernel}.py"
+    tilegym = checks.tilegym_root(getattr(args, "tilegym", None))
+    path = checks.wrapper_source(tilegym, args.kernel)
     if not path.is_file():
         raise InputError(f"unknown kernel '{args.kernel}': no cutile-rs wrapper", path=path)
     analysis = None
@@ -295,7 +236,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
             if getattr(args, "analysis", None):
                 raise
             print(f"note: {exc} — auditing without analysis.json", file=sys.stderr)
-    findings = wrapper_audit.audit_wrapper(path, analysis)
+    findings = audit_wrapper(path, analysis)
     if args.json:
         rows = [
             {
@@ -321,48 +262,60 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# ---------------------------------------------------------------------------- registry
+class CheckCommand:
+    name = "check"
+    group = None
+    help = "E preconditions: autotune_launch import + test_perf cutile-rs wiring"
+    description = ("E's preconditions on the TileGym checkout: tilegym.backend.cutile_rs.autotune_launch must import "
+                   "(else the BLOCKED files are written with --out-root), and test_perf must select cutile-rs cases "
+                   "(else the minimal edit is shown; --apply-wiring makes it, guarded).")
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_checks_arguments(parser)
+        parser.add_argument("--apply-wiring", action="store_true", help="apply the proposed test_perf edit (guarded)")
+        parser.add_argument("--yes", action="store_true", help="with --apply-wiring: edit without asking")
+        parser.add_argument("--max-ids", type=int, default=20, help="node ids to print (default 20)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        return cmd_check(args)
 
 
-def register(commands: argparse._SubParsersAction, report_commands: argparse._SubParsersAction | None = None) -> None:
-    """Add ``check``, ``kselect`` and ``audit-wrapper`` to the workbench CLI."""
-    p = commands.add_parser("check", help="E preconditions: autotune_launch import + test_perf cutile-rs wiring")
-    _common(p)
-    p.add_argument("--apply-wiring", action="store_true", help="apply the proposed test_perf edit (guarded)")
-    p.add_argument("--max-ids", type=int, default=20, help="node ids to print (default 20)")
-    p.set_defaults(func=cmd_check)
+class KselectCommand:
+    name = "kselect"
+    group = None
+    help = "-k expressions for candidate and baseline from analysis.json"
+    description = ("The matching pytest -k expressions for the candidate and the baseline from analysis.json's "
+                   "test_perf_configs; --show collects both sides, --static derives the ids with ast.")
 
-    p = commands.add_parser("kselect", help="-k expressions for candidate and baseline from analysis.json")
-    _common(p)
-    p.add_argument("--analysis", help="analysis.json (default: <out-root>/<kernel>/reference/analysis.json)")
-    p.add_argument("--candidate", default="cutile-rs", help="candidate backend (default cutile-rs)")
-    p.add_argument("--baseline", default="auto", help="baseline backend (default: analysis.json's winner)")
-    p.add_argument("--show", action="store_true", help="collect both sides and show/compare the node ids")
-    p.add_argument("--static", action="store_true", help="like --show, from ids derived with ast (no torch needed)")
-    p.set_defaults(func=cmd_kselect)
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_checks_arguments(parser)
+        parser.add_argument("--analysis", help="analysis.json (default: <kernel>/reference/analysis.json of the out "
+                                                    "root, else of the recorded session)")
+        parser.add_argument("--candidate", default=None,
+                            help="candidate backend (default: session.json's, else the profile's, else cutile-rs)")
+        parser.add_argument("--baseline", default="auto", help="baseline backend (default: analysis.json's winner)")
+        parser.add_argument("--show", action="store_true", help="collect both sides and show/compare the node ids")
+        parser.add_argument("--static", action="store_true",
+                            help="like --show, from ids derived with ast (no torch needed)")
 
-    p = commands.add_parser("audit-wrapper", help="static audit of src/tilegym/ops/cutile_rs/<kernel>.py")
-    _common(p)
-    p.add_argument("--analysis", help="analysis.json (default: <out-root>/<kernel>/reference/analysis.json if present)")
-    p.add_argument("--json", action="store_true", help="findings as JSON")
-    p.set_defaults(func=cmd_audit)
+    def run(self, args: argparse.Namespace) -> int:
+        return cmd_kselect(args)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry point (``python -m workbench.tilegym_checks.cli``)."""
-    parser = argparse.ArgumentParser(prog="cutile-workbench-checks")
-    commands = parser.add_subparsers(dest="command", required=True)
-    register(commands, None)
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    try:
-        return int(args.func(args))
-    except WorkbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
+class AuditWrapperCommand:
+    name = "audit-wrapper"
+    group = None
+    help = "static audit of src/tilegym/ops/cutile_rs/<kernel>.py"
+    description = "Static (ast) audit of the cutile-rs wrapper src/tilegym/ops/cutile_rs/<kernel>.py: file:line, rule, action."
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_checks_arguments(parser)
+        parser.add_argument("--analysis",
+                            help="analysis.json (default: <out-root>/<kernel>/reference/analysis.json if present)")
+        parser.add_argument("--json", action="store_true", help="findings as JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        return cmd_audit(args)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+COMMANDS = (CheckCommand(), KselectCommand(), AuditWrapperCommand())

@@ -1,12 +1,11 @@
-"""``cutile-workbench diff <kernel> [--variant V] [--color|--json]``: IR side-by-side + audit.
+"""``diff <kernel> [--variant V] [--color|--json]``: Tile IR side by side + the diff_ir.sh-parity audit.
 
 Contract: resolves the kernel dir like every command (``--out-root``/``$CUTILE_KERNEL_OUT_ROOT``/
-recorded session), pairs IR files by variant (:mod:`workbench.ir.loader`), diffs the canonical
-texts (:mod:`workbench.ir.diffmodel`) and audits the raw texts with diff_ir.sh parity
-(:mod:`workbench.ir.audit`). Text output fits the terminal width (unchanged runs folded, 3 lines of
-context), then the audit verdict and its critical/warn rows; ``--color`` highlights both sides with
-the MLIR lexer; ``--json`` prints rows, hunks and the audit. Exit 0 on success, 2 on bad input
-(missing/ambiguous variant, bad IR — the error names the file and line).
+recorded session) and asks :mod:`workbench.services.ir_diff` for the variant's pair (canonical
+diff + raw-text audit). Text output fits the terminal width (unchanged runs folded, 3 lines of
+context), then the audit verdict and its critical/warn rows; ``--color`` highlights both sides
+with the MLIR lexer; ``--json`` prints rows, hunks and the audit. Exit 0 on success, 2 on bad
+input (missing/ambiguous variant, bad IR — the error names the file and line).
 """
 
 from __future__ import annotations
@@ -15,13 +14,14 @@ import argparse
 import json
 import shutil
 import sys
-from pathlib import Path
 from typing import Any
 
-from workbench.errors import InputError, WorkbenchError
-from workbench.ir.audit import IRAudit, audit_texts
-from workbench.ir.diffmodel import DiffRow, Fold, SideBySide, diff_lines
-from workbench.ir.loader import IRPair, discover_ir, load_pair
+from workbench.cli.common import add_kernel_args, path_arg
+from workbench.ir.audit import IRAudit
+from workbench.ir.diffmodel import DiffRow, Fold, SideBySide
+from workbench.ir.loader import IRPair
+from workbench.services.ir_diff import diff_variant
+from workbench.workspace import open_workspace
 
 _MARK = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}
 
@@ -116,58 +116,43 @@ def to_json(pair: IRPair, sbs: SideBySide, audit: IRAudit) -> dict[str, Any]:
     }
 
 
-def run_diff(args: argparse.Namespace) -> int:
-    from workbench.workspace import open_workspace
+class DiffCommand:
+    name = "diff"
+    group = None
+    help = "side-by-side Tile IR diff + diff_ir.sh-parity audit"
+    description = "Pair reference/generated IR by variant, diff canonical text, audit."
 
-    out_root = getattr(args, "out_root", None)
-    tilegym = getattr(args, "tilegym", None)
-    try:
-        ws = open_workspace(args.kernel, out_root=Path(out_root) if out_root else None,
-                            tilegym=Path(tilegym) if tilegym else None, strict=False)
-        inv = discover_ir(ws.paths)
-        pair_paths = inv.pair(args.variant)
-        if pair_paths is None:
-            have = ", ".join(p.label for p in inv.pairs) or "none"
-            extra = [str(p) for p in inv.unpaired_reference + inv.unpaired_generated]
-            raise InputError(f"no IR pair for variant {args.variant or '(single)'}; pairs: {have}"
-                             + (f"; unpaired: {', '.join(extra)}" if extra else ""), path=ws.paths.root,
-                             key="--variant")
-        pair = load_pair(pair_paths)
-        sbs = diff_lines(pair.reference.canon.lines, pair.generated.canon.lines)
-        audit = audit_texts(pair.reference.text, pair.generated.text, ref_name=str(pair.reference.path),
-                            gen_name=str(pair.generated.path))
-    except WorkbenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.exit_code
-    if args.json:
-        json.dump(to_json(pair, sbs, audit), sys.stdout, indent=1)
-        sys.stdout.write("\n")
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_kernel_args(parser)
+        parser.add_argument("--variant", default=None, help="variant name (default: the single pair)")
+        g = parser.add_mutually_exclusive_group()
+        g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
+        g.add_argument("--json", action="store_true", help="print hunks + audit as JSON")
+
+    def run(self, args: argparse.Namespace) -> int:
+        ws = open_workspace(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
+                            strict=False)
+        ir = diff_variant(ws, args.variant)
+        pair, sbs, audit = ir.pair, ir.diff, ir.audit
+        if args.json:
+            json.dump(to_json(pair, sbs, audit), sys.stdout, indent=1)
+            sys.stdout.write("\n")
+            return 0
+        width = shutil.get_terminal_size((160, 40)).columns
+        print(f"reference: {pair.reference.path}\ngenerated: {pair.generated.path}")
+        for note in ir.notes + sbs.notes:
+            print(f"note: {note}")
+        st = sbs.stats()
+        print(f"{len(sbs.hunks)} hunk(s): {st['replace']} changed, {st['delete']} only in reference, "
+              f"{st['insert']} only in generated")
+        for line in render_side_by_side(sbs, width=width, color=args.color,
+                                        left_src=pair.reference.canon.source_lines,
+                                        right_src=pair.generated.canon.source_lines):
+            print(line)
+        print()
+        for line in audit_summary(audit):
+            print(line)
         return 0
-    width = shutil.get_terminal_size((160, 40)).columns
-    print(f"reference: {pair.reference.path}\ngenerated: {pair.generated.path}")
-    for note in inv.notes + sbs.notes:
-        print(f"note: {note}")
-    st = sbs.stats()
-    print(f"{len(sbs.hunks)} hunk(s): {st['replace']} changed, {st['delete']} only in reference, "
-          f"{st['insert']} only in generated")
-    for line in render_side_by_side(sbs, width=width, color=args.color, left_src=pair.reference.canon.source_lines,
-                                    right_src=pair.generated.canon.source_lines):
-        print(line)
-    print()
-    for line in audit_summary(audit):
-        print(line)
-    return 0
 
 
-def register(commands: Any, report_commands: Any) -> None:
-    """Add ``diff`` to the top-level sub-parsers (``report_commands`` is unused here)."""
-    from workbench.cli import add_kernel_args
-
-    p = commands.add_parser("diff", help="side-by-side Tile IR diff + diff_ir.sh-parity audit",
-                            description="Pair reference/generated IR by variant, diff canonical text, audit.")
-    add_kernel_args(p)
-    p.add_argument("--variant", default=None, help="variant name (default: the single pair)")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
-    g.add_argument("--json", action="store_true", help="print hunks + audit as JSON")
-    p.set_defaults(func=run_diff)
+COMMANDS = (DiffCommand(),)

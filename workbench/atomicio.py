@@ -1,0 +1,40 @@
+"""Atomic single-file writes inside a kernel dir (temp file in the same dir + fsync + ``os.replace``).
+
+Contract: :func:`atomic_write_bytes` never leaves a half-written file at ``path`` (readers see the
+old bytes or the new ones) and refuses any target that resolves, symlinks included, outside
+``root`` (:class:`~workbench.errors.UnsafePath`). Imports nothing but the errors module, so every
+core module that files evidence (runner, IR filing, probes, scale-out) can use it without a cycle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+
+from workbench.errors import UnsafePath
+
+
+def ensure_inside(path: Path, root: Path) -> None:
+    """Raise UnsafePath unless ``path`` (symlinks resolved) lies inside ``root``."""
+    real_root = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if real != real_root and real_root not in real.parents:
+        raise UnsafePath(f"write target resolves outside the kernel dir {real_root}", path=path)
+
+
+def atomic_write_bytes(path: Path, data: bytes, root: Path) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same dir + fsync + ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ensure_inside(path, root)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()

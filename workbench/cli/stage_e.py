@@ -1,0 +1,165 @@
+"""Stage E's commands: ``table <kernel> [--json|--csv]`` and ``report e <kernel>``.
+
+Contract: both go through :mod:`workbench.services.stage_e` (open → table → plan → write).
+``report e`` prints what it wrote (or, with ``--dry-run``, what it would write: paths + sizes),
+then the seed's closing contract on stdout — the ``<PERF_LOG>`` block, the ``<VALIDATOR_OUTPUT>``
+block (each ``$ command``, verbatim output, ``exit=N``) and exactly one final ``VERDICT: X`` line
+with nothing after it. Exit 0 written, 1 BLOCKED (``VERDICT: BLOCKED``, nothing written), 2 bad
+input/usage (also: no ``--yes`` with a non-interactive stdin, or a write into the read-only
+recorded session that ships in the package), 3 validation refused (nothing written, no VERDICT
+line). A dry run ends with ``DRY RUN: ...`` instead of a VERDICT line: nothing was written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from workbench.cli.common import add_kernel_args, finish_report, path_arg
+from workbench.errors import Blocked
+from workbench.model import RatioTable
+from workbench.services import stage_e
+from workbench.stats import round4
+from workbench.workspace import Workspace
+
+
+def table_json(table: RatioTable, ws: Workspace | None = None) -> dict[str, Any]:
+    return {
+        "kernel": table.kernel,
+        "verdict": table.verdict,
+        "severity": table.severity,
+        "geomean": table.geomean,
+        "geomean_ratio": f"{round4(table.geomean):.4f}" if table.geomean is not None else None,
+        "geomean_ci": list(table.geomean_ci) if table.geomean_ci else None,
+        "inconclusive": table.inconclusive,
+        "variant_geomeans": table.variant_geomeans,
+        "rows": [{**asdict(r), "row_verdict": r.row_verdict} for r in table.rows],
+        "notes": table.notes,
+        "gaps": [asdict(g) for g in ws.gaps] if ws else [],
+        "source": ws.source if ws else None,
+        "kernel_dir": str(ws.kernel_dir) if ws else None,
+    }
+
+
+CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
+              "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason")
+
+
+def table_csv(table: RatioTable) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in table.rows:
+        d = {**asdict(r), "row_verdict": r.row_verdict}
+        w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
+    return buf.getvalue()
+
+
+def table_text(table: RatioTable, ws: Workspace | None = None) -> str:
+    def f(x: float | None, spec: str) -> str:
+        return "NA" if x is None else format(x, spec)
+
+    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict")
+    body = []
+    for r in table.rows:
+        ci = "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.3f}-{r.ci_high:.3f}"
+        launches = "" if r.candidate_launches is None and r.baseline_launches is None else \
+            f"{r.candidate_launches if r.candidate_launches is not None else '?'}/" \
+            f"{r.baseline_launches if r.baseline_launches is not None else '?'}"
+        verdict = r.row_verdict if r.status != "NO_BASELINE" else "NO_BASELINE"
+        body.append((r.params, r.variant or "", r.baseline_backend or "", f(r.baseline_ms, ".4f"),
+                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict))
+    widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
+    lines = [f"{table.kernel}" + (f"  ({ws.source}: {ws.kernel_dir})" if ws else "")]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
+    if table.geomean is not None:
+        ci = f"  95% CI {table.geomean_ci[0]:.4f}-{table.geomean_ci[1]:.4f}" if table.geomean_ci else ""
+        inc = "  (inconclusive at 1.05)" if table.inconclusive else ""
+        lines.append(f"geomean {round4(table.geomean):.4f}{ci}{inc}  severity {table.severity}  "
+                     f"verdict {table.verdict}")
+    for v, g in table.variant_geomeans.items():
+        lines.append(f"variant {v}: geomean {round4(g):.4f}")
+    lines += [f"note: {n}" for n in table.notes]
+    if ws:
+        lines += [f"gap ({g.severity}): {g.what}: {g.path}" for g in ws.gaps if g.severity != "info"]
+    return "\n".join(lines) + "\n"
+
+
+def print_table(kernel: str, *, out_root: Path | None, tilegym: Path | None, fmt: str, seed: int = 0) -> int:
+    ws = stage_e.open_kernel(kernel, out_root=out_root, tilegym=tilegym)
+    try:
+        table = stage_e.ratio_table(ws, seed)
+    except Blocked as exc:
+        print(f"BLOCKED: {exc}", file=sys.stderr)
+        return 1
+    if fmt == "json":
+        print(json.dumps(table_json(table, ws), indent=2))
+    elif fmt == "csv":
+        sys.stdout.write(table_csv(table))
+    else:
+        sys.stdout.write(table_text(table, ws))
+    return 1 if table.verdict == "BLOCKED" else 0
+
+
+class TableCommand:
+    name = "table"
+    group = None
+    help = "E's ratio table (candidate / winning baseline per config)"
+    description = ("E's ratio table: per-config ratios (candidate / winning baseline), 95% CIs, launches per "
+                   "call, geomean, severity.")
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_kernel_args(parser)
+        fmt = parser.add_mutually_exclusive_group()
+        fmt.add_argument("--json", action="store_true", help="machine-readable JSON")
+        fmt.add_argument("--csv", action="store_true", help="CSV, one row per config")
+        parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        fmt = "json" if args.json else "csv" if args.csv else "text"
+        return print_table(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), fmt=fmt,
+                           seed=args.seed)
+
+
+class ReportECommand:
+    name = "e"
+    group = "report"
+    help = "Agent E: performance.md + sanitized perf log + logs (guarded write)"
+    description = ("Plan E's report set (performance.md, the sanitized perf_cutile_rs.txt, agent logs), validate "
+                   "it in-process and write it (asks first; --yes for non-interactive writes).")
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_kernel_args(parser)
+        parser.add_argument("--dry-run", action="store_true", help="render and validate, print what would be written")
+        parser.add_argument("--yes", action="store_true", help="write without asking")
+        parser.add_argument("--raw-log", metavar="FILE",
+                            help="raw pytest log to sanitize (default: reports/agent_logs/perf_cutile_rs.full.txt, "
+                                 "else perf_cutile_rs.txt)")
+        parser.add_argument("--pytest-rc", type=int, default=None,
+                            help="exit status of the pytest run (default: recorded/inferred)")
+        parser.add_argument("--command", dest="run_command", default=None, help="the pytest command, for agent_e.md")
+        parser.add_argument("--no-real-scripts", action="store_true", help="skip the TileGym validator scripts")
+
+    def run(self, args: argparse.Namespace) -> int:
+        ws = stage_e.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym))
+        request = stage_e.EReportRequest(raw_log=path_arg(args.raw_log), pytest_rc=args.pytest_rc,
+                                         command=args.run_command, run_real_scripts=not args.no_real_scripts)
+        try:
+            plan = stage_e.plan(ws, request)
+        except Blocked as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            print("nothing was written")
+            print("VERDICT: BLOCKED")
+            return 1
+        return finish_report(ws, plan, dry_run=args.dry_run, yes=args.yes, noun="report", write=stage_e.write,
+                             out=sys.stdout)
+
+
+COMMANDS = (TableCommand(), ReportECommand())

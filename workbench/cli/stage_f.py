@@ -1,0 +1,46 @@
+"""Stage F's command: ``report f <kernel> [--dry-run] [--yes]``.
+
+Contract: goes through :mod:`workbench.services.stage_f` (collect → diagnose → plan → write) and
+prints each investigation's verdict on stderr. Exit 0 written (FIXABLE/ALIGNED), 1 written with
+VERDICT: BLOCKED, 2 bad input or no confirmation (also: a write into the read-only recorded
+session), 3 validation refused (closing block printed, no VERDICT line, nothing written).
+``--dry-run`` prints what would be written and the closing block, then a ``DRY RUN:`` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.cli.common import add_kernel_args, finish_report, path_arg
+from workbench.services import stage_f
+
+
+class ReportFCommand:
+    name = "f"
+    group = "report"
+    help = "Agent F: residual perf investigation reports"
+    description = ("Diagnose slow configs and write reports/perf_investigation_*.md, agent_f.md and "
+                   "agent_logs/agent_f.md (guarded write).")
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_kernel_args(parser)
+        parser.add_argument("--dry-run", action="store_true", help="render and validate, write nothing")
+        parser.add_argument("--yes", action="store_true", help="write without asking")
+        parser.add_argument("--no-real-scripts", action="store_true",
+                            help="skip the real validate_agent_f.sh even when a TileGym checkout is known")
+
+    def run(self, args: argparse.Namespace) -> int:
+        out = sys.stdout
+        ws = stage_f.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym))
+        argv = " ".join(["cutile-workbench", "report", "f", args.kernel] +
+                        (["--dry-run"] if args.dry_run else []) + (["--yes"] if args.yes else []))
+        report = stage_f.plan(ws, command=argv, run_real_scripts=not args.no_real_scripts)
+        plan = report.plan
+        for inv in report.investigations:
+            print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)
+        return finish_report(ws, plan, dry_run=args.dry_run, yes=args.yes, noun="reports", write=stage_f.write,
+                             out=out)
+
+
+COMMANDS = (ReportFCommand(),)

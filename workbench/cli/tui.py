@@ -1,0 +1,61 @@
+"""The TUI's commands: ``open <kernel>`` (also the bare ``cutile-workbench <kernel>``) and ``keys``.
+
+Contract: ``open`` runs :func:`workbench.tui.app.run_app` and returns its exit code; where the
+TUI cannot be imported (no Textual), says so on stderr and prints E's table instead
+(``table <kernel>``). ``keys`` lists every binding id a keymap file may remap, with its default
+keys (:func:`workbench.tui.keymap.describe_bindings`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.cli.common import add_kernel_args, path_arg
+
+KEYMAP_HELP = ("TUI key bindings: TOML [keymap] table of binding-id = \"key[,key]\" (else $CUTILE_WORKBENCH_KEYMAP, "
+               "else ~/.config/cutile-workbench/keymap.toml if present)")
+
+
+class OpenCommand:
+    name = "open"
+    group = None
+    help = "open the TUI on a kernel (also: cutile-workbench <kernel>)"
+    description = "Open the Textual workbench on a kernel: Ratios, Timeline, IR diff, Report and Checks screens."
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        add_kernel_args(parser)
+        parser.add_argument("--keymap", metavar="FILE", default=argparse.SUPPRESS, help=KEYMAP_HELP)
+
+    def run(self, args: argparse.Namespace) -> int:
+        out_root, tilegym = path_arg(args.out_root), path_arg(args.tilegym)
+        try:
+            from workbench.tui.app import run_app
+        except ImportError as exc:
+            from workbench.cli.stage_e import print_table
+
+            print(f"note: the TUI is unavailable ({exc}); showing the table instead", file=sys.stderr)
+            return print_table(args.kernel, out_root=out_root, tilegym=tilegym, fmt="text")
+        return int(run_app(args.kernel, out_root=out_root, tilegym=tilegym,
+                           keymap=path_arg(getattr(args, "keymap", None))))
+
+
+class KeysCommand:
+    name = "keys"
+    group = None
+    help = "list the TUI's binding ids and default keys (the vocabulary of a --keymap file)"
+    description = ("Every key binding id of the TUI with its default keys, owner and description: the names a "
+                   "keymap file ([keymap] table of binding-id = \"key[,key]\") may remap.")
+
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        pass
+
+    def run(self, args: argparse.Namespace) -> int:
+        import workbench.tui.app  # noqa: F401  (declares the app's own bindings: quit, help, 1-5)
+        from workbench.tui.keymap import describe_bindings
+
+        sys.stdout.write(describe_bindings())
+        return 0
+
+
+COMMANDS = (OpenCommand(), KeysCommand())

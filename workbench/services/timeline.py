@@ -1,0 +1,211 @@
+"""Per-launch captures of one config as a service: where they are, which backend plays which role, summaries.
+
+Contract:
+
+- :func:`find_launches` finds ``workbench/launches.json.gz`` of the kernel dir (``out_root``, else
+  ``$CUTILE_KERNEL_OUT_ROOT``), else the profile's recorded session; ``InputError`` naming what it
+  looked at.
+- :func:`select_sets` picks one config's launch sets (params string or node id; optional backends);
+  an unknown config is an ``InputError`` listing close matches.
+- :func:`backend_roles` maps backend id tokens to ``candidate``/``baseline`` (session.json, else
+  the profile); :func:`summarize_set` is launches per call, device time per call and per-kernel
+  per-launch times (µs) of one set; :func:`measurement_labels` tells a test's forward and backward
+  sets apart (by their order).
+- :func:`write_perfetto` writes Chrome-trace JSON atomically into an existing directory (it
+  creates none) and refuses to replace an existing file that is not JSON unless ``force``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import json
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import InputError
+from workbench.layout import KernelPaths
+from workbench.model import LaunchSet
+from workbench.testids import id_token
+
+
+def find_launches(kernel: str, out_root: str | Path | None,
+                  env: Mapping[str, str] = os.environ) -> tuple[Path, Path | None]:
+    """``(launches file, session.json or None)``: the out-root kernel dir first, then the recording."""
+    looked: list[str] = []
+    root = out_root or env.get("CUTILE_KERNEL_OUT_ROOT")
+    if root:
+        kp = KernelPaths.under(Path(root), kernel)
+        if kp.launches_json.is_file():
+            return kp.launches_json, kp.session_json if kp.session_json.is_file() else None
+        looked.append(str(kp.launches_json))
+    if not out_root:
+        from profiles import get_profile
+
+        profile = get_profile(kernel)
+        if profile is not None:
+            kp = KernelPaths.under(profile.session_root, kernel)
+            if kp.launches_json.is_file():
+                return kp.launches_json, kp.session_json if kp.session_json.is_file() else None
+            looked.append(str(kp.launches_json))
+    raise InputError(f"no per-launch captures for {kernel!r} (looked at: {', '.join(looked) or 'nothing'}); "
+                     "run `cutile-workbench run --harness` on a GPU node first", key="kernel")
+
+
+def backend_roles(session_json: Path | None, kernel: str) -> dict[str, str]:
+    """backend record key → "candidate"/"baseline" from session.json (else the profile)."""
+    roles: dict[str, str] = {}
+    if session_json is not None:
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(session_json.read_text(encoding="utf-8"))
+            for role, meta in (data.get("runs") or {}).items():
+                token = meta.get("backend_token") if isinstance(meta, dict) else None
+                if isinstance(token, str):
+                    roles[token] = "candidate" if role == "candidate" else "baseline"
+            for key in ("candidate", "baseline"):
+                value = data.get(key) or data.get(f"{key}_backend")
+                if isinstance(value, str):
+                    roles.setdefault(id_token(value), key)
+    if not roles:
+        with contextlib.suppress(ImportError):
+            from profiles import get_profile
+
+            profile = get_profile(kernel)
+            if profile is not None:
+                roles[id_token(profile.candidate)] = "candidate"
+                roles[id_token(profile.baseline)] = "baseline"
+    return roles
+
+
+def _stats(values: Sequence[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)} if values else {}
+
+
+def measurement_labels(sets: Sequence[LaunchSet]) -> list[str]:
+    """Per set: which measurement of its test it is — ``forward``, ``backward``, ``measurement 3``…
+    by order within (nodeid, backend) (TileGym measures forward first); "" for a test with one set."""
+    totals: dict[tuple[str, str], int] = {}
+    for s in sets:
+        totals[(s.nodeid, s.backend)] = totals.get((s.nodeid, s.backend), 0) + 1
+    seen: dict[tuple[str, str], int] = {}
+    labels = []
+    for s in sets:
+        key = (s.nodeid, s.backend)
+        index = seen.get(key, 0)
+        seen[key] = index + 1
+        labels.append("" if totals[key] < 2 else ("forward", "backward")[index] if index < 2
+                      else f"measurement {index + 1}")
+    return labels
+
+
+def summarize_set(s: LaunchSet, role: str, measurement: str = "") -> dict[str, Any]:
+    """Launches per call, device time per call and per-kernel per-launch times (µs) of one set."""
+    per_call = [len(c.launches) for c in s.calls]
+    device_us = [c.device_time_ns / 1000.0 for c in s.calls]
+    kernels: dict[str, dict[str, Any]] = {}
+    for c in s.calls:
+        counts: dict[str, int] = {}
+        for x in c.launches:
+            k = kernels.setdefault(x.display_name, {
+                "name": x.display_name, "kind": x.kind, "durations_us": [], "counts": [],
+                "grid": list(x.grid) if x.grid else None, "block": list(x.block) if x.block else None,
+                "registers_per_thread": x.registers_per_thread,
+                "shared_memory_bytes": (None if x.static_smem is None and x.dynamic_smem is None
+                                        else (x.static_smem or 0) + (x.dynamic_smem or 0)),
+            })
+            k["durations_us"].append(x.duration_ns / 1000.0)
+            counts[x.display_name] = counts.get(x.display_name, 0) + 1
+        for name in kernels:
+            kernels[name]["counts"].append(counts.get(name, 0))
+    rows = []
+    for k in kernels.values():
+        rows.append({
+            "name": k["name"], "kind": k["kind"],
+            "launches_per_call": statistics.median(k["counts"]) if k["counts"] else 0,
+            "per_launch_us": _stats(k["durations_us"]),
+            "grid": k["grid"], "block": k["block"], "registers_per_thread": k["registers_per_thread"],
+            "shared_memory_bytes": k["shared_memory_bytes"],
+        })
+    rows.sort(key=lambda r: -(r["per_launch_us"].get("median", 0.0) * r["launches_per_call"]))
+    return {
+        "backend": s.backend, "role": role, "measurement": measurement, "nodeid": s.nodeid, "params": s.params,
+        "source": s.source,
+        "calls": len(s.calls), "launches_per_call": _stats([float(n) for n in per_call]),
+        "device_time_per_call_us": _stats(device_us), "kernels": rows,
+        "no_launch_data": s.source == "events",
+    }
+
+
+def select_sets(sets: list[LaunchSet], config: str, backends: list[str] | None, path: Path) -> list[LaunchSet]:
+    chosen = [s for s in sets if s.params == config or s.nodeid == config]
+    if not chosen:
+        known = sorted({s.params for s in sets})
+        close = difflib.get_close_matches(config, known, n=6, cutoff=0.4)
+        close += [k for k in known if config in k and k not in close][:6]
+        raise InputError(
+            f"unknown config {config!r}" + (f"; close matches: {', '.join(close)}" if close else "")
+            + f" ({len(known)} configs recorded)", path=path, key="--config")
+    if backends:
+        want = {id_token(b) for b in backends}
+        picked = [s for s in chosen if id_token(s.backend) in want]
+        if not picked:
+            have = sorted({s.backend for s in chosen})
+            raise InputError(f"no captures of backend(s) {', '.join(backends)} for {config!r} "
+                             f"(have: {', '.join(have)})", path=path, key="--backend")
+        chosen = picked
+    return chosen
+
+
+def write_perfetto(path: Path, trace: dict[str, Any], *, force: bool) -> None:
+    """Atomic write of a Chrome trace; an existing non-JSON file is only replaced with ``force``."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError("is a directory", path=path, key="--perfetto")
+    if path.exists() and not force:
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            raise InputError("exists and is not JSON; refusing to replace it (use --force)",
+                             path=path, key="--perfetto") from None
+    if not path.parent.is_dir():  # a typo in the directory must not create a tree of new ones
+        raise InputError("directory does not exist (create it first)", path=path.parent, key="--perfetto")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(trace, fh, separators=(",", ":"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+@dataclass(frozen=True)
+class ConfigTimeline:
+    """One config's launch sets (candidate first, then baseline, then others) and their summaries."""
+
+    kernel: str
+    config: str
+    source: Path  # the launches file read
+    sets: list[LaunchSet]
+    summaries: list[dict[str, Any]]
+
+
+def config_timeline(kernel: str, config: str, *, backends: list[str] | None = None,
+                    out_root: str | Path | None = None, env: Mapping[str, str] = os.environ) -> ConfigTimeline:
+    """Find, load and summarize one config's captures (see module contract); InputError for bad input."""
+    from workbench.launches_io import load_launch_sets
+
+    path, session_json = find_launches(kernel, out_root, env)
+    chosen = select_sets(load_launch_sets(path), config, backends, path)
+    roles = backend_roles(session_json, kernel)
+    order = {"candidate": 0, "baseline": 1}
+    chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
+    labels = measurement_labels(chosen)  # after the stable sort: forward still before backward
+    summaries = [summarize_set(s, roles.get(id_token(s.backend), "-"), label) for s, label in zip(chosen, labels, strict=True)]
+    return ConfigTimeline(kernel, config, path, chosen, summaries)
