@@ -131,7 +131,7 @@ PY
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
     clock) step clock 120 python3 bench/cupti_clock_probe.py --out "$W/clock.json" ;;
     gpuall)  # every GPU test of the suite (real cutile-rs ones via TILEGYM_PATH), one pytest process
-      TILEGYM_PATH="$TG" step gpuall 330 python3 -m pytest -m gpu tests/ -v -s -rs -p no:cacheprovider ;;
+      step gpuall 330 env TILEGYM_PATH="$TG" python3 -m pytest -m gpu tests/ -v -s -rs -p no:cacheprovider ;;
     probe)  # the focused ncu probe on the real matmul gap (static_persistent 2048^3), both sides
       step probe 200 python3 bench/probe_session.py --kernel matmul --tilegym "$TG" --out "$W/probe" \
         --config True-True-False-False-2048-2048-2048-0-0-torch.float16 ;;
