@@ -132,7 +132,7 @@ PY
     clock) step clock 120 python3 bench/cupti_clock_probe.py --out "$W/clock.json" ;;
     gpuall)  # every GPU test of the suite (real cutile-rs ones via TILEGYM_PATH), one pytest process
       step gpuall 330 env TILEGYM_PATH="$TG" python3 -m pytest -m gpu tests/ -v -s -rs -p no:cacheprovider ;;
-    probe)  # the focused ncu probe on the real matmul gap (static_persistent 2048^3), both sides
+    ncuprobe)  # the focused ncu probe on the real matmul gap (static_persistent 2048^3), both sides
       step probe 200 python3 bench/probe_session.py --kernel matmul --tilegym "$TG" --out "$W/probe" \
         --config True-True-False-False-2048-2048-2048-0-0-torch.float16 ;;
     scale2on1)  # run --gpus 0,0 (two shards on ONE GPU: plumbing, labelled) vs one process
