@@ -156,3 +156,19 @@ def test_f_with_the_wrapper_names_the_reference_config_cutile_rs_lacks(tmp_path:
     text = (reports / "perf_investigation_True-True-False-False-2048-2048-2048-0-0-torch.float16.md").read_text()
     assert "SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)" in text
     assert "_static_persistent_configs() (4 config(s))" in text
+
+
+def test_table_names_a_real_candidate_and_labels_stand_ins() -> None:
+    """`table` says who the candidate is: real cutile-rs here, STAND-IN for the profile sessions."""
+    import subprocess
+    import sys
+
+    def first_lines(kernel: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-m", "workbench", "table", kernel], capture_output=True, text=True,
+                             timeout=120, cwd=Path(__file__).resolve().parents[1]).stdout
+        return out.splitlines()[1:3]
+
+    assert first_lines("matmul")[0] == "candidate: cutile-rs"
+    assert first_lines("matmul")[1].startswith("measured by: candidate: workbench CUPTI harness")
+    assert first_lines("rms_norm")[0] == "candidate: STAND-IN cutile (not cutile-rs)"
+    assert first_lines("rms_norm_hotpath")[0] == "candidate: STAND-IN cutile-hotpath (not cutile-rs)"

@@ -48,7 +48,8 @@ def table_json(table: RatioTable, ws: Workspace | None = None) -> dict[str, Any]
 
 
 CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
-              "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason")
+              "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason",
+              "candidate_harness", "baseline_harness")
 
 
 def table_csv(table: RatioTable) -> str:
@@ -77,6 +78,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None) -> str:
                      f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict))
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
     lines = [f"{table.kernel}" + (f"  ({ws.source}: {ws.kernel_dir})" if ws else "")]
+    lines += _candidate_lines(table, ws)
     lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip())
     lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
     if table.geomean is not None:
@@ -90,6 +92,26 @@ def table_text(table: RatioTable, ws: Workspace | None = None) -> str:
     if ws:
         lines += [f"gap ({g.severity}): {g.what}: {g.path}" for g in ws.gaps if g.severity != "info"]
     return "\n".join(lines) + "\n"
+
+
+def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
+    """Who the candidate is (a stand-in is always named as one) and which harness measured the rows."""
+    from workbench.errors import WorkbenchError
+    from workbench.report_e import harness_summary, load_candidate, stand_in_frameworks
+
+    out = []
+    cand = None
+    if ws is not None:
+        try:
+            cand = load_candidate(ws)[0]
+        except WorkbenchError:
+            cand = None  # the table itself names a bad log
+    if cand is not None and cand.records:
+        stand_in = stand_in_frameworks(cand)
+        out.append(f"candidate: STAND-IN {', '.join(stand_in)} (not cutile-rs)" if stand_in else
+                   "candidate: cutile-rs")
+    out.append(f"measured by: {harness_summary(table.rows)}")
+    return out
 
 
 def print_table(kernel: str, *, out_root: Path | None, tilegym: Path | None, fmt: str, seed: int = 0) -> int:
