@@ -120,7 +120,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     # --- reports and live
     data.plan_report = _plan_report(ws, data.candidate_backend)
     data.write_report = _write_report(ws)
-    if ws.source == "recorded":
+    from workbench.services.stage_e import inside_recorded_sessions
+
+    if ws.source == "recorded" or inside_recorded_sessions(ws.paths.root):  # the CLI's read_only_reason
         data.read_only = ("this is the recorded session shipped in the package (read-only): copy "
                           f"{ws.paths.root} to a dir of yours and open it with --out-root")
     data.read_existing = read_existing_files
