@@ -87,6 +87,7 @@ class ProbeSpec:
     ncu: str = "ncu"
     csv_path: Path | None = None
     pythonpath: tuple[str, ...] = ()  # e.g. the TileGym checkout's src/ (our package always goes first)
+    extra_env: tuple[tuple[str, str], ...] = ()  # e.g. DISABLE_FALLBACK=1 for TileGym's cutile-rs side
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,8 @@ def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str,
     path = os.pathsep.join([str(PACKAGE_ROOT), *spec.pythonpath])
     # WORKBENCH_CAPTURE=events: ncu holds CUPTI, so the routed autotuner times configs with CUDA
     # events (never a second CUPTI client next to ncu; seen working under ncu on the H200, call 1)
-    return argv, {PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path, "WORKBENCH_CAPTURE": "events"}
+    return argv, {**dict(spec.extra_env), PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path,
+                  "WORKBENCH_CAPTURE": "events"}
 
 
 def shell_line(spec: ProbeSpec, csv_path: Path) -> str:
@@ -339,8 +341,13 @@ def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT
             tail = (res.output.strip().splitlines() or ["no output"])[-1]
             raise InputError(f"ncu wrote no CSV (rc={res.rc}): {tail}", path=str(csv_path))
         text = csv_path.read_text(encoding="utf-8", errors="replace")
-    result = parse_ncu_csv(text, path=str(csv_path), backend=spec.backend, params=spec.params,
-                           kernel_name=spec.kernel_name)
+        try:
+            result = parse_ncu_csv(text, path=str(csv_path), backend=spec.backend, params=spec.params,
+                                   kernel_name=spec.kernel_name)
+        except InputError as exc:  # say what the child said: a failed test, a permission error
+            tail = (res.output.strip().splitlines() or ["no output"])[-1]
+            raise InputError(f"{exc.message} (ncu rc={res.rc}; last output line: {tail})", path=exc.path,
+                             line=exc.line, key=exc.key) from None
     rel = probe_path(paths, spec.backend, spec.params).with_suffix(".csv").relative_to(paths.root).as_posix()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return replace(result, command=command, captured_at=stamp, csv=rel), text
