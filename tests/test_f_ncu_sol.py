@@ -114,6 +114,7 @@ def test_probe_command_profiles_one_tuned_call() -> None:
     joined = " ".join(argv)
     for part in ("--profile-from-start off", "-k regex:^silu_and_mul_kernel_entry$", "-c 1", "--clock-control none",
                  "--csv --page raw --print-units base", "--log-file /tmp/x.csv", "--kernel-name-base function",
+                 "--print-kernel-base function",
                  "-m pytest -p no:cacheprovider --rootdir=/tg -p no:cutile_workbench -p workbench.perflog.plugin "
                  "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-", "--workbench-harness"):
         assert part in joined, part

@@ -196,3 +196,43 @@ def test_bad_config_backend_and_timeout(tmp_path: Path, capsys: pytest.CaptureFi
                          "-b", "cutile-rs", "--timeout", "1")
     assert rc == 2 and "killed after 1 s" in err
     assert not (Path(root) / "silu_and_mul" / "workbench" / "probes" / f"cutile_rs-{CONFIG}.json").exists()
+
+
+def test_a_csv_of_another_kernel_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The REAL cuTile CSV offered as the cutile-rs side: its kernel row is not that side's kernel."""
+    _tools(tmp_path, monkeypatch, ncu=False)
+    root = _out_root(tmp_path)
+    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
+                         "--tilegym", str(_tilegym(tmp_path)), "--backend", "cutile-rs",
+                         "--csv", str(FIX / "ncu_silu_and_mul_cutile.csv.log"))
+    assert rc == 2 and "not this side's kernel silu_and_mul_kernel_entry" in err and "key 'Kernel Name'" in err
+    assert not (root / "silu_and_mul" / "workbench" / "probes").exists()
+
+
+@pytest.mark.gpu
+def test_probe_of_the_real_matmul_gap_on_the_gpu(tmp_path: Path) -> None:
+    """GPU + ncu + a TileGym checkout with the cutile-rs library ($TILEGYM_PATH): ncu on one call of each
+    side of static_persistent 2048^3 (the recorded 2.04x gap). The probe must see the kernels the CUPTI
+    captures recorded: same registers and grid, and a duration of the same order as their per-launch time."""
+    import subprocess
+
+    tg = os.environ.get("TILEGYM_PATH")
+    if shutil.which("ncu") is None or shutil.which("nvidia-smi") is None or not tg:
+        pytest.skip("needs ncu, an NVIDIA GPU and $TILEGYM_PATH")
+    if subprocess.run(["nvidia-smi"], capture_output=True, check=False).returncode != 0:
+        pytest.skip("no GPU")
+    from workbench.services import probe as probe_service
+
+    root = tmp_path / "out"
+    shutil.copytree(SESSION / "matmul", root / "matmul")
+    config = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
+    plan = probe_service.plan_probe(probe_service.ProbeRequest("matmul", config, out_root=root, tilegym=Path(tg)))
+    assert not probe_service.cannot_run(plan)
+    recorded = {"cutile-rs": 49.09, "cutile": 24.06}  # CUPTI per-launch medians of the recording, us
+    for side in plan.sides:
+        result, saved = probe_service.run_side(plan, side, timeout_s=300)
+        assert saved.is_file() and result.kernel == side.spec.kernel_name
+        assert result.registers_per_thread == 255 and result.grid == (132, 1, 1)
+        assert result.duration_ns is not None
+        assert 0.5 < result.duration_ns / 1e3 / recorded[side.spec.backend] < 2.0

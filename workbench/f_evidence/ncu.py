@@ -2,9 +2,10 @@
 
 Contract:
 - :func:`probe_command` builds the argv: ``ncu --target-processes all --profile-from-start off
-  --kernel-name-base mangled -k regex:^<recorded kernel name>$ -c 1 --clock-control none
-  --metrics <METRICS> --csv --page raw --print-units base --log-file <csv> <python> -m pytest <nodeid>
-  -p workbench.perflog.plugin --workbench-harness -q`` with ``WORKBENCH_PROFILE_RANGE=1`` in the
+  --kernel-name-base B -k regex:^<recorded kernel name>$ -c 1 --print-kernel-base B --clock-control
+  none --metrics <METRICS> --csv --page raw --print-units base --log-file <csv> <python> -m pytest
+  <nodeid> -p workbench.perflog.plugin --workbench-harness -q`` (B: :func:`kernel_name_base` of the
+  recorded name: ``mangled``, ``demangled`` or ``function``) with ``WORKBENCH_PROFILE_RANGE=1`` in the
   environment: the workbench harness then warms up (JIT + autotune) outside the profiler range and
   runs exactly one measured call inside ``cudaProfilerStart/Stop`` (no CUPTI session of its own), so
   ``-c 1`` catches the tuned kernel of that call, not an autotune trial. The seed allows such a
@@ -162,6 +163,8 @@ def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str,
 
     argv = [spec.ncu, "--target-processes", "all", "--profile-from-start", "off",
             "--kernel-name-base", kernel_name_base(spec.kernel_name), "-k", kernel_regex(spec.kernel_name), "-c", "1",
+            # the CSV's "Kernel Name" in the same form as the recorded name (a pasted CSV is checked against it)
+            "--print-kernel-base", kernel_name_base(spec.kernel_name),
             "--clock-control", "none", "--metrics", ",".join(METRICS), "--csv", "--page", "raw",
             "--print-units", "base", "--log-file", str(csv_path),
             spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={spec.cwd}", *plugin_args(),
@@ -236,8 +239,11 @@ def _dims(text: str) -> tuple[int, int, int] | None:
 
 
 def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", params: str = "",
-                  kernel_name: str | None = None) -> ProbeResult:
-    """Parse ``--csv --page raw`` output into a :class:`ProbeResult` (see the module docstring)."""
+                  kernel_name: str | None = None, strict_kernel: bool = False) -> ProbeResult:
+    """Parse ``--csv --page raw`` output into a :class:`ProbeResult` (see the module docstring).
+
+    ``kernel_name`` picks its row (else the first one); with ``strict_kernel`` a CSV without that
+    kernel is refused (a CSV brought from elsewhere must be of this side's kernel)."""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
@@ -261,7 +267,12 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
             raise InputError(f"CSV row has {len(r)} cells, header has {len(header)}", path=path, line=lineno)
     kernels = list(data)
     if kernel_name is not None:
-        kernels = [(n, r) for n, r in kernels if r[col["Kernel Name"]] == kernel_name] or kernels
+        named = [(n, r) for n, r in kernels if r[col["Kernel Name"]] == kernel_name]
+        if strict_kernel and kernels and not named:
+            found = ", ".join(sorted({r[col["Kernel Name"]] for _n, r in kernels}))
+            raise InputError(f"the CSV profiles {found}, not this side's kernel {kernel_name}", path=path,
+                             line=kernels[0][0], key="Kernel Name")
+        kernels = named or kernels
     if not kernels:
         raise InputError("no kernel row: the regex matched no launch inside the profiled range", path=path,
                          line=start + 1)

@@ -21,7 +21,8 @@ Contract (the ``probe`` command, ``bench/probe_session.py`` and the TUI call exa
   ``--print-command``): a probe is never filed into the recorded session.
 - :func:`run_side` runs one side under ncu (``f_evidence.ncu.run_probe``: own process group, killed on
   timeout) and files the result and its raw CSV (``save_probe``, atomic, under the writer lock);
-  :func:`file_csv` files a CSV ncu already wrote (the line pasted on a GPU node) the same way.
+  :func:`file_csv` files a CSV ncu already wrote (the line pasted on a GPU node) the same way, once
+  its kernel row is that side's recorded kernel (another kernel's CSV is refused).
 - :func:`probe_rows` is the side-by-side table (candidate, reference) of the filed probes of a config;
   :func:`load` reads every filed probe of a workspace (strict: a malformed file is an ``InputError``).
 """
@@ -203,7 +204,7 @@ def file_csv(plan: ProbePlan, side: ProbeSide, csv_file: Path) -> tuple[ProbeRes
     except OSError as exc:
         raise InputError(f"cannot read the ncu CSV: {exc.strerror or exc}", path=str(csv_file), key="--csv") from None
     result = parse_ncu_csv(raw, path=str(csv_file), backend=side.spec.backend, params=side.spec.params,
-                           kernel_name=side.spec.kernel_name)
+                           kernel_name=side.spec.kernel_name, strict_kernel=True)
     rel = probe_path(plan.ws.paths, side.spec.backend, side.spec.params).with_suffix(".csv")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(Path(csv_file).stat().st_mtime))
     result = replace(result, command=side.shell, captured_at=stamp, csv=rel.relative_to(plan.ws.paths.root).as_posix())
