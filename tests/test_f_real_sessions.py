@@ -88,7 +88,7 @@ def test_matmul_is_fixable_and_names_the_missing_reference_config_once(
 def test_matmul_without_the_checkout_says_what_it_could_not_audit(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _copy(tmp_path, "matmul")
-    rc, out, _err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts")
+    rc, _out, _err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts")
     assert rc == 0
     text = (root / "matmul" / "reports" / f"perf_investigation_{SP[0]}.md").read_text()
     parity = text.split("## Config parity\n", 1)[1].split("\n## ", 1)[0]
