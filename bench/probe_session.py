@@ -1,14 +1,15 @@
 """GPU machine: the focused Nsight Compute probe (F item 4) on one config of a recorded session.
 
 Usage:  python bench/probe_session.py --kernel matmul --config PARAMS --tilegym $TG --out DIR
-        [--session profiles/tilegym/session]
+        [--session profiles/tilegym/session] [--timeout S]
 
-Copies the recorded session to DIR/out (it is read-only in the package), reads F's inputs from it,
-builds the candidate and reference probe specs of that row (``f_evidence.ncu.probe_specs``: kernel
-name and node id from the per-launch captures), runs each (ncu on one profiled call of TileGym's
-own test_perf, ``--clock-control none``), files the results with ``save_probe`` and copies the raw
-CSVs next to them. Prints the side-by-side table F and the TUI show. The same core functions the
-``probe`` command calls; this script exists so the GPU call needs no CLI wiring.
+Copies the recorded session to DIR/out (it is read-only in the package), then does exactly what
+``cutile-workbench probe <kernel> --config PARAMS --tilegym $TG --out-root DIR/out`` does, through
+the same service (``workbench.services.probe``: specs from the per-launch captures, ncu on one
+profiled call of TileGym's own test_perf per side, ``--clock-control none``, results filed under
+``DIR/out/<kernel>/workbench/probes/``), and copies each side's raw CSV and probe JSON next to DIR
+for the run log. Prints the side-by-side table F and the TUI show. Exit 0 when both sides were
+probed, 1 otherwise (the error of each failed side on stderr).
 """
 
 from __future__ import annotations
@@ -29,34 +30,36 @@ def main() -> int:
     ap.add_argument("--session", type=Path, default=Path("profiles/tilegym/session"))
     ap.add_argument("--timeout", type=float, default=240.0)
     ns = ap.parse_args()
-    from workbench.f_evidence.ncu import probe_specs, run_probe, save_probe, side_by_side
-    from workbench.f_inputs import collect_inputs
-    from workbench.workspace import open_workspace
+    from workbench.cli.probe import render_table
+    from workbench.errors import WorkbenchError
+    from workbench.services import probe as probe_service
 
     root = ns.out / "out"
     shutil.copytree(ns.session / ns.kernel, root / ns.kernel, dirs_exist_ok=True)
-    ws = open_workspace(ns.kernel, out_root=root, tilegym=ns.tilegym.resolve())
-    inputs = collect_inputs(ws)
-    assert inputs.table is not None
-    row = next(r for r in inputs.table.rows if r.params == ns.config)
-    cand = inputs.candidate_records.get((row.func_key, row.params))
-    base = inputs.baseline_records.get(row.baseline_backend or "", {}).get((row.func_key, row.params))
-    specs = probe_specs(row, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
-                        candidate_record=cand, baseline_record=base, cwd=ns.tilegym.resolve(), python=sys.executable)
-    results = []
-    for spec in specs:
-        result, raw = run_probe(spec, ws.paths, timeout_s=ns.timeout)
-        (ns.out / f"ncu_{spec.backend}.csv").write_text(raw)
-        saved = save_probe(ws.paths, result, raw_csv=raw)
-        shutil.copyfile(saved, ns.out / f"probe_{spec.backend}.json")
-        results.append(result)
-        print(f"{spec.backend}: {saved}")
-    by = {r.backend: r for r in results}
-    for metric, c, b in side_by_side(by.get(inputs.candidate_backend), by.get(row.baseline_backend or "cutile")):
-        print(f"{metric:<34}{c:>22}{b:>22}")
-    (ns.out / "specs.json").write_text(json.dumps([{"backend": s.backend, "nodeid": s.nodeid,
-                                                     "kernel": s.kernel_name} for s in specs], indent=1))
-    return 0 if len(results) == 2 else 1
+    plan = probe_service.plan_probe(probe_service.ProbeRequest(
+        ns.kernel, ns.config, out_root=root, tilegym=ns.tilegym.resolve(), python=sys.executable))
+    why = probe_service.cannot_run(plan)
+    if why:
+        print(f"cannot run here: {why}", file=sys.stderr)
+        return 1
+    done = 0
+    for side in plan.sides:
+        print(f"$ {side.shell}")
+        try:
+            result, saved = probe_service.run_side(plan, side, timeout_s=ns.timeout)
+        except WorkbenchError as exc:
+            print(f"{side.spec.backend}: FAILED: {exc}", file=sys.stderr)
+            continue
+        shutil.copyfile(saved.with_suffix(".csv"), ns.out / f"ncu_{side.spec.backend}.csv")
+        shutil.copyfile(saved, ns.out / f"probe_{side.spec.backend}.json")
+        print(f"{side.spec.backend}: {saved} ({result.kernel}, {result.device})")
+        done += 1
+    rows = probe_service.probe_rows(probe_service.load(plan.ws), plan.candidate_backend, plan.row)
+    print(render_table(rows, plan.candidate_backend, plan.baseline_backend), end="")
+    (ns.out / "specs.json").write_text(json.dumps([{"backend": s.spec.backend, "nodeid": s.spec.nodeid,
+                                                     "kernel": s.spec.kernel_name, "shell": s.shell}
+                                                    for s in plan.sides], indent=1))
+    return 0 if done == 2 else 1
 
 
 if __name__ == "__main__":

@@ -83,6 +83,9 @@ class RecordedSession:
     baseline: str
     session_root: Path
     description: str = ""
+    #: the test_perf parametrize names in id order, read from TileGym 75a1430's test file (what
+    #: ``f_evidence.sol.test_argnames`` reads from a checkout): the SOL shape without one
+    perf_argnames: tuple[str, ...] = ()
 
     @property
     def kernel_dir(self) -> Path:
@@ -96,10 +99,13 @@ class RecordedSession:
 _TILEGYM_SESSIONS: tuple[RecordedSession, ...] = (
     RecordedSession("silu_and_mul", "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf", "cutile-rs",
                     "cutile", _HERE / "tilegym" / "session",
-                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 64x1024x{512..8192} (H200)"),
+                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 64x1024x{512..8192} (H200)",
+                    ("batch_size", "seq_len", "hidden_size", "dtype")),
     RecordedSession("matmul", "tests/ops/test_matmul.py::Test_Matmul::test_perf", "cutile-rs", "cutile",
                     _HERE / "tilegym" / "session",
-                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 2048-8192 cubed, both variants (H200)"),
+                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 2048-8192 cubed, both variants (H200)",
+                    ("use_tma", "static_persistent", "transpose_b", "transpose_a", "m", "n", "k", "offset_a",
+                     "offset_b", "dtype")),
 )
 
 

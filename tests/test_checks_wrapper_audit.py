@@ -283,3 +283,18 @@ def test_audit_cli_json() -> None:
         capture_output=True, text=True, timeout=120, cwd=REPO,
     )
     assert bad.returncode == 2 and "unknown kernel 'nosuchop'" in bad.stderr
+
+
+def test_cache_key_counts_derived_names_and_refused_parameters(tmp_path: Path) -> None:
+    """REAL excerpt of TileGym 75a1430's cutile-rs matmul wrapper: its key ``(m, n, k, a.dtype,
+    persistent)`` covers ``static_persistent`` (``persistent = 1 if static_persistent else 0``), and
+    ``trans_a``/``trans_b`` are refused with NotImplementedError, so they need no key slot."""
+    path = Path(__file__).parent / "fixtures" / "f" / "tilegym_75a1430" / "cutile_rs" / "matmul.py"
+    analysis = {"launch_path": "autotune", "autotune_key": ["M", "N", "K", "dtype", "static_persistent",
+                                                            "transpose_a", "transpose_b"]}
+    assert [f for f in audit_wrapper(path, analysis) if f.details["rule"] == "cache_key"] == []
+    # SYNTHETIC counter-check: the same key without `persistent` does lack static_persistent
+    copy = _write(tmp_path, path.read_text().replace("key=(m, n, k, a.dtype, persistent)", "key=(m, n, k, a.dtype)"),
+                  "matmul.py")
+    (f,) = [f for f in audit_wrapper(copy, analysis) if f.details["rule"] == "cache_key"]
+    assert f.details["missing"] == ["static_persistent"]

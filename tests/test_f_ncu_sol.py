@@ -1,7 +1,7 @@
 """The focused ncu probe core (f_evidence.ncu) and speed of light (f_evidence.sol, performance.md section).
 
-- tests/fixtures/f/ncu_raw_silu_and_mul_*.csv: HAND-WRITTEN from ncu's documented ``--csv --page raw
-  --print-units base`` format (fixture README), to be replaced by a real H200 capture.
+- tests/fixtures/f/ncu_silu_and_mul_*.csv.log: REAL Nsight Compute output from the H200 (2026-12-01,
+  fixture README), TileGym's logger lines and ncu's ==PROF== lines before the CSV as captured.
 - Recorded REAL sessions: profiles/rms_norm/session (H200 medians, session.json naming the GPU).
 - The end-to-end probe test needs a GPU and ncu (``-m gpu``).
 """
@@ -40,17 +40,38 @@ PROFILES = Path(__file__).parent.parent / "profiles"
 H200 = gpu_facts({"versions": {"gpu": "NVIDIA H200"}})
 
 
-def test_parse_raw_csv_into_a_typed_result() -> None:
-    r = parse_ncu_csv((FIX / "ncu_raw_silu_and_mul_cutile_rs.csv").read_text(), backend="cutile-rs",
+def test_parse_the_real_h200_capture_into_a_typed_result() -> None:
+    """REAL: ncu on one call of TileGym's cutile-rs and cuTile silu_and_mul, 64x1024x4096 fp16."""
+    r = parse_ncu_csv((FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text(), backend="cutile-rs",
                       params="64-1024-4096-torch.float16")
-    assert r.kernel == "silu_and_mul_kernel_entry" and r.duration_ns == 391_040
-    assert (r.dram_read_bytes, r.dram_write_bytes) == (1_073_774_592, 536_903_680)
-    assert r.dram_gb_per_s == pytest.approx(4118.74, rel=1e-4) and r.dram_pct_of_peak == 88.61
-    assert (r.achieved_occupancy_pct, r.theoretical_occupancy_pct, r.registers_per_thread) == (81.27, 100, 40)
-    assert (r.spill_bytes, r.spill_requests, r.static_smem, r.dynamic_smem) == (0, 0, 0, 0)
+    assert r.kernel == "silu_and_mul_kernel_entry" and r.duration_ns == 382_720 and r.device == "NVIDIA H200"
+    assert (r.dram_read_bytes, r.dram_write_bytes) == (1_073_767_936, 522_987_520)
+    assert r.dram_gb_per_s == pytest.approx((1_073_767_936 + 522_987_520) / 382_720e-9 / 1e9)  # derived
+    assert (r.dram_pct_of_peak, r.sm_throughput_pct, r.tensor_pipe_pct) == (86.71, 35.76, 1.61)
+    assert (r.achieved_occupancy_pct, r.theoretical_occupancy_pct, r.registers_per_thread) == (21.37, 25, 104)
+    assert (r.spill_bytes, r.static_smem, r.dynamic_smem) == (0, 0, 0, )
+    assert r.spill_requests is None  # that session read instruction counts, not l1tex requests
     assert (r.grid, r.block) == ((65536, 1, 1), (128, 1, 1))
-    ref = parse_ncu_csv((FIX / "ncu_raw_silu_and_mul_cutile.csv").read_text())
-    assert ref.spill_bytes == 4_194_304 and ref.spill_requests == 131_072 and ref.registers_per_thread == 255
+    assert r.metrics["launch__occupancy_limit_registers"] == 4  # 104 regs x 128 threads: 4 blocks/SM
+    ref = parse_ncu_csv((FIX / "ncu_silu_and_mul_cutile.csv.log").read_text())
+    assert ref.kernel.startswith("_silu_and_mul_kernel_row_wise_Kt1_") and ref.duration_ns == 397_728
+    assert ref.registers_per_thread == 126 and ref.spill_bytes == 0
+    rows = {m: (c, b) for m, c, b in side_by_side(r, ref)}
+    assert rows["duration"] == ("382.72 us", "397.73 us") and rows["DRAM % of peak"] == ("86.7 %", "83.5 %")
+    compact = {m: (c, b) for m, c, b in side_by_side(r, ref, compact=True)}
+    assert compact["time"] == ("382.72us", "397.73us") and compact["DRAM GB/s"] == ("4,172", "4,014")
+    assert max(len(m) + len(c) + len(b) for m, c, b in side_by_side(r, ref, compact=True)) <= 28  # 36-col panel
+
+
+def test_log_lines_between_the_records_are_skipped() -> None:
+    """REAL capture with the profiled process's output moved between the header, units and data rows
+    (as a merged stdout can interleave it)."""
+    lines = (FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text().splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith('"ID",'))
+    noise = "[2026-12-01 09:22:55] [tilegym.backend.cutile_rs.autotuner] [INFO] [logger.py:195] best=..."
+    mixed = [*lines[:head + 1], noise, "==PROF== Disconnected from process 1180", lines[head + 1], "", noise,
+             lines[head + 2]]
+    assert parse_ncu_csv("\n".join(mixed)).duration_ns == 382_720
 
 
 def test_scaled_units_are_converted_to_base_units() -> None:
@@ -68,18 +89,19 @@ def test_bad_csv_is_refused_with_file_and_line() -> None:
         parse_ncu_csv("==PROF== Connected\n==PROF== Disconnected\n", path="p.csv")
     with pytest.raises(InputError, match="ERROR"):
         parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM - no permission\n", path="p.csv")
-    good = (FIX / "ncu_raw_silu_and_mul_cutile_rs.csv").read_text().splitlines()
-    broken = "\n".join(good[:5]) + '\n"1","2"\n'
+    good = (FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text().splitlines()
+    head = next(i for i, ln in enumerate(good) if ln.startswith('"ID",'))
+    broken = "\n".join(good[:head + 2]) + '\n"1","2"\n'
     with pytest.raises(InputError) as exc:
         parse_ncu_csv(broken, path="p.csv")
-    assert exc.value.line == 6
-    no_rows = "\n".join(good[2:4])
+    assert exc.value.line == head + 3
+    no_rows = "\n".join(good[head:head + 2])
     with pytest.raises(InputError, match="no kernel row"):
         parse_ncu_csv(no_rows)
-    bad_number = "\n".join(good[:4]) + "\n" + good[4].replace('"391,040"', '"fast"')
+    bad_number = "\n".join(good[:head + 2]) + "\n" + good[head + 2].replace('"382,720"', '"fast"')
     with pytest.raises(InputError) as exc2:
         parse_ncu_csv(bad_number, path="p.csv")
-    assert exc2.value.key == "gpu__time_duration.sum"
+    assert exc2.value.key == "gpu__time_duration.sum" and exc2.value.line == head + 3
 
 
 def test_probe_command_profiles_one_tuned_call() -> None:
@@ -92,6 +114,7 @@ def test_probe_command_profiles_one_tuned_call() -> None:
     joined = " ".join(argv)
     for part in ("--profile-from-start off", "-k regex:^silu_and_mul_kernel_entry$", "-c 1", "--clock-control none",
                  "--csv --page raw --print-units base", "--log-file /tmp/x.csv", "--kernel-name-base function",
+                 "--print-kernel-base function",
                  "-m pytest -p no:cacheprovider --rootdir=/tg -p no:cutile_workbench -p workbench.perflog.plugin "
                  "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-", "--workbench-harness"):
         assert part in joined, part
@@ -121,7 +144,7 @@ def test_probe_specs_come_from_the_recorded_captures() -> None:
 def test_probe_files_round_trip_and_recorded_sessions_are_refused(tmp_path: Path) -> None:
     paths = KernelPaths.under(tmp_path, "silu_and_mul")
     paths.root.mkdir()
-    raw = (FIX / "ncu_raw_silu_and_mul_cutile_rs.csv").read_text()
+    raw = (FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text()
     r = parse_ncu_csv(raw, backend="cutile-rs", params="64-1024-4096-torch.float16")
     target = save_probe(paths, r, raw_csv=raw)
     assert target == probe_path(paths, "cutile-rs", "64-1024-4096-torch.float16")
@@ -138,7 +161,7 @@ def test_probe_files_round_trip_and_recorded_sessions_are_refused(tmp_path: Path
         load_probes(paths)
     assert exc.value.key == "probe.registers_per_thread"
     rows = dict((m, (c, b)) for m, c, b in side_by_side(r, None))
-    assert rows["DRAM achieved"] == ("4,118.7 GB/s", "n/a") and rows["registers/thread"][0] == "40"
+    assert rows["DRAM achieved"] == ("4,172.1 GB/s", "n/a") and rows["registers/thread"][0] == "104"
 
 
 @pytest.mark.gpu

@@ -1,7 +1,9 @@
 """Test helpers for the TUI tests: deterministic AppData built from workbench.tui.synthetic.
 
 SYNTHETIC data, labelled as such in the app header (``source: synthetic``): the rms_norm medians
-are real H200 numbers (gpu.md §4); CIs, timestamps and IR texts are synthetic.
+are real H200 numbers (gpu.md §4); CIs, timestamps, IR texts and the ncu probes' occupancy and
+throughput are synthetic (``synthetic.pinned_probes``; the SOL column is the work model at the pinned
+medians).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def make_data(*, ir_lines: int = 120, runner: Any = None, plan_ok: bool = True,
         write_report=write,
         read_existing=lambda plan: {f.relpath: None for f in plan.files},
         runner=runner,
+        probes=syn.pinned_probes(), sol=syn.pinned_sol(table),
     )
 
 

@@ -1,8 +1,10 @@
 """RatioTable: the E table as an interactive DataTable (sort, filter, slow-only, variant).
 
-Contract: fed ``workbench.model.RatioRow`` objects (``set_rows``); never reads files. The view
-state (sort column, direction, filter text, slow-only, variant) lives in reactives and the
-visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
+Contract: fed ``workbench.model.RatioRow`` objects (``set_rows``) and, optionally, each row's speed
+of light (``sol``: ``(func_key, params)`` → ``workbench.f_evidence.sol.SolRow``, shown as "SOL c/b",
+the fraction of the measured peak each side reaches, "—" where there is no work model); never reads
+files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
+the visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
 can reproduce exactly what the table shows. Enter posts :class:`RatioTable.RowChosen`.
 Cell text is passed as ``rich.text.Text`` (never markup) because params strings are user data.
 """
@@ -10,7 +12,7 @@ Cell text is passed as ``rich.text.Text`` (never markup) because params strings 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -25,6 +27,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
+from workbench.f_evidence.sol import SolRow
 from workbench.model import RatioRow
 
 SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
@@ -59,8 +62,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("ratio", "ratio", lambda r: r.ratio),
     Column("ci", "CI", lambda r: r.ci_low),
     Column("launches", "launch c/b", lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0)),
+    Column("sol", "SOL c/b", lambda r: None),  # sorted by the candidate's fraction (visible_rows' ``sol``)
     Column("verdict", "verdict", lambda r: r.row_verdict),
 )
+NO_SOL = "—"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
 COMPACT_HIDDEN = ("variant", "baseline", "ci")
@@ -86,6 +91,7 @@ def visible_rows(
     variant: str | None = None,
     sort_key: str = "config",
     reverse: bool = False,
+    sol: Mapping[tuple[str, str], SolRow] | None = None,
 ) -> list[RatioRow]:
     """The rows the table shows, in order. ``None`` sort values always sort last."""
     needle = filter_text.strip().lower()
@@ -102,7 +108,12 @@ def visible_rows(
             or needle in r.row_verdict.lower()
         )
     ]
-    get = _BY_KEY[sort_key].sort_value
+    sols = sol or {}
+
+    def by_sol(r: RatioRow) -> Any:
+        return _candidate_sol(sols.get((r.func_key, r.params)))
+
+    get: Callable[[RatioRow], Any] = _BY_KEY[sort_key].sort_value if sort_key != "sol" else by_sol
     present = [r for r in out if get(r) is not None]
     absent = [r for r in out if get(r) is None]
     present.sort(key=get, reverse=reverse)
@@ -113,7 +124,21 @@ def _fmt_ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.4f}"
 
 
-def _row_texts(row: RatioRow) -> tuple[list[str], str, bool]:
+def _candidate_sol(sr: SolRow | None) -> float | None:
+    return sr.candidate.sol if sr is not None and sr.candidate is not None else None
+
+
+def sol_text(sr: SolRow | None) -> str:
+    """``"44%/90%"``: each side's fraction of the measured peak (roofline limiter); "—" without a model."""
+    if sr is None:
+        return NO_SOL
+    sides = [s.sol if s is not None else None for s in (sr.candidate, sr.baseline)]
+    if all(v is None for v in sides):
+        return NO_SOL
+    return "/".join(NO_SOL if v is None else f"{v * 100:.0f}%" for v in sides)
+
+
+def _row_texts(row: RatioRow, sol: SolRow | None = None) -> tuple[list[str], str, bool]:
     """Display strings of one row (column order), the verdict style, and extra-launches flag."""
     ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
     ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
@@ -133,6 +158,7 @@ def _row_texts(row: RatioRow) -> tuple[list[str], str, bool]:
         ratio,
         ci,
         _launches(row),
+        sol_text(sol),
         verdict if not row.reason else f"{verdict} ({row.reason})",
     ]
     return strings, vstyle, extra
@@ -151,13 +177,14 @@ def _cells_from(strings: list[str], vstyle: str, extra: bool, verdict: str) -> l
         Text(strings[5], style=vstyle if verdict != "PASS" else "", justify="right"),
         Text(strings[6]),
         launches,
-        Text(strings[8], style=vstyle),
+        Text(strings[8], justify="right", style="dim" if strings[8] == NO_SOL else ""),
+        Text(strings[9], style=vstyle),
     ]
 
 
-def row_cells(row: RatioRow) -> list[Text]:
+def row_cells(row: RatioRow, sol: SolRow | None = None) -> list[Text]:
     """Display cells of one row (styled by verdict; never parsed as markup)."""
-    strings, vstyle, extra = _row_texts(row)
+    strings, vstyle, extra = _row_texts(row, sol)
     return _cells_from(strings, vstyle, extra, row.row_verdict)
 
 
@@ -199,9 +226,11 @@ class RatioTable(DataTable[Text]):
     class ViewChanged(Message):
         """Posted after every rebuild (sort, filter, slow-only, variant or new rows)."""
 
-    def __init__(self, rows: Sequence[RatioRow] = (), **kwargs: Any) -> None:
+    def __init__(self, rows: Sequence[RatioRow] = (), *, sol: Mapping[tuple[str, str], SolRow] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._all: list[RatioRow] = list(rows)
+        self._sol: dict[tuple[str, str], SolRow] = dict(sol or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
         self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
@@ -210,8 +239,10 @@ class RatioTable(DataTable[Text]):
         self._widths: dict[str, int] = {}
 
     # ------------------------------------------------------------------ data
-    def set_rows(self, rows: Sequence[RatioRow]) -> None:
+    def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None) -> None:
         self._all = list(rows)
+        if sol is not None:
+            self._sol = dict(sol)
         self._rebuild()
 
     @property
@@ -244,10 +275,11 @@ class RatioTable(DataTable[Text]):
             variant=self.variant,
             sort_key=self.sort_key,
             reverse=self.reverse,
+            sol=self._sol,
         )
         cols = self.visible_columns()
         keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
-        texts = [_row_texts(r) for r in self._shown]
+        texts = [_row_texts(r, self._sol.get((r.func_key, r.params))) for r in self._shown]
         # Fixed widths from every row's strings (the Text cells of rows past the first batch
         # are built after the first paint), so added rows never make the columns jump.
         widths = [max([self._label(c).cell_len, *(_width(t[0][i]) for t in texts)])

@@ -26,10 +26,15 @@ Steps, in order:
 5. **Search space** (:mod:`workbench.f_evidence.search_space`, wrapper configs read statically for the
    session's GPU) and analysis.json's own ``best_config``/``autotune_key`` checks; **launch resources**
    of the main kernels (registers, static/dynamic smem, grid, block) and the ncu probe's spills and
-   achieved occupancy: register cap (255), ≥ 2x the reference's smem above 100 KB, local-memory spill
-   bytes > 2x the reference's, achieved occupancy < :data:`OCCUPANCY_RATIO` of the reference's.
+   achieved occupancy: the register cap (255) where the reference stays below it, ≥ 2x the reference's
+   smem above 100 KB, local-memory spill bytes > 2x the reference's, achieved occupancy <
+   :data:`OCCUPANCY_RATIO` of the reference's.
 6. **IR audit** (diff_ir.sh parity), only once the launch count is sane: FAIL_FIXABLE with a
-   perf-relevant critical (diff_ir.sh's scalar ``assume_div_by`` critical is a correctness note).
+   perf-relevant critical (diff_ir.sh's scalar ``assume_div_by`` critical is a correctness note). When
+   step 5 found the reference's configs absent from the candidate's search space, the criticals a
+   different tile config produces by itself (tile shape set, MMA accumulator shape, num_cta/occupancy
+   hints: :data:`CONFIG_DRIVEN_IR`) are kept as a note that they follow from the config; only the
+   others can make the IR a root cause.
 7. **Static wrapper findings** are hypotheses: measured equal launch counts clear hot-path ones.
 
 Verdict rules (one test each in ``tests/test_f_rules.py``):
@@ -61,6 +66,7 @@ high for noise measured on captures with an interval (or V2), else medium; BLOCK
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -232,8 +238,10 @@ def resource_finding(cand: LaunchSummary | None, base: LaunchSummary | None, evi
     if kc and kb and kc != kb:
         diffs.append(f"block {kc} vs {kb}")
     pressure: list[str] = []
-    if rc is not None and rc >= REGISTER_CAP:
-        pressure.append(f"the candidate sits at the register cap ({rc}/thread)")
+    if rc is not None and rc >= REGISTER_CAP and (rb is None or rb < REGISTER_CAP):
+        # both sides at the cap is no difference to fix (the reference pays the same pressure)
+        pressure.append(f"the candidate sits at the register cap ({rc}/thread"
+                        + (f" vs {rb} for the reference)" if rb is not None else ")"))
     if sc is not None and sb is not None and sc >= 2 * sb and sc > SMEM_PRESSURE_BYTES:
         pressure.append(f"the candidate uses {sc / 1024:.0f} KB shared memory, ≥ 2x the reference's")
     pressure += _probe_pressure(cand_probe, base_probe)
@@ -336,7 +344,14 @@ def _gap_for(le: LaunchEvidence, row: RatioRow, inputs: FInputs) -> GapAssessmen
                       base_per_launch_us=b.per_launch_us if b else None)
 
 
-def _ir_findings(inputs: FInputs, row: RatioRow) -> tuple[list[Finding], IRAudit | None]:
+#: diff_ir.sh criticals a different tile config produces by itself (tile sizes, CTA count, occupancy)
+CONFIG_DRIVEN_IR = re.compile(r"^(?:(?:num_cta|occupancy) hint mismatch|tile shape set differs|MMA accumulator )")
+
+
+def _ir_findings(inputs: FInputs, row: RatioRow, config_gap: str = "") -> tuple[list[Finding], IRAudit | None]:
+    """Step 6. ``config_gap`` names a search-space finding of this row's variant (the reference's tuned
+    config cannot be chosen by the candidate): then the criticals a different config produces by itself
+    (:data:`CONFIG_DRIVEN_IR`) are its consequence, not a kernel.rs defect, and only the others decide."""
     audit = inputs.ir_config_audits.get(row.params) or inputs.ir_audits.get(row.variant) or (
         next(iter(inputs.ir_audits.values())) if len(inputs.ir_audits) == 1 else None)
     if audit is None:
@@ -344,9 +359,21 @@ def _ir_findings(inputs: FInputs, row: RatioRow) -> tuple[list[Finding], IRAudit
     ev = (audit.ref_name, audit.gen_name)
     crit = [n[len("CRITICAL: "):] for n in audit.notes if n.startswith("CRITICAL: ")]
     perf = [c for c in crit if not c.startswith("generated scalar assume_div_by")]
+    out: list[Finding] = []
+    if config_gap:
+        follows = [c for c in perf if CONFIG_DRIVEN_IR.match(c)]
+        perf = [c for c in perf if not CONFIG_DRIVEN_IR.match(c)]
+        if follows:
+            out.append(Finding("ir", f"diff_ir.sh criticals that follow from the different tuned config, not from "
+                               f"kernel.rs: {'; '.join(follows)} ({config_gap}): re-audit the IR after re-tuning",
+                               False, ev, "medium", {"verdict": audit.verdict, "config_driven": follows}))
     if audit.verdict == "FAIL_FIXABLE" and perf:
-        return [Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE: {'; '.join(crit)}", True, ev, "medium",
-                        {"verdict": audit.verdict, "critical": perf})], audit
+        return [*out, Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE: {'; '.join(perf)}"
+                              + (f" (also: {'; '.join(c for c in crit if c not in perf)})"
+                                 if len(perf) < len(crit) else ""), True, ev, "medium",
+                              {"verdict": audit.verdict, "critical": perf})], audit
+    if out:
+        return out, audit
     if audit.verdict == "FAIL_FIXABLE":
         return [Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE only for: {'; '.join(crit)} (a correctness "
                         "hazard, not a perf cause)", False, ev, "medium",
@@ -522,11 +549,16 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         pattern, slow = "shape_specific", extra
     if pattern == "none":
         gm = f"{table.geomean:.4f}" if table.geomean is not None else "n/a"
+        # nothing to investigate, but the launch evidence is still shown per config (it backs V2's
+        # "no extra launches" half, and the reader sees the same counts the E table lists)
+        evidences = {r.params: _evidence_for(inputs, r) for r in table.matched}
+        paths = sorted({le.path for le in evidences.values() if le.has_counts and le.path})
         f = Finding("ratio", f"no matched config is slower than {SLOW_RATIO} (geomean_ratio={gm}): nothing to fix",
-                    False, (inputs.evidence.get("e_table", "reports/performance.md"),), "high")
+                    False, (inputs.evidence.get("e_table", "reports/performance.md"), *paths), "high")
         return [Investigation(inputs.kernel, "all_shapes", "ALIGNED", list(table.matched), [f, *missing], "none",
                               {"representative": None, "confidence": "high", "launch_summaries": [],
-                               "launch_evidence": None, "gap": None, "rule": "V2"})]
+                               "launch_evidence": None, "gap": None, "rule": "V2", "row_evidence": evidences,
+                               "e_verdict": table.verdict})]
     analysis_path = inputs.evidence.get("analysis", "reference/analysis.json")
     cfg = config_findings(inputs.analysis, analysis_path)
     kernels = config_kernels(table.matched, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
@@ -558,7 +590,7 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
                 findings.append(rf)
         findings += [f for f in dispatch if _relevant(f, rows)]
         findings += [f for f in space if _relevant(f, rows)] + cfg
-        irf, audit = _ir_findings(inputs, rep)
+        irf, audit = _ir_findings(inputs, rep, _config_gap([f for f in space if _relevant(f, rows)], rep.variant))
         if any(f.kind == "launch_count" and f.fixable for f in lf):
             # launch count not sane yet: IR differences cannot be ranked as the cause (agent_f.md step 4)
             irf = [Finding(f.kind, f"{f.summary} (secondary: re-audit once the extra launches are gone)",
@@ -587,6 +619,20 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
     if pattern == "uniform":
         return [investigate("all_shapes", slow, "uniform")]
     return [investigate(r.params, [r], "shape_specific") for r in slow]
+
+
+def _config_gap(space: Sequence[Finding], variant: str | None) -> str:
+    """The search-space finding of ``variant`` whose reference configs the candidate cannot pick, as a
+    short reason ("" when the candidate's space covers the reference's)."""
+    for f in space:
+        d = f.details
+        if not f.fixable or d.get("rule") != "search_space" or d.get("variant") not in (variant, None):
+            continue
+        if d.get("best_present") is False:
+            return f"the reference best config {d.get('best')} is absent from the candidate's search space"
+        if d.get("missing") or d.get("absent_knobs"):
+            return "reference configs are absent from the candidate's search space"
+    return ""
 
 
 def _blocked_reasons(inputs: FInputs, rep: RatioRow, le: LaunchEvidence, counts_match: bool | None,

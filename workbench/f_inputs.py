@@ -114,9 +114,10 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     probes = load_probes(paths)
     if probes:
         evidence["probes"] = _rel(ws, paths.workbench_dir / "probes")
-    from workbench.f_evidence.sol import test_argnames
+    from workbench.f_evidence.sol import recorded_argnames, test_argnames
 
-    argnames = test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ())
+    argnames = {**recorded_argnames(ws.kernel),
+                **test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ())}
     return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
                    candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
                    probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames,

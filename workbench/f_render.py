@@ -168,6 +168,9 @@ def search_space_lines(inputs: FInputs) -> list[str]:
 
 
 def config_parity(inputs: FInputs) -> list[str]:
+    """analysis.json's autotune facts, the reference best config per variant, the cache key, then the
+    search-space audit. Whether a best config is in the candidate's search space has one source, the
+    audit's comparison of that variant; analysis.json's own consistency is a separate column."""
     a = inputs.analysis
     out: list[str] = []
     if a is None:
@@ -177,11 +180,61 @@ def config_parity(inputs: FInputs) -> list[str]:
         out += ["| item | value |", "|---|---|",
                 f"| launch_path | {cell(getattr(a, 'launch_path', None) or 'n/a')} |",
                 f"| autotune_configs (top level) | {len(configs)} |",
-                f"| autotune_key | {cell(list(getattr(a, 'autotune_key', ()) or ()) or 'n/a')} |",
-                f"| best_config | {cell(dict(getattr(a, 'best_config', None) or {}) or 'n/a')} |"]
-        cf = config_findings(a, inputs.evidence.get("analysis", "reference/analysis.json"))
-        out += ["", *(f"- {f.summary}" for f in cf)] if cf else ["", "- best_config and autotune_key checks found no gap."]
+                f"| autotune_key | {cell(list(getattr(a, 'autotune_key', ()) or ()) or 'n/a')} |"]
+        out += best_config_lines(inputs)
+        out += ["", *cache_key_lines(inputs)]
     out += ["", *search_space_lines(inputs)]
+    return out
+
+
+def best_config_lines(inputs: FInputs) -> list[str]:
+    """One row per reference best config: in analysis.json's own configs? in the candidate's space?"""
+    from workbench.f_evidence.search_space import best_configs
+
+    bests = best_configs(inputs.analysis)
+    if not bests:
+        return ["", "- analysis.json names no best_config: nothing to look for in the candidate's search space."]
+    inconsistent = {f.details.get("variant") for f in config_findings(inputs.analysis, "")
+                    if f.details.get("rule") == "analysis_best_config"}
+    listed = {v.variant_name for v in getattr(inputs.analysis, "kernel_variants", ()) or () if v.autotune_configs}
+    top = bool(getattr(inputs.analysis, "autotune_configs", ()) or ())
+    audit = inputs.search_space
+    out = ["", "| variant | reference best config (analysis.json) | in analysis.json's autotune configs | "
+           "in the candidate's search space |", "|---|---|---|---|"]
+    for variant, (cfg, _src) in bests.items():
+        own = ("no" if variant in inconsistent else "yes" if top or variant in listed else "n/a (none listed)")
+        comp = audit.for_variant(variant) if audit is not None else None
+        if comp is not None and comp.best_present is not None:
+            where = cell(comp.candidate.origin)
+            space = f"**ABSENT** ({where})" if comp.best_present is False else f"present ({where})"
+        else:
+            space = "not audited: " + _why_not_audited(inputs)
+        out.append(f"| {cell(variant or '(single)')} | {cell(cfg.label)} | {own} | {space} |")
+    return out
+
+
+def _why_not_audited(inputs: FInputs) -> str:
+    audit = inputs.search_space
+    if audit is None or not inputs.wrapper_read:
+        return "the cutile-rs wrapper source was not read (pass --tilegym DIR)"
+    return (audit.notes[0] if audit.notes else "no candidate config function paired with this variant")
+
+
+def cache_key_lines(inputs: FInputs) -> list[str]:
+    """The autotune cache key, both checks in one place: analysis.json's key vs test_perf's shape fields,
+    and the cutile-rs wrapper's ``autotune_launch(key=...)`` vs analysis.json's key."""
+    own = [f for f in config_findings(inputs.analysis, "") if f.details.get("rule") == "analysis_key"
+           or "no autotune_key" in f.summary]
+    wrapper = [f for f in inputs.wrapper_findings if f.details.get("rule") == "cache_key"]
+    out = [f"- analysis.json autotune_key: {own[0].summary}" if own else
+           "- analysis.json autotune_key: covers every test_perf shape field"]
+    if wrapper:
+        out += [f"- cutile-rs wrapper key: {f.summary} ({', '.join(f.evidence) or 'n/a'})" for f in wrapper]
+    elif inputs.wrapper_read:
+        out.append("- cutile-rs wrapper key: covers every analysis.json autotune_key field (static audit: a field "
+                   "derived from a parameter, or a parameter the wrapper refuses, counts)")
+    else:
+        out.append("- cutile-rs wrapper key: not checked (the wrapper source was not read)")
     return out
 
 
@@ -224,10 +277,13 @@ def action(f: Finding) -> str:
         missing = list(f.details.get("missing_as_candidate") or f.details.get("missing") or [])
         where = f.details.get("candidate_origin") or "the wrapper's config function"
         parts = []
-        if f.details.get("best_present") is False and f.details.get("best"):
+        # the best config is usually one of the missing ones: name it once, in the candidate's full spelling
+        best_at = f.details.get("best_index_in_missing")
+        if f.details.get("best_present") is False and f.details.get("best") and best_at is None:
             parts.append(f"add the reference best config `{f.details.get('best_as_candidate') or f.details['best']}`")
         if missing:
-            shown = ", ".join(f"`{m}`" for m in missing[:MAX_LISTED_CONFIGS])
+            shown = ", ".join(f"`{m}`" + (" (the reference best config)" if i == best_at else "")
+                              for i, m in enumerate(missing[:MAX_LISTED_CONFIGS]))
             more = f" and {len(missing) - MAX_LISTED_CONFIGS} more (agent_f.md)" if len(missing) > MAX_LISTED_CONFIGS else ""
             parts.append(f"add the {len(missing)} reference config(s) the candidate lacks: {shown}{more}")
         for knob, vals in (f.details.get("absent_knobs") or {}).items():
@@ -257,6 +313,8 @@ def _launch_section(inv: Investigation) -> list[str]:
     d = details(inv)
     le: LaunchEvidence | None = d.get("launch_evidence")
     rep = d.get("representative")
+    if rep is None and inv.pattern == "none":
+        return _no_slow_launch_lines(d.get("row_evidence") or {})
     if le is None or le.source == "none":
         return [f"No launch evidence for `{rep}`: neither a per-launch capture of both sides nor kernel_times counts "
                 "in both perf logs." if rep else "No launch evidence (no slow config to investigate)."]
@@ -272,11 +330,33 @@ def _launch_section(inv: Investigation) -> list[str]:
     return lines
 
 
+def _no_slow_launch_lines(evidences: dict[str, LaunchEvidence]) -> list[str]:
+    """V2 (no slow config): the launch counts of every config, from its one evidence source."""
+    counted = [le for le in evidences.values() if le.has_counts]
+    if not counted:
+        return ["No slow config to investigate; no launch evidence of both sides for any config either "
+                "(no per-launch capture, no kernel_times counts)."]
+    sources = sorted({le.describe for le in counted})
+    extra = [le for le in counted if le.candidate and le.baseline and le.candidate.launches_per_call is not None
+             and le.baseline.launches_per_call is not None
+             and le.candidate.launches_per_call > le.baseline.launches_per_call]
+    head = (f"No slow config to investigate. Launches per call ({'; '.join(sources)}) for {len(counted)} of "
+            f"{len(evidences)} config(s): " + ("the candidate launches no more than the reference on every one."
+                                             if not extra else f"{len(extra)} with extra candidate launches."))
+    out = [head, "", "| Config | launches/call cand/ref | per-launch kernel time cand/ref |", "|---|---|---|"]
+    for le in counted:
+        assert le.candidate is not None and le.baseline is not None
+        out.append(f"| {cell(le.params)} | {le.candidate.launches_per_call}/{le.baseline.launches_per_call} | "
+                   f"{_us(le.candidate.per_launch_us)} / {_us(le.baseline.per_launch_us)} |")
+    return out
+
+
 def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     """``perf_investigation_<scope>.md`` (first line is the verdict, nothing before it)."""
     d = details(inv)
     table = inputs.table
-    title = "all slow shapes" if inv.scope == "all_shapes" else inv.scope
+    no_slow = inv.pattern == "none" and table is not None and bool(table.matched)
+    title = ("all shapes (none slow)" if no_slow else "all slow shapes") if inv.scope == "all_shapes" else inv.scope
     gm = _x(table.geomean) if table is not None else "n/a"
     pattern = (inv.pattern.replace("_", "-") if inv.pattern != "none"
                else "unknown (no usable E table)" if table is None or not table.matched else "no slow configs")
@@ -286,6 +366,9 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         slow = sum(1 for r in table.matched if r.ratio is not None and r.ratio > 1.05)
         lines.append(f"- Slow configs (ratio > 1.05): {slow} of {len(table.matched)} matched "
                      f"({len(table.missing)} NA)")
+        if no_slow and table.verdict == "DONE":
+            lines.append("- Agent E verdict: DONE — terminal in TileGym's pipeline (no F runs after it); this report "
+                         "records that F has nothing to investigate")
     if inv.rows:
         lines += ["", *rows_table(inv.rows)]
     lines += ["", "## Launch-count evidence", *_launch_section(inv)]
@@ -294,6 +377,9 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     if fixable:
         lines += [f"- {f.summary} (evidence: {', '.join(f.evidence) or 'n/a'}; confidence {f.confidence})"
                   for f in fixable]
+        # what was looked at and ruled out, so a reader sees why it is not listed above
+        lines += [f"- (not a root cause) {f.summary}" for f in inv.findings
+                  if not f.fixable and f.kind in ("ir", "resources") and "(secondary" not in f.summary]
     elif inv.verdict == "BLOCKED":
         lines += [f"- {f.summary}" for f in inv.findings if f.kind == "missing"] or ["- Required evidence missing."]
         lines += [f"- (informational) {f.summary}" for f in inv.findings

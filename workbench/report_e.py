@@ -589,11 +589,11 @@ def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog)
     """performance.md's speed-of-light section (empty when no row has a bytes/flops model)."""
     from workbench.f_evidence.gpu import gpu_facts
     from workbench.f_evidence.ncu import load_probes
-    from workbench.f_evidence.sol import render_sol_section, sol_rows, test_argnames
+    from workbench.f_evidence.sol import recorded_argnames, render_sol_section, sol_rows, test_argnames
 
     gpu = gpu_facts(ws.session_meta())
     frameworks = sorted({r.framework for r in candidate.records})
-    argnames = test_argnames(ws.tilegym, (r.func_key for r in table.matched))
+    argnames = {**recorded_argnames(ws.kernel), **test_argnames(ws.tilegym, (r.func_key for r in table.matched))}
     rows = sol_rows(table, ws.kernel, gpu, analysis=ws.analysis, probes=load_probes(ws.paths), argnames=argnames,
                     candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs")
     return render_sol_section(rows, gpu)

@@ -11,7 +11,7 @@ Layout: one module per command group, each a thin face over :mod:`workbench.serv
 (the TUI calls the same services):
 
 - :mod:`.tui` ``open`` · :mod:`.stage_e` ``table``, ``report e`` · :mod:`.stage_f` ``report f``
-- :mod:`.ir_diff` ``diff`` · :mod:`.run` ``run`` · :mod:`.timeline` ``timeline``
+- :mod:`.ir_diff` ``diff`` · :mod:`.run` ``run`` · :mod:`.timeline` ``timeline`` · :mod:`.probe` ``probe``
 - :mod:`.checks` ``check``, ``kselect``, ``audit-wrapper`` · :mod:`.common` shared flags, write gate
 
 Adding a command (e.g. ``history <kernel>``):
@@ -58,6 +58,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workbench.cli.ir_diff",
     "workbench.cli.run",
     "workbench.cli.timeline",
+    "workbench.cli.probe",
     "workbench.cli.checks",
 )
 OPEN_COMMAND = "open"

@@ -15,7 +15,8 @@ Contract:
 - :func:`finish_report` is the tail both ``report e`` and ``report f`` share once a plan exists:
   refused (closing blocks, exit 3), ``--dry-run`` (what would be written, closing blocks, a ``DRY
   RUN:`` line), the read-only recorded session (``InputError``), the write gate, then the write
-  and the closing blocks with the final ``VERDICT:`` line (exit 1 for BLOCKED, else 0).
+  and the closing blocks with the final ``VERDICT:`` line. A BLOCKED verdict exits 1 on both the
+  written and the ``--dry-run`` path (:func:`verdict_exit`), else 0.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def finish_report(ws: Workspace, plan: ReportPlan, *, dry_run: bool, yes: bool, 
         print_dry_run(plan, out)
         out.write(closing_blocks(plan))
         out.write(f"DRY RUN: nothing written; the {noun} would say VERDICT: {plan.verdict}\n")
-        return EXIT_OK
+        return verdict_exit(plan)
     read_only = read_only_reason(ws)
     if read_only:
         raise InputError(read_only, path=str(ws.kernel_dir))
@@ -144,4 +145,10 @@ def finish_report(ws: Workspace, plan: ReportPlan, *, dry_run: bool, yes: bool, 
     print_written(plan, write(ws, plan), out)
     out.write(closing_blocks(plan))
     out.write(f"VERDICT: {plan.verdict}\n")
+    return verdict_exit(plan)
+
+
+def verdict_exit(plan: ReportPlan) -> int:
+    """1 for a BLOCKED verdict — written or only previewed (``--dry-run``): a script must not read a
+    blocked stage as a success — else 0."""
     return EXIT_BLOCKED if plan.verdict == "BLOCKED" else EXIT_OK

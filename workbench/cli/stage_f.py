@@ -1,9 +1,10 @@
 """Stage F's command: ``report f <kernel> [--dry-run] [--yes]``.
 
 Contract: goes through :mod:`workbench.services.stage_f` (collect → diagnose → plan → write) and
-prints each investigation's verdict on stderr. Exit 0 written (FIXABLE/ALIGNED), 1 written with
-VERDICT: BLOCKED, 2 bad input or no confirmation (also: a write into the read-only recorded
-session), 3 validation refused (closing block printed, no VERDICT line, nothing written).
+prints each investigation's verdict on stderr (and a note when E is DONE: nothing to investigate).
+Exit 0 written (FIXABLE/ALIGNED), 1 VERDICT: BLOCKED (written, or previewed with ``--dry-run``),
+2 bad input or no confirmation (also: a write into the read-only recorded session, however it was
+named), 3 validation refused (closing block printed, no VERDICT line, nothing written).
 ``--dry-run`` prints what would be written and the closing block, then a ``DRY RUN:`` line.
 """
 
@@ -39,6 +40,11 @@ class ReportFCommand:
         plan = report.plan
         for inv in report.investigations:
             print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)
+        table = report.inputs.table
+        if table is not None and table.verdict == "DONE" and all(i.pattern == "none" for i in report.investigations):
+            gm = f"{table.geomean:.4f}" if table.geomean is not None else "n/a"
+            print(f"note: E's verdict is DONE (geomean_ratio={gm}, no config > 1.05x): TileGym runs no F after a "
+                  "DONE E; the report records that there is nothing to investigate (rule V2)", file=sys.stderr)
         return finish_report(ws, plan, dry_run=args.dry_run, yes=args.yes, noun="reports", write=stage_f.write,
                              out=out)
 

@@ -2,17 +2,20 @@
 
 Contract:
 - :func:`probe_command` builds the argv: ``ncu --target-processes all --profile-from-start off
-  --kernel-name-base mangled -k regex:^<recorded kernel name>$ -c 1 --clock-control none
-  --metrics <METRICS> --csv --page raw --print-units base --log-file <csv> <python> -m pytest <nodeid>
-  -p workbench.perflog.plugin --workbench-harness -q`` with ``WORKBENCH_PROFILE_RANGE=1`` in the
+  --kernel-name-base B -k regex:^<recorded kernel name>$ -c 1 --print-kernel-base B --clock-control
+  none --metrics <METRICS> --csv --page raw --print-units base --log-file <csv> <python> -m pytest
+  <nodeid> -p workbench.perflog.plugin --workbench-harness -q`` (B: :func:`kernel_name_base` of the
+  recorded name: ``mangled``, ``demangled`` or ``function``) with ``WORKBENCH_PROFILE_RANGE=1`` in the
   environment: the workbench harness then warms up (JIT + autotune) outside the profiler range and
   runs exactly one measured call inside ``cudaProfilerStart/Stop`` (no CUPTI session of its own), so
   ``-c 1`` catches the tuned kernel of that call, not an autotune trial. The seed allows such a
   focused probe of a slow shape; nothing else is re-run.
 - :func:`run_probe` runs it in a child (own process group, killed on timeout; ``tilegym_checks.
   childproc.run_child``) and parses the CSV; :func:`parse_ncu_csv` parses ncu's ``--csv --page raw``
-  output (``==PROF==`` lines skipped, header row, units row, one row per profiled kernel; values with
-  thousands separators, ``n/a``; unit prefixes converted to base units) into
+  output (header row, units row, one row per profiled kernel; values with thousands separators,
+  ``n/a``; unit prefixes converted to base units; every line that is not a quoted CSV record is
+  skipped: ncu's ``==PROF==``/``==WARNING==`` lines and the profiled process's own output — TileGym's
+  logger lines and warnings — before or between the records, as in a captured stdout) into
   :class:`ProbeResult`: duration, DRAM bytes read/write, achieved DRAM bytes/s and % of peak,
   achieved and theoretical occupancy, registers/thread, local-memory (spill) bytes and requests,
   static/dynamic shared memory, grid and block. A CSV without a matching kernel row, or with a
@@ -59,6 +62,11 @@ METRICS: tuple[str, ...] = (
     "l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum",
     "l1tex__t_requests_pipe_lsu_mem_local_op_ld.sum",
     "l1tex__t_requests_pipe_lsu_mem_local_op_st.sum",
+    # read on the H200 on 2026-12-01 (bench/gpu_runs/2026-12-01/ncu_silu_*.csv.log)
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem",
 )
 _FIXED_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
                   "Block Size", "Grid Size", "Device", "CC")
@@ -80,6 +88,7 @@ class ProbeSpec:
     ncu: str = "ncu"
     csv_path: Path | None = None
     pythonpath: tuple[str, ...] = ()  # e.g. the TileGym checkout's src/ (our package always goes first)
+    extra_env: tuple[tuple[str, str], ...] = ()  # e.g. DISABLE_FALLBACK=1 for TileGym's cutile-rs side
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,11 @@ class ProbeResult:
     dynamic_smem: int | None
     grid: tuple[int, int, int] | None
     block: tuple[int, int, int] | None
+    sm_throughput_pct: float | None = None  # SM throughput, % of peak (compute-bound kernels)
+    tensor_pipe_pct: float | None = None  # HMMA tensor pipe active, % of peak (matmul/bmm)
     command: str = ""
     captured_at: str = ""
+    device: str = ""  # ncu's device__attribute_display_name (the GPU it profiled on)
     csv: str = ""  # kernel-dir-relative path of the raw CSV
     metrics: Mapping[str, float | None] = field(default_factory=dict, compare=False)
 
@@ -151,6 +163,8 @@ def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str,
 
     argv = [spec.ncu, "--target-processes", "all", "--profile-from-start", "off",
             "--kernel-name-base", kernel_name_base(spec.kernel_name), "-k", kernel_regex(spec.kernel_name), "-c", "1",
+            # the CSV's "Kernel Name" in the same form as the recorded name (a pasted CSV is checked against it)
+            "--print-kernel-base", kernel_name_base(spec.kernel_name),
             "--clock-control", "none", "--metrics", ",".join(METRICS), "--csv", "--page", "raw",
             "--print-units", "base", "--log-file", str(csv_path),
             spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={spec.cwd}", *plugin_args(),
@@ -158,7 +172,8 @@ def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str,
     path = os.pathsep.join([str(PACKAGE_ROOT), *spec.pythonpath])
     # WORKBENCH_CAPTURE=events: ncu holds CUPTI, so the routed autotuner times configs with CUDA
     # events (never a second CUPTI client next to ncu; seen working under ncu on the H200, call 1)
-    return argv, {PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path, "WORKBENCH_CAPTURE": "events"}
+    return argv, {**dict(spec.extra_env), PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path,
+                  "WORKBENCH_CAPTURE": "events"}
 
 
 def shell_line(spec: ProbeSpec, csv_path: Path) -> str:
@@ -224,17 +239,21 @@ def _dims(text: str) -> tuple[int, int, int] | None:
 
 
 def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", params: str = "",
-                  kernel_name: str | None = None) -> ProbeResult:
-    """Parse ``--csv --page raw`` output into a :class:`ProbeResult` (see the module docstring)."""
+                  kernel_name: str | None = None, strict_kernel: bool = False) -> ProbeResult:
+    """Parse ``--csv --page raw`` output into a :class:`ProbeResult` (see the module docstring).
+
+    ``kernel_name`` picks its row (else the first one); with ``strict_kernel`` a CSV without that
+    kernel is refused (a CSV brought from elsewhere must be of this side's kernel)."""
     lines = text.splitlines()
-    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID"')), None)
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
         errors = [ln for ln in lines if ln.startswith("==ERROR==")]
         why = errors[0] if errors else "no CSV header (\"ID\",…): ncu profiled nothing"
         raise InputError(why, path=path, line=1)
-    # one CSV record per line (kernel names hold no newline); ncu's own ==PROF== lines interleave
-    body = [(i + 1, next(csv.reader([ln]))) for i, ln in enumerate(lines) if i >= start and ln.strip()
-            and not ln.startswith("==")]
+    # One CSV record per line (kernel names hold no newline), every cell quoted: a line that does not
+    # start with a quote is not ncu's CSV — its own ==PROF==/==WARNING== lines, or the profiled
+    # process's stdout/stderr (TileGym's logger, warnings) when ncu wrote to the same stream.
+    body = [(i + 1, next(csv.reader([ln]))) for i, ln in enumerate(lines) if i >= start and ln.startswith('"')]
     header = body[0][1]
     missing = [c for c in ("ID", "Kernel Name") if c not in header]
     if missing:
@@ -246,18 +265,29 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
     for lineno, r in data:
         if len(r) != len(header):
             raise InputError(f"CSV row has {len(r)} cells, header has {len(header)}", path=path, line=lineno)
-    kernels = [r for _n, r in data]
+    kernels = list(data)
     if kernel_name is not None:
-        kernels = [r for r in kernels if r[col["Kernel Name"]] == kernel_name] or kernels
+        named = [(n, r) for n, r in kernels if r[col["Kernel Name"]] == kernel_name]
+        if strict_kernel and kernels and not named:
+            found = ", ".join(sorted({r[col["Kernel Name"]] for _n, r in kernels}))
+            raise InputError(f"the CSV profiles {found}, not this side's kernel {kernel_name}", path=path,
+                             line=kernels[0][0], key="Kernel Name")
+        kernels = named or kernels
     if not kernels:
         raise InputError("no kernel row: the regex matched no launch inside the profiled range", path=path,
                          line=start + 1)
-    row = kernels[0]
+    row_line, row = kernels[0]
     metrics: dict[str, float | None] = {}
     for name, i in col.items():
         if name in _FIXED_COLUMNS:
             continue
-        metrics[name] = _number(row[i], units[i] if i < len(units) else "", path, name)
+        try:
+            metrics[name] = _number(row[i], units[i] if i < len(units) else "", path, name)
+        except InputError as exc:
+            if name in METRICS:  # a counter the probe reads must be a number
+                raise InputError(exc.message, path=path, line=row_line, key=name) from None
+            # device/launch attributes ncu adds to the raw page are words ("NVIDIA H200", "No-CC")
+    device = row[col["device__attribute_display_name"]] if "device__attribute_display_name" in col else ""
 
     def m(name: str) -> float | None:
         return metrics.get(name)
@@ -273,7 +303,7 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
     grid = _dims(row[col["Grid Size"]]) if "Grid Size" in col else None
     block = _dims(row[col["Block Size"]]) if "Block Size" in col else None
     return ProbeResult(
-        backend=backend, params=params, kernel=row[col["Kernel Name"]], duration_ns=duration,
+        backend=backend, params=params, kernel=row[col["Kernel Name"]], device=device, duration_ns=duration,
         dram_read_bytes=read, dram_write_bytes=write, dram_bytes_per_s=rate,
         dram_pct_of_peak=m("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
         achieved_occupancy_pct=m("sm__warps_active.avg.pct_of_peak_sustained_active"),
@@ -285,7 +315,8 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
         local_store_requests=m("l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"),
         static_smem=as_int(m("launch__shared_mem_per_block_static")),
         dynamic_smem=as_int(m("launch__shared_mem_per_block_dynamic")),
-        grid=grid, block=block, metrics=metrics)
+        grid=grid, block=block, sm_throughput_pct=m("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        tensor_pipe_pct=m("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"), metrics=metrics)
 
 
 # --------------------------------------------------------------------------- run + file
@@ -321,8 +352,13 @@ def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT
             tail = (res.output.strip().splitlines() or ["no output"])[-1]
             raise InputError(f"ncu wrote no CSV (rc={res.rc}): {tail}", path=str(csv_path))
         text = csv_path.read_text(encoding="utf-8", errors="replace")
-    result = parse_ncu_csv(text, path=str(csv_path), backend=spec.backend, params=spec.params,
-                           kernel_name=spec.kernel_name)
+        try:
+            result = parse_ncu_csv(text, path=str(csv_path), backend=spec.backend, params=spec.params,
+                                   kernel_name=spec.kernel_name)
+        except InputError as exc:  # say what the child said: a failed test, a permission error
+            tail = (res.output.strip().splitlines() or ["no output"])[-1]
+            raise InputError(f"{exc.message} (ncu rc={res.rc}; last output line: {tail})", path=exc.path,
+                             line=exc.line, key=exc.key) from None
     rel = probe_path(paths, spec.backend, spec.params).with_suffix(".csv").relative_to(paths.root).as_posix()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return replace(result, command=command, captured_at=stamp, csv=rel), text
@@ -355,7 +391,8 @@ def _to_json(result: ProbeResult) -> dict[str, Any]:
 
 _INT_FIELDS = ("registers_per_thread", "static_smem", "dynamic_smem")
 _DIM_FIELDS = ("grid", "block")
-_STR_FIELDS = ("backend", "params", "kernel", "command", "captured_at", "csv")
+_STR_FIELDS = ("backend", "params", "kernel", "command", "captured_at", "csv", "device")
+_OPTIONAL_FIELDS = {"device": ""}  # added after version 1 was first written: absent = unknown
 
 
 def probe_from_json(doc: Any, path: str) -> ProbeResult:
@@ -365,7 +402,7 @@ def probe_from_json(doc: Any, path: str) -> ProbeResult:
     p = doc["probe"]
     kw: dict[str, Any] = {}
     for f in ProbeResult.__dataclass_fields__:
-        v = p.get(f)
+        v = p.get(f, _OPTIONAL_FIELDS.get(f))
         key = f"probe.{f}"
         if f in _STR_FIELDS:
             if not isinstance(v, str):
@@ -415,26 +452,50 @@ def probe_for(probes: Mapping[tuple[str, str], ProbeResult], backend: str | None
     return None
 
 
-def side_by_side(cand: ProbeResult | None, base: ProbeResult | None) -> list[tuple[str, str, str]]:
-    """Rows (metric, candidate, reference) for the report and the TUI."""
-    def fmt(v: float | None, unit: str, scale: float = 1.0, digits: int = 1) -> str:
-        return "n/a" if v is None else f"{v / scale:,.{digits}f} {unit}".strip()
+def _fmt(v: float | None, unit: str, scale: float = 1.0, digits: int = 1) -> str:
+    return "n/a" if v is None else f"{v / scale:,.{digits}f} {unit}".strip()
 
-    def each(getter: Any) -> tuple[str, str]:
-        return getter(cand) if cand else "n/a", getter(base) if base else "n/a"
 
-    rows: list[tuple[str, Sequence[Any]]] = [
-        ("duration", each(lambda p: fmt(p.duration_ns, "us", 1e3, 2))),
-        ("DRAM read", each(lambda p: fmt(p.dram_read_bytes, "MB", 1e6))),
-        ("DRAM write", each(lambda p: fmt(p.dram_write_bytes, "MB", 1e6))),
-        ("DRAM achieved", each(lambda p: fmt(p.dram_bytes_per_s, "GB/s", 1e9))),
-        ("DRAM % of peak", each(lambda p: fmt(p.dram_pct_of_peak, "%"))),
-        ("achieved occupancy", each(lambda p: fmt(p.achieved_occupancy_pct, "%"))),
-        ("theoretical occupancy", each(lambda p: fmt(p.theoretical_occupancy_pct, "%"))),
-        ("registers/thread", each(lambda p: "n/a" if p.registers_per_thread is None else str(p.registers_per_thread))),
-        ("local-memory (spill) bytes", each(lambda p: fmt(p.spill_bytes, "B", 1.0, 0))),
-        ("local-memory requests", each(lambda p: fmt(p.spill_requests, "", 1.0, 0))),
-        ("static / dynamic smem", each(lambda p: f"{p.static_smem if p.static_smem is not None else 'n/a'} / "
-                                                   f"{p.dynamic_smem if p.dynamic_smem is not None else 'n/a'} B")),
-    ]
-    return [(name, vals[0], vals[1]) for name, vals in rows]
+def _smem(p: ProbeResult) -> str:
+    return (f"{p.static_smem if p.static_smem is not None else 'n/a'} / "
+            f"{p.dynamic_smem if p.dynamic_smem is not None else 'n/a'} B")
+
+
+#: (report label, compact label for a 36-column panel, value of one probe)
+_SIDE_ROWS: tuple[tuple[str, str, Any], ...] = (
+    ("duration", "time", lambda p: _fmt(p.duration_ns, "us", 1e3, 2)),
+    ("DRAM read", "DRAM rd", lambda p: _fmt(p.dram_read_bytes, "MB", 1e6)),
+    ("DRAM write", "DRAM wr", lambda p: _fmt(p.dram_write_bytes, "MB", 1e6)),
+    ("DRAM achieved", "DRAM GB/s", lambda p: _fmt(p.dram_gb_per_s, "GB/s")),
+    ("DRAM % of peak", "DRAM %pk", lambda p: _fmt(p.dram_pct_of_peak, "%")),
+    ("SM throughput % of peak", "SM %pk", lambda p: _fmt(p.sm_throughput_pct, "%")),
+    ("tensor pipe % of peak", "tensor %", lambda p: _fmt(p.tensor_pipe_pct, "%")),
+    ("achieved occupancy", "occ ach", lambda p: _fmt(p.achieved_occupancy_pct, "%")),
+    ("theoretical occupancy", "occ theo", lambda p: _fmt(p.theoretical_occupancy_pct, "%")),
+    ("registers/thread", "regs", lambda p: "n/a" if p.registers_per_thread is None else str(p.registers_per_thread)),
+    ("local-memory (spill) bytes", "spill B", lambda p: _fmt(p.spill_bytes, "B", 1.0, 0)),
+    ("local-memory requests", "spill req", lambda p: _fmt(p.spill_requests, "", 1.0, 0)),
+    ("static / dynamic smem", "smem s/d", _smem),
+)
+
+
+def side_by_side(cand: ProbeResult | None, base: ProbeResult | None, *,
+                 compact: bool = False) -> list[tuple[str, str, str]]:
+    """Rows (metric, candidate, reference) for the report; ``compact``: short labels and values
+    (no unit where the label names it) for the TUI's side panel."""
+    out = []
+    for label, short, value in _SIDE_ROWS:
+        c = value(cand) if cand else "n/a"
+        b = value(base) if base else "n/a"
+        if compact:
+            c, b = (_compact(x) for x in (c, b))
+        out.append((short if compact else label, c, b))
+    return out
+
+
+def _compact(text: str) -> str:
+    """``"382.72 us"`` → ``"382.72us"``; ``"0 / 0 B"`` → ``"0/0"``; ``"4,172.1 GB/s"`` → ``"4,172"`` (the
+    label names the unit): the panel's cells stay short."""
+    if text.endswith(" GB/s"):
+        return text.removesuffix(" GB/s").split(".")[0]
+    return text.replace(" / ", "/").removesuffix(" B").replace(" ", "")

@@ -149,6 +149,14 @@ class SpaceComparison:
     best_present: bool | None = None  # None: no best config known
 
     @property
+    def best_index_in_missing(self) -> int | None:
+        """Which of :attr:`missing` is the reference best config (matched on the best config's knobs)."""
+        if self.best is None or self.best_present is not False:
+            return None
+        on = [k for k, _ in self.best.knobs]
+        return next((i for i, m in enumerate(self.missing) if m.matches(self.best, on)), None)
+
+    @property
     def covers_reference(self) -> bool:
         return not self.missing and not self.absent_knobs and self.best_present is not False
 
@@ -183,6 +191,7 @@ class SearchSpaceAudit:
                 "best_as_candidate": c.candidate.spelled(c.best) if c.best else None,
                 "absent_knobs": {k: list(v) for k, v in c.absent_knobs.items()},
                 "best": c.best.label if c.best else None, "best_present": c.best_present,
+                "best_index_in_missing": c.best_index_in_missing,
                 "candidate_configs": len(c.candidate.configs), "reference_configs": len(c.reference.configs),
                 "reference_origin": c.reference.origin, "candidate_origin": c.candidate.origin,
                 "capability": f"sm_{self.capability[0]}{self.capability[1]}",

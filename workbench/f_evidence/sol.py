@@ -4,7 +4,8 @@ Contract:
 - :func:`shape_of` finds a row's named shape: analysis.json ``test_perf_configs`` entry whose id is
   the row's params string (``{"id": …, "m": 4096, "n": 1024, "dtype": "bfloat16"}``), else the
   params tokens zipped with ``argnames`` (the test's parametrize names in id order:
-  :func:`test_argnames` reads them from the TileGym test file with ``ast``, never importing it).
+  :func:`test_argnames` reads them from the TileGym test file with ``ast``, never importing it;
+  :func:`recorded_argnames` gives those shipped with a recorded TileGym session).
   Keys are lower-cased; ``torch.`` is dropped from dtypes.
 - :func:`work_model` is defined only where the work is well-defined (:data:`FAMILIES`):
   ``silu_and_mul`` (reads B·S·2H, writes B·S·H elements), ``swiglu`` (reads a, b, writes c: 3·B·S·H),
@@ -219,21 +220,27 @@ def test_argnames(tilegym: Path | None, func_keys: Iterable[str]) -> dict[str, t
     return out
 
 
+def recorded_argnames(kernel: str) -> dict[str, tuple[str, ...]]:
+    """``{func_key: parametrize names}`` shipped with a recorded TileGym session (``profiles``), for
+    opening it without a checkout; {} for anything else."""
+    try:
+        from profiles import get_recorded_tilegym
+    except ImportError:
+        return {}
+    rec = get_recorded_tilegym(kernel)
+    return {rec.test: rec.perf_argnames} if rec is not None and rec.perf_argnames else {}
+
+
 def sol_rows(table: RatioTable, kernel: str, gpu: GpuFacts, *, analysis: Any = None,
              argnames: Mapping[str, Sequence[str]] | None = None,
              probes: Mapping[tuple[str, str], Any] | None = None, candidate_backend: str = "cutile-rs") -> list[SolRow]:
     """One :class:`SolRow` per matched row that has a work model (``argnames`` by func_key)."""
-    from workbench.f_evidence.ncu import probe_for
-
     out = []
     for row in table.matched:
-        model = work_model(kernel, shape_of(row.params, analysis, (argnames or {}).get(row.func_key)))
-        if model is None:
-            continue
-        cprobe = probe_for(probes or {}, candidate_backend, row.params)
-        bprobe = probe_for(probes or {}, row.baseline_backend, row.params)
-        out.append(SolRow(row.params, model, sol_for(model, row.candidate_ms, gpu, cprobe),
-                          sol_for(model, row.baseline_ms, gpu, bprobe), row.baseline_backend))
+        sr = row_sol(row, kernel, gpu, analysis, (argnames or {}).get(row.func_key), probes=probes,
+                     candidate_backend=candidate_backend)
+        if sr is not None:
+            out.append(sr)
     return out
 
 
@@ -274,10 +281,16 @@ def _cell(text: object) -> str:
 
 
 def row_sol(row: RatioRow, kernel: str, gpu: GpuFacts, analysis: Any = None,
-            argnames: Sequence[str] | None = None) -> SolRow | None:
-    """Speed of light of one row (the Ratios screen's column; model-based)."""
+            argnames: Sequence[str] | None = None, *, probes: Mapping[tuple[str, str], Any] | None = None,
+            candidate_backend: str = "cutile-rs") -> SolRow | None:
+    """Speed of light of one row (the Ratios screen's column): the model at E's medians, or a side's
+    filed ncu probe where there is one (as :func:`sol_rows`); None without a work model."""
+    from workbench.f_evidence.ncu import probe_for
+
     model = work_model(kernel, shape_of(row.params, analysis, argnames))
     if model is None:
         return None
-    return SolRow(row.params, model, sol_for(model, row.candidate_ms, gpu), sol_for(model, row.baseline_ms, gpu),
-                  row.baseline_backend)
+    cprobe = probe_for(probes or {}, candidate_backend, row.params)
+    bprobe = probe_for(probes or {}, row.baseline_backend, row.params)
+    return SolRow(row.params, model, sol_for(model, row.candidate_ms, gpu, cprobe),
+                  sol_for(model, row.baseline_ms, gpu, bprobe), row.baseline_backend)

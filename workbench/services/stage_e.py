@@ -75,13 +75,28 @@ def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPla
                          run_real_scripts=request.run_real_scripts, raw_log_path=request.raw_log)
 
 
-def read_only_reason(ws: Workspace) -> str:
-    """Why reports may not be written into ``ws`` ("" = they may)."""
-    if ws.source == "recorded":
-        # the embedded demo session ships inside the package: never modify it in place
+def read_only_reason(ws: Workspace, *, preview: str = "--dry-run") -> str:
+    """Why nothing may be written into ``ws`` ("" = it may): the recorded sessions ship inside the
+    package — opened as the default, or named with ``--out-root`` — and are never modified in place.
+    ``preview`` is the flag that shows the work without writing (``--dry-run``; ``probe``: ``--print-command``)."""
+    if ws.source == "recorded" or inside_recorded_sessions(ws.kernel_dir):
         return (f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
-                "--out-root <dir>, or use --dry-run")
+                f"--out-root <dir>, or use {preview}")
     return ""
+
+
+def inside_recorded_sessions(path: Path) -> bool:
+    """``path`` lies inside the installed ``profiles`` package (its recorded sessions)."""
+    try:
+        import profiles
+    except ImportError:
+        return False
+    base = Path(profiles.__file__).resolve().parent
+    try:
+        Path(path).resolve().relative_to(base)
+    except ValueError:
+        return False
+    return True
 
 
 def write(ws: Workspace, report: ReportPlan) -> WriteResult:

@@ -14,7 +14,10 @@ source, line})`` for each hot-path defect the seed's Agent F / performance check
   ``.clone()``, ``out.copy_(result)``) — they are timed too, the harness times the whole call;
 - ``compile_options``: occupancy / num_cta_in_cga not forwarded to the FFI when the reference
   tunes them (or pinned when the reference leaves them auto);
-- ``cache_key``: ``autotune_launch(key=...)`` lacks a field of analysis.json ``autotune_key``;
+- ``cache_key``: ``autotune_launch(key=...)`` lacks a field of analysis.json ``autotune_key``. A key
+  element that is a local name counts for what its assignments read (``persistent = 1 if
+  static_persistent else 0`` covers ``static_persistent``), and a parameter the function refuses
+  when set (``if trans_a: raise NotImplementedError``) has one value at the call and needs no key slot;
 - ``grad_not_detached``: a tensor input of the registered op is neither detached nor rejected
   (or is rejected, which fails perf tests that create ``requires_grad`` inputs).
 
@@ -728,12 +731,15 @@ def _check_cache_key(w: _Wrapper, autotune_calls: list[ast.Call], raw: Mapping[s
             continue
         if not isinstance(wanted, list) or not wanted:
             continue
-        have = {name.lower() for name, _ in _key_fields(key)}
+        scope = _enclosing_function(w.tree, call)
+        direct = [name for name, _ in _key_fields(key)]
+        have = {name.lower() for name in direct} | _read_by_assignments(scope, direct)
+        refused = _refused_parameters(scope)
         missing = []
         for field_name in wanted:
             f = str(field_name).lower()
             options = _ALIASES.get(f, {f})
-            if not (have & options) and not any(f in h for h in have):
+            if not (have & options) and not any(f in h for h in have) and not (refused & options):
                 missing.append(str(field_name))
         if missing:
             only_device = all(m.lower() in _ALIASES["device"] for m in missing)
@@ -750,6 +756,43 @@ def _check_cache_key(w: _Wrapper, autotune_calls: list[ast.Call], raw: Mapping[s
                     else "",
                 )
             )
+    return out
+
+
+def _read_by_assignments(scope: ast.FunctionDef | None, names: Iterable[str], depth: int = 3) -> set[str]:
+    """Names (and attribute names) the assignments of ``names`` in ``scope`` read, ``depth`` levels
+    deep, lower-cased: ``persistent = 1 if static_persistent else 0`` → ``{"static_persistent"}``."""
+    if scope is None:
+        return set()
+    found: set[str] = set()
+    frontier = set(names)
+    for _ in range(depth):
+        reads: set[str] = set()
+        for node in ast.walk(scope):
+            if not isinstance(node, ast.Assign):
+                continue
+            targets = {t.id for tgt in node.targets for t in ast.walk(tgt) if isinstance(t, ast.Name)}
+            if targets & frontier:
+                reads |= {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                reads |= {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+        frontier = reads - found
+        found |= reads
+        if not frontier:
+            break
+    return {n.lower() for n in found}
+
+
+def _refused_parameters(scope: ast.FunctionDef | None) -> set[str]:
+    """Parameters the function refuses when truthy (``if trans_a: raise ...`` at its top level),
+    lower-cased: they reach the autotuner with one value only."""
+    if scope is None:
+        return set()
+    params = {a.arg for a in scope.args.args + scope.args.kwonlyargs}
+    out: set[str] = set()
+    for stmt in scope.body:
+        if (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id in params
+                and stmt.body and all(isinstance(b, ast.Raise) for b in stmt.body)):
+            out.add(stmt.test.id.lower())
     return out
 
 

@@ -21,6 +21,8 @@ from workbench.model import LaunchSet, RatioRow, RatioTable, ReportPlan
 if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, after the first paint
     from widgets.audit_panel import AuditItem
     from widgets.ir_diff_view import DiffLine
+    from workbench.f_evidence.ncu import ProbeResult
+    from workbench.f_evidence.sol import SolRow
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
 
@@ -89,6 +91,11 @@ class AppData:
     #: runs the TileGym-side checks (``screens.checks.gather_checks``) given a ``cancelled()``
     #: poll; called from a thread worker; None disables the Checks screen's run action
     run_checks: Callable[[Callable[[], bool]], Any] | None = None
+    #: filed ncu probes, ``(backend id token, params)`` → result (``services.probe.load``)
+    probes: Mapping[tuple[str, str], ProbeResult] = field(default_factory=dict)
+    #: speed of light per E row, ``(func_key, params)`` → SolRow (``services.stage_f.speed_of_light``);
+    #: a row without a work model is absent (the Ratios screen shows "—")
+    sol: Mapping[tuple[str, str], SolRow] = field(default_factory=dict)
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule

@@ -112,6 +112,21 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         except WorkbenchError as e:
             problems.append(e)
 
+    # --- ncu probes and speed of light (the Timeline's probe panel, the Ratios SOL column)
+    try:
+        from workbench.services.probe import load as load_probes
+
+        data.probes = load_probes(ws)
+    except WorkbenchError as e:
+        problems.append(e)
+    if data.table is not None:
+        try:
+            from workbench.services.sol import speed_of_light
+
+            data.sol = speed_of_light(ws, data.table, candidate_backend=data.candidate_backend, probes=data.probes)
+        except WorkbenchError as e:
+            problems.append(e)
+
     # --- IR pairs: built in the background after the first paint (see AppData.ir_loader)
     def ir_loader() -> tuple[list[IRPair], list[WorkbenchError]]:
         ir_problems: list[WorkbenchError] = []
@@ -122,7 +137,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     # --- reports and live
     data.plan_report = _plan_report(ws, data.candidate_backend)
     data.write_report = _write_report(ws)
-    if ws.source == "recorded":
+    from workbench.services.stage_e import inside_recorded_sessions
+
+    if ws.source == "recorded" or inside_recorded_sessions(ws.paths.root):  # the CLI's read_only_reason
         data.read_only = ("this is the recorded session shipped in the package (read-only): copy "
                           f"{ws.paths.root} to a dir of yours and open it with --out-root")
     data.read_existing = read_existing_files

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 from workbench.model import CallCapture, Launch, LaunchSet, RatioRow, RatioTable, Severity
 
@@ -161,3 +162,52 @@ def write_ir_pair(directory: Path, lines: int) -> tuple[Path, Path]:
     ref.write_text(ir_text(lines))
     gen.write_text(ir_text(lines, generated=True))
     return ref, gen
+
+
+#: SYNTHETIC argnames of the pinned rows' params strings (variant-M-N-dtype), for the SOL column
+PINNED_ARGNAMES = ("variant", "m", "n", "dtype")
+
+
+PROBED = ("static_persistent-16384-2048-torch.bfloat16", "wrapper_alloc-16384-2048-torch.bfloat16")
+
+
+def pinned_probes() -> dict[tuple[str, str], Any]:
+    """ncu probes of the pinned 16384x2048 rows (candidate ``cutile``, reference ``triton``): the main
+    kernel, the same in both rows (the hot-path wrapper adds launches around it). Durations, registers,
+    shared memory and block are the real gpu.md §4 H200 numbers of rms_norm 16384x2048 bf16; the DRAM
+    bytes are that shape's compulsory traffic; occupancy, SM/tensor throughput and the grid are
+    SYNTHETIC."""
+    out: dict[tuple[str, str], Any] = {}
+    for params in PROBED:
+        out.update(_probes_of(params))
+    return out
+
+
+def _probes_of(params: str) -> dict[tuple[str, str], Any]:
+    from workbench.f_evidence.ncu import ProbeResult
+
+    moved = (16384 * 2048 * 2 + 2048 * 2, 16384 * 2048 * 2)
+
+    def probe(backend: str, us: float, regs: int, smem: int, occ: float, sm: float) -> ProbeResult:
+        return ProbeResult(backend, params, f"rms_norm_kernel_{backend}", us * 1e3, float(moved[0]), float(moved[1]),
+                           sum(moved) / (us * 1e-6), sum(moved) / (us * 1e-6) / 4.8e12 * 100, occ, 12.5, regs,
+                           0.0, 0.0, 0.0, 0.0, 0, smem, (132, 1, 1), (256, 1, 1), sm, 0.0,
+                           device="NVIDIA H200", csv=f"workbench/probes/{backend}-{params}.csv")
+
+    return {("cutile", params): probe("cutile", 82.78, 255, 217_088, 11.9, 38.2),
+            ("triton", params): probe("triton", 44.16, 175, 65_536, 12.3, 61.5)}
+
+
+def pinned_sol(table: RatioTable) -> dict[tuple[str, str], Any]:
+    """The SOL column of the pinned rows: the rms_norm work model at the pinned medians on the H200
+    (measured peaks of gpu.md); the params strings' names are :data:`PINNED_ARGNAMES`."""
+    from workbench.f_evidence.gpu import gpu_facts
+    from workbench.f_evidence.sol import row_sol
+
+    gpu = gpu_facts({"gpu": "NVIDIA H200"})
+    out = {}
+    for row in table.rows:
+        sr = row_sol(row, "rms_norm", gpu, argnames=PINNED_ARGNAMES, candidate_backend="cutile")
+        if sr is not None:
+            out[(row.func_key, row.params)] = sr
+    return out

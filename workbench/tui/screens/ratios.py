@@ -23,7 +23,9 @@ class RatiosScreen(WorkbenchScreen):
     ABOUT = (
         "One row per config: baseline backend and median, candidate median, ratio = candidate/baseline, "
         "bootstrap CI, launches per measured call (candidate/baseline; red when the candidate launches "
-        "more), and the row verdict (PASS ≤ 1.05x). The bar shows the geomean with its CI on the "
+        "more), SOL c/b (each side's share of the GPU's measured peak: DRAM for memory-bound kernels, "
+        "FLOP/s for matmul/bmm; — without a work model), and the row verdict (PASS ≤ 1.05x). The bar shows "
+        "the geomean with its CI on the "
         "1.05 / 1.10 / 1.50 severity scale. Enter opens the row's launch timeline."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -44,7 +46,7 @@ class RatiosScreen(WorkbenchScreen):
         filter_input = Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter")
         filter_input.display = False
         yield filter_input
-        yield RatioTable(self.data.table.rows if self.data.table else (), id="table")
+        yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol, id="table")
         yield Static(id="status")
         yield Footer()
 

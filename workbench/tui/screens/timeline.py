@@ -36,8 +36,9 @@ class TimelineScreen(WorkbenchScreen):
         "Per measured call, a candidate lane and a baseline lane; every GPU activity the call caused "
         "is a bar: kernel █, memcpy ▓, memset ▒. More bars in a candidate lane than in its baseline "
         "lane = extra launches per call (a wrapper bug). Select a launch (Tab) to see grid, block, "
-        "registers, shared memory and duration. Live runs stream bars and per-config results as "
-        "they arrive; Escape cancels."
+        "registers, shared memory and duration. The side panel shows the config's ncu probe "
+        "(`cutile-workbench probe`), candidate beside reference, when one is filed. Live runs stream "
+        "bars and per-config results as they arrive; Escape cancels."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_live", "Cancel run", tooltip="Stop the live run", id="timeline-cancel"),
@@ -61,11 +62,14 @@ class TimelineScreen(WorkbenchScreen):
             yield LaunchTimeline(id="timeline")
             with Vertical(id="side"):
                 yield Static(Text("select a launch: Tab / Shift+Tab"), id="details")
+                yield Static(id="probe-title")
+                yield DataTable(id="probe", cursor_type="none", zebra_stripes=True)
                 yield DataTable(id="live-results", cursor_type="row")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#live-results", DataTable).add_columns("framework", "params", "median ms")
+        self.query_one("#probe", DataTable).can_focus = False  # read-only numbers: Tab stays on the lanes
         self.query_one(LaunchTimeline).focus()
         if self.wb.pending_row is not None:
             self.show_row(self.wb.pending_row, live=self.wb.pending_live)
@@ -96,9 +100,28 @@ class TimelineScreen(WorkbenchScreen):
             title.append("  — no launch captures for this config", style="yellow")
         self.query_one("#title", Static).update(title)
         self.query_one("#details", Static).update(Text("select a launch: Tab / Shift+Tab"))
+        self.show_probe(row)
         self.refresh_bindings()
         if live:
             self.action_live()
+
+    def show_probe(self, row: RatioRow) -> None:
+        """The config's filed ncu probes side by side (candidate, reference), or how to get them."""
+        from workbench.services.probe import probe_rows
+
+        rows = probe_rows(self.data.probes, self.data.candidate_backend, row, compact=True)
+        table = self.query_one("#probe", DataTable)
+        table.clear(columns=True)
+        title = self.query_one("#probe-title", Static)
+        table.set_class(not rows, "hidden")  # a class, not .display: the narrow layout's CSS still hides it
+        if not rows:
+            title.update(Text(f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
+                              f"--config {row.params}", style="dim"))
+            return
+        title.update(Text("ncu probe (one profiled call)", style="bold"))
+        table.add_columns("ncu", "cand", "ref")
+        for metric, cand, ref in rows:
+            table.add_row(Text(metric), Text(cand, justify="right"), Text(ref, justify="right"))
 
     def _measurements(self, first: LaunchSet | None) -> list[LaunchSet]:
         """``first`` and the test's other measurement sets of the same backend (forward, then backward)."""
