@@ -21,6 +21,7 @@ from workbench.model import LaunchSet, RatioRow, RatioTable, ReportPlan
 if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, after the first paint
     from widgets.audit_panel import AuditItem
     from widgets.ir_diff_view import DiffLine
+    from workbench.services.history import KernelHistory, RatioComparability
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
 
@@ -89,6 +90,13 @@ class AppData:
     #: runs the TileGym-side checks (``screens.checks.gather_checks``) given a ``cancelled()``
     #: poll; called from a thread worker; None disables the Checks screen's run action
     run_checks: Callable[[Callable[[], bool]], Any] | None = None
+    # --- run history (issue #15): the Ratios header's comparability flag and the History screen (mode 6)
+    #: were candidate and baselines measured under the same conditions (None = not checked here)
+    conditions: RatioComparability | None = None
+    #: the run history (``services.history.kernel_history``), built by ``history_loader`` in a thread
+    #: worker when the History screen mounts; tests may inject it directly
+    history: KernelHistory | None = None
+    history_loader: Callable[[], KernelHistory] | None = None
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule
