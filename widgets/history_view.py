@@ -8,7 +8,7 @@ first, with the change from the previous run — ``+`` regression (red), ``-`` i
 ``=`` same, ``~`` inconclusive (yellow) — its median ratio, bootstrap CI and p (or ``—`` when
 not tested), and ``⚠`` when the two runs' conditions differ; it posts
 :class:`RunsTable.RunHighlighted`. ``compact`` (narrow terminals) keeps run time, median, n and
-the change (driver, clocks and every other fact are the panel's). :class:`ProvenancePanel` shows one run's conditions and why its change was decided
+the change (GPU, driver, clocks and every other fact are the panel's). :class:`ProvenancePanel` shows one run's conditions and why its change was decided
 so. Cell text is ``rich.text.Text`` (never markup): GPU names and paths are user data.
 """
 
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable, Static
@@ -97,7 +99,7 @@ class _Col:
 RUN_COLUMNS: tuple[_Col, ...] = (
     _Col("when", "run time (UTC)", True), _Col("median", "median ms", True), _Col("n", "n", True),
     _Col("change", "vs previous run", True), _Col("ci", "99% CI", False), _Col("p", "p", False),
-    _Col("gpu", "GPU", False), _Col("throttling", "throttling", False),
+    _Col("throttling", "throttling", False),
 )
 
 
@@ -105,7 +107,7 @@ def run_cells(run: RunRow) -> dict[str, Text]:
     return {
         "when": Text(run.when), "median": Text(f"{run.median_ms:.6f}", justify="right"),
         "n": Text(str(run.n_samples) if run.n_samples else "-", justify="right"), "change": change_text(run),
-        "ci": Text(ci_text(run)), "p": Text(p_text(run), justify="right"), "gpu": Text(run.gpu),
+        "ci": Text(ci_text(run)), "p": Text(p_text(run), justify="right"),
         "throttling": Text(run.throttling, style="bold red" if run.throttling not in ("none", "not recorded") else ""),
     }
 
@@ -200,15 +202,21 @@ class SeriesTable(DataTable[Text]):
         self.post_message(self.SeriesHighlighted(self.current_series))
 
 
-class ProvenancePanel(Static):
-    """One run: its change (why), how its conditions differ from the previous run, and every fact."""
+class ProvenancePanel(VerticalScroll):
+    """One run: its change with CI and p, how its conditions differ from the previous run, every fact,
+    then the decision stated in full (scrolls when focused: Tab)."""
 
     DEFAULT_CSS = """
-    ProvenancePanel { height: 1fr; padding: 0 1; overflow-y: auto; }
+    ProvenancePanel { height: 1fr; padding: 0 1; }
+    ProvenancePanel > Static { height: auto; }
     """
 
+    def compose(self) -> ComposeResult:
+        yield Static(provenance_text("", None))
+
     def show_run(self, series_label: str, run: RunRow | None) -> None:
-        self.update(provenance_text(series_label, run))
+        self.query_one(Static).update(provenance_text(series_label, run))
+        self.scroll_home(animate=False)
 
 
 def provenance_text(series_label: str, run: RunRow | None) -> Text:
@@ -218,9 +226,11 @@ def provenance_text(series_label: str, run: RunRow | None) -> Text:
     text = Text()
     text.append(f"{series_label} · run {run.key[:8]}\n", style="bold")
     text.append_text(change_text(run))
+    if run.ci is not None:
+        text.append(f"  CI {ci_text(run)}")
+    if run.p_value is not None:
+        text.append(f"  p={p_text(run)}")
     text.append("\n")
-    if run.reason:
-        text.append(run.reason + "\n", style="dim")
     for flag in run.condition_flags:
         text.append(f"⚠ conditions differ: {flag}\n", style="bold yellow")
     for note in run.notes:
@@ -230,5 +240,7 @@ def provenance_text(series_label: str, run: RunRow | None) -> Text:
         text.append(f"{key:<{width}}  ", style="bold")
         text.append(f"{value}\n", style="bold red" if key == "throttling" and value not in
                     ("none", "not recorded") else "")
+    if run.reason:
+        text.append(f"why: {run.reason}\n", style="dim")
     text.rstrip()
     return text

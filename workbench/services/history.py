@@ -233,8 +233,8 @@ def run_facts(run: StoredRun) -> RunFacts:
         *((_LABELS.get(k, k), v) for k, v in base.items() if k not in ("recorded", "host")),
         ("GPU UUID", (gpu.uuid or NOT_RECORDED) if gpu else NOT_RECORDED),
         *_snapshot_facts(prov),
-        ("TileGym commit", prov.tilegym_commit or NOT_RECORDED),
-        ("cutile-rs lib", prov.cutile_rs_lib_sha256 or NOT_RECORDED),
+        ("TileGym commit", prov.tilegym_commit[:12] if prov.tilegym_commit else NOT_RECORDED),  # --json: full
+        ("cutile-rs lib", f"sha256 {prov.cutile_rs_lib_sha256[:16]}…" if prov.cutile_rs_lib_sha256 else NOT_RECORDED),
         ("workbench", workbench or NOT_RECORDED),
         ("python / torch", f"{prov.python or '?'} / {prov.torch or '?'}"
                            + (f" (CUDA {prov.torch_cuda})" if prov.torch_cuda else "")),

@@ -123,7 +123,7 @@ class HistoryScreen(WorkbenchScreen):
         error = event.worker.error
         self.error = str(error) if isinstance(error, WorkbenchError) else f"{type(error).__name__}: {error}"
         self.refresh_bindings()
-        self._title(Text(f"the run history could not be read: {self.error}", style="bold red"))
+        self._empty()
         self.wb.show_error(error if isinstance(error, WorkbenchError) else self.error, "Run history")
 
     # ------------------------------------------------------------------ what is shown
@@ -143,8 +143,12 @@ class HistoryScreen(WorkbenchScreen):
     def _empty(self) -> None:
         if self.loading:
             return
-        why = self.error or ("no run history for this data source" if self.data.history_loader is None
-                             else "the run history is not loaded yet")
+        if self.error:
+            why = f"the run history could not be read: {self.error}"
+        elif self.data.history_loader is None:
+            why = "no run history for this data source"
+        else:
+            why = "the run history is not loaded yet"
         self._title(Text(why, style="bold red" if self.error else "dim"))
 
     def show_config(self, params: str | None, func_key: str | None) -> None:
