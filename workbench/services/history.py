@@ -191,12 +191,6 @@ class KernelHistory:
         return tuple(s for s in self.ordered_series()
                      if s.params == params and (func_key is None or s.func_key == func_key))
 
-    def where(self) -> str:
-        """Where the history lives, in words."""
-        if self.persisted:
-            return f"{self.store}"
-        return f"{self.kernel_dir} (imported in memory; nothing written)"
-
 
 def _snapshot_facts(prov: Provenance) -> list[tuple[str, str]]:
     out = []
