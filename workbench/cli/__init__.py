@@ -12,9 +12,10 @@ Layout: one module per command group, each a thin face over :mod:`workbench.serv
 
 - :mod:`.tui` ``open`` · :mod:`.stage_e` ``table``, ``report e`` · :mod:`.stage_f` ``report f``
 - :mod:`.ir_diff` ``diff`` · :mod:`.run` ``run`` · :mod:`.timeline` ``timeline`` · :mod:`.probe` ``probe``
-- :mod:`.checks` ``check``, ``kselect``, ``audit-wrapper`` · :mod:`.common` shared flags, write gate
+- :mod:`.checks` ``check``, ``kselect``, ``audit-wrapper`` · :mod:`.history` ``history``
+- :mod:`.common` shared flags, write gate
 
-Adding a command (e.g. ``history <kernel>``):
+Adding a command (``history <kernel>`` was added this way):
 
 1. Put the work in a service (``workbench/services/history.py``: typed inputs/outputs, no
    argparse, no printing) so the TUI can call it too.
@@ -60,6 +61,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workbench.cli.timeline",
     "workbench.cli.probe",
     "workbench.cli.checks",
+    "workbench.cli.history",
 )
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each

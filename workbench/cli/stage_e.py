@@ -25,11 +25,13 @@ from workbench.cli.common import add_kernel_args, finish_report, path_arg
 from workbench.errors import Blocked
 from workbench.model import RatioTable
 from workbench.services import stage_e
+from workbench.services.history import RatioComparability, ratio_comparability
 from workbench.stats import round4
 from workbench.workspace import Workspace
 
 
-def table_json(table: RatioTable, ws: Workspace | None = None) -> dict[str, Any]:
+def table_json(table: RatioTable, ws: Workspace | None = None,
+               conditions: RatioComparability | None = None) -> dict[str, Any]:
     return {
         "kernel": table.kernel,
         "verdict": table.verdict,
@@ -44,25 +46,28 @@ def table_json(table: RatioTable, ws: Workspace | None = None) -> dict[str, Any]
         "gaps": [asdict(g) for g in ws.gaps] if ws else [],
         "source": ws.source if ws else None,
         "kernel_dir": str(ws.kernel_dir) if ws else None,
+        "conditions": conditions.as_dict() if conditions else None,
     }
 
 
 CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
               "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason",
-              "candidate_harness", "baseline_harness")
+              "candidate_harness", "baseline_harness", "conditions")
 
 
-def table_csv(table: RatioTable) -> str:
+def table_csv(table: RatioTable, conditions: RatioComparability | None = None) -> str:
+    """One row per config; ``conditions`` is the comparability state of the row's baseline."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
     for r in table.rows:
-        d = {**asdict(r), "row_verdict": r.row_verdict}
+        base = conditions.for_baseline(r.baseline_backend) if conditions else None
+        d = {**asdict(r), "row_verdict": r.row_verdict, "conditions": base.state if base else None}
         w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
     return buf.getvalue()
 
 
-def table_text(table: RatioTable, ws: Workspace | None = None) -> str:
+def table_text(table: RatioTable, ws: Workspace | None = None, conditions: RatioComparability | None = None) -> str:
     def f(x: float | None, spec: str) -> str:
         return "NA" if x is None else format(x, spec)
 
@@ -89,6 +94,9 @@ def table_text(table: RatioTable, ws: Workspace | None = None) -> str:
     for v, g in table.variant_geomeans.items():
         lines.append(f"variant {v}: geomean {round4(g):.4f}")
     lines += [f"note: {n}" for n in table.notes]
+    if conditions is not None and conditions.short:  # nothing when candidate and baselines are comparable
+        lines.append(f"conditions: {conditions.short}")
+        lines += [f"  {line}" for line in conditions.lines]
     if ws:
         lines += [f"gap ({g.severity}): {g.what}: {g.path}" for g in ws.gaps if g.severity != "info"]
     return "\n".join(lines) + "\n"
@@ -121,12 +129,13 @@ def print_table(kernel: str, *, out_root: Path | None, tilegym: Path | None, fmt
     except Blocked as exc:
         print(f"BLOCKED: {exc}", file=sys.stderr)
         return 1
+    conditions = ratio_comparability(ws, table)
     if fmt == "json":
-        print(json.dumps(table_json(table, ws), indent=2))
+        print(json.dumps(table_json(table, ws, conditions), indent=2))
     elif fmt == "csv":
-        sys.stdout.write(table_csv(table))
+        sys.stdout.write(table_csv(table, conditions))
     else:
-        sys.stdout.write(table_text(table, ws))
+        sys.stdout.write(table_text(table, ws, conditions))
     return 1 if table.verdict == "BLOCKED" else 0
 
 

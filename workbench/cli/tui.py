@@ -51,7 +51,7 @@ class KeysCommand:
         pass
 
     def run(self, args: argparse.Namespace) -> int:
-        import workbench.tui.app  # noqa: F401  (declares the app's own bindings: quit, help, 1-5)
+        import workbench.tui.app  # noqa: F401  (declares the app's own bindings: quit, help, 1-6)
         from workbench.tui.keymap import describe_bindings
 
         sys.stdout.write(describe_bindings())

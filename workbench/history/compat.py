@@ -7,8 +7,8 @@ Contract of :func:`compare_provenance` (``a`` = candidate or newer run, ``b`` = 
   memory clocks at the end snapshot differing by more than ``clock_tolerance`` (5 % by default) of
   the larger one (compared only when neither snapshot is idle), and the harness (name, or a knob
   that changes what a sample measures set on both sides to different values: ``CUPTI``,
-  ``CUDAGRAPH``, ``MODE``, ``WORKBENCH_CUPTI_*``, ...; ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER``
-  excluded).
+  ``CUDAGRAPH``, ``MODE``, ``WORKBENCH_CUPTI_*``, ...; ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER`` and the
+  candidate-only ``DISABLE_FALLBACK`` excluded).
 - ``note`` differences (worth knowing, not disqualifying): another physical GPU of the same
   model (UUID), another host, a harness knob set on one side only, sampling knobs (``WARMUP``,
   ``REP``, ``MIN_REP``, ``INITIAL_REP``, ``MAX_REP``) set to different values.
@@ -30,7 +30,9 @@ from workbench.provenance.gpu import ClockSnapshot
 
 DifferenceKind = Literal["gpu_model", "driver", "cuda", "mig", "throttling", "clocks", "harness", "gpu_instance",
                          "host"]
-_NOT_COMPARED_KNOBS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"})
+#: which GPU a run used, and the runner's guard against a silent fallback to another backend (set for
+#: the candidate only, by design): neither changes what a sample measures
+_NOT_COMPARED_KNOBS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "DISABLE_FALLBACK"})
 #: knobs that change how many samples are taken or how long the warm-up is, not what a sample
 #: measures: a difference is a note (CUPTI, CUDAGRAPH, MODE and the WORKBENCH_CUPTI_* window
 #: knobs change what is timed, and are flags)
@@ -39,9 +41,14 @@ _SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP
 
 @dataclass(frozen=True)
 class Difference:
+    """One difference; ``a_value``/``b_value`` are the two sides' values as shown in ``text`` (for
+    faces that phrase it shorter), None where the difference is about one side only (throttling)."""
+
     kind: DifferenceKind
     severity: Literal["flag", "note"]
     text: str
+    a_value: str | None = None
+    b_value: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ def compare_provenance(a: Provenance | None, b: Provenance | None, *, a_label: s
         if va is None or vb is None:
             unknown.append(_missing(label, ((a_label, va), (b_label, vb))))
         elif va != vb:
-            diffs.append(Difference(kind, severity, f"{label}: {a_label} {va} vs {b_label} {vb}"))
+            diffs.append(Difference(kind, severity, f"{label}: {a_label} {va} vs {b_label} {vb}", str(va), str(vb)))
 
     fact("gpu_model", "GPU", lambda p: p.gpu.name if p.gpu else None)
     fact("driver", "driver", lambda p: p.gpu.driver_version if p.gpu else None)
@@ -119,9 +126,11 @@ def compare_provenance(a: Provenance | None, b: Provenance | None, *, a_label: s
     ta, tb = _throttle_text(a), _throttle_text(b)
     if ta is None or tb is None:
         unknown.append(_missing("throttling", ((a_label, ta), (b_label, tb))))
-    for label, text in ((a_label, ta), (b_label, tb)):
+    for side, label, text in (("a", a_label, ta), ("b", b_label, tb)):
         if text is not None and text != "none":
-            diffs.append(Difference("throttling", "flag", f"throttling during the {label} run: {text}"))
+            run = label if label.endswith(" run") else f"{label} run"  # "the newer run", "the candidate run"
+            diffs.append(Difference("throttling", "flag", f"throttling during the {run}: {text}",
+                                    text if side == "a" else None, text if side == "b" else None))
     _compare_clocks(a, b, a_label, b_label, clock_tolerance, diffs, unknown)
     _compare_harness(a, b, a_label, b_label, diffs, unknown)
     fact("gpu_instance", "GPU UUID", lambda p: p.gpu.uuid if p.gpu else None, "note")
@@ -144,7 +153,7 @@ def _compare_clocks(a: Provenance, b: Provenance, a_label: str, b_label: str, to
             unknown.append(_missing(label, ((a_label, va), (b_label, vb))))
         elif abs(va - vb) > tol * max(va, vb):
             diffs.append(Difference("clocks", "flag", f"{label}: {a_label} {va} MHz vs {b_label} {vb} MHz "
-                                                      f"(more than {tol:.0%} apart)"))
+                                                      f"(more than {tol:.0%} apart)", f"{va} MHz", f"{vb} MHz"))
 
 
 def _compare_harness(a: Provenance, b: Provenance, a_label: str, b_label: str, diffs: list[Difference],
@@ -154,12 +163,13 @@ def _compare_harness(a: Provenance, b: Provenance, a_label: str, b_label: str, d
         unknown.append("harness: not known for both runs")  # "unknown" = the suite's own, unnamed
         return
     if ha.name != hb.name:
-        diffs.append(Difference("harness", "flag", f"harness: {a_label} {ha.name} vs {b_label} {hb.name}"))
+        diffs.append(Difference("harness", "flag", f"harness: {a_label} {ha.name} vs {b_label} {hb.name}", ha.name,
+                                hb.name))
     for knob in sorted((set(ha.settings) | set(hb.settings)) - _NOT_COMPARED_KNOBS):
         va, vb = ha.settings.get(knob), hb.settings.get(knob)
         if va is not None and vb is not None and va != vb:
             diffs.append(Difference("harness", "note" if knob in _SAMPLING_KNOBS else "flag",
-                                    f"{knob}: {a_label} {va} vs {b_label} {vb}"))
+                                    f"{knob}: {a_label} {va} vs {b_label} {vb}", f"{knob}={va}", f"{knob}={vb}"))
         elif (va is None) != (vb is None):
             who, val = (a_label, va) if va is not None else (b_label, vb)
             diffs.append(Difference("harness", "note", f"{knob}={val} set for the {who} only"))

@@ -37,13 +37,19 @@ from workbench.model import PerfLog
 _BARS = "▁▂▃▄▅▆▇█"
 
 
-def sparkline(values: Sequence[float]) -> str:
-    """One block character per value, scaled between the series' min and max (flat: all ``▄``)."""
+def sparkline(values: Sequence[float], *, min_span: float = 0.0) -> str:
+    """One block character per value, scaled between the series' min and max (flat: all ``▄``).
+
+    ``min_span`` widens a narrower range around its middle, so that noise smaller than it does
+    not fill the eight levels (a 0.1 % wobble drawn ``▁▁█`` reads as a jump)."""
     if not values:
         return ""
     lo, hi = min(values), max(values)
     if hi <= lo:
         return _BARS[3] * len(values)
+    if hi - lo < min_span:
+        lo = (lo + hi - min_span) / 2
+        hi = lo + min_span
     return "".join(_BARS[min(len(_BARS) - 1, int((v - lo) / (hi - lo) * len(_BARS)))] for v in values)
 
 

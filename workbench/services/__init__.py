@@ -13,6 +13,9 @@ imports Textual, argparse or a face (``pyproject.toml``'s import-linter contract
 - :mod:`.checks` — the TileGym-side checks (precondition, wiring, ``-k`` selection, wrapper
   audit) and the rows of the TUI's Checks screen.
 - :mod:`.ir_diff` — reference vs generated Tile IR: pairs, canonical diff, ``diff_ir.sh`` audit.
+- :mod:`.history` — the run history (open, import, per-config series with regression flags) and
+  the comparability of E's ratios (were candidate and baselines measured under the same
+  conditions); the faces read :mod:`workbench.history` only through it.
 
 Errors are :class:`~workbench.errors.WorkbenchError` subclasses (the faces turn them into exit
 codes or notifications); nothing here writes except the ``write`` functions, through

@@ -1,11 +1,11 @@
-"""WorkbenchApp: five MODES (Ratios, Timeline, IR Diff, Report, Checks), global keys, palette, errors.
+"""WorkbenchApp: six MODES (Ratios, Timeline, IR Diff, Report, Checks, History), global keys, palette, errors.
 
 Contract:
 - :func:`make_app` builds the app from an injected :class:`~workbench.tui.data.AppData` (tests,
   snapshots and the bench use it with recorded or synthetic data); :func:`run_app` is what
   ``cutile-workbench <kernel>`` calls: it loads the workspace (``workbench.tui.loaders``) and
   returns the process exit code (2 when the workspace itself cannot be opened).
-- Keys safe over SSH/tmux (Textual FAQ): 1-5 switch screens, F1 help, Ctrl+P palette,
+- Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 help, Ctrl+P palette,
   Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
 - A user keymap (:mod:`workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 
 from workbench.errors import WorkbenchError
 from workbench.model import RatioRow
+from workbench.tui import textual_fixes
 from workbench.tui.commands import WorkbenchCommands
 from workbench.tui.data import AppData, IRPair
 from workbench.tui.screens.base import WorkbenchScreen
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
     from workbench.tui.keymap import LoadedKeymap
     from workbench.tui.screens.irdiff import IRDiffScreen
+
+
+textual_fixes.apply()
 
 
 def _timeline_screen() -> Screen[None]:
@@ -68,7 +72,13 @@ def _checks_screen() -> Screen[None]:
     return ChecksScreen()
 
 
-MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report", "5": "checks"}
+def _history_screen() -> Screen[None]:
+    from workbench.tui.screens.history import HistoryScreen
+
+    return HistoryScreen()
+
+
+MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report", "5": "checks", "6": "history"}
 
 
 class WorkbenchApp(App[int]):
@@ -80,21 +90,24 @@ class WorkbenchApp(App[int]):
         "irdiff": _irdiff_screen,
         "report": _report_screen,
         "checks": _checks_screen,
+        "history": _history_screen,
     }
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual's own declaration)
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
-        # 1-5 share one footer entry ("1-5 Screens"); each still has its own id for keymaps.
-        Binding("1", "mode('ratios')", "Screens", key_display="1-5", tooltip="1 Ratios · 2 Timeline · "
-                "3 IR diff · 4 Report · 5 Checks", id="app-ratios"),
+        # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
+        Binding("1", "mode('ratios')", "Screens", key_display="1-6", tooltip="1 Ratios · 2 Timeline · "
+                "3 IR diff · 4 Report · 5 Checks · 6 History", id="app-ratios"),
         Binding("2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"),
         Binding("3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"),
         Binding("4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports",
                 id="app-report"),
         Binding("5", "mode('checks')", "Checks", show=False, tooltip="TileGym checks: import, wiring, -k, audit",
                 id="app-checks"),
+        Binding("6", "mode('history')", "History", show=False, tooltip="Run history of the selected config",
+                id="app-history"),
     ]
 
     def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,

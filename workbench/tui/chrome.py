@@ -1,4 +1,9 @@
-"""The header line every screen shows: kernel, GPU, out root, data source and the screen name."""
+"""The header line every screen shows: kernel, GPU, out root, data source and the screen name.
+
+One line: what does not fit ends in "…" (most important first). A screen may add a ``notice``
+(the Ratios screen: the comparability flag of its ratios): ``urgent`` right after the candidate,
+else at the end.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,11 @@ from textual.widgets import Static
 class WorkbenchHeader(Static):
     """One line; user strings are plain Text (paths may contain markup characters)."""
 
-    def __init__(self, screen_title: str, **kwargs: object) -> None:
+    def __init__(self, screen_title: str, *, notice: str = "", urgent: bool = False, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.screen_title = screen_title
+        self.notice = notice
+        self.urgent = urgent
 
     def on_mount(self) -> None:
         self.refresh_text()
@@ -21,7 +28,7 @@ class WorkbenchHeader(Static):
         if data is None:
             self.update(Text(self.screen_title))
             return
-        text = Text()
+        text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f" {self.screen_title} ", style="bold reverse")
         text.append(f" {data.kernel} ", style="bold")
         if data.stand_in:  # never let a stand-in pass for cutile-rs
@@ -29,6 +36,9 @@ class WorkbenchHeader(Static):
             text.append(" ")
         else:
             text.append("cutile-rs ", style="bold green")
+        if self.notice and self.urgent:
+            text.append(self.notice, style="bold yellow")
+            text.append(" ")
         if getattr(data, "harness", ""):
             text.append(f"│ harness {data.harness} ")
         # most important first: a narrow terminal truncates from the right
@@ -38,4 +48,6 @@ class WorkbenchHeader(Static):
         text.append(source, style=src_style)
         text.append(f" │ {data.gpu} ")
         text.append(f"│ {data.out_root if data.out_root else '(no out root)'}")
+        if self.notice and not self.urgent:
+            text.append(f" │ {self.notice}", style="yellow")
         self.update(text)

@@ -24,6 +24,8 @@ def available_commands(app: WorkbenchHost, screen: object) -> list[PaletteComman
         ("view: report", "Plan and write E/F reports", partial(app.switch_mode, "report")),
         ("view: checks", "TileGym checks: precondition, wiring, -k selection, wrapper audit",
          partial(app.switch_mode, "checks")),
+        ("view: history", "Run history of the selected config: medians, trend, regression flags, provenance",
+         partial(app.switch_mode, "history")),
     ]
     if isinstance(screen, WorkbenchScreen):
         out += screen.palette_commands()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, af
     from widgets.ir_diff_view import DiffLine
     from workbench.f_evidence.ncu import ProbeResult
     from workbench.f_evidence.sol import SolRow
+    from workbench.services.history import KernelHistory, RatioComparability
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
 
@@ -96,6 +97,13 @@ class AppData:
     #: speed of light per E row, ``(func_key, params)`` → SolRow (``services.stage_f.speed_of_light``);
     #: a row without a work model is absent (the Ratios screen shows "—")
     sol: Mapping[tuple[str, str], SolRow] = field(default_factory=dict)
+    # --- run history (issue #15): the Ratios header's comparability flag and the History screen (mode 6)
+    #: were candidate and baselines measured under the same conditions (None = not checked here)
+    conditions: RatioComparability | None = None
+    #: the run history (``services.history.kernel_history``), built by ``history_loader`` in a thread
+    #: worker when the History screen mounts; tests may inject it directly
+    history: KernelHistory | None = None
+    history_loader: Callable[[], KernelHistory] | None = None
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule

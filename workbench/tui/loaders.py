@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,12 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         pass  # no candidate log yet: the Ratios screen says so; not a malformed input
     except WorkbenchError as e:
         problems.append(e)
+
+    # --- run history (issue #15): comparability of the ratios (Ratios header) and the History screen
+    from workbench.services import history as history_service
+
+    data.conditions = history_service.ratio_comparability(ws, data.table)
+    data.history_loader = partial(history_service.kernel_history, ws)
 
     # --- launches
     if ws.paths.launches_json.is_file():

@@ -1,4 +1,9 @@
-"""Ratios screen: the E table (RatioTable), severity bar, filter, variant tabs, row → timeline."""
+"""Ratios screen: the E table (RatioTable), severity bar, filter, variant tabs, row → timeline.
+
+The header carries the comparability flag of the ratios (``AppData.conditions``: a short flag
+naming the difference, "comparability unknown: …" when it cannot be checked, nothing when
+comparable); the full text is the ``#conditions`` line under the table (hidden when comparable).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,12 @@ from textual.widgets import Footer, Input, Static, Tab, Tabs
 
 from widgets.ratio_table import COLUMNS, RatioTable
 from widgets.severity_bar import SeverityBar
+from workbench.tui.chrome import WorkbenchHeader
 from workbench.tui.host import PaletteCommand
 from workbench.tui.screens.base import WorkbenchScreen
 
 ALL_TAB = "all"
+
 
 
 class RatiosScreen(WorkbenchScreen):
@@ -39,6 +46,13 @@ class RatiosScreen(WorkbenchScreen):
                 id="ratios-live"),
     ]
 
+    def header(self) -> WorkbenchHeader:
+        cond = self.data.conditions
+        if cond is None or not cond.short:
+            return super().header()
+        return WorkbenchHeader(self.SCREEN_TITLE, notice=cond.short, urgent=cond.state == "not_comparable",
+                               id="header")
+
     def compose(self) -> ComposeResult:
         yield self.header()
         yield Tabs(id="variants")
@@ -47,6 +61,9 @@ class RatiosScreen(WorkbenchScreen):
         filter_input.display = False
         yield filter_input
         yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol, id="table")
+        conditions = Static(self._conditions_text(), id="conditions")
+        conditions.display = bool(self.data.conditions and self.data.conditions.short)
+        yield conditions
         yield Static(id="status")
         yield Footer()
 
@@ -60,6 +77,19 @@ class RatiosScreen(WorkbenchScreen):
         self.update_status()
         if self.data.table is None:
             self.query_one("#status", Static).update(Text("no ratio table: run E (or open an out root with logs)"))
+
+    def _conditions_text(self) -> Text:
+        cond = self.data.conditions
+        if cond is None or not cond.short:
+            return Text()
+        text = Text()
+        for i, line in enumerate(cond.lines):
+            if i:
+                text.append("\n")
+            text.append("⚠ " if cond.state == "not_comparable" else "? ",
+                        style="bold red" if cond.state == "not_comparable" else "bold")
+            text.append(line)
+        return text
 
     def on_resize(self) -> None:
         self.table.compact = self.size.width < 100
