@@ -114,10 +114,13 @@ class CancelOnceAllStarted:
 
 
 def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, str], shards: int = 2,
-                               timeout_s: float = 60.0) -> tuple[int, str, list[int]]:
-    """Run the real CLI, send it SIGINT (a Ctrl-C) once every shard started a test, wait for it.
+                               timeout_s: float = 60.0, *, streams: str = "rms_norm/workbench/shards/*/*/progress.jsonl",
+                               sig: int | None = None) -> tuple[int, str, list[int]]:
+    """Run the real CLI, send it ``sig`` (default SIGINT: a Ctrl-C) once each of ``shards`` event streams
+    (``streams``, a glob under ``out_root``: the shards' progress files, or a single run's
+    ``workbench/runs/*.events.*.jsonl``) started a test, wait for it.
 
-    Returns ``(exit status, stderr, pids the shards' progress streams named)``.
+    Returns ``(exit status, stderr, pids the streams named)``.
     """
     import os
     import signal
@@ -128,13 +131,14 @@ def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, s
     proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout_s
-    streams: list[Path] = []
+    found: list[Path] = []
     while time.monotonic() < deadline and proc.poll() is None:
-        streams = list(out_root.glob("rms_norm/workbench/shards/*/*/progress.jsonl"))
-        if len(streams) == shards and all('"test_start"' in p.read_text() for p in streams):
+        found = list(out_root.glob(streams))
+        if len(found) == shards and all('"test_start"' in p.read_text() for p in found):
             break
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT if sig is None else sig)
     _, err = proc.communicate(timeout=timeout_s)
-    pids = [e.get("pid") for p in streams for e in read_events(p) if e.event in ("shard_start", "session_start")]
+    pids = [e.get("pid") for p in found for e in read_events(p, allow_truncated_tail=True)
+            if e.event in ("shard_start", "session_start")]
     return proc.returncode, err, [p for p in pids if isinstance(p, int)]
