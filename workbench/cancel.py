@@ -66,7 +66,7 @@ def run_cancellable(work: Callable[[threading.Event], T], *,
         _restore(previous)
     if "error" in box:
         raise box["error"]
-    return box["result"]  # type: ignore[no-any-return]
+    return box["result"]
 
 
 def signal_name(signum: int) -> str:
