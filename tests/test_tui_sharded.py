@@ -144,8 +144,7 @@ async def test_escape_cancels_every_worker_and_merges_nothing(session, tmp_path)
         assert spy.started == {0, 1}
         assert screen.check_action("close", ()) is False  # Escape cancels; it never just hides a run
         await pilot.press("escape")
-        await pilot.pause()
-        assert screen.state == "cancelling"
+        assert screen.cancel_event.is_set() and screen.state in ("cancelling", "finished")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert screen.outcome.cancelled and screen.outcome.rc == 2
@@ -167,6 +166,33 @@ async def test_quitting_the_app_mid_run_leaves_no_worker_behind(session, tmp_pat
             await pilot.pause(0.2)
         assert spy.started == {0, 1}
         await pilot.press("ctrl+q")
+    time.sleep(0.3)
+    assert len(spy.pids) == 4 and not [p for p in spy.pids if alive(p)]
+
+
+async def test_a_dropped_ssh_session_sighup_cancels_the_run_and_leaves_the_app(session, tmp_path):
+    """SIGHUP (the SSH session dropped) would kill the app at once and leave the shard workers, which
+    run in sessions of their own, measuring for hours: while a run is on, it cancels the run instead."""
+    import signal
+
+    app, spy = _app(session, tmp_path, faults="triton-4096-1024:hang,triton-8192-8192:hang")
+    before = signal.getsignal(signal.SIGHUP)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _open_panel(app, pilot)
+        await pilot.press("enter")
+        deadline = time.monotonic() + 60
+        while spy.started != {0, 1} and time.monotonic() < deadline:
+            await pilot.pause(0.2)
+        assert spy.started == {0, 1}
+        # never send a SIGHUP this pytest process has no handler for: it would end the test run
+        assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, before)
+        os.kill(os.getpid(), signal.SIGHUP)
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if not app.is_running:
+                break
+    assert screen.cancel_event.is_set()
+    assert signal.getsignal(signal.SIGHUP) == before  # restored
     time.sleep(0.3)
     assert len(spy.pids) == 4 and not [p for p in spy.pids if alive(p)]
 

@@ -13,6 +13,9 @@ Contract of :func:`run_cancellable`:
   and the wait goes on, so the caller never returns — and the interpreter never exits — while
   ``work`` still has children running.
 
+:func:`install_cancel_handlers` / :func:`restore_handlers` are the same handlers for a face that
+waits its own way (the TUI's sharded re-run: a dropped SSH session must stop the shard workers).
+
 Why not ``try: thread.join() except KeyboardInterrupt``: in Python 3.11 a join interrupted by a
 signal handler's exception can mark the thread finished while it still runs
 (``threading._wait_for_tstate_lock`` releases the lock the running thread holds), so the second
@@ -47,13 +50,13 @@ def run_cancellable(work: Callable[[threading.Event], T], *,
         finally:
             done.set()
 
-    def handler(signum: int, _frame: Any) -> None:
+    def on_cancel_signal(signum: int) -> None:
         first = not cancel.is_set()
         cancel.set()
         if first and on_signal is not None:
             on_signal(signum)
 
-    previous = _install(handler)
+    previous = install_cancel_handlers(on_cancel_signal)
     try:
         threading.Thread(target=body, name=name, daemon=True).start()
         while True:
@@ -63,7 +66,7 @@ def run_cancellable(work: Callable[[threading.Event], T], *,
             except BaseException:  # only an error of ours in this loop: never leave the work's children behind
                 cancel.set()
     finally:
-        _restore(previous)
+        restore_handlers(previous)
     if "error" in box:
         raise box["error"]
     return box["result"]
@@ -76,15 +79,21 @@ def signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _install(handler: Callable[[int, Any], None]) -> dict[int, Any]:
+def install_cancel_handlers(on_signal: Callable[[int], None]) -> dict[int, Any]:
+    """SIGINT/SIGTERM/SIGHUP call ``on_signal(signum)`` instead of their default; returns the previous
+    handlers for :func:`restore_handlers`. Outside the main thread nothing is installed (``{}``)."""
     previous: dict[int, Any] = {}
     if threading.current_thread() is not threading.main_thread():
         return previous
+
+    def handler(signum: int, _frame: Any) -> None:
+        on_signal(signum)
+
     for sig in CANCEL_SIGNALS:
         previous[sig] = signal.signal(sig, handler)
     return previous
 
 
-def _restore(previous: dict[int, Any]) -> None:
+def restore_handlers(previous: dict[int, Any]) -> None:
     for sig, h in previous.items():
         signal.signal(sig, h)

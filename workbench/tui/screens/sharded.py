@@ -11,12 +11,14 @@ Contract:
   :class:`~widgets.shard_panel.ShardPanel` (fed that data only) and appends the new lines to the log.
 - Escape while it runs cancels (the service stops every worker and its pytest child; nothing is
   merged) and the panel stays until the run has really ended; Escape otherwise closes. Leaving the
-  app while it runs cancels too and waits for the workers to be gone (no orphaned workers).
+  app while it runs cancels too and waits for the workers to be gone (no orphaned workers); so do
+  SIGHUP (a dropped SSH session), SIGTERM and SIGINT while it runs (:mod:`workbench.cancel`).
 - A failure before any shard ran (collection, GPUs) is shown in the panel, never raised.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +36,7 @@ from textual.widgets import Footer, Log, Static
 from textual.worker import Worker, WorkerState
 
 from widgets.shard_panel import ShardPanel
+from workbench.cancel import install_cancel_handlers, restore_handlers
 from workbench.errors import WorkbenchError
 from workbench.model import RatioRow
 from workbench.scaleout.console import ConsolePrinter
@@ -99,6 +102,7 @@ class ShardedRunScreen(ModalScreen[None]):
         self.sink = _Lines()
         self.printer = ConsolePrinter(self.sink)  # type: ignore[arg-type]  # fed by the run thread only
         self._ticker: Timer | None = None
+        self._previous_handlers: dict[int, Any] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="sharded"):
@@ -125,6 +129,15 @@ class ShardedRunScreen(ModalScreen[None]):
         self._status("running: Escape cancels (every worker is stopped, nothing merged)")
         self.refresh_bindings()
         self._ticker = self.set_interval(BOARD_INTERVAL_S, self._show_progress)
+        # SIGHUP (the SSH session dropped) or SIGTERM would kill the app at once and leave the
+        # workers (sessions of their own) running: they cancel the run and leave the app instead.
+        loop = asyncio.get_running_loop()
+
+        def on_signal(_signum: int) -> None:
+            self.cancel_event.set()
+            loop.call_soon_threadsafe(self.app.exit)
+
+        self._previous_handlers = install_cancel_handlers(on_signal)
         self.run_sharded()
 
     def action_cancel_run(self) -> None:
@@ -164,6 +177,8 @@ class ShardedRunScreen(ModalScreen[None]):
     def on_sharded_done(self, msg: ShardedDone) -> None:
         if self._ticker is not None:
             self._ticker.stop()
+        restore_handlers(self._previous_handlers)
+        self._previous_handlers = {}
         self._show_progress()
         self.state = "finished"
         self.outcome = msg.outcome
@@ -187,6 +202,8 @@ class ShardedRunScreen(ModalScreen[None]):
         if self.state in ("running", "cancelling") and not self.ended.is_set():
             self.cancel_event.set()
             self.ended.wait(EXIT_WAIT_S)
+        restore_handlers(self._previous_handlers)
+        self._previous_handlers = {}
 
     def _status(self, text: str, tone: str = "") -> None:
         style = {"warning": "yellow", "error": "bold red", "success": "green"}.get(tone, "")
