@@ -97,6 +97,15 @@ async def _open_panel(app: Any, pilot: Any) -> ShardedRunScreen:
     return screen
 
 
+async def _start_until_both_shards_test(pilot: Any, spy: Spy) -> None:
+    """Enter, then wait until each of the two shards has started a test (a hang, in these tests)."""
+    await pilot.press("enter")
+    deadline = time.monotonic() + 60
+    while spy.started != {0, 1} and time.monotonic() < deadline:
+        await pilot.pause(0.2)
+    assert spy.started == {0, 1}
+
+
 async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scratch_root(session, tmp_path):
     app, spy = _app(session, tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
@@ -137,11 +146,7 @@ async def test_escape_cancels_every_worker_and_merges_nothing(session, tmp_path)
     app, spy = _app(session, tmp_path, faults="triton-4096-1024:hang,triton-8192-8192:hang")
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_panel(app, pilot)
-        await pilot.press("enter")
-        deadline = time.monotonic() + 60
-        while spy.started != {0, 1} and time.monotonic() < deadline:
-            await pilot.pause(0.2)
-        assert spy.started == {0, 1}
+        await _start_until_both_shards_test(pilot, spy)
         assert screen.check_action("close", ()) is False  # Escape cancels; it never just hides a run
         await pilot.press("escape")
         assert screen.cancel_event.is_set() and screen.state in ("cancelling", "finished")
@@ -160,11 +165,7 @@ async def test_quitting_the_app_mid_run_leaves_no_worker_behind(session, tmp_pat
     app, spy = _app(session, tmp_path, faults="triton-4096-1024:hang,triton-8192-8192:hang")
     async with app.run_test(size=(160, 48)) as pilot:
         await _open_panel(app, pilot)
-        await pilot.press("enter")
-        deadline = time.monotonic() + 60
-        while spy.started != {0, 1} and time.monotonic() < deadline:
-            await pilot.pause(0.2)
-        assert spy.started == {0, 1}
+        await _start_until_both_shards_test(pilot, spy)
         await pilot.press("ctrl+q")
     time.sleep(0.3)
     assert len(spy.pids) == 4 and not [p for p in spy.pids if alive(p)]
@@ -179,11 +180,7 @@ async def test_a_dropped_ssh_session_sighup_cancels_the_run_and_leaves_the_app(s
     before = signal.getsignal(signal.SIGHUP)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_panel(app, pilot)
-        await pilot.press("enter")
-        deadline = time.monotonic() + 60
-        while spy.started != {0, 1} and time.monotonic() < deadline:
-            await pilot.pause(0.2)
-        assert spy.started == {0, 1}
+        await _start_until_both_shards_test(pilot, spy)
         # never send a SIGHUP this pytest process has no handler for: it would end the test run
         assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, before)
         os.kill(os.getpid(), signal.SIGHUP)
