@@ -13,7 +13,7 @@ Contract:
   merged) and the panel stays until the run has really ended; Escape otherwise closes. Leaving the
   app while it runs cancels too and waits for the workers to be gone (no orphaned workers); so do
   SIGHUP (a dropped SSH session), SIGTERM and SIGINT while it runs (:mod:`workbench.cancel`).
-- A failure before any shard ran (collection, GPUs) is shown in the panel, never raised.
+- A failure (collection, GPUs, an unreadable shard at merge) is shown in the panel, never raised.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from workbench.cancel import install_cancel_handlers, restore_handlers
 from workbench.errors import WorkbenchError
 from workbench.model import RatioRow
 from workbench.scaleout.console import ConsolePrinter
+from workbench.tui.data import ShardedRunner
 
 BOARD_INTERVAL_S = 0.1  # how often the panel shows the board
 LOG_LINES = 5000  # the progress log keeps this many lines (a line per config and shard event)
@@ -91,7 +92,7 @@ class ShardedRunScreen(ModalScreen[None]):
         Binding("escape", "close", "Close", tooltip="Close the panel", id="sharded-close"),
     ]
 
-    def __init__(self, rows: Sequence[RatioRow], runner: Any) -> None:
+    def __init__(self, rows: Sequence[RatioRow], runner: ShardedRunner) -> None:
         super().__init__()
         self.rows = list(rows)
         self.runner = runner
@@ -107,7 +108,9 @@ class ShardedRunScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="sharded"):
             yield Static(Text(f"Sharded re-run — {self.runner.describe(self.rows)}"), id="sharded-title")
-            yield ShardPanel(id="shards")
+            panel = ShardPanel(id="shards")
+            panel.display = False  # until Enter: nothing is planned yet
+            yield panel
             yield Log(id="sharded-log", max_lines=LOG_LINES)
             yield Static(Text("Enter starts · Escape closes"), id="sharded-status")
         yield Footer()
@@ -128,6 +131,7 @@ class ShardedRunScreen(ModalScreen[None]):
         self.state = "running"
         self._status("running: Escape cancels (every worker is stopped, nothing merged)")
         self.refresh_bindings()
+        self.query_one(ShardPanel).display = True
         self._ticker = self.set_interval(BOARD_INTERVAL_S, self._show_progress)
         # SIGHUP (the SSH session dropped) or SIGTERM would kill the app at once and leave the
         # workers (sessions of their own) running: they cancel the run and leave the app instead.
@@ -183,7 +187,7 @@ class ShardedRunScreen(ModalScreen[None]):
         self.state = "finished"
         self.outcome = msg.outcome
         if msg.outcome is None:
-            self._status(f"failed before any shard ran: {msg.error}\nEscape closes", "error")
+            self._status(f"failed: {msg.error}\nnothing merged · Escape closes", "error")
             self.notify(msg.error, title="Sharded re-run failed", severity="error", timeout=15, markup=False)
         else:
             summary = "\n".join(msg.outcome.summary)
