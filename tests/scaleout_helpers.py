@@ -4,6 +4,9 @@
   config, a skipped cutile one; tests/fixtures/perflog) with TileGym's pytest.ini and host conftest.
 - ``faults_suite(root)``: the runner fixture suite (tests/fixtures/runner/perf_faults.py; synthetic
   faults selected by RUNNER_FIXTURE_FAULTS).
+- ``fake_nvidia_smi(tmp, monkeypatch, gpus)``: a SYNTHETIC ``nvidia-smi`` first on PATH listing ``gpus``.
+- ``fake_pynvml_dir(tmp, gpus)``: a dir holding a SYNTHETIC ``pynvml`` module (for a child's
+  ``RunSpec.extra_pythonpath``) whose GPUs are ``gpus`` ``[(name, uuid), ...]`` in NVML index order.
 - Both get ``visible_header.py`` (SYNTHETIC test helper): a pytest plugin whose report header line
   ``workbench-test: CUDA_VISIBLE_DEVICES=<value>`` shows in every raw log which GPU slot the pytest
   child itself saw.
@@ -31,6 +34,110 @@ import os
 def pytest_report_header(config):
     return "workbench-test: CUDA_VISIBLE_DEVICES=" + os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>")
 '''
+
+
+FAKE_NVIDIA_SMI = '''#!{python}
+"""SYNTHETIC stand-in for nvidia-smi on the CPU box. The GPUs are the lines of $FAKE_SMI_GPUS,
+``index, uuid, name[, compute_cap]``; it answers the --query-gpu queries the workbench makes in
+nvidia-smi's csv,noheader format and honours -i/--id (an index or a UUID) as nvidia-smi does."""
+import os
+import sys
+
+args = sys.argv[1:]
+sel = query = None
+for i, a in enumerate(args):
+    if a in ("-i", "--id") and i + 1 < len(args):
+        sel = args[i + 1]
+    elif a.startswith("--id="):
+        sel = a.split("=", 1)[1]
+    elif a.startswith("--query-gpu="):
+        query = a.split("=", 1)[1]
+gpus = [[f.strip() for f in ln.split(",")] for ln in os.environ.get("FAKE_SMI_GPUS", "").splitlines() if ln.strip()]
+gpus = [g for g in gpus if sel is None or sel in (g[0], g[1])]
+if not gpus:
+    print("No devices were found")
+    sys.exit(6)
+fields = {{"index": 0, "uuid": 1, "name": 2, "compute_cap": 3}}
+for g in gpus:
+    g = (g + ["9.0"])[:4]
+    values = {{**{{k: g[v] for k, v in fields.items()}}, "driver_version": "580.159.04"}}
+    try:
+        print(", ".join(values[f] for f in (query or "").split(",")))
+    except KeyError:
+        sys.exit(9)
+'''
+
+
+def fake_nvidia_smi(tmp: Path, monkeypatch: object, gpus: str) -> None:
+    """Put the SYNTHETIC nvidia-smi (see FAKE_NVIDIA_SMI) first on PATH, listing ``gpus``; no GPU pinned."""
+    import os
+    import sys
+
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI.format(python=sys.executable))
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")  # type: ignore[attr-defined]
+    monkeypatch.setenv("FAKE_SMI_GPUS", gpus)  # type: ignore[attr-defined]
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)  # type: ignore[attr-defined]
+
+
+FAKE_PYNVML = '''"""SYNTHETIC pynvml for CPU-box tests: the GPUs (name, uuid) are GPUS, in NVML index order.
+Only identity queries answer; every other NVML call raises as an unsupported query does (read_gpu
+records it as that field's error)."""
+GPUS = {gpus!r}
+
+
+class NVMLError_NotSupported(Exception):
+    pass
+
+
+def __getattr__(name):
+    def unsupported(*_args):
+        raise NVMLError_NotSupported(name)
+
+    return unsupported
+
+
+def nvmlInit():
+    pass
+
+
+def nvmlShutdown():
+    pass
+
+
+def nvmlDeviceGetCount():
+    return len(GPUS)
+
+
+def nvmlDeviceGetHandleByIndex(index):
+    return GPUS[index]
+
+
+def nvmlDeviceGetHandleByUUID(uuid):
+    return next(g for g in GPUS if g[1] == uuid)
+
+
+def nvmlDeviceGetName(handle):
+    return handle[0]
+
+
+def nvmlDeviceGetUUID(handle):
+    return handle[1]
+
+
+def nvmlSystemGetDriverVersion():
+    return "580.159.04"
+'''
+
+
+def fake_pynvml_dir(tmp: Path, gpus: list[tuple[str, str]]) -> Path:
+    """A dir with the SYNTHETIC ``pynvml.py`` (see FAKE_PYNVML) naming ``gpus``."""
+    where = tmp / "fake_pynvml"
+    where.mkdir(exist_ok=True)
+    (where / "pynvml.py").write_text(FAKE_PYNVML.format(gpus=[tuple(g) for g in gpus]))
+    return where
 
 
 def perflog_suite(root: Path) -> Path:
@@ -114,10 +221,13 @@ class CancelOnceAllStarted:
 
 
 def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, str], shards: int = 2,
-                               timeout_s: float = 60.0) -> tuple[int, str, list[int]]:
-    """Run the real CLI, send it SIGINT (a Ctrl-C) once every shard started a test, wait for it.
+                               timeout_s: float = 60.0, *, streams: str = "rms_norm/workbench/shards/*/*/progress.jsonl",
+                               sig: int | None = None) -> tuple[int, str, list[int]]:
+    """Run the real CLI, send it ``sig`` (default SIGINT: a Ctrl-C) once each of ``shards`` event streams
+    (``streams``, a glob under ``out_root``: the shards' progress files, or a single run's
+    ``workbench/runs/*.events.*.jsonl``) started a test, wait for it.
 
-    Returns ``(exit status, stderr, pids the shards' progress streams named)``.
+    Returns ``(exit status, stderr, pids the streams named)``.
     """
     import os
     import signal
@@ -128,13 +238,14 @@ def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, s
     proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout_s
-    streams: list[Path] = []
+    found: list[Path] = []
     while time.monotonic() < deadline and proc.poll() is None:
-        streams = list(out_root.glob("rms_norm/workbench/shards/*/*/progress.jsonl"))
-        if len(streams) == shards and all('"test_start"' in p.read_text() for p in streams):
+        found = list(out_root.glob(streams))
+        if len(found) == shards and all('"test_start"' in p.read_text() for p in found):
             break
         time.sleep(0.2)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT if sig is None else sig)
     _, err = proc.communicate(timeout=timeout_s)
-    pids = [e.get("pid") for p in streams for e in read_events(p) if e.event in ("shard_start", "session_start")]
+    pids = [e.get("pid") for p in found for e in read_events(p, allow_truncated_tail=True)
+            if e.event in ("shard_start", "session_start")]
     return proc.returncode, err, [p for p in pids if isinstance(p, int)]

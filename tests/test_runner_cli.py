@@ -104,6 +104,33 @@ def test_run_streams_one_line_per_config_and_writes_the_layout(tmp_path, monkeyp
     assert set(session["runs"]) == {"candidate", "baseline_triton_tileir"}
 
 
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_signal_cancels_a_single_run_and_leaves_no_pytest_child(tmp_path, sig):
+    """Ctrl-C (SIGINT), a kill (SIGTERM) or a dropped SSH session (SIGHUP) during a plain ``run``:
+    the runner must stop its pytest child (it runs in a session of its own, so nothing else would)
+    before the CLI exits 2 with nothing written. Regression: Ctrl-C interrupted ``Thread.join``,
+    which in Python 3.11 can mark the runner thread finished while it still runs, and SIGTERM/SIGHUP
+    killed the CLI outright; either way the child (here a SYNTHETIC hang) was orphaned."""
+    import signal
+    import time
+
+    from scaleout_helpers import alive, faults_suite, interrupt_cli_once_running
+
+    suite = faults_suite(tmp_path)
+    out_root = tmp_path / "o"
+    rc, err, pids = interrupt_cli_once_running(
+        ["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(out_root), "-b", "triton",
+         "--skip-gpu-check"], out_root, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                         "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang"},
+        shards=1, streams="rms_norm/workbench/runs/*.events.*.jsonl", sig=getattr(signal, sig))
+    time.sleep(0.3)
+    assert len(pids) == 1 and not alive(pids[0]), "the pytest child outlived the CLI"
+    assert rc == 2, err
+    assert f"cancelling ({sig})" in err and "cancelled; nothing written" in err
+    assert not (out_root / "rms_norm/baseline_perf_triton_tileir.txt").exists()
+
+
 # --------------------------------------------------------------------------- timeline
 
 # SYNTHETIC launches built from real H200 facts (docs/gpu.md §4, rms_norm bf16 16384x2048): cuTile

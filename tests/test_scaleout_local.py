@@ -24,6 +24,8 @@ from scaleout_helpers import (
     CancelOnceAllStarted,
     alive,
     comparable_table,
+    fake_nvidia_smi,
+    fake_pynvml_dir,
     faults_suite,
     interrupt_cli_once_running,
     perflog_suite,
@@ -310,25 +312,10 @@ def test_an_array_task_with_two_shards_pins_one_per_visible_gpu(tmp_path):
         assert json.loads(paths.manifest(i).read_text())["device"] == str(i)
 
 
-FAKE_NVIDIA_SMI = """#!/bin/sh
-# SYNTHETIC stand-in for nvidia-smi on the CPU box: answers the two queries the workbench makes.
-case "$*" in
-  *--query-gpu=index,uuid,name*) printf '%s\\n' "$FAKE_SMI_GPUS" ;;
-  *--query-gpu=name,driver_version*) printf '%s\\n' "$FAKE_SMI_GPUS" | cut -d, -f3 | sed 's/^ //;s/$/, 580.159.04/' ;;
-  *) exit 9 ;;
-esac
-"""
-
-
 def test_rows_whose_candidate_and_baseline_ran_on_different_gpu_models_are_flagged(tmp_path, monkeypatch):
     """The baseline is measured on one GPU model, the candidate later on another (SYNTHETIC GPUs: a
     fake nvidia-smi names them; everything else is the real path: probe, worker, manifest, merge)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
-    (bin_dir / "nvidia-smi").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fake_nvidia_smi(tmp_path, monkeypatch, "")
     cand, base = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
     out_root = tmp_path / "out"
 
@@ -369,3 +356,40 @@ def test_ctrl_c_in_the_real_cli_stops_every_shard_and_merges_nothing(tmp_path):
     assert not (tmp_path / "o/rms_norm/baseline_perf_triton_tileir.txt").exists()
     time.sleep(0.3)
     assert len(pids) == 4 and not [p for p in pids if alive(p)]  # 2 workers + 2 pytest children gone
+
+
+def test_each_shards_own_session_json_names_the_gpu_it_was_pinned_to(tmp_path, monkeypatch):
+    """Two SYNTHETIC GPUs of different models (the fake nvidia-smi): shard 1 runs on GPU 1, and its own
+    ``session.json`` must say so. Regression: ``runner.gpu_description`` asked nvidia-smi for GPU 0
+    whatever ``CUDA_VISIBLE_DEVICES`` said, so shard 1 was recorded as measured on GPU 0's model."""
+    fake_nvidia_smi(tmp_path, monkeypatch, "0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200\n"
+                                           "1, GPU-1b1b1b1b-1111-1111-1111-111111111111, NVIDIA A100-SXM4-80GB, 8.0")
+    roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
+    result = run_scaled(request(roles, tmp_path / "out"))
+    assert result.merged is not None and len(result.plan.shards) == 2
+    expected = {0: ("NVIDIA H200, 580.159.04", "9.0"), 1: ("NVIDIA A100-SXM4-80GB, 580.159.04", "8.0")}
+    for shard in result.plan.shards:
+        runs = json.loads(result.paths.shard_out(shard.index).session_json.read_text())["runs"]
+        assert {(r["gpu"], r["compute_capability"]) for r in runs.values()} == {expected[shard.index]}, shard.index
+
+
+def test_rows_name_the_gpu_the_pytest_child_measured_on_from_its_own_nvml_reading(tmp_path, monkeypatch):
+    """No nvidia-smi for the workers (their manifests say ``unknown``), but each pytest child reads its
+    GPU through NVML (a SYNTHETIC pynvml of two different models): ``measured_on`` and the merged
+    ``gpu`` come from the child's provenance, and say so."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    gpus = [("NVIDIA H200", "GPU-0a0a0a0a-0000-0000-0000-000000000000"),
+            ("NVIDIA H100 80GB HBM3", "GPU-1b1b1b1b-1111-1111-1111-111111111111")]
+    roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES, extra_pythonpath=(str(fake_pynvml_dir(tmp_path, gpus)),))
+    result = run_scaled(request(roles, tmp_path / "out"))
+    assert result.merged is not None and len(result.plan.shards) == 2
+    assert {s.gpu_name for s in result.statuses.values()} == {"unknown"}  # the workers could not tell
+    session = json.loads((tmp_path / "out/rms_norm/workbench/session.json").read_text())
+    for role, meta in session["runs"].items():
+        for nodeid, where in meta["measured_on"].items():
+            name, uuid = gpus[int(where["device"])]
+            assert (where["gpu_name"], where["gpu_uuid"]) == (name, uuid), (role, nodeid)
+            assert where["gpu_source"].startswith("NVML in the pytest child (NVML index")
+        assert meta["gpu"] == "mixed: NVIDIA H100 80GB HBM3, NVIDIA H200 (see measured_on)"
+    assert not result.merged.mixed.rows  # a row's candidate and baseline still share one GPU
+    assert result.merged.mixed.models == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")

@@ -1020,7 +1020,8 @@ def _file_ir(result: RunResult, spec: RunSpec, out: KernelPaths) -> list[Path]:
 
 
 def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
-    """What ``session.json`` records about one role's run (command, env overrides, host, outcome)."""
+    """What ``session.json`` records about one role's run (command, env overrides, host, GPU, outcome)."""
+    child_env = {**os.environ, **spec.env}  # the GPU is the one the child saw, not nvidia-smi's GPU 0
     return {
         "kernel": spec.kernel,
         "role": spec.role,
@@ -1049,29 +1050,66 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(result.started_at)),
         "duration_s": round(result.duration_s, 3),
         "host": socket.gethostname(),
-        "gpu": gpu_description(),
-        "compute_capability": gpu_query("compute_cap"),
+        "gpu": gpu_description(child_env, result.events),
+        "compute_capability": gpu_query("compute_cap", child_env),
         "notes": list(result.notes),
     }
 
 
-def gpu_description() -> str | None:
-    """``name, driver`` of GPU 0 from nvidia-smi, or None where there is none."""
-    return gpu_query("name,driver_version")
+#: a ``CUDA_VISIBLE_DEVICES`` entry CUDA accepts (it stops at the first other one: ``-1`` hides every GPU)
+_VISIBLE_ENTRY = re.compile(r"\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+")
 
 
-def gpu_query(fields: str) -> str | None:
-    """``nvidia-smi --query-gpu=<fields>`` for GPU 0 (e.g. ``compute_cap`` → ``"9.0"``), or None.
+def gpu_description(env: Mapping[str, str] | None = None, events: Iterable[Event] = ()) -> str | None:
+    """``name, driver`` of the GPU a run's pytest child used, or None where nothing can tell.
 
-    F resolves the wrappers' arch-conditional autotune configs from the recorded compute capability."""
+    The child's own NVML reading first (its ``provenance`` events: the CUDA device torch used, else
+    the first ``CUDA_VISIBLE_DEVICES`` entry), else :func:`gpu_query` for the child's environment
+    ``env`` — never simply nvidia-smi's GPU 0, which a pinned shard may not be using."""
+    from workbench.provenance import provenance_from_events
+
     try:
-        proc = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+        prov = provenance_from_events(events)
+    except InputError:  # a malformed provenance event: the child's reading is unknown, not fatal here
+        prov = None
+    if prov is not None and prov.gpu is not None and prov.gpu.name:
+        return prov.gpu.name + (f", {prov.gpu.driver_version}" if prov.gpu.driver_version else "")
+    return gpu_query("name,driver_version", env)
+
+
+def gpu_query(fields: str, env: Mapping[str, str] | None = None) -> str | None:
+    """``nvidia-smi --query-gpu=<fields>`` for the GPU a child with environment ``env`` (default: ours)
+    sees as device 0 (e.g. ``compute_cap`` → ``"9.0"``), or None.
+
+    That GPU is the first ``CUDA_VISIBLE_DEVICES`` entry (unset: CUDA's device 0). A UUID names it
+    exactly; an index is nvidia-smi's (PCI bus order) only under ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` —
+    CUDA's default numbers the fastest GPU first — so otherwise the answer is given only when every
+    GPU answers the same. None: no nvidia-smi, an entry that hides every GPU, or no GPU it names.
+    F resolves the wrappers' arch-conditional autotune configs from the recorded compute capability."""
+    environ = os.environ if env is None else env
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    first = "0" if visible is None else visible.split(",")[0].strip()
+    if not _VISIBLE_ENTRY.fullmatch(first):
+        return None
+    if not first.isdigit():
+        rows = _nvidia_smi_rows(fields, ["-i", first])
+        return rows[0] if rows else None
+    indexed = _nvidia_smi_rows(f"index,{fields}", [])
+    answers = dict(r.split(", ", 1) for r in indexed or [] if ", " in r)
+    if environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" or len(set(answers.values())) == 1:
+        return answers.get(first)
+    return None
+
+
+def _nvidia_smi_rows(fields: str, extra: list[str]) -> list[str] | None:
+    try:
+        proc = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader", *extra],
                               capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if proc.returncode != 0 or not proc.stdout.strip():
         return None
-    return proc.stdout.strip().splitlines()[0]
+    return [ln.strip() for ln in proc.stdout.strip().splitlines()]
 
 
 def _existing_event_lines(path: Path, role: str) -> list[str]:

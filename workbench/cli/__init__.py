@@ -66,7 +66,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each
 GROUPS = {"report": "plan, validate and write a stage report (e, f)"}
-GLOBAL_FLAGS_WITH_VALUE = ("--out-root", "--tilegym", "--keymap")
+#: flags whose value is the next word (the positional scan skips it); ``--gpus`` is ``open``'s and ``run``'s
+GLOBAL_FLAGS_WITH_VALUE = ("--out-root", "--tilegym", "--keymap", "--gpus")
 
 
 def load_commands(modules: Sequence[str] = COMMAND_MODULES) -> list[Command]:

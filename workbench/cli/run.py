@@ -8,8 +8,8 @@ printed per finished config; the results are laid into ``<out-root>/<kernel>/``
 (``workbench.runner.write_results``). Without a GPU (``nvidia-smi`` absent/failing **and**
 ``torch.cuda`` unavailable in the child Python) it says so, points at the profile's recorded
 session, and exits 2. Exit: 0 every config passed or skipped; 1 some config failed or did not run
-(results are still written); 2 bad input / no GPU / cancelled (Ctrl-C: nothing written; the live
-log stays in ``workbench/runs/``).
+(results are still written); 2 bad input / no GPU / cancelled (Ctrl-C, SIGTERM or SIGHUP: the pytest
+child is stopped, nothing written; the live log stays in ``workbench/runs/``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import argparse
 import contextlib
 import sys
 import threading
-from typing import Any, TextIO
+from typing import TextIO
 
+from workbench.cancel import run_cancellable, signal_name
 from workbench.cli.common import path_arg, positive_seconds
 from workbench.cli.timeline import display_path
 from workbench.events import Event
@@ -147,31 +148,17 @@ def _median_and_launches(ev: Event) -> tuple[float | None, int | None]:
             int(launches) if isinstance(launches, int) else None)
 
 
-def _run_with_ctrl_c(br: BackendRun, out: KernelPaths, stream: TextIO) -> RunResult | None:
-    """Run in a worker thread so Ctrl-C becomes a clean cancel (child group killed, no write)."""
-    cancel = threading.Event()
-    box: dict[str, Any] = {}
+def _run_with_ctrl_c(br: BackendRun, out: KernelPaths, stream: TextIO) -> RunResult:
+    """Run in a worker thread; Ctrl-C, SIGTERM and SIGHUP cancel it (the runner kills the pytest child's
+    group and the result says ``cancelled``; nothing is written): :func:`workbench.cancel.run_cancellable`."""
     progress = _Progress(br.backend, stream)
 
-    def work() -> None:
-        try:
-            box["result"] = run(br.spec, out, on_event=progress, cancel=cancel)
-        except BaseException as exc:
-            box["error"] = exc
+    def on_signal(signum: int) -> None:
+        print(f"cancelling ({signal_name(signum)}): stopping the pytest child; nothing will be written",
+              file=sys.stderr)
 
-    worker = threading.Thread(target=work, name="runner", daemon=True)
-    worker.start()
-    try:
-        while worker.is_alive():
-            worker.join(timeout=0.2)
-    except KeyboardInterrupt:
-        cancel.set()
-        worker.join()
-        return None
-    if "error" in box:
-        raise box["error"]
-    result: RunResult = box["result"]
-    return result
+    return run_cancellable(lambda cancel: run(br.spec, out, on_event=progress, cancel=cancel),
+                           on_signal=on_signal, name="runner")
 
 
 class RunCommand:
@@ -210,7 +197,7 @@ class RunCommand:
                              f"{' -k ' + repr(br.spec.k_expr) if br.spec.k_expr else ''}\n")
             out_stream.flush()
             result = _run_with_ctrl_c(br, out, out_stream)
-            if result is None or result.cancelled:
+            if result.cancelled:
                 print(f"cancelled; nothing written (live log: {out.workbench_dir / 'runs' / (br.role + '.raw.log')})",
                       file=sys.stderr)
                 return 2

@@ -26,6 +26,9 @@ class OpenCommand:
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
         parser.add_argument("--keymap", metavar="FILE", default=argparse.SUPPRESS, help=KEYMAP_HELP)
+        parser.add_argument("--gpus", metavar="all|0,1,…", default=None,
+                            help="GPU slots for G on Ratios (re-run the shown configs sharded over them); "
+                                 "default: offered when 2+ GPUs are visible, over all of them")
 
     def run(self, args: argparse.Namespace) -> int:
         out_root, tilegym = path_arg(args.out_root), path_arg(args.tilegym)
@@ -37,7 +40,7 @@ class OpenCommand:
             print(f"note: the TUI is unavailable ({exc}); showing the table instead", file=sys.stderr)
             return print_table(args.kernel, out_root=out_root, tilegym=tilegym, fmt="text")
         return int(run_app(args.kernel, out_root=out_root, tilegym=tilegym,
-                           keymap=path_arg(getattr(args, "keymap", None))))
+                           keymap=path_arg(getattr(args, "keymap", None)), gpus=args.gpus))
 
 
 class KeysCommand:

@@ -17,12 +17,11 @@ Contract:
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from collections.abc import Iterable
 from typing import Any, TextIO
 
+from workbench.cancel import run_cancellable, signal_name
 from workbench.errors import InputError, WorkbenchError
 from workbench.events import Event
 from workbench.layout import KernelPaths
@@ -185,43 +184,18 @@ def run_console(req: ScaleoutRequest, stream: TextIO | None = None, err: TextIO 
     """Run the request with progress lines; see the module contract."""
     out, errs = stream or sys.stdout, err or sys.stderr
     printer = ConsolePrinter(out)
-    cancel = threading.Event()
-    done = threading.Event()
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["result"] = run_scaled(req, on_event=printer, cancel=cancel)
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
 
     def on_signal(signum: int) -> None:
-        if not cancel.is_set():
-            errs.write(f"cancelling ({signal.Signals(signum).name}): stopping the shards; nothing will be merged\n")
-        cancel.set()
+        errs.write(f"cancelling ({signal_name(signum)}): stopping the shards; nothing will be merged\n")
 
-    # Signals become a cancel (no KeyboardInterrupt): an interrupted Thread.join can leave the thread
-    # marked finished while it still runs, and a watcher that returned early would orphan the job.
-    previous = _install_cancel(on_signal)
-    worker = threading.Thread(target=work, name="scaleout", daemon=True)
-    worker.start()
+    # Signals become a cancel (workbench.cancel says why not KeyboardInterrupt): a watcher that
+    # returned early would orphan the workers or the SLURM job.
     try:
-        while not done.wait(0.2):
-            pass
-    finally:
-        if not done.is_set():  # only on an error of ours in this loop: never leave shards or jobs behind
-            cancel.set()
-            done.wait()
-        _restore(previous)
-    if "error" in box:
-        exc = box["error"]
-        if isinstance(exc, WorkbenchError):
-            errs.write(f"error: {exc}\n")
-            return exc.exit_code
-        raise exc
-    result: ScaleoutResult = box["result"]
+        result = run_cancellable(lambda cancel: run_scaled(req, on_event=printer, cancel=cancel),
+                                 on_signal=on_signal, name="scaleout")
+    except WorkbenchError as exc:
+        errs.write(f"error: {exc}\n")
+        return exc.exit_code
     return _closing(req, result, out, errs)
 
 
@@ -251,23 +225,3 @@ def _closing(req: ScaleoutRequest, result: ScaleoutResult, out: TextIO, errs: Te
     for backend in empty:
         out.write(f"    nothing selected for {backend}\n")
     return max(rc, 2 if empty else 0)
-
-
-def _install_cancel(on_signal: Any) -> dict[int, Any]:
-    """SIGINT/SIGTERM/SIGHUP call ``on_signal(signum)`` (main thread only; elsewhere nothing changes)."""
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is not threading.main_thread():
-        return previous
-
-    def handler(signum: int, _frame: Any) -> None:
-        on_signal(signum)
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore(previous: dict[int, Any]) -> None:
-    for sig, h in previous.items():
-        signal.signal(sig, h)
-

@@ -8,6 +8,8 @@ Contract:
 - :func:`visible_gpus` lists the GPUs this process may use, in the order CUDA numbers them under
   ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (nvidia-smi's order): ``CUDA_VISIBLE_DEVICES`` when set (a SLURM
   allocation sets it), else every GPU ``nvidia-smi`` lists. No nvidia-smi → an empty list.
+- :func:`count_visible_gpus` is the cheap count (no nvidia-smi: ``CUDA_VISIBLE_DEVICES``, else the
+  ``/dev/nvidia<N>`` device nodes) a face may call at start-up to decide whether to offer sharding.
 - :func:`resolve_devices` turns a selection into :class:`Device` slots; ``probe=False`` passes the
   entries through unchecked (CPU-only suites, tests). A worker is pinned with
   ``CUDA_VISIBLE_DEVICES=<Device.visible>`` (one entry: each config runs on exactly one GPU) and
@@ -23,8 +25,9 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from workbench.errors import InputError
 
@@ -85,7 +88,7 @@ def nvidia_smi_gpus() -> list[GpuInfo]:
     return gpus
 
 
-def visible_gpus(environ: dict[str, str] | None = None) -> list[str]:
+def visible_gpus(environ: Mapping[str, str] | None = None) -> list[str]:
     """``CUDA_VISIBLE_DEVICES`` entries when set (empty/``-1``: none), else nvidia-smi's indices."""
     env = os.environ if environ is None else environ
     cvd = env.get("CUDA_VISIBLE_DEVICES")
@@ -99,6 +102,14 @@ def visible_gpus(environ: dict[str, str] | None = None) -> list[str]:
             valid.append(e)
         return valid
     return [str(g.index) for g in nvidia_smi_gpus()]
+
+
+def count_visible_gpus(environ: Mapping[str, str] | None = None, dev: Path = Path("/dev")) -> int:
+    """How many GPUs this process may use, without running nvidia-smi (see the module contract)."""
+    env = os.environ if environ is None else environ
+    if env.get("CUDA_VISIBLE_DEVICES") is not None:
+        return len(visible_gpus(env))
+    return sum(1 for p in dev.glob("nvidia*") if re.fullmatch(r"nvidia\d+", p.name))
 
 
 def identify(visible: str | None, gpus: Sequence[GpuInfo] | None = None) -> tuple[str, str, str]:

@@ -15,9 +15,13 @@ Contract of :func:`merge_plan` (refuses, writing nothing, unless every shard is 
     ``gpu_name``, ``gpu_uuid``; launch sets: the union (one config, one shard); outcomes,
     failures and not-run reasons: the union; attempts: every shard's, in order.
   - ``session.json`` ``runs[role]`` (through ``write_results``' ``metadata_overrides`` hook): the
-    shards' hosts and GPU models instead of the merging host's, ``measured_on`` (per node id:
-    shard, host, GPU name/UUID, device) and ``scaleout`` (plan id, mode, shards with host, GPU,
-    device, SLURM ids, duration).
+    shards' hosts, GPU models and compute capability (None when they differ) instead of the merging
+    host's, ``measured_on`` (per node id: shard, host, GPU name/UUID, device, ``gpu_source``) and
+    ``scaleout`` (plan id, mode, shards with host, GPU, device, SLURM ids, duration).
+  - Which GPU measured a shard's rows: the pytest child's own NVML identity (its ``provenance``
+    events, :mod:`workbench.provenance`; torch's CUDA device at session finish) where it has one,
+    else the worker's nvidia-smi identity of the GPU it was pinned to; ``gpu_source`` says which,
+    and a child whose GPU is not the one its worker was pinned to is named in the notes.
 - Afterwards :func:`~workbench.scaleout.provenance.mixed_gpu_rows` runs over the merged
   ``session.json`` (other roles from earlier single runs included) and the result lists rows whose
   candidate and baseline were measured on different GPU models; ``merged.json`` in the plan dir
@@ -41,7 +45,9 @@ from workbench.events import Event, read_events
 from workbench.layout import KernelPaths
 from workbench.model import LaunchSet
 from workbench.perflog.printer import MARKER
+from workbench.provenance import provenance_from_events
 from workbench.runner import Attempt, RunResult, atomic_write_bytes, raw_log_destination, write_results
+from workbench.scaleout.devices import UNKNOWN
 from workbench.scaleout.plan import PlanPaths, RoleRun, ShardPlan, ShardStatus, read_status
 from workbench.scaleout.provenance import MixedGpuReport, gpu_model, mixed_gpu_rows
 
@@ -115,11 +121,13 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
         if not log_path.is_file():
             raise InputError("shard raw log is missing", path=log_path)
         parts.log_pieces.append((shard_banner(st, n, plan.plan_id, len(ids)), log_path))
-        where = {"shard": shard.index, "host": st.host, "gpu_name": st.gpu_name, "gpu_uuid": st.gpu_uuid}
-        if sout.events_jsonl.is_file():
-            for ev in read_events(sout.events_jsonl):
-                if ev.get("role") == rr.role:
-                    parts.events.append(Event(ev.event, ev.ts, {**ev.fields, **where}))
+        role_events = [ev for ev in read_events(sout.events_jsonl) if ev.get("role") == rr.role] \
+            if sout.events_jsonl.is_file() else []
+        name, uuid, source, note = _measuring_gpu(st, role_events, rr.backend)
+        if note:
+            parts.notes.append(note)
+        where = {"shard": shard.index, "host": st.host, "gpu_name": name, "gpu_uuid": uuid}
+        parts.events.extend(Event(ev.event, ev.ts, {**ev.fields, **where}) for ev in role_events)
         parts.collected.extend(ids)
         for key, target in (("outcomes", parts.outcomes), ("failed", parts.failed), ("not_run", parts.not_run)):
             value = meta.get(key)
@@ -144,12 +152,32 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
             wanted = set(ids)
             parts.launch_sets.extend(s for s in load_launch_sets(sout.launches_json) if s.nodeid in wanted)
         for nodeid in ids:
-            parts.measured_on[nodeid] = {**where, "device": st.device}
-        parts.shards.append({"index": shard.index, "host": st.host, "device": st.device, "gpu_name": st.gpu_name,
-                             "gpu_uuid": st.gpu_uuid, "slurm": dict(st.slurm), "node_ids": len(ids),
+            parts.measured_on[nodeid] = {**where, "device": st.device, "gpu_source": source}
+        parts.shards.append({"index": shard.index, "host": st.host, "device": st.device, "gpu_name": name,
+                             "gpu_uuid": uuid, "gpu_source": source, "slurm": dict(st.slurm), "node_ids": len(ids),
+                             "compute_capability": meta.get("compute_capability"),
                              "rc": meta.get("rc"), "duration_s": meta.get("duration_s"),
                              "started_at": st.started_at, "finished_at": st.finished_at})
     return parts
+
+
+def _measuring_gpu(st: ShardStatus, role_events: Sequence[Event], backend: str) -> tuple[str, str, str, str]:
+    """``(name, uuid, source, note)`` of the GPU a shard's role was measured on: the pytest child's own
+    NVML identity (its ``provenance`` events: torch's CUDA device at session finish) when it has one,
+    else the worker's nvidia-smi identity of the GPU it was pinned to (the manifest)."""
+    worker = (st.gpu_name, st.gpu_uuid, "nvidia-smi (the shard worker)")
+    try:
+        prov = provenance_from_events(role_events, source=f"shard {st.index} events")
+    except InputError as exc:
+        return (*worker, f"shard {st.index} {backend}: unreadable provenance ({exc.message}); GPU from nvidia-smi")
+    gpu = prov.gpu if prov is not None else None
+    if gpu is None or not gpu.name:
+        return (*worker, "")
+    child = (gpu.name, gpu.uuid or UNKNOWN, f"NVML in the pytest child ({gpu.selected_by})")
+    if UNKNOWN not in (st.gpu_uuid, child[1]) and st.gpu_uuid != child[1]:
+        return (*child, f"shard {st.index} {backend}: measured on {child[1]} ({child[0]}, NVML in the pytest child) "
+                        f"although its worker was pinned to {st.gpu_uuid}; the rows name the child's GPU")
+    return (*child, "")
 
 
 def write_concatenated(dest: Path, pieces: Sequence[tuple[str, Path]], last_line: str) -> None:
@@ -227,9 +255,12 @@ def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str
         )
         hosts = sorted({str(s["host"]) for s in parts.shards})
         models = sorted({gpu_model(s["gpu_name"]) for s in parts.shards})
+        capabilities = sorted({str(s["compute_capability"]) for s in parts.shards if s.get("compute_capability")})
         overrides = {
             "host": hosts[0] if len(hosts) == 1 else ", ".join(hosts),
             "gpu": models[0] if len(models) == 1 else "mixed: " + ", ".join(models) + " (see measured_on)",
+            # the shards' GPUs, not the merging host's (which may have none, or another model)
+            "compute_capability": capabilities[0] if len(capabilities) == 1 else None,
             "measured_on": parts.measured_on,
             "scaleout": {"plan_id": plan.plan_id, "mode": mode, "job_ids": list(job_ids), "shards": parts.shards,
                          "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},

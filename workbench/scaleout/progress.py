@@ -9,7 +9,8 @@ Contract:
   (``role``, ``backend``, the runner's ``attempt``...).
 - :class:`ProgressBoard` folds the whole stream (worker events and the service's ``scaleout_*``
   events) into per-shard counters — planned, finished, failed, state, host, GPU — that a face
-  (CLI line printer, TUI) renders; it is thread-safe and does no I/O.
+  (CLI line printer, TUI) renders; it is thread-safe and does no I/O; :meth:`ProgressBoard.snapshot`
+  hands out copies (the TUI's worker thread posts them to the screen).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ class ShardProgress:
     state: str = "pending"
     host: str = ""
     gpu: str = ""
+    device: str = ""  # the CUDA_VISIBLE_DEVICES entry of its slot ("" unpinned / not known yet)
     running: str | None = None
     detail: str = ""
 
@@ -134,6 +136,8 @@ class ProgressBoard:
             if not isinstance(index, int):
                 return
             sp = self.shard(index)
+            if ev.get("device") is not None and ev.event in ("scaleout_shard_state", "shard_start"):
+                sp.device = str(ev.get("device"))
             if ev.event == "scaleout_shard_state":
                 sp.state = str(ev.get("state", sp.state))
                 sp.host = str(ev.get("host") or sp.host)
@@ -153,6 +157,11 @@ class ProgressBoard:
             elif ev.event == "shard_finish":
                 sp.state = str(ev.get("state", sp.state))
                 sp.running = None
+
+    def snapshot(self) -> list[ShardProgress]:
+        """Copies of the shards' counters, by index (safe to hand to another thread)."""
+        with self._lock:
+            return [replace(s) for _i, s in sorted(self.shards.items())]
 
     def totals(self) -> tuple[int, int, int]:
         """``(finished, planned, failed)`` over all shards."""

@@ -2,10 +2,12 @@
 
 Contract (minimal on purpose; a fuller provenance model can absorb these fields):
 - A merged run records, in ``workbench/session.json`` ``runs[<role>]["measured_on"]``, one entry
-  per node id: ``{"shard", "host", "gpu_name", "gpu_uuid", "device"}`` (``"unknown"`` where
-  nvidia-smi could not tell). A single-process run has no ``measured_on``: all its rows were
-  measured where ``runs[<role>]["host"]``/``["gpu"]`` say (``gpu`` is nvidia-smi's ``name,
-  driver`` of GPU 0 there).
+  per node id: ``{"shard", "host", "gpu_name", "gpu_uuid", "device", "gpu_source"}`` — the GPU
+  identity the pytest child's NVML reading gave (:mod:`workbench.provenance`), else the worker's
+  nvidia-smi identity of its pinned GPU (``"unknown"`` where neither could tell; ``gpu_source``
+  says which). A single-process run has no ``measured_on``: all its rows were measured where
+  ``runs[<role>]["host"]``/``["gpu"]`` say (``gpu``: ``name, driver`` of the GPU its child used,
+  :func:`workbench.runner.gpu_description`).
 - :func:`row_gpus` gives ``{role: {(func_key, params): gpu model}}`` from either shape.
 - :func:`mixed_gpu_rows` flags every row whose candidate and baseline (each baseline role
   present) were measured on different GPU **models** (name compared case-insensitively; rows with

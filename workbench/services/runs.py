@@ -17,8 +17,10 @@ Contract:
 - :func:`gpu_probe` says whether a GPU is visible (``nvidia-smi`` first, then ``torch.cuda`` in
   the child Python) and how it knows.
 - :func:`config_rerunner` is the TUI's live re-run of chosen configs (candidate, then baseline)
-  through :func:`workbench.runner.run`; :func:`live_rerunner` picks its cwd and log dir for a
-  workspace (a scratch out root for the read-only recorded session).
+  through :func:`workbench.runner.run`; :func:`live_rerunner` picks its cwd (:func:`rerun_cwd`) and
+  log dir for a workspace (a scratch out root for the read-only recorded session).
+  :func:`rerun_targets` / :func:`rerun_env` are a row's node ids and child environment, shared with
+  the sharded re-run (:mod:`workbench.services.sharded`).
 """
 
 from __future__ import annotations
@@ -280,6 +282,33 @@ def _id_token_of(backend: str) -> str:
     return token[: -len("_tileir")] if token.endswith("_tileir") else token
 
 
+@dataclass(frozen=True)
+class RerunTarget:
+    """One side of a config's live re-run: the layout role, the backend, its id token and node id."""
+
+    role: Role
+    backend: str
+    token: str
+    nodeid: str
+
+
+def rerun_targets(row: RatioRow, candidate_backend: str) -> tuple[RerunTarget, RerunTarget]:
+    """The candidate's and the baseline's node ids of a table row (the row names its baseline as E's
+    log does: ``triton_tileir`` ≙ ``triton`` ids, none ≙ ``cutile``)."""
+    base = row.baseline_backend or "cutile"
+    base_role: Role = "baseline_triton_tileir" if _id_token_of(base) == "triton" else "baseline_cutile"
+    sides: tuple[tuple[Role, str], tuple[Role, str]] = (("candidate", candidate_backend), (base_role, base))
+    cand, baseline = (RerunTarget(role, backend, _id_token_of(backend),
+                                  f"{row.func_key}[{_id_token_of(backend)}-{row.params}]") for role, backend in sides)
+    return cand, baseline
+
+
+def rerun_env(token: str) -> dict[str, str]:
+    """A live re-run's child environment: CUPTI timing; for cutile-rs, as ``run --tilegym``, a silent
+    fallback to another backend must fail, not be measured."""
+    return {"CUPTI": "1", **({"DISABLE_FALLBACK": "1"} if token == "cutile_rs" else {})}
+
+
 def config_rerunner(kernel: str, candidate_backend: str, cwd: Path,
                     out: KernelPaths) -> Callable[[Sequence[RatioRow], Callable[[Any], None], threading.Event], int]:
     """Live re-run of chosen configs' node ids (candidate, then baseline) through ``workbench.runner.run``
@@ -292,18 +321,11 @@ def config_rerunner(kernel: str, candidate_backend: str, cwd: Path,
     def rerun(rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event) -> int:
         rc = 0
         for row in rows:
-            base = row.baseline_backend or "cutile"
-            base_role: Role = "baseline_triton_tileir" if _id_token_of(base) == "triton" else "baseline_cutile"
-            roles: tuple[tuple[Role, str], ...] = (("candidate", candidate_backend), (base_role, base))
-            for role, backend in roles:
+            for target in rerun_targets(row, candidate_backend):
                 if cancel.is_set():
                     return 130
-                token = _id_token_of(backend)
-                env = {"CUPTI": "1"}
-                if token == "cutile_rs":  # as `run --tilegym`: a silent fallback must fail, not be measured
-                    env["DISABLE_FALLBACK"] = "1"
-                spec = RunSpec(kernel=kernel, test_target=f"{row.func_key}[{token}-{row.params}]", cwd=cwd,
-                               role=role, backend_token=token, env=env, workbench_harness=True)
+                spec = RunSpec(kernel=kernel, test_target=target.nodeid, cwd=cwd, role=target.role,
+                               backend_token=target.token, env=rerun_env(target.token), workbench_harness=True)
                 result = run_suite(spec, out, on_event=on_event, cancel=cancel)
                 rc = rc or result.rc
         return rc
@@ -312,25 +334,33 @@ def config_rerunner(kernel: str, candidate_backend: str, cwd: Path,
     return rerun
 
 
+def rerun_cwd(ws: Workspace) -> tuple[Path | None, str]:
+    """Where a live re-run of ``ws``'s configs resolves their node ids, or ``(None, why not)`` ("" = no
+    reason to give: nothing to run). The recorded session re-runs our profile suite, or — a recorded
+    TileGym session (real cutile-rs) — TileGym's own test_perf, which needs the checkout."""
+    if ws.source == "out_root" and ws.tilegym is not None:
+        return ws.tilegym, ""
+    if ws.source == "recorded":
+        import profiles
+
+        if profiles.get_recorded_tilegym(ws.kernel) is not None:
+            if ws.tilegym is None:
+                return None, ("this is a recorded run of TileGym's own test_perf (real cutile-rs): a live re-run "
+                              "needs --tilegym DIR (a checkout with the cutile-rs library built)")
+            return ws.tilegym, ""
+        return Path(profiles.__file__).resolve().parent.parent, ""
+    return None, ""
+
+
 def live_rerunner(ws: Workspace, candidate_backend: str) -> tuple[Callable[..., int] | None, str]:
     """The TUI's live runner for ``ws`` on a GPU node, and why there is none ("" = no reason to give:
     no GPU here, or nothing to run)."""
     if not gpu_present():
         return None, ""
-    if ws.source == "out_root" and ws.tilegym is not None:
-        return config_rerunner(ws.kernel, candidate_backend, ws.tilegym, ws.paths), ""
-    if ws.source == "recorded":
-        # the recorded session is read-only: a live re-run keeps its logs in a scratch out root. A
-        # recorded TileGym session (real cutile-rs) re-runs TileGym's own test_perf, so it needs the
-        # checkout (--tilegym / $TILEGYM_PATH); a profile session re-runs our suite.
-        import profiles
-
-        cwd = Path(profiles.__file__).resolve().parent.parent
-        if profiles.get_recorded_tilegym(ws.kernel) is not None:
-            if ws.tilegym is None:
-                return None, ("this is a recorded run of TileGym's own test_perf (real cutile-rs): a live re-run "
-                              "needs --tilegym DIR (a checkout with the cutile-rs library built)")
-            cwd = ws.tilegym
+    cwd, why = rerun_cwd(ws)
+    if cwd is None:
+        return None, why
+    if ws.source == "recorded":  # the recorded session is read-only: a live re-run keeps its logs in a scratch root
         scratch = Path(tempfile.mkdtemp(prefix="cutile-workbench-live-"))
         return config_rerunner(ws.kernel, candidate_backend, cwd, KernelPaths.under(scratch, ws.kernel)), ""
-    return None, ""
+    return config_rerunner(ws.kernel, candidate_backend, cwd, ws.paths), ""

@@ -248,15 +248,17 @@ def make_app(data: AppData, *, initial_mode: str = "ratios", prewarm: bool = Tru
     return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap)
 
 
-def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap: Path | None = None) -> int:
+def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap: Path | None = None,
+            gpus: str | None = None) -> int:
     """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``.
 
-    ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read."""
+    ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read.
+    ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``G`` on Ratios; a bad one exits 2)."""
     from workbench.tui.keymap import load_keymap
     from workbench.tui.loaders import load_app_data
 
     try:
-        data = load_app_data(kernel, out_root=out_root, tilegym=tilegym)
+        data = load_app_data(kernel, out_root=out_root, tilegym=tilegym, gpus=gpus)
     except WorkbenchError as e:
         print(f"cutile-workbench: {e}", file=sys.stderr)
         return e.exit_code

@@ -40,6 +40,20 @@ class LiveRunner(Protocol):
                  cancel: threading.Event) -> int: ...
 
 
+class ShardedRunner(Protocol):
+    """Re-runs several configs sharded over GPU slots (``workbench.services.sharded.ShardedRerun``).
+
+    Called from a thread worker: ``on_event`` gets the scale-out service's events, ``cancel`` stops
+    every worker; returns a ``ShardedOutcome`` (``rc``, ``cancelled``, ``summary`` lines)."""
+
+    def describe(self, rows: Sequence[RatioRow]) -> str: ...
+
+    def slot_label(self) -> str: ...
+
+    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
+                 cancel: threading.Event) -> Any: ...
+
+
 @dataclass(frozen=True)
 class IRPair:
     """One reference/generated IR pair, already diffed and audited by the core."""
@@ -83,6 +97,11 @@ class AppData:
     runner: LiveRunner | None = None
     #: why there is no live runner although a GPU is present ("" = no reason to give)
     live_unavailable: str = ""
+    #: re-runs several configs sharded over this node's GPUs (``G`` on Ratios): a
+    #: ``workbench.services.sharded.ShardedRerun``; None = not offered (fewer than 2 GPUs, no --gpus)
+    sharded: ShardedRunner | None = None
+    #: why ``--gpus`` was given but the sharded re-run cannot be offered ("" = nothing to say)
+    sharded_unavailable: str = ""
     #: why writing is not allowed here ("" = allowed), e.g. the recorded session inside the package
     read_only: str = ""
     problems: list[WorkbenchError] = field(default_factory=list)

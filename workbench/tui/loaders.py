@@ -37,6 +37,14 @@ def find_gpu(meta: Mapping[str, Any] | None, depth: int = 3) -> str | None:
     return None
 
 
+def _candidate_run_token(session: Mapping[str, Any]) -> str | None:
+    """The id token the candidate role was run with (``session.json`` ``runs.candidate.backend_token``)."""
+    runs = session.get("runs")
+    cand = runs.get("candidate") if isinstance(runs, Mapping) else None
+    token = cand.get("backend_token") if isinstance(cand, Mapping) else None
+    return token if isinstance(token, str) and token else None
+
+
 def _plan_report(ws: Workspace, candidate_backend: str | None = None) -> Callable[[str], ReportPlan]:
     """Bind E/F planning to ``ws`` exactly as the CLI's ``report e|f`` does (nothing written)."""
 
@@ -66,7 +74,8 @@ def _write_report(ws: Workspace) -> Callable[[ReportPlan], Any]:
 
 
 def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
-                  env: Mapping[str, str] = os.environ) -> AppData:
+                  env: Mapping[str, str] = os.environ, gpus: str | None = None) -> AppData:
+    """``gpus``: the app's ``--gpus`` (a bad selection raises InputError, as the CLI's does)."""
     ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False)
     problems: list[WorkbenchError] = []
     for gap in ws.gaps:
@@ -96,6 +105,8 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
             data.candidate_backend = str(session["candidate"])  # recorded sessions name it
         elif len(cand_frameworks) == 1:
             data.candidate_backend = next(iter(cand_frameworks))
+        elif run_token := _candidate_run_token(session):
+            data.candidate_backend = run_token.replace("_", "-")  # a `run` before E: its id token (cutile_rs)
         if data.table is not None:
             used = sorted({h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h})
             data.harness = "+".join(used)
@@ -160,6 +171,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     from workbench.services.runs import live_rerunner
 
     data.runner, data.live_unavailable = live_rerunner(ws, data.candidate_backend)
+    from workbench.services.sharded import sharded_rerunner
+
+    data.sharded, data.sharded_unavailable = sharded_rerunner(ws, data.candidate_backend, gpus, environ=env)
     return data
 
 

@@ -44,6 +44,8 @@ class RatiosScreen(WorkbenchScreen):
                 id="ratios-timeline"),
         Binding("L", "live_rerun", "Re-run live", tooltip="Re-run the selected config live on this GPU",
                 id="ratios-live"),
+        Binding("G", "sharded_rerun", "Re-run on GPUs", tooltip="Re-run every shown config sharded over this "
+                "node's GPUs, with per-shard progress", id="ratios-sharded"),
     ]
 
     def header(self) -> WorkbenchHeader:
@@ -172,7 +174,22 @@ class RatiosScreen(WorkbenchScreen):
         if row is not None:
             self.wb.open_timeline(row, live=True)
 
+    def action_sharded_rerun(self) -> None:
+        if self.data.sharded is None:
+            if self.data.sharded_unavailable:
+                self.notify(self.data.sharded_unavailable, severity="warning", timeout=8)
+            return
+        rows = list(self.table.shown_rows)
+        if rows:
+            from workbench.tui.screens.sharded import ShardedRunScreen
+
+            self.app.push_screen(ShardedRunScreen(rows, self.data.sharded))
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "sharded_rerun":  # offered with >= 2 GPUs or an explicit --gpus only
+            if self.data.sharded is None:
+                return True if self.data.sharded_unavailable else False
+            return True if self.table.shown_rows else None
         if action == "live_rerun":
             if self.data.runner is None:
                 # no GPU/runner here: hide the key, unless there is a GPU and a reason to tell
@@ -195,4 +212,8 @@ class RatiosScreen(WorkbenchScreen):
             out.append(("ratios: open timeline of selected row", table.current_row.params, self.action_open_timeline))
             if self.data.runner is not None:
                 out.append(("live: re-run selected config", table.current_row.params, self.action_live_rerun))
+        if self.data.sharded is not None and table.shown_rows:
+            out.append((f"live: re-run the {len(table.shown_rows)} shown configs over {self.data.sharded.slot_label()}",
+                        "Sharded over this node's GPUs, per-shard progress, merged into a scratch out root",
+                        self.action_sharded_rerun))
         return out
