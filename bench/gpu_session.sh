@@ -135,6 +135,12 @@ PY
     ncuprobe)  # the focused ncu probe on the real matmul gap (static_persistent 2048^3), both sides
       step probe 200 python3 bench/probe_session.py --kernel matmul --tilegym "$TG" --out "$W/probe" \
         --config True-True-False-False-2048-2048-2048-0-0-torch.float16 ;;
+    gpunew)  # the GPU tests added by the probe / scale-out TUI work, and one real run on the final code
+      step gpunew 200 env TILEGYM_PATH="$TG" python3 -m pytest -m gpu -v -s -rs -p no:cacheprovider \
+        tests/test_probe_cli.py tests/test_f_ncu_sol.py tests/test_tui_sharded_gpu.py tests/test_history_provenance.py
+      step finalrun 150 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile \
+        -k "64-1024-512-torch.float16 or 64-1024-8192-torch.float16" --dump-ir --timeout 120 --out-root "$W/final" &&
+        python3 -m workbench table silu_and_mul --out-root "$W/final" && python3 -m workbench history silu_and_mul --out-root "$W/final" ;;
     scale2on1)  # run --gpus 0,0 (two shards on ONE GPU: plumbing, labelled) vs one process
       step scale2on1 200 python3 bench/scaleout_gpus.py --variants single,2on1 --rounds 1 --out "$W/scaleout.json" -- \
         silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "64-1024-512-torch.float16 or 64-1024-1024-torch.float16" ;;
