@@ -172,3 +172,19 @@ def test_table_names_a_real_candidate_and_labels_stand_ins() -> None:
     assert first_lines("matmul")[1].startswith("measured by: candidate: workbench CUPTI harness")
     assert first_lines("rms_norm")[0] == "candidate: STAND-IN cutile (not cutile-rs)"
     assert first_lines("rms_norm_hotpath")[0] == "candidate: STAND-IN cutile-hotpath (not cutile-rs)"
+
+
+def test_the_real_ncu_probe_of_the_matmul_gap_is_filed_and_cited(tmp_path: Path) -> None:
+    """The probe recorded on the H200 (call 5) loads, and F's report on the session quotes it."""
+    from workbench.f_evidence.ncu import load_probes
+
+    probes = load_probes(KernelPaths.under(ROOT, "matmul"))
+    key = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
+    cand = next(v for (b, p), v in probes.items() if p == key and b.startswith("cutile_rs"))
+    base = next(v for (b, p), v in probes.items() if p == key and b == "cutile")
+    assert cand.registers_per_thread == 255 == base.registers_per_thread
+    assert round(cand.duration_ns / 1000, 2) == 47.94 and round(base.duration_ns / 1000, 2) == 25.41
+    rc, reports = _report_f(tmp_path)
+    assert rc == 0
+    text = (reports / f"perf_investigation_{key}.md").read_text()
+    assert "## ncu probe" in text and "| DRAM achieved | 358.7 GB/s | 663.7 GB/s |" in text
