@@ -20,6 +20,8 @@ PARAMS = "4096-1024-torch.bfloat16"
 async def test_live_rerun_from_the_ratios_screen_streams_real_launches() -> None:
     pytest.importorskip("textual")
     pytest.importorskip("cupti")
+    from tui_helpers import highlight_config
+
     from widgets.launch_timeline import LaunchTimeline
     from widgets.ratio_table import RatioTable
     from workbench.tui.app import make_app
@@ -32,12 +34,7 @@ async def test_live_rerun_from_the_ratios_screen_streams_real_launches() -> None
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         table = app.screen.query_one(RatioTable)
-        for _ in range(len(table.shown_rows)):
-            row = table.current_row
-            if row is not None and row.params == PARAMS:
-                break
-            await pilot.press("down")
-        assert table.current_row is not None and table.current_row.params == PARAMS
+        await highlight_config(pilot, table, PARAMS)
         t0 = time.monotonic()
         await pilot.press("L")
         await pilot.pause()

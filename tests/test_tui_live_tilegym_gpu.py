@@ -27,6 +27,8 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
     tg = Path(os.environ.get("TILEGYM_PATH", ""))
     if not (tg / LIB).is_file():
         pytest.skip(f"no built cutile-rs library under $TILEGYM_PATH ({tg / LIB})")
+    from tui_helpers import highlight_config
+
     from widgets.launch_timeline import LaunchTimeline
     from widgets.ratio_table import RatioTable
     from workbench.tui.app import make_app
@@ -39,12 +41,7 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         table = app.screen.query_one(RatioTable)
-        for _ in range(len(table.shown_rows)):
-            row = table.current_row
-            if row is not None and row.params == PARAMS:
-                break
-            await pilot.press("down")
-        assert table.current_row is not None and table.current_row.params == PARAMS
+        await highlight_config(pilot, table, PARAMS)
         t0 = time.monotonic()
         await pilot.press("L")
         await pilot.pause()

@@ -73,3 +73,13 @@ class ScriptedRunner:
             cancel.wait(10)
             return 130 if cancel.is_set() else 0
         return 0
+
+
+async def highlight_config(pilot: Any, table: Any, params: str) -> None:
+    """Move the Ratios table's cursor down to the row of ``params`` (asserts it is there)."""
+    for _ in range(len(table.shown_rows)):
+        row = table.current_row
+        if row is not None and row.params == params:
+            break
+        await pilot.press("down")
+    assert table.current_row is not None and table.current_row.params == params
