@@ -30,7 +30,7 @@ def main() -> int:
     from cupti import cupti
     from torch.profiler import ProfilerActivity, profile
 
-    from workbench.capture import clock, conflicts, selfcheck
+    from workbench.capture import clock, conflicts
     from workbench.capture import session as S
     from workbench.capture.harness import benchmark
 
@@ -70,7 +70,6 @@ def main() -> int:
         clock.ensure_clock = real_ensure  # type: ignore[assignment]
     # the bookkeeping saw this Kineto count already: force the next session to re-arm like a fresh one
     S._BOOKKEEPING_AT_KINETO[0] = -1
-    out["restore_result"] = None
     try:
         out["guarded"] = {n: measure(n, f) for n, f in cases.items()}
     except Exception as exc:  # a refusal is a valid outcome: record it
@@ -88,7 +87,6 @@ def main() -> int:
               f"clock {(g.get('capture') or {}).get('clock')}")
     print(f"rate before {out['rate_before']:.4f} after kineto {out['rate_after_kineto']:.4f} "
           f"final {out['rate_final']:.4f}")
-    _ = selfcheck  # imported for the record: the verdicts above come from selfcheck.judge
     with open(ns.out, "w") as fh:
         json.dump(out, fh, indent=1, default=str)
     return 0

@@ -78,7 +78,7 @@ def kernel_times_of(call: CallCapture) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: r["self_time_us"], reverse=True)
 
 
-def _current_test() -> tuple[str, str]:
+def current_test() -> tuple[str, str]:
     """(nodeid, params) of the running pytest test, from PYTEST_CURRENT_TEST; ("", "") outside."""
     from workbench.testids import split_nodeid
 
@@ -159,7 +159,7 @@ def _samples_of(session: Any, calls: list[CallCapture], idx: Sequence[int] | Non
 
 
 def _publish(calls: list[CallCapture], backend: str, source: str, nodeid: str | None, params: str | None) -> None:
-    auto_nodeid, auto_params = _current_test()
+    auto_nodeid, auto_params = current_test()
     nodeid = nodeid if nodeid is not None else auto_nodeid
     params = params if params is not None else auto_params
     launch_set = LaunchSet(nodeid=nodeid, backend=backend, params=params, calls=calls, source=source)

@@ -50,12 +50,11 @@ def benchmark_fn_cupti(
     kernel_filter: str | Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Drop-in for TileGym's function (same signature and keys) backed by the workbench harness."""
-    from workbench.capture.harness import benchmark
+    from workbench.capture.harness import benchmark, current_test
     from workbench.testids import split_nodeid
 
-    cur = os.environ.get("PYTEST_CURRENT_TEST", "")
-    nodeid = cur.rsplit(" (", 1)[0] if cur else ""
-    _func, token, params = split_nodeid(nodeid) if nodeid else ("", "", "")
+    nodeid, params = current_test()
+    token = split_nodeid(nodeid)[1] if nodeid else ""
     return benchmark(
         fn, backend=token or "unknown", warmup_ms=warmup, rep_ms=rep, min_rep=min_rep, initial_rep=initial_rep,
         grad_to_none=grad_to_none, flush_l2=True, kernel_filter=kernel_filter, nodeid=nodeid, params=params,

@@ -54,6 +54,7 @@ from workbench.f_evidence.ncu import (
 )
 from workbench.model import RatioRow
 from workbench.runner import PACKAGE_ROOT
+from workbench.services.runs import NO_SILENT_FALLBACK
 from workbench.testids import id_token, shape_token
 from workbench.workspace import Workspace
 
@@ -156,8 +157,8 @@ def plan_probe(request: ProbeRequest, env: Mapping[str, str] = os.environ,
         specs = [s for s in specs if any(same_backend(s.backend, b) for b in request.backends)]
         skipped = [x for x in skipped if any(same_backend(x.split(":", 1)[0], b) for b in request.backends)]
     if suite == "tilegym":
-        specs = [replace(s, extra_env=(("DISABLE_FALLBACK", "1"),)) if id_token(s.backend) == "cutile_rs" else s
-                 for s in specs]
+        specs = [replace(s, extra_env=tuple(NO_SILENT_FALLBACK.items())) if id_token(s.backend) == "cutile_rs"
+                 else s for s in specs]
     writable = not read_only(ws)
     sides = [ProbeSide(s, probe_path(ws.paths, s.backend, s.params).with_suffix(".csv") if writable else
                        Path.cwd() / f"ncu-{id_token(s.backend)}-{shape_token(s.params)}.csv") for s in specs]

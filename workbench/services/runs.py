@@ -235,7 +235,7 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
         token = id_token(backend)
         spec_env = dict(request.env)
         if use_tilegym and role == "candidate":
-            spec_env.setdefault("DISABLE_FALLBACK", "1")  # a silent fallback must fail, not be measured
+            spec_env = {**NO_SILENT_FALLBACK, **spec_env}
         runs.append(BackendRun(backend, role, RunSpec(
             kernel=kernel, test_target=target, k_expr=backend_k_expr(token, user_k), cwd=cwd, role=role,
             python=request.python, env=spec_env, workbench_harness=request.workbench_harness,
@@ -303,10 +303,14 @@ def rerun_targets(row: RatioRow, candidate_backend: str) -> tuple[RerunTarget, R
     return cand, baseline
 
 
+#: TileGym's dispatcher falls back to another backend with only a warning; for the cutile-rs side
+#: a silent fallback must fail, not be measured (``run --tilegym``, live re-runs, probes)
+NO_SILENT_FALLBACK: Mapping[str, str] = {"DISABLE_FALLBACK": "1"}
+
+
 def rerun_env(token: str) -> dict[str, str]:
-    """A live re-run's child environment: CUPTI timing; for cutile-rs, as ``run --tilegym``, a silent
-    fallback to another backend must fail, not be measured."""
-    return {"CUPTI": "1", **({"DISABLE_FALLBACK": "1"} if token == "cutile_rs" else {})}
+    """A live re-run's child environment: CUPTI timing; for cutile-rs, :data:`NO_SILENT_FALLBACK`."""
+    return {"CUPTI": "1", **(NO_SILENT_FALLBACK if token == "cutile_rs" else {})}
 
 
 def config_rerunner(kernel: str, candidate_backend: str, cwd: Path,
