@@ -62,6 +62,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workbench.cli.probe",
     "workbench.cli.checks",
     "workbench.cli.history",
+    "workbench.cli.overview",
 )
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each
@@ -172,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:  # argparse: --help (0) or usage error (2)
             return int(exc.code) if isinstance(exc.code, int) else 2
         func = getattr(args, "func", None)
+        if func is None and (args.out_root or os.environ.get("CUTILE_KERNEL_OUT_ROOT")):
+            # no kernel named but an out root: the TUI opens on the campaign's overview
+            from workbench.cli.tui import open_overview
+
+            return open_overview(args)
         if func is None:
             parser.print_help(sys.stderr)
             return 2

@@ -43,6 +43,24 @@ class OpenCommand:
                            keymap=path_arg(getattr(args, "keymap", None)), gpus=args.gpus))
 
 
+def open_overview(args: argparse.Namespace) -> int:
+    """``cutile-workbench --out-root DIR`` (or ``$CUTILE_KERNEL_OUT_ROOT``) with no kernel: the overview."""
+    import os
+    from pathlib import Path
+
+    root = Path(args.out_root or os.environ["CUTILE_KERNEL_OUT_ROOT"])
+    try:
+        from workbench.tui.overview_app import run_overview
+    except ImportError as exc:
+        from workbench.cli.overview import render_text
+        from workbench.services.overview import overview
+
+        print(f"note: the TUI is unavailable ({exc}); showing the overview instead", file=sys.stderr)
+        sys.stdout.write(render_text(overview(root)))
+        return 0
+    return run_overview(root, tilegym=path_arg(args.tilegym), keymap=path_arg(getattr(args, "keymap", None)))
+
+
 class KeysCommand:
     name = "keys"
     group = None

@@ -449,9 +449,13 @@ def _mixed_rows(ws: Workspace) -> tuple[str, ...]:
     return tuple(r.describe() for r in mixed_gpu_rows(session).rows) if session else ()
 
 
-def ratio_comparability(ws: Workspace, table: RatioTable | None) -> RatioComparability:
-    """Were the candidate and each used baseline measured under the same conditions? (module contract)"""
-    used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
+def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
+                        used: set[str] | None = None) -> RatioComparability:
+    """Were the candidate and each used baseline measured under the same conditions? (module contract)
+
+    ``used`` names the baselines directly when no table was built (the overview reads E's report)."""
+    if used is None:
+        used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
     conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
     baselines = tuple(_baseline_state(b.baseline, b.comparability, conds.candidate, b.provenance)
                       for b in conds.baselines)

@@ -52,13 +52,15 @@ def require_kernel_dir(ws: Workspace) -> None:
                          path=str(ws.kernel_dir))
 
 
-def ratio_table(ws: Workspace, seed: int = 0) -> RatioTable:
-    """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed."""
+def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000) -> RatioTable:
+    """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed.
+
+    ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity depend on the geomean only."""
     from workbench.report_e import load_candidate
 
     candidate, _parsed, _notes = load_candidate(ws)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
-    return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
+    return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed, n_boot=n_boot)
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:

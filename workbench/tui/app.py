@@ -108,11 +108,15 @@ class WorkbenchApp(App[int]):
                 id="app-checks"),
         Binding("6", "mode('history')", "History", show=False, tooltip="Run history of the selected config",
                 id="app-history"),
+        Binding("escape", "back_to_overview", "Overview", tooltip="Back to the out root's overview",
+                id="app-overview"),
     ]
 
     def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
-                 keymap: LoadedKeymap | None = None) -> None:
+                 keymap: LoadedKeymap | None = None, back_code: int | None = None) -> None:
         super().__init__()
+        #: opened from the overview (``cutile-workbench --out-root DIR``): Escape returns this code to it
+        self.back_code = back_code
         self.user_keymap = keymap
         self._reported_clashes: set[frozenset[str]] = set()
         self.prewarm = prewarm
@@ -207,6 +211,15 @@ class WorkbenchApp(App[int]):
                     title="Keymap", severity="warning", timeout=15, markup=False)
 
     # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back_to_overview":
+            return self.back_code is not None
+        return True
+
+    def action_back_to_overview(self) -> None:
+        if self.back_code is not None:
+            self.exit(self.back_code)
+
     def action_mode(self, mode: str) -> None:
         self.switch_mode(mode)
 
@@ -243,9 +256,10 @@ class WorkbenchApp(App[int]):
 
 
 def make_app(data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
-             keymap: LoadedKeymap | None = None) -> WorkbenchApp:
-    """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap."""
-    return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap)
+             keymap: LoadedKeymap | None = None, back_code: int | None = None) -> WorkbenchApp:
+    """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap;
+    ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it."""
+    return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap, back_code=back_code)
 
 
 def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap: Path | None = None,

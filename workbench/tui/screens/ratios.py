@@ -186,6 +186,9 @@ class RatiosScreen(WorkbenchScreen):
             self.app.push_screen(ShardedRunScreen(rows, self.data.sharded))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter" and getattr(self.app, "back_code", None) is not None:
+            # opened from the overview: with nothing to clear, Escape goes back there (the app's binding)
+            return bool(self.table.filter_text or self.query_one("#filter", Input).display)
         if action == "sharded_rerun":  # offered with >= 2 GPUs or an explicit --gpus only
             if self.data.sharded is None:
                 return True if self.data.sharded_unavailable else False

@@ -1,0 +1,169 @@
+"""The overview of an out root as a service: what ``overview`` and the TUI's first screen read.
+
+Contract:
+- :func:`overview` lists every kernel dir of ``root`` (:func:`workbench.overview.kernel_dirs`)
+  and builds one :class:`~workbench.overview.OverviewRow` each, in the order
+  :func:`~workbench.overview.sort_rows` gives for ``sort``. It never raises on a kernel dir's
+  content: whatever goes wrong inside one dir is that row's ``problem``. An out root that does
+  not exist or is not a directory is an ``InputError`` (key ``--out-root``).
+- E's numbers come from the kernel's written ``reports/performance.md`` when it is current
+  (newer than the perf logs it was computed from), else from the logs through the one E-table
+  door (:func:`workbench.services.stage_e.ratio_table`, computed without the bootstrap: the
+  verdict and severity depend on the geomean only); ``e_source`` says which.
+- The regression column reads the kernel's ``workbench/history.sqlite`` when one exists (never
+  creates or imports into it: the overview writes nothing); ``"no history"`` otherwise.
+- Nothing is written anywhere; a kernel dir is only read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from workbench.errors import InputError, WorkbenchError
+from workbench.model import RatioTable
+from workbench.overview import (
+    MAX_REPORT_BYTES,
+    Overview,
+    OverviewRow,
+    f_verdicts,
+    kernel_dirs,
+    performance_md_is_current,
+    read_performance_md,
+    sort_rows,
+)
+from workbench.stats import round4
+from workbench.workspace import Workspace, open_workspace
+
+SORT_KEYS = ("geomean", "kernel", "severity", "last_run")
+
+
+def _first_line(path: Path) -> str | None:
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            return fh.readline(4096).decode("utf-8", "replace").rstrip("\r\n")
+    except OSError:
+        return None
+
+
+def _read_small(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _last_run(ws: Workspace) -> str | None:
+    try:
+        meta = ws.session_meta()
+    except WorkbenchError:
+        return None
+    runs = meta.get("runs") if isinstance(meta, dict) else None
+    if not isinstance(runs, dict):
+        return None
+    starts = [str(r["started_at"]) for r in runs.values() if isinstance(r, dict) and isinstance(r.get("started_at"), str)]
+    return max(starts) if starts else None
+
+
+def _regression(ws: Workspace) -> str:
+    from workbench.history.query import load_history
+    from workbench.history.store import HistoryStore
+
+    path = ws.paths.root / "workbench" / "history.sqlite"
+    if not path.is_file() or path.is_symlink():
+        return "no history"
+    try:
+        with HistoryStore.open(path, create=False) as store:
+            hist = load_history(store, ws.kernel)
+    except WorkbenchError as exc:
+        return f"history unreadable: {exc.message}"
+    if len(hist.runs) < 2:
+        return "one run only"
+    last = hist.runs[-1].run_key
+    regressed = [s for s in hist.series if s.latest is not None and s.points[-1].run_key == last
+                 and s.latest.change == "regression"]
+    return f"{len(regressed)} config(s) regressed" if regressed else "none"
+
+
+def _from_table(table: RatioTable) -> dict[str, object]:
+    valid = [r for r in table.rows if r.ratio is not None]
+    worst = max(valid, key=lambda r: r.ratio or 0.0) if valid else None
+    return {
+        "e_verdict": table.verdict, "geomean": round4(table.geomean) if table.geomean is not None else None,
+        "severity": table.severity, "configs": len(table.rows), "matched": len(valid),
+        "missing": len(table.rows) - len(valid),
+        "worst_config": worst.params if worst else None, "worst_ratio": worst.ratio if worst else None,
+    }
+
+
+def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioTable] | None = None) -> OverviewRow:
+    """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
+    from workbench.report_e import load_candidate, stand_in_frameworks
+    from workbench.services.history import ratio_comparability
+    from workbench.services.stage_e import ratio_table
+
+    kernel, path = kdir.name, str(kdir)
+    try:
+        ws = open_workspace(kernel, out_root=root, strict=False)
+    except WorkbenchError as exc:
+        return OverviewRow(kernel, path, problem=str(exc))
+    notes: list[str] = [f"{g.what}: {g.path}" for g in ws.gaps if g.severity == "error"]
+    fields: dict[str, object] = {"f_verdicts": f_verdicts(ws.paths.reports_dir, _first_line),
+                                 "last_run": _last_run(ws)}
+    try:
+        candidate = load_candidate(ws)[0]
+        stand_in = stand_in_frameworks(candidate)
+        fields["candidate"] = ", ".join(stand_in) if stand_in else ("cutile-rs" if candidate.records else None)
+        fields["stand_in"] = bool(stand_in)
+    except WorkbenchError as exc:
+        return OverviewRow(kernel, path, problem=f"candidate log: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
+    report = ws.paths.reports_dir / "performance.md"
+    # E reads the full tee when the runner left one (perf_cutile_rs.txt is then E's own sanitized
+    # output, rewritten in the same write set as performance.md), else perf_cutile_rs.txt itself
+    full = ws.paths.perf_full_log
+    inputs = [full if full.exists() else ws.paths.perf_cutile_rs, ws.paths.baseline_cutile,
+              ws.paths.baseline_triton_tileir]
+    same_write = () if full.exists() else (ws.paths.perf_cutile_rs,)
+    summary = read_performance_md(_read_small(report) or "") if report.is_file() else None
+    table: RatioTable | None = None
+    if summary is not None and performance_md_is_current(report, inputs, written_with=same_write):
+        fields.update(e_source="performance.md", e_verdict=summary.verdict, geomean=summary.geomean,
+                      severity=summary.severity, configs=summary.rows, matched=summary.matched,
+                      missing=summary.missing, worst_config=summary.worst_config, worst_ratio=summary.worst_ratio)
+    else:
+        try:
+            table = (table_of or (lambda w: ratio_table(w, n_boot=0)))(ws)
+        except WorkbenchError as exc:
+            return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
+        fields.update(_from_table(table))
+        fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
+    try:
+        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()))
+        fields["comparability"], fields["comparability_text"] = comp.state, comp.short
+    except WorkbenchError as exc:
+        notes.append(f"comparability: {exc}")
+    fields["regression"] = _regression(ws)
+    return OverviewRow(kernel, path, notes=tuple(notes), **fields)  # type: ignore[arg-type]
+
+
+def overview(root: Path, *, sort: str = "geomean") -> Overview:
+    """Every kernel dir of ``root`` as a row (module contract)."""
+    if sort not in SORT_KEYS:
+        raise InputError(f"unknown sort key {sort!r} (one of: {', '.join(SORT_KEYS)})", key="--sort")
+    if not root.is_dir():
+        raise InputError("out root does not exist or is not a directory", path=str(root), key="--out-root")
+    rows = []
+    for kdir in kernel_dirs(root):
+        try:
+            rows.append(kernel_row(root, kdir))
+        except (OSError, ValueError, json.JSONDecodeError) as exc:  # a dir changing under us: say so, go on
+            rows.append(OverviewRow(kdir.name, str(kdir), problem=f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # a bug on one kernel's content must not hide the other kernels
+            rows.append(OverviewRow(kdir.name, str(kdir),
+                                    problem=f"internal error (please report): {type(exc).__name__}: {exc}"))
+    return Overview(str(root), tuple(sort_rows(rows, sort)))
