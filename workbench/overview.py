@@ -228,7 +228,7 @@ def sort_rows(rows: Sequence[OverviewRow], key: str) -> list[OverviewRow]:
     return sorted(rows, key=lambda r: (r.geomean is None, -(r.geomean or 0.0), r.kernel))
 
 
-def geomean_strip(ov: Overview, width: int = BAND_WIDTH) -> list[str]:
+def geomean_strip(ov: Overview, width: int = BAND_WIDTH, *, legend: bool = True) -> list[str]:
     """One line per kernel: its geomean as a bar on a log scale, the 1.05 band edge marked ``|``."""
     gs = [r.geomean for r in ov.rows if r.geomean]
     if not gs:
@@ -242,7 +242,7 @@ def geomean_strip(ov: Overview, width: int = BAND_WIDTH) -> list[str]:
     name_w = max(len(r.kernel) for r in ov.rows)
     head = f"{lo:.2f}".ljust(band) + "| 1.05"
     head = head + f"{hi:.2f}".rjust(width - len(head)) if len(head) + 5 <= width else head
-    lines = [f"{'':{name_w}}  {head}   (geomean on a log scale; | = E's DONE band edge)"]
+    lines = [f"{'':{name_w}}  {head}" + ("   (geomean on a log scale; | = E's DONE band edge)" if legend else "")]
     for r in ov.rows:
         if not r.geomean:
             continue

@@ -102,11 +102,11 @@ class OverviewApp(App[str | None]):
             except Exception:  # filtered out: the cursor stays on the first row
                 pass
         self.query_one("#ov-totals", Static).update(totals_text(ov))
-        self.query_one("#ov-strip", Static).update(Text("\n".join(geomean_strip(ov)), no_wrap=True,
+        self.query_one("#ov-strip", Static).update(Text("\n".join(geomean_strip(ov, legend=False)), no_wrap=True,
                                                         overflow="ellipsis"))
         self.query_one("#ov-status", Static).update(
-            f"{shown} of {len(ov.rows)} kernel dirs shown · from: md = current performance.md, logs = computed "
-            "(logs* = performance.md stale)")
+            f"{shown} of {len(ov.rows)} shown · geomeans on a log scale, | = E's 1.05 band · from: md = current "
+            "performance.md, logs = computed (logs* = md stale)")
 
     def action_cycle_sort(self) -> None:
         self.sort = SORT_KEYS[(SORT_KEYS.index(self.sort) + 1) % len(SORT_KEYS)]
