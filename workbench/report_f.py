@@ -24,6 +24,7 @@ from typing import Any
 
 from workbench.diagnosis import FInputs
 from workbench.errors import InputError, UnsafePath, ValidationRefused
+from workbench.f_demonstrate import Demonstration, render_demonstration
 from workbench.f_inputs import collect_inputs
 from workbench.f_render import render_agent_f, render_agent_log, render_investigation, scope_token
 from workbench.model import Investigation, PlannedFile, ReportPlan
@@ -52,8 +53,12 @@ def _check_targets(files: Sequence[PlannedFile]) -> None:
 
 
 def plan_f_reports(ws: Any, investigations: Sequence[Investigation], *, run_real_scripts: bool = True,
-                   inputs: FInputs | None = None, command: str | None = None) -> ReportPlan:
-    """Render, validate (twin + real script when available) and return the F write plan."""
+                   inputs: FInputs | None = None, command: str | None = None,
+                   demonstration: Demonstration | None = None) -> ReportPlan:
+    """Render, validate (twin + real script when available) and return the F write plan.
+
+    ``demonstration`` (``report f --demonstrate``) adds its section to each investigation (its own
+    config's rows; every row for the all-shapes scope) and to agent_f.md; the verdict is unchanged."""
     from workbench.validators import run_real_validator, transcript, validate_agent_f
 
     if not investigations:
@@ -63,8 +68,15 @@ def plan_f_reports(ws: Any, investigations: Sequence[Investigation], *, run_real
     command = command or f"cutile-workbench report f {ws.kernel}"
     files: dict[str, str] = {}
     for inv in investigations:
-        files[f"reports/perf_investigation_{scope_token(inv.scope)}.md"] = render_investigation(inv, inputs)
+        text = render_investigation(inv, inputs)
+        if demonstration is not None:
+            scope = None if inv.scope == "all_shapes" else [inv.scope]
+            text = text.rstrip("\n") + "\n\n" + render_demonstration(demonstration, scope)
+        files[f"reports/perf_investigation_{scope_token(inv.scope)}.md"] = text
     files["reports/agent_f.md"] = render_agent_f(investigations, inputs, verdict)
+    if demonstration is not None:
+        files["reports/agent_f.md"] = files["reports/agent_f.md"].rstrip("\n") + "\n\n" + render_demonstration(
+            demonstration)
     # pass 1: the log must exist (non-empty) for the validator; pass 2 embeds that validator output
     files["reports/agent_logs/agent_f.md"] = render_agent_log(investigations, inputs, command, "(pending)")
     kernel_dir = Path(ws.paths.root)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.cli.common import add_kernel_args, finish_report, path_arg
+from workbench.cli.common import add_kernel_args, finish_report, path_arg, positive_seconds
+from workbench.errors import InputError
 from workbench.services import stage_f
 
 
@@ -30,13 +31,33 @@ class ReportFCommand:
         parser.add_argument("--yes", action="store_true", help="write without asking")
         parser.add_argument("--no-real-scripts", action="store_true",
                             help="skip the real validate_agent_f.sh even when a TileGym checkout is known")
+        parser.add_argument("--demonstrate", action="store_true",
+                            help="authorize F's wrapper-level fix in a throwaway copy of the TileGym tree: add the "
+                                 "reference's config to the candidate's configs, re-run the slow configs there (GPU), "
+                                 "and add the before/after to the reports (needs --tilegym; the tree is not modified)")
+        parser.add_argument("--keep-overlay", action="store_true",
+                            help="keep the throwaway copy under <kernel>/workbench/demonstrate/ (default: removed)")
+        parser.add_argument("--demonstrate-timeout", type=positive_seconds, default=900.0, metavar="S",
+                            help="limit of the demonstration's re-run in seconds (default 900)")
 
     def run(self, args: argparse.Namespace) -> int:
         out = sys.stdout
         ws = stage_f.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym))
         argv = " ".join(["cutile-workbench", "report", "f", args.kernel] +
                         (["--dry-run"] if args.dry_run else []) + (["--yes"] if args.yes else []))
-        report = stage_f.plan(ws, command=argv, run_real_scripts=not args.no_real_scripts)
+        demo = None
+        if args.demonstrate:
+            argv += " --demonstrate"
+            if args.dry_run:
+                raise InputError("--demonstrate runs the slow configs on the GPU and files its copy under the kernel's "
+                                 "workbench/: it cannot be a --dry-run", key="--demonstrate")
+            demo = stage_f.DemonstrateRequest(timeout_s=args.demonstrate_timeout, keep_overlay=args.keep_overlay)
+        report = stage_f.plan(ws, command=argv, run_real_scripts=not args.no_real_scripts, demonstrate=demo)
+        if report.demonstration is not None:
+            d = report.demonstration
+            print(f"demonstration: {d.status}" + (f" ({d.reason})" if d.reason else "")
+                  + "".join(f"\n  {o.params}: ratio {o.before_ratio or float('nan'):.3f}x -> "
+                            f"{o.after_ratio or float('nan'):.3f}x" for o in d.outcomes), file=sys.stderr)
         plan = report.plan
         for inv in report.investigations:
             print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)

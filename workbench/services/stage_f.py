@@ -24,6 +24,7 @@ from typing import Any
 
 from workbench.diagnosis import FInputs, diagnose
 from workbench.errors import InputError
+from workbench.f_demonstrate import Demonstration
 from workbench.f_inputs import collect_inputs
 from workbench.model import Investigation, ReportPlan
 from workbench.report_f import plan_f_reports
@@ -39,6 +40,16 @@ class FReport:
     inputs: FInputs
     investigations: list[Investigation]
     plan: ReportPlan
+    demonstration: Demonstration | None = None
+
+
+@dataclass(frozen=True)
+class DemonstrateRequest:
+    """``report f --demonstrate``: how long the re-run may take, whether the overlay stays."""
+
+    timeout_s: float = 900.0
+    keep_overlay: bool = False
+    run_fn: Any = None  # tests: a stand-in for workbench.runner.run (labelled where used)
 
 
 def open_kernel(kernel: str, *, out_root: Path | None, tilegym: Path | None,
@@ -51,12 +62,23 @@ def open_kernel(kernel: str, *, out_root: Path | None, tilegym: Path | None,
 
 
 def plan(ws: Workspace, *, command: str | None = None, run_real_scripts: bool = True,
-         candidate_backend: str | None = None) -> FReport:
-    """Collect, diagnose, render and validate (see module contract); nothing is written."""
+         candidate_backend: str | None = None, demonstrate: DemonstrateRequest | None = None) -> FReport:
+    """Collect, diagnose, render and validate (see module contract); nothing is written.
+
+    ``demonstrate`` (the caller's explicit authorization, ``report f --demonstrate``) first tries F's
+    wrapper-level fix in a throwaway copy (:mod:`workbench.services.demonstrate`: GPU time, a child
+    pytest run) and adds what it measured to the reports."""
     inputs = collect(ws, candidate_backend=candidate_backend)
     investigations = diagnose(inputs)
-    report = plan_f_reports(ws, investigations, inputs=inputs, command=command, run_real_scripts=run_real_scripts)
-    return FReport(inputs, investigations, report)
+    demo = None
+    if demonstrate is not None:
+        from workbench.services.demonstrate import demonstrate as run_demonstration
+
+        demo = run_demonstration(ws, inputs, timeout_s=demonstrate.timeout_s, keep_overlay=demonstrate.keep_overlay,
+                                 run_fn=demonstrate.run_fn)
+    report = plan_f_reports(ws, investigations, inputs=inputs, command=command, run_real_scripts=run_real_scripts,
+                            demonstration=demo)
+    return FReport(inputs, investigations, report, demo)
 
 
 def write(ws: Workspace, report: ReportPlan) -> WriteResult:
