@@ -59,6 +59,10 @@ step() {  # step NAME MAX_SECONDS CMD...
 for s in $STEPS; do
   case $s in
     probe) step probe 90 python3 bench/gpu_probe.py ;;
+    demo)  # issue 23 B: report f --demonstrate on real cutile-rs matmul (the reference's config added in a copy)
+      step demo 420 env TILEGYM_PATH="$TG" WB_DEMO_OUT="$W/demo.json" python3 -m pytest -m gpu \
+        tests/test_demonstrate_gpu.py -v -s -rs -p no:cacheprovider ;;
+    stage) echo "staged: the cuTile bundle is unpacked in /tmp/site" | tee -a "$W/summary.txt" ;;
     gputests) step gputests 240 python3 -m pytest -m gpu tests/test_gpu_capture.py tests/test_gpu_faults.py tests/test_runner_gpu.py -v -s -rs -p no:cacheprovider ;;
     record) step record 300 python3 -m profiles.record gpu --out "$W/rec" --timeout 120 ;;
     harness) step harness 200 python3 bench/harness_cost.py --out "$W/harness_cost.json" \

@@ -222,6 +222,8 @@ def render_demonstration(demo: Demonstration, scope_configs: Sequence[str] | Non
     rows = [o for o in demo.outcomes if scope_configs is None or o.params in scope_configs]
     if rows:
         out += ["### Before / after (medians, us; ratio = candidate / reference, 95% bootstrap CI)", "",
+                "Before and reference are the kernel dir's measured logs; after is this re-run (another process, "
+                "possibly another day: read small differences against the run-to-run noise).", "",
                 "| Config | reference | reference (us) | before (us) | before ratio | after (us) | after ratio | "
                 "launches/call after | kernel after |",
                 "|---|---|---|---|---|---|---|---|---|"]
