@@ -25,6 +25,11 @@ SESSIONS = {"matmul": ROOT / "profiles/tilegym/session/matmul",
             "rms_norm": ROOT / "profiles/rms_norm/session/rms_norm"}
 
 
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUTILE_WORKBENCH_CACHE", str(tmp_path_factory.mktemp("cache")))
+
+
 def make_root(tmp_path: Path) -> Path:
     root = tmp_path / "out"
     root.mkdir(parents=True)
@@ -199,3 +204,22 @@ def test_regression_since_the_previous_run_is_read_from_the_history_store(tmp_pa
     assert row.regression == "1 config(s) regressed"
     assert store.stat().st_mtime_ns == before  # read, never imported into
     assert next(r for r in overview(make_root(tmp_path / "b")).rows if r.kernel == "matmul").regression == "no history"
+
+
+def test_rows_are_cached_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import workbench.services.overview as service
+
+    root = make_root(tmp_path)
+    first = overview(root)
+    calls: list[str] = []
+    real = service.kernel_row
+    monkeypatch.setattr(service, "kernel_row", lambda r, k, **kw: calls.append(k.name) or real(r, k, **kw))
+    assert overview(root) == first and calls == []  # every row from the cache (broken ones too: same files)
+    calls.clear()
+    log = root / "silu_and_mul" / "baseline_perf_cutile.txt"
+    log.write_text(log.read_text().replace("64-1024-512", "64-1024-513", 1))
+    overview(root)
+    assert "silu_and_mul" in calls and "matmul" not in calls
+    calls.clear()
+    overview(root, cache=False)
+    assert sorted(calls) == ["broken", "half", "matmul", "rms_norm", "silu_and_mul"]

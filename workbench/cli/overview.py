@@ -108,13 +108,16 @@ class OverviewCommand:
                             help="the campaign's out root (else $CUTILE_KERNEL_OUT_ROOT)")
         parser.add_argument("--sort", choices=SORT_KEYS, default="geomean",
                             help="row order: geomean (worst first, the default), kernel, severity, last_run")
+        parser.add_argument("--no-cache", action="store_true",
+                            help="recompute every row (the default reuses rows whose input files are unchanged, "
+                                 "cached under ~/.cache/cutile-workbench/overview or $CUTILE_WORKBENCH_CACHE)")
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--json", action="store_true", help="versioned JSON document (schema_version)")
         fmt.add_argument("--csv", action="store_true", help="CSV, one row per kernel")
 
     def run(self, args: argparse.Namespace, stream: TextIO | None = None) -> int:
         out = stream or sys.stdout
-        ov = overview(out_root_of(args), sort=args.sort)
+        ov = overview(out_root_of(args), sort=args.sort, cache=not args.no_cache)
         if args.json:
             out.write(json.dumps(ov.as_dict(), indent=2) + "\n")
         elif args.csv:

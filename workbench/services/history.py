@@ -38,7 +38,7 @@ from workbench.history.query import history_csv as core_history_csv
 from workbench.history.query import history_to_dict, load_history, open_history, sparkline
 from workbench.history.regress import ChangeFlag
 from workbench.history.store import HistoryStore, StoredRun
-from workbench.model import RatioTable
+from workbench.model import PerfLog, RatioTable
 from workbench.provenance import Provenance
 from workbench.testids import id_token
 from workbench.workspace import Workspace
@@ -449,14 +449,19 @@ def _mixed_rows(ws: Workspace) -> tuple[str, ...]:
     return tuple(r.describe() for r in mixed_gpu_rows(session).rows) if session else ()
 
 
-def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
-                        used: set[str] | None = None) -> RatioComparability:
+def ratio_comparability(ws: Workspace, table: RatioTable | None, *, used: set[str] | None = None,
+                        candidate: PerfLog | None = None) -> RatioComparability:
     """Were the candidate and each used baseline measured under the same conditions? (module contract)
 
     ``used`` names the baselines directly when no table was built (the overview reads E's report)."""
     if used is None:
         used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
-    conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
+    try:  # parsed once per workspace (cached); a malformed log is parsed leniently below instead
+        parsed: dict[str, PerfLog] | None = ws.baseline_logs()
+    except WorkbenchError:
+        parsed = None
+    conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path(), candidate=candidate,
+                             baselines=parsed)
     baselines = tuple(_baseline_state(b.baseline, b.comparability, conds.candidate, b.provenance)
                       for b in conds.baselines)
     mixed = _mixed_rows(ws)

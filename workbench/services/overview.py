@@ -12,19 +12,28 @@ Contract:
   verdict and severity depend on the geomean only); ``e_source`` says which.
 - The regression column reads the kernel's ``workbench/history.sqlite`` when one exists (never
   creates or imports into it: the overview writes nothing); ``"no history"`` otherwise.
-- Nothing is written anywhere; a kernel dir is only read.
+- Nothing is written into the out root; a kernel dir is only read. Each row is cached in the user's
+  cache dir (``$CUTILE_WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME``/``~/.cache`` +
+  ``/cutile-workbench/overview/``), keyed on the kernel dir's resolved path and valid only while the
+  size and mtime of every file the row was computed from are unchanged (:func:`row_signature`):
+  a re-listing of an unchanged campaign parses no log. ``cache=False`` bypasses it; a cache that
+  cannot be read or written is ignored.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 
 from workbench.errors import InputError, WorkbenchError
 from workbench.model import RatioTable
 from workbench.overview import (
     MAX_REPORT_BYTES,
+    SCHEMA_VERSION,
     Overview,
     OverviewRow,
     f_verdicts,
@@ -137,13 +146,14 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
                       missing=summary.missing, worst_config=summary.worst_config, worst_ratio=summary.worst_ratio)
     else:
         try:
-            table = (table_of or (lambda w: ratio_table(w, n_boot=0)))(ws)
+            table = (table_of or (lambda w: ratio_table(w, n_boot=0, candidate=candidate)))(ws)
         except WorkbenchError as exc:
             return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
         fields.update(_from_table(table))
         fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
     try:
-        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()))
+        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()),
+                                   candidate=candidate)
         fields["comparability"], fields["comparability_text"] = comp.state, comp.short
     except WorkbenchError as exc:
         notes.append(f"comparability: {exc}")
@@ -151,7 +161,67 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
     return OverviewRow(kernel, path, notes=tuple(notes), **fields)  # type: ignore[arg-type]
 
 
-def overview(root: Path, *, sort: str = "geomean") -> Overview:
+#: what a row is computed from, relative to the kernel dir (globs): any change recomputes the row
+SIGNATURE_GLOBS = ("perf_cutile_rs*.txt", "baseline_perf_*.txt", "reports/performance.md",
+                   "reports/perf_investigation_*.md", "reports/agent_logs/perf_cutile_rs*.full.txt",
+                   "workbench/session.json", "workbench/history.sqlite", "workbench/launches.json.gz",
+                   "reference/analysis.json", "reports/.workbench-journal*")
+
+
+def row_signature(kdir: Path) -> list[list[object]]:
+    """``[relpath, size, mtime_ns]`` of every file a row reads (module contract), sorted."""
+    out: list[list[object]] = []
+    for pattern in SIGNATURE_GLOBS:
+        for p in kdir.glob(pattern):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append([p.relative_to(kdir).as_posix(), st.st_size, st.st_mtime_ns])
+    return sorted(out, key=lambda e: str(e[0]))
+
+
+def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    if env.get("CUTILE_WORKBENCH_CACHE"):
+        return Path(env["CUTILE_WORKBENCH_CACHE"]) / "overview"
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "cutile-workbench" / "overview"
+
+
+def _cache_file(kdir: Path, env: Mapping[str, str]) -> Path:
+    key = hashlib.sha256(str(kdir.resolve()).encode()).hexdigest()[:32]
+    return cache_dir(env) / f"{key}.json"
+
+
+def _cached_row(kdir: Path, signature: list[list[object]], env: Mapping[str, str]) -> OverviewRow | None:
+    path = _cache_file(kdir, env)
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > 1 << 20:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("schema_version") != SCHEMA_VERSION or doc.get("signature") != signature:
+            return None
+        row = dict(doc["row"])
+        row["notes"] = tuple(row.get("notes", ()))
+        return OverviewRow(**row)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # a cache is a convenience: anything odd in it means "recompute"
+
+
+def _store_row(kdir: Path, signature: list[list[object]], row: OverviewRow, env: Mapping[str, str]) -> None:
+    path = _cache_file(kdir, env)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "signature": signature,
+                                   "row": {**asdict(row), "notes": list(row.notes)}}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def overview(root: Path, *, sort: str = "geomean", cache: bool = True,
+             env: Mapping[str, str] = os.environ) -> Overview:
     """Every kernel dir of ``root`` as a row (module contract)."""
     if sort not in SORT_KEYS:
         raise InputError(f"unknown sort key {sort!r} (one of: {', '.join(SORT_KEYS)})", key="--sort")
@@ -159,8 +229,17 @@ def overview(root: Path, *, sort: str = "geomean") -> Overview:
         raise InputError("out root does not exist or is not a directory", path=str(root), key="--out-root")
     rows = []
     for kdir in kernel_dirs(root):
+        signature = row_signature(kdir) if cache else []
+        if cache:
+            hit = _cached_row(kdir, signature, env)
+            if hit is not None:
+                rows.append(hit)
+                continue
         try:
-            rows.append(kernel_row(root, kdir))
+            row = kernel_row(root, kdir)
+            rows.append(row)
+            if cache and row_signature(kdir) == signature:  # not changed while we read it
+                _store_row(kdir, signature, row, env)
         except (OSError, ValueError, json.JSONDecodeError) as exc:  # a dir changing under us: say so, go on
             rows.append(OverviewRow(kdir.name, str(kdir), problem=f"{type(exc).__name__}: {exc}"))
         except Exception as exc:  # a bug on one kernel's content must not hide the other kernels

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import InputError
-from workbench.model import RatioTable, ReportPlan
+from workbench.model import PerfLog, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table
 from workbench.workspace import Workspace, open_workspace
 from workbench.writer import WriteResult, write_plan
@@ -52,13 +52,14 @@ def require_kernel_dir(ws: Workspace) -> None:
                          path=str(ws.kernel_dir))
 
 
-def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000) -> RatioTable:
+def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000, candidate: PerfLog | None = None) -> RatioTable:
     """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed.
 
     ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity depend on the geomean only."""
     from workbench.report_e import load_candidate
 
-    candidate, _parsed, _notes = load_candidate(ws)
+    if candidate is None:  # ``candidate``: the caller parsed it already (load_candidate(ws)[0])
+        candidate = load_candidate(ws)[0]
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed, n_boot=n_boot)
 
