@@ -37,6 +37,7 @@ _BOOL = re.compile(r"^B([01])$")
 _FLOAT = re.compile(r"^F([0-9a-f]{16})$")
 _SCALAR = re.compile(r"^S[a-z]+\d*$")
 _ARRAY = re.compile(r"^A\d+[a-z]+\d*$")
+TRITON_SOURCE = "block.x / 32 of the captured launch"  # Triton: one CTA = num_warps warps
 
 
 @dataclass(frozen=True)
@@ -134,8 +135,19 @@ class ReferenceConfig:
     open_knobs: tuple[str, ...] = ()  # knobs the configs that fit leave open
 
     @property
+    def config(self) -> TuneConfig | None:
+        """THE config: the one reference config that fits, or — for a kernel with no configs to choose from —
+        the named constants themselves; None when the evidence does not pin one."""
+        if len(self.fits) == 1:
+            return self.fits[0]
+        if (not self.space_origin and self.constants and self.constants_source and not self.fits
+                and not self.constants_source.startswith(TRITON_SOURCE)):
+            return TuneConfig.of(dict(self.constants), self.symbol or "")
+        return None
+
+    @property
     def decided(self) -> bool:
-        return len(self.fits) == 1
+        return self.config is not None
 
     @property
     def constants_label(self) -> str:
@@ -151,18 +163,19 @@ class ReferenceConfig:
         """One line: the answer, the evidence, what is unknown."""
         if not self.symbol:
             return "; ".join(self.unknown) or "no reference kernel captured"
-        head = f"the reference symbol spells {self.constants_label}" if self.constants else ""
-        if self.decided:
-            ans = f"ran {self.fits[0].label} (the one config of {self.space_origin} that fits)"
+        head = f"{self.constants_label} (from {self.constants_source})" if self.constants else ""
+        if len(self.fits) == 1:
+            ans = f"ran {self.fits[0].label}: the one config of {self.space_origin} that fits"
         elif self.fits:
             ans = (f"ran one of {len(self.fits)} configs of {self.space_origin} that fit: "
                    + "; ".join(c.label for c in self.fits) + f" (open: {', '.join(self.open_knobs) or 'n/a'})")
-        elif self.constants:
-            ans = "no reference config lists these constants" if self.space_origin else "no reference configs to match"
+        elif self.config is not None:
+            ans = f"ran {self.config.label}: no configs function to choose from, the constants are the config"
+        elif self.constants and self.space_origin:
+            ans = f"none of the configs of {self.space_origin} has these constants"
         else:
-            ans = "config unknown"
-        parts = [p for p in (head, ans) if p]
-        text = ": ".join(parts) if head else ans
+            ans = "config not pinned"
+        text = f"{head}: {ans}" if head else ans
         if self.launch:
             text += f" [launch: {self.launch}]"
         if self.unknown:
@@ -202,7 +215,7 @@ def reference_config(params: str, backend: str | None, symbol: str | None, *, sp
                        "Triton kernel metadata (constexprs, num_stages)")
         if block is not None and block[0] % 32 == 0 and block[1] == block[2] == 1:
             constants.append(("num_warps", block[0] // 32))  # Triton: one CTA = num_warps warps
-        source = "block.x / 32 of the captured launch" if constants else ""
+        source = TRITON_SOURCE if constants else ""
     else:
         consts = decoded.constants
         if constant_names is not None and len(constant_names) == len(consts):
@@ -222,8 +235,8 @@ def reference_config(params: str, backend: str | None, symbol: str | None, *, sp
         fits = tuple(c for c in space.configs if c.matches(want, on)) if on else ()
         if len(fits) > 1:
             open_knobs = tuple(k for k in sorted(space.knobs) if len({c.get(k) for c in fits}) > 1)
-    elif space is None and (constants or decoded is not None):
-        unknown.append("no reference configs function/analysis.json configs for this variant and GPU to match")
+    elif space is None and decoded is None and constants:
+        unknown.append("no reference configs (configs function or analysis.json) to match num_warps against")
     return ReferenceConfig(params, backend, symbol, tuple(constants), source, fits,
                            space.origin if space is not None else "", launch, tuple(unknown), open_knobs)
 
@@ -236,10 +249,13 @@ def names_for(symbol: str | None, *, analysis: Any = None, reference_wrapper: Pa
         return None, ""
     fn = decoded.function
     n = len(decoded.constants)
-    for i, v in enumerate(getattr(analysis, "kernel_variants", ()) or ()):
-        names = list(getattr(v, "constants", None) or [])
-        if getattr(v, "kernel_function", None) == fn and len(names) == n:
-            return names, f"analysis.json kernel_variants[{i}].constants"
+    raw = getattr(analysis, "raw", None)
+    variants = raw.get("kernel_variants") if isinstance(raw, dict) else None
+    for i, v in enumerate(variants if isinstance(variants, list) else []):
+        names = v.get("constants") if isinstance(v, dict) else None
+        if (isinstance(names, list) and all(isinstance(x, str) for x in names) and len(names) == n
+                and v.get("kernel_function") == fn):
+            return list(names), f"analysis.json kernel_variants[{i}].constants"
     if reference_wrapper is not None:
         signature = kernel_constant_names(reference_wrapper, fn)
         if signature is not None:
@@ -260,9 +276,9 @@ class SpelledConfig:
 
 def in_candidate_space(ref: ReferenceConfig, candidate: ConfigSpace | None) -> SpelledConfig:
     """Is THE config the reference ran (decided, else each fit) in the candidate's space?"""
-    if candidate is None or not ref.fits:
+    if candidate is None or (not ref.fits and ref.config is None):
         return SpelledConfig(ref, None, None)
-    target = ref.fits[0] if ref.decided else None
+    target = ref.config
     if target is None:
         present_any = [f for f in ref.fits if _covered(f, candidate)]
         return SpelledConfig(ref, None, bool(present_any), candidate.origin,
