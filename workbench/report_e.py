@@ -635,11 +635,12 @@ def candidate_framework(candidate: PerfLog) -> str:
     return frameworks[0] if len(frameworks) == 1 else "cutile-rs"
 
 
-def workspace_trust(ws: Workspace, table: RatioTable, candidate: PerfLog) -> KernelTrust:
+def workspace_trust(ws: Workspace, table: RatioTable, candidate: PerfLog,
+                    launch_sets: list[Any] | None = None) -> KernelTrust:
     """Candidate identity per row and the reference's config (:mod:`workbench.f_evidence.trust`)."""
     from workbench.f_evidence.trust import kernel_trust
 
-    return kernel_trust(ws, table, candidate_framework=candidate_framework(candidate))
+    return kernel_trust(ws, table, candidate_framework=candidate_framework(candidate), launch_sets=launch_sets)
 
 
 def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog) -> str:
