@@ -358,3 +358,16 @@ def test_f_done_kernel_running_the_reference_is_fixable_not_aligned(tmp_path: Pa
     invs = [p.read_text() for p in (root / "silu_and_mul" / "reports").glob("perf_investigation_*.md")]
     assert len(invs) == 4 and all(t.startswith("VERDICT: FIXABLE\n") for t in invs)
     assert all("_silu_and_mul_kernel_row_wise_Kt1_" in t.split("## Candidate identity")[1] for t in invs)
+
+
+def test_timeline_shows_identity_and_reference_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """CONSTRUCTED FROM REAL CAPTURES (REF) and REAL (own + the decoded reference config) in `timeline`."""
+    rc, out, _err = _run(capsys, "timeline", "matmul", "--out-root", str(SESSION), "--config", SP[0])
+    assert rc == 0
+    assert "candidate identity: own — a cutile-rs kernel (`static_persistent_matmul_kernel_entry`)" in out
+    assert "ran group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128" in out
+    root = _copy(tmp_path, "matmul")
+    _candidate_runs_baseline_captures(root / "matmul")
+    rc, out, _err = _run(capsys, "timeline", "matmul", "--out-root", str(root), "--config", SP[0], "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["identity"]["kind"] == "reference" and doc["identity"]["same_launch"] is True
