@@ -371,3 +371,24 @@ def test_timeline_shows_identity_and_reference_config(tmp_path: Path, capsys: py
     rc, out, _err = _run(capsys, "timeline", "matmul", "--out-root", str(root), "--config", SP[0], "--json")
     doc = json.loads(out)
     assert rc == 0 and doc["identity"]["kind"] == "reference" and doc["identity"]["same_launch"] is True
+
+
+def test_no_captures_says_unknown_in_every_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """REAL session with its launches file removed (a run without per-launch capture): E and F say the
+    identity is unknown and why; F's step 3 still has the reference's config only if its IR index names the
+    entry symbol (it does here), never a guess."""
+    root = _copy(tmp_path, "matmul")
+    (root / "matmul" / "workbench" / "launches.json.gz").unlink()
+    rc, _out, _err = _run(capsys, "report", "e", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts")
+    md = (root / "matmul" / "reports" / "performance.md").read_text()
+    assert rc == 0 and "Unknown for every row: no per-launch capture (workbench/launches.json.gz absent)." in md
+    rc, out, _err = _run(capsys, "table", "matmul", "--out-root", str(root))
+    assert "?" in out.splitlines()[4] and "candidate identity: 0 of 6 rows" in out
+    rc, _out, _err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts")
+    assert rc in (0, 1)
+    inv = next((root / "matmul" / "reports").glob("perf_investigation_*.md")).read_text()
+    assert "- Candidate identity: ? " in inv and "launches.json.gz absent" in inv
+    ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
+    refs = stage_e.trust(ws, stage_e.ratio_table(ws)).reference_configs
+    assert refs[SP[0]].symbol == SP_SYMBOL and refs[SP[0]].launch == ""  # from ir/index.json; no resources
+    assert any("launch resources" in u for u in refs[SP[0]].unknown)

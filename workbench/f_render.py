@@ -407,6 +407,18 @@ def _no_slow_launch_lines(evidences: dict[str, LaunchEvidence]) -> list[str]:
     return out
 
 
+def _identity_of(inputs: FInputs, rows: Sequence[RatioRow]) -> str:
+    """One line: the candidate identity of these rows (marks and reasons for any that are not the candidate's)."""
+    trust = inputs.trust
+    if trust is None or not rows:
+        return "Candidate identity: not checked"
+    idents = [trust.identities[r.params] for r in rows if r.params in trust.identities]
+    if idents and all(i.kind == "candidate" for i in idents):
+        return f"Candidate identity: {len(idents)} of {len(rows)} row(s) ran {trust.candidate_framework}'s own kernels"
+    other = "; ".join(f"{i.mark} {i.params}: {i.why}" for i in idents if i.kind != "candidate")
+    return f"Candidate identity: {other or 'unknown (no capture of these rows)'}"
+
+
 def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     """``perf_investigation_<scope>.md`` (first line is the verdict, nothing before it)."""
     d = details(inv)
@@ -425,6 +437,8 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         if no_slow and table.verdict == "DONE":
             lines.append("- Agent E verdict: DONE — terminal in TileGym's pipeline (no F runs after it); this report "
                          "records that F has nothing to investigate")
+    if inputs.trust is not None:  # issue 18: who ran these rows, before any conclusion is drawn from them
+        lines.append(f"- {_identity_of(inputs, inv.rows)}")
     if inv.rows:
         lines += ["", *rows_table(inv.rows)]
     lines += ["", "## Launch-count evidence", *_launch_section(inv)]
@@ -529,6 +543,11 @@ def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str)
         le = details(inv).get("launch_evidence")
         for s in (le.summaries if le is not None else []):
             lines += ["", *kernel_rows(s)]
+    if inputs.trust is not None and inputs.table is not None:
+        lines += ["", "## Candidate identity per config (captures)", *candidate_identity_lines(inputs, inputs.table.rows)]
+        lines += ["", "## The config the reference ran (its captured symbol)"]
+        lines += [f"- {cell(p)}: {rc.text}" for p, rc in inputs.trust.reference_configs.items()] or [
+            "- no matched config"]
     kernels = {k.params: k for inv in invs for k in details(inv).get("kernels") or []}
     if kernels:
         lines += ["", "## Kernel identity per config", *identity_table(list(kernels.values()))]
