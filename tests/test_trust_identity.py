@@ -392,3 +392,12 @@ def test_no_captures_says_unknown_in_every_report(tmp_path: Path, capsys: pytest
     refs = stage_e.trust(ws, stage_e.ratio_table(ws)).reference_configs
     assert refs[SP[0]].symbol == SP_SYMBOL and refs[SP[0]].launch == ""  # from ir/index.json; no resources
     assert any("launch resources" in u for u in refs[SP[0]].unknown)
+
+
+def test_only_library_kernels_is_lib() -> None:
+    """SYNTHETIC (real captures with the candidate's kernel renamed to the real ATen symbol the silu_and_mul
+    baseline records): a PyTorch fallback is LIB, never own."""
+    aten = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c104HalfEEESt5arrayIPcLm3EEEEviT0_T1_"
+    ids = candidate_identities(_rows(), _strip(_matmul_sets(), "cutile_rs", name=aten), candidate_backend="cutile_rs",
+                               candidate_framework="cutile-rs")
+    assert {i.mark for i in ids.values()} == {"LIB"} and all("PyTorch ATen" in i.why for i in ids.values())
