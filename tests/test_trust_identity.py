@@ -401,3 +401,16 @@ def test_only_library_kernels_is_lib() -> None:
     ids = candidate_identities(_rows(), _strip(_matmul_sets(), "cutile_rs", name=aten), candidate_backend="cutile_rs",
                                candidate_framework="cutile-rs")
     assert {i.mark for i in ids.values()} == {"LIB"} and all("PyTorch ATen" in i.why for i in ids.values())
+
+
+def test_malformed_captures_leave_identity_unknown_naming_the_file(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """SYNTHETIC (a truncated gzip in place of the real launches file): `table` still prints E's table and
+    marks every row `?` with the reader's message (file named); nothing is guessed."""
+    root = _copy(tmp_path, "matmul")
+    path = root / "matmul" / "workbench" / "launches.json.gz"
+    path.write_bytes(path.read_bytes()[:100])
+    rc, out, _err = _run(capsys, "table", "matmul", "--out-root", str(root), "--json")
+    doc = json.loads(out)
+    assert rc == 0 and {r["identity"]["mark"] for r in doc["rows"]} == {"?"}
+    assert all("launches.json.gz" in r["identity"]["why"] for r in doc["rows"])

@@ -1,7 +1,8 @@
 """What a workspace's evidence says about WHO ran (candidate identity) and WHAT the reference ran (its config).
 
 Contract: :func:`kernel_trust` reads, for one workspace and its E table, the per-launch captures
-(``workbench/launches.json.gz``; malformed → ``InputError`` naming file and key), the cutile-rs wrapper
+(``workbench/launches.json.gz``; a malformed file leaves every row ``unknown`` with the reader's message
+naming file and key — E's table does not depend on it), the cutile-rs wrapper
 (static delegation audit) and the reference wrapper (``@ct.kernel`` signatures and its configs function
 for the session's GPU), analysis.json (variant constants, autotune configs) and, only when a capture
 carries no reference symbol, ``workbench/ir/index.json``'s recorded entry symbol. It returns
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import InputError
 from workbench.f_evidence.candidate_identity import (
     CandidateIdentity,
     candidate_identities,
@@ -89,8 +91,11 @@ def reference_configs_for(rows: list[RatioRow], launch_sets: list[LaunchSet], *,
     notes: list[str] = []
     spaces: list[ConfigSpace] = []
     if reference_wrapper is not None and reference_wrapper.is_file():
-        spaces, wnotes = reference_wrapper_spaces(reference_wrapper, capability)
-        notes += wnotes
+        try:
+            spaces, wnotes = reference_wrapper_spaces(reference_wrapper, capability)
+            notes += wnotes
+        except InputError as exc:  # the reference's configs stay unknown; the reason is kept
+            notes.append(f"reference wrapper unreadable, its configs are not matched: {exc}")
     out: dict[str, ReferenceConfig] = {}
     for row in rows:
         if row.status != "OK":
@@ -133,8 +138,12 @@ def kernel_trust(ws: Any, table: RatioTable, *, candidate_framework: str,
 
     paths = ws.paths
     notes: list[str] = []
+    unreadable = ""
     if launch_sets is None:
-        launch_sets = load_launch_sets(paths.launches_json) if paths.launches_json.is_file() else []
+        try:
+            launch_sets = load_launch_sets(paths.launches_json) if paths.launches_json.is_file() else []
+        except InputError as exc:  # E's table still stands; every row says why its identity is unknown
+            unreadable, launch_sets = f"the per-launch capture file is malformed: {exc}", []
     evidence = "workbench/launches.json.gz" if paths.launches_json.is_file() else ""
     wrapper = ws.wrapper_source() if hasattr(ws, "wrapper_source") else None
     calls = tuple(wrapper_delegations(wrapper)) if wrapper is not None else ()
@@ -143,9 +152,17 @@ def kernel_trust(ws: Any, table: RatioTable, *, candidate_framework: str,
     cand_backend = candidate_framework.replace("-", "_")
     identities = candidate_identities(table.rows, launch_sets, candidate_backend=cand_backend,
                                       candidate_framework=candidate_framework, wrapper_calls=calls, evidence=evidence)
+    if unreadable:
+        notes.append(unreadable)
+        identities = {p: CandidateIdentity(p, "unknown", unreadable, unknown=(f"identity: {unreadable}",),
+                                           wrapper_calls=calls, evidence=evidence) for p in identities}
     tilegym = getattr(ws, "tilegym", None)
     ref_wrapper = Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if tilegym else None
     gpu = gpu_facts(ws.session_meta())
+    try:
+        ir_entries = _ir_entries(paths.root)
+    except InputError as exc:
+        ir_entries, notes = {}, [*notes, f"IR index unreadable, its entry symbols are not used: {exc}"]
     refs, rnotes = reference_configs_for(table.rows, launch_sets, analysis=ws.analysis, reference_wrapper=ref_wrapper,
-                                         capability=gpu.capability, ir_entries=_ir_entries(paths.root))
+                                         capability=gpu.capability, ir_entries=ir_entries)
     return KernelTrust(candidate_framework, identities, refs, calls, tuple(notes + rnotes))
