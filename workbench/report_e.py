@@ -124,21 +124,31 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
                          f"{_ms(fwd.median_ms)} | {fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
                          f"{fwd.launches_per_iter if fwd.launches_per_iter is not None else '–'} | "
                          f"{_cell(fwd.capture_verdict or '–')} | {_cell(_top_kernel(fwd.kernel_name, short_of))} | "
-                         f"{_cell(_identity_cell(trust, row.params, name))} |\n")
+                         f"{_cell(_identity_cell(trust, row.params, name, short_of))} |\n")
     if short_of:
         lines.append("\nTop kernels in full (the table shows short names):\n\n")
         lines += [f"- `{_code(short)}`: `{_code(full)}`\n" for full, short in short_of.items()]
     return "".join(lines)
 
 
-def _identity_cell(trust: KernelTrust | None, params: str, log: str) -> str:
-    """The candidate row's identity mark and reason (a baseline row: its own kernel, by definition)."""
+_IDENTITY_WORDS = {"candidate": "its own framework's kernel", "reference": "the reference's kernel",
+                   "library": "a PyTorch/library kernel", "none": "no kernel launched"}
+
+
+def _identity_cell(trust: KernelTrust | None, params: str, log: str, short_of: dict[str, str]) -> str:
+    """The candidate row's identity mark, in words, with the main kernel's short name (the legend under the
+    table lists the full one); a baseline row runs the reference by definition."""
     if log != "candidate":
         return "reference"
     ident = trust.identities.get(params) if trust is not None else None
     if ident is None:
         return "? (identity not checked)"
-    return f"{ident.mark}: {ident.why}"
+    if ident.kind == "unknown":
+        return f"?: {ident.why}" if ident.candidate is None else f"?: unrecognised `{_top_kernel(ident.candidate.symbol, short_of)}`"
+    text = f"{ident.mark}: {_IDENTITY_WORDS[ident.kind]}"
+    if ident.candidate is not None:
+        text += f" `{_top_kernel(ident.candidate.symbol, short_of)}`"
+    return text + (", same grid/block/registers/smem" if ident.same_launch else "")
 
 
 def identity_section(trust: KernelTrust | None, table: RatioTable) -> list[str]:
