@@ -415,3 +415,18 @@ def test_malformed_captures_leave_identity_unknown_naming_the_file(tmp_path: Pat
     doc = json.loads(out)
     assert rc == 0 and {r["identity"]["mark"] for r in doc["rows"]} == {"?"}
     assert all("launches.json.gz" in r["identity"]["why"] for r in doc["rows"])
+
+
+def test_symbol_families_of_real_names() -> None:
+    """REAL symbols (recorded captures) plus the real cuBLAS/CUTLASS naming patterns (SYNTHETIC names)."""
+    from workbench.f_evidence.candidate_identity import symbol_family
+
+    assert symbol_family("static_persistent_matmul_kernel_entry") == "cutile-rs"
+    assert symbol_family(SP_SYMBOL) == "cuTile Python"
+    assert symbol_family("rms_norm_fwd_kernel") == "plain"
+    assert symbol_family("_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIN3c108BFloat16EEESt5arr"
+                         "ayIPcLm1EEEEviT0_T1_") == "PyTorch ATen"
+    assert symbol_family("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1") == "library"
+    assert symbol_family("_ZN7cutlass7Kernel2I") == "library"
+    assert symbol_family("gemv_kernel_entry") == "cutile-rs"  # SYNTHETIC: a library-sounding cutile-rs entry
+    assert symbol_family("") == "unknown"

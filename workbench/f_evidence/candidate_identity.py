@@ -39,7 +39,8 @@ NOT_CANDIDATE: frozenset[str] = frozenset({"reference", "library", "none"})
 MARKS: dict[str, str] = {"candidate": "own", "reference": "REF", "library": "LIB", "none": "NONE", "unknown": "?"}
 
 _CUTILE_MANGLED = re.compile(r"_K[a-z]\d+_[A-Z]")
-_LIBRARY = re.compile(r"cutlass|cublas|cudnn|nvjet|xmma|gemmk|gemv|cutensor|ampere_|volta_|turing_|sm\d+_",
+#: vendor-library kernel names (cuBLAS/cuBLASLt ``sm90_xmma_…``/``nvjet_…``, CUTLASS, cuDNN, cuTENSOR)
+_LIBRARY = re.compile(r"cutlass|cublas|cudnn|nvjet|xmma|cutensor|^(?:sm\d+|ampere|volta|turing|hopper)_",
                       re.IGNORECASE)
 
 
@@ -49,12 +50,13 @@ def symbol_family(name: str) -> str:
         return "unknown"
     if is_native(name):
         return "PyTorch ATen"
-    if _LIBRARY.search(name) or name.startswith("_Z"):
-        return "library"
+    # the JIT families first: a cuTile/cutile-rs kernel may well be called ``gemv_…`` or ``sm90_…``
     if _CUTILE_MANGLED.search(name):
         return "cuTile Python"
-    if name.endswith("_entry"):
+    if name.endswith("_entry") and re.fullmatch(r"[A-Za-z_]\w*", name):
         return "cutile-rs"
+    if _LIBRARY.search(name) or name.startswith("_Z"):
+        return "library"
     if re.fullmatch(r"[A-Za-z_]\w*", name):
         return "plain"
     return "unknown"
