@@ -13,7 +13,8 @@ Contract:
   registers, smem): the reference configs whose knobs agree with every decoded constant they carry
   are the ones that fit; one fit names THE config, several a short list, none says so. Knobs the
   symbol does not spell (``num_ctas``, ``occupancy``: compile options) are reported as pinned by the
-  configs function or left open — never guessed.
+  configs function or left open — never guessed. A kernel with no configs to choose from (not
+  autotuned): the named constants are the config (:attr:`ReferenceConfig.config`).
 - A Triton reference symbol spells no constants; the recorded logs carry no Triton kernel metadata,
   so only ``num_warps`` (block.x / 32, from the capture) is known; the result says what is unknown and
   why. A capture without a symbol or without resources says that too.
@@ -25,7 +26,7 @@ import ast
 import re
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -261,38 +262,3 @@ def names_for(symbol: str | None, *, analysis: Any = None, reference_wrapper: Pa
         if signature is not None:
             return signature, f"the @ct.kernel signature of {fn} in {reference_wrapper.name}"
     return None, ""
-
-
-@dataclass(frozen=True)
-class SpelledConfig:
-    """A reference config written in the candidate's spelling, and whether the candidate's space has it."""
-
-    reference: ReferenceConfig
-    candidate_spelling: str | None
-    present: bool | None  # None: the candidate's space is unknown
-    candidate_origin: str = ""
-    notes: tuple[str, ...] = field(default=())
-
-
-def in_candidate_space(ref: ReferenceConfig, candidate: ConfigSpace | None) -> SpelledConfig:
-    """Is THE config the reference ran (decided, else each fit) in the candidate's space?"""
-    if candidate is None or (not ref.fits and ref.config is None):
-        return SpelledConfig(ref, None, None)
-    target = ref.config
-    if target is None:
-        present_any = [f for f in ref.fits if _covered(f, candidate)]
-        return SpelledConfig(ref, None, bool(present_any), candidate.origin,
-                             (f"{len(present_any)} of the {len(ref.fits)} configs that fit are in the candidate's "
-                              "space",))
-    return SpelledConfig(ref, candidate.spelled(target), _covered(target, candidate), candidate.origin)
-
-
-def _covered(cfg: TuneConfig, candidate: ConfigSpace) -> bool:
-    shared = [k for k, _ in cfg.knobs if k in candidate.knobs]
-    ok = any(c.matches(cfg, shared) for c in candidate.configs)
-    # a knob the candidate cannot tune must match its module constant (``_GROUP_SIZE_M = 8``) or be auto
-    for k, v in cfg.knobs:
-        if k not in candidate.knobs and v != AUTO and k in candidate.constants and candidate.constants[k] != v:
-            ok = False
-    return ok
-
