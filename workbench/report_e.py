@@ -404,7 +404,7 @@ def render_agent_e_log(ws: Workspace, table: RatioTable, *, command: str, pytest
     return "".join(out)
 
 
-def render_agent_e_report(ws: Workspace, table: RatioTable) -> str:
+def render_agent_e_report(ws: Workspace, table: RatioTable, trust: KernelTrust | None = None) -> str:
     """``reports/agent_e.md``: the readable summary (the final gate's fallback log location)."""
     assert table.geomean is not None
     ok = sorted(table.matched, key=lambda r: -(r.ratio or 0))
@@ -415,6 +415,8 @@ def render_agent_e_report(ws: Workspace, table: RatioTable) -> str:
                    f"{', inconclusive at the 1.05 gate' if table.inconclusive else ''}.\n\n")
     out.append(f"{len(table.matched)} of {len(table.rows)} config(s) matched; {len(table.missing)} missing or "
                "without baseline.\n\n")
+    if trust is not None:
+        out.append(f"{_cell(trust.summary)}.\n\n")
     if ok:
         out.append("Slowest configs (candidate / baseline):\n\n")
         out += [f"- {_cell(r.params)}: {_ratio(r.ratio)} ({_ms(r.candidate_ms)} vs {_ms(r.baseline_ms)} ms, "
@@ -601,7 +603,7 @@ def plan_e_report(
         files[PERF_LOG] = "".join(san.validator_log if san.validator_log.endswith("\n") or not san.validator_log
                                   else san.validator_log + "\n" for _r, san, _c, _s in sanitized_parts)
     files[INVESTIGATION_LOG] = _join_investigation([(r, san.investigation_log) for r, san, _c, _s in sanitized_parts])
-    files[AGENT_E_REPORT] = render_agent_e_report(ws, table)
+    files[AGENT_E_REPORT] = render_agent_e_report(ws, table, trust)
     first_raw, first_san, first_rc, first_src = sanitized_parts[0]
 
     def agent_log(validator_text: str) -> str:
