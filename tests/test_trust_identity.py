@@ -359,6 +359,10 @@ def test_f_done_kernel_running_the_reference_is_fixable_not_aligned(tmp_path: Pa
     invs = [p.read_text() for p in (root / "silu_and_mul" / "reports").glob("perf_investigation_*.md")]
     assert len(invs) == 4 and all(t.startswith("VERDICT: FIXABLE\n") for t in invs)
     assert all("_silu_and_mul_kernel_row_wise_Kt1_" in t.split("## Candidate identity")[1] for t in invs)
+    for t in invs:  # step 0 leads; the (real) IR diff of the unmeasured cutile-rs kernel is only secondary
+        root = t.split("## Root Cause\n", 1)[1].split("\n## ", 1)[0].splitlines()
+        assert root[0].startswith("- config ") and "does not measure the candidate" in root[0]
+        assert not any(ln.startswith("- diff_ir.sh verdict FAIL_FIXABLE") for ln in root)
 
 
 def test_timeline_shows_identity_and_reference_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

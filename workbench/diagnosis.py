@@ -11,7 +11,8 @@ Steps, in order:
    row whose candidate ran the reference's own kernel, only PyTorch/library kernels, or no kernel at all
    is FIXABLE with the symbols side by side (and the wrapper's delegating call, file:line, where the
    static audit finds it), slow or passing — such a row gets an investigation even inside E's gate,
-   and is never ALIGNED.
+   and is never ALIGNED. Its IR, config and resource findings are then secondary notes: the measured
+   kernel is not the candidate's.
 1. **E table → slow configs.** A matched row is *slow* when ``ratio > 1.05`` (E's gate).
    **Uniform rule**: the gap is uniform when at least :data:`UNIFORM_MIN_SHARE` (75 %) of the matched
    configs are slow *and* the slow ratios lie within a factor :data:`UNIFORM_MAX_SPREAD` (2.0) of each
@@ -634,7 +635,14 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
             irf = [Finding(f.kind, f"{f.summary} (secondary: re-audit once the extra launches are gone)",
                            False, f.evidence, "low", dict(f.details)) for f in irf]
         findings += _cross_check_wrapper(inputs.wrapper_findings, lf) + irf
-        findings += identity_findings(inputs, rows)
+        ident = identity_findings(inputs, rows)
+        if ident:
+            # the measured kernel is not the candidate's: its IR, config and resources cannot explain these
+            # numbers (step 0 first; they stay listed as secondary)
+            findings = [Finding(f.kind, f"{f.summary} (secondary: the measurement did not run the candidate's "
+                                "kernel)", False, f.evidence, "low", dict(f.details))
+                        if f.fixable and f.kind in ("ir", "config", "resources") else f for f in findings]
+            findings = [*ident, *findings]
         findings = _gate(findings, gap)
         limitation: str | None = None
         links: list[str] = []

@@ -464,7 +464,7 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     if fixable:
         for f in fixable:
             lines.append(f"- {OWNER.get(f.kind, 'Agent B/reflection')}: {action(f)}")
-        wrapper_issue = any(f.kind in ("launch_count", "wrapper", "dispatch") for f in fixable)
+        wrapper_issue = any(f.kind in ("launch_count", "wrapper", "dispatch", "identity") for f in fixable)
         lines.append(f"- Template propagation needed: {'yes' if wrapper_issue else 'no'}")
     elif inv.verdict == "BLOCKED":
         lines.append("- Produce the missing evidence (see Root Cause) and re-run `cutile-workbench report f "
