@@ -117,10 +117,13 @@ def identity_lines(table: RatioTable, trust: KernelTrust | None) -> list[str]:
     if trust is None:
         return []
     out = [trust.summary + "  (id: own / REF / LIB / NONE / ?)"]
-    for r in table.rows:
-        ident = trust.identities.get(r.params)
-        if ident is not None and ident.kind != "candidate":
-            out.append(f"  {ident.mark} {r.params}: {ident.why}")
+    flagged = [(r.params, trust.identities[r.params]) for r in table.rows
+               if r.params in trust.identities and trust.identities[r.params].kind != "candidate"]
+    whys = {i.why for _p, i in flagged}
+    if len(flagged) > 1 and len(whys) == 1 and all(i.kind == "unknown" for _p, i in flagged):
+        out.append(f"  ? every flagged row: {whys.pop()}")  # one reason for all: say it once
+    else:
+        out += [f"  {ident.mark} {params}: {ident.why}" for params, ident in flagged]
     out += [f"  wrapper: {c}" for c in trust.wrapper_calls]
     return out
 
