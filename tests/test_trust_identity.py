@@ -434,3 +434,44 @@ def test_symbol_families_of_real_names() -> None:
     assert symbol_family("_ZN7cutlass7Kernel2I") == "library"
     assert symbol_family("gemv_kernel_entry") == "cutile-rs"  # SYNTHETIC: a library-sounding cutile-rs entry
     assert symbol_family("") == "unknown"
+
+
+def test_delegating_wrapper_script_makes_a_wrapper_the_audit_flags(tmp_path: Path) -> None:
+    """SYNTHETIC mini TileGym tree (stub ``register_impl``, stub ops): bench/delegating_wrapper.py (the GPU
+    step ``delegate``) makes the cutile-rs op return the reference's result, and the static audit cites it."""
+    import importlib
+    import subprocess
+    import sys
+
+    src = tmp_path / "TileGym" / "src" / "tilegym"
+    for d in ("backend", "ops/cutile", "ops/cutile_rs"):
+        (src / d).mkdir(parents=True)
+        (src / d / "__init__.py").write_text("")
+    (src / "__init__.py").write_text("")
+    (src / "ops" / "__init__.py").write_text("")
+    (src / "backend" / "__init__.py").write_text("def register_impl(name, backend):\n    return lambda f: f\n")
+    (src / "ops" / "cutile" / "toy.py").write_text(
+        'from tilegym.backend import register_impl\n\n\n@register_impl("toy", backend="cutile")\n'
+        'def toy(input, out=None):\n    return ("reference", input, out)\n')
+    (src / "ops" / "cutile_rs" / "toy.py").write_text(
+        'from tilegym.backend import register_impl\n\n\n@register_impl("toy", backend="cutile-rs")\n'
+        'def toy(input, out=None, **kwargs):\n    """docstring stays first."""\n    return ("cutile-rs", input, out)\n')
+    script = HERE.parent / "bench" / "delegating_wrapper.py"
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "TileGym"), "toy"], capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    wrapper = src / "ops" / "cutile_rs" / "toy.py"
+    calls = wrapper_delegations(wrapper)
+    assert len(calls) == 1 and "calls `_reference_impl` (tilegym.ops.cutile.toy.toy)" in calls[0]
+    sys.path.insert(0, str(tmp_path / "TileGym" / "src"))
+    try:
+        mod = importlib.import_module("tilegym.ops.cutile_rs.toy")
+        assert mod.toy(1, out=2, extra=3) == ("reference", 1, 2)  # extra dropped: the reference takes no **kw
+        assert mod.toy.__doc__ == "docstring stays first."
+    finally:
+        sys.path.remove(str(tmp_path / "TileGym" / "src"))
+        for name in [m for m in sys.modules if m == "tilegym" or m.startswith("tilegym.")]:
+            del sys.modules[name]
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "TileGym"), "nope"], capture_output=True,
+                         text=True, check=False)
+    assert bad.returncode == 2 and "error:" in bad.stderr
