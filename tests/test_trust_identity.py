@@ -475,3 +475,15 @@ def test_delegating_wrapper_script_makes_a_wrapper_the_audit_flags(tmp_path: Pat
     bad = subprocess.run([sys.executable, str(script), str(tmp_path / "TileGym"), "nope"], capture_output=True,
                          text=True, check=False)
     assert bad.returncode == 2 and "error:" in bad.stderr
+
+
+def test_aten_kernel_the_reference_test_also_ran_is_lib_not_ref() -> None:
+    """SYNTHETIC (real silu_and_mul captures, candidate kernel renamed to the ATen add the cuTile baseline's
+    REAL backward set records): still LIB — a PyTorch helper is never 'the reference's kernel'."""
+    sets = load_launch_sets(SESSION / "silu_and_mul" / "workbench" / "launches.json.gz")
+    aten = next(x.name for s in sets if s.backend == "cutile" for c in s.calls for x in c.launches
+                if "CUDAFunctor_add" in x.name)
+    ws = stage_e.open_kernel("silu_and_mul", out_root=SESSION, tilegym=None)
+    ids = candidate_identities(stage_e.ratio_table(ws).rows, _strip(sets, "cutile_rs", name=aten),
+                               candidate_backend="cutile_rs", candidate_framework="cutile-rs")
+    assert {i.mark for i in ids.values()} == {"LIB"}

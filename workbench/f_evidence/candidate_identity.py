@@ -7,10 +7,11 @@ launches per call of each side — and, where the wrapper source is at hand, the
 
 - ``candidate``: the main kernel is one of the candidate framework's (cutile-rs: ``<fn>_entry``;
   a stand-in candidate: its own framework's symbol family) and not the reference's symbol;
-- ``reference``: the candidate's main kernel IS a kernel the reference ran for that config (same
-  symbol), or a kernel of the reference's framework (a cuTile-mangled symbol under cutile-rs): a
-  wrapper that delegates to the reference, or a silent fallback;
-- ``library``: the main kernel is a PyTorch ATen or vendor-library kernel (cuBLAS, CUTLASS, cuDNN…);
+- ``reference``: the candidate's main kernel IS a kernel the reference (or another captured backend)
+  ran for that config (same symbol), or a kernel of the reference's framework (a cuTile-mangled symbol
+  under cutile-rs): a wrapper that delegates to the reference, or a silent fallback;
+- ``library``: the main kernel is a PyTorch ATen or vendor-library kernel (cuBLAS, CUTLASS, cuDNN…),
+  whoever else ran it;
 - ``none``: the captured calls launched no GPU kernel at all (nothing measurable);
 - ``unknown``: no capture of the candidate for the config, a capture without launch records
   (CUDA events only) or without kernel symbols, or a symbol of no recognisable family — ``why``
@@ -168,7 +169,12 @@ def identify(row: RatioRow, launch_sets: Sequence[LaunchSet], candidate_backend:
     cand = side_launch(cset)
     base = next((b for b in (side_launch(s) for s in base_sets if same_backend(s.backend, row.baseline_backend)) if b),
                 None)
-    base_symbols = {k for s in base_sets for c in s.calls for k in (x.name for x in c.launches if x.kind == "kernel")}
+    ran_by: dict[str, str] = {}  # kernel symbol → the (first) other backend whose capture ran it
+    for s in base_sets:
+        for c in s.calls:
+            for x in c.launches:
+                if x.kind == "kernel":
+                    ran_by.setdefault(x.name, s.backend)
     if cand is None:
         return CandidateIdentity(row.params, "none", f"the candidate's {len(cset.calls)} captured call(s) launched no "
                                  "GPU kernel: nothing measurable", None, base, wrapper_calls=calls, evidence=evidence)
@@ -184,14 +190,17 @@ def identify(row: RatioRow, launch_sets: Sequence[LaunchSet], candidate_backend:
     own = expected_family(candidate_framework)
     ref_fam = base.family if base is not None else None
     kind: IdentityKind
-    if cand.symbol in base_symbols:
+    if cand.family in ("PyTorch ATen", "library"):
+        # a helper kernel the reference's test also ran (an ATen add in a backward) is still a library kernel
+        kind, why = "library", f"the candidate's main kernel is a {cand.family} kernel (`{cand.symbol}`), not {own}"
+    elif cand.symbol in ran_by:
         kind = "reference"
-        why = (f"the candidate ran the reference's own kernel `{cand.symbol}`"
+        who = ("the reference's own kernel" if same_backend(ran_by[cand.symbol], row.baseline_backend)
+               else f"{ran_by[cand.symbol]}'s kernel")
+        why = (f"the candidate ran {who} `{cand.symbol}`"
                + (" with the same grid, block, registers and smem" if same_launch else ""))
     elif cand.family == own and own != "unknown":
         kind, why = "candidate", f"a {own} kernel (`{cand.symbol}`)"
-    elif cand.family in ("PyTorch ATen", "library"):
-        kind, why = "library", f"the candidate's main kernel is a {cand.family} kernel (`{cand.symbol}`), not {own}"
     elif ref_fam is not None and cand.family == ref_fam and cand.family != "unknown":
         kind, why = "reference", (f"the candidate ran a {cand.family} kernel (`{cand.symbol}`), the reference's "
                                   f"framework, not a {own} kernel")
