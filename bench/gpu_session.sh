@@ -163,6 +163,17 @@ PY
       for be in cutile-rs cutile; do
         step "ncu_mm_$be" 120 $NCU --metrics "$M,$MX" python3 bench/ncu_target.py --op matmul --backend $be --shape 4096,4096,4096 --static-persistent
       done ;;
+    delegate)  # issue 18: a REAL delegating cutile-rs wrapper (calls TileGym's cuTile op) must read REF / FIXABLE
+      step delegate 260 bash -c 'rm -rf /tmp/tgdel && mkdir -p /tmp/tgdel && cp -r "$TG" /tmp/tgdel/ &&
+        python3 bench/delegating_wrapper.py /tmp/tgdel/TileGym silu_and_mul &&
+        export PYTHONPATH="/tmp/site:$PWD:/tmp/tgdel/TileGym/src" &&
+        python3 -m workbench run silu_and_mul --tilegym /tmp/tgdel/TileGym -b cutile-rs -b cutile \
+          -k "64-1024-512-torch.float16 or 64-1024-8192-torch.float16" --timeout 150 --out-root "$W/deleg" &&
+        python3 -m workbench table silu_and_mul --out-root "$W/deleg" &&
+        python3 -m workbench report e silu_and_mul --out-root "$W/deleg" --yes --no-real-scripts | tail -n 3 &&
+        python3 -m workbench report f silu_and_mul --tilegym /tmp/tgdel/TileGym --out-root "$W/deleg" --yes \
+          --no-real-scripts | tail -n 2 &&
+        sed -n "1,12p;/## Candidate identity/,\$p" "$W"/deleg/silu_and_mul/reports/perf_investigation_64-1024-512*.md' ;;
     rsmmwb)
       step matmul_wb 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --dump-ir --timeout 300 --out-root "$W/rec" ;;

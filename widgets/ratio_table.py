@@ -2,8 +2,9 @@
 
 Contract: fed ``workbench.model.RatioRow`` objects (``set_rows``) and, optionally, each row's speed
 of light (``sol``: ``(func_key, params)`` → ``workbench.f_evidence.sol.SolRow``, shown as "SOL c/b",
-the fraction of the measured peak each side reaches, "—" where there is no work model); never reads
-files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
+the fraction of the measured peak each side reaches, "—" where there is no work model) and each row's
+candidate identity mark (``marks``: params → ``own``/``REF``/``LIB``/``NONE``/``?``, the narrow "id"
+column; REF/LIB/NONE in bold red); never reads files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
 the visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
 can reproduce exactly what the table shows. Enter posts :class:`RatioTable.RowChosen`.
 Cell text is passed as ``rich.text.Text`` (never markup) because params strings are user data.
@@ -64,7 +65,10 @@ COLUMNS: tuple[Column, ...] = (
     Column("launches", "launch c/b", lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0)),
     Column("sol", "SOL c/b", lambda r: None),  # sorted by the candidate's fraction (visible_rows' ``sol``)
     Column("verdict", "verdict", lambda r: r.row_verdict),
+    Column("id", "id", lambda r: None),  # candidate identity mark; sorted by ``marks`` (visible_rows)
 )
+#: identity marks that mean "this row does not measure the candidate" (workbench.f_evidence.candidate_identity)
+ALARM_MARKS = frozenset({"REF", "LIB", "NONE"})
 NO_SOL = "—"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
@@ -92,6 +96,7 @@ def visible_rows(
     sort_key: str = "config",
     reverse: bool = False,
     sol: Mapping[tuple[str, str], SolRow] | None = None,
+    marks: Mapping[str, str] | None = None,
 ) -> list[RatioRow]:
     """The rows the table shows, in order. ``None`` sort values always sort last."""
     needle = filter_text.strip().lower()
@@ -113,7 +118,10 @@ def visible_rows(
     def by_sol(r: RatioRow) -> Any:
         return _candidate_sol(sols.get((r.func_key, r.params)))
 
-    get: Callable[[RatioRow], Any] = _BY_KEY[sort_key].sort_value if sort_key != "sol" else by_sol
+    def by_mark(r: RatioRow) -> Any:
+        return (marks or {}).get(r.params)
+
+    get: Callable[[RatioRow], Any] = {"sol": by_sol, "id": by_mark}.get(sort_key, _BY_KEY[sort_key].sort_value)
     present = [r for r in out if get(r) is not None]
     absent = [r for r in out if get(r) is None]
     present.sort(key=get, reverse=reverse)
@@ -138,7 +146,7 @@ def sol_text(sr: SolRow | None) -> str:
     return "/".join(NO_SOL if v is None else f"{v * 100:.0f}%" for v in sides)
 
 
-def _row_texts(row: RatioRow, sol: SolRow | None = None) -> tuple[list[str], str, bool]:
+def _row_texts(row: RatioRow, sol: SolRow | None = None, mark: str = "") -> tuple[list[str], str, bool]:
     """Display strings of one row (column order), the verdict style, and extra-launches flag."""
     ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
     ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
@@ -160,6 +168,7 @@ def _row_texts(row: RatioRow, sol: SolRow | None = None) -> tuple[list[str], str
         _launches(row),
         sol_text(sol),
         verdict if not row.reason else f"{verdict} ({row.reason})",
+        mark,
     ]
     return strings, vstyle, extra
 
@@ -179,12 +188,13 @@ def _cells_from(strings: list[str], vstyle: str, extra: bool, verdict: str) -> l
         launches,
         Text(strings[8], justify="right", style="dim" if strings[8] == NO_SOL else ""),
         Text(strings[9], style=vstyle),
+        Text(strings[10], style="bold red" if strings[10] in ALARM_MARKS else "yellow" if strings[10] == "?" else "dim"),
     ]
 
 
-def row_cells(row: RatioRow, sol: SolRow | None = None) -> list[Text]:
+def row_cells(row: RatioRow, sol: SolRow | None = None, mark: str = "") -> list[Text]:
     """Display cells of one row (styled by verdict; never parsed as markup)."""
-    strings, vstyle, extra = _row_texts(row, sol)
+    strings, vstyle, extra = _row_texts(row, sol, mark)
     return _cells_from(strings, vstyle, extra, row.row_verdict)
 
 
@@ -227,10 +237,11 @@ class RatioTable(DataTable[Text]):
         """Posted after every rebuild (sort, filter, slow-only, variant or new rows)."""
 
     def __init__(self, rows: Sequence[RatioRow] = (), *, sol: Mapping[tuple[str, str], SolRow] | None = None,
-                 **kwargs: Any) -> None:
+                 marks: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._all: list[RatioRow] = list(rows)
         self._sol: dict[tuple[str, str], SolRow] = dict(sol or {})
+        self._marks: dict[str, str] = dict(marks or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
         self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
@@ -239,10 +250,13 @@ class RatioTable(DataTable[Text]):
         self._widths: dict[str, int] = {}
 
     # ------------------------------------------------------------------ data
-    def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None) -> None:
+    def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None,
+                 marks: Mapping[str, str] | None = None) -> None:
         self._all = list(rows)
         if sol is not None:
             self._sol = dict(sol)
+        if marks is not None:
+            self._marks = dict(marks)
         self._rebuild()
 
     @property
@@ -276,10 +290,12 @@ class RatioTable(DataTable[Text]):
             sort_key=self.sort_key,
             reverse=self.reverse,
             sol=self._sol,
+            marks=self._marks,
         )
         cols = self.visible_columns()
         keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
-        texts = [_row_texts(r, self._sol.get((r.func_key, r.params))) for r in self._shown]
+        texts = [_row_texts(r, self._sol.get((r.func_key, r.params)), self._marks.get(r.params, ""))
+                 for r in self._shown]
         # Fixed widths from every row's strings (the Text cells of rows past the first batch
         # are built after the first paint), so added rows never make the columns jump.
         widths = [max([self._label(c).cell_len, *(_width(t[0][i]) for t in texts)])
@@ -370,6 +386,8 @@ class RatioTable(DataTable[Text]):
 
     def visible_columns(self) -> list[Column]:
         hidden = COMPACT_HIDDEN if self.compact else ()
+        if not self._marks:
+            hidden = (*hidden, "id")  # identity not computed (e.g. synthetic data): no empty column
         return [c for c in COLUMNS if c.key not in hidden]
 
     # ------------------------------------------------------------------ actions

@@ -7,6 +7,12 @@ search-space audit, ncu probes, the GPU, which inputs are missing) and returns t
 
 Steps, in order:
 
+0. **Candidate identity** (:mod:`workbench.f_evidence.candidate_identity`, from the captures): a matched
+   row whose candidate ran the reference's own kernel, only PyTorch/library kernels, or no kernel at all
+   is FIXABLE with the symbols side by side (and the wrapper's delegating call, file:line, where the
+   static audit finds it), slow or passing — such a row gets an investigation even inside E's gate,
+   and is never ALIGNED. Its IR, config and resource findings are then secondary notes: the measured
+   kernel is not the candidate's.
 1. **E table → slow configs.** A matched row is *slow* when ``ratio > 1.05`` (E's gate).
    **Uniform rule**: the gap is uniform when at least :data:`UNIFORM_MIN_SHARE` (75 %) of the matched
    configs are slow *and* the slow ratios lie within a factor :data:`UNIFORM_MAX_SPREAD` (2.0) of each
@@ -40,11 +46,12 @@ Steps, in order:
 Verdict rules (one test each in ``tests/test_f_rules.py``):
 
 - **V1** No E table, or no matched config → BLOCKED.
-- **V2** No matched row slower than 1.05x and none where the candidate launches more per call
-  (kernel_times counts) → ALIGNED, high confidence (E's gate: nothing to fix). Rows with extra
-  launches are investigated even within the gate.
+- **V2** No matched row slower than 1.05x, none where the candidate launches more per call
+  (kernel_times counts) and none that did not run the candidate (step 0) → ALIGNED, high confidence
+  (E's gate: nothing to fix). Rows with extra launches or a wrong identity are investigated even
+  within the gate.
 - **V3** Any fixable finding → FIXABLE. Fixable without further condition: extra launches or a fallback
-  (step 2), a dispatch finding (step 4), a perf-relevant IR critical (step 6), a high-confidence
+  (step 2), a candidate-identity finding (step 0), a dispatch finding (step 4), a perf-relevant IR critical (step 6), a high-confidence
   static wrapper finding not cleared by measurement (step 7). Fixable **only with a real per-launch
   gap** (step 3; seed step 3: "If the reference best config is absent and the kernel-time gap is
   real, classify as FIXABLE"): search-space gaps, analysis.json config/key gaps, resource pressure,
@@ -89,6 +96,7 @@ from workbench.f_evidence.launches import (
 )
 from workbench.f_evidence.ncu import ProbeResult, probe_for
 from workbench.f_evidence.search_space import SearchSpaceAudit, SpaceComparison
+from workbench.f_evidence.trust import KernelTrust
 from workbench.ir.audit import IRAudit
 from workbench.model import Finding, Investigation, LaunchSet, PerfRecord, RatioRow, RatioTable
 
@@ -138,6 +146,8 @@ class FInputs:
     #: params → audit of the IR that config ran (``run --dump-ir``: workbench/ir/index.json); preferred
     #: over the variant pair for that config
     ir_config_audits: dict[str, IRAudit] = field(default_factory=dict)
+    #: who ran each row (candidate identity) and which config the reference ran (f_evidence.trust)
+    trust: KernelTrust | None = None
 
 
 # --------------------------------------------------------------------------- step 5 helpers
@@ -520,6 +530,31 @@ def _blocked_all(inputs: FInputs, why: str) -> Investigation:
                           "launch_evidence": None, "gap": None, "rule": "V1"})
 
 
+def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding]:
+    """Step 0: a row whose candidate ran the reference's kernel, only library kernels, or nothing measurable
+    is FIXABLE whatever its ratio (a passing ratio of the reference against itself proves nothing)."""
+    trust = inputs.trust
+    if trust is None:
+        return []
+    out: list[Finding] = []
+    for r in rows:
+        ident = trust.identities.get(r.params)
+        if ident is None or not ident.not_candidate:
+            continue
+        cand = ident.candidate.symbol if ident.candidate else "none"
+        base = ident.baseline.symbol if ident.baseline else "n/a"
+        where = tuple(e for e in (ident.evidence, *(c.split(": ", 1)[0] for c in ident.wrapper_calls)) if e)
+        ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "NA"
+        out.append(Finding(
+            "identity", f"config {r.params} ({ratio}) does not measure the candidate: {ident.why} "
+            f"(candidate `{cand}` vs reference `{base}`)" + (
+                "; the wrapper delegates: " + "; ".join(ident.wrapper_calls) if ident.wrapper_calls else ""),
+            True, where, "high", {"rule": "candidate_identity", "config": r.params, "kind": ident.kind,
+                                  "candidate_kernel": cand, "baseline_kernel": base,
+                                  "same_launch": ident.same_launch, "wrapper_calls": list(ident.wrapper_calls)}))
+    return out
+
+
 def _relevant(f: Finding, rows: Sequence[RatioRow]) -> bool:
     """A kernel-wide finding that names configs/variants applies to the investigations holding them."""
     params = {r.params for r in rows}
@@ -547,6 +582,10 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
     if pattern == "none" and extra:
         # within E's gate overall, but the candidate launches more per call: a wrapper defect (V2's condition)
         pattern, slow = "shape_specific", extra
+    not_candidate = [r for r in table.matched if identity_findings(inputs, [r])]
+    if pattern == "none" and not_candidate:
+        # passing rows that did not run the candidate: never ALIGNED (step 0)
+        pattern, slow = "shape_specific", not_candidate
     if pattern == "none":
         gm = f"{table.geomean:.4f}" if table.geomean is not None else "n/a"
         # nothing to investigate, but the launch evidence is still shown per config (it backs V2's
@@ -596,6 +635,14 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
             irf = [Finding(f.kind, f"{f.summary} (secondary: re-audit once the extra launches are gone)",
                            False, f.evidence, "low", dict(f.details)) for f in irf]
         findings += _cross_check_wrapper(inputs.wrapper_findings, lf) + irf
+        ident = identity_findings(inputs, rows)
+        if ident:
+            # the measured kernel is not the candidate's: its IR, config and resources cannot explain these
+            # numbers (step 0 first; they stay listed as secondary)
+            findings = [Finding(f.kind, f"{f.summary} (secondary: the measurement did not run the candidate's "
+                                "kernel)", False, f.evidence, "low", dict(f.details))
+                        if f.fixable and f.kind in ("ir", "config", "resources") else f for f in findings]
+            findings = [*ident, *findings]
         findings = _gate(findings, gap)
         limitation: str | None = None
         links: list[str] = []
@@ -617,8 +664,13 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
                              pat, details)  # type: ignore[arg-type]
 
     if pattern == "uniform":
-        return [investigate("all_shapes", slow, "uniform")]
-    return [investigate(r.params, [r], "shape_specific") for r in slow]
+        invs = [investigate("all_shapes", slow, "uniform")]
+    else:
+        invs = [investigate(r.params, [r], "shape_specific") for r in slow]
+    covered = {r.params for inv in invs for r in inv.rows}
+    # a passing row that did not run the candidate gets its own report (step 0), never silence
+    invs += [investigate(r.params, [r], "shape_specific") for r in not_candidate if r.params not in covered]
+    return invs
 
 
 def _config_gap(space: Sequence[Finding], variant: str | None) -> str:

@@ -14,6 +14,8 @@ Contract of :func:`collect_inputs` (returns :class:`~workbench.diagnosis.FInputs
   cutile-rs wrapper (static audit and search space; needs a TileGym checkout) and the reference
   cuTile wrapper beside it, ``workbench/probes/*.json``.
 - The session's GPU (:func:`workbench.f_evidence.gpu.gpu_facts`) resolves the wrappers' arch branches.
+- Candidate identity per row and the reference's config (:func:`workbench.report_e.workspace_trust`,
+  the same answer E's table and performance.md show).
 """
 
 from __future__ import annotations
@@ -118,10 +120,51 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
 
     argnames = {**recorded_argnames(ws.kernel),
                 **test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ())}
+    trust = None
+    if table is not None and cand_log is not None:
+        from workbench.report_e import workspace_trust
+
+        trust = workspace_trust(ws, table, cand_log, launch_sets if paths.launches_json.is_file() else None)
+        if search is not None:
+            search = with_ran_configs(search, trust, table)
     return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
                    candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
                    probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames,
-                   ir_config_audits=_ir_config_audits(ws))
+                   ir_config_audits=_ir_config_audits(ws), trust=trust)
+
+
+def ran_configs_by_variant(trust: Any, table: Any) -> dict[str | None, list[Any]]:
+    """``{variant: [ReferenceConfig, …]}`` of the matched rows whose reference config the evidence pins."""
+    out: dict[str | None, list[Any]] = {}
+    for r in table.matched:
+        rc = trust.reference_configs.get(r.params)
+        if rc is not None and rc.decided:
+            out.setdefault(r.variant, []).append(rc)
+    return out
+
+
+def with_ran_configs(search: Any, trust: Any, table: Any) -> Any:
+    """The search-space audit with each variant's "best" config taken from what the reference RAN (its captured
+    symbol decoded, :mod:`workbench.f_evidence.reference_config`) when every row of the variant pins the same
+    config — the captures outrank analysis.json's ``best_config`` (a claim), and a disagreement is noted."""
+    from workbench.f_evidence.search_space import compare_spaces
+
+    ran = ran_configs_by_variant(trust, table)
+    comparisons = []
+    for c in search.comparisons:
+        rcs = ran.get(c.variant) or (ran.get(None) if c.variant is None else None) or []
+        labels = {rc.config.label for rc in rcs}
+        if len(labels) != 1:
+            comparisons.append(c)
+            continue
+        rc = rcs[0]
+        src = f"the reference's captured kernel symbol `{rc.symbol}` ({rc.constants_source})"
+        if c.best is not None and not c.best.matches(rc.config, [k for k, _ in c.best.knobs]):
+            search.notes.append(f"variant {c.variant or '(single)'}: {c.best_source} says {c.best.label}, but the "
+                                f"reference ran {rc.config.label} (its captured symbol): the captures win")
+        comparisons.append(compare_spaces(c.candidate, c.reference, c.variant, (rc.config, src)))
+    search.comparisons = comparisons
+    return search
 
 
 def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:

@@ -32,6 +32,7 @@ OWNER = {
     "config": "Agent B/D (autotune search space: wrapper configs + FFI compile options)",
     "resources": "Agent B/D (tile config for this shape)",
     "ir": "Agent B (kernel.rs)",
+    "identity": "Agent D (wrapper / ffi.rs: the candidate must launch its own cutile-rs kernel)",
 }
 MAX_LISTED_CONFIGS = 12
 
@@ -127,6 +128,35 @@ def rows_table(rows: Sequence[RatioRow]) -> list[str]:
     return out
 
 
+def candidate_identity_lines(inputs: FInputs, rows: Sequence[RatioRow]) -> list[str]:
+    """Symbols side by side (and launch resources) for the rows whose candidate is not its own kernel."""
+    trust = inputs.trust
+    if trust is None:
+        return ["Candidate identity not checked (no E table or no candidate log)."]
+    out = [f"{trust.summary}.", "",
+           "| Config | mark | candidate kernel | reference kernel | grid cand/ref | block cand/ref | "
+           "registers cand/ref | smem cand/ref (B) | why |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ident = trust.identities.get(r.params)
+        if ident is None:
+            continue
+        c, b = ident.candidate, ident.baseline
+
+        def pair(attr: str, c: Any = c, b: Any = b) -> str:
+            cv = getattr(c, attr) if c is not None else None
+            bv = getattr(b, attr) if b is not None else None
+            return f"{'n/a' if cv is None else cv} / {'n/a' if bv is None else bv}"
+
+        out.append(f"| {cell(r.params)} | {ident.mark} | `{cell(c.symbol if c else 'none')}` | "
+                   f"`{cell(b.symbol if b else 'n/a')}` | {pair('grid')} | {pair('block')} | {pair('registers')} | "
+                   f"{pair('smem')} | {cell(ident.why)} |")
+    calls = trust.wrapper_calls
+    out += [""] + ([f"- wrapper call that reaches another backend (static audit): {c}" for c in calls] if calls else
+                   ["- static audit of the wrapper: no call into another backend found" if inputs.wrapper_read else
+                    "- wrapper source not read (pass --tilegym): no file:line for the delegating call"])
+    return out
+
+
 def identity_table(kernels: Sequence[Any]) -> list[str]:
     out = ["| Config | variant (config_to_variant) | candidate kernel | reference kernel | source |",
            "|---|---|---|---|---|"]
@@ -144,11 +174,10 @@ def search_space_lines(inputs: FInputs) -> list[str]:
     out = [f"GPU for arch-conditional configs: sm_{audit.capability[0]}{audit.capability[1]} ({audit.capability_source})."]
     for c in audit.comparisons:
         out += ["", f"- variant {c.variant or '(single)'}: candidate {c.candidate.origin} ({len(c.candidate.configs)} "
-                f"config(s)) vs reference {c.reference.origin} ({len(c.reference.configs)})",
-                f"  - compared on knobs: {', '.join(c.compared_on) or 'none'}"]
-        if c.best is not None:
-            out.append(f"  - reference best config ({c.best_source}): {c.best.label} — "
-                       + ("present" if c.best_present else "ABSENT from the candidate's space"))
+                f"config(s)) vs reference {c.reference.origin} ({len(c.reference.configs)})"]
+        # seed step 3's question first: is THE config the reference ran in the candidate's space?
+        out += ran_config_lines(inputs, c)
+        out.append(f"  - supporting detail: compared on knobs {', '.join(c.compared_on) or 'none'}")
         if c.missing:
             shown = c.missing[:MAX_LISTED_CONFIGS]
             out.append(f"  - reference configs absent from the candidate ({len(c.missing)}), in the candidate's spelling:")
@@ -165,6 +194,24 @@ def search_space_lines(inputs: FInputs) -> list[str]:
     if not audit.comparisons and not audit.notes:
         out.append("- no autotune configs on either side")
     return out
+
+
+def ran_config_lines(inputs: FInputs, c: Any) -> list[str]:
+    """The config the reference ran for this variant (from its own evidence, else analysis.json's best_config)
+    and whether the candidate's space has it, in the candidate's spelling; what is unknown when not pinned."""
+    if c.best is not None:
+        where = "PRESENT in" if c.best_present else "**ABSENT** from"
+        return [f"  - **the config the reference ran**: {c.best.label} ({c.best_source}) — {where} the candidate's "
+                f"space; in the candidate's spelling: `{c.candidate.spelled(c.best)}`"]
+    trust = inputs.trust
+    rows = [r for r in (inputs.table.matched if inputs.table is not None else [])
+            if c.variant is None or r.variant == c.variant]
+    refs = [trust.reference_configs[r.params] for r in rows if trust is not None and r.params in trust.reference_configs]
+    if not refs:
+        return ["  - the config the reference ran: unknown (no capture of the reference's kernel for this variant)"]
+    texts = sorted({rc.text for rc in refs})
+    return ["  - the config the reference ran is not pinned by its evidence: " + texts[0]
+            + (f" (and {len(texts) - 1} other answer(s) across the configs)" if len(texts) > 1 else "")]
 
 
 def config_parity(inputs: FInputs) -> list[str]:
@@ -193,7 +240,8 @@ def best_config_lines(inputs: FInputs) -> list[str]:
 
     bests = best_configs(inputs.analysis)
     if not bests:
-        return ["", "- analysis.json names no best_config: nothing to look for in the candidate's search space."]
+        return ["", "- analysis.json names no best_config; the config the reference ran is read from its own "
+                "captured kernel symbol instead (search-space section below)."]
     inconsistent = {f.details.get("variant") for f in config_findings(inputs.analysis, "")
                     if f.details.get("rule") == "analysis_best_config"}
     listed = {v.variant_name for v in getattr(inputs.analysis, "kernel_variants", ()) or () if v.autotune_configs}
@@ -289,6 +337,14 @@ def action(f: Finding) -> str:
         for knob, vals in (f.details.get("absent_knobs") or {}).items():
             parts.append(f"make `{knob}` tunable ({vals}; carry it through the FFI / kernel generics)")
         return f"in {where} ({f.details.get('capability')} branch of the reference): " + "; ".join(parts) + "; re-tune"
+    if f.kind == "identity":
+        calls = f.details.get("wrapper_calls") or []
+        where = f" (wrapper: {'; '.join(calls)})" if calls else ""
+        what = {"reference": "stop running the reference's kernel", "library": "replace the PyTorch/library kernel",
+                "none": "make the call launch its cutile-rs kernel"}.get(str(f.details.get("kind")), "fix the dispatch")
+        return (f"{what} for config {f.details.get('config')}: the candidate ran `{f.details.get('candidate_kernel')}`"
+                f"{where}; route the call to the cutile-rs FFI kernel (no delegation, no silent fallback) and "
+                "re-measure")
     if f.kind == "dispatch":
         return (f"{f.summary}: route each variant's configs to that variant's kernel in the wrapper/ffi.rs "
                 "dispatch (check the variant flag reaches the FFI)")
@@ -351,6 +407,18 @@ def _no_slow_launch_lines(evidences: dict[str, LaunchEvidence]) -> list[str]:
     return out
 
 
+def _identity_of(inputs: FInputs, rows: Sequence[RatioRow]) -> str:
+    """One line: the candidate identity of these rows (marks and reasons for any that are not the candidate's)."""
+    trust = inputs.trust
+    if trust is None or not rows:
+        return "Candidate identity: not checked"
+    idents = [trust.identities[r.params] for r in rows if r.params in trust.identities]
+    if idents and all(i.kind == "candidate" for i in idents):
+        return f"Candidate identity: {len(idents)} of {len(rows)} row(s) ran {trust.candidate_framework}'s own kernels"
+    other = "; ".join(f"{i.mark} {i.params}: {i.why}" for i in idents if i.kind != "candidate")
+    return f"Candidate identity: {other or 'unknown (no capture of these rows)'}"
+
+
 def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     """``perf_investigation_<scope>.md`` (first line is the verdict, nothing before it)."""
     d = details(inv)
@@ -369,6 +437,8 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         if no_slow and table.verdict == "DONE":
             lines.append("- Agent E verdict: DONE — terminal in TileGym's pipeline (no F runs after it); this report "
                          "records that F has nothing to investigate")
+    if inputs.trust is not None:  # issue 18: who ran these rows, before any conclusion is drawn from them
+        lines.append(f"- {_identity_of(inputs, inv.rows)}")
     if inv.rows:
         lines += ["", *rows_table(inv.rows)]
     lines += ["", "## Launch-count evidence", *_launch_section(inv)]
@@ -394,7 +464,7 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     if fixable:
         for f in fixable:
             lines.append(f"- {OWNER.get(f.kind, 'Agent B/reflection')}: {action(f)}")
-        wrapper_issue = any(f.kind in ("launch_count", "wrapper", "dispatch") for f in fixable)
+        wrapper_issue = any(f.kind in ("launch_count", "wrapper", "dispatch", "identity") for f in fixable)
         lines.append(f"- Template propagation needed: {'yes' if wrapper_issue else 'no'}")
     elif inv.verdict == "BLOCKED":
         lines.append("- Produce the missing evidence (see Root Cause) and re-run `cutile-workbench report f "
@@ -418,6 +488,8 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
     out: list[str] = []
     kernels = d.get("kernels") or []
     variants = {k.variant for k in kernels if k.variant}
+    if "identity" in kinds:
+        out += ["", "## Candidate identity", *candidate_identity_lines(inputs, inv.rows)]
     if "dispatch" in kinds or len(variants) > 1:
         out += ["", "## Kernel identity", *identity_table(kernels)]
     deep = inv.pattern == "shape_specific" or bool(kinds & {"resources", "config", "ir"})
@@ -471,6 +543,11 @@ def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str)
         le = details(inv).get("launch_evidence")
         for s in (le.summaries if le is not None else []):
             lines += ["", *kernel_rows(s)]
+    if inputs.trust is not None and inputs.table is not None:
+        lines += ["", "## Candidate identity per config (captures)", *candidate_identity_lines(inputs, inputs.table.rows)]
+        lines += ["", "## The config the reference ran (its captured symbol)"]
+        lines += [f"- {cell(p)}: {rc.text}" for p, rc in inputs.trust.reference_configs.items()] or [
+            "- no matched config"]
     kernels = {k.params: k for inv in invs for k in details(inv).get("kernels") or []}
     if kernels:
         lines += ["", "## Kernel identity per config", *identity_table(list(kernels.values()))]

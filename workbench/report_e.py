@@ -33,6 +33,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.f_evidence.trust import KernelTrust
 from workbench.kernel_names import short_name
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table, round4
@@ -100,15 +101,16 @@ def _table(rows: list[RatioRow]) -> str:
     return "".join(out)
 
 
-def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, PerfLog]) -> str:
+def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, PerfLog],
+              trust: KernelTrust | None = None) -> str:
     index: dict[tuple[str, str, str], PerfRecord] = {}
     for name, log in [("candidate", candidate), *baselines.items()]:
         for record in log.records:
             index.setdefault((name, record.func_key, record.params), record)
     lines = ["| Config | log | framework | harness | median (ms) | nrep | rel_std (%) | launches/iter | self-check "
-             "| top kernel |\n",
+             "| top kernel | kernel identity |\n",
              "|--------|-----|-----------|---------|-------------|------|-------------|---------------|------------"
-             "|------------|\n"]
+             "|------------|-----------------|\n"]
     short_of: dict[str, str] = {}  # full → short, for the names the table shortens
     for row in table.rows:
         names = ["candidate"] + ([row.baseline_backend] if row.baseline_backend else [])
@@ -121,11 +123,57 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
             lines.append(f"| {_cell(row.params)} | {_cell(name)} | {_cell(rec.framework)} | {_cell(fwd.harness or '–')} | "
                          f"{_ms(fwd.median_ms)} | {fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
                          f"{fwd.launches_per_iter if fwd.launches_per_iter is not None else '–'} | "
-                         f"{_cell(fwd.capture_verdict or '–')} | {_cell(_top_kernel(fwd.kernel_name, short_of))} |\n")
+                         f"{_cell(fwd.capture_verdict or '–')} | {_cell(_top_kernel(fwd.kernel_name, short_of))} | "
+                         f"{_cell(_identity_cell(trust, row.params, name, short_of))} |\n")
     if short_of:
         lines.append("\nTop kernels in full (the table shows short names):\n\n")
         lines += [f"- `{_code(short)}`: `{_code(full)}`\n" for full, short in short_of.items()]
     return "".join(lines)
+
+
+_IDENTITY_WORDS = {"candidate": "its own framework's kernel", "reference": "the reference's kernel",
+                   "library": "a PyTorch/library kernel", "none": "no kernel launched"}
+
+
+def _identity_cell(trust: KernelTrust | None, params: str, log: str, short_of: dict[str, str]) -> str:
+    """The candidate row's identity mark, in words, with the main kernel's short name (the legend under the
+    table lists the full one); a baseline row runs the reference by definition."""
+    if log != "candidate":
+        return "reference"
+    ident = trust.identities.get(params) if trust is not None else None
+    if ident is None:
+        return "? (identity not checked)"
+    if ident.kind == "unknown":
+        return f"?: {ident.why}" if ident.candidate is None else f"?: unrecognised `{_top_kernel(ident.candidate.symbol, short_of)}`"
+    text = f"{ident.mark}: {_IDENTITY_WORDS[ident.kind]}"
+    if ident.candidate is not None:
+        text += f" `{_top_kernel(ident.candidate.symbol, short_of)}`"
+    return text + (", same grid/block/registers/smem" if ident.same_launch else "")
+
+
+def identity_section(trust: KernelTrust | None, table: RatioTable) -> list[str]:
+    """performance.md's "Candidate identity" section (placed before the table)."""
+    if trust is None:
+        return []
+    out = ["### Candidate identity\n", "\n", f"{_cell(trust.summary)}.\n"]
+    flagged = [(r.params, trust.identities[r.params]) for r in table.rows
+               if r.params in trust.identities and trust.identities[r.params].kind != "candidate"]
+    whys = {ident.why for _p, ident in flagged}
+    if flagged and len(flagged) == len(table.rows) and len(whys) == 1 and flagged[0][1].kind == "unknown":
+        out.append(f"Unknown for every row: {_cell(whys.pop())}.\n")  # one reason for all: say it once
+    elif flagged:
+        # mark first: a row here never starts with the config, like the ratio tables' rows do
+        out += ["\n", "| mark | Config | candidate kernel | reference kernel | why |\n", "|---|---|---|---|---|\n"]
+        for params, ident in flagged:
+            ck = f"`{_code(ident.candidate.symbol)}`" if ident.candidate and ident.candidate.symbol else "–"
+            bk = f"`{_code(ident.baseline.symbol)}`" if ident.baseline and ident.baseline.symbol else "–"
+            out.append(f"| {ident.mark} | {_cell(params)} | {_cell(ck)} | {_cell(bk)} | {_cell(ident.why)} |\n")
+    for call in trust.wrapper_calls:
+        out.append(f"- wrapper delegates to another backend: {_cell(call)}\n")
+    out.append("\nMarks: own = the candidate framework's own kernel, REF = the reference's kernel, LIB = a "
+               "PyTorch/library kernel, NONE = no kernel launched, ? = unknown (reason given). From the per-launch "
+               "captures (kernel symbols, grid, block, registers, smem).\n\n")
+    return out
 
 
 def _top_kernel(name: str | None, short_of: dict[str, str]) -> str:
@@ -195,7 +243,7 @@ def _verdict_prose(table: RatioTable) -> str:
 
 def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
                           baselines: Mapping[str, PerfLog], *, reference: str, conditions: str = "",
-                          extra_section: str = "") -> str:
+                          extra_section: str = "", trust: KernelTrust | None = None) -> str:
     """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections).
 
     ``conditions`` (the measurement-conditions section) and ``extra_section`` (the speed-of-light
@@ -214,7 +262,7 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
                    "cutile-rs; these ratios compare a stand-in, not a cutile-rs port.\n")
     out += [f"Measured by: {harness_summary(table.rows)}.\n",
             f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
-            "\n", _table(ok)]
+            "\n", *identity_section(trust, table), _table(ok)]
     variants = sorted({r.variant for r in ok if r.variant is not None})
     for v in variants:
         vrows = [r for r in ok if r.variant == v]
@@ -231,13 +279,17 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
         out += ["\n", "### Configs without a baseline match (excluded from the geomean)\n", "\n",
                 "| Config | cutile-rs (ms) | reason |\n|--------|----------------|--------|\n"]
         out += [f"| {_cell(r.params)} | {_ms(r.candidate_ms)} | {_cell(r.reason)} |\n" for r in nob]
-    out += ["\n", "### Raw CUPTI rows\n", "\n", _raw_rows(table, candidate, baselines)]
+    out += ["\n", "### Raw CUPTI rows\n", "\n", _raw_rows(table, candidate, baselines, trust)]
     if table.notes:
         out += ["\n", "### Notes\n", "\n"] + [f"- {_cell(n)}\n" for n in table.notes]
     if table.verdict == "DONE":
         slow = [r for r in ok if r.ratio is not None and r.ratio > 1.05]
         if slow:
             out += ["\n", f"Info: {len(slow)} row(s) above 1.05x; the gate is the overall geomean only.\n"]
+        if trust is not None and trust.warning:
+            # E's rule stays geomean-only, but a DONE never stands without this warning beside it
+            out += ["\n", f"**WARNING: DONE by the geomean rule, but {_cell(trust.summary)}.** These rows do not "
+                    "measure the candidate; see \"Candidate identity\" above.\n"]
     g = round4(table.geomean)
     out += ["\n", f"geomean_ratio={g:.4f}\n", f"Geo-mean ratio: {table.geomean:.2f}x\n",
             f"Severity: {table.severity}\n", "\n", _verdict_prose(table) + "\n"]
@@ -352,7 +404,7 @@ def render_agent_e_log(ws: Workspace, table: RatioTable, *, command: str, pytest
     return "".join(out)
 
 
-def render_agent_e_report(ws: Workspace, table: RatioTable) -> str:
+def render_agent_e_report(ws: Workspace, table: RatioTable, trust: KernelTrust | None = None) -> str:
     """``reports/agent_e.md``: the readable summary (the final gate's fallback log location)."""
     assert table.geomean is not None
     ok = sorted(table.matched, key=lambda r: -(r.ratio or 0))
@@ -363,6 +415,8 @@ def render_agent_e_report(ws: Workspace, table: RatioTable) -> str:
                    f"{', inconclusive at the 1.05 gate' if table.inconclusive else ''}.\n\n")
     out.append(f"{len(table.matched)} of {len(table.rows)} config(s) matched; {len(table.missing)} missing or "
                "without baseline.\n\n")
+    if trust is not None:
+        out.append(f"{_cell(trust.summary)}.\n\n")
     if ok:
         out.append("Slowest configs (candidate / baseline):\n\n")
         out += [f"- {_cell(r.params)}: {_ratio(r.ratio)} ({_ms(r.candidate_ms)} vs {_ms(r.baseline_ms)} ms, "
@@ -534,10 +588,12 @@ def plan_e_report(
     conditions = ratio_conditions(paths, {r.baseline_backend for r in table.matched if r.baseline_backend},
                                   candidate_log=raw_log_path or ws.raw_log_path(), candidate=candidate,
                                   baselines=baselines).section()
+    trust = workspace_trust(ws, table, candidate)
     files: dict[str, str] = {
         PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
                                               conditions=conditions,
-                                              extra_section=speed_of_light_section(ws, table, candidate)),
+                                              extra_section=speed_of_light_section(ws, table, candidate),
+                                              trust=trust),
     }
     for raw, san, _rc, _src in sanitized_parts:
         files[raw.out_relpath] = san.validator_log
@@ -547,7 +603,7 @@ def plan_e_report(
         files[PERF_LOG] = "".join(san.validator_log if san.validator_log.endswith("\n") or not san.validator_log
                                   else san.validator_log + "\n" for _r, san, _c, _s in sanitized_parts)
     files[INVESTIGATION_LOG] = _join_investigation([(r, san.investigation_log) for r, san, _c, _s in sanitized_parts])
-    files[AGENT_E_REPORT] = render_agent_e_report(ws, table)
+    files[AGENT_E_REPORT] = render_agent_e_report(ws, table, trust)
     first_raw, first_san, first_rc, first_src = sanitized_parts[0]
 
     def agent_log(validator_text: str) -> str:
@@ -583,6 +639,20 @@ def plan_e_report(
     planned = [PlannedFile(rel, content) for rel, content in files.items()]
     return ReportPlan(stage="E", kernel=ws.kernel, kernel_dir=paths.root, files=planned, verdict=table.verdict,
                       validator_output=text, ok=ok, perf_log_block=block)
+
+
+def candidate_framework(candidate: PerfLog) -> str:
+    """The candidate log's framework (``cutile-rs`` unless a stand-in's single framework says otherwise)."""
+    frameworks = sorted({r.framework for r in candidate.records})
+    return frameworks[0] if len(frameworks) == 1 else "cutile-rs"
+
+
+def workspace_trust(ws: Workspace, table: RatioTable, candidate: PerfLog,
+                    launch_sets: list[Any] | None = None) -> KernelTrust:
+    """Candidate identity per row and the reference's config (:mod:`workbench.f_evidence.trust`)."""
+    from workbench.f_evidence.trust import kernel_trust
+
+    return kernel_trust(ws, table, candidate_framework=candidate_framework(candidate), launch_sets=launch_sets)
 
 
 def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog) -> str:

@@ -23,6 +23,7 @@ from typing import Any
 
 from workbench.cli.common import add_kernel_args, finish_report, path_arg
 from workbench.errors import Blocked
+from workbench.f_evidence.trust import KernelTrust
 from workbench.model import RatioTable
 from workbench.services import stage_e
 from workbench.services.history import RatioComparability, ratio_comparability
@@ -31,7 +32,8 @@ from workbench.workspace import Workspace
 
 
 def table_json(table: RatioTable, ws: Workspace | None = None,
-               conditions: RatioComparability | None = None) -> dict[str, Any]:
+               conditions: RatioComparability | None = None, trust: KernelTrust | None = None) -> dict[str, Any]:
+    idents = trust.identities if trust is not None else {}
     return {
         "kernel": table.kernel,
         "verdict": table.verdict,
@@ -41,7 +43,9 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
         "geomean_ci": list(table.geomean_ci) if table.geomean_ci else None,
         "inconclusive": table.inconclusive,
         "variant_geomeans": table.variant_geomeans,
-        "rows": [{**asdict(r), "row_verdict": r.row_verdict} for r in table.rows],
+        "rows": [{**asdict(r), "row_verdict": r.row_verdict,
+                  "identity": idents[r.params].as_dict() if r.params in idents else None} for r in table.rows],
+        "candidate_identity": trust.as_dict() if trust is not None else None,
         "notes": table.notes,
         "gaps": [asdict(g) for g in ws.gaps] if ws else [],
         "source": ws.source if ws else None,
@@ -52,26 +56,30 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
 
 CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
               "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason",
-              "candidate_harness", "baseline_harness", "conditions")
+              "candidate_harness", "baseline_harness", "conditions", "identity", "identity_why")
 
 
-def table_csv(table: RatioTable, conditions: RatioComparability | None = None) -> str:
-    """One row per config; ``conditions`` is the comparability state of the row's baseline."""
+def table_csv(table: RatioTable, conditions: RatioComparability | None = None, trust: KernelTrust | None = None) -> str:
+    """One row per config; ``conditions`` is the comparability state of the row's baseline, ``identity`` the
+    candidate identity mark (own / REF / LIB / NONE / ?) and ``identity_why`` its reason."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_FIELDS)
     for r in table.rows:
         base = conditions.for_baseline(r.baseline_backend) if conditions else None
-        d = {**asdict(r), "row_verdict": r.row_verdict, "conditions": base.state if base else None}
+        ident = trust.identities.get(r.params) if trust is not None else None
+        d = {**asdict(r), "row_verdict": r.row_verdict, "conditions": base.state if base else None,
+             "identity": ident.mark if ident else None, "identity_why": ident.why if ident else None}
         w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
     return buf.getvalue()
 
 
-def table_text(table: RatioTable, ws: Workspace | None = None, conditions: RatioComparability | None = None) -> str:
+def table_text(table: RatioTable, ws: Workspace | None = None, conditions: RatioComparability | None = None,
+               trust: KernelTrust | None = None) -> str:
     def f(x: float | None, spec: str) -> str:
         return "NA" if x is None else format(x, spec)
 
-    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict")
+    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict", "id")
     body = []
     for r in table.rows:
         ci = "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.3f}-{r.ci_high:.3f}"
@@ -80,7 +88,8 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
             f"{r.baseline_launches if r.baseline_launches is not None else '?'}"
         verdict = r.row_verdict if r.status != "NO_BASELINE" else "NO_BASELINE"
         body.append((r.params, r.variant or "", r.baseline_backend or "", f(r.baseline_ms, ".4f"),
-                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict))
+                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict,
+                     trust.mark(r.params) if trust is not None else ""))
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
     lines = [f"{table.kernel}" + (f"  ({ws.source}: {ws.kernel_dir})" if ws else "")]
     lines += _candidate_lines(table, ws)
@@ -93,6 +102,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
                      f"verdict {table.verdict}")
     for v, g in table.variant_geomeans.items():
         lines.append(f"variant {v}: geomean {round4(g):.4f}")
+    lines += identity_lines(table, trust)
     lines += [f"note: {n}" for n in table.notes]
     if conditions is not None and conditions.short:  # nothing when candidate and baselines are comparable
         lines.append(f"conditions: {conditions.short}")
@@ -100,6 +110,22 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
     if ws:
         lines += [f"gap ({g.severity}): {g.what}: {g.path}" for g in ws.gaps if g.severity != "info"]
     return "\n".join(lines) + "\n"
+
+
+def identity_lines(table: RatioTable, trust: KernelTrust | None) -> list[str]:
+    """The line under the table (who ran the rows) and one line per row that is not the candidate's own."""
+    if trust is None:
+        return []
+    out = [trust.summary + "  (id: own / REF / LIB / NONE / ?)"]
+    flagged = [(r.params, trust.identities[r.params]) for r in table.rows
+               if r.params in trust.identities and trust.identities[r.params].kind != "candidate"]
+    whys = {i.why for _p, i in flagged}
+    if len(flagged) > 1 and len(whys) == 1 and all(i.kind == "unknown" for _p, i in flagged):
+        out.append(f"  ? every flagged row: {whys.pop()}")  # one reason for all: say it once
+    else:
+        out += [f"  {ident.mark} {params}: {ident.why}" for params, ident in flagged]
+    out += [f"  wrapper: {c}" for c in trust.wrapper_calls]
+    return out
 
 
 def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
@@ -130,12 +156,13 @@ def print_table(kernel: str, *, out_root: Path | None, tilegym: Path | None, fmt
         print(f"BLOCKED: {exc}", file=sys.stderr)
         return 1
     conditions = ratio_comparability(ws, table)
+    trust = stage_e.trust(ws, table)
     if fmt == "json":
-        print(json.dumps(table_json(table, ws, conditions), indent=2))
+        print(json.dumps(table_json(table, ws, conditions, trust), indent=2))
     elif fmt == "csv":
-        sys.stdout.write(table_csv(table, conditions))
+        sys.stdout.write(table_csv(table, conditions, trust))
     else:
-        sys.stdout.write(table_text(table, ws, conditions))
+        sys.stdout.write(table_text(table, ws, conditions, trust))
     return 1 if table.verdict == "BLOCKED" else 0
 
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.cli.common import OUT_ROOT_HELP
-from workbench.services.timeline import config_timeline, write_perfetto
+from workbench.cli.common import OUT_ROOT_HELP, path_arg
+from workbench.services.timeline import config_timeline, config_trust, write_perfetto
 
 
 def display_path(path: Path) -> str:
@@ -97,12 +97,15 @@ class TimelineCommand:
             out_stream.write(f"wrote {args.perfetto}: {sum(len(c.launches) for s in tl.sets for c in s.calls)} "
                              f"launches of {len(tl.sets)} backend(s); open it in https://ui.perfetto.dev\n")
             return 0
+        trust = config_trust(args.kernel, args.config, out_root=getattr(args, "out_root", None),
+                             tilegym=path_arg(getattr(args, "tilegym", None)))
         if args.json:
             json.dump({"kernel": args.kernel, "config": args.config, "source": str(tl.source),
-                       "backends": tl.summaries}, out_stream, indent=2)
+                       "backends": tl.summaries, **trust.as_dict()}, out_stream, indent=2)
             out_stream.write("\n")
             return 0
         out_stream.write(render_timeline_text(args.kernel, args.config, display_path(tl.source), tl.summaries))
+        out_stream.write("\n" + "\n".join(trust.lines()) + "\n")
         return 0
 
 

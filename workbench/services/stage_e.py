@@ -7,6 +7,7 @@ Contract (both faces call exactly these, in this order):
   (``InputError``: a typo in the kernel or the out root is a usage error, not BLOCKED).
 - :func:`ratio_table` is E's table from the raw candidate log (the ``.full.txt`` tee when present)
   and the baselines; ``Blocked`` without a candidate log, ``InputError`` for a malformed one.
+- :func:`trust` is who ran each row (candidate identity) and which config the reference ran.
 - :func:`plan` renders and validates the report set for an :class:`EReportRequest`; nothing is
   written (``Blocked`` when there is no usable data).
 - :func:`write` writes a validated plan atomically; it refuses the read-only recorded session
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import InputError
+from workbench.f_evidence.trust import KernelTrust
 from workbench.model import PerfLog, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table
 from workbench.workspace import Workspace, open_workspace
@@ -62,6 +64,15 @@ def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000, candidate: 
         candidate = load_candidate(ws)[0]
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed, n_boot=n_boot)
+
+
+def trust(ws: Workspace, table: RatioTable) -> KernelTrust:
+    """Candidate identity per row and the reference's config per matched row, from the workspace's captures,
+    wrapper sources and analysis.json (:mod:`workbench.f_evidence.trust`); InputError for malformed captures."""
+    from workbench.report_e import load_candidate, workspace_trust
+
+    candidate, _parsed, _notes = load_candidate(ws)
+    return workspace_trust(ws, table, candidate)
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:

@@ -11,6 +11,9 @@ Contract:
   the profile); :func:`summarize_set` is launches per call, device time per call and per-kernel
   per-launch times (µs) of one set; :func:`measurement_labels` tells a test's forward and backward
   sets apart (by their order).
+- :func:`config_trust` is the config's candidate identity and the config the reference ran (the same
+  answer ``table``, performance.md and F give; :mod:`workbench.f_evidence.trust`), each with what is
+  unknown and why; never a guess.
 - :func:`write_perfetto` writes Chrome-trace JSON atomically into an existing directory (it
   creates none) and refuses to replace an existing file that is not JSON unless ``force``.
 """
@@ -28,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import InputError
+from workbench.f_evidence.candidate_identity import CandidateIdentity
+from workbench.f_evidence.reference_config import ReferenceConfig
 from workbench.layout import KernelPaths
 from workbench.model import LaunchSet
 from workbench.testids import id_token
@@ -209,3 +214,57 @@ def config_timeline(kernel: str, config: str, *, backends: list[str] | None = No
     labels = measurement_labels(chosen)  # after the stable sort: forward still before backward
     summaries = [summarize_set(s, roles.get(id_token(s.backend), "-"), label) for s, label in zip(chosen, labels, strict=True)]
     return ConfigTimeline(kernel, config, path, chosen, summaries)
+
+
+@dataclass(frozen=True)
+class ConfigTrust:
+    """Who ran the config (candidate identity) and which config the reference ran; ``None`` + ``why`` when the
+    workspace cannot say (no candidate log, no such row)."""
+
+    identity: CandidateIdentity | None
+    reference: ReferenceConfig | None
+    why: str = ""
+
+    def lines(self) -> list[str]:
+        if self.identity is None:
+            return [f"candidate identity: unknown ({self.why})"]
+        out = [f"candidate identity: {self.identity.mark} — {self.identity.why}"]
+        out += [f"  unknown: {u}" for u in self.identity.unknown]
+        out += [f"  wrapper: {c}" for c in self.identity.wrapper_calls]
+        if self.reference is not None:
+            out.append(f"reference config: {self.reference.text}")
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        ref = self.reference
+        return {"identity": self.identity.as_dict() if self.identity else None, "why": self.why,
+                "reference_config": None if ref is None else {
+                    "text": ref.text, "config": ref.config.label if ref.config else None,
+                    "fits": [c.label for c in ref.fits], "unknown": list(ref.unknown)}}
+
+
+def config_trust(kernel: str, config: str, *, out_root: str | Path | None = None, tilegym: Path | None = None,
+                 env: Mapping[str, str] = os.environ) -> ConfigTrust:
+    """See the module contract; InputError only for malformed inputs (an absent one gives ``why``)."""
+    from workbench.errors import WorkbenchError
+    from workbench.f_evidence.trust import kernel_trust
+    from workbench.model import RatioTable
+    from workbench.report_e import candidate_framework, load_candidate
+    from workbench.stats import build_ratio_table
+    from workbench.workspace import open_workspace
+
+    ws = open_workspace(kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env,
+                        strict=False)
+    try:
+        cand, _parsed, _notes = load_candidate(ws)
+    except WorkbenchError as exc:
+        return ConfigTrust(None, None, f"no candidate log: {exc.message}")
+    baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+    table = build_ratio_table(ws.kernel, cand, baselines, ws.analysis)
+    rows = [r for r in table.rows if r.params == config or config.endswith(f"[{r.params}]")]
+    if not rows:
+        return ConfigTrust(None, None, f"config {config!r} is not a row of the E table")
+    one = RatioTable(kernel, rows[:1], None, None, "BLOCKED")
+    trust = kernel_trust(ws, one, candidate_framework=candidate_framework(cand))
+    p = rows[0].params
+    return ConfigTrust(trust.identities.get(p), trust.reference_configs.get(p))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, af
     from widgets.ir_diff_view import DiffLine
     from workbench.f_evidence.ncu import ProbeResult
     from workbench.f_evidence.sol import SolRow
+    from workbench.f_evidence.trust import KernelTrust
     from workbench.services.history import KernelHistory, RatioComparability
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
@@ -123,6 +124,28 @@ class AppData:
     #: worker when the History screen mounts; tests may inject it directly
     history: KernelHistory | None = None
     history_loader: Callable[[], KernelHistory] | None = None
+    #: issue 18: who ran each row (candidate identity, ``trust.mark(params)``) and the config the reference
+    #: ran (``trust.reference_configs``), from ``services.stage_e.trust``; None = not computed here
+    trust: KernelTrust | None = None
+
+    def identity_marks(self) -> dict[str, str]:
+        """params → the row's identity mark (own / REF / LIB / NONE / ?); empty when not computed."""
+        return {p: i.mark for p, i in self.trust.identities.items()} if self.trust is not None else {}
+
+    def identity_line(self, params: str | None) -> str:
+        """``id REF: <why>`` for one config ("" when not computed)."""
+        ident = self.trust.identities.get(params) if self.trust is not None and params else None
+        return f"id {ident.mark}: {ident.why}" if ident is not None else ""
+
+    def reference_config_line(self, params: str | None) -> str:
+        """The config the reference ran for one config (decoded from its captured symbol), or why it is not
+        pinned — the same answer F's step 3 and ``timeline`` give ("" when not computed)."""
+        rc = self.trust.reference_configs.get(params) if self.trust is not None and params else None
+        if rc is None:
+            return ""
+        if rc.config is not None:
+            return f"reference ran {rc.config.label} (from its captured symbol; {rc.constants_source})"
+        return "reference config not pinned: " + ("; ".join(rc.unknown) or rc.text)
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule

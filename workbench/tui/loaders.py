@@ -145,6 +145,15 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         except WorkbenchError as e:
             problems.append(e)
 
+    # --- issue 18: candidate identity per row and the config the reference ran (same answer as `table`)
+    if data.table is not None:
+        try:
+            from workbench.services.stage_e import trust
+
+            data.trust = trust(ws, data.table)
+        except WorkbenchError as e:
+            problems.append(e)
+
     # --- IR pairs: built in the background after the first paint (see AppData.ir_loader)
     def ir_loader() -> tuple[list[IRPair], list[WorkbenchError]]:
         ir_problems: list[WorkbenchError] = []

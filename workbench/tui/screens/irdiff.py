@@ -95,6 +95,12 @@ class IRDiffScreen(WorkbenchScreen):
                      f"{pair.verdict or '—'}  ·  {crit} critical")
         if pair.how:
             title.append(f"\n{pair.how}", style="dim")
+        selected = self.wb.selected_row
+        if selected is not None and selected.variant and selected.variant not in pair.name:
+            selected = None  # a variant pair of another variant: its config is not the highlighted row's
+        ran = self.data.reference_config_line(pair.config or (selected.params if selected is not None else None))
+        if ran:  # issue 18: the config the reference ran, from its own evidence (same answer as F step 3)
+            title.append(f"\n{ran}", style="dim")
         self.query_one("#pair-title", Static).update(title)
 
     def on_irdiff_view_hunk_changed(self, event: IRDiffView.HunkChanged) -> None:

@@ -31,7 +31,8 @@ class RatiosScreen(WorkbenchScreen):
         "One row per config: baseline backend and median, candidate median, ratio = candidate/baseline, "
         "bootstrap CI, launches per measured call (candidate/baseline; red when the candidate launches "
         "more), SOL c/b (each side's share of the GPU's measured peak: DRAM for memory-bound kernels, "
-        "FLOP/s for matmul/bmm; — without a work model), and the row verdict (PASS ≤ 1.05x). The bar shows "
+        "FLOP/s for matmul/bmm; — without a work model), the row verdict (PASS ≤ 1.05x) and id (who ran: own, "
+        "REF, LIB, NONE, ?). The bar shows "
         "the geomean with its CI on the "
         "1.05 / 1.10 / 1.50 severity scale. Enter opens the row's launch timeline."
     )
@@ -50,10 +51,17 @@ class RatiosScreen(WorkbenchScreen):
 
     def header(self) -> WorkbenchHeader:
         cond = self.data.conditions
-        if cond is None or not cond.short:
+        trust = self.data.trust
+        notices = []
+        if trust is not None and trust.warning:  # issue 18: rows that do not measure the candidate come first
+            bad = sum(1 for i in trust.identities.values() if i.not_candidate)
+            notices.append(f"⚠ {bad} row(s) did not run the candidate's kernel (id column)")
+        if cond is not None and cond.short:
+            notices.append(cond.short)
+        if not notices:
             return super().header()
-        return WorkbenchHeader(self.SCREEN_TITLE, notice=cond.short, urgent=cond.state == "not_comparable",
-                               id="header")
+        urgent = bool(trust is not None and trust.warning) or (cond is not None and cond.state == "not_comparable")
+        return WorkbenchHeader(self.SCREEN_TITLE, notice=" · ".join(notices), urgent=urgent, id="header")
 
     def compose(self) -> ComposeResult:
         yield self.header()
@@ -62,7 +70,8 @@ class RatiosScreen(WorkbenchScreen):
         filter_input = Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter")
         filter_input.display = False
         yield filter_input
-        yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol, id="table")
+        yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol,
+                         marks=self.data.identity_marks(), id="table")
         conditions = Static(self._conditions_text(), id="conditions")
         conditions.display = bool(self.data.conditions and self.data.conditions.short)
         yield conditions

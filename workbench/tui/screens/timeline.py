@@ -98,6 +98,12 @@ class TimelineScreen(WorkbenchScreen):
             title.append(f"  STAND-IN candidate {self.data.candidate_backend}", style="bold black on yellow")
         if cand is None and base is None:
             title.append("  — no launch captures for this config", style="yellow")
+        trust_bits = [b for b in (self.data.identity_line(row.params), self.data.reference_config_line(row.params))
+                      if b]
+        if trust_bits:  # issue 18: who ran the candidate side, and the config the reference ran
+            ident = self.data.trust.identities.get(row.params) if self.data.trust is not None else None
+            alarm = ident is not None and ident.not_candidate
+            title.append("\n" + "  ·  ".join(trust_bits), style="bold red" if alarm else "dim")
         self.query_one("#title", Static).update(title)
         self.query_one("#details", Static).update(Text("select a launch: Tab / Shift+Tab"))
         self.show_probe(row)
