@@ -34,7 +34,7 @@ def make_root(tmp_path: Path) -> Path:
     root = tmp_path / "out"
     root.mkdir(parents=True)
     for name, src in SESSIONS.items():
-        shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("launches.json.gz"))
+        shutil.copytree(src, root / name)
     # SYNTHETIC broken dirs: a candidate log that is not a perf log, and a half-written dir
     (root / "broken").mkdir()
     (root / "broken" / "perf_cutile_rs.txt").write_text("garbage\n")
@@ -66,6 +66,7 @@ def test_rows_from_the_logs_match_e_table(tmp_path: Path) -> None:
     assert mm.last_run is not None and mm.last_run.startswith("2026-12-01")
     assert rows["silu_and_mul"].e_verdict == "DONE" and rows["silu_and_mul"].in_band
     assert rows["rms_norm"].stand_in and rows["rms_norm"].candidate == "cutile"
+    assert mm.identity == "all 6 rows ran cutile-rs's own kernels (captured symbols)"
     assert rows["broken"].problem and "perf_cutile_rs.txt" in rows["broken"].problem
     assert rows["half"].problem and "no candidate perf log" in rows["half"].problem
     # geomean (worst first), broken rows last
@@ -79,6 +80,7 @@ def test_current_performance_md_is_read_and_a_stale_one_is_not(tmp_path: Path) -
     row = next(r for r in overview(root).rows if r.kernel == "matmul")
     assert row.e_source == "performance.md" and row.geomean == 1.3758 and row.e_verdict == "INVESTIGATE"
     assert row.worst_ratio == 2.04 and (row.configs, row.matched, row.missing) == (6, 6, 0)
+    assert row.identity == "all 6 rows ran cutile-rs's own kernels (captured symbols)"
     # a re-run after the report: the candidate log is newer → computed from the logs, and said so
     log = root / "matmul" / "reports" / "agent_logs" / "perf_cutile_rs.full.txt"
     later = time.time() + 60
@@ -223,3 +225,12 @@ def test_rows_are_cached_until_an_input_changes(tmp_path: Path, monkeypatch: pyt
     calls.clear()
     overview(root, cache=False)
     assert sorted(calls) == ["broken", "half", "matmul", "rms_norm", "silu_and_mul"]
+
+
+def test_a_candidate_that_runs_the_reference_kernel_is_flagged(tmp_path: Path) -> None:
+    root = tmp_path / "out"
+    # the REAL rms_norm_hotpath stand-in session: its "candidate" launches the reference's own cuTile kernel
+    shutil.copytree(ROOT / "profiles/rms_norm/session/rms_norm_hotpath", root / "rms_norm_hotpath")
+    (row,) = overview(root).rows
+    assert row.identity_mark == "CHECK" and row.identity is not None and "REFERENCE's kernel" in row.identity
+    assert row.stand_in

@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from workbench.overview import OverviewRow
 
-COLUMNS = ("kernel", "E", "geomean", "severity", "worst config", "matched", "F", "candidate", "comparable",
+COLUMNS = ("kernel", "E", "geomean", "severity", "worst config", "matched", "F", "candidate", "identity", "comparable",
            "from", "regression", "last run")
 SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 
@@ -43,7 +43,8 @@ def _cells(r: OverviewRow) -> tuple[Text | str, ...]:
         cand = Text(f"STAND-IN {r.candidate}", style="bold black on yellow")
     comp = Text(r.comparability or "—", style="bold red" if r.comparability == "not_comparable" else "")
     reg = Text(r.regression or "—", style="bold red" if (r.regression or "").endswith("regressed") else "")
-    return (r.kernel, r.e_verdict or "—", geo, r.severity or "—", worst, matched, f, cand, comp,
+    ident = Text(r.identity_mark, style="bold red" if r.identity_mark == "CHECK" else "")
+    return (r.kernel, r.e_verdict or "—", geo, r.severity or "—", worst, matched, f, cand, ident, comp,
             SOURCE_SHORT.get(r.e_source or "", "—"), reg, (r.last_run or "—").replace("T", " "))
 
 

@@ -131,7 +131,9 @@ def _filled_config(space: ConfigSpace, config: TuneConfig) -> tuple[list[tuple[s
         else:
             raise EditRefused(f"the candidate's configs set {name} ({knob}) but the reference config "
                               f"({config.label}) does not, and it has no default")
-    unknown = [k for k in mine if k not in space.spelling and mine[k] != AUTO]
+    # a knob the configs do not carry is fine when the wrapper's module constant already has the
+    # reference's value (``_GROUP_SIZE_M = 8``), as compare_spaces judges it
+    unknown = [k for k in mine if k not in space.spelling and mine[k] != AUTO and space.constants.get(k) != mine[k]]
     if unknown:
         raise EditRefused(f"the candidate's configs cannot express {', '.join(unknown)} of the reference config "
                           f"({config.label}): a kernel change, not a wrapper edit")

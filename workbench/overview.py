@@ -43,6 +43,7 @@ SEVERITY_ORDER = ("DONE", "MILD_GAP", "MODERATE_GAP", "LARGE_GAP")
 _VERDICT_RE = re.compile(r"^VERDICT: (DONE|INVESTIGATE|FIXABLE|ALIGNED|BLOCKED)\s*$")
 _GEOMEAN_RE = re.compile(r"^geomean_ratio=([0-9]+(?:\.[0-9]+)?)\s*$", re.M)
 _SEVERITY_RE = re.compile(r"^Severity: *\**([A-Z_]+)", re.M)
+_IDENTITY_RE = re.compile(r"^candidate identity: (.+)$", re.M)
 _ROWS_RE = re.compile(r"^Rows: (\d+); matched: (\d+); missing/failed: (\d+)", re.M)
 
 
@@ -58,6 +59,7 @@ class ReportSummary:
     missing: int | None
     worst_config: str | None
     worst_ratio: float | None
+    identity: str | None = None  # E's "candidate identity:" line
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,15 @@ class OverviewRow:
     last_run: str | None = None  # ISO time of the last measured run (session.json), else None
     regression: str | None = None  # "none" | "N config(s) regressed" | "no history" | ...
     notes: tuple[str, ...] = ()
+
+    @property
+    def identity_mark(self) -> str:
+        """``own`` when every row ran the candidate's own kernels, ``—`` unknown, else ``CHECK`` (see identity)."""
+        if not self.identity:
+            return "—"
+        if self.identity.startswith("all ") and "own kernels" in self.identity:
+            return "own"
+        return "CHECK"
 
     @property
     def in_band(self) -> bool | None:
@@ -179,7 +190,8 @@ def read_performance_md(text: str) -> ReportSummary | None:
         verdict=m.group(1), geomean=float(geos[0]), severity=sev.group(1) if sev else None,
         rows=int(rows.group(1)) if rows else None, matched=int(rows.group(2)) if rows else None,
         missing=int(rows.group(3)) if rows else None,
-        worst_config=worst[0] if worst else None, worst_ratio=worst[1] if worst else None)
+        worst_config=worst[0] if worst else None, worst_ratio=worst[1] if worst else None,
+        identity=ident.group(1).strip().rstrip(".") if (ident := _IDENTITY_RE.search(text)) else None)
 
 
 #: E writes its report set file by file (temp + rename): a log E rewrote in that same write is

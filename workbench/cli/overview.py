@@ -53,11 +53,12 @@ def _cells(r: OverviewRow) -> tuple[str, ...]:
     matched = f"{r.matched}/{r.configs}" if r.configs is not None else "—"
     worst = f"{r.worst_config} {r.worst_ratio:.2f}x" if r.worst_config and r.worst_ratio is not None else "—"
     return (r.kernel, r.e_verdict or "—", _fmt(r.geomean), r.severity or "—", SOURCE_SHORT.get(r.e_source or "", "—"),
-            worst, matched, f, cand, r.comparability or "—", (r.last_run or "—").replace("T", " "),
+            worst, matched, f, cand, r.identity_mark, r.comparability or "—", (r.last_run or "—").replace("T", " "),
             r.regression or "—")
 
 
-HEAD = ("kernel", "E", "geomean", "severity", "from", "worst config", "matched", "F", "candidate", "comparable",
+HEAD = ("kernel", "E", "geomean", "severity", "from", "worst config", "matched", "F", "candidate", "identity",
+        "comparable",
         "last run", "regression")
 
 
@@ -74,6 +75,7 @@ def render_text(ov: Overview) -> str:
                  + f"; broken {ov.broken}; geomean of geomeans " + (f"{g:.4f}" if g else "—"))
     if any(r.stand_in for r in ov.rows):
         lines.append("STAND-IN: a candidate that is not real cutile-rs (its numbers say nothing about a port)")
+    lines += [f"identity CHECK {r.kernel}: {r.identity}" for r in ov.rows if r.identity_mark == "CHECK"]
     lines.append("from: md = the kernel's current performance.md; logs = computed from the perf logs "
                  "(logs* = performance.md is older than the logs)")
     strip = geomean_strip(ov)

@@ -114,6 +114,7 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
     """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
     from workbench.report_e import load_candidate, stand_in_frameworks
     from workbench.services.history import ratio_comparability
+    from workbench.services import stage_e
     from workbench.services.stage_e import ratio_table
 
     kernel, path = kdir.name, str(kdir)
@@ -143,13 +144,19 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
     if summary is not None and performance_md_is_current(report, inputs, written_with=same_write):
         fields.update(e_source="performance.md", e_verdict=summary.verdict, geomean=summary.geomean,
                       severity=summary.severity, configs=summary.rows, matched=summary.matched,
-                      missing=summary.missing, worst_config=summary.worst_config, worst_ratio=summary.worst_ratio)
+                      missing=summary.missing, worst_config=summary.worst_config, worst_ratio=summary.worst_ratio,
+                      identity=summary.identity)
     else:
         try:
             table = (table_of or (lambda w: ratio_table(w, n_boot=0, candidate=candidate)))(ws)
         except WorkbenchError as exc:
             return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
         fields.update(_from_table(table))
+        try:  # who the candidate's launches really are (issue 18's trust rules), from the captures
+            fields["identity"] = stage_e.trust(ws, table).summary.removeprefix("WARNING: ").removeprefix(
+                "candidate identity: ")
+        except WorkbenchError as exc:
+            fields["identity"] = f"unknown: {exc}"
         fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
     try:
         comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()),
