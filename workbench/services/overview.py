@@ -113,8 +113,8 @@ def _from_table(table: RatioTable) -> dict[str, object]:
 def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioTable] | None = None) -> OverviewRow:
     """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
     from workbench.report_e import load_candidate, stand_in_frameworks
-    from workbench.services.history import ratio_comparability
     from workbench.services import stage_e
+    from workbench.services.history import ratio_comparability
     from workbench.services.stage_e import ratio_table
 
     kernel, path = kdir.name, str(kdir)
