@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from workbench.clock_exposure import ClockExposure, RowClocks, compare_exposures
+
 # --------------------------------------------------------------------------- perf records
 
 
@@ -53,6 +55,10 @@ class PhaseStats:
     #: the workbench harness's CUDA-event self-check: "ok" | "suspect" (None: not checked)
     capture_verdict: str | None = None
     capture_reason: str = ""
+    #: the record's capture window mode ("per_call" | "session"; None: the record does not say)
+    capture_window: str | None = None
+    #: NVML clock readings around the measured calls (None: the record carries none)
+    clocks: ClockExposure | None = None
 
     @property
     def capture_suspect(self) -> bool:
@@ -201,6 +207,13 @@ class RatioRow:
     reason: str = ""
     candidate_harness: str | None = None
     baseline_harness: str | None = None
+    candidate_clocks: ClockExposure | None = None
+    baseline_clocks: ClockExposure | None = None
+
+    @property
+    def clocks(self) -> RowClocks:
+        """Were the two sides measured at the same clocks and throttle exposure? (``clock_exposure``)"""
+        return compare_exposures(self.candidate_clocks, self.baseline_clocks)
 
     @property
     def row_verdict(self) -> str:

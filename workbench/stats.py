@@ -335,7 +335,8 @@ def build_ratio_table(
                  p.cand.median_ms / p.base.median_ms, "OK",
                  ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
                  candidate_launches=p.cand.launches_per_iter, baseline_launches=p.base.launches_per_iter,
-                 candidate_harness=p.cand.harness, baseline_harness=p.base.harness)
+                 candidate_harness=p.cand.harness, baseline_harness=p.base.harness,
+                 candidate_clocks=p.cand.clocks, baseline_clocks=p.base.clocks)
         for p, ci in zip(pending, cis, strict=True)
     ]
     rows = ok_rows + na_rows + no_base
