@@ -21,7 +21,7 @@ Pure: no I/O, no NVML.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -124,6 +124,8 @@ def compare_exposures(candidate: ClockExposure | None, baseline: ClockExposure |
         elif not side.measured:
             missing.append(f"{label}: {side.unavailable or 'no NVML reading during the measured calls'}")
     if missing:
+        if len(missing) == 2 and missing[0].split(": ", 1)[1] == missing[1].split(": ", 1)[1]:
+            missing = [f"both sides: {missing[0].split(': ', 1)[1]}"]
         return RowClocks("unknown", "clocks unknown: " + "; ".join(missing))
     assert candidate is not None and baseline is not None
     assert candidate.sm_median_mhz is not None and baseline.sm_median_mhz is not None
@@ -145,3 +147,61 @@ def compare_exposures(candidate: ClockExposure | None, baseline: ClockExposure |
     tail = f"; throttled calls: {'; '.join(fired)}, within the bound" if fired else "; no throttled call"
     return RowClocks("comparable", f"SM clock {ca:.0f}/{cb:.0f} MHz ({apart:.1%} apart, bound {clock_bound:.0%})"
                                    + tail)
+
+
+def clock_lines(rows: Sequence[tuple[str, RowClocks]]) -> list[str]:
+    """What a face prints under a ratio table about the rows' clocks (``rows``: (config, verdict) pairs).
+
+    One line of counts with the bounds, then one line per row that is not comparable (by how much);
+    rows that are all unknown for the same reason collapse into one line naming it."""
+    if not rows:
+        return []
+    by_state: dict[str, list[tuple[str, RowClocks]]] = {"comparable": [], "not_comparable": [], "unknown": []}
+    for params, verdict in rows:
+        by_state[verdict.state].append((params, verdict))
+    unknown = by_state["unknown"]
+    if len(unknown) == len(rows) and len({v.text for _p, v in unknown}) == 1:
+        return [f"clocks: not known for any of the {len(rows)} row(s): {unknown[0][1].text.removeprefix('clocks unknown: ')}"]
+    head = (f"clocks: {len(by_state['comparable'])} row(s) at the same clocks (SM clock medians within "
+            f"{CLOCK_BOUND:.0%}, throttled shares within {EXPOSURE_BOUND * 100:.0f} points), "
+            f"{len(by_state['not_comparable'])} not comparable, {len(unknown)} unknown")
+    out = [head]
+    out += [f"  not comparable {params}: {v.text}" for params, v in by_state["not_comparable"]]
+    out += [f"  unknown {params}: {v.text.removeprefix('clocks unknown: ')}" for params, v in unknown]
+    return out
+
+
+def row_mark(verdict: RowClocks) -> str:
+    """The per-row clock mark of a table: ``=`` same clocks, ``≠`` not comparable, ``?`` unknown."""
+    return {"comparable": "=", "not_comparable": "≠", "unknown": "?"}[verdict.state]
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_clock_section(rows: Sequence[tuple[str, ClockExposure | None, ClockExposure | None]]) -> str:
+    """performance.md's per-row clock section (``rows``: config, candidate and baseline exposure).
+
+    Holds no validated line (no ``geomean_ratio=``, ``VERDICT:``, ``PASSED``/``FAILED``)."""
+    if not rows:
+        return ""
+    verdicts = [(params, compare_exposures(c, b)) for params, c, b in rows]
+    head = ["### Clocks and throttling per row\n", "\n",
+            "NVML's SM clock and clock-event reasons, read after each measured call (outside its window). "
+            f"A row's two sides are comparable when their SM clock medians are within {CLOCK_BOUND:.0%} and their "
+            f"throttled shares within {EXPOSURE_BOUND * 100:.0f} points, even if a power cap fired.\n", "\n"]
+    lines = clock_lines(verdicts)
+    if len(lines) == 1 and verdicts[0][1].state == "unknown":
+        return "".join(head) + _md(lines[0]) + ".\n"
+
+    def side(e: ClockExposure | None) -> str:
+        return "not sampled" if e is None else e.describe()
+
+    out = [*head, "| Config | candidate | baseline | clocks |\n", "|---|---|---|---|\n"]
+    words = {"comparable": "same", "not_comparable": "**not comparable**", "unknown": "unknown"}
+    for (params, c, b), (_p, v) in zip(rows, verdicts, strict=True):
+        detail = v.text.removeprefix("clocks unknown: ") if v.state != "comparable" else ""
+        out.append(f"| {_md(params)} | {_md(side(c))} | {_md(side(b))} | {words[v.state]}"
+                   f"{': ' + _md(detail) if detail else ''} |\n")
+    return "".join(out)

@@ -534,6 +534,10 @@ def plan_e_report(
     conditions = ratio_conditions(paths, {r.baseline_backend for r in table.matched if r.baseline_backend},
                                   candidate_log=raw_log_path or ws.raw_log_path(), candidate=candidate,
                                   baselines=baselines).section()
+    from workbench.clock_exposure import render_clock_section
+
+    clocks = render_clock_section([(r.params, r.candidate_clocks, r.baseline_clocks) for r in table.matched])
+    conditions = "\n".join(part for part in (conditions, clocks) if part)
     files: dict[str, str] = {
         PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
                                               conditions=conditions,

@@ -41,7 +41,9 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
         "geomean_ci": list(table.geomean_ci) if table.geomean_ci else None,
         "inconclusive": table.inconclusive,
         "variant_geomeans": table.variant_geomeans,
-        "rows": [{**asdict(r), "row_verdict": r.row_verdict} for r in table.rows],
+        "rows": [{**asdict(r), "row_verdict": r.row_verdict,
+                  "clocks": {"state": r.clocks.state, "text": r.clocks.text} if r.status == "OK" else None}
+                 for r in table.rows],
         "notes": table.notes,
         "gaps": [asdict(g) for g in ws.gaps] if ws else [],
         "source": ws.source if ws else None,
@@ -52,7 +54,7 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
 
 CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
               "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason",
-              "candidate_harness", "baseline_harness", "conditions")
+              "candidate_harness", "baseline_harness", "conditions", "clocks", "clocks_detail")
 
 
 def table_csv(table: RatioTable, conditions: RatioComparability | None = None) -> str:
@@ -62,7 +64,9 @@ def table_csv(table: RatioTable, conditions: RatioComparability | None = None) -
     w.writerow(CSV_FIELDS)
     for r in table.rows:
         base = conditions.for_baseline(r.baseline_backend) if conditions else None
-        d = {**asdict(r), "row_verdict": r.row_verdict, "conditions": base.state if base else None}
+        d = {**asdict(r), "row_verdict": r.row_verdict, "conditions": base.state if base else None,
+             "clocks": r.clocks.state if r.status == "OK" else None,
+             "clocks_detail": r.clocks.text if r.status == "OK" else None}
         w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
     return buf.getvalue()
 
@@ -71,7 +75,11 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
     def f(x: float | None, spec: str) -> str:
         return "NA" if x is None else format(x, spec)
 
-    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict")
+    from workbench.clock_exposure import clock_lines, row_mark
+
+    sampled = any(r.candidate_clocks is not None or r.baseline_clocks is not None for r in table.matched)
+    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict") + \
+        (("clocks",) if sampled else ())
     body = []
     for r in table.rows:
         ci = "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.3f}-{r.ci_high:.3f}"
@@ -80,7 +88,8 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
             f"{r.baseline_launches if r.baseline_launches is not None else '?'}"
         verdict = r.row_verdict if r.status != "NO_BASELINE" else "NO_BASELINE"
         body.append((r.params, r.variant or "", r.baseline_backend or "", f(r.baseline_ms, ".4f"),
-                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict))
+                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict)
+                    + ((row_mark(r.clocks) if r.status == "OK" else "",) if sampled else ()))
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
     lines = [f"{table.kernel}" + (f"  ({ws.source}: {ws.kernel_dir})" if ws else "")]
     lines += _candidate_lines(table, ws)
@@ -94,6 +103,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
     for v, g in table.variant_geomeans.items():
         lines.append(f"variant {v}: geomean {round4(g):.4f}")
     lines += [f"note: {n}" for n in table.notes]
+    lines += clock_lines([(r.params, r.clocks) for r in table.matched])
     if conditions is not None and conditions.short:  # nothing when candidate and baselines are comparable
         lines.append(f"conditions: {conditions.short}")
         lines += [f"  {line}" for line in conditions.lines]

@@ -19,7 +19,10 @@ Contract (the faces call only these; none imports :mod:`workbench.history` itsel
   none differs), ``not_comparable`` (a flag; ``short`` names the first difference with both
   values), ``unknown`` (GPU model, driver, MIG mode or throttling is not recorded for a side;
   ``short`` names what is missing) or ``no_baseline``. ``short`` is "" when comparable; ``lines``
-  is the full text, one line per baseline. It never raises on file content.
+  is the full text, one line per baseline. Rows whose two sides the records show at different
+  clocks or throttle exposure (``clock_exposure``: NVML readings around each measured call) make
+  the state ``not_comparable`` too, each named in ``clock_rows`` with by how much.
+  It never raises on file content.
 """
 
 from __future__ import annotations
@@ -370,6 +373,8 @@ class RatioComparability:
     short: str
     baselines: tuple[BaselineComparability, ...]
     mixed_gpu_rows: tuple[str, ...] = ()
+    #: "<config>: <by how much>" for each row whose two sides ran at different clocks or throttle exposure
+    clock_rows: tuple[str, ...] = ()
 
     @property
     def lines(self) -> tuple[str, ...]:
@@ -377,6 +382,9 @@ class RatioComparability:
         if self.mixed_gpu_rows:
             out += (f"{len(self.mixed_gpu_rows)} row(s) measured on different GPU models: "
                     + "; ".join(self.mixed_gpu_rows),)
+        if self.clock_rows:
+            out += (f"{len(self.clock_rows)} row(s) measured at different clocks or throttle exposure: "
+                    + "; ".join(self.clock_rows),)
         return out
 
     def for_baseline(self, key: str | None) -> BaselineComparability | None:
@@ -386,7 +394,7 @@ class RatioComparability:
         return {"state": self.state, "short": self.short, "lines": list(self.lines),
                 "baselines": [{"baseline": b.baseline, "state": b.state, "short": b.short, "flags": list(b.flags),
                                "notes": list(b.notes), "unknown": list(b.unknown)} for b in self.baselines],
-                "mixed_gpu_rows": list(self.mixed_gpu_rows)}
+                "mixed_gpu_rows": list(self.mixed_gpu_rows), "clock_rows": list(self.clock_rows)}
 
 
 def _short_flag(d: Difference, who: str) -> str:
@@ -456,9 +464,15 @@ def ratio_comparability(ws: Workspace, table: RatioTable | None) -> RatioCompara
     baselines = tuple(_baseline_state(b.baseline, b.comparability, conds.candidate, b.provenance)
                       for b in conds.baselines)
     mixed = _mixed_rows(ws)
+    # issue 18: the per-row clock exposure (NVML readings around each call) decides, when the records carry it
+    clocks = tuple(f"{r.params}: {r.clocks.text}" for r in (table.matched if table else [])
+                   if r.clocks.state == "not_comparable")
     if mixed:  # a scale-out run: rows whose two sides ran on different GPU models
         short = f"⚠ {len(mixed)} row(s): candidate and baseline measured on different GPU models"
-        return RatioComparability("not_comparable", short, baselines, mixed)
+        return RatioComparability("not_comparable", short, baselines, mixed, clocks)
+    if clocks:
+        short = f"⚠ {len(clocks)} row(s) measured at different clocks or throttle exposure (first {clocks[0]})"
+        return RatioComparability("not_comparable", short, baselines, (), clocks)
     if not baselines:
         return RatioComparability("no_baseline", "", ())
     states: tuple[ComparabilityState, ...] = ("not_comparable", "unknown")
