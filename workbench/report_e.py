@@ -149,23 +149,26 @@ def _code(text: str) -> str:
     return text.replace("`", "'").replace("\r", " ").replace("\n", " ")
 
 
+#: a row whose record gave no description (an NA row): the harness named, nothing claimed about it
 HARNESS_NAMES = {
-    "workbench": "workbench CUPTI harness (per-call windows, raw samples, CUDA-event self-check)",
+    "workbench": "workbench CUPTI harness",
     "tilegym": "TileGym's benchmark_fn_cupti (torch.profiler per sample)",
 }
 
 
 def harness_summary(rows: list[RatioRow]) -> str:
-    """"candidate: <harness> (N rows); baseline: ..." over the rows that name one."""
+    """"candidate: <harness> (N rows); baseline: ..." over the rows that name one. A row's description
+    is what its record carries (:attr:`~workbench.model.PhaseStats.measured_by`: window mode, raw
+    samples, self-check present or not); a row without one (NA rows) falls back to the harness name."""
     parts = []
-    for side, attr in (("candidate", "candidate_harness"), ("baseline", "baseline_harness")):
+    for side in ("candidate", "baseline"):
         counts: dict[str, int] = {}
         for r in rows:
-            h = getattr(r, attr)
+            h = getattr(r, f"{side}_measured_by") or HARNESS_NAMES.get(getattr(r, f"{side}_harness") or "")
             if h:
                 counts[h] = counts.get(h, 0) + 1
         if counts:
-            parts.append(f"{side}: " + ", ".join(f"{HARNESS_NAMES.get(h, h)} ({n} rows)" for h, n in sorted(counts.items())))
+            parts.append(f"{side}: " + ", ".join(f"{h} ({n} rows)" for h, n in sorted(counts.items())))
     return "; ".join(parts) or "unknown harness (records carry no harness marks)"
 
 

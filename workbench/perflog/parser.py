@@ -488,6 +488,7 @@ def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | N
         samples_ms=_samples(st, stats, where, line), launches_per_call=integer("launches_per_call"),
         harness=_harness(stats), capture_verdict=verdict, capture_reason=reason,
         capture_window=_capture_window(stats), clocks=_clocks(st, stats, where, line),
+        capture_source=stats["capture_source"] if isinstance(stats.get("capture_source"), str) else None,
     )
 
 
