@@ -138,6 +138,8 @@ class FInputs:
     #: params → audit of the IR that config ran (``run --dump-ir``: workbench/ir/index.json); preferred
     #: over the variant pair for that config
     ir_config_audits: dict[str, IRAudit] = field(default_factory=dict)
+    #: issue 18 §5: the sentences naming a stand-in candidate / plain-Triton baseline (``workbench.stand_ins``)
+    stand_ins: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- step 5 helpers

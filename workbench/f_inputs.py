@@ -121,7 +121,15 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
                    candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
                    probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames,
-                   ir_config_audits=_ir_config_audits(ws))
+                   ir_config_audits=_ir_config_audits(ws), stand_ins=_stand_ins(cand_log, meta, table))
+
+
+def _stand_ins(cand_log: Any, meta: Any, table: Any) -> tuple[str, ...]:
+    from workbench.stand_ins import stand_ins_of
+
+    frameworks = {r.framework for r in cand_log.records} if cand_log is not None else None
+    keys = {r.baseline_backend for r in table.matched if r.baseline_backend} if table is not None else set()
+    return tuple(stand_ins_of(frameworks, meta, keys).lines())
 
 
 def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:

@@ -361,6 +361,7 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     pattern = (inv.pattern.replace("_", "-") if inv.pattern != "none"
                else "unknown (no usable E table)" if table is None or not table.matched else "no slow configs")
     lines = [f"VERDICT: {inv.verdict}", "", f"# Perf Investigation: {inv.kernel} {title}", "", "## Ratio",
+             *(f"- **{cell(s)}**" for s in inputs.stand_ins),
              f"- Agent E geomean: {gm}", f"- Shape pattern: {pattern}"]
     if table is not None:
         slow = sum(1 for r in table.matched if r.ratio is not None and r.ratio > 1.05)
@@ -444,7 +445,8 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
 def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str) -> str:
     """``reports/agent_f.md``: the rich report (readable without re-running anything)."""
     t = inputs.table
-    lines = [f"# Agent F report: {inputs.kernel}", "", "## Inputs read"]
+    lines = [f"# Agent F report: {inputs.kernel}", *(["", *(f"**{cell(s)}**" for s in inputs.stand_ins)]
+                                                       if inputs.stand_ins else []), "", "## Inputs read"]
     for role, p in sorted(inputs.evidence.items()):
         lines.append(f"- {role}: {p}")
     for v, a in inputs.ir_audits.items():
@@ -525,7 +527,8 @@ def _sol_lines(inputs: FInputs) -> list[str]:
 
 def render_agent_log(invs: Sequence[Investigation], inputs: FInputs, command: str, validator_text: str) -> str:
     """``reports/agent_logs/agent_f.md``: commands, evidence, raw tables, verbatim validator output."""
-    lines = [f"# Agent F log: {inputs.kernel}", "", "## Commands", f"$ {command}"]
+    lines = [f"# Agent F log: {inputs.kernel}", *(["", *inputs.stand_ins] if inputs.stand_ins else []), "",
+             "## Commands", f"$ {command}"]
     for a in inputs.ir_audits.values():
         lines.append(f"$ bash scripts/diff_ir.sh {a.ref_name} {a.gen_name}  # in-process twin → diff_ir_rc={a.exit_code}")
     for p in inputs.probes.values():

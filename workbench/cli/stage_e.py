@@ -26,6 +26,7 @@ from workbench.errors import Blocked
 from workbench.model import RatioTable
 from workbench.services import stage_e
 from workbench.services.history import RatioComparability, ratio_comparability
+from workbench.stand_ins import StandIns
 from workbench.stats import round4
 from workbench.workspace import Workspace
 
@@ -80,6 +81,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
     sampled = any(r.candidate_clocks is not None or r.baseline_clocks is not None for r in table.matched)
     head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict") + \
         (("clocks",) if sampled else ())
+    labels = _stand_ins(table, ws)
     body = []
     for r in table.rows:
         ci = "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.3f}-{r.ci_high:.3f}"
@@ -87,7 +89,8 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
             f"{r.candidate_launches if r.candidate_launches is not None else '?'}/" \
             f"{r.baseline_launches if r.baseline_launches is not None else '?'}"
         verdict = r.row_verdict if r.status != "NO_BASELINE" else "NO_BASELINE"
-        body.append((r.params, r.variant or "", r.baseline_backend or "", f(r.baseline_ms, ".4f"),
+        base = labels.baseline_label(r.baseline_backend) if labels and r.baseline_backend else r.baseline_backend
+        body.append((r.params, r.variant or "", base or "", f(r.baseline_ms, ".4f"),
                      f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict)
                     + ((row_mark(r.clocks) if r.status == "OK" else "",) if sampled else ()))
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
@@ -112,6 +115,12 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
     return "\n".join(lines) + "\n"
 
 
+def _stand_ins(table: RatioTable, ws: Workspace | None) -> StandIns | None:
+    from workbench.services.stand_ins import workspace_stand_ins
+
+    return workspace_stand_ins(ws, table) if ws is not None else None
+
+
 def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
     """Who the candidate is (a stand-in is always named as one) and which harness measured the rows."""
     from workbench.errors import WorkbenchError
@@ -128,6 +137,9 @@ def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
         stand_in = stand_in_frameworks(cand)
         out.append(f"candidate: STAND-IN {', '.join(stand_in)} (not cutile-rs)" if stand_in else
                    "candidate: cutile-rs")
+    labels = _stand_ins(table, ws)  # a plain-Triton baseline in the triton_tileir slot is named too (issue 18 §5)
+    if labels is not None:
+        out += [ln for ln in labels.lines() if not ln.startswith("STAND-IN candidate")]
     out.append(f"measured by: {harness_summary(table.rows)}")
     return out
 
