@@ -85,7 +85,10 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
         if not bases:
             missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
         else:
-            table = build_ratio_table(ws.kernel, cand_log, bases, analysis)
+            from workbench.history.noise import table_with_noise
+
+            table = table_with_noise(build_ratio_table(ws.kernel, cand_log, bases, analysis), paths,
+                                     {r.framework for r in cand_log.records})  # F's noise band (issue 18 §4)
             evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
                 _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
         if cand_name is None and cand_log.records:

@@ -236,6 +236,10 @@ class RatioRow:
     #: :attr:`PhaseStats.measured_by` of each side (what "Measured by" counts)
     candidate_measured_by: str | None = None
     baseline_measured_by: str | None = None
+    #: run-to-run spread of the row's sides across the run history (an A/A estimate, ``history.noise``);
+    #: None with fewer than two runs of a side; ``noise_text`` says from which runs, or why there is none
+    noise_floor: float | None = None
+    noise_text: str = ""
 
     @property
     def clocks(self) -> RowClocks:

@@ -33,6 +33,7 @@ from typing import Any
 
 from workbench import __version__
 from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.history.noise import noise_lines, ratio_with_noise
 from workbench.kernel_names import short_name
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
 from workbench.stand_ins import StandIns, stand_ins_of
@@ -100,7 +101,8 @@ def _table(rows: list[RatioRow], stand_ins: StandIns | None = None) -> str:
         base = stand_ins.baseline_label(r.baseline_backend) if stand_ins and r.baseline_backend else \
             r.baseline_backend or "NA"
         out.append(f"| {_cell(r.params)} | {_cell(base)} | {_ms(r.baseline_ms)} | "
-                   f"{_ms(r.candidate_ms)} | {_ratio(r.ratio)} | {_ci(r.ci_low, r.ci_high)} | {_launches(r)} | "
+                   f"{_ms(r.candidate_ms)} | {ratio_with_noise(r, _ratio(r.ratio))} | {_ci(r.ci_low, r.ci_high)} | "
+                   f"{_launches(r)} | "
                    f"{_row_verdict(r)} |\n")
     return "".join(out)
 
@@ -224,6 +226,7 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
         out.append(f"**Stand-in candidate**: the candidate log holds {', '.join(_cell(f) for f in stand_in)}, not "
                    "cutile-rs; these ratios compare a stand-in, not a cutile-rs port.\n")
     out += [f"**{_cell(line)}**.\n" for line in stand_ins.lines() if not line.startswith("STAND-IN candidate")]
+    out += [f"{_cell(line.strip()[0].upper() + line.strip()[1:])}.\n" for line in noise_lines(table.rows)]
     out += [f"Measured by: {harness_summary(table.rows)}.\n",
             f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
             "\n", _table(ok, stand_ins)]
@@ -515,7 +518,10 @@ def plan_e_report(
     candidate, parsed, _notes = load_candidate(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     if table is None:
-        table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis)
+        from workbench.history.noise import table_with_noise
+
+        table = table_with_noise(build_ratio_table(ws.kernel, candidate, baselines, ws.analysis), paths,
+                                 {r.framework for r in candidate.records})
     if table.verdict == "BLOCKED" or table.geomean is None:
         reason = "; ".join(table.notes) or "no matched config (no candidate median with a baseline)"
         raise Blocked(f"no usable data: {reason}", path=str(paths.root))

@@ -55,7 +55,8 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
 
 CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
               "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason",
-              "candidate_harness", "baseline_harness", "conditions", "clocks", "clocks_detail")
+              "candidate_harness", "baseline_harness", "conditions", "clocks", "clocks_detail", "noise_floor",
+              "noise_text")
 
 
 def table_csv(table: RatioTable, conditions: RatioComparability | None = None) -> str:
@@ -77,6 +78,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
         return "NA" if x is None else format(x, spec)
 
     from workbench.clock_exposure import clock_lines, row_mark
+    from workbench.services.stage_e import noise_lines, ratio_with_noise
 
     sampled = any(r.candidate_clocks is not None or r.baseline_clocks is not None for r in table.matched)
     head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict") + \
@@ -91,7 +93,8 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
         verdict = r.row_verdict if r.status != "NO_BASELINE" else "NO_BASELINE"
         base = labels.baseline_label(r.baseline_backend) if labels and r.baseline_backend else r.baseline_backend
         body.append((r.params, r.variant or "", base or "", f(r.baseline_ms, ".4f"),
-                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict)
+                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else ratio_with_noise(r, f"{r.ratio:.3f}x"),
+                     ci, launches, verdict)
                     + ((row_mark(r.clocks) if r.status == "OK" else "",) if sampled else ()))
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
     lines = [f"{table.kernel}" + (f"  ({ws.source}: {ws.kernel_dir})" if ws else "")]
@@ -107,6 +110,7 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
         lines.append(f"variant {v}: geomean {round4(g):.4f}")
     lines += [f"note: {n}" for n in table.notes]
     lines += clock_lines([(r.params, r.clocks) for r in table.matched])
+    lines += noise_lines(table.rows)
     if conditions is not None and conditions.short:  # nothing when candidate and baselines are comparable
         lines.append(f"conditions: {conditions.short}")
         lines += [f"  {line}" for line in conditions.lines]

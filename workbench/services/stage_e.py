@@ -21,6 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import InputError
+
+# the faces' noise-floor text (issue 18 §4), re-exported: faces read the history only through services
+from workbench.history.noise import noise_lines as noise_lines
+from workbench.history.noise import ratio_with_noise as ratio_with_noise
 from workbench.model import RatioTable, ReportPlan
 from workbench.stats import build_ratio_table
 from workbench.workspace import Workspace, open_workspace
@@ -58,7 +62,10 @@ def ratio_table(ws: Workspace, seed: int = 0) -> RatioTable:
 
     candidate, _parsed, _notes = load_candidate(ws)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
-    return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
+    from workbench.history.noise import table_with_noise
+
+    table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
+    return table_with_noise(table, ws.paths, {r.framework for r in candidate.records})  # issue 18 §4
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:
