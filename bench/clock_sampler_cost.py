@@ -2,7 +2,7 @@
 
 What it measures, in one process per run (CUPTI session + ``sample_loop``, as ``benchmark`` does):
 1. the wall time of one ``ClockSampler.read()`` (SM clock, reason mask, two violation counters),
-   averaged over ``--reads`` readings;
+   averaged over ``--reads`` readings, and of opening + closing a sampler (once per config);
 2. per case, ``--batches`` pairs of ``--nrep``-sample batches, readings ON and OFF alternating
    (ON first in even pairs, OFF first in odd ones, so drift hits both): each batch's lower median
    (ms) and loop wall time; reported as the median over pairs of (ON/OFF - 1) in %, plus the
@@ -67,6 +67,10 @@ def main() -> int:
     from workbench.capture.kineto_child import warmed_up
 
     torch.cuda.init()
+    t0 = time.perf_counter()
+    for _ in range(10):  # nvmlInit + handle + nvmlShutdown: paid once per benchmark() call (per config)
+        open_sampler(torch).close()
+    open_close_ms = (time.perf_counter() - t0) / 10 * 1e3
     probe = open_sampler(torch)
     if probe.unavailable:
         print(f"NVML unavailable: {probe.unavailable}")
@@ -76,7 +80,7 @@ def main() -> int:
         probe.read()
     read_us = (time.perf_counter() - t0) / args.reads * 1e6
     probe.close()
-    report: dict[str, Any] = {"read_us": read_us, "reads": args.reads, "nrep": args.nrep, "pairs": args.batches,
+    report: dict[str, Any] = {"read_us": read_us, "open_close_ms": open_close_ms, "reads": args.reads, "nrep": args.nrep, "pairs": args.batches,
                               "gpu": torch.cuda.get_device_name(), "cases": []}
     for case in CASES:
         fn = warmed_up(torch, case["factory"], case["kwargs"])
@@ -97,7 +101,8 @@ def main() -> int:
                                 "median_diff_pct": median_pct, "loop_wall_diff_pct": wall_pct})
         del cache
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"one reading (4 NVML queries): {read_us:.1f} us on {report['gpu']}")
+    print(f"one reading (4 NVML queries): {read_us:.1f} us; open+close per config {open_close_ms:.2f} ms "
+          f"on {report['gpu']}")
     for c in report["cases"]:
         on = [p["on"]["median_ms"] * 1e3 for p in c["pairs"]]
         print(f"{c['case']:<22} median ON-vs-OFF {c['median_diff_pct']:+.2f}%  loop wall {c['loop_wall_diff_pct']:+.1f}%  "

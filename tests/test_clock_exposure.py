@@ -185,3 +185,40 @@ def test_sampler_marks_throttled_calls_and_says_when_nvml_is_missing():
     dead = open_sampler(env={}, nvml=FakeNvml([], fail_init=True))
     assert dead.summary([0])["unavailable"] == "NVML init failed (RuntimeError: NVML_ERROR_DRIVER_NOT_LOADED)"
     assert isinstance(dead, ClockSampler) and dead.readings == []
+
+
+def test_harness_reads_after_each_window_and_discards_throttled_calls(monkeypatch: pytest.MonkeyPatch):
+    """SYNTHETIC: a stand-in session (no GPU here) and scripted NVML readings through the real
+    ``sample_loop`` and the harness's discard-on-throttle."""
+    import contextlib
+
+    from workbench.capture.harness import _discard_throttled, sample_loop
+    from workbench.errors import CaptureError
+    from workbench.model import CallCapture
+
+    class Session:  # what sample_loop needs of an events session: one context per measured window
+        def __init__(self) -> None:
+            self.windows = 0
+
+        @contextlib.contextmanager
+        def call(self):  # type: ignore[no-untyped-def]
+            yield
+            self.windows += 1
+
+    script = [(1980, 0, 0), (1980, 0, 0), (1965, 0x4, 0), (1980, 0, 0), (1980, 0, 0)]
+    nvml = FakeNvml(script)
+    sampler = open_sampler(env={}, nvml=nvml)
+    session = Session()
+    sample_loop(None, session, [lambda: None], 4, None, sampler=sampler)
+    assert session.windows == 4 and len(sampler.readings) == 5  # one before, one after each window
+    calls = [CallCapture(index=i, backend="x", host_start_ns=i, host_end_ns=i + 1, launches=()) for i in range(4)]
+    samples = [1.0, 1.3, 1.0, 1.0]
+    assert _discard_throttled(sampler, calls, samples, [0, 1, 2, 3])[3] == 0  # off unless asked
+    monkeypatch.setenv("WORKBENCH_DISCARD_THROTTLED", "1")
+    kept_calls, kept_samples, kept, discarded = _discard_throttled(sampler, calls, samples, [0, 1, 2, 3])
+    assert (kept_samples, kept, discarded) == ([1.0, 1.0, 1.0], [0, 2, 3], 1)
+    assert [c.index for c in kept_calls] == [0, 1, 2]
+    assert sampler.summary(kept, discarded=discarded) == {"source": "nvml", "samples": 3, "sm_mhz": [1980, 1980, 1980],
+                                                          "throttled": 0, "reasons": {}, "discarded": 1}
+    with pytest.raises(CaptureError, match="all 1 measured calls ran while the GPU was throttled"):
+        _discard_throttled(sampler, calls[1:2], samples[1:2], [1])
