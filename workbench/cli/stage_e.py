@@ -50,7 +50,7 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
         "source": ws.source if ws else None,
         "kernel_dir": str(ws.kernel_dir) if ws else None,
         "conditions": conditions.as_dict() if conditions else None,
-        "stand_ins": _stand_ins(table, ws).lines() if ws else [],
+        "stand_ins": labels.lines() if (labels := _stand_ins(table, ws)) is not None else [],
     }
 
 
