@@ -24,16 +24,40 @@ from workbench.workspace import open_workspace
 
 
 def _with_baseline_rerun(out_root: Path, scale: dict[str, float] | None = None) -> Path:
-    """SYNTHETIC: a second cuTile baseline run (the real samples resampled, ``scale`` per config)."""
+    """SYNTHETIC: two more cuTile baseline runs of one TileGym commit (the real samples resampled; the
+    second scaled by ``scale`` per config). The real run's code identity is not recorded, so the A/A
+    floor comes from the two synthetic ones."""
     paths = copy_matmul(out_root)
     store, _ = open_history(paths, source="out_root")
     with store:
         run = next(r for r in store.runs() if any(role.startswith("baseline") for role in r.roles))
         base = [c for rid, c in store.configs() if rid == run.run_id]
-        at = utc("2026-12-02 10:00")
-        entry = derived_entry(base, kernel="matmul", tag="aa", at=at, prov=provenance(at), scale=scale, seed=7)
-        store.add(dataclasses.replace(entry, role="baseline_cutile"))
+        for i, (day, factor) in enumerate((("2026-12-02 10:00", None), ("2026-12-03 10:00", scale))):
+            at = utc(day)
+            entry = derived_entry(base, kernel="matmul", tag=f"aa{i}", at=at, prov=provenance(at), scale=factor,
+                                  seed=7 + i)
+            store.add(dataclasses.replace(entry, role="baseline_cutile"))
     return out_root
+
+
+def test_a_code_change_between_runs_is_never_noise(tmp_path: Path):
+    """SYNTHETIC: two candidate runs 20 % apart, of different cutile-rs libraries (a fix): no floor."""
+    paths = copy_matmul(tmp_path)
+    store, _ = open_history(paths, source="out_root")
+    with store:
+        run = next(r for r in store.runs() if "candidate" in r.roles)
+        cand = [c for rid, c in store.configs() if rid == run.run_id]
+        for i, (day, lib, factor) in enumerate((("2026-12-02 10:00", "a" * 64, 1.0), ("2026-12-03 10:00", "b" * 64, 0.8))):
+            at = utc(day)
+            prov = dataclasses.replace(provenance(at), cutile_rs_lib_sha256=lib)
+            store.add(derived_entry(cand, kernel="matmul", tag=f"fix{i}", at=at, prov=prov,
+                                    scale={c.params: factor for c in cand}, seed=i))
+    from workbench.services import stage_e
+
+    ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
+    row = next(r for r in stage_e.ratio_table(ws).rows if r.params == SP_2048)
+    assert row.noise_floor is None
+    assert row.noise_text.startswith("no A/A estimate: fewer than 2 runs of the same code on a side")
 
 
 def test_spread_and_row_floor():
@@ -42,8 +66,8 @@ def test_spread_and_row_floor():
     assert both.floor == 0.021
     assert both.text == "±2.1% run-to-run (A/A: cutile-rs 1 run, cutile 2.1% over 3 runs)"
     none = row_noise(SideNoise("cutile-rs", 1, None), None)
-    assert none.floor is None and none.text == "no A/A estimate: fewer than 2 runs of a side in the history " \
-                                               "(cutile-rs 1 run)"
+    assert none.floor is None and none.text == ("no A/A estimate: fewer than 2 runs of the same code on a side in "
+                                                "the history (cutile-rs 1 run)")
 
 
 def test_real_session_has_no_noise_floor_and_calibrate_says_why(capsys: pytest.CaptureFixture[str]):
@@ -59,10 +83,11 @@ def test_two_baseline_runs_give_a_floor_and_a_clean_calibration(tmp_path: Path, 
     assert main(["calibrate", "matmul", "--out-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "rows an identical candidate would have flagged (ratio > 1.05): 0 of 6 (goal 0)" in out
+    assert "note:" not in out  # both synthetic runs carry one TileGym commit: a clean A/A test
     assert main(["table", "matmul", "--out-root", str(tmp_path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert all(r["noise_floor"] is not None and r["noise_floor"] < 0.05 for r in rows)
-    assert all("cutile-rs 1 run" in r["noise_text"] and "cutile " in r["noise_text"] for r in rows)
+    assert all("cutile-rs 1 run" in r["noise_text"] and "over 2 runs" in r["noise_text"] for r in rows)
     assert main(["table", "matmul", "--out-root", str(tmp_path)]) == 0
     text = capsys.readouterr().out
     assert "noise floor: run-to-run spread of each side's medians across the run history (A/A) for 6 of 6" in text

@@ -31,7 +31,10 @@ def render_calibration(rep: CalibrationReport) -> str:
     cal = rep.result
     lines = [f"{rep.kernel}: A/A test of {cal.backend}: run {cal.second[:8]} ({_when(rep.second_when)}) as the "
              f"candidate against run {cal.first[:8]} ({_when(rep.first_when)}); {rep.runs_of_backend} run(s) of "
-             f"{cal.backend} in the history, the last two used", ""]
+             f"{cal.backend} in the history, the last two used"]
+    if rep.identity_note:
+        lines.append(f"note: {rep.identity_note}")
+    lines.append("")
     width = max([6, *(len(p) for p, _r in cal.ratios)])
     lines.append(f"{'config':<{width}}  A/A ratio  flagged")
     for params, ratio in cal.ratios:
@@ -47,7 +50,7 @@ def calibration_json(rep: CalibrationReport) -> dict[str, Any]:
     return {"kernel": rep.kernel, "backend": cal.backend, "older_run": cal.first, "newer_run": cal.second,
             "older_at": rep.first_when, "newer_at": rep.second_when, "runs_of_backend": rep.runs_of_backend,
             "gate": rep.gate, "ratios": [{"params": p, "ratio": r, "flagged": r > rep.gate} for p, r in cal.ratios],
-            "flagged": len(cal.flagged), "largest_deviation": cal.worst}
+            "flagged": len(cal.flagged), "largest_deviation": cal.worst, "identity_note": rep.identity_note}
 
 
 def _measure_twice(args: argparse.Namespace, backend: str, out: TextIO) -> int:

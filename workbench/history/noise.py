@@ -4,6 +4,10 @@ Contract:
 - :func:`side_spread` of one backend's medians for one config over its runs in the history is
   ``(max - min) / min`` (numpy); None with fewer than two runs. Conservative on purpose: it grows
   with the number of runs instead of averaging a bad run away.
+- Only runs of **the same code** count (an A/A estimate, not a trend): the runs whose code identity
+  equals that of the side's latest run -- TileGym commit and cutile-rs library sha256 for a
+  candidate run, the TileGym commit for a baseline run (:func:`run_identity`). A latest run whose
+  identity is not recorded gives no floor, and says so: a fix between two runs is never "noise".
 - :func:`row_noise` combines a row's two sides: the floor is the larger spread of the sides that
   have two or more runs; ``text`` says from how many runs of which backend, or why there is none.
   A ratio whose distance from 1 is within the floor is what an identical candidate could show.
@@ -20,6 +24,7 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +49,16 @@ def side_spread(medians: Sequence[float]) -> float | None:
 @dataclass(frozen=True)
 class SideNoise:
     backend: str
-    runs: int
+    runs: int  # runs of the same code as the latest (the ones the spread is over)
     spread: float | None
+    why: str = ""  # why there is no spread beyond "1 run"
+
+
+def run_identity(provenance: Any, roles: Sequence[str]) -> tuple[str, ...] | None:
+    """The code a run measured (module contract); None when a part of it is not recorded."""
+    candidate = "candidate" in roles
+    parts = (provenance.tilegym_commit, provenance.cutile_rs_lib_sha256) if candidate else (provenance.tilegym_commit,)
+    return None if any(p is None for p in parts) else tuple(str(p) for p in parts)
 
 
 @dataclass(frozen=True)
@@ -59,21 +72,32 @@ def row_noise(candidate: SideNoise | None, baseline: SideNoise | None) -> RowNoi
     sides = [s for s in (candidate, baseline) if s is not None]
     known = [s for s in sides if s.spread is not None]
     if not known:
-        runs = ", ".join(f"{s.backend} {s.runs} run{'s' if s.runs != 1 else ''}" for s in sides) or "no run"
-        return RowNoise(None, f"no A/A estimate: fewer than 2 runs of a side in the history ({runs})")
+        runs = ", ".join(s.why or f"{s.backend} {s.runs} run{'s' if s.runs != 1 else ''}" for s in sides) or "no run"
+        return RowNoise(None, f"no A/A estimate: fewer than 2 runs of the same code on a side in the history ({runs})")
     floor = max(s.spread for s in known if s.spread is not None)
     parts = [f"{s.backend} {s.spread:.1%} over {s.runs} runs" if s.spread is not None else f"{s.backend} 1 run"
              for s in sides]
     return RowNoise(floor, f"±{floor:.1%} run-to-run (A/A: {', '.join(parts)})")
 
 
-def spreads_by_config(results: Iterable[ConfigResult]) -> dict[tuple[str, str, str], SideNoise]:
-    """(func_key, params, backend) → that side's noise over every run holding it (forward phase)."""
-    medians: dict[tuple[str, str, str], list[float]] = {}
-    for r in results:
+def spreads_by_config(results: Iterable[tuple[tuple[str, ...] | None, ConfigResult]]
+                      ) -> dict[tuple[str, str, str], SideNoise]:
+    """(func_key, params, backend) → that side's noise over the runs of its latest run's code
+    (``results``: (run identity, result) in run order; forward phase only)."""
+    by_side: dict[tuple[str, str, str], list[tuple[tuple[str, ...] | None, float]]] = {}
+    for identity, r in results:
         if r.phase == "forward":
-            medians.setdefault((r.func_key, r.params, r.backend), []).append(r.median_ms)
-    return {k: SideNoise(k[2], len(v), side_spread(v)) for k, v in medians.items()}
+            by_side.setdefault((r.func_key, r.params, r.backend), []).append((identity, r.median_ms))
+    out = {}
+    for key, points in by_side.items():
+        latest = points[-1][0]
+        if latest is None:
+            out[key] = SideNoise(key[2], 1, None, f"{key[2]}: {len(points)} run(s), the latest without a recorded "
+                                                  "code identity (TileGym commit / cutile-rs library)")
+            continue
+        same = [m for identity, m in points if identity == latest]
+        out[key] = SideNoise(key[2], len(same), side_spread(same))
+    return out
 
 
 def read_noise(paths: KernelPaths) -> tuple[dict[tuple[str, str, str], SideNoise], str]:
@@ -88,7 +112,11 @@ def read_noise(paths: KernelPaths) -> tuple[dict[tuple[str, str, str], SideNoise
     except WorkbenchError as exc:
         return {}, f"run history unreadable ({exc})"
     try:
-        return spreads_by_config(c for _run, c in store.configs()), ""
+        runs = {r.run_id: r for r in store.runs()}
+        order = sorted(runs, key=lambda rid: (runs[rid].when, rid))
+        rank = {rid: i for i, rid in enumerate(order)}
+        rows = sorted(store.configs(phase="forward"), key=lambda rc: rank[rc[0]])
+        return spreads_by_config((run_identity(runs[rid].provenance, runs[rid].roles), c) for rid, c in rows), ""
     except WorkbenchError as exc:
         return {}, f"run history unreadable ({exc})"
     finally:

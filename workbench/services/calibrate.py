@@ -5,7 +5,8 @@ artifact tree; the recorded session in memory, nothing written), takes the **las
 hold forward results of the baseline backend (``backend``, else analysis.json's reference backend,
 else the backend of the runs recorded in a baseline role) and runs the A/A test of
 :func:`workbench.history.noise.calibrate`: the newer run as the "candidate", the older as the
-baseline, per config. Fewer than two such runs is an ``InputError`` (key ``runs``) that says how
+baseline, per config; ``identity_note`` says when the two runs are not shown to be the same code
+(TileGym commit not recorded, or different). Fewer than two such runs is an ``InputError`` (key ``runs``) that says how
 many there are and how to get a second (``calibrate --run`` or ``run -b <backend>``). An unknown
 ``backend`` is an ``InputError`` naming the backends present.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from workbench.errors import InputError
-from workbench.history.noise import FLAG_RATIO, Calibration, calibrate
+from workbench.history.noise import FLAG_RATIO, Calibration, calibrate, run_identity
 from workbench.history.query import open_history
 from workbench.workspace import Workspace
 
@@ -31,6 +32,8 @@ class CalibrationReport:
     second_when: float
     runs_of_backend: int
     gate: float = FLAG_RATIO
+    #: "" when both runs are known to measure the same code; else why the test is not a clean A/A
+    identity_note: str = ""
 
 
 def _default_backend(ws: Workspace, backends_by_role: dict[str, set[str]], present: set[str]) -> str | None:
@@ -71,4 +74,8 @@ def calibration(ws: Workspace, backend: str | None = None) -> CalibrationReport:
                          path=str(ws.kernel_dir), key="runs")
     older, newer = holding[-2], holding[-1]
     result = calibrate(chosen, (older.run_key, by_run[older.run_id]), (newer.run_key, by_run[newer.run_id]))
-    return CalibrationReport(ws.kernel, result, older.when, newer.when, len(holding))
+    ids = [run_identity(r.provenance, r.roles) for r in (older, newer)]
+    note = ("" if ids[0] is not None and ids[0] == ids[1] else
+            "the two runs' code identity (TileGym commit) is not recorded: same code not shown"
+            if None in ids else f"the two runs measured different code ({ids[0]} vs {ids[1]}): not a clean A/A test")
+    return CalibrationReport(ws.kernel, result, older.when, newer.when, len(holding), identity_note=note)
