@@ -21,7 +21,9 @@ Contract (the faces call only these; none imports :mod:`workbench.history` itsel
   ``short`` names what is missing) or ``no_baseline``. ``short`` is "" when comparable; ``lines``
   is the full text, one line per baseline. Rows whose two sides the records show at different
   clocks or throttle exposure (``clock_exposure``: NVML readings around each measured call) make
-  the state ``not_comparable`` too, each named in ``clock_rows`` with by how much.
+  the state ``not_comparable`` too, each named in ``clock_rows`` with by how much; when every row
+  of a baseline has measured clocks within the bound, the run-level end-snapshot clock difference
+  is a note, not a flag (the snapshots were taken outside the measured calls).
   It never raises on file content.
 """
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,7 +43,7 @@ from workbench.history.query import history_csv as core_history_csv
 from workbench.history.query import history_to_dict, load_history, open_history, sparkline
 from workbench.history.regress import ChangeFlag
 from workbench.history.store import HistoryStore, StoredRun
-from workbench.model import RatioTable
+from workbench.model import RatioRow, RatioTable
 from workbench.provenance import Provenance
 from workbench.testids import id_token
 from workbench.workspace import Workspace
@@ -430,6 +432,17 @@ def _same_facts(cand: Provenance | None, base: Provenance | None) -> tuple[str, 
     return tuple(out)
 
 
+def _per_row_clocks_decide(comp: Comparability, rows_measured: bool) -> Comparability:
+    """With NVML clocks measured around every call of every row of this baseline (all within the
+    bound), the run's start/end snapshots no longer decide: their clock difference becomes a note."""
+    if not rows_measured or not any(d.kind == "clocks" and d.severity == "flag" for d in comp.differences):
+        return comp
+    why = " (a snapshot outside the measured calls; every row's measured clocks are within the bound)"
+    return replace(comp, differences=tuple(replace(d, severity="note", text=d.text + why)
+                                           if d.kind == "clocks" and d.severity == "flag" else d
+                                           for d in comp.differences))
+
+
 def _baseline_state(key: str, comp: Comparability, cand: Provenance | None,
                     base: Provenance | None) -> BaselineComparability:
     who = f"baseline {key}"
@@ -457,11 +470,17 @@ def _mixed_rows(ws: Workspace) -> tuple[str, ...]:
     return tuple(r.describe() for r in mixed_gpu_rows(session).rows) if session else ()
 
 
+def _all_rows_same_clocks(rows: Sequence[RatioRow]) -> bool:
+    return bool(rows) and all(r.clocks.state == "comparable" for r in rows)
+
+
 def ratio_comparability(ws: Workspace, table: RatioTable | None) -> RatioComparability:
     """Were the candidate and each used baseline measured under the same conditions? (module contract)"""
     used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
     conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
-    baselines = tuple(_baseline_state(b.baseline, b.comparability, conds.candidate, b.provenance)
+    matched = table.matched if table else []
+    baselines = tuple(_baseline_state(b.baseline, _per_row_clocks_decide(b.comparability, _all_rows_same_clocks(
+        [r for r in matched if r.baseline_backend == b.baseline])), conds.candidate, b.provenance)
                       for b in conds.baselines)
     mixed = _mixed_rows(ws)
     # issue 18: the per-row clock exposure (NVML readings around each call) decides, when the records carry it
