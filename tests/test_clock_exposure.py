@@ -247,3 +247,16 @@ def test_measured_row_clocks_outrank_the_runs_end_snapshots(tmp_path: Path):
     after = ratio_comparability(ws, stage_e.ratio_table(ws))
     assert after.state == "comparable", after.short
     assert any("every row's measured clocks are within the bound" in n for n in after.baselines[0].notes)
+
+
+def test_f_report_names_rows_measured_at_other_clocks(tmp_path: Path):
+    """SYNTHETIC readings (baseline 11 % slower clocks) in a copy of the REAL session: F says so."""
+    from workbench.services import stage_f
+
+    paths = copy_matmul(tmp_path)
+    _inject(paths.root, CAPPED, SLOW)
+    ws = stage_f.open_kernel("matmul", out_root=tmp_path, tilegym=None)
+    report = stage_f.plan(ws, run_real_scripts=False).plan
+    inv = next(f.content for f in report.files if f.relpath.startswith("reports/perf_investigation_"))
+    assert "- **Clocks differ** for `True-True-False-False-2048-2048-2048-0-0-torch.float16`: SM clock median " \
+           "candidate 1980 MHz vs baseline 1755 MHz: 11.4% apart (bound 2%)" in inv

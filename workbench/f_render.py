@@ -370,6 +370,9 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         if no_slow and table.verdict == "DONE":
             lines.append("- Agent E verdict: DONE — terminal in TileGym's pipeline (no F runs after it); this report "
                          "records that F has nothing to investigate")
+    for r in inv.rows:  # issue 18 §3: a row measured at other clocks is not evidence of a kernel gap
+        if r.status == "OK" and r.clocks.state == "not_comparable":
+            lines.append(f"- **Clocks differ** for `{cell(r.params)}`: {cell(r.clocks.text)}")
     if inv.rows:
         lines += ["", *rows_table(inv.rows)]
     lines += ["", "## Launch-count evidence", *_launch_section(inv)]
