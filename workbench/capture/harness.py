@@ -7,8 +7,9 @@ call) plus ``samples`` (raw ms per call), ``launches_per_call`` (the most common
 CUPTI clock check, samples discarded and re-measured) and, for CUPTI captures, ``capture_check``
 (``selfcheck``: CUPTI vs CUDA events behind a GPU sleep; ``verdict`` "suspect" means the median is
 not valid) and ``clocks`` (NVML's SM clock and throttle exposure read after each kept call, outside
-its window; ``WORKBENCH_DISCARD_THROTTLED=1`` drops throttled calls: see ``capture.clocks``). A sample whose window was contaminated (a Kineto session or an autotuner's timing
-inside it, see ``session``) is discarded and measured again, up to ``nrep`` extra windows; more
+its window; ``WORKBENCH_DISCARD_THROTTLED=1`` drops throttled calls: see ``capture.clocks``). A
+sample whose window was contaminated (a Kineto session or an autotuner's timing inside it, see
+``session``) is discarded and measured again, up to ``nrep`` extra windows; more
 contamination than that refuses the config (CaptureError). A sample is the sum
 of device times of every GPU activity attributed to that call (TileGym's measured sum); with the
 events fallback it is the CUDA-event elapsed time and ``kernel_times`` is empty ("no launch data").
