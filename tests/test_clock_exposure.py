@@ -260,3 +260,15 @@ def test_f_report_names_rows_measured_at_other_clocks(tmp_path: Path):
     inv = next(f.content for f in report.files if f.relpath.startswith("reports/perf_investigation_"))
     assert "- **Clocks differ** for `True-True-False-False-2048-2048-2048-0-0-torch.float16`: SM clock median " \
            "candidate 1980 MHz vs baseline 1755 MHz: 11.4% apart (bound 2%)" in inv
+
+
+def test_nvml_unavailable_says_what_is_unknown_and_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """SYNTHETIC: what a child without pynvml writes (the sampler's own wording) in a copy of the REAL logs."""
+    why = {"source": "nvml", "unavailable": "pynvml not importable (No module named 'pynvml'); install nvidia-ml-py"}
+    paths = copy_matmul(tmp_path)
+    _inject(paths.root, why, why)
+    assert main(["table", "matmul", "--out-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert ("clocks: not known for any of the 6 row(s): both sides: pynvml not importable (No module named "
+            "'pynvml'); install nvidia-ml-py\n") in out
+    assert all(ln.endswith("  ?") for ln in out.splitlines() if ln.startswith("True-"))
