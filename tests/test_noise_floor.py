@@ -125,3 +125,12 @@ def test_calibrate_names_the_backends_when_asked_for_an_absent_one(tmp_path: Pat
     shutil.copytree(Path(__file__).resolve().parents[1] / "profiles/tilegym/session/matmul", tmp_path / "matmul")
     assert main(["calibrate", "matmul", "--out-root", str(tmp_path), "--backend", "triton"]) == 2
     assert "no run of backend 'triton' in the history (present: cutile, cutile-rs)" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU node would really measure the baseline twice")
+def test_calibrate_run_without_a_gpu_says_so_and_measures_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    assert main(["calibrate", "rms_norm", "--run", "--out-root", str(tmp_path)]) == 2
+    assert "calibrate --run needs --backend" in capsys.readouterr().out
+    assert main(["calibrate", "rms_norm", "--run", "-b", "triton", "--out-root", str(tmp_path)]) == 2
+    assert "calibrate: run 1 exited 2: no A/A test" in capsys.readouterr().out
+    assert not (tmp_path / "rms_norm" / "workbench" / "history.sqlite").exists()
