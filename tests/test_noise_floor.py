@@ -130,7 +130,7 @@ def test_calibrate_names_the_backends_when_asked_for_an_absent_one(tmp_path: Pat
 @pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU node would really measure the baseline twice")
 def test_calibrate_run_without_a_gpu_says_so_and_measures_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert main(["calibrate", "rms_norm", "--run", "--out-root", str(tmp_path)]) == 2
-    assert "calibrate --run needs --backend" in capsys.readouterr().out
+    assert "key '--backend': calibrate --run needs --backend" in capsys.readouterr().err
     assert main(["calibrate", "rms_norm", "--run", "-b", "triton", "--out-root", str(tmp_path)]) == 2
     assert "calibrate: run 1 exited 2: no A/A test" in capsys.readouterr().out
     assert not (tmp_path / "rms_norm" / "workbench" / "history.sqlite").exists()

@@ -19,6 +19,7 @@ import time
 from typing import Any, TextIO
 
 from workbench.cli.common import add_kernel_args, path_arg
+from workbench.errors import InputError
 from workbench.services import stage_e
 from workbench.services.calibrate import CalibrationReport, calibration
 
@@ -89,8 +90,7 @@ class CalibrateCommand:
         out = stream or sys.stdout
         if args.run:
             if not args.backend:
-                out.write("calibrate --run needs --backend (the baseline to measure twice)\n")
-                return 2
+                raise InputError("calibrate --run needs --backend (the baseline to measure twice)", key="--backend")
             rc = _measure_twice(args, args.backend, out)
             if rc:
                 return rc
