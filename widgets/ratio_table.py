@@ -154,7 +154,7 @@ def _row_texts(row: RatioRow, sol: SolRow | None = None) -> tuple[list[str], str
     strings = [
         row.params,
         row.variant or "",
-        row.baseline_backend or "—",
+        row.baseline_label or row.baseline_backend or "—",  # "triton_tileir (plain Triton)" (issue 18 §5)
         _fmt_ms(row.baseline_ms),
         _fmt_ms(row.candidate_ms),
         ratio,

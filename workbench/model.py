@@ -240,6 +240,9 @@ class RatioRow:
     #: None with fewer than two runs of a side; ``noise_text`` says from which runs, or why there is none
     noise_floor: float | None = None
     noise_text: str = ""
+    #: how faces name the baseline when its key alone would mislead ("triton_tileir (plain Triton)",
+    #: ``workbench.stand_ins``); None: the key itself
+    baseline_label: str | None = None
 
     @property
     def clocks(self) -> RowClocks:

@@ -65,7 +65,25 @@ def ratio_table(ws: Workspace, seed: int = 0) -> RatioTable:
     from workbench.history.noise import table_with_noise
 
     table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
-    return table_with_noise(table, ws.paths, {r.framework for r in candidate.records})  # issue 18 §4
+    table = table_with_noise(table, ws.paths, {r.framework for r in candidate.records})  # issue 18 §4
+    return _with_baseline_labels(ws, table, {r.framework for r in candidate.records})
+
+
+def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]) -> RatioTable:
+    """Rows whose baseline key alone would mislead carry the label (a plain-Triton ``triton_tileir``)."""
+    import dataclasses
+
+    from workbench.errors import WorkbenchError
+    from workbench.stand_ins import stand_ins_of
+
+    try:
+        session = ws.session_meta()
+    except WorkbenchError:
+        session = None  # the loaders report a malformed session.json already
+    labels = stand_ins_of(frameworks, session, {r.baseline_backend for r in table.matched if r.baseline_backend})
+    rows = [dataclasses.replace(r, baseline_label=label) if r.baseline_backend and
+            (label := labels.baseline_label(r.baseline_backend)) != r.baseline_backend else r for r in table.rows]
+    return dataclasses.replace(table, rows=rows)
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:
