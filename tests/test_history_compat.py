@@ -161,3 +161,14 @@ def test_e_report_without_any_recorded_conditions_says_it_cannot_check(tmp_path)
     B.copy_real(tmp_path, "rms_norm")
     section, _plan = _performance_md(tmp_path, "rms_norm")
     assert "cannot be checked" in section and "Comparable with" not in section
+
+
+def test_discard_on_throttle_set_differently_is_a_note():
+    """SYNTHETIC: one side dropped its throttled calls (WORKBENCH_DISCARD_THROTTLED=1), the other kept them."""
+    a = dataclasses.replace(BASE, harness=HarnessInfo("workbench", {"WORKBENCH_CUPTI_WINDOW": "per_call",
+                                                                   "WORKBENCH_DISCARD_THROTTLED": "1"}))
+    b = dataclasses.replace(BASE, harness=HarnessInfo("workbench", {"WORKBENCH_CUPTI_WINDOW": "per_call",
+                                                                   "WORKBENCH_DISCARD_THROTTLED": "0"}))
+    comp = compare_provenance(a, b)
+    assert comp.comparable
+    assert [d.text for d in comp.differences] == ["WORKBENCH_DISCARD_THROTTLED: candidate 1 vs baseline 0"]

@@ -16,7 +16,8 @@ Contract of :func:`compare_provenance` (``a`` = candidate or newer run, ``b`` = 
   a run's clocks are not recorded the effect of its throttling is ``unknown``, never assumed).
 - ``note`` differences (worth knowing, not disqualifying): another physical GPU of the same
   model (UUID), another host, a harness knob set on one side only, sampling knobs (``WARMUP``,
-  ``REP``, ``MIN_REP``, ``INITIAL_REP``, ``MAX_REP``) set to different values.
+  ``REP``, ``MIN_REP``, ``INITIAL_REP``, ``MAX_REP``, and the clock-reading knobs ``WORKBENCH_CLOCKS``,
+  ``WORKBENCH_DISCARD_THROTTLED``) set to different values.
 - A fact missing on either side is listed in ``unknown`` ("MIG mode: not recorded for the
   baseline"); it is never treated as equal.
 :func:`render_conditions_section` renders the performance.md section that states all of it. It
@@ -42,7 +43,8 @@ _NOT_COMPARED_KNOBS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "D
 #: knobs that change how many samples are taken or how long the warm-up is, not what a sample
 #: measures: a difference is a note (CUPTI, CUDAGRAPH, MODE and the WORKBENCH_CUPTI_* window
 #: knobs change what is timed, and are flags)
-_SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "DUMP_CUPTI_EVENTS"})
+_SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "DUMP_CUPTI_EVENTS",
+                             "WORKBENCH_CLOCKS", "WORKBENCH_DISCARD_THROTTLED"})
 
 
 @dataclass(frozen=True)

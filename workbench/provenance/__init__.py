@@ -43,6 +43,7 @@ PROVENANCE_VERSION = 1
 HARNESS_ENV_KEYS: tuple[str, ...] = (
     "CUPTI", "WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "MODE", "CUDAGRAPH", "DUMP_CUPTI_EVENTS",
     "WORKBENCH_CAPTURE", "WORKBENCH_SETTLE_US", "CUDA_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+    "WORKBENCH_CLOCKS", "WORKBENCH_DISCARD_THROTTLED",
 )
 HARNESS_ENV_PREFIXES: tuple[str, ...] = ("WORKBENCH_CUPTI_",)
 #: where TileGym's cutile-rs build puts the kernel library (relative to the TileGym checkout)
