@@ -272,3 +272,17 @@ def test_nvml_unavailable_says_what_is_unknown_and_why(tmp_path: Path, capsys: p
     assert ("clocks: not known for any of the 6 row(s): both sides: pynvml not importable (No module named "
             "'pynvml'); install nvidia-ml-py\n") in out
     assert all(ln.endswith("  ?") for ln in out.splitlines() if ln.startswith("True-"))
+
+
+def test_clock_lines_group_unknown_rows_by_reason():
+    """SYNTHETIC verdicts: comparable, not comparable, and two unknown rows sharing one reason."""
+    from workbench.clock_exposure import clock_lines
+
+    capped, slow = exposure_from_dict(CAPPED), exposure_from_dict(SLOW)
+    lines = clock_lines([("a", compare_exposures(capped, capped)), ("b", compare_exposures(capped, slow)),
+                         ("c", compare_exposures(capped, None)), ("d", compare_exposures(capped, None))])
+    assert lines[0].endswith("1 row(s) at the same clocks (SM clock medians within 2%, throttled shares within 10 "
+                             "points), 1 not comparable, 2 unknown") or "1 not comparable, 2 unknown" in lines[0]
+    assert lines[1].startswith("  not comparable b: SM clock median candidate 1980 MHz vs baseline 1755 MHz")
+    assert lines[2:] == ["  unknown (2 row(s), first c): baseline: not sampled (the record carries no clock "
+                         "readings: recorded before clock sampling, or by another harness)"]

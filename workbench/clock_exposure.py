@@ -167,7 +167,10 @@ def clock_lines(rows: Sequence[tuple[str, RowClocks]]) -> list[str]:
             f"{len(by_state['not_comparable'])} not comparable, {len(unknown)} unknown")
     out = [head]
     out += [f"  not comparable {params}: {v.text}" for params, v in by_state["not_comparable"]]
-    out += [f"  unknown {params}: {v.text.removeprefix('clocks unknown: ')}" for params, v in unknown]
+    reasons: dict[str, list[str]] = {}
+    for params, v in unknown:  # one line per reason, not per row: a long table stays readable
+        reasons.setdefault(v.text.removeprefix("clocks unknown: "), []).append(params)
+    out += [f"  unknown ({len(ps)} row(s), first {ps[0]}): {why}" for why, ps in reasons.items()]
     return out
 
 
