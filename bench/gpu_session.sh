@@ -180,6 +180,10 @@ PY
     rsmmtg)
       step matmul_tg 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
+    nvmlclocks)  # issue 18 §3: cost of the per-call NVML clock readings (per reading, on medians), then the
+      # GPU tests of the record's clocks key and discard-on-throttle
+      step nvmlclocks 200 python3 bench/clock_sampler_cost.py --out "$W/clock_sampler_cost.json"
+      step nvmlclocktests 120 python3 -m pytest -m gpu tests/test_gpu_clocks.py -v -s -rs -p no:cacheprovider ;;
   esac
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$W/summary.txt" 2>&1

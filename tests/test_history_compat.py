@@ -43,6 +43,43 @@ def with_gpu(**kw: object) -> Provenance:
     return dataclasses.replace(BASE, gpu=dataclasses.replace(GPU, **kw))
 
 
+def snap_at(at: float, *, sm: int = 1980, power_violation_ns: int = 0,
+            reasons: tuple[str, ...] = ()) -> ClockSnapshot:
+    return ClockSnapshot(at, sm, 3201, sm, 1980, reasons, 45, 300.0, 700.0, 0, power_violation_ns, 0)
+
+
+def test_power_cap_at_the_same_clocks_is_comparable_and_named():
+    """SYNTHETIC numbers from issue 18's real batched GEMM (sw_power_cap: 396 ms of violation in a 31 s
+    run, 1.7 s in 48 s, both at 1965-1980 MHz): a note with each run's exposure, not a flag."""
+    cand = dataclasses.replace(BASE, before=snap_at(0.0, sm=1980),
+                               after=snap_at(31.0, sm=1965, power_violation_ns=396_000_000, reasons=("sw_power_cap",)))
+    base = dataclasses.replace(BASE, before=snap_at(0.0, sm=1980),
+                               after=snap_at(48.0, sm=1980, power_violation_ns=1_700_000_000))
+    comp = compare_provenance(cand, base)
+    assert comp.comparable, comp.flags
+    notes = [d.text for d in comp.differences if d.severity == "note"]
+    assert "throttling during the candidate run: sw_power_cap@end, power_violation_396.0ms (1.3% of the run)" in notes
+    assert "throttling during the baseline run: power_violation_1700.0ms (3.5% of the run)" in notes
+
+
+def test_throttle_exposure_beyond_the_bound_is_flagged_with_the_gap():
+    """SYNTHETIC: one run spent 35 % of its time power-capped, the other 1.3 %: flagged, by how much."""
+    cand = dataclasses.replace(BASE, before=snap_at(0.0), after=snap_at(31.0, power_violation_ns=396_000_000))
+    base = dataclasses.replace(BASE, before=snap_at(0.0), after=snap_at(40.0, power_violation_ns=14_000_000_000))
+    comp = compare_provenance(cand, base)
+    assert [d.text for d in comp.flags] == [
+        "throttle exposure: candidate 1.3% vs baseline 35.0% of the run under power/thermal violation, "
+        "34 points apart (bound 10)"]
+
+
+def test_throttling_without_clocks_is_unknown_not_assumed():
+    """SYNTHETIC: a throttled run whose clocks NVML did not read: the effect is unknown, not 'comparable'."""
+    hot = dataclasses.replace(BASE, after=dataclasses.replace(snap(reasons=("sw_thermal_slowdown",)), sm_clock_mhz=None))
+    comp = compare_provenance(hot, BASE)
+    assert comp.comparable and any(u.startswith("throttling effect:") for u in comp.unknown)
+    assert "throttling during the candidate run: sw_thermal_slowdown@end" in [d.text for d in comp.differences]
+
+
 def test_same_conditions_are_comparable():
     comp = compare_provenance(BASE, BASE)
     assert comp.comparable and comp.differences == () and comp.unknown == ()
@@ -54,8 +91,6 @@ def test_each_difference_is_flagged_and_named():
         "GPU: candidate NVIDIA H100 80GB HBM3 vs baseline NVIDIA H200": with_gpu(name="NVIDIA H100 80GB HBM3"),
         "driver: candidate 590.10 vs baseline 580.159.04": with_gpu(driver_version="590.10"),
         "MIG mode: candidate enabled vs baseline disabled": with_gpu(mig_mode="enabled"),
-        "throttling during the candidate run: sw_thermal_slowdown@end":
-            dataclasses.replace(BASE, after=snap(reasons=("sw_thermal_slowdown",))),
         "SM clock: candidate 1500 MHz vs baseline 1980 MHz (more than 5% apart)":
             dataclasses.replace(BASE, after=snap(sm=1500)),
         "WORKBENCH_CUPTI_WINDOW: candidate session vs baseline per_call":
@@ -126,3 +161,14 @@ def test_e_report_without_any_recorded_conditions_says_it_cannot_check(tmp_path)
     B.copy_real(tmp_path, "rms_norm")
     section, _plan = _performance_md(tmp_path, "rms_norm")
     assert "cannot be checked" in section and "Comparable with" not in section
+
+
+def test_discard_on_throttle_set_differently_is_a_note():
+    """SYNTHETIC: one side dropped its throttled calls (WORKBENCH_DISCARD_THROTTLED=1), the other kept them."""
+    a = dataclasses.replace(BASE, harness=HarnessInfo("workbench", {"WORKBENCH_CUPTI_WINDOW": "per_call",
+                                                                   "WORKBENCH_DISCARD_THROTTLED": "1"}))
+    b = dataclasses.replace(BASE, harness=HarnessInfo("workbench", {"WORKBENCH_CUPTI_WINDOW": "per_call",
+                                                                   "WORKBENCH_DISCARD_THROTTLED": "0"}))
+    comp = compare_provenance(a, b)
+    assert comp.comparable
+    assert [d.text for d in comp.differences] == ["WORKBENCH_DISCARD_THROTTLED: candidate 1 vs baseline 0"]

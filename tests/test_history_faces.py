@@ -144,7 +144,9 @@ def test_flags_between_runs_with_p_ci_and_condition_changes(tmp_path: Path, caps
     assert out.count("⚠ run ") == 1
     line = next(ln for ln in out.splitlines() if ln.startswith("⚠ run "))
     assert "driver: newer run 590.44.01 vs older run 580.159.04" in line
-    assert "throttling during the newer run: sw_power_cap@end" in line and "SM clock: newer run 1755 MHz" in line
+    # the power cap is no flag of its own (issue 18): the lower clock it caused is, and the runs table names the cap
+    assert "throttling" not in line and "SM clock: newer run 1755 MHz" in line
+    assert "sw_power_cap@end" in out[out.index("runs:"):]
     assert "1980/3201 → 1755/3201 MHz    sw_power_cap@end" in out  # the runs table
     # the machine forms carry the same decisions
     assert main(["history", "matmul", "--out-root", str(tmp_path), "--config", SP_2048, "--json"]) == 0
@@ -237,15 +239,24 @@ def test_table_says_nothing_when_comparable_and_flags_throttling(tmp_path: Path,
     comp = ratio_comparability(ws, stage_e.ratio_table(ws))
     assert comp.state == "comparable" and comp.short == ""
     assert "same GPU model (NVIDIA H200), driver (580.159.04), MIG mode (disabled), no throttling" in comp.lines[0]
-    # the baseline ran power-capped: named in the flag
+    # the baseline hit the power cap at the same end clocks (1980 MHz): comparable, the cap named as a note
     shutil.rmtree(tmp_path / "matmul")
     paths = copy_matmul(tmp_path)
     _provenance_events(paths.root, candidate=provenance(at),
                        baseline_cutile=provenance(at + 60, throttle=("sw_power_cap",)))
     ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
     comp = ratio_comparability(ws, stage_e.ratio_table(ws))
+    assert comp.state == "comparable", comp.short
+    assert "throttling during the baseline cutile run: sw_power_cap@end (0.0% of the run)" in comp.baselines[0].notes
+    # ... and at lower clocks: flagged by the clocks, both values named
+    shutil.rmtree(tmp_path / "matmul")
+    paths = copy_matmul(tmp_path)
+    _provenance_events(paths.root, candidate=provenance(at),
+                       baseline_cutile=provenance(at + 60, throttle=("sw_power_cap",), sm_end=1755))
+    ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
+    comp = ratio_comparability(ws, stage_e.ratio_table(ws))
     assert comp.state == "not_comparable"
-    assert comp.short == "⚠ throttling during the baseline cutile run (sw_power_cap@end)"
+    assert comp.short == "⚠ baseline cutile measured at another SM clock (1755 MHz vs candidate 1980 MHz)"
 
 
 def test_scaleout_rows_measured_on_two_gpu_models_are_flagged(tmp_path: Path):

@@ -150,6 +150,8 @@ def _row_texts(row: RatioRow, sol: SolRow | None = None, mark: str = "") -> tupl
     """Display strings of one row (column order), the verdict style, and extra-launches flag."""
     ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
     ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
+    if row.ratio is not None and row.noise_floor is not None:  # the row's run-to-run A/A spread (issue 18 §4)
+        ratio += f" ±{row.noise_floor:.1%}"
     verdict = row.row_verdict
     vstyle = {"PASS": "green", "INVESTIGATE": "bold red", "NA": "yellow"}[verdict]
     extra = (
@@ -160,7 +162,7 @@ def _row_texts(row: RatioRow, sol: SolRow | None = None, mark: str = "") -> tupl
     strings = [
         row.params,
         row.variant or "",
-        row.baseline_backend or "—",
+        row.baseline_label or row.baseline_backend or "—",  # "triton_tileir (plain Triton)" (issue 18 §5)
         _fmt_ms(row.baseline_ms),
         _fmt_ms(row.candidate_ms),
         ratio,

@@ -148,6 +148,8 @@ class FInputs:
     ir_config_audits: dict[str, IRAudit] = field(default_factory=dict)
     #: who ran each row (candidate identity) and which config the reference ran (f_evidence.trust)
     trust: KernelTrust | None = None
+    #: issue 18 §5: the sentences naming a stand-in candidate / plain-Triton baseline (``workbench.stand_ins``)
+    stand_ins: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- step 5 helpers
@@ -344,14 +346,15 @@ def _gap_for(le: LaunchEvidence, row: RatioRow, inputs: FInputs) -> GapAssessmen
     cs = c.summary if c else None
     bs = b.summary if b else None
     if cs is not None and bs is not None:
-        return assess_gap(cand_per_launch_ns=cs.main_durations_ns, base_per_launch_ns=bs.main_durations_ns)
+        return assess_gap(cand_per_launch_ns=cs.main_durations_ns, base_per_launch_ns=bs.main_durations_ns,
+                          noise_floor=row.noise_floor)
     one_each = bool(c and b and c.launches_per_call == 1 and b.launches_per_call == 1)
     crec = inputs.candidate_records.get((row.func_key, row.params))
     brec = inputs.baseline_records.get(row.baseline_backend or "", {}).get((row.func_key, row.params))
     return assess_gap(row=row, one_launch_each=one_each, cand_stats=crec.forward if crec else None,
                       base_stats=brec.forward if brec else None,
                       cand_per_launch_us=c.per_launch_us if c else None,
-                      base_per_launch_us=b.per_launch_us if b else None)
+                      base_per_launch_us=b.per_launch_us if b else None, noise_floor=row.noise_floor)
 
 
 #: diff_ir.sh criticals a different tile config produces by itself (tile sizes, CTA count, occupancy)

@@ -87,7 +87,10 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
         if not bases:
             missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
         else:
-            table = build_ratio_table(ws.kernel, cand_log, bases, analysis)
+            from workbench.history.noise import table_with_noise
+
+            table = table_with_noise(build_ratio_table(ws.kernel, cand_log, bases, analysis), paths,
+                                     {r.framework for r in cand_log.records})  # F's noise band (issue 18 §4)
             evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
                 _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
         if cand_name is None and cand_log.records:
@@ -130,7 +133,8 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
                    candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
                    probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames,
-                   ir_config_audits=_ir_config_audits(ws), trust=trust)
+                   ir_config_audits=_ir_config_audits(ws), trust=trust,
+                   stand_ins=_stand_ins(cand_log, meta, table))
 
 
 def ran_configs_by_variant(trust: Any, table: Any) -> dict[str | None, list[Any]]:
@@ -165,6 +169,14 @@ def with_ran_configs(search: Any, trust: Any, table: Any) -> Any:
         comparisons.append(compare_spaces(c.candidate, c.reference, c.variant, (rc.config, src)))
     search.comparisons = comparisons
     return search
+
+
+def _stand_ins(cand_log: Any, meta: Any, table: Any) -> tuple[str, ...]:
+    from workbench.stand_ins import stand_ins_of
+
+    frameworks = {r.framework for r in cand_log.records} if cand_log is not None else None
+    keys = {r.baseline_backend for r in table.matched if r.baseline_backend} if table is not None else set()
+    return tuple(stand_ins_of(frameworks, meta, keys).lines())
 
 
 def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:

@@ -429,6 +429,7 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     pattern = (inv.pattern.replace("_", "-") if inv.pattern != "none"
                else "unknown (no usable E table)" if table is None or not table.matched else "no slow configs")
     lines = [f"VERDICT: {inv.verdict}", "", f"# Perf Investigation: {inv.kernel} {title}", "", "## Ratio",
+             *(f"- **{cell(s)}**" for s in inputs.stand_ins),
              f"- Agent E geomean: {gm}", f"- Shape pattern: {pattern}"]
     if table is not None:
         slow = sum(1 for r in table.matched if r.ratio is not None and r.ratio > 1.05)
@@ -439,6 +440,9 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
                          "records that F has nothing to investigate")
     if inputs.trust is not None:  # issue 18: who ran these rows, before any conclusion is drawn from them
         lines.append(f"- {_identity_of(inputs, inv.rows)}")
+    for r in inv.rows:  # issue 18 §3: a row measured at other clocks is not evidence of a kernel gap
+        if r.status == "OK" and r.clocks.state == "not_comparable":
+            lines.append(f"- **Clocks differ** for `{cell(r.params)}`: {cell(r.clocks.text)}")
     if inv.rows:
         lines += ["", *rows_table(inv.rows)]
     lines += ["", "## Launch-count evidence", *_launch_section(inv)]
@@ -516,7 +520,8 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
 def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str) -> str:
     """``reports/agent_f.md``: the rich report (readable without re-running anything)."""
     t = inputs.table
-    lines = [f"# Agent F report: {inputs.kernel}", "", "## Inputs read"]
+    lines = [f"# Agent F report: {inputs.kernel}", *(["", *(f"**{cell(s)}**" for s in inputs.stand_ins)]
+                                                       if inputs.stand_ins else []), "", "## Inputs read"]
     for role, p in sorted(inputs.evidence.items()):
         lines.append(f"- {role}: {p}")
     for v, a in inputs.ir_audits.items():
@@ -602,7 +607,8 @@ def _sol_lines(inputs: FInputs) -> list[str]:
 
 def render_agent_log(invs: Sequence[Investigation], inputs: FInputs, command: str, validator_text: str) -> str:
     """``reports/agent_logs/agent_f.md``: commands, evidence, raw tables, verbatim validator output."""
-    lines = [f"# Agent F log: {inputs.kernel}", "", "## Commands", f"$ {command}"]
+    lines = [f"# Agent F log: {inputs.kernel}", *(["", *inputs.stand_ins] if inputs.stand_ins else []), "",
+             "## Commands", f"$ {command}"]
     for a in inputs.ir_audits.values():
         lines.append(f"$ bash scripts/diff_ir.sh {a.ref_name} {a.gen_name}  # in-process twin → diff_ir_rc={a.exit_code}")
     for p in inputs.probes.values():

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from workbench.clock_exposure import ClockExposure, RowClocks, compare_exposures
+
 # --------------------------------------------------------------------------- perf records
 
 
@@ -53,6 +55,34 @@ class PhaseStats:
     #: the workbench harness's CUDA-event self-check: "ok" | "suspect" (None: not checked)
     capture_verdict: str | None = None
     capture_reason: str = ""
+    #: the record's capture window mode ("per_call" | "session"; None: the record does not say)
+    capture_window: str | None = None
+    #: NVML clock readings around the measured calls (None: the record carries none)
+    clocks: ClockExposure | None = None
+    #: the record's ``capture_source`` ("cupti" | "events" | "kineto" | ...; None: not recorded)
+    capture_source: str | None = None
+
+    @property
+    def measured_by(self) -> str:
+        """Who measured this phase and how, from what the record itself carries (never from one field)."""
+        if self.harness == "tilegym":
+            return "TileGym's benchmark_fn_cupti (torch.profiler per sample)"
+        if self.harness != "workbench":
+            return f"harness {self.harness or 'not recorded'}"
+        if self.capture_source == "events":
+            name = "workbench harness, CUDA events (no launch data)"
+        elif self.capture_source in (None, "cupti"):
+            name = "workbench CUPTI harness"
+        else:
+            name = f"workbench harness ({self.capture_source} capture)"
+        window = {"per_call": "per-call windows", "session": "one CUPTI window per session"}.get(
+            self.capture_window or "", f"{self.capture_window} windows" if self.capture_window else
+            "window mode not recorded")
+        parts = [window, "raw samples" if self.samples_ms else "medians only",
+                 "CUDA-event self-check" if self.capture_verdict is not None else "no CUDA-event self-check"]
+        if self.clocks is not None and self.clocks.measured:
+            parts.append("NVML clocks per call")
+        return f"{name} ({', '.join(parts)})"
 
     @property
     def capture_suspect(self) -> bool:
@@ -201,6 +231,23 @@ class RatioRow:
     reason: str = ""
     candidate_harness: str | None = None
     baseline_harness: str | None = None
+    candidate_clocks: ClockExposure | None = None
+    baseline_clocks: ClockExposure | None = None
+    #: :attr:`PhaseStats.measured_by` of each side (what "Measured by" counts)
+    candidate_measured_by: str | None = None
+    baseline_measured_by: str | None = None
+    #: run-to-run spread of the row's sides across the run history (an A/A estimate, ``history.noise``);
+    #: None with fewer than two runs of a side; ``noise_text`` says from which runs, or why there is none
+    noise_floor: float | None = None
+    noise_text: str = ""
+    #: how faces name the baseline when its key alone would mislead ("triton_tileir (plain Triton)",
+    #: ``workbench.stand_ins``); None: the key itself
+    baseline_label: str | None = None
+
+    @property
+    def clocks(self) -> RowClocks:
+        """Were the two sides measured at the same clocks and throttle exposure? (``clock_exposure``)"""
+        return compare_exposures(self.candidate_clocks, self.baseline_clocks)
 
     @property
     def row_verdict(self) -> str:

@@ -34,8 +34,10 @@ from typing import Any
 from workbench import __version__
 from workbench.errors import Blocked, InputError, WorkbenchError
 from workbench.f_evidence.trust import KernelTrust
+from workbench.history.noise import noise_lines, ratio_with_noise
 from workbench.kernel_names import short_name
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
+from workbench.stand_ins import StandIns, stand_ins_of
 from workbench.stats import build_ratio_table, round4
 from workbench.testids import id_token
 from workbench.validators import (
@@ -87,16 +89,21 @@ def _row_verdict(row: RatioRow) -> str:
     return row.row_verdict
 
 
-_TABLE_HEAD = ("| Config | baseline | baseline (ms) | cutile-rs (ms) | ratio | 95% CI | launches/call (cand / base) "
-               "| verdict |\n|--------|----------|---------------|----------------|-------|--------|"
-               "------------------------------|---------|\n")
+def _table_head(candidate: str = "cutile-rs") -> str:
+    """The ratio table's header; ``candidate`` names a stand-in as one (``cutile (stand-in)``)."""
+    return (f"| Config | baseline | baseline (ms) | {_cell(candidate)} (ms) | ratio | 95% CI | launches/call "
+            "(cand / base) | verdict |\n|--------|----------|---------------|----------------|-------|--------|"
+            "------------------------------|---------|\n")
 
 
-def _table(rows: list[RatioRow]) -> str:
-    out = [_TABLE_HEAD]
+def _table(rows: list[RatioRow], stand_ins: StandIns | None = None) -> str:
+    out = [_table_head(stand_ins.candidate_label() if stand_ins else "cutile-rs")]
     for r in rows:
-        out.append(f"| {_cell(r.params)} | {_cell(r.baseline_backend or 'NA')} | {_ms(r.baseline_ms)} | "
-                   f"{_ms(r.candidate_ms)} | {_ratio(r.ratio)} | {_ci(r.ci_low, r.ci_high)} | {_launches(r)} | "
+        base = stand_ins.baseline_label(r.baseline_backend) if stand_ins and r.baseline_backend else \
+            r.baseline_backend or "NA"
+        out.append(f"| {_cell(r.params)} | {_cell(base)} | {_ms(r.baseline_ms)} | "
+                   f"{_ms(r.candidate_ms)} | {ratio_with_noise(r, _ratio(r.ratio))} | {_ci(r.ci_low, r.ci_high)} | "
+                   f"{_launches(r)} | "
                    f"{_row_verdict(r)} |\n")
     return "".join(out)
 
@@ -197,23 +204,26 @@ def _code(text: str) -> str:
     return text.replace("`", "'").replace("\r", " ").replace("\n", " ")
 
 
+#: a row whose record gave no description (an NA row): the harness named, nothing claimed about it
 HARNESS_NAMES = {
-    "workbench": "workbench CUPTI harness (per-call windows, raw samples, CUDA-event self-check)",
+    "workbench": "workbench CUPTI harness",
     "tilegym": "TileGym's benchmark_fn_cupti (torch.profiler per sample)",
 }
 
 
 def harness_summary(rows: list[RatioRow]) -> str:
-    """"candidate: <harness> (N rows); baseline: ..." over the rows that name one."""
+    """"candidate: <harness> (N rows); baseline: ..." over the rows that name one. A row's description
+    is what its record carries (:attr:`~workbench.model.PhaseStats.measured_by`: window mode, raw
+    samples, self-check present or not); a row without one (NA rows) falls back to the harness name."""
     parts = []
-    for side, attr in (("candidate", "candidate_harness"), ("baseline", "baseline_harness")):
+    for side in ("candidate", "baseline"):
         counts: dict[str, int] = {}
         for r in rows:
-            h = getattr(r, attr)
+            h = getattr(r, f"{side}_measured_by") or HARNESS_NAMES.get(getattr(r, f"{side}_harness") or "")
             if h:
                 counts[h] = counts.get(h, 0) + 1
         if counts:
-            parts.append(f"{side}: " + ", ".join(f"{HARNESS_NAMES.get(h, h)} ({n} rows)" for h, n in sorted(counts.items())))
+            parts.append(f"{side}: " + ", ".join(f"{h} ({n} rows)" for h, n in sorted(counts.items())))
     return "; ".join(parts) or "unknown harness (records carry no harness marks)"
 
 
@@ -243,7 +253,8 @@ def _verdict_prose(table: RatioTable) -> str:
 
 def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
                           baselines: Mapping[str, PerfLog], *, reference: str, conditions: str = "",
-                          extra_section: str = "", trust: KernelTrust | None = None) -> str:
+                          extra_section: str = "", trust: KernelTrust | None = None,
+                          stand_ins: StandIns | None = None) -> str:
     """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections).
 
     ``conditions`` (the measurement-conditions section) and ``extra_section`` (the speed-of-light
@@ -253,21 +264,27 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     ok = table.matched
     na = [r for r in table.rows if r.status == "NA"]
     nob = [r for r in table.rows if r.status == "NO_BASELINE"]
+    if stand_ins is None:
+        stand_ins = stand_ins_of({r.framework for r in candidate.records}, None,
+                                 {r.baseline_backend for r in ok if r.baseline_backend})
     out = [f"VERDICT: {table.verdict}\n", "\n", f"## Performance Results: {kernel}\n", "\n",
-           f"Ratio = candidate (cutile-rs; framework(s) in the log: {_frameworks(candidate)}) / winning baseline, "
-           f"CUPTI forward medians. Baseline: {reference}.\n"]
+           f"Ratio = candidate ({_cell(stand_ins.candidate_label())}; framework(s) in the log: "
+           f"{_frameworks(candidate)}) / winning baseline, CUPTI forward medians. Baseline: {reference}.\n"]
     stand_in = stand_in_frameworks(candidate)
     if stand_in:
         out.append(f"**Stand-in candidate**: the candidate log holds {', '.join(_cell(f) for f in stand_in)}, not "
                    "cutile-rs; these ratios compare a stand-in, not a cutile-rs port.\n")
+    out += [f"**{_cell(line)}**.\n" for line in stand_ins.lines() if not line.startswith("STAND-IN candidate")]
+    out += [f"{_cell(line.strip()[0].upper() + line.strip()[1:])}.\n" for line in noise_lines(table.rows)]
     out += [f"Measured by: {harness_summary(table.rows)}.\n",
             f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
-            "\n", *identity_section(trust, table), _table(ok)]
+            "\n", *identity_section(trust, table), _table(ok, stand_ins)]
     variants = sorted({r.variant for r in ok if r.variant is not None})
     for v in variants:
         vrows = [r for r in ok if r.variant == v]
-        backends = ", ".join(sorted({r.baseline_backend or "NA" for r in vrows}))
-        out += ["\n", f"### Variant: {_cell(v)} (baseline: {_cell(backends)})\n", "\n", _table(vrows), "\n",
+        backends = ", ".join(sorted({stand_ins.baseline_label(r.baseline_backend) if r.baseline_backend else "NA"
+                                     for r in vrows}))
+        out += ["\n", f"### Variant: {_cell(v)} (baseline: {_cell(backends)})\n", "\n", _table(vrows, stand_ins), "\n",
                 f"variant_geomean={round4(table.variant_geomeans[v]):.4f}\n"]
     out += ["\n", "### Missing / failed configs\n", "\n"]
     if na:
@@ -277,7 +294,7 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
         out.append("None: every selected config has a valid candidate median.\n")
     if nob:
         out += ["\n", "### Configs without a baseline match (excluded from the geomean)\n", "\n",
-                "| Config | cutile-rs (ms) | reason |\n|--------|----------------|--------|\n"]
+                f"| Config | {_cell(stand_ins.candidate_label())} (ms) | reason |\n|--------|----------------|--------|\n"]
         out += [f"| {_cell(r.params)} | {_ms(r.candidate_ms)} | {_cell(r.reason)} |\n" for r in nob]
     out += ["\n", "### Raw CUPTI rows\n", "\n", _raw_rows(table, candidate, baselines, trust)]
     if table.notes:
@@ -556,7 +573,10 @@ def plan_e_report(
     candidate, parsed, _notes = load_candidate(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     if table is None:
-        table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis)
+        from workbench.history.noise import table_with_noise
+
+        table = table_with_noise(build_ratio_table(ws.kernel, candidate, baselines, ws.analysis), paths,
+                                 {r.framework for r in candidate.records})
     if table.verdict == "BLOCKED" or table.geomean is None:
         reason = "; ".join(table.notes) or "no matched config (no candidate median with a baseline)"
         raise Blocked(f"no usable data: {reason}", path=str(paths.root))
@@ -589,9 +609,15 @@ def plan_e_report(
                                   candidate_log=raw_log_path or ws.raw_log_path(), candidate=candidate,
                                   baselines=baselines).section()
     trust = workspace_trust(ws, table, candidate)
+    from workbench.clock_exposure import render_clock_section
+
+    clocks = render_clock_section([(r.params, r.candidate_clocks, r.baseline_clocks) for r in table.matched])
+    conditions = "\n".join(part for part in (conditions, clocks) if part)
     files: dict[str, str] = {
         PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
-                                              conditions=conditions,
+                                              conditions=conditions, stand_ins=stand_ins_of(
+                                                  {r.framework for r in candidate.records}, ws.session_meta(),
+                                                  {r.baseline_backend for r in table.matched if r.baseline_backend}),
                                               extra_section=speed_of_light_section(ws, table, candidate),
                                               trust=trust),
     }

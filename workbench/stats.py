@@ -253,6 +253,7 @@ def build_ratio_table(
         if fwd.capture_suspect:
             na_rows.append(RatioRow(rec.func_key, rec.params, variant, None, None, None, None, "NA",
                                     candidate_launches=fwd.launches_per_iter, candidate_harness=fwd.harness,
+                                    candidate_measured_by=fwd.measured_by,
                                     reason=f"capture suspect (median {fwd.median_ms:.6g} ms not valid): "
                                            f"{fwd.capture_reason or 'the CUDA-event self-check disagreed'}"))
             continue
@@ -281,7 +282,8 @@ def build_ratio_table(
         if bfwd.capture_suspect:
             na_rows.append(RatioRow(rec.func_key, rec.params, variant, choice[0], None, fwd.median_ms, None, "NA",
                                     candidate_launches=fwd.launches_per_iter, candidate_harness=fwd.harness,
-                                    baseline_harness=bfwd.harness,
+                                    baseline_harness=bfwd.harness, candidate_measured_by=fwd.measured_by,
+                                    baseline_measured_by=bfwd.measured_by,
                                     reason=f"baseline capture suspect ({choice[0]}): "
                                            f"{bfwd.capture_reason or 'the CUDA-event self-check disagreed'}"))
             continue
@@ -335,7 +337,9 @@ def build_ratio_table(
                  p.cand.median_ms / p.base.median_ms, "OK",
                  ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
                  candidate_launches=p.cand.launches_per_iter, baseline_launches=p.base.launches_per_iter,
-                 candidate_harness=p.cand.harness, baseline_harness=p.base.harness)
+                 candidate_harness=p.cand.harness, baseline_harness=p.base.harness,
+                 candidate_clocks=p.cand.clocks, baseline_clocks=p.base.clocks,
+                 candidate_measured_by=p.cand.measured_by, baseline_measured_by=p.base.measured_by)
         for p, ci in zip(pending, cis, strict=True)
     ]
     rows = ok_rows + na_rows + no_base

@@ -6,8 +6,10 @@ call) plus ``samples`` (raw ms per call), ``launches_per_call`` (the most common
 ``capture_source`` ("cupti" | "events"), ``harness`` ("workbench"), ``capture`` (window mode, the
 CUPTI clock check, samples discarded and re-measured) and, for CUPTI captures, ``capture_check``
 (``selfcheck``: CUPTI vs CUDA events behind a GPU sleep; ``verdict`` "suspect" means the median is
-not valid). A sample whose window was contaminated (a Kineto session or an autotuner's timing
-inside it, see ``session``) is discarded and measured again, up to ``nrep`` extra windows; more
+not valid) and ``clocks`` (NVML's SM clock and throttle exposure read after each kept call, outside
+its window; ``WORKBENCH_DISCARD_THROTTLED=1`` drops throttled calls: see ``capture.clocks``). A
+sample whose window was contaminated (a Kineto session or an autotuner's timing inside it, see
+``session``) is discarded and measured again, up to ``nrep`` extra windows; more
 contamination than that refuses the config (CaptureError). A sample is the sum
 of device times of every GPU activity attributed to that call (TileGym's measured sum); with the
 events fallback it is the CUDA-event elapsed time and ``kernel_times`` is empty ("no launch data").
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.capture import selfcheck
+from workbench.capture.clocks import ClockSampler, discard_throttled, open_sampler
 from workbench.capture.session import CuptiSession, EventsSession, open_session
 from workbench.errors import CaptureError
 from workbench.model import CallCapture, LaunchSet
@@ -206,13 +209,17 @@ def settle_default() -> float:
 
 
 def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep: int, cache: Any,
-                settle_us: float = 0.0, grad_to_none: Sequence[Any] | None = None) -> None:
+                settle_us: float = 0.0, grad_to_none: Sequence[Any] | None = None,
+                sampler: ClockSampler | None = None) -> None:
     """``nrep`` clean rounds; per round and per fn: [flush + sync + settle] outside, then one window.
 
     With a CuptiSession a round counts only if none of its windows is contaminated (see
     ``session``); the loop measures more rounds until ``nrep`` are clean, at most ``nrep`` extra,
     and refuses the config beyond that. Partner windows of a contaminated round are marked too, so
-    interleaved functions keep equal, paired sample counts."""
+    interleaved functions keep equal, paired sample counts. ``sampler`` reads the GPU's clocks once
+    before the first window and once after each window, outside it (``capture.clocks``)."""
+    if sampler is not None:
+        sampler.read()
     settle_ns = int(settle_us * 1000)
     per_round = len(fns)
     cupti = isinstance(session, CuptiSession)
@@ -243,6 +250,8 @@ def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep
                     pass
             with session.call():
                 fn()
+            if sampler is not None:
+                sampler.read()
         rounds += 1
     if cupti:
         for r in {i // per_round for i in session.contaminated}:
@@ -288,19 +297,51 @@ def benchmark(
         return _profiled_call(torch, fn, cache)
     _prepare_memory(torch)
     session = open_session(backend, capture=capture)
-    with session:
-        fn()  # un-windowed: pays CUPTI's one-time instrumentation of this module outside the samples
-        torch.cuda.synchronize()
-        sample_loop(torch, session, [fn], nrep, cache, settle_default() if settle_us is None else settle_us,
-                    grad_to_none)
+    sampler = open_sampler(torch)
+    try:
+        with session:
+            fn()  # un-windowed: pays CUPTI's one-time instrumentation of this module outside the samples
+            torch.cuda.synchronize()
+            sample_loop(torch, session, [fn], nrep, cache, settle_default() if settle_us is None else settle_us,
+                        grad_to_none, sampler)
+    finally:
+        sampler.close()
     calls = session.captures()
     samples = _samples_of(session, calls, kernel_filter=kernel_filter)
+    kept = _kept_windows(session, len(calls))
+    calls, samples, kept, discarded = _discard_throttled(sampler, calls, samples, kept)
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
     check = _self_check(torch, session, fn, samples, cache, grad_to_none) if kernel_filter is None else None
     del cache
     if publish:
         _publish(calls, backend, session.source, nodeid, params)
-    return _result(calls, samples, session.source, peak, session, check)
+    res = _result(calls, samples, session.source, peak, session, check)
+    res["clocks"] = sampler.summary(kept, discarded=discarded)
+    return res
+
+
+def _kept_windows(session: Any, n_calls: int) -> list[int]:
+    """Indices (in measurement order) of the windows whose calls the record reports."""
+    if isinstance(session, CuptiSession):
+        return [i for i in range(len(session.windows)) if i not in session.contaminated]
+    return list(range(n_calls))
+
+
+def _discard_throttled(sampler: ClockSampler, calls: list[CallCapture], samples: list[float],
+                       kept: list[int]) -> tuple[list[CallCapture], list[float], list[int], int]:
+    """NVBench's discard-on-throttle, only with ``WORKBENCH_DISCARD_THROTTLED=1`` (``capture.clocks``)."""
+    if not discard_throttled() or sampler.unavailable is not None:
+        return calls, samples, kept, 0
+    throttled = set(sampler.throttled_windows(kept))
+    if not throttled:
+        return calls, samples, kept, 0
+    if len(throttled) == len(kept):
+        raise CaptureError(f"all {len(kept)} measured calls ran while the GPU was throttled and "
+                           "WORKBENCH_DISCARD_THROTTLED=1 discards them: config refused", key="clocks")
+    pos = [p for p, w in enumerate(kept) if w not in throttled]
+    calls = [CallCapture(index=k, backend=calls[p].backend, host_start_ns=calls[p].host_start_ns,
+                         host_end_ns=calls[p].host_end_ns, launches=calls[p].launches) for k, p in enumerate(pos)]
+    return calls, [samples[p] for p in pos], [kept[p] for p in pos], len(throttled)
 
 
 def benchmark_pair(
@@ -329,12 +370,16 @@ def benchmark_pair(
     cache = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int, device="cuda") if flush_l2 else None
     _prepare_memory(torch)
     session = open_session(backends[0], capture=capture)
-    with session:
-        fn_a()
-        fn_b()
-        torch.cuda.synchronize()
-        sample_loop(torch, session, [fn_a, fn_b], nrep, cache,
-                    settle_default() if settle_us is None else settle_us)
+    sampler = open_sampler(torch)
+    try:
+        with session:
+            fn_a()
+            fn_b()
+            torch.cuda.synchronize()
+            sample_loop(torch, session, [fn_a, fn_b], nrep, cache,
+                        settle_default() if settle_us is None else settle_us, sampler=sampler)
+    finally:
+        sampler.close()
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
     results = []
     for which in (0, 1):
@@ -352,6 +397,8 @@ def benchmark_pair(
         if publish:
             _publish(calls, backends[which], session.source, nodeid[which], params)
         check = _self_check(torch, session, (fn_a, fn_b)[which], samples, cache, None)
-        results.append(_result(calls, samples, session.source, peak, session, check))
+        res = _result(calls, samples, session.source, peak, session, check)
+        res["clocks"] = sampler.summary(idx)  # exposure only: a pair keeps its samples paired (no discard)
+        results.append(res)
     del cache
     return results[0], results[1]

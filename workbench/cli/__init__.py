@@ -63,6 +63,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workbench.cli.checks",
     "workbench.cli.history",
     "workbench.cli.overview",
+    "workbench.cli.calibrate",
 )
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each

@@ -25,6 +25,7 @@ from workbench.cli.timeline import display_path
 from workbench.services import history as history_service
 from workbench.services import stage_e
 from workbench.services.history import HistorySeries, KernelHistory
+from workbench.services.stand_ins import workspace_stand_ins
 
 TREND_POINTS = 24  # the trend shows the last runs only (a sparkline wider than that is unreadable)
 HEAD = ("backend", "trend", "run time (UTC)", "run", "GPU", "harness", "median ms", "n", "vs previous run")
@@ -140,12 +141,15 @@ class HistoryCommand:
         ws = stage_e.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
                                  strict=False)
         history = history_service.kernel_history(ws, config=args.config, backends=args.backend or ())
+        stand_ins = workspace_stand_ins(ws).lines()  # issue 18 §5: a stand-in is named on every face
         if args.json:
-            out.write(json.dumps(history_service.history_json(history), indent=2) + "\n")
+            out.write(json.dumps({**history_service.history_json(history), "stand_ins": stand_ins}, indent=2) + "\n")
         elif args.csv:
             out.write(history_service.history_csv(history))
         else:
-            out.write(render_history_text(history, _where(history)))
+            text = render_history_text(history, _where(history))
+            head, _, rest = text.partition("\n")
+            out.write("\n".join([head, *stand_ins, rest]) if stand_ins else text)
         return 0
 
 

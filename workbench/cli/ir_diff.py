@@ -21,6 +21,7 @@ from workbench.ir.audit import IRAudit
 from workbench.ir.diffmodel import DiffRow, Fold, SideBySide
 from workbench.ir.loader import IRPair
 from workbench.services.ir_diff import diff_variant
+from workbench.services.stand_ins import workspace_stand_ins
 from workbench.workspace import open_workspace
 
 _MARK = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}
@@ -134,11 +135,14 @@ class DiffCommand:
                             strict=False)
         ir = diff_variant(ws, args.variant)
         pair, sbs, audit = ir.pair, ir.diff, ir.audit
+        stand_ins = workspace_stand_ins(ws)  # issue 18 §5: a stand-in's "generated" IR is not cutile-rs's
         if args.json:
-            json.dump(to_json(pair, sbs, audit), sys.stdout, indent=1)
+            json.dump({**to_json(pair, sbs, audit), "stand_ins": stand_ins.lines()}, sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
         width = shutil.get_terminal_size((160, 40)).columns
+        for line in stand_ins.lines():
+            print(line)
         print(f"reference: {pair.reference.path}\ngenerated: {pair.generated.path}")
         for note in ir.notes + sbs.notes:
             print(f"note: {note}")

@@ -27,6 +27,7 @@ from workbench.f_evidence.trust import KernelTrust
 from workbench.model import RatioTable
 from workbench.services import stage_e
 from workbench.services.history import RatioComparability, ratio_comparability
+from workbench.stand_ins import StandIns
 from workbench.stats import round4
 from workbench.workspace import Workspace
 
@@ -44,19 +45,23 @@ def table_json(table: RatioTable, ws: Workspace | None = None,
         "inconclusive": table.inconclusive,
         "variant_geomeans": table.variant_geomeans,
         "rows": [{**asdict(r), "row_verdict": r.row_verdict,
-                  "identity": idents[r.params].as_dict() if r.params in idents else None} for r in table.rows],
+                  "identity": idents[r.params].as_dict() if r.params in idents else None,
+                  "clocks": {"state": r.clocks.state, "text": r.clocks.text} if r.status == "OK" else None}
+                 for r in table.rows],
         "candidate_identity": trust.as_dict() if trust is not None else None,
         "notes": table.notes,
         "gaps": [asdict(g) for g in ws.gaps] if ws else [],
         "source": ws.source if ws else None,
         "kernel_dir": str(ws.kernel_dir) if ws else None,
         "conditions": conditions.as_dict() if conditions else None,
+        "stand_ins": labels.lines() if (labels := _stand_ins(table, ws)) is not None else [],
     }
 
 
 CSV_FIELDS = ("func_key", "params", "variant", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio",
               "ci_low", "ci_high", "candidate_launches", "baseline_launches", "row_verdict", "reason",
-              "candidate_harness", "baseline_harness", "conditions", "identity", "identity_why")
+              "candidate_harness", "baseline_harness", "conditions", "identity", "identity_why", "clocks",
+              "clocks_detail", "noise_floor", "noise_text")
 
 
 def table_csv(table: RatioTable, conditions: RatioComparability | None = None, trust: KernelTrust | None = None) -> str:
@@ -69,7 +74,9 @@ def table_csv(table: RatioTable, conditions: RatioComparability | None = None, t
         base = conditions.for_baseline(r.baseline_backend) if conditions else None
         ident = trust.identities.get(r.params) if trust is not None else None
         d = {**asdict(r), "row_verdict": r.row_verdict, "conditions": base.state if base else None,
-             "identity": ident.mark if ident else None, "identity_why": ident.why if ident else None}
+             "identity": ident.mark if ident else None, "identity_why": ident.why if ident else None,
+             "clocks": r.clocks.state if r.status == "OK" else None,
+             "clocks_detail": r.clocks.text if r.status == "OK" else None}
         w.writerow(["" if d[f] is None else d[f] for f in CSV_FIELDS])
     return buf.getvalue()
 
@@ -79,7 +86,13 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
     def f(x: float | None, spec: str) -> str:
         return "NA" if x is None else format(x, spec)
 
-    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict", "id")
+    from workbench.clock_exposure import clock_lines, row_mark
+    from workbench.services.stage_e import noise_lines, ratio_with_noise
+
+    sampled = any(r.candidate_clocks is not None or r.baseline_clocks is not None for r in table.matched)
+    head = ("config", "variant", "baseline", "base ms", "cand ms", "ratio", "95% CI", "launches", "verdict", "id") + \
+        (("clocks",) if sampled else ())
+    labels = _stand_ins(table, ws)
     body = []
     for r in table.rows:
         ci = "" if r.ci_low is None or r.ci_high is None else f"{r.ci_low:.3f}-{r.ci_high:.3f}"
@@ -87,9 +100,11 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
             f"{r.candidate_launches if r.candidate_launches is not None else '?'}/" \
             f"{r.baseline_launches if r.baseline_launches is not None else '?'}"
         verdict = r.row_verdict if r.status != "NO_BASELINE" else "NO_BASELINE"
-        body.append((r.params, r.variant or "", r.baseline_backend or "", f(r.baseline_ms, ".4f"),
-                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else f"{r.ratio:.3f}x", ci, launches, verdict,
-                     trust.mark(r.params) if trust is not None else ""))
+        base = labels.baseline_label(r.baseline_backend) if labels and r.baseline_backend else r.baseline_backend
+        body.append((r.params, r.variant or "", base or "", f(r.baseline_ms, ".4f"),
+                     f(r.candidate_ms, ".4f"), "NA" if r.ratio is None else ratio_with_noise(r, f"{r.ratio:.3f}x"),
+                     ci, launches, verdict, trust.mark(r.params) if trust is not None else "")
+                    + ((row_mark(r.clocks) if r.status == "OK" else "",) if sampled else ()))
     widths = [max(len(str(row[i])) for row in [head, *body]) for i in range(len(head))]
     lines = [f"{table.kernel}" + (f"  ({ws.source}: {ws.kernel_dir})" if ws else "")]
     lines += _candidate_lines(table, ws)
@@ -104,6 +119,8 @@ def table_text(table: RatioTable, ws: Workspace | None = None, conditions: Ratio
         lines.append(f"variant {v}: geomean {round4(g):.4f}")
     lines += identity_lines(table, trust)
     lines += [f"note: {n}" for n in table.notes]
+    lines += clock_lines([(r.params, r.clocks) for r in table.matched])
+    lines += noise_lines(table.rows)
     if conditions is not None and conditions.short:  # nothing when candidate and baselines are comparable
         lines.append(f"conditions: {conditions.short}")
         lines += [f"  {line}" for line in conditions.lines]
@@ -128,6 +145,12 @@ def identity_lines(table: RatioTable, trust: KernelTrust | None) -> list[str]:
     return out
 
 
+def _stand_ins(table: RatioTable, ws: Workspace | None) -> StandIns | None:
+    from workbench.services.stand_ins import workspace_stand_ins
+
+    return workspace_stand_ins(ws, table) if ws is not None else None
+
+
 def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
     """Who the candidate is (a stand-in is always named as one) and which harness measured the rows."""
     from workbench.errors import WorkbenchError
@@ -144,6 +167,9 @@ def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
         stand_in = stand_in_frameworks(cand)
         out.append(f"candidate: STAND-IN {', '.join(stand_in)} (not cutile-rs)" if stand_in else
                    "candidate: cutile-rs")
+    labels = _stand_ins(table, ws)  # a plain-Triton baseline in the triton_tileir slot is named too (issue 18 §5)
+    if labels is not None:
+        out += [ln for ln in labels.lines() if not ln.startswith("STAND-IN candidate")]
     out.append(f"measured by: {harness_summary(table.rows)}")
     return out
 

@@ -27,8 +27,9 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def render_timeline_text(kernel: str, config: str, source: str, summaries: list[dict[str, Any]]) -> str:
-    lines = [f"{kernel}  {config}   (from {source})", ""]
+def render_timeline_text(kernel: str, config: str, source: str, summaries: list[dict[str, Any]],
+                         stand_ins: list[str] | None = None) -> str:
+    lines = [f"{kernel}  {config}   (from {source})", *(stand_ins or []), ""]
 
     def role_of(s: dict[str, Any]) -> str:  # "candidate", or "candidate backward" for a test's 2nd set
         return f"{s['role']} {s['measurement']}" if s.get("measurement") else s["role"]
@@ -101,10 +102,11 @@ class TimelineCommand:
                              tilegym=path_arg(getattr(args, "tilegym", None)))
         if args.json:
             json.dump({"kernel": args.kernel, "config": args.config, "source": str(tl.source),
-                       "backends": tl.summaries, **trust.as_dict()}, out_stream, indent=2)
+                       "stand_ins": tl.stand_ins, "backends": tl.summaries, **trust.as_dict()}, out_stream, indent=2)
             out_stream.write("\n")
             return 0
-        out_stream.write(render_timeline_text(args.kernel, args.config, display_path(tl.source), tl.summaries))
+        out_stream.write(render_timeline_text(args.kernel, args.config, display_path(tl.source), tl.summaries,
+                                              tl.stand_ins))
         out_stream.write("\n" + "\n".join(trust.lines()) + "\n")
         return 0
 

@@ -1,7 +1,8 @@
 """Is a per-launch kernel-time gap real, noise, or unresolved? (the rule F's ALIGNED rests on)
 
 Contract of :func:`assess_gap` — the ratio is candidate / reference **per-launch** main-kernel time:
-- ``noise``: the ratio is ≤ :data:`NOISE_RATIO` (1.05, E's own gate: a gap E would pass is noise here).
+- ``noise``: the ratio is ≤ :data:`NOISE_RATIO` (1.05, E's own gate: a gap E would pass is noise here),
+  or ≤ 1 + the row's run-to-run A/A spread from the history where that is wider (``noise_floor``).
 - ``real``: the ratio is > 1.05 and its 95% interval lies above 1.05 — or no interval can be formed
   (then ``ci`` is None and the reason says "point estimate only").
 - ``unresolved``: the ratio is > 1.05 but the interval reaches down to ≤ 1.05: the samples are too
@@ -66,14 +67,23 @@ def interval_from_spread(ratio: float, cand: PhaseStats | None, base: PhaseStats
     return ratio * math.exp(-1.96 * se), ratio * math.exp(1.96 * se)
 
 
-def _decide(ratio: float, ci: tuple[float, float] | None, basis: str) -> GapAssessment:
-    if ratio <= NOISE_RATIO:
-        return GapAssessment("noise", ratio, ci, basis, f"within the {NOISE_RATIO:.2f}x noise band (E's gate)")
+def noise_band(noise_floor: float | None) -> tuple[float, str]:
+    """The band F calls noise: E's 1.05 gate, or the row's run-to-run A/A spread where that is wider."""
+    if noise_floor is not None and 1.0 + noise_floor > NOISE_RATIO:
+        return 1.0 + noise_floor, f"the row's run-to-run A/A spread ±{noise_floor:.1%} (history), wider than E's gate"
+    return NOISE_RATIO, "E's gate"
+
+
+def _decide_in_band(ratio: float, ci: tuple[float, float] | None, basis: str,
+                    noise_floor: float | None = None) -> GapAssessment:
+    band, why = noise_band(noise_floor)
+    if ratio <= band:
+        return GapAssessment("noise", ratio, ci, basis, f"within the {band:.2f}x noise band ({why})")
     if ci is None:
         return GapAssessment("real", ratio, None, basis,
-                             f"above the {NOISE_RATIO:.2f}x band (point estimate only: no samples or spread)")
-    if ci[0] > NOISE_RATIO:
-        return GapAssessment("real", ratio, ci, basis, f"the whole 95% interval lies above {NOISE_RATIO:.2f}x")
+                             f"above the {band:.2f}x band (point estimate only: no samples or spread)")
+    if ci[0] > band:
+        return GapAssessment("real", ratio, ci, basis, f"the whole 95% interval lies above {band:.2f}x")
     return GapAssessment("unresolved", ratio, ci, basis,
                          f"the 95% interval reaches {ci[0]:.3f}x: too noisy to call real or noise")
 
@@ -81,8 +91,14 @@ def _decide(ratio: float, ci: tuple[float, float] | None, basis: str) -> GapAsse
 def assess_gap(*, cand_per_launch_ns: Sequence[float] = (), base_per_launch_ns: Sequence[float] = (),
                row: RatioRow | None = None, one_launch_each: bool = False,
                cand_stats: PhaseStats | None = None, base_stats: PhaseStats | None = None,
-               cand_per_launch_us: float | None = None, base_per_launch_us: float | None = None) -> GapAssessment:
-    """Classify one gap (see the module docstring for the bases, in order of preference)."""
+               cand_per_launch_us: float | None = None, base_per_launch_us: float | None = None,
+               noise_floor: float | None = None) -> GapAssessment:
+    """Classify one gap (see the module docstring for the bases, in order of preference); ``noise_floor``
+    (the row's A/A spread) widens the noise band where it is wider than E's gate (:func:`noise_band`)."""
+
+    def _decide(ratio: float, ci: tuple[float, float] | None, basis: str) -> GapAssessment:
+        return _decide_in_band(ratio, ci, basis, noise_floor)
+
     if cand_per_launch_ns and base_per_launch_ns:
         c, b = list(cand_per_launch_ns), list(base_per_launch_ns)
         mb = statistics.median(b)

@@ -2,16 +2,22 @@
 
 Contract of :func:`compare_provenance` (``a`` = candidate or newer run, ``b`` = baseline or older):
 - ``flag`` differences (a ratio between the two is suspect; the text names both values):
-  GPU model, driver version, CUDA driver version, MIG mode, throttling seen in either run
-  (instantaneous clock-event reasons at a snapshot, or growth of NVML's violation counters), SM or
+  GPU model, driver version, CUDA driver version, MIG mode, a throttle *exposure* that differs
+  beyond :data:`~workbench.clock_exposure.EXPOSURE_BOUND` (the share of each run's time NVML's
+  power/thermal violation counters grew, when both runs carry the counters), SM or
   memory clocks at the end snapshot differing by more than ``clock_tolerance`` (5 % by default) of
   the larger one (compared only when neither snapshot is idle), and the harness (name, or a knob
   that changes what a sample measures set on both sides to different values: ``CUPTI``,
   ``CUDAGRAPH``, ``MODE``, ``WORKBENCH_CUPTI_*``, ...; ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER`` and the
   candidate-only ``DISABLE_FALLBACK`` excluded).
+- Throttling seen in a run (clock-event reasons at a snapshot, or violation counters that grew)
+  is a ``note`` when the exposures are within the bound: heavy GEMMs hit the power cap routinely,
+  and what decides a ratio is whether both sides ran at the same clocks (compared as above; when
+  a run's clocks are not recorded the effect of its throttling is ``unknown``, never assumed).
 - ``note`` differences (worth knowing, not disqualifying): another physical GPU of the same
   model (UUID), another host, a harness knob set on one side only, sampling knobs (``WARMUP``,
-  ``REP``, ``MIN_REP``, ``INITIAL_REP``, ``MAX_REP``) set to different values.
+  ``REP``, ``MIN_REP``, ``INITIAL_REP``, ``MAX_REP``, and the clock-reading knobs ``WORKBENCH_CLOCKS``,
+  ``WORKBENCH_DISCARD_THROTTLED``) set to different values.
 - A fact missing on either side is listed in ``unknown`` ("MIG mode: not recorded for the
   baseline"); it is never treated as equal.
 :func:`render_conditions_section` renders the performance.md section that states all of it. It
@@ -25,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from workbench.clock_exposure import EXPOSURE_BOUND
 from workbench.provenance import Provenance
 from workbench.provenance.gpu import ClockSnapshot
 
@@ -36,7 +43,8 @@ _NOT_COMPARED_KNOBS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "D
 #: knobs that change how many samples are taken or how long the warm-up is, not what a sample
 #: measures: a difference is a note (CUPTI, CUDAGRAPH, MODE and the WORKBENCH_CUPTI_* window
 #: knobs change what is timed, and are flags)
-_SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "DUMP_CUPTI_EVENTS"})
+_SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "DUMP_CUPTI_EVENTS",
+                             "WORKBENCH_CLOCKS", "WORKBENCH_DISCARD_THROTTLED"})
 
 
 @dataclass(frozen=True)
@@ -126,12 +134,25 @@ def compare_provenance(a: Provenance | None, b: Provenance | None, *, a_label: s
     ta, tb = _throttle_text(a), _throttle_text(b)
     if ta is None or tb is None:
         unknown.append(_missing("throttling", ((a_label, ta), (b_label, tb))))
-    for side, label, text in (("a", a_label, ta), ("b", b_label, tb)):
+    ea, eb = a.throttle_exposure(), b.throttle_exposure()
+    throttled = False
+    for side, label, text, share in (("a", a_label, ta, ea), ("b", b_label, tb, eb)):
         if text is not None and text != "none":
+            throttled = True
             run = label if label.endswith(" run") else f"{label} run"  # "the newer run", "the candidate run"
-            diffs.append(Difference("throttling", "flag", f"throttling during the {run}: {text}",
+            exposure = f" ({share:.1%} of the run)" if share is not None else ""
+            diffs.append(Difference("throttling", "note", f"throttling during the {run}: {text}{exposure}",
                                     text if side == "a" else None, text if side == "b" else None))
+    if throttled and ea is not None and eb is not None and abs(ea - eb) > EXPOSURE_BOUND:
+        diffs.append(Difference("throttling", "flag",
+                                f"throttle exposure: {a_label} {ea:.1%} vs {b_label} {eb:.1%} of the run under "
+                                f"power/thermal violation, {abs(ea - eb) * 100:.0f} points apart "
+                                f"(bound {EXPOSURE_BOUND * 100:.0f})", f"{ea:.1%}", f"{eb:.1%}"))
+    n_unknown = len(unknown)
     _compare_clocks(a, b, a_label, b_label, clock_tolerance, diffs, unknown)
+    if throttled and len(unknown) > n_unknown:
+        unknown.append("throttling effect: a run was throttled and its clocks are not recorded, so whether "
+                       "it ran slower cannot be judged")
     _compare_harness(a, b, a_label, b_label, diffs, unknown)
     fact("gpu_instance", "GPU UUID", lambda p: p.gpu.uuid if p.gpu else None, "note")
     fact("host", "host", lambda p: p.host, "note")

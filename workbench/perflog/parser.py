@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.clock_exposure import ClockExposure, exposure_from_dict
 from workbench.errors import InputError, WorkbenchError
 from workbench.model import KernelTime, PerfLog, PerfRecord, PhaseStats, SourceRef, TestOutcome
 from workbench.perflog.ansi import clean_text, decode_bytes
@@ -486,7 +487,26 @@ def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | N
         kernel_name=kernel_name, kernel_times=_kernel_times(st, stats, where, line),
         samples_ms=_samples(st, stats, where, line), launches_per_call=integer("launches_per_call"),
         harness=_harness(stats), capture_verdict=verdict, capture_reason=reason,
+        capture_window=_capture_window(stats), clocks=_clocks(st, stats, where, line),
+        capture_source=stats["capture_source"] if isinstance(stats.get("capture_source"), str) else None,
     )
+
+
+def _capture_window(stats: Mapping[str, Any]) -> str | None:
+    capture = stats.get("capture")
+    window = capture.get("window") if isinstance(capture, Mapping) else None
+    return window if isinstance(window, str) and window else None
+
+
+def _clocks(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> ClockExposure | None:
+    """The record's NVML clock readings (``clock_exposure``); a malformed dict is a problem, not a guess."""
+    if stats.get("clocks") is None:
+        return None
+    try:
+        return exposure_from_dict(stats["clocks"])
+    except ValueError as exc:
+        st.problem(str(exc), line, key=f"{where}.clocks")
+        return ClockExposure(unavailable=f"the record's clocks are malformed ({exc})")
 
 
 def _harness(stats: Mapping[str, Any]) -> str:

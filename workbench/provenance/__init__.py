@@ -43,6 +43,7 @@ PROVENANCE_VERSION = 1
 HARNESS_ENV_KEYS: tuple[str, ...] = (
     "CUPTI", "WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "MODE", "CUDAGRAPH", "DUMP_CUPTI_EVENTS",
     "WORKBENCH_CAPTURE", "WORKBENCH_SETTLE_US", "CUDA_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+    "WORKBENCH_CLOCKS", "WORKBENCH_DISCARD_THROTTLED",
 )
 HARNESS_ENV_PREFIXES: tuple[str, ...] = ("WORKBENCH_CUPTI_",)
 #: where TileGym's cutile-rs build puts the kernel library (relative to the TileGym checkout)
@@ -113,6 +114,21 @@ class Provenance:
         if not snaps and not counters:
             return None
         return tuple(seen)
+
+    def throttle_exposure(self) -> float | None:
+        """Share of the run's time (start to end snapshot) NVML counted as power/thermal violation;
+        None when either snapshot lacks a counter or the span is not positive."""
+        b, a = self.before, self.after
+        if b is None or a is None:
+            return None
+        grown = 0
+        for old, new in ((b.power_violation_ns, a.power_violation_ns),
+                         (b.thermal_violation_ns, a.thermal_violation_ns)):
+            if old is None or new is None:
+                return None
+            grown += max(0, new - old)
+        span_ns = (a.taken_at - b.taken_at) * 1e9
+        return min(1.0, grown / span_ns) if span_ns > 0 else None
 
 
 # --------------------------------------------------------------------------- from dicts

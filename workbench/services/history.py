@@ -19,14 +19,19 @@ Contract (the faces call only these; none imports :mod:`workbench.history` itsel
   none differs), ``not_comparable`` (a flag; ``short`` names the first difference with both
   values), ``unknown`` (GPU model, driver, MIG mode or throttling is not recorded for a side;
   ``short`` names what is missing) or ``no_baseline``. ``short`` is "" when comparable; ``lines``
-  is the full text, one line per baseline. It never raises on file content.
+  is the full text, one line per baseline. Rows whose two sides the records show at different
+  clocks or throttle exposure (``clock_exposure``: NVML readings around each measured call) make
+  the state ``not_comparable`` too, each named in ``clock_rows`` with by how much; when every row
+  of a baseline has measured clocks within the bound, the run-level end-snapshot clock difference
+  is a note, not a flag (the snapshots were taken outside the measured calls).
+  It never raises on file content.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,7 +43,7 @@ from workbench.history.query import history_csv as core_history_csv
 from workbench.history.query import history_to_dict, load_history, open_history, sparkline
 from workbench.history.regress import ChangeFlag
 from workbench.history.store import HistoryStore, StoredRun
-from workbench.model import PerfLog, RatioTable
+from workbench.model import PerfLog, RatioRow, RatioTable
 from workbench.provenance import Provenance
 from workbench.testids import id_token
 from workbench.workspace import Workspace
@@ -370,6 +375,8 @@ class RatioComparability:
     short: str
     baselines: tuple[BaselineComparability, ...]
     mixed_gpu_rows: tuple[str, ...] = ()
+    #: "<config>: <by how much>" for each row whose two sides ran at different clocks or throttle exposure
+    clock_rows: tuple[str, ...] = ()
 
     @property
     def lines(self) -> tuple[str, ...]:
@@ -377,6 +384,9 @@ class RatioComparability:
         if self.mixed_gpu_rows:
             out += (f"{len(self.mixed_gpu_rows)} row(s) measured on different GPU models: "
                     + "; ".join(self.mixed_gpu_rows),)
+        if self.clock_rows:
+            out += (f"{len(self.clock_rows)} row(s) measured at different clocks or throttle exposure: "
+                    + "; ".join(self.clock_rows),)
         return out
 
     def for_baseline(self, key: str | None) -> BaselineComparability | None:
@@ -386,7 +396,7 @@ class RatioComparability:
         return {"state": self.state, "short": self.short, "lines": list(self.lines),
                 "baselines": [{"baseline": b.baseline, "state": b.state, "short": b.short, "flags": list(b.flags),
                                "notes": list(b.notes), "unknown": list(b.unknown)} for b in self.baselines],
-                "mixed_gpu_rows": list(self.mixed_gpu_rows)}
+                "mixed_gpu_rows": list(self.mixed_gpu_rows), "clock_rows": list(self.clock_rows)}
 
 
 def _short_flag(d: Difference, who: str) -> str:
@@ -422,6 +432,17 @@ def _same_facts(cand: Provenance | None, base: Provenance | None) -> tuple[str, 
     return tuple(out)
 
 
+def _per_row_clocks_decide(comp: Comparability, rows_measured: bool) -> Comparability:
+    """With NVML clocks measured around every call of every row of this baseline (all within the
+    bound), the run's start/end snapshots no longer decide: their clock difference becomes a note."""
+    if not rows_measured or not any(d.kind == "clocks" and d.severity == "flag" for d in comp.differences):
+        return comp
+    why = " (a snapshot outside the measured calls; every row's measured clocks are within the bound)"
+    return replace(comp, differences=tuple(replace(d, severity="note", text=d.text + why)
+                                           if d.kind == "clocks" and d.severity == "flag" else d
+                                           for d in comp.differences))
+
+
 def _baseline_state(key: str, comp: Comparability, cand: Provenance | None,
                     base: Provenance | None) -> BaselineComparability:
     who = f"baseline {key}"
@@ -449,6 +470,10 @@ def _mixed_rows(ws: Workspace) -> tuple[str, ...]:
     return tuple(r.describe() for r in mixed_gpu_rows(session).rows) if session else ()
 
 
+def _all_rows_same_clocks(rows: Sequence[RatioRow]) -> bool:
+    return bool(rows) and all(r.clocks.state == "comparable" for r in rows)
+
+
 def ratio_comparability(ws: Workspace, table: RatioTable | None, *, used: set[str] | None = None,
                         candidate: PerfLog | None = None) -> RatioComparability:
     """Were the candidate and each used baseline measured under the same conditions? (module contract)
@@ -462,12 +487,20 @@ def ratio_comparability(ws: Workspace, table: RatioTable | None, *, used: set[st
         parsed = None
     conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path(), candidate=candidate,
                              baselines=parsed)
-    baselines = tuple(_baseline_state(b.baseline, b.comparability, conds.candidate, b.provenance)
+    matched = table.matched if table else []
+    baselines = tuple(_baseline_state(b.baseline, _per_row_clocks_decide(b.comparability, _all_rows_same_clocks(
+        [r for r in matched if r.baseline_backend == b.baseline])), conds.candidate, b.provenance)
                       for b in conds.baselines)
     mixed = _mixed_rows(ws)
+    # issue 18: the per-row clock exposure (NVML readings around each call) decides, when the records carry it
+    clocks = tuple(f"{r.params}: {r.clocks.text}" for r in (table.matched if table else [])
+                   if r.clocks.state == "not_comparable")
     if mixed:  # a scale-out run: rows whose two sides ran on different GPU models
         short = f"⚠ {len(mixed)} row(s): candidate and baseline measured on different GPU models"
-        return RatioComparability("not_comparable", short, baselines, mixed)
+        return RatioComparability("not_comparable", short, baselines, mixed, clocks)
+    if clocks:
+        short = f"⚠ {len(clocks)} row(s) measured at different clocks or throttle exposure (first {clocks[0]})"
+        return RatioComparability("not_comparable", short, baselines, (), clocks)
     if not baselines:
         return RatioComparability("no_baseline", "", ())
     states: tuple[ComparabilityState, ...] = ("not_comparable", "unknown")

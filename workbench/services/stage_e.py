@@ -23,6 +23,10 @@ from pathlib import Path
 
 from workbench.errors import InputError
 from workbench.f_evidence.trust import KernelTrust
+
+# the faces' noise-floor text (issue 18 §4), re-exported: faces read the history only through services
+from workbench.history.noise import noise_lines as noise_lines
+from workbench.history.noise import ratio_with_noise as ratio_with_noise
 from workbench.model import PerfLog, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table
 from workbench.workspace import Workspace, open_workspace
@@ -63,7 +67,28 @@ def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000, candidate: 
     if candidate is None:  # ``candidate``: the caller parsed it already (load_candidate(ws)[0])
         candidate = load_candidate(ws)[0]
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
-    return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed, n_boot=n_boot)
+    from workbench.history.noise import table_with_noise
+
+    table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed, n_boot=n_boot)
+    table = table_with_noise(table, ws.paths, {r.framework for r in candidate.records})  # issue 18 §4
+    return _with_baseline_labels(ws, table, {r.framework for r in candidate.records})
+
+
+def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]) -> RatioTable:
+    """Rows whose baseline key alone would mislead carry the label (a plain-Triton ``triton_tileir``)."""
+    import dataclasses
+
+    from workbench.errors import WorkbenchError
+    from workbench.stand_ins import stand_ins_of
+
+    try:
+        session = ws.session_meta()
+    except WorkbenchError:
+        session = None  # the loaders report a malformed session.json already
+    labels = stand_ins_of(frameworks, session, {r.baseline_backend for r in table.matched if r.baseline_backend})
+    rows = [dataclasses.replace(r, baseline_label=label) if r.baseline_backend and
+            (label := labels.baseline_label(r.baseline_backend)) != r.baseline_backend else r for r in table.rows]
+    return dataclasses.replace(table, rows=rows)
 
 
 def trust(ws: Workspace, table: RatioTable) -> KernelTrust:

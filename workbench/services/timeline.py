@@ -26,7 +26,7 @@ import json
 import os
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +199,8 @@ class ConfigTimeline:
     source: Path  # the launches file read
     sets: list[LaunchSet]
     summaries: list[dict[str, Any]]
+    #: what is a stand-in here (``workbench.stand_ins``): the lines every face prints, [] when nothing is
+    stand_ins: list[str] = field(default_factory=list)
 
 
 def config_timeline(kernel: str, config: str, *, backends: list[str] | None = None,
@@ -213,7 +215,22 @@ def config_timeline(kernel: str, config: str, *, backends: list[str] | None = No
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
     labels = measurement_labels(chosen)  # after the stable sort: forward still before backward
     summaries = [summarize_set(s, roles.get(id_token(s.backend), "-"), label) for s, label in zip(chosen, labels, strict=True)]
-    return ConfigTimeline(kernel, config, path, chosen, summaries)
+    return ConfigTimeline(kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json))
+
+
+def _stand_in_lines(summaries: list[dict[str, Any]], session_json: Path | None) -> list[str]:
+    """Issue 18 §5: a stand-in candidate (or a plain-Triton baseline) is named on this face too."""
+    from workbench.stand_ins import stand_ins_of
+
+    session: dict[str, Any] | None = None
+    if session_json is not None:
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(session_json.read_text(encoding="utf-8"))
+            session = data if isinstance(data, dict) else None
+    candidates = {str(s["backend"]) for s in summaries if s["role"] == "candidate"}
+    triton = any(s["role"] == "baseline" and id_token(str(s["backend"])) == "triton" for s in summaries)
+    return stand_ins_of(candidates or None, session, {"triton_tileir"} if triton else set(),
+                        frameworks_from="the captures' candidate").lines()
 
 
 @dataclass(frozen=True)
