@@ -118,7 +118,7 @@ def _sites(fn: ast.AST) -> Iterator[tuple[ast.AST, str]]:
 
 
 def _apply(node: ast.AST, operator: str) -> None:
-    kind, _, what = operator.partition(":")
+    kind = operator.partition(":")[0]
     if kind.startswith("cmp"):
         assert isinstance(node, ast.Compare)
         i = int(kind[3:])

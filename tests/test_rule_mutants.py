@@ -11,6 +11,7 @@ it starts from a recorded session (the rms_norm stand-in session's real perf log
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 import random
@@ -111,7 +112,7 @@ def test_balanced_cuts_always_give_k_nonempty_parts(weights: list[int], k: int) 
     cuts = balanced_cuts(weights, k)
     assert len(cuts) == k - 1, cuts
     bounds = [0, *cuts, len(weights)]
-    assert all(a < b for a, b in zip(bounds, bounds[1:], strict=False)), cuts
+    assert all(a < b for a, b in itertools.pairwise(bounds)), cuts
 
 
 def test_balanced_cuts_property() -> None:
@@ -124,7 +125,7 @@ def test_balanced_cuts_property() -> None:
         k = data.draw(st.integers(1, len(weights)))  # type: ignore[attr-defined]
         cuts = balanced_cuts(weights, k)
         bounds = [0, *cuts, len(weights)]
-        assert len(cuts) == k - 1 and all(a < b for a, b in zip(bounds, bounds[1:], strict=False))
+        assert len(cuts) == k - 1 and all(a < b for a, b in itertools.pairwise(bounds))
 
     check()
 
