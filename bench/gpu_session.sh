@@ -159,6 +159,13 @@ PY
       for be in cutile-rs cutile; do
         step "ncu_mm_$be" 120 $NCU --metrics "$M,$MX" python3 bench/ncu_target.py --op matmul --backend $be --shape 4096,4096,4096 --static-persistent
       done ;;
+    horder)  # issue 22: run cost per harness with warm caches, order alternating; the cold first run
+             # apart. Put it FIRST on a fresh machine (the cold run must meet cuTile's empty compile cache).
+      step horder 540 python3 bench/harness_order.py --rounds 2 --fresh --out "$W/harness_order_silu.json" -- \
+        silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" --timeout 240 ;;
+    hordermm)  # the same for matmul (6 configs per backend: one warm round fits a call)
+      step hordermm 540 python3 bench/harness_order.py --rounds 1 --fresh --out "$W/harness_order_matmul.json" -- \
+        matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" --timeout 300 ;;
     rsmmwb)
       step matmul_wb 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --dump-ir --timeout 300 --out-root "$W/rec" ;;
