@@ -140,7 +140,8 @@ PY
         tests/test_probe_cli.py tests/test_f_ncu_sol.py tests/test_tui_sharded_gpu.py tests/test_history_provenance.py
       step finalrun 150 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile \
         -k "64-1024-512-torch.float16 or 64-1024-8192-torch.float16" --dump-ir --timeout 120 --out-root "$W/final" &&
-        python3 -m workbench table silu_and_mul --out-root "$W/final" && python3 -m workbench history silu_and_mul --out-root "$W/final" ;;
+        step finalread 60 bash -c "python3 -m workbench table silu_and_mul --out-root '$W/final' &&
+          python3 -m workbench history silu_and_mul --out-root '$W/final'" ;;  # logged: BENCHMARKS quotes it
     scale2on1)  # run --gpus 0,0 (two shards on ONE GPU: plumbing, labelled) vs one process
       step scale2on1 200 python3 bench/scaleout_gpus.py --variants single,2on1 --rounds 1 --out "$W/scaleout.json" -- \
         silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "64-1024-512-torch.float16 or 64-1024-1024-torch.float16" ;;
