@@ -63,6 +63,8 @@ RULES: dict[str, Rule] = {
                       ("tests/test_capture_clock_selfcheck.py", "tests/test_rule_mutants.py")),
     "gap": Rule("f_evidence/gap.py", ("interval_from_spread", "_decide"),
                 ("tests/test_f_identity_gap.py", "tests/test_rule_mutants.py")),
+    "kselect": Rule("tilegym_checks/kselect.py", ("build_k_expressions",),
+                    ("tests/test_checks_fuzz.py", "tests/test_checks_kselect.py")),
 }
 
 #: issue 22's surviving hand mutants: (module, description, old text, new text)
@@ -81,6 +83,10 @@ HAND: tuple[tuple[str, str, str, str], ...] = (
      "ratio * math.exp(-0.5 * se), ratio * math.exp(0.5 * se)"),
     ("diagnosis", "ALIGNED always high", '"high" if capture and gap.ci is not None else "medium"', '"high"'),
     ("diagnosis", "FIXABLE picks the least confident", "best = max(fixable,", "best = min(fixable,"),
+    ("kselect", "build_k_expressions always raises InputError",
+     "    cand, base = id_token(candidate_token), id_token(baseline_token)\n    if cand == base:",
+     "    raise InputError('mutant')\n    cand, base = id_token(candidate_token), id_token(baseline_token)\n"
+     "    if cand == base:"),
 )
 
 _CMP_SWAP: dict[type, type] = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt,
