@@ -103,7 +103,7 @@ def test_e_refuses_a_done_table_with_a_missing_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("weights", "k"), [([1, 1, 1, 100], 4), ([1, 1, 50], 3), ([5, 5], 2), ([1] * 7, 7),
-                                              ([3, 1, 1, 1, 1, 9, 1], 5)])
+                                              ([3, 1, 1, 1, 1, 9, 1], 5), ([5, 5, 0, 0], 2)])
 def test_balanced_cuts_always_give_k_nonempty_parts(weights: list[int], k: int) -> None:
     """Mutant 6 (``or left_items == left_parts`` dropped: fewer shards than asked when the weight
     sits at the end). SYNTHETIC weights."""
@@ -279,3 +279,50 @@ def test_self_check_with_a_zero_median() -> None:
     assert zero_cupti.verdict == "ok" and "host gaps" in zero_cupti.note
     zero_events = judge(0.010, [0.0, 0.0, 0.0])
     assert zero_events.verdict == "suspect" and "0.00 us" in zero_events.reason
+
+
+def test_median_only_on_one_side_is_inconclusive() -> None:
+    """``compare_results`` with raw samples on one side only (an older run by TileGym's harness):
+    inconclusive, saying which side has none — never a crash, never a decision (a mutant turning
+    ``not so or not sn`` into ``and`` survived the suite). SYNTHETIC samples."""
+    samples = _gauss(5, 30, 1.0, 0.01)
+    bare = dataclasses.replace(_result(samples), samples_ms=None)
+    for old, new, which in ((bare, _result([x * 1.3 for x in samples]), "older"),
+                            (_result(samples), dataclasses.replace(bare, median_ms=1.3), "newer")):
+        flag = compare_results(old, new)
+        assert flag.change == "inconclusive" and f"no raw samples in the {which} run" in flag.reason, flag.reason
+
+
+def test_mann_whitney_needs_a_value_on_each_side() -> None:
+    """An empty sample is refused, whichever side it is on (the ``n1 == 0 or n2 == 0`` guard)."""
+    from workbench.history.regress import mann_whitney_u
+
+    for x, y in (([], [1.0, 2.0]), ([1.0, 2.0], []), ([], [])):
+        with pytest.raises(ValueError):
+            mann_whitney_u(x, y)
+
+
+def test_gap_gate_edges_and_one_sided_spread() -> None:
+    """F's gap rule at its edges (E's gate: ratio ≤ 1.05 is noise; "real" needs the whole interval
+    *above* 1.05), and a spread on one side only gives no interval. Mutants of ``_decide`` and
+    ``interval_from_spread`` survived the first mutation run. SYNTHETIC numbers."""
+    from workbench.f_evidence.gap import NOISE_RATIO, _decide, interval_from_spread
+    from workbench.model import PhaseStats
+
+    assert _decide(NOISE_RATIO, (1.0, 1.1), "b").status == "noise"
+    assert _decide(1.2, (NOISE_RATIO, 1.3), "b").status == "unresolved"
+    assert _decide(1.2, (NOISE_RATIO + 1e-9, 1.3), "b").status == "real"
+    spread, bare = PhaseStats(1.0, rel_std_pct=5.0, nrep=50), PhaseStats(1.0)
+    for cand, base in ((spread, None), (None, spread), (spread, bare), (bare, spread)):
+        assert interval_from_spread(1.2, cand, base) is None
+
+
+def test_self_check_bound_is_inclusive() -> None:
+    """CUPTI exactly at the bound (events × (1 + REL_BOUND) + ABS_BOUND_MS) is still "ok"; a hair
+    above is "suspect". SYNTHETIC numbers."""
+    from workbench.capture.selfcheck import ABS_BOUND_MS, REL_BOUND, judge
+
+    events = [0.5, 0.5, 0.5]
+    limit = 0.5 * (1 + REL_BOUND) + ABS_BOUND_MS
+    assert judge(limit, events).verdict == "ok"
+    assert judge(limit * (1 + 1e-9), events).verdict == "suspect"
