@@ -61,6 +61,19 @@ def test_wellformed_documents_always_select_their_configs(config_ids: list[str],
     sel = build_k_expressions(doc, "cutile-rs", "cutile")  # must not raise
     assert [c.params for c in sel.configs] == config_ids
     _assert_selects_exactly(sel, config_ids)
+    assert not any("cannot spell" in n for n in sel.notes), sel.notes  # these ids are all spellable
+
+
+@given(st.sampled_from(["cutile rs", "", "a(b)", "x or y", "tok;"]), st.booleans())
+def test_backend_tokens_k_cannot_spell_are_refused(token: str, as_candidate: bool) -> None:
+    doc = {"test_perf_configs": {"g": {"shapes": [{"id": "64-1024"}]}}}
+    cand, base = (token, "cutile") if as_candidate else ("cutile-rs", token)
+    try:
+        build_k_expressions(doc, cand, base)
+    except InputError as exc:
+        assert "backend token" in exc.message, exc
+    else:
+        raise AssertionError(f"accepted backend token {token!r}")
 
 
 @given(st.dictionaries(st.sampled_from(["reference_backend", "x"]), json_values, max_size=2),
