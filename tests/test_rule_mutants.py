@@ -80,14 +80,26 @@ def test_same_needs_the_whole_ci_inside_the_band() -> None:
 def test_e_refuses_a_done_table_with_a_missing_config(tmp_path: Path) -> None:
     """Mutant 4 (the "refuse DONE with a missing config" check deleted). The real rms_norm E table
     (recorded stand-in session) with one row turned NA while the verdict stays DONE: refused, no plan."""
-    from test_report_e import B, plan_for
+    import importlib.util
+    import sys
 
+    from workbench.report_e import load_candidate, plan_e_report
     from workbench.stats import build_ratio_table
     from workbench.workspace import open_workspace
 
-    B.copy_real(tmp_path, "rms_norm")
+    builders = sys.modules.get("e_builders")  # tests/fixtures/e/builders.py, as test_report_e loads it
+    if builders is None:
+        spec = importlib.util.spec_from_file_location("e_builders", Path(__file__).parent / "fixtures/e/builders.py")
+        assert spec and spec.loader
+        builders = importlib.util.module_from_spec(spec)
+        sys.modules["e_builders"] = builders
+        spec.loader.exec_module(builders)
+
+    def plan_for(root: Path, kernel: str, **kw: object):
+        return plan_e_report(open_workspace(kernel, out_root=root, env={}), run_real_scripts=False, **kw)
+
+    builders.copy_real(tmp_path, "rms_norm")
     ws = open_workspace("rms_norm", out_root=tmp_path, env={})
-    from workbench.report_e import load_candidate
 
     candidate, _parsed, _notes = load_candidate(ws)
     table = build_ratio_table(ws.kernel, candidate, ws.baseline_logs(), ws.analysis)
