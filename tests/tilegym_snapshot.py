@@ -85,7 +85,12 @@ def ensure_snapshot(tarball: Path | None = None, fetched: Path = FETCHED, requir
                    or m.issym() or m.islnk() or m.isdev()]
             if bad:
                 raise SnapshotUnavailable(f"{tarball}: unexpected member {bad[0]!r} (only plain TileGym/ files allowed)")
-            tar.extractall(staging, members=members)  # members vetted above (no links, no '..')
+            # members vetted above (no links, no '..'); the "data" filter where this Python has it
+            # (3.11.4+) re-checks that and avoids 3.12+'s warning about the unfiltered default
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(staging, members=members, filter="data")
+            else:
+                tar.extractall(staging, members=members)
         if not is_present(staging / "TileGym"):
             raise SnapshotUnavailable(f"{tarball}: no TileGym/TILEGYM_COMMIT inside")
         try:
