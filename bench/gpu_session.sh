@@ -144,7 +144,8 @@ PY
         tests/test_probe_cli.py tests/test_f_ncu_sol.py tests/test_tui_sharded_gpu.py tests/test_history_provenance.py
       step finalrun 150 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile \
         -k "64-1024-512-torch.float16 or 64-1024-8192-torch.float16" --dump-ir --timeout 120 --out-root "$W/final" &&
-        python3 -m workbench table silu_and_mul --out-root "$W/final" && python3 -m workbench history silu_and_mul --out-root "$W/final" ;;
+        step finalread 60 bash -c "python3 -m workbench table silu_and_mul --out-root '$W/final' &&
+          python3 -m workbench history silu_and_mul --out-root '$W/final'" ;;  # logged: BENCHMARKS quotes it
     scale2on1)  # run --gpus 0,0 (two shards on ONE GPU: plumbing, labelled) vs one process
       step scale2on1 200 python3 bench/scaleout_gpus.py --variants single,2on1 --rounds 1 --out "$W/scaleout.json" -- \
         silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "64-1024-512-torch.float16 or 64-1024-1024-torch.float16" ;;
@@ -174,6 +175,13 @@ PY
         python3 -m workbench report f silu_and_mul --tilegym /tmp/tgdel/TileGym --out-root "$W/deleg" --yes \
           --no-real-scripts | tail -n 2 &&
         sed -n "1,12p;/## Candidate identity/,\$p" "$W"/deleg/silu_and_mul/reports/perf_investigation_64-1024-512*.md' ;;
+    horder)  # issue 22: run cost per harness with warm caches, order alternating; the cold first run
+             # apart. Put it FIRST on a fresh machine (the cold run must meet cuTile's empty compile cache).
+      step horder 540 python3 bench/harness_order.py --rounds 2 --fresh --out "$W/harness_order_silu.json" -- \
+        silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" --timeout 240 ;;
+    hordermm)  # the same for matmul (6 configs per backend: one warm round fits a call)
+      step hordermm 540 python3 bench/harness_order.py --rounds 1 --fresh --out "$W/harness_order_matmul.json" -- \
+        matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" --timeout 300 ;;
     rsmmwb)
       step matmul_wb 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --dump-ir --timeout 300 --out-root "$W/rec" ;;

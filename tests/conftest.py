@@ -6,6 +6,10 @@
   ``.ci/slurm-up.sh``). They are skipped only when none can be used, and the run's summary says
   why (with what the bring-up script reported). If the bring-up reported the cluster up, they are
   never skipped: a SLURM that stopped answering fails them.
+- TileGym parity tests read ``.fetched/TileGym``: ``pytest_configure`` unpacks it from
+  ``../shared/tilegym/tilegym-75a1430.tar.xz`` when it is missing (``tilegym_snapshot.py``). With
+  ``WORKBENCH_REQUIRE_TILEGYM=1`` (``.ci/run`` sets it) a test skipped for want of the snapshot
+  *fails*, and the summary lists them: CI cannot pass without the real-TileGym checks.
 - Hypothesis profiles: ``ci`` (default, small) and ``fuzz`` (``HYPOTHESIS_PROFILE=fuzz``: the
   ≥ 10,000-case slow profile of issue 6).
 """
@@ -16,9 +20,12 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import tilegym_snapshot
 
 SLURM_STATUS = Path(__file__).resolve().parent.parent / ".ci" / ".slurm-up.status"
 
@@ -36,6 +43,29 @@ except ImportError:  # hypothesis is a dev extra; tests that need it importorski
 
 #: fixtures hold test *files* as data (e.g. TileGym test-file excerpts): never collect them
 collect_ignore_glob = ["fixtures/*"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Before collection: the parity test modules test for the snapshot at import time.
+    try:
+        tilegym_snapshot.ensure_snapshot()
+    except tilegym_snapshot.SnapshotUnavailable as exc:
+        raise pytest.UsageError(str(exc)) from exc
+
+
+_snapshot_skips: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and tilegym_snapshot.snapshot_required() and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2])
+        if tilegym_snapshot.is_snapshot_skip(reason):
+            _snapshot_skips.append(item.nodeid)
+            report.outcome = "failed"
+            report.longrepr = (f"{tilegym_snapshot.REQUIRE_ENV}=1 but this TileGym-parity test skipped: {reason}")
 
 
 @functools.lru_cache(maxsize=1)
@@ -88,5 +118,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _snapshot_skips:
+        terminalreporter.write_line(f"TileGym snapshot: {len(_snapshot_skips)} parity test(s) skipped for want of "
+                                    f"it and were failed ({tilegym_snapshot.REQUIRE_ENV}=1)", red=True)
     if _skipped_slurm:  # shown even with -q: a silently skipped cluster test would look like a pass
         terminalreporter.write_line(f"SLURM: {len(_skipped_slurm)} slurm test(s) skipped: {slurm_reason()}")

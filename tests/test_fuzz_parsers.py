@@ -1,4 +1,4 @@
-"""Fuzz every parser of user files: bad input returns a result or a typed, located WorkbenchError.
+"""Fuzz every parser of user files: bad input returns a result or a located InputError (no other kind).
 
 Two generators, one rule (``tests/fuzzing/targets.py``):
 - seeded mutation of the REAL recorded H200 files (``profiles/*/session/*``) and real fixtures;
@@ -33,7 +33,7 @@ from fuzzing.targets import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.errors import WorkbenchError
+from workbench.errors import InputError, ValidationRefused
 
 _fixture_ok = settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
@@ -58,8 +58,9 @@ def test_mutator_is_deterministic_and_changes_input() -> None:
     assert changed >= 190  # a no-op mutation is rare (e.g. a CRLF pass on a file without "\n")
 
 
-def test_rule_rejects_an_untyped_exception_and_an_unlocated_error(tmp_path: Path) -> None:
-    """The checker itself can fail: a crash or a location-free error is a violation."""
+def test_rule_rejects_an_untyped_exception_an_unlocated_error_and_the_wrong_kind(tmp_path: Path) -> None:
+    """The checker itself can fail: a crash, a location-free error, or a located error of another
+    kind than the input class calls for (a damaged user file must be an InputError) is a violation."""
     p = tmp_path / "x.txt"
     p.write_text("x")
 
@@ -67,15 +68,20 @@ def test_rule_rejects_an_untyped_exception_and_an_unlocated_error(tmp_path: Path
         raise KeyError("boom")
 
     def unlocated(_p: Path) -> None:
-        raise WorkbenchError("bad value", path=str(_p))
+        raise InputError("bad value", path=str(_p))
+
+    def wrong_kind(_p: Path) -> None:
+        raise ValidationRefused("bad value", path=str(_p), line=3)
 
     def located(_p: Path) -> None:
-        raise WorkbenchError("bad value", path=str(_p), line=3)
+        raise InputError("bad value", path=str(_p), line=3)
 
-    for fn in (crash, unlocated):
-        with pytest.raises(RuleViolation):
+    for fn, why in ((crash, "untyped KeyError"), (unlocated, "names no line or key"),
+                    (wrong_kind, "ValidationRefused, expected InputError")):
+        with pytest.raises(RuleViolation, match=why):
             check_case(Target("t", (p,), fn), p, "repro")
-    assert check_case(Target("t", (p,), located), p, "repro").outcome == "WorkbenchError"
+    assert check_case(Target("t", (p,), located), p, "repro").outcome == "InputError"
+    assert check_case(Target("t", (p,), wrong_kind, expected=(ValidationRefused,)), p, "r").outcome == "ValidationRefused"
 
 
 # ----------------------------------------------------------------------------- mutation of real files

@@ -2,7 +2,7 @@
 
 A REAL recorded session is copied to a temp out root, one input file is mutated with the seeded
 mutator, and ``workbench.tui.loaders.load_app_data`` (+ its background IR loader) must return, with
-every problem a WorkbenchError that names a file; then the app is mounted headless on such data and
+every problem an InputError (the bad-input kind) that names a file; then the app is mounted headless on such data and
 must show each problem as a notification and keep answering keys.
 """
 
@@ -19,7 +19,7 @@ from fuzzing.targets import KNOWN_BUGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from workbench.errors import WorkbenchError
+from workbench.errors import InputError, WorkbenchError
 
 pytest.importorskip("textual")
 
@@ -54,15 +54,15 @@ def test_loader_turns_bad_files_into_named_problems(seed: int, tmp_path: Path) -
     root, rel = _mutated_root(seed, tmp_path)
     try:
         _data, problems = _load(root)
-    except WorkbenchError as exc:  # a refusal is fine if it says where
-        assert exc.path is not None, f"seed {seed} ({rel}): {exc}"
+    except WorkbenchError as exc:  # a refusal is fine if it is the bad-input kind and says where
+        assert isinstance(exc, InputError) and exc.path is not None, f"seed {seed} ({rel}): {type(exc).__name__} {exc}"
         return
     except Exception as exc:
         if _is_known_bug(exc):  # tracked by tests/test_fuzz_known_bugs.py
             return
         raise AssertionError(f"seed {seed} ({rel}): load_app_data crashed: {type(exc).__name__}: {exc}") from exc
     for p in problems:
-        assert isinstance(p, WorkbenchError) and p.path is not None, f"seed {seed} ({rel}): unlocated {p!r}"
+        assert isinstance(p, InputError) and p.path is not None, f"seed {seed} ({rel}): not a located InputError: {p!r}"
 
 
 def _seeds_with_problems(base: Path, want: int) -> list[int]:

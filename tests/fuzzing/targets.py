@@ -4,8 +4,10 @@ Contract:
 - :data:`TARGETS` maps a target name to a :class:`Target`: its real seed files (recorded H200
   sessions under ``profiles/*/session/*`` and real fixtures under ``tests/``), how mutated bytes are
   put on disk (``encode``, e.g. re-gzip) and ``call(path)``, which runs the parser on that file.
-- :func:`check_case` runs one call and enforces the rule: the call returns normally, or raises a
-  :class:`workbench.errors.WorkbenchError` subclass whose message names the file and a line or key
+- :func:`check_case` runs one call and enforces the rule: the call returns normally, or raises the
+  error kind the target's input class calls for (``Target.expected``: ``InputError`` for every
+  parser of a user file — a damaged file is bad input, exit 2 — never another
+  :class:`workbench.errors.WorkbenchError` kind) whose message names the file and a line or key
   (whole-file rejections, such as an empty file or corrupt gzip stream, need only name the file;
   they are listed in :data:`WHOLE_FILE_REJECTIONS`). Any other exception, or a WorkbenchError that
   does not say where, raises :class:`RuleViolation` carrying the traceback and the reproducer.
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import WorkbenchError
+from workbench.errors import InputError, WorkbenchError
 
 from .mutator import mutate
 
@@ -78,6 +80,8 @@ class Target:
     call: Callable[[Path], Any]
     suffix: str = ".txt"
     encode: Callable[[bytes], bytes] = field(default=lambda b: b)
+    #: the error kind(s) a rejection of this target's input must have (a damaged user file: InputError)
+    expected: tuple[type[WorkbenchError], ...] = (InputError,)
     decode_seed: Callable[[bytes], bytes] = field(default=lambda b: b)
 
 
@@ -248,6 +252,9 @@ def check_case(target: Target, path: Path, reproducer: str, *, tolerate_known: b
         raise
     except WorkbenchError as err:
         text = str(err)
+        if not isinstance(err, target.expected):
+            raise RuleViolation(f"{reproducer}: {type(err).__name__}, expected "
+                                f"{' or '.join(t.__name__ for t in target.expected)}: {text!r}") from err
         if err.path is None or str(path) not in text:
             raise RuleViolation(f"{reproducer}: {type(err).__name__} does not name the file: {text!r}") from err
         has_where = err.line is not None or err.key is not None

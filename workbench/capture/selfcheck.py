@@ -67,8 +67,10 @@ def judge(cupti_median_ms: float, events_ms: Sequence[float]) -> CaptureCheck:
     n = len(events_ms)
     limit = ev * (1 + REL_BOUND) + ABS_BOUND_MS
     if cupti_median_ms > limit:
+        # an event span of 0 (below the events' resolution) makes no ratio; say "more than"
+        times = f"{cupti_median_ms / ev:.2f}x" if ev > 0 else "more than"
         return CaptureCheck(cupti_median_ms, ev, n, "suspect", reason=(
-            f"CUPTI median {cupti_median_ms * 1000:.2f} us is {cupti_median_ms / ev:.2f}x the CUDA-event "
+            f"CUPTI median {cupti_median_ms * 1000:.2f} us is {times} the CUDA-event "
             f"span of the same call ({ev * 1000:.2f} us; bound {1 + REL_BOUND:.2f}x + "
             f"{ABS_BOUND_MS * 1000:.0f} us): the capture over-counts (clock or attribution)"))
     note = ""
