@@ -1,0 +1,601 @@
+"""Structural Tile IR diff: match ops by structure and dataflow, render side by side, rank hunks.
+
+Contract (anchors: LLVM's ``llvm-diff``, which matches instructions by structure and the values
+they use, and GumTree, which matches identical subtrees first and then recovers the rest):
+- Both texts are parsed into op graphs (:mod:`workbench.ir.graph`). A value is named by what
+  defines it: op kind + normalized attributes/types + the names of its operands (a Merkle name),
+  never by its SSA spelling, so renumbered/renamed values and reordered independent ops match.
+- Matching is per region pair (top level, then the bodies of matched ``entry``/``for``/``if``/
+  ``reduce`` ops): identical names first, regardless of order; then, in reference order, each
+  remaining op takes the unmatched generated op of the same kind whose operands correspond best
+  (dataflow), with attribute similarity and position as tie-breakers. Every match makes its
+  results (and region arguments) one value on both sides, which lets its users match in turn.
+- Rows are emitted in reference order (matched pairs side by side; unmatched generated ops right
+  after the generated op they follow). Both sides are printed with one shared value naming
+  (``%v0``, ``%v1``… in order of appearance), so an ``equal`` row is textually identical and a
+  ``replace`` row differs only where the programs differ. Line numbers are the source lines.
+- Each changed row gets a :class:`Category` (perf relevance rank); a hunk is a run of changed
+  rows of one category; :attr:`StructDiff.hunks` is in rank order (tile/CTA shape first, cosmetic
+  last; cosmetic hunks have ``cosmetic=True``) and each names the ``diff_ir.sh``-parity audit
+  check it belongs to (``tile_shapes``, ``num_cta``, ``mma_acc``, ``for``, ``load_view_tko``…).
+- :attr:`StructDiff.verdict` is ``equivalent`` only when no row changed, both sides parsed fully
+  and both name the same kernel; else ``different`` or ``not fully parsed`` (unknown ops,
+  truncated text, another dialect spelling: those lines are matched as plain text, listed in
+  :attr:`StructDiff.fallback` with their line numbers, and their rows carry the category
+  ``unparsed (text diff)``).
+Pure; no I/O, no Textual; never raises on odd text.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from workbench.ir.diffmodel import intraline_spans
+from workbench.ir.graph import IRGraph, Op, normalize_shape, parse_ir
+
+RowKind = Literal["equal", "replace", "insert", "delete"]
+Span = tuple[int, int]
+
+#: fuzzy candidates looked at per op (closest by relative position); keeps 10k-line pairs linear
+MAX_CANDIDATES = 24
+
+
+@dataclass(frozen=True)
+class Category:
+    rank: int
+    name: str
+    cosmetic: bool = False
+
+
+TILE = Category(0, "tile/CTA shape")
+MMA = Category(1, "mma shape / accumulator dtype")
+LOOP = Category(2, "loop structure")
+MEMORY = Category(3, "memory op / hints / latency")
+VIEW = Category(4, "TMA / tensor-view vs pointer path")
+HINTS = Category(5, "optimization hints")
+EXTRA = Category(6, "extra loads / stores / casts")
+UNPARSED = Category(7, "unparsed (text diff)")
+OTHER = Category(8, "other op")
+COSMETIC = Category(9, "cosmetic (constants, assume chains, dead ops)", cosmetic=True)
+CATEGORIES = (TILE, MMA, LOOP, MEMORY, VIEW, HINTS, EXTRA, UNPARSED, OTHER, COSMETIC)
+
+_LOOP_OPS = frozenset({"for", "loop", "if", "continue", "yield", "break"})
+_MEM_OPS = frozenset({"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko",
+                      "atomic_cas_tko", "atomic_rmw_tko"})
+_VIEW_OPS = frozenset({"make_tensor_view", "make_partition_view", "offset", "get_index_space_shape",
+                       "get_tensor_shape", "int_to_ptr", "ptr_to_int", "ptr_to_ptr"})
+_CAST_OPS = frozenset({"ftof", "itof", "ftoi", "exti", "trunci", "bitcast"})
+_PURE_COSMETIC = frozenset({"constant", "assume", "make_token"})
+#: op rows of the diff_ir.sh audit table (a hunk of one of these kinds names that row)
+_AUDIT_OPS = frozenset({"load_ptr_tko", "store_ptr_tko", "load_view_tko", "store_view_tko", "reduce", "exp",
+                        "exp2", "rsqrt", "fma", "for", "addf", "subf", "mulf", "divf", "maxf", "minf",
+                        "select", "iota", "cmpi", "ftof", "itof", "exti"})
+_TILE_SHAPE = re.compile(r"tile<(?:\d+x)+[A-Za-z0-9]+>|tile=\([0-9x]+\)")
+_NUM_CTA = re.compile(r"num_cta_in_cga = \d+")
+_OCCUPANCY = re.compile(r"occupancy = \d+")
+_HINTS = re.compile(r"optimization_hints=<.*?\}>")
+_TYPES_OF_MMA = re.compile(r":\s*(.*)$")
+_VALUE = re.compile(r"%[A-Za-z0-9_$.]+(?:#\d+)?(?::\d+)?")
+_KERNEL_TAIL = re.compile(r"_Kt\d.*$|_entry$")
+
+
+@dataclass(frozen=True)
+class SRow:
+    """One side-by-side row; line numbers are 1-based source lines (None on the absent side)."""
+
+    kind: RowKind
+    left_no: int | None
+    right_no: int | None
+    left: str
+    right: str
+    left_spans: tuple[Span, ...] = ()
+    right_spans: tuple[Span, ...] = ()
+    op: str = ""  # op kind of the row (``}``/``else`` rows: the region op's kind)
+    category: Category | None = None  # changed rows only
+    hunk: int = -1  # index into StructDiff.hunks (rank order); -1 for equal rows
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """A run of changed rows of one category: rows[start:end]."""
+
+    start: int
+    end: int
+    category: Category
+    audit_check: str | None  # the diff_ir.sh-parity audit row it belongs to (None: no such row)
+    summary: str  # one line: what changed, reference → generated
+
+    @property
+    def cosmetic(self) -> bool:
+        return self.category.cosmetic
+
+
+@dataclass(frozen=True)
+class Fallback:
+    side: Literal["reference", "generated"]
+    line: int
+    text: str
+    reason: str
+
+
+@dataclass
+class StructDiff:
+    rows: list[SRow]
+    hunks: list[Hunk]  # rank order
+    fallback: list[Fallback]
+    notes: list[str] = field(default_factory=list)
+    same_kernel: bool = True
+
+    @property
+    def changed_rows(self) -> int:
+        return sum(1 for r in self.rows if r.kind != "equal")
+
+    @property
+    def verdict(self) -> Literal["equivalent", "different", "not fully parsed"]:
+        if self.fallback:
+            return "not fully parsed"
+        if self.changed_rows:
+            return "different"
+        return "equivalent"
+
+    @property
+    def equivalent(self) -> bool:
+        return self.verdict == "equivalent"
+
+    def stats(self) -> dict[str, int]:
+        out = {"equal": 0, "replace": 0, "insert": 0, "delete": 0}
+        for r in self.rows:
+            out[r.kind] += 1
+        return out
+
+    def fallback_ranges(self, side: str) -> str:
+        """``5, 9-12`` for the unparsed lines of one side."""
+        return _ranges(sorted({f.line for f in self.fallback if f.side == side}))
+
+
+def _ranges(nums: list[int]) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        out.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def kernel_base(symbol: str) -> str:
+    """``_static_persistent_matmul_kernel_Kt1_…`` and ``static_persistent_matmul_kernel_entry`` → one name."""
+    return _KERNEL_TAIL.sub("", symbol).lstrip("_")
+
+
+# ----------------------------------------------------------------------------- value naming
+class _Side:
+    """Merkle names of one graph's values (ints), computed once in program order."""
+
+    def __init__(self, g: IRGraph, tag: str) -> None:
+        self.g = g
+        self.sig: list[int] = [0] * len(g.ops)
+        self.names: dict[str, int] = {}
+        self.tag = tag
+        for op in g.ops:
+            self.sig[op.index] = hash((op.kind, op.shape, tuple(self.name(v) for v in op.operands)))
+            if op.kind == "assume" and len(op.results) == 1 and op.operands:
+                # ``assume`` returns its operand with a fact attached: its users see that operand,
+                # so two printers' different assume chains do not hide what the value is
+                self.names[op.results[0]] = self.name(op.operands[-1])
+                continue
+            for k, r in enumerate(op.results):
+                self.names[r] = hash(("r", self.sig[op.index], k))
+            for rk, args in enumerate(op.region_args):
+                for k, a in enumerate(args):
+                    self.names[a] = hash(("a", self.sig[op.index], rk, k))
+        n = len(g.ops)
+        self.rel = [i / max(n - 1, 1) for i in range(n)]
+        self.uses: dict[str, int] = {}
+        for op in g.ops:
+            for v in op.operands:
+                self.uses[v] = self.uses.get(v, 0) + 1
+
+    def name(self, v: str) -> int:
+        got = self.names.get(v)
+        if got is None:  # used but never defined (or used before its definition): named by spelling
+            got = hash(("free", v))
+            self.names[v] = got
+        return got
+
+
+class _Matcher:
+    def __init__(self, ref: _Side, gen: _Side) -> None:
+        self.ref, self.gen = ref, gen
+        self.parent: dict[int, int] = {}
+        self.pair: dict[int, int] = {}  # ref op index → gen op index
+        self.rpair: dict[int, int] = {}
+        self.tied: set[int] = set()
+        self.a_sigs: set[int] = set()
+        self.b_sigs: set[int] = set()
+        self.ref_names = set(ref.names.values())
+        self.gen_names = set(gen.names.values())
+
+    def find(self, x: int) -> int:
+        p = self.parent.get(x)
+        if p is None:
+            return x
+        root = self.find(p)
+        self.parent[x] = root
+        return root
+
+    def union(self, gen_name: int, ref_name: int) -> None:
+        # Only a value with no identical twin on the other side, not yet tied to another, is tied:
+        # tying a generated ``constant -1`` to a reference ``constant 0`` must not merge the
+        # ``constant 0`` both sides share with it.
+        if gen_name == ref_name or gen_name in self.parent or gen_name in self.ref_names \
+                or ref_name in self.gen_names or ref_name in self.tied:
+            return
+        self.parent[gen_name] = ref_name
+        self.tied.add(ref_name)
+
+    def csig(self, side: _Side, op: Op) -> int:
+        return hash((op.kind, op.shape, tuple(self.find(side.name(v)) for v in op.operands)))
+
+    def bind(self, a: Op, b: Op) -> None:
+        self.pair[a.index], self.rpair[b.index] = b.index, a.index
+        for ra, rb in zip(a.results, b.results, strict=False):
+            self.union(self.gen.name(rb), self.ref.name(ra))
+        for aa, ab in zip(a.region_args, b.region_args, strict=False):
+            for va, vb in zip(aa, ab, strict=False):
+                self.union(self.gen.name(vb), self.ref.name(va))
+
+    def match_region(self, A: list[int], B: list[int]) -> None:
+        rops, gops = self.ref.g.ops, self.gen.g.ops
+        # 1. identical structure, any order
+        index: dict[int, deque[int]] = {}
+        for b in B:
+            index.setdefault(self.csig(self.gen, gops[b]), deque()).append(b)
+        self.a_sigs = {self.csig(self.ref, rops[a]) for a in A}
+        self.b_sigs = set(index)
+        for a in A:
+            q = index.get(self.csig(self.ref, rops[a]))
+            while q:
+                b = q.popleft()
+                if b not in self.rpair:
+                    self.bind(rops[a], gops[b])
+                    break
+        # 2. in reference order: identical under the matches made so far, else best by dataflow
+        by_kind: dict[str, list[int]] = {}
+        for b in B:
+            if b not in self.rpair and gops[b].parsed:
+                by_kind.setdefault(gops[b].kind, []).append(b)
+        for a in A:
+            if a in self.pair or not rops[a].parsed:
+                continue
+            cands = by_kind.get(rops[a].kind)
+            if not cands:
+                continue
+            best = self._best(rops[a], cands)
+            if best is not None:
+                self.bind(rops[a], gops[best])
+                cands.remove(best)
+        # 3. recurse into the regions of matched ops
+        for a in A:
+            pb = self.pair.get(a)
+            if pb is None:
+                continue
+            for ra, rb in zip(rops[a].regions, gops[pb].regions, strict=False):
+                self.match_region(ra, rb)
+
+    def _best(self, a: Op, cands: list[int]) -> int | None:
+        gops = self.gen.g.ops
+        pos = self.ref.rel[a.index]
+        if len(cands) > MAX_CANDIDATES:
+            k = bisect.bisect_left([self.gen.rel[c] for c in cands], pos)
+            lo = max(0, k - MAX_CANDIDATES // 2)
+            pool = cands[lo:lo + MAX_CANDIDATES]
+        else:
+            pool = cands
+        a_ops = [self.find(self.ref.name(v)) for v in a.operands]
+        a_sig = self.csig(self.ref, a)
+        if not a.operands and a_sig in self.b_sigs:
+            return None  # a duplicate of a value the generated side has: never re-purposed
+        best, best_score = None, 0.0
+        for c in pool:
+            b = gops[c]
+            if self.csig(self.gen, b) == a_sig:
+                return c
+            if not b.operands and self.csig(self.gen, b) in self.a_sigs:
+                continue
+            b_ops = [self.find(self.gen.name(v)) for v in b.operands]
+            n = max(len(a_ops), len(b_ops))
+            agree = sum(1 for x, y in zip(a_ops, b_ops, strict=False) if x == y) / n if n else 0.0
+            shape = 1.0 if a.shape == b.shape else _similarity(a.shape, b.shape)
+            score = 2.0 * agree + 1.5 * shape + 0.5 * (1.0 - abs(pos - self.gen.rel[c]))
+            same_dtypes = _DTYPES.findall(a.shape) == _DTYPES.findall(b.shape)
+            ok = a.kind in _ALWAYS_PAIRED or agree >= 0.5 or (shape >= 0.6 and same_dtypes)
+            if ok and score > best_score:
+                best, best_score = c, score
+        return best
+
+
+_DTYPES = re.compile(r"(?<![A-Za-z0-9_])(?:bf16|tf32|f8E4M3FN|f8E5M2|f16|f32|f64|i1|i8|i16|i32|i64|token)(?![A-Za-z0-9_])")
+#: kinds paired whenever both sides have one left (loops, terminators): their differences are the point
+_ALWAYS_PAIRED = frozenset({"continue", "yield", "return", "break", "for", "loop", "if", "reduce", "scan", "entry"})
+_TOK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|[^\sA-Za-z0-9_]")
+
+
+def _similarity(x: str, y: str) -> float:
+    tx, ty = _TOK.findall(x), _TOK.findall(y)
+    if not tx and not ty:
+        return 1.0
+    sx, sy = set(tx), set(ty)
+    return len(sx & sy) / len(sx | sy)
+
+
+# ----------------------------------------------------------------------------- rendering
+class _Renderer:
+    def __init__(self, m: _Matcher) -> None:
+        self.m = m
+        self.display: dict[int, str] = {}
+        self.rows: list[SRow] = []
+
+    def dname(self, side: _Side, v: str) -> str:
+        base, hash_idx = v, ""
+        if "#" in v:
+            base, hash_idx = v.split("#", 1)
+            if hash_idx != "0":
+                v = base + "#0"
+                hash_idx = "#" + hash_idx
+            else:
+                hash_idx = ""
+        key = self.m.find(side.name(v))
+        got = self.display.get(key)
+        if got is None:
+            got = f"%v{len(self.display)}"
+            self.display[key] = got
+        return got + hash_idx
+
+    def text(self, side: _Side, s: str, op: Op | None = None) -> str:
+        def sub(mt: re.Match[str]) -> str:
+            tok = mt.group(0)
+            count = ""
+            if ":" in tok:
+                tok, count = tok.split(":", 1)
+                count = ":" + count
+                return self.dname(side, tok + "#0") + count
+            return self.dname(side, tok)
+
+        out = _VALUE.sub(sub, s)
+        if op is not None and op.kind == "entry":
+            out = re.sub(r"\bentry\s+@[^\s(),:<>{}]+", "entry @ENTRY", out)
+        return normalize_shape(out)
+
+    def emit(self, kind: RowKind, lop: Op | None, rop: Op | None, lno: int | None, rno: int | None,
+             ltext: str, rtext: str, op: str) -> None:
+        if kind == "replace" and ltext == rtext:
+            kind = "equal"
+        self.rows.append(SRow(kind, lno, rno, ltext, rtext, op=op))
+
+    def one_sided(self, side: _Side, i: int, kind: RowKind) -> None:
+        op = side.g.ops[i]
+        t = self.text(side, op.text, op)
+        left = kind == "delete"
+        self.emit(kind, None, None, op.line if left else None, None if left else op.line,
+                  t if left else "", "" if left else t, op.kind)
+        for k, region in enumerate(op.regions):
+            no, s = op.region_lines[k]
+            if no != op.line:
+                rt = self.text(side, s)
+                self.emit(kind, None, None, no if left else None, None if left else no,
+                          rt if left else "", "" if left else rt, op.kind)
+            for c in region:
+                self.one_sided(side, c, kind)
+        if op.regions and len(op.region_lines) > len(op.regions):
+            no, s = op.region_lines[-1]
+            self.emit(kind, None, None, no if left else None, None if left else no,
+                      s if left else "", "" if left else s, op.kind)
+
+    def region(self, A: list[int], B: list[int]) -> None:
+        m = self.m
+        # unmatched generated ops follow the matched generated op before them (or the region start)
+        after: dict[int | None, list[int]] = {}
+        last: int | None = None
+        for b in B:
+            if b in m.rpair:
+                last = b
+            else:
+                after.setdefault(last, []).append(b)
+        for b in after.get(None, []):
+            self.one_sided(m.gen, b, "insert")
+        for a in A:
+            pb = m.pair.get(a)
+            if pb is None:
+                self.one_sided(m.ref, a, "delete")
+                continue
+            self.pair_rows(a, pb)
+            for extra in after.get(pb, []):
+                self.one_sided(m.gen, extra, "insert")
+
+    def pair_rows(self, a: int, b: int) -> None:
+        m = self.m
+        ra, gb = m.ref.g.ops[a], m.gen.g.ops[b]
+        self.emit("replace", ra, gb, ra.line, gb.line, self.text(m.ref, ra.text, ra),
+                  self.text(m.gen, gb.text, gb), ra.kind)
+        n = max(len(ra.regions), len(gb.regions))
+        for k in range(n):
+            la = ra.region_lines[k] if k < len(ra.regions) else None
+            lb = gb.region_lines[k] if k < len(gb.regions) else None
+            la_own = la is not None and la[0] != ra.line
+            lb_own = lb is not None and lb[0] != gb.line
+            if la_own or lb_own:
+                self.emit("replace" if la_own and lb_own else ("delete" if la_own else "insert"), None, None,
+                          la[0] if la_own and la else None, lb[0] if lb_own and lb else None,
+                          self.text(m.ref, la[1]) if la_own and la else "",
+                          self.text(m.gen, lb[1]) if lb_own and lb else "", ra.kind)
+            if k < len(ra.regions) and k < len(gb.regions):
+                self.region(ra.regions[k], gb.regions[k])
+            elif k < len(ra.regions):
+                for c in ra.regions[k]:
+                    self.one_sided(m.ref, c, "delete")
+            else:
+                for c in gb.regions[k]:
+                    self.one_sided(m.gen, c, "insert")
+        ca = ra.region_lines[-1] if ra.regions and len(ra.region_lines) > len(ra.regions) else None
+        cb = gb.region_lines[-1] if gb.regions and len(gb.region_lines) > len(gb.regions) else None
+        if ca or cb:
+            kind: RowKind = "replace" if ca and cb else ("delete" if ca else "insert")
+            self.emit(kind, None, None, ca[0] if ca else None, cb[0] if cb else None,
+                      ca[1] if ca else "", cb[1] if cb else "", ra.kind)
+
+
+# ----------------------------------------------------------------------------- categories
+def _shapes(s: str) -> set[str]:
+    return set(_TILE_SHAPE.findall(s)) | set(_NUM_CTA.findall(s))
+
+
+def categorize(row: SRow, dead: bool = False) -> tuple[Category, str | None]:
+    """Perf-relevance category of one changed row and the audit check it belongs to."""
+    op, left, right = row.op, row.left, row.right
+    if op == "?":
+        return UNPARSED, None
+    if row.kind == "replace":
+        if _shapes(left) != _shapes(right):
+            if op == "entry" and set(_NUM_CTA.findall(left)) != set(_NUM_CTA.findall(right)):
+                return TILE, "num_cta"
+            if op in ("mmaf", "mmai"):
+                return TILE, "mma_acc"
+            return TILE, ("layout" if op == "make_partition_view" else "tile_shapes")
+        if op in ("mmaf", "mmai"):
+            return MMA, "mma_acc"
+        if op in _LOOP_OPS:
+            return LOOP, "for" if op == "for" else None
+        if op in _MEM_OPS:
+            return MEMORY, op
+        if op in _VIEW_OPS:
+            return VIEW, "layout"
+        if _HINTS.findall(left) != _HINTS.findall(right):
+            if set(_OCCUPANCY.findall(left)) != set(_OCCUPANCY.findall(right)):
+                return HINTS, "occupancy"
+            return HINTS, None
+        if op == "assume":
+            return COSMETIC, "assume_ptr" if "ptr<" in left + right else "assume_scalar"
+        if op in _CAST_OPS:
+            return EXTRA, op
+        return OTHER, op if op in _AUDIT_OPS else None
+    # an op on one side only
+    if op in ("mmaf", "mmai"):
+        return MMA, "mma"
+    if op in _LOOP_OPS:
+        return LOOP, "for" if op == "for" else None
+    if op in _MEM_OPS:
+        return EXTRA, op
+    if op in _VIEW_OPS:
+        return VIEW, "layout"
+    if op in _CAST_OPS:
+        return EXTRA, op
+    if op in _PURE_COSMETIC or dead:
+        if op == "assume":
+            return COSMETIC, "assume_ptr" if "ptr<" in left + right else "assume_scalar"
+        return COSMETIC, None
+    return OTHER, op if op in _AUDIT_OPS else None
+
+
+def _summary(rows: list[SRow], cat: Category) -> str:
+    r = rows[0]
+    more = f" (+{len(rows) - 1} row(s))" if len(rows) > 1 else ""
+    if r.kind == "replace":
+        return f"{cat.name}: {r.op}{more}"
+    side = "only in reference" if r.kind == "delete" else "only in generated"
+    return f"{cat.name}: {r.op} {side}{more}"
+
+
+def _dead_lines(side: _Side) -> set[int]:
+    """Source lines of pure ops none of whose results is used."""
+    out: set[int] = set()
+    for op in side.g.ops:
+        if op.results and op.kind not in _MEM_OPS and not any(side.uses.get(r, 0) for r in op.results) \
+                and not any(side.uses.get(r.split("#")[0], 0) for r in op.results):
+            out.add(op.line)
+    return out
+
+
+def structural_diff(ref_text: str, gen_text: str) -> StructDiff:
+    """Parse, match, render and rank (see module docstring)."""
+    return diff_graphs(parse_ir(ref_text), parse_ir(gen_text))
+
+
+def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
+    ref, gen = _Side(rg, "ref"), _Side(gg, "gen")
+    m = _Matcher(ref, gen)
+    m.match_region(rg.top, gg.top)
+    r = _Renderer(m)
+    r.region(rg.top, gg.top)
+    dead_l, dead_r = _dead_lines(ref), _dead_lines(gen)
+    rows: list[SRow] = []
+    cats: list[tuple[Category, str | None] | None] = []
+    for row in r.rows:
+        if row.kind == "equal":
+            rows.append(row)
+            cats.append(None)
+            continue
+        ls, rs = intraline_spans(row.left, row.right) if row.kind == "replace" else ((), ())
+        if row.kind == "delete":
+            ls = ((0, len(row.left)),)
+        elif row.kind == "insert":
+            rs = ((0, len(row.right)),)
+        dead = (row.left_no in dead_l) if row.kind == "delete" else (row.right_no in dead_r)
+        cat, check = categorize(row, dead)
+        rows.append(SRow(row.kind, row.left_no, row.right_no, row.left, row.right, ls, rs, row.op, cat))
+        cats.append((cat, check))
+    # hunks: runs of changed rows of one category; then rank order
+    spans: list[tuple[int, int, Category, str | None]] = []
+    i = 0
+    while i < len(rows):
+        c = cats[i]
+        if c is None:
+            i += 1
+            continue
+        j = i
+        checks: list[str] = []
+        while j < len(rows) and cats[j] is not None and cats[j][0] == c[0]:  # type: ignore[index]
+            chk = cats[j][1]  # type: ignore[index]
+            if chk and chk not in checks:
+                checks.append(chk)
+            j += 1
+        spans.append((i, j, c[0], checks[0] if checks else None))
+        i = j
+    spans.sort(key=lambda s: (s[2].rank, s[0]))
+    hunks = [Hunk(s, e, cat, chk, _summary(rows[s:e], cat)) for s, e, cat, chk in spans]
+    for h_idx, h in enumerate(hunks):
+        for k in range(h.start, h.end):
+            row = rows[k]
+            rows[k] = SRow(row.kind, row.left_no, row.right_no, row.left, row.right, row.left_spans,
+                           row.right_spans, row.op, row.category, h_idx)
+    fallback = [Fallback("reference", u.line, u.text, u.reason) for u in rg.unparsed]
+    fallback += [Fallback("generated", u.line, u.text, u.reason) for u in gg.unparsed]
+    notes: list[str] = []
+    rk, gk = [kernel_base(e) for e in rg.entries], [kernel_base(e) for e in gg.entries]
+    same = rk == gk
+    if not same:
+        notes.append(f"entry names differ (reference: {', '.join(rk) or 'none'}; generated: "
+                     f"{', '.join(gk) or 'none'})")
+    core = [o for o in rg.ops if o.parsed and o.kind not in _PURE_COSMETIC]
+    if core and sum(1 for o in core if o.index in m.pair) < 0.25 * len(core):
+        notes.append(f"only {sum(1 for o in core if o.index in m.pair)} of {len(core)} reference ops "
+                     "(constants and assumes aside) have a structural match: a dump of another kernel?")
+    if fallback:
+        for side in ("reference", "generated"):
+            where = [f for f in fallback if f.side == side]
+            if where:
+                reasons = sorted({f.reason for f in where})
+                notes.append(f"text diff (not parsed) for {side} line(s) {_ranges(sorted({f.line for f in where}))}: "
+                             + "; ".join(reasons[:3]) + ("…" if len(reasons) > 3 else ""))
+    return StructDiff(rows, hunks, fallback, notes, same)
+
+
+def changed_row_count(rows: Iterable[SRow]) -> int:
+    return sum(1 for r in rows if r.kind != "equal")
