@@ -583,10 +583,11 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
     if not same:
         notes.append(f"entry names differ (reference: {', '.join(rk) or 'none'}; generated: "
                      f"{', '.join(gk) or 'none'})")
-    core = [o for o in rg.ops if o.parsed and o.kind not in _PURE_COSMETIC]
-    if core and sum(1 for o in core if o.index in m.pair) < 0.25 * len(core):
-        notes.append(f"only {sum(1 for o in core if o.index in m.pair)} of {len(core)} reference ops "
-                     "(constants and assumes aside) have a structural match: a dump of another kernel?")
+    core = [r for r in rows if r.left_no is not None and r.op not in _PURE_COSMETIC and r.op != "?"]
+    same_rows = sum(1 for r in core if r.kind == "equal")
+    if core and same_rows < 0.25 * len(core):
+        notes.append(f"only {same_rows} of {len(core)} reference rows (constants and assumes aside) are unchanged: "
+                     "a dump of another kernel?")
     if fallback:
         for side in ("reference", "generated"):
             where = [f for f in fallback if f.side == side]
