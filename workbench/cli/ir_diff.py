@@ -24,7 +24,7 @@ from typing import Any
 from workbench.cli.common import add_kernel_args, path_arg
 from workbench.ir.audit import IRAudit
 from workbench.ir.diffmodel import DiffRow, Fold, SideBySide
-from workbench.ir.structdiff import SRow, StructDiff
+from workbench.ir.structdiff import StructDiff
 from workbench.services.ir_diff import IRDiff, diff_pairs
 from workbench.workspace import open_workspace
 
@@ -106,7 +106,8 @@ def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[s
         r = sd.rows[i]
         ln = f"{r.left_no:>{num_w}}" if r.left_no is not None else " " * num_w
         rn = f"{r.right_no:>{num_w}}" if r.right_no is not None else " " * num_w
-        left, right = _fit(r.left, cell, r.left_spans), _fit(r.right, cell, r.right_spans)
+        lsp, rsp = sd.spans(i)
+        left, right = _fit(r.left, cell, lsp), _fit(r.right, cell, rsp)
         pad_l = left.ljust(cell)
         if hl is not None:
             pad_l = (hl(left) if left else "") + " " * (cell - len(left))
@@ -148,9 +149,11 @@ def render_structural(ir: IRDiff, *, width: int = 160, color: bool = False, cosm
     return out
 
 
-def _row_json(r: SRow) -> dict[str, Any]:
+def _row_json(sd: StructDiff, i: int) -> dict[str, Any]:
+    r = sd.rows[i]
+    lsp, rsp = sd.spans(i)
     return {"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no, "left": r.left, "right": r.right,
-            "left_spans": [list(s) for s in r.left_spans], "right_spans": [list(s) for s in r.right_spans],
+            "left_spans": [list(s) for s in lsp], "right_spans": [list(s) for s in rsp],
             "op": r.op, "category": r.category.name if r.category else None, "hunk": r.hunk}
 
 
@@ -170,7 +173,7 @@ def to_json(ir: IRDiff) -> dict[str, Any]:
                    "end": h.end, "audit_row": ir.audit_row_of(h.audit_check), "summary": h.summary}
                   for k, h in enumerate(sd.hunks)],
         "launch_evidence": ir.launch_evidence,
-        "rows": [_row_json(r) for r in sd.rows],
+        "rows": [_row_json(sd, i) for i in range(len(sd.rows))],
         "audit": {"label": "diff_ir.sh parity (byte-for-byte TileGym's script)", "verdict": audit.verdict,
                   "exit_code": audit.exit_code, "critical": audit.critical_count,
                   "workarounds": audit.workaround_count, "notes": audit.notes,

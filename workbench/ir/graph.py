@@ -77,6 +77,10 @@ class Op:
     regions: list[list[int]] = field(default_factory=list)
     region_args: list[tuple[str, ...]] = field(default_factory=list)
     region_lines: list[tuple[int, str]] = field(default_factory=list)  # (line, text) of "(args) {", "} else {", "}"
+    #: the normalized op text cut at its values: text = parts[0] + v0 + parts[1] + v1 … (values:
+    #: ``fill_values``, results first), so a caller can print the op with its own value names
+    fill_parts: tuple[str, ...] = ()
+    fill_values: tuple[str, ...] = ()
 
     @property
     def parsed(self) -> bool:
@@ -125,6 +129,74 @@ def _value_ref(v: str, multi: dict[str, str]) -> str:
     return multi.get(v, v)
 
 
+_VALUE_SPLIT = re.compile(r"(%[A-Za-z0-9_$.]+(?:#\d+)?)")
+
+
+@dataclass(frozen=True)
+class _LineInfo:
+    """What an op line's template (its text with the values cut out) says, by value position."""
+
+    kind: str
+    why: str  # non-empty: not an op this parser knows (the reason)
+    results: tuple[tuple[int, int], ...] = ()  # (value position, N of ``%x:N`` or 0)
+    args: tuple[int, ...] = ()  # region arguments the line defines (entry args, for IV, iter_values)
+    operands: tuple[int, ...] = ()
+    operand_set: frozenset[int] = frozenset()
+    shape: str = ""
+    fill_parts: tuple[str, ...] = ()
+
+
+def _line_info(s: str, parts: list[str]) -> _LineInfo:
+    values = parts[1::2]
+    n_res = 0
+    res: list[tuple[int, int]] = []
+    body = s
+    m = _RESULTS.match(s) if s.startswith("%") else None
+    if m:
+        for _name, count in _RESULT_ONE.findall(m.group(1)):
+            res.append((n_res, int(count) if count else 0))
+            n_res += 1
+        body = s[m.end():]
+    km = _KIND.match(body)
+    kind = km.group(1) if km else ""
+    if kind not in KNOWN_OPS:
+        why = f"unknown op {kind!r}" if kind else "not an op line"
+        if kind.startswith("cuda_tile.") or body.startswith('"'):
+            why = f"op spelled {(kind or body.split('(')[0])!r}: generic form or another dialect version"
+        return _LineInfo(kind or "?", why)
+    # definitions on the line, as positions among its values (same template: same positions)
+    body_parts = _VALUE_SPLIT.split(body)
+    body_values = body_parts[1::2]
+    offset = n_res
+    args: list[int] = []
+    if kind == "entry":
+        head = body.split(")", 1)[0]
+        names = set(_ARG_DEF.findall(head))
+        args = [offset + k for k, v in enumerate(body_values) if v in names]
+    elif kind == "for":
+        iv = _FOR_IV.search(body)
+        if iv:
+            args.append(offset + body_values.index(iv.group(1)))
+        k = body.find("iter_values(")
+        if k >= 0:
+            defs = set(_ITER_DEF.findall(body[k:]))
+            before = len(_VALUE_SPLIT.split(body[:k])) // 2
+            args += [offset + j for j, v in enumerate(body_values) if j >= before and v in defs]
+    operands = tuple(k for k in range(n_res, len(values)) if k not in args)
+    shape_body = "%".join(body_parts[0::2])
+    if kind == "entry":
+        shape_body = _ENTRY_SYM.sub("entry @ENTRY", shape_body)
+    norm = normalize_shape(shape_body)
+    shape = f"{len(res)}{'+' if any(c for _, c in res) else ''}= {norm}" if res else norm
+    template = "%".join(parts[0::2])
+    if kind == "entry":
+        template = _ENTRY_SYM.sub("entry @ENTRY", template)
+    fill = tuple(normalize_shape(template).split("%"))
+    if len(fill) != len(values) + 1:  # a literal '%' in the text: callers print the line instead
+        fill = ()
+    return _LineInfo(kind, "", tuple(res), tuple(args), operands, frozenset(operands), shape, fill)
+
+
 def parse_ir(text: str) -> IRGraph:
     """The op graph of one IR text (see module docstring). Never raises."""
     ops: list[Op] = []
@@ -135,6 +207,7 @@ def parse_ir(text: str) -> IRGraph:
     multi: dict[str, str] = {}
     # stack of open regions: (owner op index or -1 for the module wrapper, region number)
     stack: list[tuple[int, int]] = []
+    cache: dict[str, _LineInfo] = {}  # op lines that differ only in value names parse alike
 
     def add_op(op: Op) -> None:
         ops.append(op)
@@ -189,51 +262,40 @@ def parse_ir(text: str) -> IRGraph:
                 continue
             open_region(owner, tuple(_ARG_DEF.findall(s.split(")", 1)[0])), no, s)
             continue
-        results: tuple[str, ...] = ()
-        body = s
-        m = _RESULTS.match(s) if s.startswith("%") else None
-        if m:
-            res: list[str] = []
-            for name, count in _RESULT_ONE.findall(m.group(1)):
-                if count:
-                    multi[name] = f"{name}#0"
-                    res += [f"{name}#{k}" for k in range(int(count))]
-                else:
-                    res.append(name)
-            results = tuple(res)
-            body = s[m.end():]
-        km = _KIND.match(body)
-        kind = km.group(1) if km else ""
-        if kind not in KNOWN_OPS:
-            why = (f"unknown op {kind!r}" if kind else "not an op line")
-            if kind.startswith("cuda_tile.") or body.startswith('"'):
-                why = f"op spelled {(kind or body.split('(')[0])!r}: generic form or another dialect version"
-            bad(no, s, why)
+        parts = _VALUE_SPLIT.split(s)
+        template = "%".join(parts[0::2])
+        info = cache.get(template)
+        if info is None:
+            info = _line_info(s, parts)
+            cache[template] = info
+        kind = info.kind
+        if info.why:
+            bad(no, s, info.why)
             if _brace_delta(s) > 0:
                 stack.append((-2, 0))  # its region's lines are read as ops of no known parent
             continue
-        defined: list[str] = list(results)
-        args: tuple[str, ...] = ()
+        values = parts[1::2]
+        results: list[str] = []
+        for vi, count in info.results:
+            name = values[vi]
+            if count:
+                multi[name] = f"{name}#0"
+                results += [f"{name}#{k}" for k in range(count)]
+            else:
+                results.append(name)
+        args = tuple(values[k] for k in info.args)
+        operands = tuple(_value_ref(values[k], multi) for k in info.operands)
         if kind == "entry":
-            em = _ENTRY_SYM.search(body)
+            em = _ENTRY_SYM.search(s)
             if em and em.group(1) not in entries:
                 entries.append(em.group(1))
-            head = body.split(")", 1)[0]
-            args = tuple(_ARG_DEF.findall(head))
-        elif kind == "for":
-            iv = _FOR_IV.search(body)
-            iters = []
-            k = body.find("iter_values(")
-            if k >= 0:
-                iters = _ITER_DEF.findall(body[k:])
-            args = ((iv.group(1),) if iv else ()) + tuple(iters)
-        local = set(defined) | set(args)
-        operands = tuple(_value_ref(v, multi) for v in _VALUE.findall(body) if v not in local)
-        shape = _VALUE.sub("%", body)
-        if kind == "entry":
-            shape = _ENTRY_SYM.sub("entry @ENTRY", shape)
-        shape = f"{len(results)}= {normalize_shape(shape)}" if results else normalize_shape(shape)
-        op = Op(len(ops), kind, no, s, shape, results, operands)
+        fill = [_value_ref(v, multi) if k in info.operand_set else v for k, v in enumerate(values)]
+        for vi, count in info.results:
+            if count:
+                fill[vi] = f"{values[vi]}#0"
+        fill_values = tuple(fill)
+        op = Op(len(ops), kind, no, s, info.shape, tuple(results), operands,
+                fill_parts=info.fill_parts, fill_values=fill_values)
         add_op(op)
         for k, r in enumerate(results):
             definer[r] = (op.index, k)

@@ -29,6 +29,7 @@ Pure; no I/O, no Textual; never raises on odd text.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections import deque
 from collections.abc import Iterable
@@ -41,6 +42,8 @@ from workbench.ir.graph import IRGraph, Op, normalize_shape, parse_ir
 RowKind = Literal["equal", "replace", "insert", "delete"]
 Span = tuple[int, int]
 
+#: replaced rows whose intraline spans are computed eagerly; later ones on demand (:meth:`StructDiff.spans`)
+MAX_EAGER_SPANS = 1_000
 #: fuzzy candidates looked at per op (closest by relative position); keeps 10k-line pairs linear
 MAX_CANDIDATES = 24
 
@@ -130,6 +133,17 @@ class StructDiff:
     fallback: list[Fallback]
     notes: list[str] = field(default_factory=list)
     same_kernel: bool = True
+    _lazy: dict[int, tuple[tuple[Span, ...], tuple[Span, ...]]] = field(default_factory=dict, repr=False)
+
+    def spans(self, i: int) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
+        """Intraline spans of row ``i`` (computed on first use past the eager budget)."""
+        r = self.rows[i]
+        if r.kind != "replace" or r.left_spans or r.right_spans:
+            return r.left_spans, r.right_spans
+        got = self._lazy.get(i)
+        if got is None:
+            got = self._lazy[i] = intraline_spans(r.left, r.right)
+        return got
 
     @property
     def changed_rows(self) -> int:
@@ -242,7 +256,15 @@ class _Matcher:
         self.tied.add(ref_name)
 
     def csig(self, side: _Side, op: Op) -> int:
-        return hash((op.kind, op.shape, tuple(self.find(side.name(v)) for v in op.operands)))
+        """The op's name under the ties made so far. Reference names are never re-tied (only a
+        generated name gets a parent), so a reference op keeps its Merkle name."""
+        if side is self.ref or not self.parent:
+            return side.sig[op.index]
+        parent = self.parent
+        names = [side.name(v) for v in op.operands]
+        if not any(n in parent for n in names):
+            return side.sig[op.index]
+        return hash((op.kind, op.shape, tuple(self.find(n) for n in names)))
 
     def bind(self, a: Op, b: Op) -> None:
         self.pair[a.index], self.rpair[b.index] = b.index, a.index
@@ -315,7 +337,7 @@ class _Matcher:
             agree = sum(1 for x, y in zip(a_ops, b_ops, strict=False) if x == y) / n if n else 0.0
             shape = 1.0 if a.shape == b.shape else _similarity(a.shape, b.shape)
             score = 2.0 * agree + 1.5 * shape + 0.5 * (1.0 - abs(pos - self.gen.rel[c]))
-            same_dtypes = _DTYPES.findall(a.shape) == _DTYPES.findall(b.shape)
+            same_dtypes = _dtypes(a.shape) == _dtypes(b.shape)
             ok = a.kind in _ALWAYS_PAIRED or agree >= 0.5 or (shape >= 0.6 and same_dtypes)
             if ok and score > best_score:
                 best, best_score = c, score
@@ -328,11 +350,21 @@ _ALWAYS_PAIRED = frozenset({"continue", "yield", "return", "break", "for", "loop
 _TOK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|[^\sA-Za-z0-9_]")
 
 
+@functools.lru_cache(maxsize=65536)
+def _tokens(shape: str) -> frozenset[str]:
+    return frozenset(_TOK.findall(shape))
+
+
+@functools.lru_cache(maxsize=65536)
+def _dtypes(shape: str) -> tuple[str, ...]:
+    return tuple(_DTYPES.findall(shape))
+
+
 def _similarity(x: str, y: str) -> float:
-    tx, ty = _TOK.findall(x), _TOK.findall(y)
-    if not tx and not ty:
+    """Jaccard similarity of the token sets of two op shapes."""
+    sx, sy = _tokens(x), _tokens(y)
+    if not sx and not sy:
         return 1.0
-    sx, sy = set(tx), set(ty)
     return len(sx & sy) / len(sx | sy)
 
 
@@ -359,6 +391,17 @@ class _Renderer:
             self.display[key] = got
         return got + hash_idx
 
+    def op_text(self, side: _Side, op: Op) -> str:
+        """The op printed with the shared value names (from its normalized template)."""
+        parts = op.fill_parts
+        if not parts:
+            return self.text(side, op.text, op)
+        out = [parts[0]]
+        for v, p in zip(op.fill_values, parts[1:], strict=True):
+            out.append(self.dname(side, v))
+            out.append(p)
+        return "".join(out)
+
     def text(self, side: _Side, s: str, op: Op | None = None) -> str:
         def sub(mt: re.Match[str]) -> str:
             tok = mt.group(0)
@@ -382,7 +425,7 @@ class _Renderer:
 
     def one_sided(self, side: _Side, i: int, kind: RowKind) -> None:
         op = side.g.ops[i]
-        t = self.text(side, op.text, op)
+        t = self.op_text(side, op) if op.parsed else normalize_shape(op.text)
         left = kind == "delete"
         self.emit(kind, None, None, op.line if left else None, None if left else op.line,
                   t if left else "", "" if left else t, op.kind)
@@ -423,8 +466,9 @@ class _Renderer:
     def pair_rows(self, a: int, b: int) -> None:
         m = self.m
         ra, gb = m.ref.g.ops[a], m.gen.g.ops[b]
-        self.emit("replace", ra, gb, ra.line, gb.line, self.text(m.ref, ra.text, ra),
-                  self.text(m.gen, gb.text, gb), ra.kind)
+        self.emit("replace", ra, gb, ra.line, gb.line,
+                  self.op_text(m.ref, ra) if ra.parsed else normalize_shape(ra.text),
+                  self.op_text(m.gen, gb) if gb.parsed else normalize_shape(gb.text), ra.kind)
         n = max(len(ra.regions), len(gb.regions))
         for k in range(n):
             la = ra.region_lines[k] if k < len(ra.regions) else None
@@ -537,12 +581,16 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
     dead_l, dead_r = _dead_lines(ref), _dead_lines(gen)
     rows: list[SRow] = []
     cats: list[tuple[Category, str | None] | None] = []
+    budget = MAX_EAGER_SPANS
     for row in r.rows:
         if row.kind == "equal":
             rows.append(row)
             cats.append(None)
             continue
-        ls, rs = intraline_spans(row.left, row.right) if row.kind == "replace" else ((), ())
+        ls, rs = ((), ())
+        if row.kind == "replace" and budget > 0:
+            budget -= 1
+            ls, rs = intraline_spans(row.left, row.right)
         if row.kind == "delete":
             ls = ((0, len(row.left)),)
         elif row.kind == "insert":
