@@ -60,6 +60,8 @@ def edit(text: str, frac: float, seed: int) -> str:
     for _ in range(int(len(lines) * frac)):
         k = rnd.randrange(1, len(lines) - 2)
         op = rnd.random()
+        if 0.4 <= op < 0.7 and (lines[k].strip() == "}" or lines[k].rstrip().endswith("{")):
+            continue  # never delete a brace line: that would truncate the program, not edit it (issue 26)
         if op < 0.4:
             lines[k] = lines[k].replace("latency = 10", "latency = 3").replace("mulf", "addf")
         elif op < 0.7:
