@@ -19,6 +19,7 @@ renamed, the operand-free ops of the entry body moved; target 0 changed rows), a
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import re
@@ -30,11 +31,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ir_diff import best_of, edit, make_ir, plain_difflib  # noqa: E402
+from ir_diff import best_of, edit, make_ir, plain_difflib
 
-from workbench.ir.canon import canonicalize  # noqa: E402
-from workbench.ir.diffmodel import diff_lines  # noqa: E402
-from workbench.ir.structdiff import structural_diff  # noqa: E402
+from workbench.ir.canon import canonicalize
+from workbench.ir.diffmodel import diff_lines
+from workbench.ir.structdiff import structural_diff
 
 ROOT = Path(__file__).resolve().parents[1]
 MATMUL = ROOT / "profiles/tilegym/session/matmul"
@@ -104,6 +105,10 @@ def cases() -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _canon_lines(a: str, b: str) -> object:
+    return diff_lines(canonicalize(a).lines, canonicalize(b).lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
@@ -117,8 +122,8 @@ def main() -> int:
         al, bl = a.split("\n"), b.split("\n")
         d = structural_diff(a, b)
         before = diff_lines(canonicalize(a).lines, canonicalize(b).lines).stats()
-        t_struct = best_of(lambda a=a, b=b: structural_diff(a, b), args.repeat)
-        t_canon = best_of(lambda a=a, b=b: diff_lines(canonicalize(a).lines, canonicalize(b).lines), args.repeat)
+        t_struct = best_of(functools.partial(structural_diff, a, b), args.repeat)
+        t_canon = best_of(functools.partial(_canon_lines, a, b), args.repeat)
         plain = plain_difflib(al, bl, args.plain_budget) if group != "real" else None
         after = d.changed_rows
         after_nc = sum(1 for r in d.rows if r.kind != "equal" and r.category is not None and not r.category.cosmetic)

@@ -605,7 +605,8 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
             rows.append(row)
             cats.append(None)
             continue
-        ls, rs = ((), ())
+        ls: tuple[Span, ...] = ()
+        rs: tuple[Span, ...] = ()
         if row.kind == "replace" and budget > 0:
             budget -= 1
             ls, rs = intraline_spans(row.left, row.right)
