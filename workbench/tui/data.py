@@ -69,6 +69,12 @@ class IRPair:
     #: None for the per-variant pairs of ``reference/`` and ``generated/``
     config: str | None = None
     how: str = ""  # how each side was chosen (the index's sentences)
+    #: the structural diff's verdict ("equivalent" / "different" / "not fully parsed") and notes
+    structure: str = ""
+    structure_notes: tuple[str, ...] = ()
+    #: per hunk (rank order): category, audit check it belongs to (or None), cosmetic
+    hunks: tuple[tuple[str, str | None, bool], ...] = ()
+    launch: tuple[str, ...] = ()  # launch evidence of this config (registers, smem, grid), where captured
 
 
 @dataclass
