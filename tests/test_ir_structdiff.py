@@ -135,3 +135,19 @@ def test_cli_without_variant_shows_every_pair(tmp_path: Path, capsys: pytest.Cap
     assert "diff_ir.sh-parity audit (TileGym's script, byte-for-byte):" in sp
     # the side-by-side fits the terminal (the audit's own lines are the script's, unchanged)
     assert all(len(ln) <= 120 for ln in out.splitlines() if not ln.startswith(("  CRITICAL", "  WARN", "reference:", "generated:", "note:")))
+
+
+def test_config_pairs_carry_the_launch_evidence_of_that_config() -> None:
+    """Real session: the IR each matmul config ran, tied to that config's recorded launches."""
+    from workbench.services.ir_diff import diff_configs
+    from workbench.workspace import open_workspace
+
+    ws = open_workspace("matmul", out_root=None, tilegym=None, strict=False)
+    configs, problems = diff_configs(ws)
+    assert problems == []
+    sp = next(c for c in configs if c.params == "True-True-False-False-4096-4096-4096-0-0-torch.float16")
+    ev = sp.diff.launch_evidence
+    assert len(ev) == 2 and ev[0].startswith("reference (cutile): grid 132x1x1") and "smem 196760 B" in ev[0]
+    assert ev[1].startswith("candidate (cutile_rs): grid 132x1x1") and "smem 229600 B" in ev[1]
+    first = sp.diff.struct.hunks[0]
+    assert first.category.rank == 0 and sp.diff.audit_row_of(first.audit_check) == "num_cta"
