@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 from typing import Any
@@ -91,6 +92,17 @@ def audit_summary(audit: IRAudit) -> list[str]:
     return lines
 
 
+_SHAPE_SPAN = re.compile(r"\d+x\d|num_cta")
+
+
+def _shape_first(text: str, spans: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+    """``spans`` with the first one that changes a shape (``128x512``, ``num_cta``) moved to the front."""
+    for k, (a, b) in enumerate(spans):
+        if _SHAPE_SPAN.search(text[max(0, a - 16):b]):
+            return (spans[k], *spans[:k], *spans[k + 1:])
+    return spans
+
+
 def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[str]:
     num_w = max(4, len(str(max([r.left_no or 0 for r in sd.rows] + [r.right_no or 0 for r in sd.rows] + [0]))))
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
@@ -107,6 +119,9 @@ def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[s
         ln = f"{r.left_no:>{num_w}}" if r.left_no is not None else " " * num_w
         rn = f"{r.right_no:>{num_w}}" if r.right_no is not None else " " * num_w
         lsp, rsp = sd.spans(i)
+        if r.category is not None and r.category.rank == 0:
+            # a tile/CTA hunk: show the changed shape, not an operand renamed before it
+            lsp, rsp = _shape_first(r.left, lsp), _shape_first(r.right, rsp)
         left, right = _fit(r.left, cell, lsp), _fit(r.right, cell, rsp)
         pad_l = left.ljust(cell)
         if hl is not None:
@@ -121,7 +136,8 @@ def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[s
 
 def render_structural(ir: IRDiff, *, width: int = 160, color: bool = False, cosmetic: bool = False,
                       context: int = 1) -> list[str]:
-    """The structural verdict, then each hunk in rank order with ``context`` rows around it."""
+    """The structural verdict, then each hunk in rank order with up to ``context`` unchanged rows
+    around it."""
     sd = ir.struct
     st = sd.stats()
     out = [f"structural diff: {sd.verdict}"
@@ -140,7 +156,13 @@ def render_structural(ir: IRDiff, *, width: int = 160, color: bool = False, cosm
             continue
         audit = ir.audit_row_of(h.audit_check)
         out.append(f"── hunk {k + 1}/{len(sd.hunks)} · {h.category.name} · audit row: {audit or '—'} ──")
-        lo, hi = max(0, h.start - context), min(len(sd.rows), h.end + context)
+        # context: unchanged rows only (a neighbouring changed row belongs to another hunk)
+        lo = h.start
+        while lo > 0 and h.start - lo < context and sd.rows[lo - 1].kind == "equal":
+            lo -= 1
+        hi = h.end
+        while hi < len(sd.rows) and hi - h.end < context and sd.rows[hi].kind == "equal":
+            hi += 1
         out += _struct_rows(sd, range(lo, hi), width, color)
         if h.category.rank <= 1 and ir.launch_evidence:
             out += [f"   launch: {e}" for e in ir.launch_evidence]

@@ -61,7 +61,7 @@ _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE = re.compile(r"\s+([:,)\]>])")
 
 
-@dataclass
+@dataclass(slots=True)
 class Op:
     """One printed op (or, kind ``?``, one line that could not be read as an op)."""
 
@@ -132,7 +132,7 @@ def _value_ref(v: str, multi: dict[str, str]) -> str:
 _VALUE_SPLIT = re.compile(r"(%[A-Za-z0-9_$.]+(?:#\d+)?)")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _LineInfo:
     """What an op line's template (its text with the values cut out) says, by value position."""
 

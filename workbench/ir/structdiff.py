@@ -342,7 +342,8 @@ class _Matcher:
         if not a.operands and a_sig in self.b_sigs:
             return None  # a duplicate of a value the generated side has: never re-purposed
         best, best_score = None, 0.0
-        for c in pool:
+        rel = self.gen.rel
+        for c in sorted(pool, key=lambda c: abs(pos - rel[c])):  # the likeliest (nearest) first
             b = gops[c]
             if self.csig(self.gen, b) == a_sig:
                 return c
@@ -353,6 +354,8 @@ class _Matcher:
             agree = sum(1 for x, y in zip(a_ops, b_ops, strict=False) if x == y) / n if n else 0.0
             shape = 1.0 if a.shape == b.shape else _similarity(a.shape, b.shape)
             score = 2.0 * agree + 1.5 * shape + 0.5 * (1.0 - abs(pos - self.gen.rel[c]))
+            if agree == 1.0 and n:
+                return c  # every operand is the counterpart's: the same op with other attributes
             same_dtypes = _dtypes(a.shape) == _dtypes(b.shape)
             ok = a.kind in _ALWAYS_PAIRED or agree >= 0.5 or (shape >= 0.6 and same_dtypes)
             if ok and score > best_score:
