@@ -48,6 +48,7 @@ class IRDiffScreen(WorkbenchScreen):
     def compose(self) -> ComposeResult:
         yield self.header()
         yield Static(id="pair-title")
+        yield Static(id="hunk-launch", classes="hidden")
         with Horizontal(id="ir-body"):
             yield IRDiffView(id="diff")
             yield AuditPanel(id="audit")
@@ -113,9 +114,13 @@ class IRDiffScreen(WorkbenchScreen):
                      f"diff_ir.sh parity: {pair.verdict or '—'}, {crit} critical")
         for note in pair.structure_notes:
             title.append(f"\n{note}", style="dim")
-        if 0 <= h < len(pair.hunks) and pair.hunks[h][0].startswith(("tile", "mma")):
-            for line in pair.launch:
-                title.append(f"\nlaunch: {line}", style="dim")
+        launch = self.query_one("#hunk-launch", Static)
+        if 0 <= h < len(pair.hunks) and pair.hunks[h][0].startswith(("tile", "mma")) and pair.launch:
+            # a shape hunk: what the launches of this config recorded (registers, smem, grid)
+            launch.update(Text("launch: " + " · ".join(pair.launch), style="italic"))
+            launch.remove_class("hidden")
+        else:
+            launch.add_class("hidden")
         if pair.how:
             title.append(f"\n{pair.how}", style="dim")
         self.query_one("#pair-title", Static).update(title)
