@@ -94,8 +94,9 @@ class AppData:
         """The candidate is not cutile-rs (e.g. our cuTile kernel in the cutile-rs slot)."""
         return self.candidate_backend != "cutile-rs"
     ir_pairs: list[IRPair] = field(default_factory=list)
-    #: deferred IR loading (canonicalize + diff + audit of two 10k-line files takes ~0.6 s): the
-    #: app runs it in a thread after the first paint; returns (pairs, load problems)
+    #: deferred IR loading (parse + structural diff + audit; the diff alone took 0.7-2 s for two
+    #: 10k-line files on the loaded CPU box, BENCHMARKS §2b): the app runs it in a thread after the
+    #: first paint; returns (pairs, load problems)
     ir_loader: Callable[[], tuple[list[IRPair], list[WorkbenchError]]] | None = None
     plan_report: Callable[[str], ReportPlan] | None = None  # "E" | "F" → plan (may raise)
     write_report: Callable[[ReportPlan], Any] | None = None  # guarded writer (may raise)

@@ -85,7 +85,7 @@ class IRDiffScreen(WorkbenchScreen):
         if not pairs:
             loading = getattr(self.app, "ir_loading", False)
             self.query_one("#pair-title", Static).update(
-                Text("loading IR pairs (canonicalize, diff, audit)…" if loading else
+                Text("loading IR pairs (parse, structural diff, audit)…" if loading else
                      "no IR pair: needs reference/reference*.mlir and generated/generated*.mlir"))
             view.set_rows([])
             self.query_one(AuditPanel).set_items([])
