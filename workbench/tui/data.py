@@ -94,7 +94,7 @@ class AppData:
         """The candidate is not cutile-rs (e.g. our cuTile kernel in the cutile-rs slot)."""
         return self.candidate_backend != "cutile-rs"
     ir_pairs: list[IRPair] = field(default_factory=list)
-    #: deferred IR loading (parse + structural diff + audit; the diff alone took 0.7-2 s for two
+    #: deferred IR loading (parse + structural diff + audit; the diff alone took 0.5-1.3 s for two
     #: 10k-line files on the loaded CPU box, BENCHMARKS §2b): the app runs it in a thread after the
     #: first paint; returns (pairs, load problems)
     ir_loader: Callable[[], tuple[list[IRPair], list[WorkbenchError]]] | None = None
