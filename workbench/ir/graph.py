@@ -144,6 +144,7 @@ class _LineInfo:
     operand_set: frozenset[int] = frozenset()
     shape: str = ""
     fill_parts: tuple[str, ...] = ()
+    multi: bool = False  # a result is written ``%x:N`` (N results)
 
 
 def _line_info(s: str, parts: list[str]) -> _LineInfo:
@@ -194,7 +195,8 @@ def _line_info(s: str, parts: list[str]) -> _LineInfo:
     fill = tuple(normalize_shape(template).split("%"))
     if len(fill) != len(values) + 1:  # a literal '%' in the text: callers print the line instead
         fill = ()
-    return _LineInfo(kind, "", tuple(res), tuple(args), operands, frozenset(operands), shape, fill)
+    return _LineInfo(kind, "", tuple(res), tuple(args), operands, frozenset(operands), shape, fill,
+                     any(c for _, c in res))
 
 
 def parse_ir(text: str) -> IRGraph:
@@ -238,7 +240,7 @@ def parse_ir(text: str) -> IRGraph:
         s = strip_loc(s).strip()
         if not s:
             continue
-        if _MODULE.match(s):
+        if "module" in s and _MODULE.match(s):
             stack.append((-1, 0))
             continue
         if s == "}" or s.startswith("} else"):
@@ -275,30 +277,39 @@ def parse_ir(text: str) -> IRGraph:
                 stack.append((-2, 0))  # its region's lines are read as ops of no known parent
             continue
         values = parts[1::2]
-        results: list[str] = []
-        for vi, count in info.results:
-            name = values[vi]
-            if count:
-                multi[name] = f"{name}#0"
-                results += [f"{name}#{k}" for k in range(count)]
-            else:
-                results.append(name)
-        args = tuple(values[k] for k in info.args)
-        operands = tuple(_value_ref(values[k], multi) for k in info.operands)
+        if info.multi:  # a ``%x:N`` op: its results are ``%x#0`` … ``%x#N-1``
+            results: list[str] = []
+            for vi, count in info.results:
+                name = values[vi]
+                if count:
+                    multi[name] = f"{name}#0"
+                    results += [f"{name}#{k}" for k in range(count)]
+                else:
+                    results.append(name)
+            results_t = tuple(results)
+        else:
+            results_t = tuple(values[vi] for vi, _ in info.results)
+        args = tuple(values[k] for k in info.args) if info.args else ()
+        if multi:
+            operands = tuple(multi.get(values[k], values[k]) for k in info.operands)
+            fill = [multi.get(v, v) if k in info.operand_set else v for k, v in enumerate(values)]
+            for vi, count in info.results:
+                if count:
+                    fill[vi] = f"{values[vi]}#0"
+            fill_values = tuple(fill)
+        else:
+            operands = tuple(values[k] for k in info.operands)
+            fill_values = tuple(values)
         if kind == "entry":
             em = _ENTRY_SYM.search(s)
             if em and em.group(1) not in entries:
                 entries.append(em.group(1))
-        fill = [_value_ref(v, multi) if k in info.operand_set else v for k, v in enumerate(values)]
-        for vi, count in info.results:
-            if count:
-                fill[vi] = f"{values[vi]}#0"
-        fill_values = tuple(fill)
-        op = Op(len(ops), kind, no, s, info.shape, tuple(results), operands,
+        op = Op(len(ops), kind, no, s, info.shape, results_t, operands,
                 fill_parts=info.fill_parts, fill_values=fill_values)
         add_op(op)
-        for k, r in enumerate(results):
-            definer[r] = (op.index, k)
+        index = op.index
+        for k, r in enumerate(results_t):
+            definer[r] = (index, k)
         if s.endswith("{"):
             if kind in REGION_OPS:
                 open_region(op.index, args, no, s)
