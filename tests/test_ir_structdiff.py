@@ -151,3 +151,50 @@ def test_config_pairs_carry_the_launch_evidence_of_that_config() -> None:
     assert ev[1].startswith("candidate (cutile_rs): grid 132x1x1") and "smem 229600 B" in ev[1]
     first = sp.diff.struct.hunks[0]
     assert first.category.rank == 0 and sp.diff.audit_row_of(first.audit_check) == "num_cta"
+
+
+def test_truncated_generated_file_is_diffed_with_a_labelled_text_fallback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Synthetic edit of the real pair: the generated file cut inside the entry body (a dump that
+    stopped early). The pair is shown (exit 0), never refused and never called equivalent; the lines
+    the parser could not read are named and text-diffed under their own label."""
+    lines = GEN_SP.split("\n")
+    cut = next(i for i, ln in enumerate(lines) if "mmaf" in ln) + 1  # keep up to the mma
+    truncated = "\n".join([*lines[:cut - 1], lines[cut - 1][:40]])  # last line cut mid-op
+    root = _kernel(tmp_path, {"static_persistent": (REF_SP, truncated)})
+    args = ["diff", "matmul", "--out-root", str(root), "--variant", "static_persistent"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "structural diff: not fully parsed" in out and "equivalent" not in out.split("\n")[2]
+    assert "truncated" in out and f"L{cut}" in out
+    assert "the generated text is truncated" in out  # reference rows past the cut: text, not differences
+    assert "text diff of the lines not parsed" in out
+    assert main([*args, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verdict"] == "not fully parsed" and doc["equivalent"] is False
+    assert any(f["side"] == "generated" and f["line"] == cut for f in doc["fallback"])
+    assert any("generated_static_persistent_canon.mlir" in n and "truncated" in n for n in doc["notes"])
+    assert doc["fallback_diff"] and all(set(r) >= {"kind", "left_no", "right_no", "left", "right"}
+                                        for r in doc["fallback_diff"])
+
+
+def test_the_same_truncated_text_on_both_sides_is_not_equivalent() -> None:
+    truncated = "\n".join(REF_SP.split("\n")[:40])
+    d = structural_diff(truncated, truncated)
+    assert d.verdict == "not fully parsed" and not d.equivalent
+    assert d.fallback_rows()  # the unread part, text-diffed (here: equal lines, still not parsed)
+
+
+def test_service_keeps_a_truncated_pair_and_reports_the_file(tmp_path: Path) -> None:
+    from workbench.services.ir_diff import diff_all
+    from workbench.workspace import open_workspace
+
+    truncated = "\n".join(GEN_SP.split("\n")[:60])
+    root = _kernel(tmp_path, {"static_persistent": (REF_SP, truncated), "non_persistent": (REF_NP, REF_NP)})
+    ws = open_workspace("matmul", out_root=root, tilegym=None, strict=False)
+    diffs, problems = diff_all(ws)
+    assert sorted(d.label for d in diffs) == ["non_persistent", "static_persistent"]
+    sp = next(d for d in diffs if d.label == "static_persistent")
+    assert sp.struct.verdict == "not fully parsed"
+    assert len(problems) == 1 and problems[0].path is not None
+    assert problems[0].path.name == "generated_static_persistent_canon.mlir" and "truncated" in str(problems[0])

@@ -3,14 +3,14 @@
 Contract: resolves the kernel dir like every command (``--out-root``/``$CUTILE_KERNEL_OUT_ROOT``/
 recorded session) and asks :mod:`workbench.services.ir_diff` for the pair of ``--variant``, or every
 pair when no variant is named. Per pair, the text output says the structural verdict
-(``equivalent`` / ``different`` / ``not fully parsed``, with the unparsed lines and the labelled text
-diff of them), then the hunks in rank order (tile/CTA shape first; cosmetic hunks folded unless
+(``equivalent`` / ``different`` / ``not fully parsed``, with the unparsed lines, why, and the labelled
+text diff of them: a truncated file is diffed, not refused), then the hunks in rank order (tile/CTA shape first; cosmetic hunks folded unless
 ``--cosmetic``), each with its category, the audit row it belongs to and its rows side by side at
 the terminal width (numbers: source lines), the launch evidence of the config where captured, and
 last the ``diff_ir.sh``-parity audit (labelled as such: byte-for-byte TileGym's script).
 ``--color`` highlights both sides with the MLIR lexer; ``--json`` prints the same as one document
 (``{"pairs": [...]}`` when several pairs are shown). Exit 0 on success, 2 on bad input (missing
-variant, unreadable IR — the error names the file and line).
+variant, unreadable IR: binary, empty, not Tile IR — the error names the file and line).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 from workbench.cli.common import add_kernel_args, path_arg
 from workbench.ir.audit import IRAudit
 from workbench.ir.diffmodel import DiffRow, Fold, SideBySide
-from workbench.ir.structdiff import StructDiff
+from workbench.ir.structdiff import SRow, StructDiff
 from workbench.services.ir_diff import IRDiff, diff_pairs
 from workbench.workspace import open_workspace
 
@@ -103,6 +103,11 @@ def _shape_first(text: str, spans: tuple[tuple[int, int], ...]) -> tuple[tuple[i
     return spans
 
 
+def _plain_rows(rows: list[SRow], width: int, color: bool) -> list[str]:
+    """Side-by-side lines of rows that carry their own spans (the text-diff fallback)."""
+    return _struct_rows(StructDiff(rows, [], []), range(len(rows)), width, color)
+
+
 def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[str]:
     num_w = max(4, len(str(max([r.left_no or 0 for r in sd.rows] + [r.right_no or 0 for r in sd.rows] + [0]))))
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
@@ -145,10 +150,11 @@ def render_structural(ir: IRDiff, *, width: int = 160, color: bool = False, cosm
               f"{st['replace']} changed, {st['delete']} only in reference, {st['insert']} only in generated")]
     out += [f"note: {n}" for n in sd.notes]
     if sd.fallback:
-        out.append("text diff of the lines not parsed (no structural claim is made about them):")
+        out.append("text diff of the lines not parsed (no structural claim is made about them; "
+                   f"reference L{sd.fallback_ranges('reference') or '—'}, generated L{sd.fallback_ranges('generated') or '—'}):")
         for f in sd.fallback:
-            out.append(f"  {'<' if f.side == 'reference' else '>'} {f.side} L{f.line}: {_fit(f.text, width - 24)}"
-                       f"  [{f.reason}]")
+            out.append(f"  {f.side} L{f.line}: {f.reason}")
+        out += _plain_rows(sd.fallback_rows(), width, color)
     folded = 0
     for k, h in enumerate(sd.hunks):
         if h.cosmetic and not cosmetic:
@@ -191,6 +197,8 @@ def to_json(ir: IRDiff) -> dict[str, Any]:
         "stats": sd.stats(),
         "notes": ir.notes + sd.notes,
         "fallback": [{"side": f.side, "line": f.line, "text": f.text, "reason": f.reason} for f in sd.fallback],
+        "fallback_diff": [{"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no, "left": r.left,
+                           "right": r.right} for r in sd.fallback_rows()],
         "hunks": [{"rank": k + 1, "category": h.category.name, "cosmetic": h.cosmetic, "start": h.start,
                    "end": h.end, "audit_row": ir.audit_row_of(h.audit_check), "summary": h.summary}
                   for k, h in enumerate(sd.hunks)],

@@ -16,7 +16,8 @@ Contract:
   dialect version, garbage, a brace that closes nothing, a region never closed = truncated text) are
   listed in :attr:`IRGraph.unparsed` with their line numbers and the reason; they become ops of kind
   ``?`` whose ``shape`` is the normalized line text, so a caller can text-diff them and must never
-  call a program with unparsed lines equivalent.
+  call a program with unparsed lines equivalent. In a truncated text the last op line (possibly
+  cut mid-line) is one of them too.
 - The ``module`` wrapper and ``loc`` information are not ops (dropped like the canonicalizer does).
 Pure; no I/O, no Textual.
 """
@@ -321,4 +322,10 @@ def parse_ir(text: str) -> IRGraph:
             if owner >= 0:
                 o = ops[owner]
                 unparsed.append(Unparsed(o.line, o.text, "region never closed (truncated text?)"))
+        last = ops[-1] if ops else None
+        if last is not None and last.parsed and not last.regions and not any(u.line == last.line for u in unparsed):
+            # the text stops inside a region: its last op may be cut short mid-line, so it is read as text
+            unparsed.append(Unparsed(last.line, last.text, "last line of a truncated text (may be cut short)"))
+            ops[-1] = Op(last.index, "?", last.line, last.text, normalize_shape(last.text),
+                         parent=last.parent, region=last.region)
     return IRGraph(ops, top, unparsed, entries, definer)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import difflib
 import functools
 import gc
 import re
@@ -171,6 +172,29 @@ class StructDiff:
         out = {"equal": 0, "replace": 0, "insert": 0, "delete": 0}
         for r in self.rows:
             out[r.kind] += 1
+        return out
+
+    def fallback_rows(self) -> list[SRow]:
+        """The labelled text diff of what was not parsed: the unparsed lines of the reference against
+        those of the generated side (normalized spacing, difflib), with their source line numbers.
+        An ``equal`` row here is the same text on both sides, still not parsed (no claim is made)."""
+        ref = [f for f in self.fallback if f.side == "reference"]
+        gen = [f for f in self.fallback if f.side == "generated"]
+        a = [normalize_shape(f.text) for f in ref]
+        b = [normalize_shape(f.text) for f in gen]
+        out: list[SRow] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if tag == "equal" or tag == "replace":
+                for k in range(max(i2 - i1, j2 - j1)):
+                    li, gj = i1 + k, j1 + k
+                    has_l, has_r = li < i2, gj < j2
+                    kind: RowKind = tag if has_l and has_r else ("delete" if has_l else "insert")
+                    out.append(SRow(kind, ref[li].line if has_l else None, gen[gj].line if has_r else None,
+                                    a[li] if has_l else "", b[gj] if has_r else "", op="?", category=UNPARSED))
+            elif tag == "delete":
+                out += [SRow("delete", ref[k].line, None, a[k], "", op="?", category=UNPARSED) for k in range(i1, i2)]
+            else:
+                out += [SRow("insert", None, gen[k].line, "", b[k], op="?", category=UNPARSED) for k in range(j1, j2)]
         return out
 
     def fallback_ranges(self, side: str) -> str:
@@ -649,6 +673,10 @@ def _summary(rows: list[tuple[RowKind, int | None, int | None, str, str, str]], 
     return f"{cat.name}: {op} {side}{more}"
 
 
+def _truncated(g: IRGraph) -> bool:
+    return any(u.reason.startswith("region never closed") for u in g.unparsed)
+
+
 def _dead_lines(side: _Side) -> set[int]:
     """Source lines of pure ops none of whose results is used."""
     out: set[int] = set()
@@ -691,10 +719,20 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
     r.region(rg.top, gg.top)
     dead_l, dead_r = _dead_lines(ref), _dead_lines(gen)
     raw = r.rows
+    # a truncated side: the other side's one-sided rows past its last matched op compare against text
+    # that is not there, so they are shown as unparsed text, never as differences of the programs
+    big = 1 << 62
+    past_l = max((rg.ops[a].line for a in m.pair), default=0) if _truncated(gg) else big
+    past_r = max((gg.ops[b].line for b in m.rpair), default=0) if _truncated(rg) else big
     cats: list[tuple[Category, str | None] | None] = []
+    n_past = 0
     for kind, lno, rno, left, right, op in raw:
         if kind == "equal":
             cats.append(None)
+        elif (kind == "delete" and lno is not None and lno > past_l) or \
+                (kind == "insert" and rno is not None and rno > past_r):
+            cats.append((UNPARSED, None))
+            n_past += 1
         else:
             dead = (lno in dead_l) if kind == "delete" else (rno in dead_r)
             cats.append(categorize_row(kind, op, left, right, dead))
@@ -753,6 +791,10 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
     if core and same_rows < 0.25 * len(core) and not _same_family(rk, gk):
         notes.append(f"only {same_rows} of {len(core)} reference rows (constants and assumes aside) are unchanged: "
                      "a dump of another kernel?")
+    if n_past:
+        short, other, at = (("generated", "reference", past_l) if past_l != big else ("reference", "generated", past_r))
+        notes.append(f"the {short} text is truncated: {n_past} {other} row(s) past line {at} have nothing to "
+                     "compare with and are shown as text (unparsed), not as differences")
     if fallback:
         for side in ("reference", "generated"):
             where = [f for f in fallback if f.side == side]

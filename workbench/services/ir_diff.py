@@ -5,7 +5,8 @@ canonicalization), diffs the canonical lines (:mod:`workbench.ir.diffmodel`) and
 texts with ``diff_ir.sh`` parity (:mod:`workbench.ir.audit`) into an :class:`IRDiff`.
 :func:`diff_variant` is one variant of a workspace (``InputError`` naming the pairs there are when
 the variant has none); :func:`diff_all` is every pair, a bad pair becoming a problem while the
-others still load; :func:`diff_configs` is the IR each config *ran* (``run --dump-ir``:
+others still load (a truncated file is not refused: its pair is diffed, the structural diff
+text-diffs what it cannot parse, and the file's damage is a note and a problem naming file and line); :func:`diff_configs` is the IR each config *ran* (``run --dump-ir``:
 ``workbench/ir/index.json``), labelled by config with how each side was chosen, and tied to the
 launch evidence of that config (registers, shared memory, grid of the kernel whose name is the IR's
 entry symbol in ``launches.json.gz``) where captures exist. Audit file names are the names the caller
@@ -42,6 +43,8 @@ class IRDiff:
     notes: list[str] = field(default_factory=list)  # inventory notes (how the files were paired)
     structure: StructDiff | None = None
     launch_evidence: list[str] = field(default_factory=list)  # one line per side, where captured
+    #: what is wrong with a file that still loaded (a truncated dump): callers report these as problems
+    file_problems: list[WorkbenchError] = field(default_factory=list)
 
     @property
     def struct(self) -> StructDiff:
@@ -69,8 +72,14 @@ def diff_pair(paths: IRPairPaths, *, name: Callable[[Path], str] = _full_path,
     sbs = diff_lines(pair.reference.canon.lines, pair.generated.canon.lines)
     audit = audit_texts(pair.reference.text, pair.generated.text, ref_name=name(pair.reference.path),
                         gen_name=name(pair.generated.path))
-    return IRDiff(paths.label, pair, sbs, audit, list(notes or []),
-                  structural_diff(pair.reference.text, pair.generated.text))
+    damaged = [f.damage for f in (pair.reference, pair.generated) if f.damage is not None]
+    notes = list(notes or [])
+    for d in damaged:
+        where = f"{name(Path(d.path))}:{d.line}" if d.path is not None and d.line else str(d.path)
+        notes.append(f"{where}: {d.message}; the structural diff reads what is there and text-diffs the "
+                     "lines it cannot parse (no structural claim about them)")
+    return IRDiff(paths.label, pair, sbs, audit, notes,
+                  structural_diff(pair.reference.text, pair.generated.text), file_problems=list(damaged))
 
 
 def diff_pairs(ws: Workspace, variant: str | None) -> list[IRDiff]:
@@ -101,7 +110,9 @@ def diff_all(ws: Workspace, *, name: Callable[[Path], str] = _full_path) -> tupl
     problems: list[WorkbenchError] = []
     for paths in discover_ir(ws.paths).pairs:
         try:
-            diffs.append(diff_pair(paths, name=name))
+            d = diff_pair(paths, name=name)
+            diffs.append(d)
+            problems.extend(d.file_problems)
         except WorkbenchError as e:
             problems.append(e)
     return diffs, problems
@@ -138,7 +149,8 @@ def diff_configs(ws: Workspace, *, name: Callable[[Path], str] = _full_path
             out.append(ConfigIRDiff(str(params), f"reference: {ref.get('how', '')}; candidate: {gen.get('how', '')}",
                                     str(ref.get("dialect", "reference")), str(gen.get("dialect", "generated")),
                                     IRDiff(f"config {params}", d.pair, d.diff, d.audit, d.notes, d.structure,
-                                           evidence)))
+                                           evidence, d.file_problems)))
+            problems.extend(d.file_problems)
         except WorkbenchError as e:
             problems.append(e)
         except (KeyError, TypeError) as e:
