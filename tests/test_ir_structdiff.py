@@ -198,3 +198,24 @@ def test_service_keeps_a_truncated_pair_and_reports_the_file(tmp_path: Path) -> 
     assert sp.struct.verdict == "not fully parsed"
     assert len(problems) == 1 and problems[0].path is not None
     assert problems[0].path.name == "generated_static_persistent_canon.mlir" and "truncated" in str(problems[0])
+
+
+def test_diff_without_variant_puts_the_slowest_variant_of_e_first(
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorded real matmul session: E's table has static_persistent at 1.895x (geomean) and
+    non_persistent at 1.00x, so static_persistent's pair comes first; --slowest shows only it."""
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["diff", "matmul"]) == 0
+    out = capsys.readouterr().out
+    assert out.index("══ static_persistent ══") < out.index("══ non_persistent ══")
+    assert "ordered by E's table (slowest variant first): static_persistent 1.895x, non_persistent 0.999x" in out
+    assert main(["diff", "matmul", "--slowest", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["variant"] == "static_persistent"
+    assert any("slowest variant in E's table: static_persistent (geomean 1.895x" in n for n in doc["notes"])
+
+
+def test_slowest_without_e_table_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _kernel(tmp_path, {"static_persistent": (REF_SP, GEN_SP), "non_persistent": (REF_NP, REF_NP)})
+    assert main(["diff", "matmul", "--out-root", str(root), "--slowest"]) == 2
+    assert "--slowest" in capsys.readouterr().err

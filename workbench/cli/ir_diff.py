@@ -1,8 +1,8 @@
-"""``diff <kernel> [--variant V] [--cosmetic] [--color|--json]``: structural Tile IR diff + the diff_ir.sh-parity audit.
+"""``diff <kernel> [--variant V | --slowest] [--cosmetic] [--color|--json]``: structural Tile IR diff + the diff_ir.sh-parity audit.
 
 Contract: resolves the kernel dir like every command (``--out-root``/``$CUTILE_KERNEL_OUT_ROOT``/
 recorded session) and asks :mod:`workbench.services.ir_diff` for the pair of ``--variant``, or every
-pair when no variant is named. Per pair, the text output says the structural verdict
+pair when no variant is named (the variant slowest in E's table first; ``--slowest``: only that one). Per pair, the text output says the structural verdict
 (``equivalent`` / ``different`` / ``not fully parsed``, with the unparsed lines, why, and the labelled
 text diff of them: a truncated file is diffed, not refused), then the hunks in rank order (tile/CTA shape first; cosmetic hunks folded unless
 ``--cosmetic``), each with its category, the audit row it belongs to and its rows side by side at
@@ -222,7 +222,10 @@ class DiffCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
-        parser.add_argument("--variant", default=None, help="variant name (default: every pair)")
+        parser.add_argument("--variant", default=None,
+                            help="variant name (default: every pair, the slowest in E's table first)")
+        parser.add_argument("--slowest", action="store_true",
+                            help="only the pair of the variant slowest in E's table (per-variant geomean)")
         parser.add_argument("--cosmetic", action="store_true", help="also show the cosmetic hunks (folded by default)")
         g = parser.add_mutually_exclusive_group()
         g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
@@ -231,22 +234,26 @@ class DiffCommand:
     def run(self, args: argparse.Namespace) -> int:
         ws = open_workspace(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
                             strict=False)
-        diffs = diff_pairs(ws, args.variant)
+        diffs = diff_pairs(ws, args.variant, slowest=args.slowest and args.variant is None)
         if args.json:
             doc = to_json(diffs[0]) if len(diffs) == 1 else {"pairs": [to_json(d) for d in diffs]}
             json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
         width = shutil.get_terminal_size((160, 40)).columns
+        shared = diffs[0].notes if len(diffs) > 1 else []  # inventory notes and the order: said once
+        for note in shared:
+            print(f"note: {note}")
         for n, ir in enumerate(diffs):
-            if n:
+            if n or shared:
                 print()
             pair = ir.pair
             if len(diffs) > 1:
                 print(f"══ {ir.label} ══")
             print(f"reference: {pair.reference.path}\ngenerated: {pair.generated.path}")
             for note in ir.notes:
-                print(f"note: {note}")
+                if note not in shared:
+                    print(f"note: {note}")
             for line in render_structural(ir, width=width, color=args.color, cosmetic=args.cosmetic):
                 print(line)
             print()

@@ -15,7 +15,8 @@ Every :class:`IRDiff` carries the structural diff (:mod:`workbench.ir.structdiff
 by structure and dataflow, hunks ranked by perf relevance, each naming its audit row) beside the
 ``diff_ir.sh``-parity audit, which stays byte-for-byte TileGym's script; ``diff`` (the canonical
 line diff) is kept for callers that still read it.
-:func:`diff_pairs` is what ``diff <kernel>`` shows: one variant, or every pair when none is named.
+:func:`diff_pairs` is what ``diff <kernel>`` shows: one variant, or every pair when none is named,
+the variant slowest in E's table (per-variant geomean ratio) first, or only that one (``--slowest``).
 """
 
 from __future__ import annotations
@@ -82,13 +83,47 @@ def diff_pair(paths: IRPairPaths, *, name: Callable[[Path], str] = _full_path,
                   structural_diff(pair.reference.text, pair.generated.text), file_problems=list(damaged))
 
 
-def diff_pairs(ws: Workspace, variant: str | None) -> list[IRDiff]:
-    """``variant``'s pair, or (None) every pair of the workspace; InputError when there is none or a
-    pair cannot be loaded (the error names the file and line)."""
+def variant_slowness(ws: Workspace) -> dict[str, float]:
+    """Per-variant geomean ratio (candidate/baseline) of E's table, slowest first; {} when the
+    table cannot be built (no logs) or has no variants."""
+    from workbench.services.stage_e import ratio_table
+
+    try:
+        table = ratio_table(ws)
+    except WorkbenchError:
+        return {}
+    return dict(sorted(table.variant_geomeans.items(), key=lambda kv: -kv[1]))
+
+
+def diff_pairs(ws: Workspace, variant: str | None, *, slowest: bool = False) -> list[IRDiff]:
+    """``variant``'s pair, or (None) every pair of the workspace, the variant slowest in E's table
+    first (a note says the order and its figures); ``slowest``: only that variant's pair (InputError
+    when E's table gives no variant figures). InputError when there is no pair or a pair cannot be
+    loaded (the error names the file and line)."""
     inv: IRInventory = discover_ir(ws.paths)
-    if variant is not None or len(inv.pairs) <= 1:
+    if variant is not None or (len(inv.pairs) <= 1 and not slowest):
         return [diff_variant(ws, variant)]
-    return [diff_pair(p, notes=inv.notes) for p in inv.pairs]
+    order = variant_slowness(ws)
+    have = {p.label: p for p in inv.pairs}
+    ranked = [v for v in order if v in have]
+    if slowest:
+        if not ranked:
+            raise InputError("--slowest: E's table gives no per-variant ratio for the IR pairs "
+                             f"({', '.join(have) or 'none'}); name one with --variant", path=ws.paths.root,
+                             key="--slowest")
+        v = ranked[0]
+        note = f"slowest variant in E's table: {v} (geomean {order[v]:.3f}x candidate/baseline)"
+        return [diff_pair(have[v], notes=[*inv.notes, note])]
+    pairs = [have[v] for v in ranked] + [p for p in inv.pairs if p.label not in order]
+    notes = list(inv.notes)
+    if ranked:
+        notes.append("ordered by E's table (slowest variant first): "
+                     + ", ".join(f"{v} {order[v]:.3f}x" for v in ranked)
+                     + (f"; not in the table: {', '.join(p.label for p in pairs[len(ranked):])}"
+                        if len(pairs) > len(ranked) else ""))
+    else:
+        notes.append("E's table gives no per-variant ratio here: pairs in name order")
+    return [diff_pair(p, notes=notes) for p in pairs]
 
 
 def diff_variant(ws: Workspace, variant: str | None) -> IRDiff:
