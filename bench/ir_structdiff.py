@@ -8,6 +8,9 @@ Per case it measures, side by side in one process:
 - ``canon+lines``: the engine before it (canonicalize both sides + :func:`diff_lines`);
 - ``plain difflib``: ``SequenceMatcher(autojunk=False)`` over the raw lines (in a child process,
   killed at ``--plain-budget`` seconds);
+- wall seconds (best of ``--repeat``) and, for ``struct`` and ``plain difflib``, process CPU seconds
+  (best of ``--repeat``; the child's own for difflib): on a loaded shared box the wall time also
+  counts other processes' turns on the cores, so both are kept, with the 1-minute load average;
 and the changed rows each engine reports: ``before`` (canonical line diff: replace+insert+delete
 rows), ``after`` (structural: changed rows, and those outside cosmetic hunks).
 Cases: the recorded real pairs (profiles/*/session; the rms_norm/softmax "generated" sides are
@@ -21,17 +24,21 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import multiprocessing as mp
+import os
 import platform
 import re
 import sys
 import time
+from collections.abc import Callable
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ir_diff import best_of, edit, make_ir, plain_difflib
+from ir_diff import best_of, edit, make_ir
 
 from workbench.ir.canon import canonicalize
 from workbench.ir.diffmodel import diff_lines
@@ -105,6 +112,37 @@ def cases() -> list[tuple[str, str, str, str]]:
     return out
 
 
+def best_cpu_of(fn: Callable[[], object], repeat: int) -> float:
+    """Least process CPU seconds of ``repeat`` calls: on a loaded shared box the wall time also
+    counts the time other processes held the cores; CPU time does not (the two are reported)."""
+    times = []
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return min(times)
+
+
+def _plain(a: list[str], b: list[str], q: mp.Queue) -> None:
+    w, c = time.perf_counter(), time.process_time()
+    SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    q.put((time.perf_counter() - w, time.process_time() - c))
+
+
+def plain_difflib(a: list[str], b: list[str], budget_s: float) -> tuple[float, float] | None:
+    """(wall, CPU) seconds of plain difflib in a child process; None when it exceeded ``budget_s``."""
+    q: mp.Queue = mp.Queue()
+    p = mp.Process(target=_plain, args=(a, b, q))
+    p.start()
+    p.join(budget_s)
+    if p.is_alive():
+        p.kill()
+        p.join()
+        return None
+    wall, cpu = q.get()
+    return float(wall), float(cpu)
+
+
 def _canon_lines(a: str, b: str) -> object:
     return diff_lines(canonicalize(a).lines, canonicalize(b).lines)
 
@@ -116,23 +154,29 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the raw numbers here (JSON)")
     args = ap.parse_args()
     rows: list[dict[str, Any]] = []
-    print(f"{'case':<62} {'lines':>11} {'struct (s)':>10} {'canon+lines (s)':>15} {'plain difflib (s)':>17} "
-          f"{'changed before':>14} {'after (non-cosmetic)':>20} {'verdict':>16}")
+    print(f"{'case':<62} {'lines':>11} {'struct (s)':>10} {'struct cpu':>10} {'canon+lines (s)':>15} "
+          f"{'plain difflib (s)':>17} {'difflib cpu':>11} "
+          f"{'changed before':>14} {'after (non-cosmetic)':>20} {'verdict':>16} {'load':>5}")
     for group, name, a, b in cases():
         al, bl = a.split("\n"), b.split("\n")
         d = structural_diff(a, b)
         before = diff_lines(canonicalize(a).lines, canonicalize(b).lines).stats()
         t_struct = best_of(functools.partial(structural_diff, a, b), args.repeat)
+        c_struct = best_cpu_of(functools.partial(structural_diff, a, b), args.repeat)
         t_canon = best_of(functools.partial(_canon_lines, a, b), args.repeat)
-        plain = plain_difflib(al, bl, args.plain_budget) if group != "real" else None
+        both = plain_difflib(al, bl, args.plain_budget) if group != "real" else None
+        plain, plain_cpu = both if both is not None else (None, None)
+        load = os.getloadavg()[0]
         after = d.changed_rows
         after_nc = sum(1 for r in d.rows if r.kind != "equal" and r.category is not None and not r.category.cosmetic)
         changed_before = before["replace"] + before["insert"] + before["delete"]
         plain_s = ("—" if group == "real" else f">{args.plain_budget:.0f} (killed)" if plain is None else f"{plain:.3f}")
-        print(f"{name[:62]:<62} {len(al):>5}/{len(bl):<5} {t_struct:>10.3f} {t_canon:>15.3f} {plain_s:>17} "
-              f"{changed_before:>14} {after:>9} ({after_nc:>5}) {d.verdict:>16}")
+        plain_c = "—" if plain_cpu is None else f"{plain_cpu:.3f}"
+        print(f"{name[:62]:<62} {len(al):>5}/{len(bl):<5} {t_struct:>10.3f} {c_struct:>10.3f} {t_canon:>15.3f} "
+              f"{plain_s:>17} {plain_c:>11} {changed_before:>14} {after:>9} ({after_nc:>5}) {d.verdict:>16} {load:>5.1f}")
         rows.append({"group": group, "case": name, "lines": [len(al), len(bl)], "struct_s": t_struct,
-                     "canon_lines_s": t_canon, "plain_difflib_s": plain,
+                     "struct_cpu_s": c_struct, "load_avg_1min": load,
+                     "canon_lines_s": t_canon, "plain_difflib_s": plain, "plain_difflib_cpu_s": plain_cpu,
                      "plain_killed": group != "real" and plain is None,
                      "changed_before": changed_before, "changed_after": after, "changed_after_non_cosmetic": after_nc,
                      "hunks": len(d.hunks), "cosmetic_hunks": sum(h.cosmetic for h in d.hunks),

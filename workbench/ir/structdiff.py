@@ -240,20 +240,8 @@ class _Side:
         self.names: dict[str, int] = {}
         self.free = 0
         self.tag = tag
-        #: (value name, op kind, parent op, region) → the ops of that kind in that region that use the
-        #: value (what the dataflow lookup of the matcher reads: one hashed key, no scan)
-        self.users: dict[tuple[int, str, int | None, int], list[int]] = {}
-        users = self.users
         for op in g.ops:
-            opnames = tuple(self.name(v) for v in op.operands)
-            self.sig[op.index] = hash((op.kind, op.shape, opnames))
-            for nm in opnames:
-                key = (nm, op.kind, op.parent, op.region)
-                got = users.get(key)
-                if got is None:
-                    users[key] = [op.index]
-                elif got[-1] != op.index:
-                    got.append(op.index)
+            self.sig[op.index] = hash((op.kind, op.shape, tuple(self.name(v) for v in op.operands)))
             if op.kind == "assume" and len(op.results) == 1 and op.operands:
                 # ``assume`` returns its operand with a fact attached: its users see that operand,
                 # so two printers' different assume chains do not hide what the value is
@@ -290,7 +278,7 @@ class _Matcher:
         self.rpair: dict[int, int] = {}
         self.tied: set[int] = set()
         self.tied_to: dict[int, int] = {}  # reference name → the generated name tied to it
-        self.region_of: tuple[int | None, int] = (None, 0)  # (parent, region) of the generated ops being matched
+        self.users: dict[tuple[int, str], list[int]] = {}  # see match_region
         self.a_sigs: set[int] = set()
         self.b_sigs: set[int] = set()
         self.ref_names = set(ref.names.values())
@@ -354,8 +342,20 @@ class _Matcher:
         for b in B:
             if b not in self.rpair and gops[b].parsed:
                 by_kind.setdefault(gops[b].kind, []).append(b)
-        if B:
-            self.region_of = (gops[B[0]].parent, gops[B[0]].region)
+        # (value name, op kind) → the unmatched generated ops of this region of that kind using the
+        # value: what the dataflow lookup reads (one hashed key, no scan over the candidates)
+        users: dict[tuple[int, str], list[int]] = {}
+        gname = self.gen.name
+        for kind, bs in by_kind.items():
+            for b in bs:
+                for v in gops[b].operands:
+                    key = (gname(v), kind)
+                    got = users.get(key)
+                    if got is None:
+                        users[key] = [b]
+                    elif got[-1] != b:
+                        got.append(b)
+        self.users = users
         for a in A:
             if a in self.pair or not rops[a].parsed:
                 continue
@@ -384,14 +384,13 @@ class _Matcher:
             return None
         gen, gops = self.gen, self.gen.g.ops
         a_ops = [self.ref.name(v) for v in a.operands]  # reference names are never re-tied
-        parent, region = self.region_of
         pool: list[int] | None = None
         for x in set(a_ops):
             # the generated values that are ``x``: the same Merkle name, or the one tied to it
-            users = list(gen.users.get((x, a.kind, parent, region), ())) if x in self.gen_names else []
+            users = list(self.users.get((x, a.kind), ())) if x in self.gen_names else []
             tied = self.tied_to.get(x)
             if tied is not None:
-                users += gen.users.get((tied, a.kind, parent, region), ())
+                users += self.users.get((tied, a.kind), ())
             if pool is None or len(users) < len(pool):
                 pool = users
             if not pool:
