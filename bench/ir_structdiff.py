@@ -16,7 +16,9 @@ rows), ``after`` (structural: changed rows, and those outside cosmetic hunks).
 Cases: the recorded real pairs (profiles/*/session; the rms_norm/softmax "generated" sides are
 cuTile stand-ins, labelled), alpha-equivalent copies of every real file (synthetic: every SSA value
 renamed, the operand-free ops of the entry body moved; target 0 changed rows), and 10k-line pairs
-(synthetic, from ``bench/ir_diff.py``: target ≤ 0.3 s). ``--out`` writes every number as JSON.
+(synthetic, from ``bench/ir_diff.py``, and one with every op in one region: target ≤ 0.3 s). ``--out`` writes every number as JSON.
+``--before REV`` also times ``structural_diff`` as committed at git REV in the same run (and says on
+stderr where its rows differ from today's).
 """
 
 from __future__ import annotations
@@ -92,6 +94,14 @@ def real_pairs() -> list[tuple[str, str, str]]:
     return out
 
 
+def flat_ir(n_lines: int, tm: int, tn: int) -> str:
+    """Synthetic: :func:`make_ir`'s ops with the loops removed, all in the entry body (one region of
+    ~8k ops: the case where matching that scans candidates turns quadratic)."""
+    keep = [ln for ln in make_ir(n_lines, tm, tn).split("\n")
+            if not ln.strip().startswith(("for ", "}")) and ln.strip() not in ("return", "")]
+    return "\n".join([*keep, "  return", "}"]) + "\n"
+
+
 def cases() -> list[tuple[str, str, str, str]]:
     """(group, name, reference text, generated text)."""
     out = [("real", n, a, b) for n, a, b in real_pairs()]
@@ -108,6 +118,8 @@ def cases() -> list[tuple[str, str, str, str]]:
         ("10k", "10k identical", base, base),
         ("10k", "10k realistic, 10% edits", base, edit(base, 0.10, 2)),
         ("equal", "10k alpha copy", base, alpha_copy(base)),
+        ("10k", "10k flat (one region of ~8k ops), tile 16x1024 vs 4x8192", flat_ir(10_000, 16, 1024),
+         flat_ir(10_000, 4, 8192)),
     ]
     return out
 
@@ -143,6 +155,33 @@ def plain_difflib(a: list[str], b: list[str], budget_s: float) -> tuple[float, f
     return float(wall), float(cpu)
 
 
+def load_before(rev: str) -> Callable[[str, str], Any]:
+    """``structural_diff`` as committed at git ``rev`` (its ``workbench/ir/graph.py`` and
+    ``structdiff.py``, loaded under private module names beside today's), so before and after are
+    timed in one process, case by case, on the same inputs."""
+    import importlib.util
+    import subprocess
+    import types
+
+    def source(path: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
+                              capture_output=True, text=True).stdout
+
+    mods: dict[str, types.ModuleType] = {}
+    for short, path in (("graph", "workbench/ir/graph.py"), ("structdiff", "workbench/ir/structdiff.py")):
+        name = f"_before_{rev[:12]}_{short}"
+        text = source(path).replace("from workbench.ir.graph import", f"from {mods['graph'].__name__} import") \
+            if short == "structdiff" else source(path)
+        spec = importlib.util.spec_from_loader(name, loader=None)
+        assert spec is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        exec(compile(text, f"{rev[:12]}:{path}", "exec"), mod.__dict__)
+        mods[short] = mod
+    fn: Callable[[str, str], Any] = mods["structdiff"].structural_diff
+    return fn
+
+
 def _canon_lines(a: str, b: str) -> object:
     return diff_lines(canonicalize(a).lines, canonicalize(b).lines)
 
@@ -152,7 +191,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--plain-budget", type=float, default=5.0, help="seconds allowed for plain difflib")
     ap.add_argument("--out", type=Path, default=None, help="write the raw numbers here (JSON)")
+    ap.add_argument("--before", default=None, metavar="REV",
+                    help="also time structural_diff as committed at git REV (same run, same inputs)")
     args = ap.parse_args()
+    before_fn = load_before(args.before) if args.before else None
     rows: list[dict[str, Any]] = []
     print(f"{'case':<62} {'lines':>11} {'struct (s)':>10} {'struct cpu':>10} {'canon+lines (s)':>15} "
           f"{'plain difflib (s)':>17} {'difflib cpu':>11} "
@@ -164,6 +206,13 @@ def main() -> int:
         t_struct = best_of(functools.partial(structural_diff, a, b), args.repeat)
         c_struct = best_cpu_of(functools.partial(structural_diff, a, b), args.repeat)
         t_canon = best_of(functools.partial(_canon_lines, a, b), args.repeat)
+        t_prev = c_prev = None
+        if before_fn is not None:
+            t_prev = best_of(functools.partial(before_fn, a, b), args.repeat)
+            c_prev = best_cpu_of(functools.partial(before_fn, a, b), args.repeat)
+            prev = before_fn(a, b)
+            if [(r.kind, r.left, r.right) for r in prev.rows] != [(r.kind, r.left, r.right) for r in d.rows]:
+                print(f"  note: {name}: rows differ from {args.before}'s", file=sys.stderr)
         both = plain_difflib(al, bl, args.plain_budget) if group != "real" else None
         plain, plain_cpu = both if both is not None else (None, None)
         load = os.getloadavg()[0]
@@ -172,10 +221,13 @@ def main() -> int:
         changed_before = before["replace"] + before["insert"] + before["delete"]
         plain_s = ("—" if group == "real" else f">{args.plain_budget:.0f} (killed)" if plain is None else f"{plain:.3f}")
         plain_c = "—" if plain_cpu is None else f"{plain_cpu:.3f}"
+        if t_prev is not None:
+            print(f"{'  before (' + str(args.before) + ')':<62} {'':>11} {t_prev:>10.3f} {c_prev:>10.3f}")
         print(f"{name[:62]:<62} {len(al):>5}/{len(bl):<5} {t_struct:>10.3f} {c_struct:>10.3f} {t_canon:>15.3f} "
               f"{plain_s:>17} {plain_c:>11} {changed_before:>14} {after:>9} ({after_nc:>5}) {d.verdict:>16} {load:>5.1f}")
         rows.append({"group": group, "case": name, "lines": [len(al), len(bl)], "struct_s": t_struct,
                      "struct_cpu_s": c_struct, "load_avg_1min": load,
+                     "before_rev": args.before, "before_struct_s": t_prev, "before_struct_cpu_s": c_prev,
                      "canon_lines_s": t_canon, "plain_difflib_s": plain, "plain_difflib_cpu_s": plain_cpu,
                      "plain_killed": group != "real" and plain is None,
                      "changed_before": changed_before, "changed_after": after, "changed_after_non_cosmetic": after_nc,

@@ -362,7 +362,7 @@ class _Matcher:
             cands = by_kind.get(rops[a].kind)
             if not cands:
                 continue
-            best = self._same_operands(rops[a], cands)
+            best = self._same_operands(rops[a])
             if best is None:
                 best = self._best(rops[a], cands)
             if best is not None:
@@ -376,39 +376,62 @@ class _Matcher:
             for ra, rb in zip(rops[a].regions, gops[pb].regions, strict=False):
                 self.match_region(ra, rb)
 
-    def _same_operands(self, a: Op, cands: list[int]) -> int | None:
-        """The unmatched generated op nearest to ``a`` (relative position) of ``a``'s kind whose
-        operands are, position by position, the values ``a`` uses — found through the users of
-        those values (a hashed lookup), not by scanning the candidates."""
+    def _same_operands(self, a: Op) -> int | None:
+        """The unmatched generated op nearest to ``a`` (relative position) of ``a``'s kind in this
+        region whose operands are, position by position, the values ``a`` uses. It is looked up
+        through the users of those values (a hashed key), from ``a``'s position outwards in each
+        direction, stopping at the first hit; matched users met on the way are dropped for good."""
         if not a.operands:
             return None
-        gen, gops = self.gen, self.gen.g.ops
+        gen, rpair = self.gen, self.rpair
         a_ops = [self.ref.name(v) for v in a.operands]  # reference names are never re-tied
-        pool: list[int] | None = None
+        lists: list[list[int]] = []
+        fewest = -1
         for x in set(a_ops):
             # the generated values that are ``x``: the same Merkle name, or the one tied to it
-            users = list(self.users.get((x, a.kind), ())) if x in self.gen_names else []
-            tied = self.tied_to.get(x)
-            if tied is not None:
-                users += self.users.get((tied, a.kind), ())
-            if pool is None or len(users) < len(pool):
-                pool = users
-            if not pool:
+            here = [lst for g in ((x if x in self.gen_names else None), self.tied_to.get(x))
+                    if g is not None and (lst := self.users.get((g, a.kind)))]
+            total = sum(len(lst) for lst in here)
+            if total == 0:
                 return None
+            if fewest < 0 or total < fewest:
+                lists, fewest = here, total
+        pos, rel = self.ref.rel[a.index], gen.rel
+        target = pos * max(len(rel) - 1, 1)  # the generated op index at a's relative position
         best, best_d = None, 2.0
-        pos, rel, find, rpair = self.ref.rel[a.index], gen.rel, self.find, self.rpair
-        n = len(a_ops)
-        for c in pool or ():
-            b = gops[c]
-            if len(b.operands) != n or c in rpair:
-                continue
-            if all(find(gen.name(v)) == x for v, x in zip(b.operands, a_ops, strict=True)):
-                d = abs(pos - rel[c])
-                if d < best_d:
-                    k = bisect.bisect_left(cands, c)
-                    if k < len(cands) and cands[k] == c:
-                        best, best_d = c, d
+        for users in lists:
+            k = bisect.bisect_left(users, target)
+            j = k
+            while j < len(users):  # outwards to the right
+                c = users[j]
+                if c in rpair:
+                    del users[j]
+                    continue
+                if self._uses_exactly(c, a_ops):
+                    if rel[c] - pos < best_d:
+                        best, best_d = c, rel[c] - pos
+                    break
+                j += 1
+            j = min(k, len(users)) - 1
+            while j >= 0:  # outwards to the left
+                c = users[j]
+                if c in rpair:
+                    del users[j]
+                    j -= 1
+                    continue
+                if self._uses_exactly(c, a_ops):
+                    if pos - rel[c] < best_d:
+                        best, best_d = c, pos - rel[c]
+                    break
+                j -= 1
         return best
+
+    def _uses_exactly(self, c: int, a_ops: list[int]) -> bool:
+        ops = self.gen.g.ops[c].operands
+        if len(ops) != len(a_ops):
+            return False
+        name, find = self.gen.name, self.find
+        return all(find(name(v)) == x for v, x in zip(ops, a_ops, strict=True))
 
     def _best(self, a: Op, cands: list[int]) -> int | None:
         gops = self.gen.g.ops
