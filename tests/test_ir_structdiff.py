@@ -219,3 +219,14 @@ def test_slowest_without_e_table_says_so(tmp_path: Path, capsys: pytest.CaptureF
     root = _kernel(tmp_path, {"static_persistent": (REF_SP, GEN_SP), "non_persistent": (REF_NP, REF_NP)})
     assert main(["diff", "matmul", "--out-root", str(root), "--slowest"]) == 2
     assert "--slowest" in capsys.readouterr().err
+
+
+def test_a_literal_percent_with_the_template_of_an_op_line_does_not_crash() -> None:
+    """Found by the ir_structdiff fuzz target (seed 27882444, number_swap+splice_self on the real
+    generated matmul file): ``addi %, %`` has the text-without-values of ``addi %1, %2`` but no
+    values, and the per-template parse cache gave it the other line's operand positions."""
+    for first, second in (("%3 = addi %1, %2 : tile<i32>", "%4 = addi %, % : tile<i32>"),
+                          ("%4 = addi %, % : tile<i32>", "%3 = addi %1, %2 : tile<i32>")):
+        text = "entry @k(%1: tile<i32>, %2: tile<i32>) {\n  " + first + "\n  " + second + "\n  return\n}\n"
+        d = structural_diff(text, text)
+        assert d.verdict != "different" and d.changed_rows == 0

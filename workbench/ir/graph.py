@@ -210,7 +210,7 @@ def parse_ir(text: str) -> IRGraph:
     multi: dict[str, str] = {}
     # stack of open regions: (owner op index or -1 for the module wrapper, region number)
     stack: list[tuple[int, int]] = []
-    cache: dict[str, _LineInfo] = {}  # op lines that differ only in value names parse alike
+    cache: dict[tuple[str, int], _LineInfo] = {}  # op lines that differ only in value names parse alike
 
     def add_op(op: Op) -> None:
         ops.append(op)
@@ -267,10 +267,12 @@ def parse_ir(text: str) -> IRGraph:
             continue
         parts = _VALUE_SPLIT.split(s)
         template = "%".join(parts[0::2])
-        info = cache.get(template)
+        # keyed with the value count too: a literal '%' (``addi %, %``) leaves the same template
+        key = (template, len(parts))
+        info = cache.get(key)
         if info is None:
             info = _line_info(s, parts)
-            cache[template] = info
+            cache[key] = info
         kind = info.kind
         if info.why:
             bad(no, s, info.why)
