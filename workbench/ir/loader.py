@@ -12,7 +12,8 @@ Contract:
   line (> :data:`MAX_LINE_CHARS`), empty/blank text, or text with no ``entry @`` raise
   :class:`~workbench.errors.InputError` naming the file (and line where there is one).
 - :func:`load_ir` additionally rejects truncated text (unclosed or stray braces), naming the line;
-  :func:`load_pair` keeps such a file (``IRFile.damage``) so the pair can still be diffed.
+  :func:`load_pair` with ``damaged_ok`` keeps such a file (``IRFile.damage``) so the pair can still be
+  diffed (the IR diff does; stage F does not).
 Accepted inputs: raw ``tileirdisasm`` dumps (start at ``entry @…``, no module wrapper),
 ``cuda-tile-opt`` output (``cuda_tile.module @kernels { … }``), Rust-printer dumps, Triton-TileIR.
 """
@@ -214,8 +215,9 @@ class IRPair:
     generated: IRFile
 
 
-def load_pair(pair: IRPairPaths) -> IRPair:
-    """Load both sides of a pair (InputError on either unreadable file, naming it; a truncated file
-    loads, with its :attr:`IRFile.damage`, so the diff can show what is there)."""
-    return IRPair(pair.variant, load_ir(pair.reference, "reference", pair.variant, damaged_ok=True),
-                  load_ir(pair.generated, "generated", pair.variant, damaged_ok=True))
+def load_pair(pair: IRPairPaths, *, damaged_ok: bool = False) -> IRPair:
+    """Load both sides of a pair (InputError on either bad file, naming it). With ``damaged_ok`` a
+    truncated file loads, with its :attr:`IRFile.damage`, so a diff can show what is there; stage F,
+    which draws conclusions from the pair, keeps the default and refuses it."""
+    return IRPair(pair.variant, load_ir(pair.reference, "reference", pair.variant, damaged_ok=damaged_ok),
+                  load_ir(pair.generated, "generated", pair.variant, damaged_ok=damaged_ok))

@@ -69,7 +69,7 @@ def _full_path(p: Path) -> str:
 def diff_pair(paths: IRPairPaths, *, name: Callable[[Path], str] = _full_path,
               notes: list[str] | None = None) -> IRDiff:
     """Load, diff and audit one pair; InputError naming the bad file and line."""
-    pair = load_pair(paths)
+    pair = load_pair(paths, damaged_ok=True)  # a truncated file is diffed, its damage reported
     sbs = diff_lines(pair.reference.canon.lines, pair.generated.canon.lines)
     audit = audit_texts(pair.reference.text, pair.generated.text, ref_name=name(pair.reference.path),
                         gen_name=name(pair.generated.path))
