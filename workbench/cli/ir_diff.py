@@ -222,10 +222,11 @@ class DiffCommand:
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
-        parser.add_argument("--variant", default=None,
-                            help="variant name (default: every pair, the slowest in E's table first)")
-        parser.add_argument("--slowest", action="store_true",
-                            help="only the pair of the variant slowest in E's table (per-variant geomean)")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--variant", default=None,
+                           help="variant name (default: every pair, the slowest in E's table first)")
+        which.add_argument("--slowest", action="store_true",
+                           help="only the pair of the variant slowest in E's table (per-variant geomean)")
         parser.add_argument("--cosmetic", action="store_true", help="also show the cosmetic hunks (folded by default)")
         g = parser.add_mutually_exclusive_group()
         g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
@@ -234,7 +235,7 @@ class DiffCommand:
     def run(self, args: argparse.Namespace) -> int:
         ws = open_workspace(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
                             strict=False)
-        diffs = diff_pairs(ws, args.variant, slowest=args.slowest and args.variant is None)
+        diffs = diff_pairs(ws, args.variant, slowest=args.slowest)
         if args.json:
             doc = to_json(diffs[0]) if len(diffs) == 1 else {"pairs": [to_json(d) for d in diffs]}
             json.dump(doc, sys.stdout, indent=1)
