@@ -102,6 +102,10 @@ PY
         --variants "launch:WORKBENCH_CUPTI_APIS=launch" ;;
     runnergpu) step runnergpu 150 env OUT="$W" python3 -m pytest tests/test_runner_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
     tuilive) step tuilive 240 python3 -m pytest tests/test_tui_live_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
+    irdiff)  # structural IR diff build time on the device host's CPU (no GPU used; issue 19), twice
+      python3 -m compileall -q workbench widgets > /dev/null
+      step irdiff 150 python3 bench/ir_structdiff.py --repeat 3 --plain-budget 5 --out "$W/ir_structdiff.json"
+      step irdiff2 150 python3 bench/ir_structdiff.py --repeat 3 --plain-budget 5 --out "$W/ir_structdiff2.json" ;;
     tuibench)  # byte-compile the checkout as `pip install` would, then two bench runs
       python3 -m compileall -q workbench widgets profiles /tmp/site > /dev/null
       step tuibench 200 python3 bench/tui_start.py

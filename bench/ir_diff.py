@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python bench/ir_diff.py [--repeat N]``. Prints one table: per case, the time of
 our guarded :func:`workbench.ir.diffmodel.diff_lines`, of canonicalize (both sides), of the
 diff_ir.sh-parity audit, of the whole pair the IR diff screen builds (canonicalize both sides,
-diff, audit, screen rows: ``workbench.tui.ir_rows.build_ir_pair``), and of plain
+diff, audit, screen rows: ``workbench.tui.ir_rows.build_ir_pair``, which since issue 19 builds the
+structural diff instead of the canonical line diff: ``bench/ir_structdiff.py`` times that engine alone), and of plain
 ``difflib.SequenceMatcher(autojunk=False)`` over the same lines (the unguarded baseline, capped
 by a time budget), with the ratio plain/ours side by side.
 Target (issue 4): ≤ 0.3 s for the diff of a 10k-line pair. Inputs are generated (synthetic): the
@@ -26,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from workbench.ir.audit import audit_texts
 from workbench.ir.canon import canonicalize
 from workbench.ir.diffmodel import diff_lines
-from workbench.tui.ir_rows import build_ir_pair
 
 BODY = """    %pview_{i} = make_partition_view %tview : partition_view<tile=({tm}x{tn}), padding_value = zero, tensor_view<?x?xf16, strides=[?,1]>>
     %tile_{i}, %tok_{i} = load_view_tko weak %pview_{i}[%loopIdx, %c0] token = %0 optimization_hints = <sm_90 = {{latency = 10}}> : partition_view<tile=({tm}x{tn})> -> tile<{tm}x{tn}xf16>, token
@@ -60,6 +60,8 @@ def edit(text: str, frac: float, seed: int) -> str:
     for _ in range(int(len(lines) * frac)):
         k = rnd.randrange(1, len(lines) - 2)
         op = rnd.random()
+        if 0.4 <= op < 0.7 and (lines[k].strip() == "}" or lines[k].rstrip().endswith("{")):
+            continue  # never delete a brace line: that would truncate the program, not edit it (issue 26)
         if op < 0.4:
             lines[k] = lines[k].replace("latency = 10", "latency = 3").replace("mulf", "addf")
         elif op < 0.7:
@@ -123,6 +125,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--plain-budget", type=float, default=10.0, help="seconds allowed for plain difflib")
     args = ap.parse_args()
+    # imported here: bench/ir_structdiff.py imports this module and must not need Textual
+    from workbench.tui.ir_rows import build_ir_pair
+
     print(f"{'case':<50} {'lines':>11} {'diff (s)':>9} {'canon (s)':>9} {'audit (s)':>9} {'TUI pair (s)':>12} "
           f"{'plain difflib (s)':>17} {'plain/ours':>10} {'hunks':>6}")
     for name, a_text, b_text in cases():

@@ -143,7 +143,7 @@ def test_structured_launch_json(doc: object, zipped: bool) -> None:
 
 @given(text=S.ir_texts())
 def test_structured_ir(text: str) -> None:
-    for name in ("ir_load", "ir_canon", "ir_audit", "ir_diff"):
+    for name in ("ir_load", "ir_canon", "ir_audit", "ir_diff", "ir_structdiff"):
         _check_text(name, text, ".mlir")
 
 

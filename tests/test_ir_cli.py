@@ -37,16 +37,18 @@ def test_text_diff_fits_width_and_ends_with_audit(tmp_path: Path, capsys: pytest
     assert "tile=(4x8192)" in pv and " | " in pv and pv.lstrip().startswith("10 ")
     assert "VERDICT: FAIL_FIXABLE (2 critical diff(s))  (diff_ir.sh parity, exit=1)" in out
     assert "CRITICAL: tile shape set differs  [ref L10,11,12,13,14" in out
-    assert "unchanged line(s)" in out
+    assert "structural diff: different" in out and "── hunk 1/" in out
 
 
 def test_json_has_hunks_rows_and_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _kernel(tmp_path, variant="persistent")
     assert main(["--out-root", str(root), "diff", "rms_norm", "--variant", "persistent", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["variant"] == "persistent" and doc["hunks"] == [9]
-    row = doc["rows"][9]
-    assert row["kind"] == "replace" and row["left_src"] == 10
+    assert doc["variant"] == "persistent" and doc["verdict"] == "different"
+    first = doc["hunks"][0]
+    assert first["category"] == "tile/CTA shape" and first["audit_row"] == "layout"
+    row = doc["rows"][first["start"]]
+    assert row["kind"] == "replace" and row["left_no"] == 10
     assert [row["left"][s:e] for s, e in row["left_spans"]] == ["16x1024"]
     assert doc["audit"]["verdict"] == "FAIL_FIXABLE" and doc["audit"]["rows"][0]["severity"] == "CRITICAL"
 
@@ -55,13 +57,15 @@ def test_color_output_has_ansi(tmp_path: Path, capsys: pytest.CaptureFixture[str
     root = _kernel(tmp_path)
     assert main(["diff", "rms_norm", "--out-root", str(root), "--color"]) == 0
     out = capsys.readouterr().out
-    assert "\x1b[" in out and "1 hunk(s)" in out
+    assert "\x1b[" in out and "── hunk 1/" in out
 
 
 def test_printer_spellings_of_one_kernel_show_no_hunks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _kernel(tmp_path, "synthetic_softmax_cpp.mlir", "synthetic_softmax_rust.mlir")
     assert main(["diff", "rms_norm", "--out-root", str(root)]) == 0
-    assert "0 hunk(s)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # the one difference is a dead constant only the C++ printer kept: cosmetic, folded
+    assert "structural diff: different — 1 hunk(s) (1 cosmetic): 0 changed" in out and "── hunk" not in out
 
 
 def test_bad_variant_and_bad_ir_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

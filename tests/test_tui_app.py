@@ -196,12 +196,15 @@ async def test_ir_diff_keys_hunks_fold_audit_jump() -> None:
         sev = [i.severity for i in audit.items]
         assert sev == sorted(sev, key=lambda s: {"critical": 0, "warn": 1, "info": 2, "ok": 3}[s])
         target = next(i for i in audit.items if i.attribute == "load_view_tko")
-        audit.move_cursor(row=audit.items.index(target))
+        audit.highlighted = audit.items.index(target)
         await pilot.press("enter")
         await pilot.pause()
         assert app.focused is view
         row = view.rows[view.cursor]
-        assert row.left_no == target.ref_line or row.right_no == target.gen_line
+        if target.hunk is not None:  # the row jumps to its hunk
+            assert view.current_hunk == target.hunk
+        else:
+            assert row.left_no == target.ref_line or row.right_no == target.gen_line
         await pilot.press("a")
         assert app.focused is audit
         await pilot.press("a")

@@ -1,9 +1,13 @@
-"""AuditPanel: the IR attribute audit as a table, critical rows first; Enter jumps to the lines.
+"""AuditPanel: the IR attribute audit, critical rows first; each row shows BOTH values; Enter jumps.
 
-Contract: fed :class:`AuditItem` rows (built by ``workbench/tui`` from ``workbench.ir.audit``);
-never reads files. Rows are ordered by severity (critical, warning, info, then anything else)
-and keep their input order within a severity. Enter posts :class:`AuditPanel.JumpTo` with the
-reference / generated line numbers of the row. Values are user data: shown as ``Text``.
+Contract: fed :class:`AuditItem` rows (built by ``workbench/tui`` from ``workbench.ir.audit`` and
+the structural diff's hunks); never reads files. Rows are ordered by severity (critical, warning,
+info, then anything else) and keep their input order within a severity. Each row is a small
+block — severity, check and the hunk it belongs to on the first line, then ``ref`` and ``gen``
+values on their own lines, wrapped to the panel width — so both values are readable at 80 and 160
+columns without horizontal scrolling. Enter posts :class:`AuditPanel.JumpTo` (the screen jumps to
+the row's hunk, else to its lines). :meth:`select_check` highlights the row of a check (the diff
+view's current hunk). Values are user data: shown as ``Text``, never markup.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import Any
 
 from rich.text import Text
 from textual.message import Message
-from textual.widgets import DataTable
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
 
 SEVERITY_RANK = {"critical": 0, "warn": 1, "warning": 1, "info": 2, "ok": 3}
 _SEVERITY_STYLE = {"critical": "bold red", "warn": "yellow", "warning": "yellow", "info": "", "ok": "dim"}
@@ -31,6 +36,7 @@ class AuditItem:
     ref_line: int | None = None
     gen_line: int | None = None
     note: str = ""
+    hunk: int | None = None  # the structural diff hunk (rank order) this check belongs to
 
 
 def ordered(items: Sequence[AuditItem]) -> list[AuditItem]:
@@ -38,14 +44,29 @@ def ordered(items: Sequence[AuditItem]) -> list[AuditItem]:
     return sorted(items, key=lambda a: SEVERITY_RANK.get(a.severity.lower(), len(SEVERITY_RANK)))
 
 
-class AuditPanel(DataTable[Text]):
-    """Severity, attribute, reference vs generated value, line numbers."""
+def item_text(a: AuditItem) -> Text:
+    """The row block: ``SEV check  → hunk N  L12:40`` / ``  ref <value>`` / ``  gen <value>``."""
+    t = Text()
+    t.append(f"{a.severity.upper():<8}", style=_SEVERITY_STYLE.get(a.severity.lower(), ""))
+    t.append(a.attribute, style="bold")
+    if a.hunk is not None:
+        t.append(f"  → hunk {a.hunk + 1}", style="italic")
+    lines = f"{a.ref_line if a.ref_line is not None else '—'}:{a.gen_line if a.gen_line is not None else '—'}"
+    t.append(f"  L{lines}", style="dim")
+    same = a.reference == a.generated
+    t.append("\n  ref ", style="dim")
+    t.append(a.reference or "—")
+    t.append("\n  gen ", style="dim")
+    t.append(a.generated or "—", style="" if same else "bold")
+    return t
+
+
+class AuditPanel(OptionList):
+    """Severity, check, reference and generated value (one under the other), lines, hunk."""
 
     DEFAULT_CSS = """
     AuditPanel { height: 1fr; }
-    AuditPanel > .auditpanel--critical { color: $error; text-style: bold; }
     """
-    COMPONENT_CLASSES = DataTable.COMPONENT_CLASSES | {"auditpanel--critical"}
 
     class JumpTo(Message):
         def __init__(self, item: AuditItem) -> None:
@@ -53,36 +74,32 @@ class AuditPanel(DataTable[Text]):
             self.item = item
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        super().__init__(**kwargs)
         self.items: list[AuditItem] = []
-
-    def on_mount(self) -> None:
-        if not self.columns:
-            self.add_columns("sev", "attribute", "reference", "generated", "lines")
 
     def set_items(self, items: Sequence[AuditItem]) -> None:
         self.items = ordered(items)
-        self.clear()
-        if not self.columns:
-            self.add_columns("sev", "attribute", "reference", "generated", "lines")
-        for i, a in enumerate(self.items):
-            lines = f"{a.ref_line if a.ref_line is not None else '—'}:{a.gen_line if a.gen_line is not None else '—'}"
-            self.add_row(
-                Text(a.severity, style=_SEVERITY_STYLE.get(a.severity.lower(), "")),
-                Text(a.attribute),
-                Text(a.reference),
-                Text(a.generated),
-                Text(lines),
-                key=str(i),
-            )
+        self.clear_options()
+        self.add_options([Option(item_text(a), id=str(i)) for i, a in enumerate(self.items)])
+        if self.items:
+            self.highlighted = 0
 
     @property
     def current_item(self) -> AuditItem | None:
-        if not self.items or not (0 <= self.cursor_row < len(self.items)):
+        h = self.highlighted
+        if h is None or not (0 <= h < len(self.items)):
             return None
-        return self.items[self.cursor_row]
+        return self.items[h]
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def select_check(self, check: str | None) -> bool:
+        """Highlight the row of ``check`` (no change when there is none)."""
+        for i, a in enumerate(self.items):
+            if check is not None and a.attribute == check:
+                self.highlighted = i
+                return True
+        return False
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         item = self.current_item
         if item is not None:

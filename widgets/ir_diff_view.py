@@ -3,10 +3,15 @@
 Contract: fed display rows (:class:`DiffLine`, built by ``workbench/tui`` from the core IR diff
 model) and optionally a Pygments lexer object (``workbench.ir.lexer.get_lexer()``); never reads
 files. Both sides are drawn by one widget so scrolling is synchronized by construction.
-Unchanged runs longer than ``2 * context`` fold into a ``⋯ N unchanged lines`` row
-(:func:`fold_rows`); ``n``/``N`` (or ``]``/``[``) move between hunks; :meth:`jump_to` puts a
-given reference/generated line under the cursor (unfolding as needed). Lines are tokenized
-lazily and cached, so a 10k-line pair is ready as soon as its rows are set.
+Rows may carry hunk numbers in *rank order* (``set_rows(..., ranked=True)``: the structural diff's
+perf-relevance order) and a ``cosmetic`` flag; otherwise hunks are numbered by position.
+While folded (``z`` toggles), unchanged runs longer than ``2 * context`` and cosmetic hunks fold
+into one ``⋯ N unchanged / M cosmetic`` row (:func:`fold_rows`); ``n``/``N`` (or ``]``/``[``) move
+to the next/previous hunk in rank order (cosmetic ones skipped while folded); :meth:`goto_hunk`
+shows one hunk; :meth:`search` (``/`` on the screen) marks a text in both panes and moves to the
+next row containing it, ``.``/``,`` to the next/previous one; :meth:`jump_to` puts a given
+reference/generated line under the cursor (unfolding as needed). Lines are tokenized lazily and
+cached, so a 10k-line pair is ready as soon as its rows are set.
 """
 
 from __future__ import annotations
@@ -41,8 +46,11 @@ class DiffLine:
     right: str
     left_spans: tuple[tuple[int, int], ...] = ()
     right_spans: tuple[tuple[int, int], ...] = ()
-    hunk: int = -1  # index of the hunk a changed row belongs to
-    folded: int = 0  # for tag == "fold": how many unchanged rows are hidden
+    hunk: int = -1  # index of the hunk a changed row belongs to (rank order when the rows are ranked)
+    folded: int = 0  # for tag == "fold": how many rows are hidden
+    cosmetic: bool = False  # a changed row of a cosmetic hunk (folded with the unchanged rows)
+    category: str = ""  # the hunk's category ("tile/CTA shape", …)
+    folded_cosmetic: int = 0  # for tag == "fold": how many of the hidden rows are cosmetic changes
 
 
 def number_hunks(rows: Sequence[DiffLine]) -> list[DiffLine]:
@@ -58,22 +66,42 @@ def number_hunks(rows: Sequence[DiffLine]) -> list[DiffLine]:
     return out
 
 
-def fold_rows(rows: Sequence[DiffLine], context: int = 3) -> list[DiffLine]:
-    """Collapse unchanged runs longer than ``2*context`` (keeping ``context`` rows each side)."""
+def fold_rows(rows: Sequence[DiffLine], context: int = 3, *, fold_cosmetic: bool = False) -> list[DiffLine]:
+    """Collapse unchanged runs longer than ``2*context`` (keeping ``context`` rows each side); with
+    ``fold_cosmetic`` the rows of cosmetic hunks fold with them."""
+
+    def foldable(r: DiffLine) -> bool:
+        return r.tag == "equal" or (fold_cosmetic and r.cosmetic)
+
     out: list[DiffLine] = []
     i, n = 0, len(rows)
     while i < n:
-        if rows[i].tag != "equal":
+        if not foldable(rows[i]):
             out.append(rows[i])
             i += 1
             continue
         j = i
-        while j < n and rows[j].tag == "equal":
+        while j < n and foldable(rows[j]):
             j += 1
         head = context if i > 0 else 0
         tail = context if j < n else 0
+        run = rows[i:j]
+        if any(r.tag != "equal" for r in run):
+            # cosmetic rows inside: keep up to ``context`` unchanged rows at each edge, fold the rest
+            h = 0
+            while h < min(head, len(run)) and run[h].tag == "equal":
+                h += 1
+            t = 0
+            while t < min(tail, len(run) - h) and run[len(run) - 1 - t].tag == "equal":
+                t += 1
+            middle = run[h : len(run) - t]
+            out.extend(run[:h])
+            cos = sum(1 for r in middle if r.tag != "equal")
+            out.append(DiffLine("fold", middle[0].left_no, "", middle[0].right_no, "", folded=len(middle),
+                                folded_cosmetic=cos))
+            out.extend(run[len(run) - t :])
         # a short run is cheaper to show than a fold row, even at the file edges
-        if j - i > max(head + tail + 1, 2 * context + 1):
+        elif j - i > max(head + tail + 1, 2 * context + 1):
             out.extend(rows[i : i + head])
             hidden = j - i - head - tail
             first = rows[i + head]
@@ -110,6 +138,7 @@ class IRDiffView(ScrollView, can_focus=True):
     IRDiffView > .irdiffview--added-span { background: $success 50%; }
     IRDiffView > .irdiffview--fold { color: $text-muted; text-style: italic; }
     IRDiffView > .irdiffview--cursor { text-style: reverse; }
+    IRDiffView > .irdiffview--match { text-style: bold underline; background: $warning 40%; }
     IRDiffView > .irdiffview--keyword { color: $accent; text-style: bold; }
     IRDiffView > .irdiffview--name { color: $primary; }
     IRDiffView > .irdiffview--number { color: $warning; }
@@ -127,6 +156,7 @@ class IRDiffView(ScrollView, can_focus=True):
         "irdiffview--added-span",
         "irdiffview--fold",
         "irdiffview--cursor",
+        "irdiffview--match",
         *(f"irdiffview--{v}" for v in _TOKEN_CLASS.values()),
     }
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -134,7 +164,10 @@ class IRDiffView(ScrollView, can_focus=True):
                 id="irdiff-next-hunk"),
         Binding("N,left_square_bracket", "hunk(-1)", "Prev hunk", tooltip="Jump to the previous hunk",
                 id="irdiff-prev-hunk"),
-        Binding("z", "toggle_fold", "Fold", tooltip="Fold/unfold unchanged lines", id="irdiff-fold"),
+        Binding("z", "toggle_fold", "Fold", tooltip="Fold/unfold unchanged lines and cosmetic hunks",
+                id="irdiff-fold"),
+        Binding("full_stop", "search_next(1)", "Next match", show=False, id="irdiff-next-match"),
+        Binding("comma", "search_next(-1)", "Prev match", show=False, id="irdiff-prev-match"),
         Binding("up,k", "cursor(-1)", "Up", show=False, id="irdiff-up"),
         Binding("down,j", "cursor(1)", "Down", show=False, id="irdiff-down"),
         Binding("pageup", "cursor(-20)", "Page up", show=False, id="irdiff-pgup"),
@@ -148,10 +181,11 @@ class IRDiffView(ScrollView, can_focus=True):
     hoffset: reactive[int] = reactive(0, init=False)
 
     class HunkChanged(Message):
-        def __init__(self, hunk: int, total: int) -> None:
+        def __init__(self, hunk: int, total: int, category: str = "") -> None:
             super().__init__()
             self.hunk = hunk
             self.total = total
+            self.category = category
 
     def __init__(self, *, context: int = 3, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -162,20 +196,28 @@ class IRDiffView(ScrollView, can_focus=True):
         self._tok_cache: LRUCache[str, list[tuple[str, str]]] = LRUCache(4096)
         self._strip_cache: LRUCache[tuple[Any, ...], Strip] = LRUCache(512)
         self.hunk_count = 0
+        self.cosmetic_hunks: frozenset[int] = frozenset()
+        self.search_text = ""
+        self._hunk_pos = -1  # the hunk n/N moved to last (rank order)
 
     # ------------------------------------------------------------------ data
-    def set_rows(self, rows: Sequence[DiffLine], lexer: Any = None) -> None:
-        self._all = number_hunks(rows)
+    def set_rows(self, rows: Sequence[DiffLine], lexer: Any = None, *, ranked: bool = False) -> None:
+        """Show ``rows``; ``ranked``: their ``hunk`` numbers are already in rank order (kept)."""
+        self._all = list(rows) if ranked else number_hunks(rows)
         self.hunk_count = 1 + max((r.hunk for r in self._all), default=-1)
+        self.cosmetic_hunks = frozenset(r.hunk for r in self._all if r.cosmetic and r.hunk >= 0)
+        self._hunk_pos = -1
         self.lexer = lexer
         self._tok_cache.clear()
         self._apply_fold()
         self.set_reactive(IRDiffView.cursor, 0)
         self.scroll_to(0, 0, animate=False)
+        if ranked and self.hunk_count and not (self.folded and 0 in self.cosmetic_hunks):
+            self.goto_hunk(0)  # open on the difference that matters most
 
     def _apply_fold(self) -> None:
         keep = self.rows[self.cursor] if self.rows and self.cursor < len(self.rows) else None
-        self.rows = fold_rows(self._all, self.context) if self.folded else list(self._all)
+        self.rows = (fold_rows(self._all, self.context, fold_cosmetic=True) if self.folded else list(self._all))
         self._strip_cache.clear()
         self.virtual_size = Size(self.size.width, len(self.rows))
         if keep is not None and keep.tag != "fold":
@@ -189,7 +231,7 @@ class IRDiffView(ScrollView, can_focus=True):
         self.scroll_to_region(Region(0, new, 1, 1), animate=False)
         self.refresh()
         if 0 <= new < len(self.rows) and self.rows[new].hunk >= 0:
-            self.post_message(self.HunkChanged(self.rows[new].hunk, self.hunk_count))
+            self.post_message(self.HunkChanged(self.rows[new].hunk, self.hunk_count, self.rows[new].category))
 
     def watch_hoffset(self) -> None:
         self._strip_cache.clear()
@@ -217,19 +259,81 @@ class IRDiffView(ScrollView, can_focus=True):
         self.folded = not self.folded
 
     def action_hunk(self, direction: int) -> None:
-        """Move the cursor to the first row of the next/previous hunk (wraps nothing)."""
-        rows = self.rows
-        here = rows[self.cursor].hunk if rows else -1
-        idx = range(self.cursor + 1, len(rows)) if direction > 0 else range(self.cursor - 1, -1, -1)
-        for i in idx:
-            h = rows[i].hunk
-            if h >= 0 and h != here:
-                # land on the first row of that hunk
-                while i > 0 and rows[i - 1].hunk == h:
-                    i -= 1
-                self.cursor = i
+        """Move to the first row of the next/previous hunk in rank order (cosmetic hunks skipped
+        while folded); bell at either end."""
+        here = self.current_hunk
+        h = here if here >= 0 else self._hunk_pos
+        while True:
+            h += direction
+            if h < 0 or h >= self.hunk_count:
+                self.app.bell()
                 return
+            if not (self.folded and h in self.cosmetic_hunks):
+                break
+        self.goto_hunk(h)
+
+    def goto_hunk(self, hunk: int) -> bool:
+        """Put the first row of ``hunk`` under the cursor (unfolding when it is folded away)."""
+        for i, r in enumerate(self.rows):
+            if r.hunk == hunk:
+                self._hunk_pos = hunk
+                self.cursor = i
+                return True
+        if self.folded and any(r.hunk == hunk for r in self._all):
+            self.folded = False
+            return self.goto_hunk(hunk)
+        return False
+
+    # ------------------------------------------------------------------ search
+    def search(self, text: str) -> int:
+        """Mark ``text`` (case-insensitive) in both panes and move to the next row holding it;
+        returns how many rows hold it (0: nothing moves)."""
+        self.search_text = text
+        self._strip_cache.clear()
+        self.refresh()
+        if not text:
+            return 0
+        needle = text.lower()
+        count = sum(1 for r in self._all if needle in r.left.lower() or needle in r.right.lower())
+        if count:
+            self.action_search_next(1, wrap=True)
+        return count
+
+    def action_search_next(self, direction: int, wrap: bool = True) -> None:
+        """Next/previous row (from the cursor, wrapping) holding the search text; unfolds to reach it."""
+        needle = self.search_text.lower()
+        if not needle or not self._all:
+            self.app.bell()
+            return
+        here = self.rows[self.cursor] if self.rows and self.cursor < len(self.rows) else None
+        start = 0
+        if here is not None and here.tag != "fold":
+            start = next((i for i, r in enumerate(self._all) if r is here), 0)
+        n = len(self._all)
+        for step in range(1, n + 1):
+            k = start + direction * step
+            if not wrap and not (0 <= k < n):
+                break
+            r = self._all[k % n]
+            if needle in r.left.lower() or needle in r.right.lower():
+                if self.folded and not any(x is r for x in self.rows):
+                    self.folded = False
+                idx = next((i for i, x in enumerate(self.rows) if x is r), None)
+                if idx is not None:
+                    self.cursor = idx
+                    return
         self.app.bell()
+
+    def _marks(self, text: str) -> tuple[tuple[int, int], ...]:
+        if not self.search_text:
+            return ()
+        low, needle = text.lower(), self.search_text.lower()
+        out: list[tuple[int, int]] = []
+        k = low.find(needle)
+        while k >= 0:
+            out.append((k, k + len(needle)))
+            k = low.find(needle, k + len(needle))
+        return tuple(out)
 
     def jump_to(self, *, left_line: int | None = None, right_line: int | None = None) -> bool:
         """Put the row showing reference ``left_line`` (else generated ``right_line``) under the cursor."""
@@ -272,17 +376,25 @@ class IRDiffView(ScrollView, can_focus=True):
         text_w = max(0, width - NUM_W)
         chars: list[Segment] = []
         pos = 0
+        text = text.expandtabs(4)
         span_style_extra = self._cls(span_bg) if span_bg and spans else None
-        for value, cls in self._tokens(text.expandtabs(4)):
+        marks = self._marks(text)
+        match_style = self._cls("match") if marks else None
+        for value, cls in self._tokens(text):
             style = line_bg + self._cls(cls) if cls else line_bg
-            if span_style_extra is None:
+            if span_style_extra is None and match_style is None:
                 chars.append(Segment(value, style))
-            else:  # cut the token at intraline span edges; changed pieces get the darker tint
+            else:  # cut the token at span/match edges; changed pieces darker, matches marked
                 end = pos + len(value)
-                cuts = sorted({pos, end, *(c for s, e in spans for c in (s, e) if pos < c < end)})
+                edges = (c for s, e in (*spans, *marks) for c in (s, e) if pos < c < end)
+                cuts = sorted({pos, end, *edges})
                 for a, b in pairwise(cuts):
-                    inside = any(s <= a < e for s, e in spans)
-                    chars.append(Segment(value[a - pos : b - pos], style + span_style_extra if inside else style))
+                    piece = style
+                    if span_style_extra is not None and any(s <= a < e for s, e in spans):
+                        piece = piece + span_style_extra
+                    if match_style is not None and any(s <= a < e for s, e in marks):
+                        piece = piece + match_style
+                    chars.append(Segment(value[a - pos : b - pos], piece))
             pos += len(value)
         strip = Strip(chars).crop(self.hoffset, self.hoffset + text_w)
         segs.extend(strip)
@@ -297,14 +409,17 @@ class IRDiffView(ScrollView, can_focus=True):
         if row_no >= len(self.rows):
             return Strip.blank(width, self.rich_style)
         is_cursor = row_no == self.cursor and self.has_focus
-        key = (row_no, width, self.hoffset, is_cursor, id(self.rows))
+        key = (row_no, width, self.hoffset, is_cursor, id(self.rows), self.search_text)
         cached = self._strip_cache.get(key)
         if cached is not None:
             return cached
         r = self.rows[row_no]
         base = self.rich_style
         if r.tag == "fold":
-            label = f"  ⋯ {r.folded} unchanged lines (z to unfold)"
+            cos = r.folded_cosmetic
+            what = (f"{r.folded} unchanged lines" if not cos else f"{cos} cosmetic changed rows"
+                    if cos == r.folded else f"{r.folded - cos} unchanged lines, {cos} cosmetic changed rows")
+            label = f"  ⋯ {what} (z to unfold)"
             style = base + self._cls("fold")
             if is_cursor:
                 style = style + self._cls("cursor")

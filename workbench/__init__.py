@@ -12,7 +12,7 @@ the ones below it (import-linter contracts in ``pyproject.toml``, no cycles):
   (guarded atomic writes), ``capture/`` (CUPTI engine, harness, clock check, self-check),
   ``history/`` (run provenance, SQLite store, import, regression statistics, comparability),
   ``runner`` (pytest child + JSON-lines events), ``scaleout/`` (shards over GPUs and SLURM array
-  tasks, merge + provenance), ``ir/`` (lexer, canonicalizer, diff, audit, dumped-IR filing),
+  tasks, merge + provenance), ``ir/`` (lexer, canonicalizer, line diff, op graph + structural diff, audit, dumped-IR filing),
   ``diagnosis`` + ``f_inputs`` / ``f_render`` / ``f_evidence/`` (F procedure and its evidence),
   ``tilegym_checks/``.
 - ``widgets/``: reusable Textual widgets, fed models only (no file or GPU I/O).

@@ -175,6 +175,22 @@ def _ir_diff(path: Path) -> Any:
     return sbs
 
 
+def _ir_structdiff(path: Path) -> Any:
+    from workbench.ir.structdiff import structural_diff
+
+    text = _text(path)
+    d = structural_diff(_text(_IR_REF), text)
+    d.stats()
+    if d.rows:
+        d.spans(len(d.rows) - 1)
+    if d.fallback and d.equivalent:
+        raise RuleViolation("claims 'equivalent' with unparsed lines")
+    same = structural_diff(text, text)  # a text diffed against itself has no changed row
+    if same.changed_rows:
+        raise RuleViolation(f"self-diff reports {same.changed_rows} changed row(s)")
+    return d
+
+
 def _events(path: Path) -> Any:
     from workbench.events import read_events
 
@@ -223,6 +239,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("ir_canon", _IR, _ir_canon, suffix=".mlir"),
     Target("ir_audit", _IR, _ir_audit, suffix=".mlir"),
     Target("ir_diff", _IR, _ir_diff, suffix=".mlir"),
+    Target("ir_structdiff", _IR, _ir_structdiff, suffix=".mlir"),
     Target("events", _session_files("workbench/events.jsonl"), _events, suffix=".jsonl"),
     Target("events_tail", _session_files("workbench/events.jsonl"), _events_tail, suffix=".jsonl"),
     Target("launches_json", _LAUNCH_JSON, _launches, suffix=".json"),

@@ -11,7 +11,9 @@ Contract:
   (> :data:`MAX_IR_BYTES`), NUL bytes (binary, e.g. a ``.tileirbc``), invalid UTF-8, an over-long
   line (> :data:`MAX_LINE_CHARS`), empty/blank text, or text with no ``entry @`` raise
   :class:`~workbench.errors.InputError` naming the file (and line where there is one).
-- :func:`load_ir` additionally rejects truncated text (unclosed or stray braces), naming the line.
+- :func:`load_ir` additionally rejects truncated text (unclosed or stray braces), naming the line;
+  :func:`load_pair` with ``damaged_ok`` keeps such a file (``IRFile.damage``) so the pair can still be
+  diffed (the IR diff does; stage F does not).
 Accepted inputs: raw ``tileirdisasm`` dumps (start at ``entry @…``, no module wrapper),
 ``cuda-tile-opt`` output (``cuda_tile.module @kernels { … }``), Rust-printer dumps, Triton-TileIR.
 """
@@ -85,9 +87,8 @@ def read_ir_text(path: Path | str) -> str:
     return text
 
 
-def check_balanced(text: str, path: Path | str) -> None:
-    """Raise InputError when braces do not balance: the usual sign of a truncated dump."""
-    depth = 0
+def balance_problem(text: str, path: Path | str) -> InputError | None:
+    """The InputError :func:`check_balanced` raises (None when braces balance)."""
     open_lines: list[int] = []
     for no, line in enumerate(text.split("\n"), 1):
         d = _brace_delta(line)
@@ -96,13 +97,20 @@ def check_balanced(text: str, path: Path | str) -> None:
         elif d < 0:
             for _ in range(-d):
                 if not open_lines:
-                    raise InputError("unbalanced '}' (more closing than opening braces)", path=path, line=no)
+                    return InputError("unbalanced '}' (more closing than opening braces)", path=path, line=no)
                 open_lines.pop()
-        depth += d
     if open_lines:
         last = len(text.rstrip("\n").split("\n"))
-        raise InputError(f"truncated IR: {len(open_lines)} '{{' never closed (innermost opened at line "
-                         f"{open_lines[-1]})", path=path, line=last)
+        return InputError(f"truncated IR: {len(open_lines)} '{{' never closed (innermost opened at line "
+                          f"{open_lines[-1]})", path=path, line=last)
+    return None
+
+
+def check_balanced(text: str, path: Path | str) -> None:
+    """Raise InputError when braces do not balance: the usual sign of a truncated dump."""
+    problem = balance_problem(text, path)
+    if problem is not None:
+        raise problem
 
 
 @dataclass(frozen=True)
@@ -114,18 +122,25 @@ class IRFile:
     variant: str | None
     text: str
     canon: CanonIR
+    #: unbalanced braces (a truncated dump), when loaded with ``damaged_ok``: the file is still
+    #: diffed, the structural diff text-diffs what it cannot parse, and callers report this
+    damage: InputError | None = None
 
     @property
     def raw_lines(self) -> list[str]:
         return self.text.split("\n")
 
 
-def load_ir(path: Path | str, role: Role = "reference", variant: str | None = None) -> IRFile:
-    """Guard-read, check balance and canonicalize one file."""
+def load_ir(path: Path | str, role: Role = "reference", variant: str | None = None, *,
+            damaged_ok: bool = False) -> IRFile:
+    """Guard-read, check balance and canonicalize one file. Unbalanced braces raise, or with
+    ``damaged_ok`` are kept in :attr:`IRFile.damage` (the file still loads)."""
     p = Path(path)
     text = read_ir_text(p)
-    check_balanced(text, p)
-    return IRFile(p, role, variant, text, canonicalize(text))
+    damage = balance_problem(text, p)
+    if damage is not None and not damaged_ok:
+        raise damage
+    return IRFile(p, role, variant, text, canonicalize(text), damage)
 
 
 @dataclass(frozen=True)
@@ -200,7 +215,9 @@ class IRPair:
     generated: IRFile
 
 
-def load_pair(pair: IRPairPaths) -> IRPair:
-    """Load both sides of a pair (InputError on either bad file, naming it)."""
-    return IRPair(pair.variant, load_ir(pair.reference, "reference", pair.variant),
-                  load_ir(pair.generated, "generated", pair.variant))
+def load_pair(pair: IRPairPaths, *, damaged_ok: bool = False) -> IRPair:
+    """Load both sides of a pair (InputError on either bad file, naming it). With ``damaged_ok`` a
+    truncated file loads, with its :attr:`IRFile.damage`, so a diff can show what is there; stage F,
+    which draws conclusions from the pair, keeps the default and refuses it."""
+    return IRPair(pair.variant, load_ir(pair.reference, "reference", pair.variant, damaged_ok=damaged_ok),
+                  load_ir(pair.generated, "generated", pair.variant, damaged_ok=damaged_ok))

@@ -70,6 +70,12 @@ class IRPair:
     #: None for the per-variant pairs of ``reference/`` and ``generated/``
     config: str | None = None
     how: str = ""  # how each side was chosen (the index's sentences)
+    #: the structural diff's verdict ("equivalent" / "different" / "not fully parsed") and notes
+    structure: str = ""
+    structure_notes: tuple[str, ...] = ()
+    #: per hunk (rank order): category, audit check it belongs to (or None), cosmetic
+    hunks: tuple[tuple[str, str | None, bool], ...] = ()
+    launch: tuple[str, ...] = ()  # launch evidence of this config (registers, smem, grid), where captured
 
 
 @dataclass
@@ -89,8 +95,9 @@ class AppData:
         """The candidate is not cutile-rs (e.g. our cuTile kernel in the cutile-rs slot)."""
         return self.candidate_backend != "cutile-rs"
     ir_pairs: list[IRPair] = field(default_factory=list)
-    #: deferred IR loading (canonicalize + diff + audit of two 10k-line files takes ~0.6 s): the
-    #: app runs it in a thread after the first paint; returns (pairs, load problems)
+    #: deferred IR loading (parse + structural diff + audit; the diff alone took 0.5-1.3 s for two
+    #: 10k-line files on the loaded CPU box, BENCHMARKS §2b): the app runs it in a thread after the
+    #: first paint; returns (pairs, load problems)
     ir_loader: Callable[[], tuple[list[IRPair], list[WorkbenchError]]] | None = None
     plan_report: Callable[[str], ReportPlan] | None = None  # "E" | "F" → plan (may raise)
     write_report: Callable[[ReportPlan], Any] | None = None  # guarded writer (may raise)
