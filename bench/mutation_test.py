@@ -61,7 +61,7 @@ RULES: dict[str, Rule] = {
     "scaleout_merge": Rule("scaleout/merge.py", ("merge_plan",), ("tests/test_rule_mutants.py",)),
     "selfcheck": Rule("capture/selfcheck.py", ("judge", "check_count"),
                       ("tests/test_capture_clock_selfcheck.py", "tests/test_rule_mutants.py")),
-    "gap": Rule("f_evidence/gap.py", ("interval_from_spread", "_decide"),
+    "gap": Rule("f_evidence/gap.py", ("interval_from_spread", "_decide_in_band"),
                 ("tests/test_f_identity_gap.py", "tests/test_rule_mutants.py")),
     "kselect": Rule("tilegym_checks/kselect.py", ("build_k_expressions",),
                     ("tests/test_checks_fuzz.py", "tests/test_checks_kselect.py")),

@@ -318,7 +318,8 @@ def test_gap_gate_edges_and_one_sided_spread() -> None:
     """F's gap rule at its edges (E's gate: ratio ≤ 1.05 is noise; "real" needs the whole interval
     *above* 1.05), and a spread on one side only gives no interval. Mutants of ``_decide`` and
     ``interval_from_spread`` survived the first mutation run. SYNTHETIC numbers."""
-    from workbench.f_evidence.gap import NOISE_RATIO, _decide, interval_from_spread
+    from workbench.f_evidence.gap import NOISE_RATIO, interval_from_spread
+    from workbench.f_evidence.gap import _decide_in_band as _decide
     from workbench.model import PhaseStats
 
     assert _decide(NOISE_RATIO, (1.0, 1.1), "b").status == "noise"
