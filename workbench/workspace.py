@@ -3,8 +3,8 @@
 Contract: :func:`open_workspace` finds the kernel dir — ``out_root`` argument (``--out-root``),
 else ``$CUTILE_KERNEL_OUT_ROOT``, else the recorded session embedded in the installed
 ``profiles`` package (``profiles/*/session/<kernel>/``, source ``"recorded"``) — and the TileGym
-checkout (``tilegym`` argument, else ``$TILEGYM_PATH``, else None). Kernel names must be plain
-identifiers (``UnsafePath`` otherwise). Missing inputs become :class:`Gap` entries, never
+checkout (``tilegym`` argument, else ``$TILEGYM_PATH``, else None). Kernel names must pass
+:func:`workbench.confine.check_kernel_name` (``UnsafePath`` otherwise). Missing inputs become :class:`Gap` entries, never
 exceptions; a present but malformed input raises ``InputError`` when it is loaded
 (``analysis.json`` at open time unless ``strict=False``, which records it as an error gap).
 Opening runs :func:`workbench.writer.recover` so an interrupted report write is finished first.
@@ -23,7 +23,8 @@ from workbench.analysis import Analysis, load_analysis
 from workbench.errors import InputError, WorkbenchError
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
-from workbench.writer import check_kernel_name, recover
+from workbench.confine import check_kernel_name
+from workbench.writer import recover
 
 GapSeverity = Literal["error", "warn", "info"]
 
