@@ -94,8 +94,8 @@ def confine_write(kernel_dir: Path | str, path: Path | str) -> Path:
         return Path(path)
     if os.path.dirname(real) == root_real and TOP_LEVEL_WRITES.fullmatch(os.path.basename(real)):
         return Path(path)
-    raise UnsafePath(f"refused: write target resolves outside reports/, workbench/ and E's perf logs of "
-                     f"{kernel_dir} (to {real})", path=str(path))
+    raise UnsafePath(f"refused: write target resolves outside the kernel dir's write areas (reports/, "
+                     f"workbench/, E's perf logs) of {kernel_dir} (to {real})", path=str(path))
 
 
 def recorded_sessions_dir() -> Path | None:
