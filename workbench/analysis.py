@@ -307,10 +307,9 @@ def load_analysis(path: Path | str, *, text: str | None = None) -> Analysis:
     """Read and parse ``analysis.json``; every rejection names the file and line or key."""
     p = str(path)
     if text is None:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from None
+        from workbench.confine import read_regular
+
+        raw = read_regular(path, kind="analysis.json")  # a FIFO/device refused unread, size capped
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

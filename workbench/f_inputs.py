@@ -126,14 +126,16 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
 
 def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:
     """The IR each config ran (``workbench/ir/index.json``), audited like the variant pairs."""
-    from workbench.ir.filing import read_index
+    from workbench.ir.filing import index_file, read_index
 
     out: dict[str, IRAudit] = {}
     for params, sides in read_index(ws.paths.root)["configs"].items():  # InputError on a bad index
         if not (isinstance(sides, dict) and isinstance(sides.get("reference"), dict)
                 and isinstance(sides.get("candidate"), dict)):
             continue
-        ref, gen = ws.paths.root / str(sides["reference"].get("file")), ws.paths.root / str(sides["candidate"].get("file"))
+        # every file the index names is confined to the kernel dir (UnsafePath: exit 2, naming index and key)
+        ref = index_file(ws.paths.root, sides["reference"], str(params), "reference")
+        gen = index_file(ws.paths.root, sides["candidate"], str(params), "candidate")
         from workbench.ir.loader import IRPairPaths
 
         lp = load_pair(IRPairPaths(None, ref, gen))

@@ -124,10 +124,9 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
     log = PerfLog(path=src)
     st = _State(path=src, strict=strict, extra_tokens=extra_tokens, log=log)
     if text is None:
-        try:
-            raw = Path(src).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read perf log: {exc.strerror or exc}", path=src) from None
+        from workbench.confine import read_regular
+
+        raw = read_regular(src, kind="perf log")  # a FIFO/device refused unread, size capped
         if b"\x00" in raw[:65536]:
             st.problem("file looks binary (NUL bytes); decoded with replacement characters", None)
         text = decode_bytes(raw)
