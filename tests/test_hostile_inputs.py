@@ -167,7 +167,7 @@ def test_5_overlong_kernel_name_is_a_clean_error(argv: list[str], out_root: Path
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     name = "k" * 300
     extra = ["--config", CONFIG] if argv[0] in ("timeline", "probe") else []
-    rc, text = cli(capsys, *argv, name, *extra, "--out-root", str(out_root), "--tilegym", str(out_root))
+    rc, text = cli(capsys, "--out-root", str(out_root), "--tilegym", str(out_root), *argv, name, *extra)
     assert rc == 2 and "kernel name" in text and "characters" in text
 
 
@@ -257,33 +257,49 @@ def _mutate_log(path: Path, pattern: str, repl: str) -> None:
     path.write_text(new)
 
 
-PERF_MUTATIONS = {
-    "samples_400_digits": (r'"samples": \[', '"samples": [' + "9" * 400 + ", "),
-    "nrep_5000_digits": (r'"nrep": \d+', '"nrep": ' + "7" * 5000),
-    "nrep_2_63": (r'"nrep": \d+', f'"nrep": {2 ** 63}'),
-    "nrep_negative": (r'"nrep": \d+', '"nrep": -343'),
-    "rel_std_negative": (r'"rel_std": [0-9.]+', '"rel_std": -1.0'),
-    "harness_not_string": (r'"harness": "workbench"', '"harness": 7'),
+PERF_MUTATIONS = {  # name: (pattern, replacement, the key the error names)
+    "samples_400_digits": (r'"samples": \[', '"samples": [' + "9" * 400 + ", ", "samples"),
+    "nrep_5000_digits": (r'"nrep": \d+', '"nrep": ' + "7" * 5000, "record_json"),
+    "nrep_2_63": (r'"nrep": \d+', f'"nrep": {2 ** 63}', "nrep"),
+    "nrep_negative": (r'"nrep": \d+', '"nrep": -343', "nrep"),
+    "rel_std_negative": (r'"rel_std": [0-9.]+', '"rel_std": -1.0', "rel_std"),
+    "harness_not_string": (r'"harness": "workbench"', '"harness": 7', "harness"),
 }
 
 
 @pytest.mark.parametrize("mutation", sorted(PERF_MUTATIONS))
-@pytest.mark.parametrize("command", ["table", "history"])
-def test_8_bad_numbers_in_the_baseline_log_name_file_line_and_key(mutation: str, command: str, out_root: Path,
+def test_8_bad_numbers_in_the_baseline_log_name_file_line_and_key(mutation: str, out_root: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     log = out_root / KERNEL / "baseline_perf_cutile.txt"
-    _mutate_log(log, *PERF_MUTATIONS[mutation])
-    rc, text = cli(capsys, command, KERNEL, "--out-root", str(out_root))
+    pattern, repl, key = PERF_MUTATIONS[mutation]
+    _mutate_log(log, pattern, repl)
+    rc, text = cli(capsys, "table", KERNEL, "--out-root", str(out_root))
     assert rc == 2, text
-    assert re.search(re.escape(str(log)) + r":\d+", text), text
-    assert "key '" in text
+    assert re.search(re.escape(str(log)) + r":\d+: key '[^']*" + key, text), text
+
+
+@pytest.mark.parametrize("mutation", sorted(PERF_MUTATIONS))
+def test_8_history_imports_no_bad_value_and_says_where_it_was(mutation: str, out_root: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """The history import is lenient by contract (a bad record is dropped, the run kept): the drop is a
+    note naming file, line and key, and nothing bad reaches the store (2**63 overflowed SQLite's INTEGER)."""
+    log = out_root / KERNEL / "baseline_perf_cutile.txt"
+    pattern, repl, key = PERF_MUTATIONS[mutation]
+    _mutate_log(log, pattern, repl)
+    rc, text = cli(capsys, "history", KERNEL, "--out-root", str(out_root))
+    assert rc == 0, text
+    assert re.search(r"note: not imported: " + re.escape(str(log)) + r":\d+: [^\n]*" + key, text), text
+    rc, text = cli(capsys, "history", KERNEL, "--out-root", str(out_root), "--json")  # read back from the store
+    assert rc == 0, text
+    doc = json.loads(text)
+    assert all(0 < p["median_ms"] < 1e6 for s in doc["series"] for p in s["points"])
 
 
 @pytest.mark.parametrize("mutation", ["nrep_negative", "rel_std_negative", "harness_not_string"])
 def test_8_bad_values_are_never_published(mutation: str, out_root: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     log = out_root / KERNEL / "reports" / "agent_logs" / "perf_cutile_rs.full.txt"
-    _mutate_log(log, *PERF_MUTATIONS[mutation])
+    _mutate_log(log, *PERF_MUTATIONS[mutation][:2])
     rc, text = cli(capsys, "report", "e", KERNEL, "--out-root", str(out_root), "--yes")
     assert rc == 2, text
     assert not (out_root / KERNEL / "reports" / "performance.md").exists()

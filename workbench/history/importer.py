@@ -379,6 +379,8 @@ def import_kernel_dir(store: HistoryStore, paths: KernelPaths, *, variants: Sequ
             except InputError as exc:
                 skipped.append((str(src.path), str(exc)))
                 continue
+            # what the lenient parse dropped (a bad value names file:line and key) is said, never silent
+            notes.extend(f"not imported: {n}" for n in log.notes)
         prov, at, at_origin = provenance_for_log(src.role, text, log, session=session, events=evs, source=rel)
         entry = entry_from_log(paths.kernel, src.role, log, prov, source="import", log_sha256=digest,
                                recorded_at=at, recorded_at_origin=at_origin,
