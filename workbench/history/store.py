@@ -289,7 +289,14 @@ class HistoryStore:
                                 ("recorded_at_origin", origin), ("provenance_json", prov_json),
                                 ("notes_json", notes_json)):
                 cell.text(name, value)
-            prov = provenance_from_dict(_json(prov_json, where, "provenance_json"), source=where)
+            prov_doc = _json(prov_json, where, "provenance_json")
+            if not isinstance(prov_doc, dict):
+                raise InputError(f"must hold a JSON object, got {type(prov_doc).__name__}", path=where,
+                                 key="provenance_json")
+            try:
+                prov = provenance_from_dict(prov_doc, source=where)
+            except InputError as exc:
+                raise InputError(exc.message, path=where, key=exc.key or "provenance_json") from None
             notes = _json(notes_json, where, "notes_json")
             out.append(StoredRun(int(run_id), str(key), str(kernel), str(source), rec_at, str(origin),
                                  added, prov, tuple(sorted(str(roles).split(","))) if roles else (),
@@ -388,6 +395,8 @@ class _Cells:
 def _json(text: str, where: str, key: str) -> object:
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError("malformed JSON in the history store (nested too deeply)", path=where, key=key) from None
     except (TypeError, ValueError) as exc:
         raise InputError(f"malformed JSON in the history store ({exc})", path=where, key=key) from None
 
