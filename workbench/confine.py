@@ -48,6 +48,8 @@ SIZE_CAPS: dict[str, int] = {
     "launches": 512 * MiB,  # gzip JSON of every per-launch record
     "keymap": 1 * MiB,
     "journal": 16 * MiB,
+    "event stream": 256 * MiB,
+    "lock": 64 * 1024,
     "JSON": 64 * MiB,
 }
 

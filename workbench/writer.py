@@ -35,12 +35,13 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.confine import check_kernel_name, confine_write, is_inside
+from workbench.confine import check_kernel_name, confine_write, is_inside, read_regular
 from workbench.errors import UnsafePath, ValidationRefused, WorkbenchError
 from workbench.model import ReportPlan
 
@@ -187,10 +188,22 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _read_lock(path: Path) -> dict[str, object] | None:
+def _check_plain_file(path: Path, what: str) -> None:
+    """A lock/breaker/journal is the writer's own regular file: a link or a FIFO/device there is planted."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"refused: the {what} is a symlink or a special file, not the writer's own; remove it",
+                         path=str(path))
+
+
+def _read_lock(path: Path) -> dict[str, object] | None:
+    _check_plain_file(path, "lock file")
+    try:
+        data = json.loads(read_regular(path, kind="lock", cap=64 * 1024))
+    except (WorkbenchError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -242,6 +255,8 @@ def kernel_lock(kernel_dir: Path, *, timeout_s: float = 30.0, blocking: bool = T
     resolve_target(Path(kernel_dir), "reports/x")  # refuses a symlinked reports/ before mkdir
     reports.mkdir(parents=False, exist_ok=True)
     lock = reports / LOCK_NAME
+    _check_plain_file(lock, "lock file")
+    _check_plain_file(lock.with_name(BREAKER_NAME), "lock breaker file")
     payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                           "time": _dt.datetime.now(_dt.timezone.utc).isoformat()}).encode()
     deadline = time.monotonic() + timeout_s
@@ -281,11 +296,12 @@ def _recover_locked(kernel_dir: Path) -> str:
     kernel_dir = Path(kernel_dir)
     journal = _journal_path(kernel_dir)
     action = "clean"
+    _check_plain_file(journal, "write journal")
     if journal.exists():
         try:
-            data = json.loads(journal.read_text())
+            data = json.loads(read_regular(journal, kind="journal", kernel_dir=kernel_dir))
             entries = data["entries"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (WorkbenchError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise WorkbenchError(f"write journal is unreadable ({exc}); inspect it by hand",
                                  path=str(journal)) from None
         for entry in entries:
@@ -329,6 +345,7 @@ def recover(kernel_dir: Path, *, blocking: bool = False) -> str:
     reports = kernel_dir / "reports"
     if not reports.is_dir():
         return "absent"
+    _check_plain_file(_journal_path(kernel_dir), "write journal")
     if not (_journal_path(kernel_dir).exists() or any(
             TEMP_MARK in e for d in _temp_dirs(kernel_dir) for e in _safe_listdir(d))):
         return "clean"

@@ -67,10 +67,9 @@ def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPla
 
     raw_text = None
     if request.raw_log is not None:
-        try:
-            raw_text = request.raw_log.read_bytes().decode("utf-8", "surrogateescape")
-        except OSError as exc:
-            raise InputError(f"cannot read raw log: {exc.strerror or exc}", path=str(request.raw_log)) from None
+        from workbench.confine import read_regular
+
+        raw_text = read_regular(request.raw_log, kind="perf log").decode("utf-8", "surrogateescape")
     return plan_e_report(ws, raw_log_text=raw_text, pytest_rc=request.pytest_rc, command=request.command,
                          run_real_scripts=request.run_real_scripts, raw_log_path=request.raw_log)
 
