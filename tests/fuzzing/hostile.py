@@ -44,6 +44,8 @@ PLACES: tuple[str, ...] = (
     f"workbench/ir/reference/{CONFIG}.mlir", "workbench/history.sqlite", "workbench/history.sqlite-journal",
     "workbench/probes",
 )
+DIR_PLACES = frozenset({"reports", "reports/.workbench-backup", "reports/agent_logs", "reference", "generated",
+                        "workbench", "workbench/ir", "workbench/probes"})
 PLANTS: tuple[str, ...] = ("link_out", "fifo", "dev_zero", "dir", "dangling")
 COMMANDS: dict[str, list[str]] = {
     "report_e": ["report", "e", KERNEL, "--yes", "--no-real-scripts"],
@@ -117,10 +119,10 @@ def plant(kernel_dir: Path, place: str, how: str, outside: Path) -> None:
     if p.exists() or p.is_symlink():
         shutil.move(str(p), str(away))
     elif how == "link_out":  # nothing there yet: a link to an empty outside file / dir still must not be used
-        if "." in Path(place).name:
-            away.write_bytes(b"")
-        else:
+        if place in DIR_PLACES:
             away.mkdir()
+        else:
+            away.write_bytes(b"")
     if how == "link_out":
         p.symlink_to(away)
     elif how == "fifo":
@@ -198,3 +200,47 @@ def run_hostile_case(place: str, how: str, command: str, workdir: Path) -> Hosti
 def all_cases() -> list[tuple[str, str, str]]:
     """Every (place, plant, command) combination, in a fixed order."""
     return [(p, h, c) for p in PLACES for h in PLANTS for c in COMMANDS]
+
+
+#: the address-space limit of a process running hostile cases (``/dev/zero`` read whole hits it, not the box)
+MEMORY_LIMIT_BYTES = 4 << 30
+
+
+def limit_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+
+
+def run_cases(cases: list[tuple[str, str, str]], workdir: Path) -> tuple[dict[str, int], list[str]]:
+    """Run ``cases`` (removing each tree after it); returns (counts by outcome, violation messages)."""
+    counts: dict[str, int] = {}
+    violations: list[str] = []
+    for place, how, command in cases:
+        try:
+            res = run_hostile_case(place, how, command, workdir)
+            key = f"exit {res.rc}" + (" (wrote)" if res.changed else "")
+        except RuleViolation as exc:
+            key = "violation"
+            violations.append(str(exc)[:400])
+        counts[key] = counts.get(key, 0) + 1
+        shutil.rmtree(workdir / f"{command}-{how}-{place.replace('/', '__')}", ignore_errors=True)
+    return counts, violations
+
+
+def main(argv: list[str]) -> int:
+    """``python -m fuzzing.hostile PLACE:PLANT:COMMAND ...`` under the memory limit; prints violations."""
+    import tempfile
+
+    limit_memory()
+    cases = [tuple(a.split(":")) for a in argv]
+    with tempfile.TemporaryDirectory(prefix="fuzz-hostile-") as d:
+        counts, violations = run_cases(cases, Path(d))  # type: ignore[arg-type]
+    print(counts)
+    for v in violations:
+        print("VIOLATION", v)
+    return 1 if violations else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -38,7 +38,8 @@ WHOLE_FILE_REJECTIONS = re.compile(
     r"empty|corrupt gzip|nested too deeply|binary|NUL byte|not UTF-8|invalid UTF-8 at byte|"
     r"no 'entry @|MiB|not a pytest perf log|could not be parsed|not a regular file|unsafe XML|"
     r"no 'Performance Test Results'|truncated IR|unsupported version|top level must be|"
-    r"can't decode byte|bytes, over the",
+    r"can't decode byte|bytes, over the|not a SQLite file|not a cutile-workbench history store|"
+    r"newer than this cutile-workbench",
 )
 
 

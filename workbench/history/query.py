@@ -18,6 +18,7 @@ resolves outside the kernel's ``workbench/`` is refused (:func:`workbench.confin
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import io
@@ -143,7 +144,9 @@ def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"],
             confine_write(paths.root, p)
     writable = not recorded and paths.root.is_dir() and os.access(
         paths.workbench_dir if paths.workbench_dir.is_dir() else paths.root, os.W_OK)
+    created = False
     if writable:
+        created = not (target.exists() or target.is_symlink())
         store = HistoryStore.open(target)
     else:
         store = HistoryStore.in_memory()
@@ -153,6 +156,11 @@ def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"],
         report = import_kernel_dir(store, paths, variants=variants, parsed=parsed)
     except BaseException:
         store.close()
+        if created:  # a refused import leaves no trace: the store this call created goes again
+            for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
+                with contextlib.suppress(OSError):
+                    if p.is_file() and not p.is_symlink():
+                        p.unlink()
         raise
     return store, ImportReport(report.added, report.known, report.skipped, report.notes + notes)
 

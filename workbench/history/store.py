@@ -128,7 +128,11 @@ class HistoryStore:
         if p.exists() and not p.is_file():  # a FIFO or device would hang or feed SQLite garbage
             raise InputError("history store is not a regular file: refused unread", path=str(p))
         if create:
-            p.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # workbench/ is a file or FIFO, or the dir is read-only
+                raise InputError(f"cannot create the history store's dir: {exc.strerror or exc}",
+                                 path=str(p.parent)) from None
         try:
             conn = sqlite3.connect(str(p), timeout=timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
