@@ -66,13 +66,14 @@ def test_checker_catches_a_write_through_a_link(tmp_path: Path, monkeypatch: pyt
         return 0
 
     monkeypatch.setattr(cli, "main", bad_main)
-    with pytest.raises(RuleViolation, match="open of|outside area changed"):
+    with pytest.raises(RuleViolation, match=r"open of|outside area changed"):
         run_hostile_case("reports/.workbench-backup", "link_out", "report_e", tmp_path)
 
 
 def test_checker_catches_a_hang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import workbench.cli as cli
     from fuzzing import hostile
+
+    import workbench.cli as cli
 
     def hanging_main(argv: list[str]) -> int:
         root = Path(argv[argv.index("--out-root") + 1])

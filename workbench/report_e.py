@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench import __version__
-from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.errors import Blocked, WorkbenchError
 from workbench.kernel_names import short_name
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
 from workbench.stats import build_ratio_table, round4

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench.analysis import Analysis, load_analysis
+from workbench.confine import check_kernel_name, confine_read, read_regular_text
 from workbench.errors import InputError, WorkbenchError
 from workbench.jsonutil import loads_located
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
-from workbench.confine import check_kernel_name, confine_read, read_regular_text
 from workbench.writer import recover
 
 GapSeverity = Literal["error", "warn", "info"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import calendar
 import hashlib
-import json
 import re
 import time
 from collections.abc import Mapping, Sequence
