@@ -125,7 +125,7 @@ def read_regular(path: Path | str, *, kind: str, kernel_dir: Path | str | None =
     try:
         st = os.stat(p)
     except FileNotFoundError:
-        raise InputError(f"{kind} not found", path=str(p)) from None
+        raise InputError(f"cannot read {kind}: no such file", path=str(p)) from None
     except OSError as exc:
         raise InputError(f"cannot read {kind}: {exc.strerror or exc}", path=str(p)) from None
     if not stat.S_ISREG(st.st_mode):
