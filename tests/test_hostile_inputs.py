@@ -115,6 +115,15 @@ def test_3_history_never_writes_into_the_recorded_session(how: str, tmp_path: Pa
             Path(str(store) + suffix).unlink(missing_ok=True)
 
 
+def test_3_run_never_writes_into_the_recorded_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rule holds for every command: ``run`` named at a recorded session (here through a link) is refused."""
+    before = sorted(p.name for p in (ROOT / "profiles" / "rms_norm" / "session" / "rms_norm").rglob("*"))
+    (tmp_path / "link").symlink_to(ROOT / "profiles" / "rms_norm" / "session")
+    rc, text = cli(capsys, "run", "rms_norm", "--out-root", str(tmp_path / "link"), "--profile")
+    assert rc == 2 and "read-only" in text, text
+    assert sorted(p.name for p in (ROOT / "profiles" / "rms_norm" / "session" / "rms_norm").rglob("*")) == before
+
+
 def test_4_ir_index_entry_outside_the_kernel_dir_is_refused(out_root: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
     kdir = out_root / KERNEL

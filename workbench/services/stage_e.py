@@ -85,17 +85,11 @@ def read_only_reason(ws: Workspace, *, preview: str = "--dry-run") -> str:
 
 
 def inside_recorded_sessions(path: Path) -> bool:
-    """``path`` lies inside the installed ``profiles`` package (its recorded sessions)."""
-    try:
-        import profiles
-    except ImportError:
-        return False
-    base = Path(profiles.__file__).resolve().parent
-    try:
-        Path(path).resolve().relative_to(base)
-    except ValueError:
-        return False
-    return True
+    """``path`` lies inside the installed ``profiles`` package (its recorded sessions): the one rule,
+    :func:`workbench.confine.in_recorded_sessions`."""
+    from workbench.confine import in_recorded_sessions
+
+    return in_recorded_sessions(path)
 
 
 def write(ws: Workspace, report: ReportPlan) -> WriteResult:
