@@ -385,3 +385,37 @@ def test_12_timeline_on_the_embedded_default(capsys: pytest.CaptureFixture[str])
     rc, text = cli(capsys, "timeline", KERNEL, "--config", CONFIG)
     assert rc == 0, text
     assert "launches.json.gz" in text and CONFIG in text
+
+
+# ----------------------------------------------------------------- found by the structure-aware fuzzing
+
+
+def test_fuzz_analysis_json_400_digit_number_is_located(tmp_path: Path) -> None:
+    from workbench.analysis import load_analysis
+    from workbench.errors import InputError
+
+    doc = json.loads((ROOT / "profiles/rms_norm/session/rms_norm/reference/analysis.json").read_text())
+    p = tmp_path / "analysis.json"
+    text = json.dumps(doc)
+    number = re.search(r'"(\w+)": (\d+\.\d+)', text)
+    assert number is not None
+    p.write_text(text.replace(number.group(0), f'"{number.group(1)}": ' + "9" * 400, 1))
+    with pytest.raises(InputError) as ei:
+        load_analysis(p)
+    assert str(p) in str(ei.value) and ei.value.key
+
+
+def test_fuzz_launches_linked_out_is_not_read_by_report_f(out_root: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    launches = out_root / KERNEL / "workbench" / "launches.json.gz"
+    shutil.move(str(launches), str(tmp_path / "elsewhere.json.gz"))
+    launches.symlink_to(tmp_path / "elsewhere.json.gz")
+    rc, text = cli(capsys, "report", "f", KERNEL, "--out-root", str(out_root), "--dry-run")
+    assert rc == 2 and "launches.json.gz" in text and "outside the kernel dir" in text
+
+
+def test_fuzz_failed_history_open_leaves_no_store(out_root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store = out_root / KERNEL / "workbench" / "history.sqlite"
+    Path(str(store) + "-journal").mkdir()  # SQLite cannot create its journal: the open fails
+    rc, _text = cli(capsys, "history", KERNEL, "--out-root", str(out_root))
+    assert rc == 2 and not store.exists()

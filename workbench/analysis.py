@@ -11,6 +11,7 @@ invalid JSON raises ``InputError`` with the line. The whole document stays in ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +146,13 @@ class _Reader:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.err(f"{key}{name}", f"expected a number, got {type(v).__name__}")
-        return float(v)
+        try:
+            number = float(v)
+        except OverflowError:  # an integer of hundreds of digits
+            raise self.err(f"{key}{name}", "number too large") from None
+        if not math.isfinite(number):
+            raise self.err(f"{key}{name}", f"expected a finite number, got {v!r}")
+        return number
 
     def opt_dict(self, obj: Mapping[str, Any], name: str, key: str) -> dict[str, Any] | None:
         v = obj.get(name)

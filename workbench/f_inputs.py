@@ -99,7 +99,7 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     if paths.launches_json.is_file():
         from workbench.launches_io import load_launch_sets
 
-        launch_sets = load_launch_sets(paths.launches_json)  # InputError when malformed
+        launch_sets = load_launch_sets(paths.launches_json, kernel_dir=paths.root)  # InputError when malformed
         evidence["launches"] = _rel(ws, paths.launches_json)
     else:
         missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "

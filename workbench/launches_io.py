@@ -176,12 +176,13 @@ def save_launch_sets(path: Path, sets: list[LaunchSet]) -> None:
     os.replace(tmp, path)
 
 
-def load_launch_sets(path: Path) -> list[LaunchSet]:
-    """Read a launches file (gzip or plain JSON). Bad input → InputError naming file and key."""
+def load_launch_sets(path: Path, *, kernel_dir: Path | None = None) -> list[LaunchSet]:
+    """Read a launches file (gzip or plain JSON). Bad input → InputError naming file and key; with
+    ``kernel_dir``, a file resolving outside it is refused (``UnsafePath``)."""
     from workbench.confine import read_regular
 
     path = Path(path)
-    raw = read_regular(path, kind="launches")  # a FIFO or device is refused unread
+    raw = read_regular(path, kind="launches", kernel_dir=kernel_dir)  # a FIFO or device is refused unread
     if raw[:2] == b"\x1f\x8b":
         cap = MAX_DECOMPRESSED_BYTES
         try:

@@ -26,6 +26,7 @@ import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from workbench.errors import InputError
@@ -147,7 +148,12 @@ def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"],
     created = False
     if writable:
         created = not (target.exists() or target.is_symlink())
-        store = HistoryStore.open(target)
+        try:
+            store = HistoryStore.open(target)
+        except BaseException:
+            if created:
+                _remove_created_store(target)
+            raise
     else:
         store = HistoryStore.in_memory()
         why = "a recorded session shipped with cutile-workbench" if recorded else "not writable"
@@ -157,12 +163,17 @@ def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"],
     except BaseException:
         store.close()
         if created:  # a refused import leaves no trace: the store this call created goes again
-            for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
-                with contextlib.suppress(OSError):
-                    if p.is_file() and not p.is_symlink():
-                        p.unlink()
+            _remove_created_store(target)
         raise
     return store, ImportReport(report.added, report.known, report.skipped, report.notes + notes)
+
+
+def _remove_created_store(target: Path) -> None:
+    """Remove a store file (and SQLite's side files) this call created, when opening or importing failed."""
+    for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
+        with contextlib.suppress(OSError):
+            if p.is_file() and not p.is_symlink():
+                p.unlink()
 
 
 # --------------------------------------------------------------------------- --json / --csv

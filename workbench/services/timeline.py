@@ -228,7 +228,7 @@ def config_timeline(kernel: str, config: str, *, backends: list[str] | None = No
     from workbench.launches_io import load_launch_sets
 
     path, session_json = find_launches(kernel, out_root, env)
-    chosen = select_sets(load_launch_sets(path), config, backends, path)
+    chosen = select_sets(load_launch_sets(path, kernel_dir=path.parents[1]), config, backends, path)
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
