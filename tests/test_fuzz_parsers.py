@@ -58,6 +58,25 @@ def test_mutator_is_deterministic_and_changes_input() -> None:
     assert changed >= 190  # a no-op mutation is rare (e.g. a CRLF pass on a file without "\n")
 
 
+def test_structured_mutators_are_deterministic_and_structural() -> None:
+    """Issue 25's mutation classes: same seed, same bytes; the JSON edits land in the document's values."""
+    from fuzzing.structured import mutate_history_cells, mutate_json, mutate_keymap, mutate_record_json
+
+    session = (REPO / "profiles/tilegym/session/matmul/workbench/session.json").read_bytes()
+    log = (REPO / "profiles/tilegym/session/matmul/baseline_perf_cutile.txt").read_bytes()
+    keymap = (REPO / "tests/fuzzing/seeds/keymap.toml").read_bytes()
+    ops_seen: set[str] = set()
+    for seed in range(60):
+        for fn, data in ((mutate_json, session), (mutate_record_json, log), (mutate_keymap, keymap)):
+            a, b = fn(data, seed), fn(data, seed)
+            assert a == b and a[0] != data
+            ops_seen.update(op.split(":")[0] for op in a[1])
+    assert {"swap", "raw", "drop", "record_json", "toml"} <= ops_seen, ops_seen
+    store = TARGETS["history_cells"].decode_seed(b"")
+    out, ops = mutate_history_cells(store, 3)
+    assert (out, ops) == mutate_history_cells(store, 3) and all(o.startswith("cell:") for o in ops)
+
+
 def test_rule_rejects_an_untyped_exception_an_unlocated_error_and_the_wrong_kind(tmp_path: Path) -> None:
     """The checker itself can fail: a crash, a location-free error, or a located error of another
     kind than the input class calls for (a damaged user file must be an InputError) is a violation."""
@@ -116,6 +135,7 @@ def test_mutated_real_files_10k(name: str, tmp_path: Path, request: pytest.Fixtu
 def _check_text(target_name: str, text: str | bytes, suffix: str) -> None:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / f"case{suffix}"
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text)
         check_case(TARGETS[target_name], path, f"{target_name} on structured input {text[:300]!r}")
 

@@ -11,6 +11,7 @@ invalid JSON raises ``InputError`` with the line. The whole document stays in ``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +146,13 @@ class _Reader:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.err(f"{key}{name}", f"expected a number, got {type(v).__name__}")
-        return float(v)
+        try:
+            number = float(v)
+        except OverflowError:  # an integer of hundreds of digits
+            raise self.err(f"{key}{name}", "number too large") from None
+        if not math.isfinite(number):
+            raise self.err(f"{key}{name}", f"expected a finite number, got {v!r}")
+        return number
 
     def opt_dict(self, obj: Mapping[str, Any], name: str, key: str) -> dict[str, Any] | None:
         v = obj.get(name)
@@ -307,10 +314,9 @@ def load_analysis(path: Path | str, *, text: str | None = None) -> Analysis:
     """Read and parse ``analysis.json``; every rejection names the file and line or key."""
     p = str(path)
     if text is None:
-        try:
-            raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror or exc}", path=p) from None
+        from workbench.confine import read_regular
+
+        raw = read_regular(path, kind="analysis.json")  # a FIFO/device refused unread, size capped
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

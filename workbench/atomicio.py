@@ -2,8 +2,9 @@
 
 Contract: :func:`atomic_write_bytes` never leaves a half-written file at ``path`` (readers see the
 old bytes or the new ones) and refuses any target that resolves, symlinks included, outside
-``root`` (:class:`~workbench.errors.UnsafePath`). Imports nothing but the errors module, so every
-core module that files evidence (runner, IR filing, probes, scale-out) can use it without a cycle.
+``root`` (:class:`~workbench.errors.UnsafePath`). Imports nothing but the errors and confine modules,
+so every core module that files evidence (runner, IR filing, probes, scale-out) can use it without a
+cycle.
 """
 
 from __future__ import annotations
@@ -13,15 +14,15 @@ import os
 import threading
 from pathlib import Path
 
+from workbench.confine import is_inside
 from workbench.errors import UnsafePath
 
 
 def ensure_inside(path: Path, root: Path) -> None:
-    """Raise UnsafePath unless ``path`` (symlinks resolved) lies inside ``root``."""
-    real_root = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(path))
-    if real != real_root and real_root not in real.parents:
-        raise UnsafePath(f"write target resolves outside the kernel dir {real_root}", path=path)
+    """Raise UnsafePath unless ``path`` (symlinks resolved) lies inside ``root`` (the test is
+    :func:`workbench.confine.is_inside`, the one confinement rule)."""
+    if not is_inside(path, root):
+        raise UnsafePath(f"write target resolves outside the kernel dir {os.path.realpath(root)}", path=path)
 
 
 def atomic_write_bytes(path: Path, data: bytes, root: Path) -> None:

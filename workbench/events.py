@@ -231,10 +231,9 @@ def read_events(
     """
     if isinstance(path_or_lines, (str, Path)):
         src = source or str(path_or_lines)
-        try:
-            raw = Path(path_or_lines).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read event stream: {exc.strerror or exc}", path=src) from None
+        from workbench.confine import read_regular
+
+        raw = read_regular(path_or_lines, kind="event stream")  # a FIFO/device refused unread, size capped
         text = raw.decode("utf-8", errors="replace")
         # split on "\n" only: str.splitlines would also split inside a line at U+2028 & co.
         parts = text.split("\n")

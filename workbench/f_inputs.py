@@ -104,7 +104,7 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     if paths.launches_json.is_file():
         from workbench.launches_io import load_launch_sets
 
-        launch_sets = load_launch_sets(paths.launches_json)  # InputError when malformed
+        launch_sets = load_launch_sets(paths.launches_json, kernel_dir=paths.root)  # InputError when malformed
         evidence["launches"] = _rel(ws, paths.launches_json)
     else:
         missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "
@@ -181,14 +181,16 @@ def _stand_ins(cand_log: Any, meta: Any, table: Any) -> tuple[str, ...]:
 
 def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:
     """The IR each config ran (``workbench/ir/index.json``), audited like the variant pairs."""
-    from workbench.ir.filing import read_index
+    from workbench.ir.filing import index_file, read_index
 
     out: dict[str, IRAudit] = {}
     for params, sides in read_index(ws.paths.root)["configs"].items():  # InputError on a bad index
         if not (isinstance(sides, dict) and isinstance(sides.get("reference"), dict)
                 and isinstance(sides.get("candidate"), dict)):
             continue
-        ref, gen = ws.paths.root / str(sides["reference"].get("file")), ws.paths.root / str(sides["candidate"].get("file"))
+        # every file the index names is confined to the kernel dir (UnsafePath: exit 2, naming index and key)
+        ref = index_file(ws.paths.root, sides["reference"], str(params), "reference")
+        gen = index_file(ws.paths.root, sides["candidate"], str(params), "candidate")
         from workbench.ir.loader import IRPairPaths
 
         lp = load_pair(IRPairPaths(None, ref, gen))

@@ -13,6 +13,7 @@ Contract:
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import zlib
@@ -25,6 +26,8 @@ from workbench.jsonutil import loads_located
 from workbench.model import CallCapture, Launch, LaunchSet
 
 VERSION = 1
+#: a launches file decompresses to at most this (real ones: a few MiB); more is a gzip bomb, refused
+MAX_DECOMPRESSED_BYTES = 1 << 30
 _KINDS = ("kernel", "memcpy", "memset")
 _SOURCES = ("cupti", "kineto", "events")
 
@@ -173,18 +176,22 @@ def save_launch_sets(path: Path, sets: list[LaunchSet]) -> None:
     os.replace(tmp, path)
 
 
-def load_launch_sets(path: Path) -> list[LaunchSet]:
-    """Read a launches file (gzip or plain JSON). Bad input → InputError naming file and key."""
+def load_launch_sets(path: Path, *, kernel_dir: Path | None = None) -> list[LaunchSet]:
+    """Read a launches file (gzip or plain JSON). Bad input → InputError naming file and key; with
+    ``kernel_dir``, a file resolving outside it is refused (``UnsafePath``)."""
+    from workbench.confine import read_regular
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read launches file: {exc.strerror or exc}", path=str(path)) from None
+    raw = read_regular(path, kind="launches", kernel_dir=kernel_dir)  # a FIFO or device is refused unread
     if raw[:2] == b"\x1f\x8b":
+        cap = MAX_DECOMPRESSED_BYTES
         try:
-            raw = gzip.decompress(raw)
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+                raw = fh.read(cap + 1)  # a gzip bomb stops at the cap
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"corrupt gzip data: {exc}", path=str(path)) from None
+        if len(raw) > cap:
+            raise InputError(f"launches file decompresses to over {cap:,} bytes: refused", path=str(path))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

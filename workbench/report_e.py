@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench import __version__
-from workbench.errors import Blocked, InputError, WorkbenchError
+from workbench.errors import Blocked, WorkbenchError
 from workbench.f_evidence.trust import KernelTrust
 from workbench.history.noise import noise_lines, ratio_with_noise
 from workbench.kernel_names import short_name
@@ -472,11 +472,11 @@ class RawLog:
     full_exists: bool
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_bytes().decode("utf-8", "surrogateescape")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
+def _read(path: Path, kernel_dir: Path) -> str:
+    """A raw log of the kernel dir: a regular file, capped, resolving inside the kernel dir."""
+    from workbench.confine import read_regular
+
+    return read_regular(path, kind="perf log", kernel_dir=kernel_dir).decode("utf-8", "surrogateescape")
 
 
 def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
@@ -494,7 +494,8 @@ def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
     else:
         found = ws.raw_log_path()
         if found is not None:
-            out.append(RawLog(None, PERF_LOG, full_rel, found, rel(found), _read(found), paths.perf_full_log.is_file()))
+            out.append(RawLog(None, PERF_LOG, full_rel, found, rel(found), _read(found, paths.root),
+                              paths.perf_full_log.is_file()))
     for v in ws.variant_names():
         if not _SAFE_VARIANT.match(v):
             notes.append(f"variant {v!r}: name is not file-name safe; its per-variant log is ignored")
@@ -502,7 +503,7 @@ def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
         full, sanitized = paths.perf_full_log_variant(v), paths.perf_cutile_rs_variant(v)
         src = full if full.is_file() else sanitized if sanitized.is_file() else None
         if src is not None:
-            out.append(RawLog(v, rel(sanitized), rel(full), src, rel(src), _read(src), full.is_file()))
+            out.append(RawLog(v, rel(sanitized), rel(full), src, rel(src), _read(src, paths.root), full.is_file()))
     return out, notes
 
 

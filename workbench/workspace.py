@@ -3,8 +3,8 @@
 Contract: :func:`open_workspace` finds the kernel dir — ``out_root`` argument (``--out-root``),
 else ``$CUTILE_KERNEL_OUT_ROOT``, else the recorded session embedded in the installed
 ``profiles`` package (``profiles/*/session/<kernel>/``, source ``"recorded"``) — and the TileGym
-checkout (``tilegym`` argument, else ``$TILEGYM_PATH``, else None). Kernel names must be plain
-identifiers (``UnsafePath`` otherwise). Missing inputs become :class:`Gap` entries, never
+checkout (``tilegym`` argument, else ``$TILEGYM_PATH``, else None). Kernel names must pass
+:func:`workbench.confine.check_kernel_name` (``UnsafePath`` otherwise). Missing inputs become :class:`Gap` entries, never
 exceptions; a present but malformed input raises ``InputError`` when it is loaded
 (``analysis.json`` at open time unless ``strict=False``, which records it as an error gap).
 Opening runs :func:`workbench.writer.recover` so an interrupted report write is finished first.
@@ -12,7 +12,6 @@ Opening runs :func:`workbench.writer.recover` so an interrupted report write is 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,10 +19,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench.analysis import Analysis, load_analysis
+from workbench.confine import check_kernel_name, confine_read, read_regular_text
 from workbench.errors import InputError, WorkbenchError
+from workbench.jsonutil import loads_located
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
-from workbench.writer import check_kernel_name, recover
+from workbench.writer import recover
 
 GapSeverity = Literal["error", "warn", "info"]
 
@@ -62,6 +63,8 @@ class Workspace:
 
     def _log(self, key: str, path: Path) -> PerfLog | None:
         if key not in self._cache:
+            if path.is_file():
+                confine_read(self.paths.root, path)  # a perf log linked out of the kernel dir is refused
             self._cache[key] = _parse(path) if path.is_file() else None
         return self._cache[key]
 
@@ -112,14 +115,9 @@ class Workspace:
     def session_meta(self) -> dict[str, Any] | None:
         """``workbench/session.json`` (GPU, versions, command...) or None; InputError if malformed."""
         p = self.paths.session_json
-        if not p.is_file():
+        if not (p.exists() or p.is_symlink()):
             return None
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path=str(p), line=exc.lineno) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read: {exc}", path=str(p)) from None
+        data = loads_located(read_regular_text(p, kind="session.json", kernel_dir=self.paths.root), str(p))
         if not isinstance(data, dict):
             raise InputError("top level must be a JSON object", path=str(p))
         return data
@@ -222,6 +220,7 @@ def open_workspace(
                             "error"))
     analysis: Analysis | None = None
     if paths.analysis_json.is_file():
+        confine_read(paths.root, paths.analysis_json)
         try:
             analysis = load_analysis(paths.analysis_json)
         except InputError as exc:

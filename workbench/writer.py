@@ -10,7 +10,11 @@ Contract:
 - One writer at a time per kernel dir: ``reports/.workbench.lock`` (O_CREAT|O_EXCL, JSON with
   pid, host, time). A lock whose pid is dead on this host is stale and is cleared under a second
   O_EXCL "breaker" file, so two processes can never both clear it and steal a live lock.
-- Replaced files are hard-linked (or copied) to ``reports/.workbench-backup/<UTC stamp>/<relpath>``.
+- Replaced files are hard-linked (or copied) to ``reports/.workbench-backup/<UTC stamp>/<relpath>``;
+  a ``.workbench-backup`` that is a symlink (or not a dir) is refused (``UnsafePath``) before a byte
+  is written (:func:`workbench.confine.confine_write`).
+- A write that fails before its commit point (a full disk, a refused path) removes its own temp
+  files (the partial one included), the backup dir it made and the dirs it created, then raises.
 - Atomic across files: (1) each new file goes to a temp file beside its target + fsync; (2) a journal
   ``reports/.workbench-journal.json`` listing the renames is committed (temp + fsync + rename);
   (3) the renames run; (4) the journal is removed. :func:`recover` (run at the start of every write
@@ -31,15 +35,16 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from workbench.confine import check_kernel_name, confine_write, is_inside, read_regular
 from workbench.errors import UnsafePath, ValidationRefused, WorkbenchError
 from workbench.model import ReportPlan
 
-KERNEL_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 LOCK_NAME = ".workbench.lock"
 BREAKER_NAME = ".workbench.lock.break"
 JOURNAL_NAME = ".workbench-journal.json"
@@ -80,13 +85,6 @@ def _step(_name: str) -> None:
 
 
 # --------------------------------------------------------------------------- path safety
-
-
-def check_kernel_name(kernel: str) -> str:
-    """Kernel names are plain identifiers (no separators, not ``.``/``..``) else UnsafePath."""
-    if not isinstance(kernel, str) or not KERNEL_NAME_RE.match(kernel) or kernel in (".", ".."):
-        raise UnsafePath(f"kernel name {kernel!r} is not a plain identifier ([A-Za-z0-9_.-]+)", key="kernel")
-    return kernel
 
 
 def _is_under(path: str, root: str) -> bool:
@@ -154,6 +152,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_fsync(path: Path, data: bytes) -> None:
+    """Create ``path`` (O_EXCL: it is ours) with ``data``; on any failure (a full disk) it is removed again."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         view = memoryview(data)
@@ -161,8 +160,12 @@ def _write_fsync(path: Path, data: bytes) -> None:
             n = os.write(fd, view)
             view = view[n:]
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
 
 
 # --------------------------------------------------------------------------- lock
@@ -185,10 +188,22 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _read_lock(path: Path) -> dict[str, object] | None:
+def _check_plain_file(path: Path, what: str) -> None:
+    """A lock/breaker/journal is the writer's own regular file: a link or a FIFO/device there is planted."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"refused: the {what} is a symlink or a special file, not the writer's own; remove it",
+                         path=str(path))
+
+
+def _read_lock(path: Path) -> dict[str, object] | None:
+    _check_plain_file(path, "lock file")
+    try:
+        data = json.loads(read_regular(path, kind="lock", cap=64 * 1024))
+    except (WorkbenchError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -240,6 +255,8 @@ def kernel_lock(kernel_dir: Path, *, timeout_s: float = 30.0, blocking: bool = T
     resolve_target(Path(kernel_dir), "reports/x")  # refuses a symlinked reports/ before mkdir
     reports.mkdir(parents=False, exist_ok=True)
     lock = reports / LOCK_NAME
+    _check_plain_file(lock, "lock file")
+    _check_plain_file(lock.with_name(BREAKER_NAME), "lock breaker file")
     payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                           "time": _dt.datetime.now(_dt.timezone.utc).isoformat()}).encode()
     deadline = time.monotonic() + timeout_s
@@ -279,11 +296,12 @@ def _recover_locked(kernel_dir: Path) -> str:
     kernel_dir = Path(kernel_dir)
     journal = _journal_path(kernel_dir)
     action = "clean"
+    _check_plain_file(journal, "write journal")
     if journal.exists():
         try:
-            data = json.loads(journal.read_text())
+            data = json.loads(read_regular(journal, kind="journal", kernel_dir=kernel_dir))
             entries = data["entries"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (WorkbenchError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise WorkbenchError(f"write journal is unreadable ({exc}); inspect it by hand",
                                  path=str(journal)) from None
         for entry in entries:
@@ -327,6 +345,7 @@ def recover(kernel_dir: Path, *, blocking: bool = False) -> str:
     reports = kernel_dir / "reports"
     if not reports.is_dir():
         return "absent"
+    _check_plain_file(_journal_path(kernel_dir), "write journal")
     if not (_journal_path(kernel_dir).exists() or any(
             TEMP_MARK in e for d in _temp_dirs(kernel_dir) for e in _safe_listdir(d))):
         return "clean"
@@ -357,8 +376,21 @@ def _stamp(backup_root: Path) -> Path:
     return cand
 
 
-def _backup(src: Path, dst: Path) -> None:
+def _backup_root(kernel_dir: Path) -> Path:
+    """``reports/.workbench-backup``, refused (UnsafePath) when it is a link or anything but a real dir inside
+    ``reports/``: the backup set is a write, under the same confinement rule as the reports themselves."""
+    root = Path(kernel_dir) / "reports" / BACKUP_DIR_NAME
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise UnsafePath(f"refused: {BACKUP_DIR_NAME} is a symlink or not a directory (resolves to "
+                         f"{os.path.realpath(root)}); move it aside", path=str(root))
+    confine_write(kernel_dir, root / "x")
+    return root
+
+
+def _backup(src: Path, dst: Path, backup_dir: Path) -> None:
     dst.parent.mkdir(parents=True, exist_ok=True)
+    if not is_inside(dst.parent, backup_dir):  # a link planted inside the fresh stamp dir meanwhile
+        raise UnsafePath("refused: backup target resolves outside the backup dir", path=str(dst))
     try:
         os.link(src, dst)  # the old inode survives the rename: cheap and crash-consistent
     except OSError:
@@ -391,11 +423,15 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
         _step("recovered")
         # re-check after locking: a symlink could have been planted meanwhile
         targets = check_plan_paths(plan)
+        backup_root = _backup_root(kernel_dir)
         token = secrets.token_hex(4)
         entries = []
+        made_dirs: list[Path] = []  # dirs this write created: removed again if it fails
         try:
             for f, target in zip(plan.files, targets, strict=True):
+                missing = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
                 target.parent.mkdir(parents=True, exist_ok=True)
+                made_dirs.extend(missing)
                 resolve_target(kernel_dir, f.relpath)  # the mkdir cannot have escaped
                 temp = target.with_name(f".{target.name}{TEMP_MARK}{token}")
                 _write_fsync(temp, f.content.encode("utf-8", "surrogateescape"))
@@ -406,10 +442,13 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
             _step("temp_written")
             existing = [(f, t) for f, t in zip(plan.files, targets, strict=True) if t.exists()]
             if existing:
-                backup_dir = _stamp(kernel_dir / "reports" / BACKUP_DIR_NAME)
-                for f, t in existing:
-                    _backup(t, backup_dir / f.relpath)
+                backup_root.mkdir(exist_ok=True)
+                _backup_root(kernel_dir)  # the mkdir cannot have escaped either
+                backup_dir = _stamp(backup_root)
+                backup_dir.mkdir()
                 result.backup_dir = backup_dir
+                for f, t in existing:
+                    _backup(t, backup_dir / f.relpath, backup_dir)
             _step("backup_made")
             journal = _journal_path(kernel_dir)
             jtemp = journal.with_name(f"{JOURNAL_NAME}{TEMP_MARK}{token}")
@@ -417,11 +456,20 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
                                             "backup_dir": str(result.backup_dir or "")}).encode())
             _step("journal_temp")
         except BaseException:
+            # nothing committed: the old set is intact, so everything this attempt made goes (a full disk
+            # must not leave partial temps or a half-filled backup dir for the next command to clean)
             for e in entries:
                 with contextlib.suppress(OSError):
                     (kernel_dir / e["temp"]).unlink()
             with contextlib.suppress(OSError, UnboundLocalError):
                 jtemp.unlink()
+            if result.backup_dir is not None and is_inside(result.backup_dir, backup_root):
+                shutil.rmtree(result.backup_dir, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    backup_root.rmdir()  # only when empty
+            for d in sorted(made_dirs, key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    d.rmdir()  # only when empty
             raise
         os.replace(jtemp, journal)  # commit point
         _fsync_dir(journal.parent)

@@ -29,6 +29,7 @@ from typing import Any
 from workbench.errors import InputError, WorkbenchError
 
 from .mutator import mutate
+from .structured import mutate_history_cells, mutate_json, mutate_keymap, mutate_record_json
 
 REPO = Path(__file__).resolve().parents[2]
 SESSIONS = sorted(p for p in (REPO / "profiles").glob("*/session/*") if p.is_dir())
@@ -39,7 +40,8 @@ WHOLE_FILE_REJECTIONS = re.compile(
     r"empty|corrupt gzip|nested too deeply|binary|NUL byte|not UTF-8|invalid UTF-8 at byte|"
     r"no 'entry @|MiB|not a pytest perf log|could not be parsed|not a regular file|unsafe XML|"
     r"no 'Performance Test Results'|truncated IR|unsupported version|top level must be|"
-    r"can't decode byte",
+    r"can't decode byte|bytes, over the|not a SQLite file|not a cutile-workbench history store|"
+    r"newer than this cutile-workbench",
 )
 
 
@@ -83,6 +85,8 @@ class Target:
     #: the error kind(s) a rejection of this target's input must have (a damaged user file: InputError)
     expected: tuple[type[WorkbenchError], ...] = (InputError,)
     decode_seed: Callable[[bytes], bytes] = field(default=lambda b: b)
+    #: ``(bytes, seed) -> (bytes, op names)``: the byte mutator, or a structure-aware one (``structured.py``)
+    mutator: Callable[[bytes, int], tuple[bytes, tuple[str, ...]]] = field(default=mutate)
 
 
 def _text(path: Path) -> str:
@@ -209,6 +213,66 @@ def _launches(path: Path) -> Any:
     return load_launch_sets(path)
 
 
+def _session_roles(path: Path) -> Any:
+    from workbench.services.timeline import backend_roles
+
+    return backend_roles(path, "matmul")
+
+
+def _ir_index(path: Path) -> Any:
+    """``read_index`` + ``index_file`` on every entry; the case file sits at ``<k>/workbench/ir/index.json``."""
+    from workbench.ir.filing import index_file, read_index
+
+    kernel_dir = path.parents[2]
+    configs = read_index(kernel_dir)["configs"]
+    for params, sides in configs.items():
+        if isinstance(sides, dict):
+            for side in ("reference", "candidate"):
+                if side in sides:
+                    index_file(kernel_dir, sides[side], str(params), side)
+    return configs
+
+
+def _keymap(path: Path) -> Any:
+    """``load_keymap`` never raises; each problem must name the file (checked here: it returns normally)."""
+    import workbench.tui.app  # noqa: F401  (the app's own binding ids are known once it is loaded)
+    from workbench.tui.keymap import load_keymap
+
+    loaded = load_keymap(path)
+    for problem in loaded.problems:
+        if str(path) not in str(problem):
+            raise RuleViolation(f"keymap problem does not name the file: {problem}")
+    return loaded
+
+
+def _history_store(path: Path) -> Any:
+    from workbench.history.query import load_history
+    from workbench.history.store import HistoryStore
+
+    with HistoryStore.open(path, create=False) as store:
+        return load_history(store, "matmul", phase=None)
+
+
+_history_seed: dict[str, bytes] = {}
+
+
+def _history_store_seed(_unused: bytes) -> bytes:
+    """A real history store: the recorded matmul session (H200) imported into a fresh SQLite file."""
+    if "b" not in _history_seed:
+        import shutil
+        import tempfile
+
+        from workbench.history.query import open_history
+        from workbench.layout import KernelPaths
+
+        with tempfile.TemporaryDirectory(prefix="fuzz-history-seed-") as d:
+            shutil.copytree(REPO / "profiles/tilegym/session/matmul", Path(d) / "matmul")
+            store, _report = open_history(KernelPaths.under(Path(d), "matmul"), source="out_root")
+            store.close()
+            _history_seed["b"] = (Path(d) / "matmul/workbench/history.sqlite").read_bytes()
+    return _history_seed["b"]
+
+
 def _gunzip(b: bytes) -> bytes:
     return gzip.decompress(b)
 
@@ -246,6 +310,19 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     # real recorded gz files are 1-3 MB once inflated: mutate the (small, real) fixture JSON and
     # gzip it, so the gzip path is fuzzed at the same case rate
     Target("launches_gz", _LAUNCH_JSON, _launches, suffix=".json.gz", encode=_gzip),
+    # structure-aware (issue 25): JSON type swaps, huge/negative numbers, nesting bombs, cell swaps
+    Target("perflog_record_json", _PERF_LOGS, _perflog_strict, mutator=mutate_record_json),
+    Target("analysis_json_struct", _session_files("reference/analysis.json"), _analysis, suffix=".json",
+           mutator=mutate_json),
+    Target("launches_struct", _LAUNCH_JSON, _launches, suffix=".json", mutator=mutate_json),
+    Target("session_json_struct", _session_files("workbench/session.json"), _session_roles, suffix=".json",
+           mutator=mutate_json),
+    Target("ir_index_struct", _session_files("workbench/ir/index.json"), _ir_index,
+           suffix="/workbench/ir/index.json", mutator=mutate_json),
+    Target("keymap_struct", tuple(sorted(SEEDS_DIR.glob("*.toml"))), _keymap, suffix=".toml",
+           mutator=mutate_keymap),
+    Target("history_cells", (REPO / "profiles/tilegym/session/matmul/baseline_perf_cutile.txt",), _history_store,
+           suffix=".sqlite", decode_seed=_history_store_seed, mutator=mutate_history_cells),
 )}
 
 
@@ -302,8 +379,9 @@ def run_mutation_case(target: Target, seed: int, workdir: Path, *, tolerate_know
     """Mutate one of ``target``'s seed files with ``seed``, write it under ``workdir``, check it."""
     rng = random.Random(seed)
     seed_file = rng.choice(target.seeds)
-    data, ops = mutate(seed_bytes(target, seed_file), seed)
+    data, ops = target.mutator(seed_bytes(target, seed_file), seed)
     path = workdir / f"case{target.suffix}"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(target.encode(data))
     reproducer = (f"target={target.name} seed={seed} file={seed_file.relative_to(REPO)} ops={','.join(ops)} "
                   f"(tests/fuzzing/mutator.py)")

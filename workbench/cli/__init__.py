@@ -49,6 +49,7 @@ from collections.abc import Sequence
 from workbench import __version__
 from workbench.cli.common import OUT_ROOT_HELP, TILEGYM_HELP, Command
 from workbench.cli.tui import KEYMAP_HELP
+from workbench.confine import check_kernel_name
 from workbench.errors import WorkbenchError
 
 #: command modules in ``--help`` order; each defines ``COMMANDS`` (see "Adding a command")
@@ -185,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("out_root", "tilegym"):
             if not hasattr(args, name):
                 setattr(args, name, None)
+        if getattr(args, "kernel", None) is not None:  # every kernel command: one check, before any path is built
+            check_kernel_name(args.kernel)
         return int(func(args))
     except WorkbenchError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -431,11 +431,10 @@ def load_probes(paths: KernelPaths) -> dict[tuple[str, str], ProbeResult]:
     out: dict[tuple[str, str], ProbeResult] = {}
     if not d.is_dir():
         return out
+    from workbench.confine import read_regular_text
+
     for f in sorted(d.glob("*.json")):
-        try:
-            text = f.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read probe: {exc}", path=str(f)) from None
+        text = read_regular_text(f, kind="JSON", kernel_dir=paths.root)  # confined, regular, capped
         res = probe_from_json(loads_located(text, str(f)), str(f))
         out[(id_token(res.backend), res.params)] = res
     return out

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import calendar
 import hashlib
-import json
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from workbench.confine import read_regular
 from workbench.errors import InputError
 from workbench.events import Event, read_events
 from workbench.history.entries import complete_harness, config_results, entry_from_log
@@ -321,21 +321,27 @@ def read_context(paths: KernelPaths, notes: list[str]) -> tuple[dict[str, Any] |
 
 
 def _read_session(paths: KernelPaths, notes: list[str]) -> dict[str, Any] | None:
+    from workbench.confine import read_regular_text
+    from workbench.jsonutil import loads_located
+
     p = paths.session_json
-    if not p.is_file():
+    if not (p.exists() or p.is_symlink()):
         return None
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        notes.append(f"{p}: unreadable, its facts are not used ({exc})")
+    try:  # linked out of the kernel dir: UnsafePath (exit 2); a FIFO, device or bad JSON: noted, not used
+        data = loads_located(read_regular_text(p, kind="session.json", kernel_dir=paths.root), str(p))
+    except InputError as exc:
+        notes.append(f"{p}: unreadable, its facts are not used ({exc.message})")
         return None
     return data if isinstance(data, dict) else None
 
 
 def _read_events(paths: KernelPaths, notes: list[str]) -> list[Event] | None:
+    from workbench.confine import confine_read
+
     p = paths.events_jsonl
-    if not p.is_file():
+    if not (p.exists() or p.is_symlink()):
         return None
+    confine_read(paths.root, p)  # linked out of the kernel dir: UnsafePath (exit 2)
     try:
         return read_events(p, allow_truncated_tail=True)
     except InputError as exc:
@@ -357,10 +363,10 @@ def import_kernel_dir(store: HistoryStore, paths: KernelPaths, *, variants: Sequ
     evs: list[Event] | None = None
     loaded_context = False
     for src in log_sources(paths, variants):
-        try:
-            data = src.path.read_bytes()
-        except OSError as exc:
-            skipped.append((str(src.path), f"unreadable: {exc.strerror or exc}"))
+        try:  # a log linked out of the kernel dir raises UnsafePath (exit 2); a FIFO/device is skipped unread
+            data = read_regular(src.path, kind="perf log", kernel_dir=paths.root)
+        except InputError as exc:
+            skipped.append((str(src.path), f"unreadable: {exc.message}"))
             continue
         digest = hashlib.sha256(data).hexdigest()
         rel = str(src.path.relative_to(paths.root)) if src.path.is_relative_to(paths.root) else str(src.path)
@@ -379,6 +385,8 @@ def import_kernel_dir(store: HistoryStore, paths: KernelPaths, *, variants: Sequ
             except InputError as exc:
                 skipped.append((str(src.path), str(exc)))
                 continue
+            # what the lenient parse dropped (a bad value names file:line and key) is said, never silent
+            notes.extend(f"not imported: {n}" for n in log.notes)
         prov, at, at_origin = provenance_for_log(src.role, text, log, session=session, events=evs, source=rel)
         entry = entry_from_log(paths.kernel, src.role, log, prov, source="import", log_sha256=digest,
                                recorded_at=at, recorded_at_origin=at_origin,

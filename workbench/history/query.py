@@ -10,12 +10,15 @@ runs' conditions (a flag across a driver change is reported as such, not silentl
 
 :func:`open_history` is the "import when opened" step: the kernel dir's own store (created and
 migrated on first use) for an out root, an in-memory store for the recorded sessions shipped in
-the package (never written to); it imports the artifact tree idempotently in both cases.
+the package (never written to, also when ``--out-root``/``$CUTILE_KERNEL_OUT_ROOT`` or a link names
+them); it imports the artifact tree idempotently in both cases. A store (or SQLite side file) that
+resolves outside the kernel's ``workbench/`` is refused (:func:`workbench.confine.confine_write`).
 :func:`history_to_dict` / :func:`history_csv` are the ``--json`` / ``--csv`` forms.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import io
@@ -23,6 +26,7 @@ import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from workbench.errors import InputError
@@ -129,22 +133,47 @@ def load_history(store: HistoryStore, kernel: str, *, config: str | None = None,
 def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"], variants: Sequence[str] = (),
                  parsed: dict[str, PerfLog] | None = None) -> tuple[HistoryStore, ImportReport]:
     """Open the kernel's store and import its artifact tree into it (see module doc)."""
+    from workbench.confine import confine_write, in_recorded_sessions
+
     notes: tuple[str, ...] = ()
     target = paths.workbench_dir / HISTORY_FILE
-    writable = source == "out_root" and paths.root.is_dir() and os.access(
+    # the recorded sessions are read-only however they are named (default, --out-root, env, a link to them)
+    recorded = source == "recorded" or in_recorded_sessions(paths.root)
+    if not recorded and paths.root.is_dir():
+        # the store and SQLite's side files are writes: refused (UnsafePath) when a link takes them out
+        for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
+            confine_write(paths.root, p)
+    writable = not recorded and paths.root.is_dir() and os.access(
         paths.workbench_dir if paths.workbench_dir.is_dir() else paths.root, os.W_OK)
+    created = False
     if writable:
-        store = HistoryStore.open(target)
+        created = not (target.exists() or target.is_symlink())
+        try:
+            store = HistoryStore.open(target)
+        except BaseException:
+            if created:
+                _remove_created_store(target)
+            raise
     else:
         store = HistoryStore.in_memory()
-        why = "a recorded session shipped with cutile-workbench" if source == "recorded" else "not writable"
+        why = "a recorded session shipped with cutile-workbench" if recorded else "not writable"
         notes = (f"{paths.root}: {why}; its history is imported into memory, nothing is written",)
     try:
         report = import_kernel_dir(store, paths, variants=variants, parsed=parsed)
     except BaseException:
         store.close()
+        if created:  # a refused import leaves no trace: the store this call created goes again
+            _remove_created_store(target)
         raise
     return store, ImportReport(report.added, report.known, report.skipped, report.notes + notes)
+
+
+def _remove_created_store(target: Path) -> None:
+    """Remove a store file (and SQLite's side files) this call created, when opening or importing failed."""
+    for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
+        with contextlib.suppress(OSError):
+            if p.is_file() and not p.is_symlink():
+                p.unlink()
 
 
 # --------------------------------------------------------------------------- --json / --csv

@@ -23,6 +23,7 @@ Contract:
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -124,8 +125,14 @@ class HistoryStore:
         p = Path(path)
         if not create and not p.is_file():
             raise InputError("no history store (no run has been recorded or imported here)", path=str(p))
+        if p.exists() and not p.is_file():  # a FIFO or device would hang or feed SQLite garbage
+            raise InputError("history store is not a regular file: refused unread", path=str(p))
         if create:
-            p.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # workbench/ is a file or FIFO, or the dir is read-only
+                raise InputError(f"cannot create the history store's dir: {exc.strerror or exc}",
+                                 path=str(p.parent)) from None
         try:
             conn = sqlite3.connect(str(p), timeout=timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
@@ -278,10 +285,25 @@ class HistoryStore:
         out = []
         for (run_id, key, kernel, source, rec_at, origin, added_at, prov_json, notes_json, roles, n) in rows:
             where = f"{self.label}: runs.id={run_id}"
-            prov = provenance_from_dict(_json(prov_json, where, "provenance_json"), source=where)
+            cell = _Cells(where)
+            rec_at = cell.real("recorded_at", rec_at, 0.0, MAX_TIMESTAMP, nullable=True)
+            added = cell.real("added_at", added_at, 0.0, MAX_TIMESTAMP)
+            assert added is not None  # not nullable
+            for name, value in (("run_key", key), ("kernel", kernel), ("source", source),
+                                ("recorded_at_origin", origin), ("provenance_json", prov_json),
+                                ("notes_json", notes_json)):
+                cell.text(name, value)
+            prov_doc = _json(prov_json, where, "provenance_json")
+            if not isinstance(prov_doc, dict):
+                raise InputError(f"must hold a JSON object, got {type(prov_doc).__name__}", path=where,
+                                 key="provenance_json")
+            try:
+                prov = provenance_from_dict(prov_doc, source=where)
+            except InputError as exc:
+                raise InputError(exc.message, path=where, key=exc.key or "provenance_json") from None
             notes = _json(notes_json, where, "notes_json")
             out.append(StoredRun(int(run_id), str(key), str(kernel), str(source), rec_at, str(origin),
-                                 float(added_at), prov, tuple(sorted(str(roles).split(","))) if roles else (),
+                                 added, prov, tuple(sorted(str(roles).split(","))) if roles else (),
                                  tuple(str(n) for n in notes) if isinstance(notes, list) else (), int(n)))
         return out
 
@@ -301,12 +323,25 @@ class HistoryStore:
         out = []
         for (run_id, func_key, p, b, ph, nodeid, median, nrep, rel_std, samples_json, launches, kname, csrc,
              check) in rows:
+            cell = _Cells(f"{self.label}: configs run_id={run_id} {nodeid!r:.200}")
+            for name, value in (("func_key", func_key), ("params", p), ("backend", b), ("phase", ph),
+                                ("nodeid", nodeid)):
+                cell.text(name, value)
+            for name, value in (("samples_json", samples_json), ("kernel_name", kname), ("capture_source", csrc),
+                                ("capture_check", check)):
+                cell.text(name, value, nullable=True)
+            median = cell.real("median_ms", median, MIN_POSITIVE, MAX_MS)
+            assert median is not None  # not nullable
+            rel_std = cell.real("rel_std_pct", rel_std, 0.0, MAX_REL_STD_PCT, nullable=True)
+            nrep = cell.integer("nrep", nrep, 0, MAX_COUNT, nullable=True)
+            launches = cell.integer("launches_per_call", launches, 0, MAX_COUNT, nullable=True)
             samples = None
             if samples_json is not None:
                 loaded = _json(samples_json, f"{self.label}: configs run_id={run_id} {nodeid}", "samples_json")
-                if not isinstance(loaded, list) or not all(isinstance(v, (int, float)) for v in loaded):
-                    raise InputError(f"samples of {nodeid} are not a list of numbers", path=self.label,
-                                     key="samples_json")
+                if not isinstance(loaded, list) or not all(
+                        type(v) in (int, float) and math.isfinite(v) and 0 <= v <= MAX_MS for v in loaded):
+                    raise InputError(f"samples of {nodeid} are not a list of finite times (0 to {MAX_MS:g} ms)",
+                                     path=cell.where, key="samples_json")
                 samples = tuple(float(v) for v in loaded)
             out.append((int(run_id), ConfigResult(func_key, p, b, ph, nodeid, float(median), samples, nrep, rel_std,
                                                   launches, kname, csrc, check)))
@@ -318,9 +353,54 @@ class HistoryStore:
                     self._conn.execute("SELECT version, description, applied_at FROM schema_migrations ORDER BY version")]
 
 
+#: bounds of the stored values (a cell outside them is a tampered or corrupt store, named as such)
+MAX_TIMESTAMP = 7.3e9  # seconds since the epoch: year 2201
+MAX_MS = 1e9  # a median of 11 days is not a kernel time
+MIN_POSITIVE = 5e-324
+MAX_REL_STD_PCT = 1e9
+MAX_COUNT = 2**53  # exact in a float, inside SQLite's INTEGER
+
+
+class _Cells:
+    """Type and range checks of one row's cells: a bad cell is an InputError naming store, row and column."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def _bad(self, key: str, value: object, want: str) -> InputError:
+        return InputError(f"column must hold {want}, got {type(value).__name__} {value!r:.40}", path=self.where,
+                          key=key)
+
+    def text(self, key: str, value: object, *, nullable: bool = False) -> None:
+        if not (isinstance(value, str) or (nullable and value is None)):
+            raise self._bad(key, value, "text")
+
+    def real(self, key: str, value: object, lo: float, hi: float, *, nullable: bool = False) -> float | None:
+        if value is None and nullable:
+            return None
+        if type(value) not in (int, float):
+            raise self._bad(key, value, "a number")
+        assert isinstance(value, (int, float))
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise self._bad(key, value, f"a number in [{lo:g}, {hi:g}]")
+        number = float(value)
+        if not (math.isfinite(number) and lo <= number <= hi):
+            raise self._bad(key, value, f"a finite number in [{lo:g}, {hi:g}]")
+        return number
+
+    def integer(self, key: str, value: object, lo: int, hi: int, *, nullable: bool = False) -> int | None:
+        if value is None and nullable:
+            return None
+        if type(value) is not int or not lo <= value <= hi:
+            raise self._bad(key, value, f"an integer in [{lo}, {hi}]")
+        return value
+
+
 def _json(text: str, where: str, key: str) -> object:
     try:
         return json.loads(text)
+    except RecursionError:
+        raise InputError("malformed JSON in the history store (nested too deeply)", path=where, key=key) from None
     except (TypeError, ValueError) as exc:
         raise InputError(f"malformed JSON in the history store ({exc})", path=where, key=key) from None
 

@@ -116,21 +116,41 @@ def plan_reference(raw_log: str, dump_dir: Path, kernel_names: dict[str, str]) -
 
 
 def read_index(kernel_dir: Path) -> dict[str, Any]:
-    """``workbench/ir/index.json`` or an empty index; a malformed file raises InputError."""
+    """``workbench/ir/index.json`` or an empty index; a malformed file raises InputError, one that is not a
+    regular file, over its size cap or resolving outside the kernel dir is refused unread."""
+    from workbench.confine import read_regular_text
     from workbench.errors import InputError
     from workbench.jsonutil import loads_located
 
     p = Path(kernel_dir) / INDEX_RELPATH
-    if not p.exists():
+    if not (p.exists() or p.is_symlink()):
         return {"version": 1, "configs": {}}
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read IR index: {exc}", path=p) from None
+    text = read_regular_text(p, kind="IR index", kernel_dir=kernel_dir)
     data = loads_located(text, str(p))
     if not isinstance(data, dict) or not isinstance(data.get("configs"), dict):
         raise InputError("IR index must be an object with a 'configs' object", path=p, key="configs")
     return data
+
+
+def index_file(kernel_dir: Path, entry: object, params: str, side: str) -> Path:
+    """The IR file one index entry names (``configs[params][side].file``): a relative path that resolves,
+    symlinks followed, inside the kernel dir; ``InputError``/``UnsafePath`` naming the index and key otherwise."""
+    from workbench.confine import confine_read
+    from workbench.errors import InputError, UnsafePath
+
+    index = Path(kernel_dir) / INDEX_RELPATH
+    key = f"configs[{params!r}].{side}.file"
+    rel = entry.get("file") if isinstance(entry, dict) else None
+    if not isinstance(rel, str) or not rel or "\0" in rel:
+        raise InputError("must be a non-empty relative path string", path=str(index), key=key)
+    if Path(rel).is_absolute() or ".." in Path(rel).parts:
+        raise UnsafePath(f"refused: {rel!r} is outside the kernel dir (absolute or '..')", path=str(index), key=key)
+    target = Path(kernel_dir) / rel
+    try:
+        confine_read(kernel_dir, target)
+    except UnsafePath as exc:
+        raise UnsafePath(f"{rel!r}: {exc.message}", path=str(index), key=key) from None
+    return target
 
 
 def merge_index(index: dict[str, Any], filing: Filing) -> dict[str, Any]:

@@ -185,10 +185,15 @@ def _scan(folder: Path, pattern: re.Pattern[str]) -> dict[str | None, Path]:
 
 
 def discover_ir(paths: KernelPaths) -> IRInventory:
-    """List and pair the kernel's IR files by name (reads no contents)."""
+    """List and pair the kernel's IR files by name (reads no contents); a file (or dir) that resolves outside
+    the kernel dir is refused (``UnsafePath``, :func:`workbench.confine.confine_read`)."""
+    from workbench.confine import confine_read
+
     notes: list[str] = []
     refs = _scan(paths.reference_dir, _REF_NAME)
     gens = _scan(paths.generated_dir, _GEN_CANON)
+    for f in [*refs.values(), *gens.values(), *_scan(paths.generated_dir, _GEN_PLAIN).values()]:
+        confine_read(paths.root, f)
     for v, f in _scan(paths.generated_dir, _GEN_PLAIN).items():
         if (v is not None and v.endswith("_canon")) or v == "canon":
             continue

@@ -125,10 +125,9 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
     log = PerfLog(path=src)
     st = _State(path=src, strict=strict, extra_tokens=extra_tokens, log=log)
     if text is None:
-        try:
-            raw = Path(src).read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read perf log: {exc.strerror or exc}", path=src) from None
+        from workbench.confine import read_regular
+
+        raw = read_regular(src, kind="perf log")  # a FIFO/device refused unread, size capped
         if b"\x00" in raw[:65536]:
             st.problem("file looks binary (NUL bytes); decoded with replacement characters", None)
         text = decode_bytes(raw)
@@ -364,9 +363,9 @@ def _payload(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] | 
     if block.json_text is not None:
         try:
             obj = json.loads(block.json_text)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            st.problem(f"record_json is not valid JSON ({getattr(exc, 'msg', 'too deep')})",
-                       block.json_line, key="record_json")
+        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError and the 4300-digit int guard
+            why = getattr(exc, "msg", None) or ("too deep" if isinstance(exc, RecursionError) else str(exc))
+            st.problem(f"record_json is not valid JSON ({why})", block.json_line, key="record_json")
             obj = None
         if obj is not None:
             got = _from_json(st, obj, block)
@@ -446,10 +445,34 @@ def _number(st: _State, stats: Mapping[str, Any], key: str, where: str, line: in
     ok = isinstance(val, int) if integer else isinstance(val, (int, float))
     if isinstance(val, bool) or not ok:
         kind = "an integer" if integer else "a number"
-        st.problem(f"'{key}' must be {kind}, got {type(val).__name__} {val!r:.40}", line,
+        st.problem(f"'{key}' must be {kind}, got {type(val).__name__} {_short_repr(val)}", line,
                    key=f"{where}.{key}")
         return None
+    if not in_physical_range(val, integer=integer):
+        hi = MAX_COUNT if integer else MAX_VALUE
+        st.problem(f"'{key}' must be a finite, non-negative {'integer' if integer else 'number'} up to {hi:g}, "
+                   f"got {_short_repr(val)}", line, key=f"{where}.{key}")
+        return None
     return val
+
+
+#: every number in a record is a physical quantity (a time in ms or µs, a count, a percentage, MB):
+#: finite, non-negative and bounded, so that float conversion, SQLite's INTEGER and reports all hold it
+MAX_COUNT = 2**53
+MAX_VALUE = 1e15
+
+
+def in_physical_range(val: int | float, *, integer: bool = False) -> bool:
+    """``val`` is finite, >= 0 and <= the bound of its kind (compared exactly: a 400-digit int is just too big)."""
+    if integer:
+        return isinstance(val, int) and 0 <= val <= MAX_COUNT
+    return (isinstance(val, int) or math.isfinite(val)) and 0 <= val <= MAX_VALUE
+
+
+def _short_repr(val: object) -> str:
+    if isinstance(val, int) and not isinstance(val, bool) and abs(val) > 10**30:
+        return f"an integer of {len(str(abs(val))) if abs(val) < 10**4000 else 'over 4000'} digits"
+    return f"{val!r:.40}"
 
 
 def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | None,
@@ -463,7 +486,7 @@ def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | N
         if stats.get("median") is None:
             st.problem("'median' is null", line, key=f"{where}.median")
         return None
-    if not math.isfinite(median) or median <= 0:
+    if median <= 0:
         st.problem(f"median must be a finite positive time, got {median!r}", line, key=f"{where}.median")
         return None
 
@@ -486,7 +509,7 @@ def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | N
         min_ms=num("min"), max_ms=num("max"), nrep=integer("nrep"), peak_mem_mb=num("peak_mem_mb"),
         kernel_name=kernel_name, kernel_times=_kernel_times(st, stats, where, line),
         samples_ms=_samples(st, stats, where, line), launches_per_call=integer("launches_per_call"),
-        harness=_harness(stats), capture_verdict=verdict, capture_reason=reason,
+        harness=_harness(st, stats, where, line), capture_verdict=verdict, capture_reason=reason,
         capture_window=_capture_window(stats), clocks=_clocks(st, stats, where, line),
         capture_source=stats["capture_source"] if isinstance(stats.get("capture_source"), str) else None,
     )
@@ -509,9 +532,13 @@ def _clocks(st: _State, stats: Mapping[str, Any], where: str, line: int | None) 
         return ClockExposure(unavailable=f"the record's clocks are malformed ({exc})")
 
 
-def _harness(stats: Mapping[str, Any]) -> str:
+def _harness(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> str:
     """Who measured: our harness marks its records (``harness``; older ones only ``capture_source``)."""
     h = stats.get("harness")
+    if h is not None and not isinstance(h, str):
+        st.problem(f"'harness' must be a string, got {type(h).__name__} {_short_repr(h)}", line,
+                   key=f"{where}.harness")
+        h = None
     if isinstance(h, str) and h:
         return h
     return "workbench" if "capture_source" in stats else "tilegym"
@@ -545,9 +572,11 @@ def _kernel_times(st: _State, stats: Mapping[str, Any], where: str, line: int | 
         name, count = row.get("name"), row.get("count")
         self_us, total_us = row.get("self_time_us"), row.get("total_time_us")
         if (not isinstance(name, str) or isinstance(count, bool) or not isinstance(count, int)
-                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (self_us, total_us))):
-            st.problem("kernel_times entry needs name (str), self_time_us/total_time_us (numbers), "
-                       "count (int)", line, key=key)
+                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (self_us, total_us))
+                or not in_physical_range(count, integer=True)
+                or not all(in_physical_range(v) for v in (self_us, total_us))):  # type: ignore[arg-type]
+            st.problem("kernel_times entry needs name (str), self_time_us/total_time_us (finite non-negative "
+                       "numbers), count (non-negative int)", line, key=key)
             return ()
         assert isinstance(self_us, (int, float)) and isinstance(total_us, (int, float))
         out.append(KernelTime(name=name, self_time_us=float(self_us), total_time_us=float(total_us),
@@ -560,9 +589,10 @@ def _samples(st: _State, stats: Mapping[str, Any], where: str, line: int | None)
     if samples is None:
         return None
     # exact type checks (bool is an int subclass and is refused); map() keeps long lists cheap
-    if isinstance(samples, list) and all(type(v) is float or type(v) is int for v in samples):
-        values = tuple(map(float, samples))
-        if all(map(math.isfinite, values)):
-            return values
-    st.problem("'samples' must be a list of finite numbers (ms)", line, key=f"{where}.samples")
+    # in_physical_range compares exactly, so a 400-digit integer is refused before float() could overflow
+    if isinstance(samples, list) and all((type(v) is float or type(v) is int) and in_physical_range(v)
+                                         for v in samples):
+        return tuple(map(float, samples))
+    st.problem(f"'samples' must be a list of finite non-negative numbers up to {MAX_VALUE:g} (ms)", line,
+               key=f"{where}.samples")
     return None

@@ -167,7 +167,7 @@ class ConfigIRDiff:
 def diff_configs(ws: Workspace, *, name: Callable[[Path], str] = _full_path
                  ) -> tuple[list[ConfigIRDiff], list[WorkbenchError]]:
     """One diff per config of ``workbench/ir/index.json`` (both sides present); bad entries are problems."""
-    from workbench.ir.filing import INDEX_RELPATH, read_index
+    from workbench.ir.filing import INDEX_RELPATH, index_file, read_index
 
     out: list[ConfigIRDiff] = []
     problems: list[WorkbenchError] = []
@@ -178,7 +178,8 @@ def diff_configs(ws: Workspace, *, name: Callable[[Path], str] = _full_path
     for params, sides in index.items():
         try:
             ref, gen = sides["reference"], sides["candidate"]
-            paths = IRPairPaths(None, ws.paths.root / str(ref["file"]), ws.paths.root / str(gen["file"]))
+            paths = IRPairPaths(None, index_file(ws.paths.root, ref, str(params), "reference"),
+                                index_file(ws.paths.root, gen, str(params), "candidate"))
             d = diff_pair(paths, name=name)
             evidence = launch_evidence(ws, str(params), d.pair)
             out.append(ConfigIRDiff(str(params), f"reference: {ref.get('how', '')}; candidate: {gen.get('how', '')}",

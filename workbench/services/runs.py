@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from workbench.confine import check_kernel_name, in_recorded_sessions
 from workbench.errors import InputError
 from workbench.layout import KernelPaths
 from workbench.model import RatioRow
@@ -168,8 +169,11 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
     if request.total_timeout_s is not None and request.total_timeout_s <= 0:
         raise InputError(f"--total-timeout must be > 0 seconds, got {request.total_timeout_s:g}",
                          key="--total-timeout")
-    kernel = request.kernel
+    kernel = check_kernel_name(request.kernel)
     out = KernelPaths.under(artifact_root(request.out_root, env), kernel)
+    if in_recorded_sessions(out.root):  # however it is named (--out-root, env, a link): never written
+        raise InputError("the out root is a recorded session shipped with cutile-workbench (read-only): pass "
+                         "--out-root DIR outside the package", path=str(out.root), key="--out-root")
     profile = get_profile(kernel)
     # an explicit --suite file is its own suite: an exported $TILEGYM_PATH does not redirect it
     checkout = tilegym_checkout(request.tilegym, env if request.suite is None else {})
@@ -364,7 +368,7 @@ def live_rerunner(ws: Workspace, candidate_backend: str) -> tuple[Callable[..., 
     cwd, why = rerun_cwd(ws)
     if cwd is None:
         return None, why
-    if ws.source == "recorded":  # the recorded session is read-only: a live re-run keeps its logs in a scratch root
+    if ws.source == "recorded" or in_recorded_sessions(ws.kernel_dir):  # read-only: logs go to a scratch root
         scratch = Path(tempfile.mkdtemp(prefix="cutile-workbench-live-"))
         return config_rerunner(ws.kernel, candidate_backend, cwd, KernelPaths.under(scratch, ws.kernel)), ""
     return config_rerunner(ws.kernel, candidate_backend, cwd, ws.paths), ""

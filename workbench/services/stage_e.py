@@ -106,10 +106,9 @@ def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPla
 
     raw_text = None
     if request.raw_log is not None:
-        try:
-            raw_text = request.raw_log.read_bytes().decode("utf-8", "surrogateescape")
-        except OSError as exc:
-            raise InputError(f"cannot read raw log: {exc.strerror or exc}", path=str(request.raw_log)) from None
+        from workbench.confine import read_regular
+
+        raw_text = read_regular(request.raw_log, kind="perf log").decode("utf-8", "surrogateescape")
     return plan_e_report(ws, raw_log_text=raw_text, pytest_rc=request.pytest_rc, command=request.command,
                          run_real_scripts=request.run_real_scripts, raw_log_path=request.raw_log)
 
@@ -125,17 +124,11 @@ def read_only_reason(ws: Workspace, *, preview: str = "--dry-run") -> str:
 
 
 def inside_recorded_sessions(path: Path) -> bool:
-    """``path`` lies inside the installed ``profiles`` package (its recorded sessions)."""
-    try:
-        import profiles
-    except ImportError:
-        return False
-    base = Path(profiles.__file__).resolve().parent
-    try:
-        Path(path).resolve().relative_to(base)
-    except ValueError:
-        return False
-    return True
+    """``path`` lies inside the installed ``profiles`` package (its recorded sessions): the one rule,
+    :func:`workbench.confine.in_recorded_sessions`."""
+    from workbench.confine import in_recorded_sessions
+
+    return in_recorded_sessions(path)
 
 
 def write(ws: Workspace, report: ReportPlan) -> WriteResult:

@@ -2,13 +2,15 @@
 
 Contract:
 
-- :func:`find_launches` finds ``workbench/launches.json.gz`` of the kernel dir (``out_root``, else
-  ``$CUTILE_KERNEL_OUT_ROOT``), else the profile's recorded session; ``InputError`` naming what it
-  looked at.
+- :func:`find_launches` checks the kernel name (:func:`workbench.confine.check_kernel_name`) and
+  finds ``workbench/launches.json.gz`` of the kernel dir (``out_root``, else
+  ``$CUTILE_KERNEL_OUT_ROOT``), else the recorded session the workspace opens for that kernel (as
+  the TUI does); ``InputError`` naming what it looked at; a launches file or session.json that
+  resolves outside its kernel dir is refused (``UnsafePath``).
 - :func:`select_sets` picks one config's launch sets (params string or node id; optional backends);
   an unknown config is an ``InputError`` listing close matches.
 - :func:`backend_roles` maps backend id tokens to ``candidate``/``baseline`` (session.json, else
-  the profile); :func:`summarize_set` is launches per call, device time per call and per-kernel
+  the profile; a session.json of the wrong shape is an ``InputError`` naming file and key); :func:`summarize_set` is launches per call, device time per call and per-kernel
   per-launch times (µs) of one set; :func:`measurement_labels` tells a test's forward and backward
   sets apart (by their order).
 - :func:`config_trust` is the config's candidate identity and the config the reference ran (the same
@@ -40,46 +42,70 @@ from workbench.testids import id_token
 
 def find_launches(kernel: str, out_root: str | Path | None,
                   env: Mapping[str, str] = os.environ) -> tuple[Path, Path | None]:
-    """``(launches file, session.json or None)``: the out-root kernel dir first, then the recording."""
+    """``(launches file, session.json or None)``: the out-root kernel dir first, then the recording
+    (any recorded session the workspace would open: a profile's or a recorded TileGym run's)."""
+    from workbench.confine import check_kernel_name, confine_read
+    from workbench.workspace import recorded_session_root
+
+    check_kernel_name(kernel)
     looked: list[str] = []
     root = out_root or env.get("CUTILE_KERNEL_OUT_ROOT")
-    if root:
-        kp = KernelPaths.under(Path(root), kernel)
-        if kp.launches_json.is_file():
-            return kp.launches_json, kp.session_json if kp.session_json.is_file() else None
-        looked.append(str(kp.launches_json))
+    roots = [Path(root)] if root else []
     if not out_root:
-        from profiles import get_profile
-
-        profile = get_profile(kernel)
-        if profile is not None:
-            kp = KernelPaths.under(profile.session_root, kernel)
-            if kp.launches_json.is_file():
-                return kp.launches_json, kp.session_json if kp.session_json.is_file() else None
-            looked.append(str(kp.launches_json))
+        recorded = recorded_session_root(kernel)
+        if recorded is not None:
+            roots.append(recorded)
+    for r in roots:
+        kp = KernelPaths.under(r, kernel)
+        if kp.launches_json.is_file():
+            confine_read(kp.root, kp.launches_json)
+            session = kp.session_json if kp.session_json.exists() else None
+            if session is not None:
+                confine_read(kp.root, session)
+            return kp.launches_json, session
+        looked.append(str(kp.launches_json))
     raise InputError(f"no per-launch captures for {kernel!r} (looked at: {', '.join(looked) or 'nothing'}); "
                      "run `cutile-workbench run --harness` on a GPU node first", key="kernel")
 
 
 def backend_roles(session_json: Path | None, kernel: str) -> dict[str, str]:
-    """backend record key → "candidate"/"baseline" from session.json (else the profile)."""
+    """backend record key → "candidate"/"baseline" from session.json (else the profile); a session.json
+    of the wrong shape is an ``InputError`` naming the file and key."""
     roles: dict[str, str] = {}
     if session_json is not None:
-        with contextlib.suppress(OSError, ValueError):
-            data = json.loads(session_json.read_text(encoding="utf-8"))
-            for role, meta in (data.get("runs") or {}).items():
-                token = meta.get("backend_token") if isinstance(meta, dict) else None
-                if isinstance(token, str):
-                    roles[token] = "candidate" if role == "candidate" else "baseline"
-            for key in ("candidate", "baseline"):
-                value = data.get(key) or data.get(f"{key}_backend")
-                if isinstance(value, str):
-                    roles.setdefault(id_token(value), key)
+        from workbench.confine import read_regular_text
+        from workbench.jsonutil import loads_located
+
+        data = loads_located(read_regular_text(session_json, kind="session.json"), str(session_json))
+        if not isinstance(data, dict):
+            raise InputError(f"top level must be a JSON object, not {type(data).__name__}", path=str(session_json))
+        runs = data.get("runs") or {}
+        if not isinstance(runs, dict):
+            raise InputError(f"must be an object of role → run, not {type(runs).__name__}", path=str(session_json),
+                             key="runs")
+        for role, meta in runs.items():
+            if not isinstance(meta, dict):
+                raise InputError(f"must be an object, not {type(meta).__name__}", path=str(session_json),
+                                 key=f"runs.{role}")
+            token = meta.get("backend_token")
+            if token is not None and not isinstance(token, str):
+                raise InputError("must be a string", path=str(session_json), key=f"runs.{role}.backend_token")
+            if isinstance(token, str):
+                roles[token] = "candidate" if role == "candidate" else "baseline"
+        for key in ("candidate", "baseline"):
+            for name in (key, f"{key}_backend"):
+                value = data.get(name)
+                if value is not None and not isinstance(value, str):
+                    raise InputError(f"must be a string, not {type(value).__name__}", path=str(session_json),
+                                     key=name)
+            value = data.get(key) or data.get(f"{key}_backend")
+            if isinstance(value, str):
+                roles.setdefault(id_token(value), key)
     if not roles:
         with contextlib.suppress(ImportError):
-            from profiles import get_profile
+            from profiles import get_profile, get_recorded_tilegym
 
-            profile = get_profile(kernel)
+            profile = get_profile(kernel) or get_recorded_tilegym(kernel)
             if profile is not None:
                 roles[id_token(profile.candidate)] = "candidate"
                 roles[id_token(profile.baseline)] = "baseline"
@@ -209,7 +235,7 @@ def config_timeline(kernel: str, config: str, *, backends: list[str] | None = No
     from workbench.launches_io import load_launch_sets
 
     path, session_json = find_launches(kernel, out_root, env)
-    chosen = select_sets(load_launch_sets(path), config, backends, path)
+    chosen = select_sets(load_launch_sets(path, kernel_dir=path.parents[1]), config, backends, path)
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))

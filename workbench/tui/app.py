@@ -136,7 +136,7 @@ class WorkbenchApp(App[int]):
     def on_mount(self) -> None:
         if self.user_keymap is not None:
             self.set_keymap(self.user_keymap.bindings)
-            for keymap_problem in self.user_keymap.problems:
+            for keymap_problem in self.user_keymap.notifications():
                 self.notify(str(keymap_problem), title=keymap_problem.title, severity="error", timeout=30, markup=False)
         self.switch_mode(self.initial_mode)
         self.ir_loading = self.data.ir_loader is not None

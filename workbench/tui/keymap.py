@@ -7,11 +7,13 @@ Contract:
 - Format: a ``[keymap]`` table of ``binding-id = "key[,key]"`` (Textual key names: ``ctrl+t``,
   ``f2``, ``question_mark`` or ``?``, ``shift+tab``). Binding ids are the ``id=`` of every
   ``Binding`` (F1 shows the keys in effect; :func:`known_bindings` lists them all).
-- :func:`load_keymap` never raises for a bad file: malformed TOML (with its line), a non-string
+- :func:`load_keymap` never raises for a bad file: a file that is not regular or over
+  :data:`MAX_KEYMAP_BYTES`, malformed or too deeply nested TOML (with its line), a non-string
   value, an unknown binding id, an invalid key and any entry that would take ``ctrl+q`` from quit
   each become an :class:`~workbench.errors.InputError` naming the file, line and key in
-  :attr:`LoadedKeymap.problems` (the app shows them as notifications); every valid entry is
-  still applied.
+  :attr:`LoadedKeymap.problems` (the app shows :meth:`LoadedKeymap.notifications`: the first
+  :data:`MAX_NOTIFICATIONS`, then a count); every valid entry is still applied. Loading is linear in
+  the file size (one pass finds every key's line).
 - ``ctrl+q`` always quits: remapping ``app-quit`` adds keys but keeps ``ctrl+q``
   (:data:`QUIT_KEY`), and no other binding may take ``ctrl+q`` (Textual's keymap would delete
   the app's ``ctrl+q`` entry, Textual's own quit included, for a clashing id).
@@ -41,6 +43,12 @@ ENV_VAR = "CUTILE_WORKBENCH_KEYMAP"
 DEFAULT_PATH = Path("~/.config/cutile-workbench/keymap.toml")
 QUIT_ID = "app-quit"
 QUIT_KEY = "ctrl+q"
+#: a keymap is a few dozen lines; a bigger file is refused unread (the loader stays linear below it)
+MAX_KEYMAP_BYTES = 1024 * 1024
+#: "did you mean" hints for the first unknown ids only (difflib per id would make a huge file slow)
+MAX_HINTS = 50
+#: notifications the app shows at start-up; the rest are summed up in one more
+MAX_NOTIFICATIONS = 12
 TABLE = "keymap"
 MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
 
@@ -64,6 +72,14 @@ class LoadedKeymap:
     bindings: Mapping[str, str] = field(default_factory=dict)
     problems: tuple[InputError, ...] = ()
 
+    def notifications(self, limit: int = MAX_NOTIFICATIONS) -> tuple[InputError, ...]:
+        """The problems the app shows at start-up: the first ``limit``, then one naming how many more."""
+        if len(self.problems) <= limit:
+            return self.problems
+        more = len(self.problems) - (limit - 1)
+        return (*self.problems[: limit - 1],
+                _problem(f"{more} more keymap problems not shown (fix the ones above first)", self.path or Path()))
+
 
 def keymap_path(explicit: Path | str | None = None, environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
     """The keymap file to read and whether the user named it (then it must exist)."""
@@ -84,16 +100,17 @@ def load_keymap(
     known: Mapping[str, BindingInfo] | None = None,
 ) -> LoadedKeymap:
     """Find, read and validate the user's keymap (see the module contract). Never raises."""
+    from workbench.confine import read_regular_text
+
     path, named = keymap_path(explicit, environ)
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         if named:
-            why = "is a directory" if path.is_dir() else "not found"
-            return LoadedKeymap(path, {}, (_problem(f"keymap file {why}", path),))
+            return LoadedKeymap(path, {}, (_problem("keymap file not found", path),))
         return LoadedKeymap(None)
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return LoadedKeymap(path, {}, (_problem(f"cannot read keymap file: {exc}", path),))
+    try:  # a FIFO, device or directory is refused unread, a file over MAX_KEYMAP_BYTES too
+        text = read_regular_text(path, kind="keymap file", cap=MAX_KEYMAP_BYTES)
+    except InputError as exc:
+        return LoadedKeymap(path, {}, (_problem(exc.message, path, exc.line),))
     return parse_keymap(text, path, known if known is not None else known_bindings())
 
 
@@ -106,22 +123,29 @@ def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> Loa
     except _toml.TOMLDecodeError as exc:
         line = getattr(exc, "lineno", None) or _lineno_from_message(str(exc))
         return LoadedKeymap(path, {}, (_problem(f"malformed TOML: {exc}", path, line),))
+    except RecursionError:  # thousands of nested brackets: tomllib recurses per level
+        return LoadedKeymap(path, {}, (_problem("malformed TOML: nested too deeply", path),))
+    except ValueError as exc:  # CPython's 4300-digit integer guard is a plain ValueError
+        return LoadedKeymap(path, {}, (_problem(f"malformed TOML: {exc}", path),))
+    lines = _LineIndex(text)  # one pass: looking a key's line up per entry made a big file quadratic
+    hints_left = MAX_HINTS
     problems: list[InputError] = []
     for name in doc:
         if name != TABLE:
             problems.append(_problem(f"unknown top-level key (the file holds one [{TABLE}] table)", path,
-                                     _line_of(text, name, None), name))
+                                     lines.line_of(name, None), name))
     table = doc.get(TABLE, {})
     if not isinstance(table, dict):
         return LoadedKeymap(path, {}, (*problems, _problem(f"'{TABLE}' must be a table: [{TABLE}]", path,
-                                                           _line_of(text, TABLE, None), TABLE)))
+                                                           lines.line_of(TABLE, None), TABLE)))
     if not table and TABLE not in doc:
         problems.append(_problem(f"no [{TABLE}] table: nothing remapped", path))
     accepted: dict[str, str] = {}
     for binding_id, value in table.items():
-        line = _line_of(text, binding_id, TABLE)
+        line = lines.line_of(binding_id, TABLE)
         if binding_id not in known:
-            hint = _closest(binding_id, known)
+            hint = _closest(binding_id, known) if hints_left > 0 else None  # difflib per id is not cheap
+            hints_left -= 1
             problems.append(_problem("unknown binding id" + (f" (did you mean '{hint}'?)" if hint else "")
                                      + "; F1 lists the keys of each screen", path, line, binding_id))
             continue
@@ -141,11 +165,11 @@ def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> Loa
             keys = [k for k in keys if k != QUIT_KEY]
         if keys:
             accepted[binding_id] = ",".join(keys)
-    problems += _stolen_keys(text, path, accepted, known)
+    problems += _stolen_keys(lines, path, accepted, known)
     return LoadedKeymap(path, accepted, tuple(problems))
 
 
-def _stolen_keys(text: str, path: Path, accepted: Mapping[str, str],
+def _stolen_keys(lines: _LineIndex, path: Path, accepted: Mapping[str, str],
                  known: Mapping[str, BindingInfo]) -> list[InputError]:
     """Warn when a remapped key replaces another binding of the same screen/widget (it is applied:
     Textual drops the other binding's use of that key, which is rarely what the user wants)."""
@@ -162,7 +186,7 @@ def _stolen_keys(text: str, path: Path, accepted: Mapping[str, str],
             for key in set(keys.split(",")) & set(effective[other]):
                 out.append(_problem(f"'{key}' is also a key of '{other}' on {owner}, which loses it "
                                     f"(applied; rebind '{other}' too to keep both)",
-                                    path, _line_of(text, bid, TABLE), bid))
+                                    path, lines.line_of(bid, TABLE), bid))
     return out
 
 
@@ -265,21 +289,30 @@ def _lineno_from_message(message: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _line_of(text: str, key: str, table: str | None) -> int | None:
-    """The line that assigns ``key`` (inside ``[table]`` when given); tomllib keeps no positions."""
-    current: str | None = None
-    pattern = re.compile(r'^\s*(?:"{0}"|\'{0}\'|{0})\s*='.format(re.escape(key)))
-    header = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
-    for number, line in enumerate(text.splitlines(), 1):
-        h = header.match(line)
-        if h:
-            current = h.group(1).strip("\"'")
-            if table is None and current == key:
-                return number
-            continue
-        if pattern.match(line) and (current == table or (table is None and current is None)):
-            return number
-    return None
+class _LineIndex:
+    """The line of each ``key =`` per table (and of each ``[table]`` header), built in one pass over the
+    text (tomllib keeps no positions); the first assignment of a key wins, as before."""
+
+    _HEADER = re.compile(r"^\s*\[\s*([^\]]+?)\s*\]")
+    _ASSIGN = re.compile(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*=""")
+
+    def __init__(self, text: str) -> None:
+        self._lines: dict[tuple[str | None, str], int] = {}
+        current: str | None = None
+        for number, line in enumerate(text.splitlines(), 1):
+            h = self._HEADER.match(line)
+            if h:
+                current = h.group(1).strip("\"'")
+                self._lines.setdefault((None, current), number)  # a table header, looked up with table=None
+                continue
+            a = self._ASSIGN.match(line)
+            if a:
+                key = next(g for g in a.groups() if g is not None)
+                self._lines.setdefault((current, key), number)
+
+    def line_of(self, key: str, table: str | None) -> int | None:
+        """The line that assigns ``key`` (inside ``[table]`` when given; else at top level or its header)."""
+        return self._lines.get((table, key))
 
 
 def _closest(name: str, known: Mapping[str, BindingInfo]) -> str | None:

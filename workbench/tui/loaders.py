@@ -126,7 +126,7 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         try:
             from workbench.launches_io import load_launch_sets
 
-            data.launch_sets = load_launch_sets(ws.paths.launches_json)
+            data.launch_sets = load_launch_sets(ws.paths.launches_json, kernel_dir=ws.paths.root)
         except WorkbenchError as e:
             problems.append(e)
 
