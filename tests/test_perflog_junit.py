@@ -62,5 +62,5 @@ def test_bad_benchmark_property_strict_and_lenient():
     assert ei.value.line == 1 and ei.value.key == "t.py::T::test_perf[triton-1]"
     lenient = parse_junit_xml("j.xml", text=xml)
     assert lenient.records == [] and len(lenient.notes) == 2
-    assert "not a Python literal" in lenient.notes[0] and "finite positive" in lenient.notes[1]
+    assert "not a Python literal" in lenient.notes[0] and "finite" in lenient.notes[1]
     assert {o.outcome for o in lenient.outcomes} == {"passed_no_record"}

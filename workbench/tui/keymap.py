@@ -244,6 +244,7 @@ def known_bindings() -> dict[str, BindingInfo]:
         for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
             importlib.import_module(mod.name)
     importlib.import_module("workbench.tui.modals")
+    importlib.import_module("workbench.tui.overview_app")  # the overview app's keys are rebindable too
     found: dict[str, BindingInfo] = {}
     stack: list[type] = [DOMNode]
     seen: set[type] = set()
