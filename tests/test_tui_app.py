@@ -255,7 +255,7 @@ async def test_report_refused_when_validation_fails(tmp_path: Path) -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, ReportScreen) and screen.plan is not None and not screen.plan.ok
-        assert screen.check_action("write", ()) is None  # shown dimmed, not runnable
+        assert screen.check_action("write", ()) is True  # issue #20: w answers (the refusal, below)
         assert "REFUSED" in str(screen.query_one("#report-status").render())
         await pilot.press("w")
         await pilot.pause()

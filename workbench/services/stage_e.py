@@ -22,7 +22,7 @@ from pathlib import Path
 
 from workbench.errors import InputError
 from workbench.model import RatioTable, ReportPlan
-from workbench.stats import build_ratio_table
+from workbench.stats import RowSamples, baseline_records, build_ratio_table
 from workbench.workspace import Workspace, open_workspace
 from workbench.writer import WriteResult, write_plan
 
@@ -59,6 +59,31 @@ def ratio_table(ws: Workspace, seed: int = 0) -> RatioTable:
     candidate, _parsed, _notes = load_candidate(ws)
     baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
     return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
+
+
+def row_samples(ws: Workspace, table: RatioTable) -> dict[tuple[str, str], RowSamples]:
+    """The raw forward samples behind each ``OK`` row of ``table`` (the candidate's, and those of the
+    baseline E chose for the row), from the same logs as :func:`ratio_table`; rows whose logs carry
+    no samples (TileGym's own harness prints medians only) are absent."""
+    from workbench.report_e import load_candidate
+
+    candidate = load_candidate(ws)[0]
+    if candidate is None:
+        return {}
+    cand_frameworks = {r.framework for r in candidate.records}
+    cand = {r.row_key: r for r in candidate.records}
+    logs = ws.baseline_logs()
+    indexes = {name: baseline_records(name, log, cand_frameworks) for name, log in logs.items()}
+    out: dict[tuple[str, str], RowSamples] = {}
+    for row in table.rows:
+        key = (row.func_key, row.params)
+        c = cand.get(key)
+        b = indexes.get(row.baseline_backend or "", {}).get(key)
+        cs = c.forward.samples_ms if c is not None and c.forward is not None else None
+        bs = b.forward.samples_ms if b is not None and b.forward is not None else None
+        if row.status == "OK" and cs and bs:
+            out[key] = RowSamples(tuple(cs), tuple(bs))
+    return out
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:

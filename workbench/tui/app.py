@@ -97,6 +97,8 @@ class WorkbenchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
+        Binding("i", "info", "Info", show=False, tooltip="The whole header: session, GPU, out root, "
+                "comparability of the ratios", id="app-info"),
         # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
         Binding("1", "mode('ratios')", "Screens", key_display="1-6", tooltip="1 Ratios · 2 Timeline · "
                 "3 IR diff · 4 Report · 5 Checks · 6 History", id="app-ratios"),
@@ -222,6 +224,13 @@ class WorkbenchApp(App[int]):
                 about += (f"\n\nKeymap: {self.user_keymap.path} ({len(self.user_keymap.bindings)} binding(s) "
                           "remapped; Ctrl+Q always quits).")
             self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", about, keys))
+
+    def action_info(self) -> None:
+        """The header's full text (a narrow terminal cuts it with "…") and the ratios' conditions."""
+        from workbench.tui.chrome import header_lines
+        from workbench.tui.modals import InfoModal
+
+        self.push_screen(InfoModal("Session", header_lines(self)))
 
     def open_timeline(self, row: RatioRow, *, live: bool = False) -> None:
         """Show ``row``'s launches on the Timeline screen (optionally starting a live run)."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, af
     from workbench.f_evidence.ncu import ProbeResult
     from workbench.f_evidence.sol import SolRow
     from workbench.services.history import KernelHistory, RatioComparability
+    from workbench.stats import RowSamples
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
 
@@ -123,6 +124,9 @@ class AppData:
     #: worker when the History screen mounts; tests may inject it directly
     history: KernelHistory | None = None
     history_loader: Callable[[], KernelHistory] | None = None
+    #: raw forward samples behind each OK row, ``(func_key, params)`` → ``stats.RowSamples``
+    #: (``services.stage_e.row_samples``): the Ratios distribution and the subset CIs read them
+    samples: Mapping[tuple[str, str], RowSamples] = field(default_factory=dict)
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule
