@@ -194,11 +194,15 @@ async def test_ratio_chart_has_whiskers_and_the_band() -> None:
 
         chart = pilot.app.screen.query_one(RatioChart)
         assert chart.display
-        lines = [ln for ln in screen_lines(pilot.app)]
-        text = "\n".join(lines)
-        assert "1.05" in text
-        assert sum("▏" in ln or "├" in ln or "┤" in ln for ln in lines) >= 1
-        assert sum(("█" in ln) or ("▌" in ln) for ln in lines) >= 6
+        table = pilot.app.screen.query_one(RatioTable)
+        labels = config_labels([r.params for r in table.shown_rows])
+        lines = screen_lines(pilot.app)
+        for row in table.shown_rows:  # one bar per config, its ratio written at the end
+            assert any(ln.lstrip().startswith(labels[row.params]) and f"{row.ratio:.3f}x" in ln
+                       and ("█" in ln or "│" in ln or "┤" in ln) for ln in lines), (row.params, lines)
+        assert any("1.05" in ln and "95% CI" in ln for ln in lines)
+        assert any(ln.lstrip().startswith("cand") for ln in lines)  # the highlighted config's samples
+        assert any(ln.lstrip().startswith("base") for ln in lines)
 
 
 async def test_ncu_panel_shows_deltas() -> None:
@@ -249,10 +253,18 @@ async def test_palette_reaches_every_screen() -> None:
 
     async with make_app(_data("matmul")).run_test(size=(120, 40)) as pilot:
         await pilot.pause()
+        await pilot.app.workers.wait_for_complete()  # the IR load, then the pre-warm mounts every screen
+        await pilot.pause()
         await pilot.press("6")
         await pilot.pause()
         titles = [t for t, _h, _cb in available_commands(pilot.app, pilot.app.screen)]  # type: ignore[arg-type]
         assert "report: plan E" in titles and any(t.startswith("ratios: sort by") for t in titles)
+        run = dict((t, cb) for t, _h, cb in available_commands(pilot.app, pilot.app.screen))  # type: ignore[arg-type]
+        run["report: plan E"]()  # switches to the Report screen, then plans there
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        assert pilot.app.current_mode == "report" and pilot.app.screen.plan is not None
 
 
 async def test_report_preview_scrolls_and_searches() -> None:

@@ -93,18 +93,20 @@ def chart_lines(rows: Sequence[RatioRow], labels: Mapping[str, str], width: int)
         if 0 <= c < plot:
             axis[c] = "┴"
             ticks.append((c, name))
-    text = Text(" " * (label_w + 1) + "".join(axis), style="dim")
-    under = [" "] * (plot + 8)
+    under = [" "] * plot
     last = -2
     for c, name in ticks:
         start = max(c, last + 1)
         for k, ch in enumerate(name):
-            if start + k < len(under):
+            if start + k < plot:
                 under[start + k] = ch
         last = start + len(name)
-    out.append(text)
-    out.append(Text(" " * (label_w + 1) + "".join(under).rstrip() + f"   log scale, {math.exp(lo):.2f}x–"
-                    f"{math.exp(hi):.2f}x · ├┤ 95% CI · ┊ 1.05", style="dim"))
+    legend = "├┤ 95% CI · ┊ 1.05 · log axis"
+    tail = "".join(under).rstrip()
+    if len(tail) + 3 + len(legend) <= plot + 8:
+        tail += "   " + legend
+    out.append(Text(" " * (label_w + 1) + "".join(axis), style="dim"))
+    out.append(Text(" " * (label_w + 1) + tail, style="dim"))
     return out
 
 
@@ -114,7 +116,7 @@ def distribution_lines(samples: RowSamples | None, width: int, *, label: str = "
         return [Text(f"no raw samples for {label or 'this config'}: the log holds medians only", style="dim")]
     cand = np.asarray(samples.candidate, dtype=float)
     base = np.asarray(samples.baseline, dtype=float)
-    head = 6
+    head = 7
     plot = max(10, width - head - 1)
     edges = np.linspace(min(cand.min(), base.min()), max(cand.max(), base.max()) or 1.0, plot + 1)
     if edges[-1] <= edges[0]:
@@ -132,11 +134,18 @@ def distribution_lines(samples: RowSamples | None, width: int, *, label: str = "
         med = float(np.median(xs))
         i = min(plot - 1, int((med - edges[0]) / (edges[-1] - edges[0]) * plot))
         marks[i] = "┃" if marks[i] != " " else ch
-    lo_ms, hi_ms = f"{edges[0]:.4g} ms", f"{edges[-1]:.4g} ms"
+    lo_ms, hi_ms = f"{edges[0]:.4g}", f"{edges[-1]:.4g} ms"
     axis = "".join(marks)
-    out.append(Text.assemble(("median".ljust(head), "dim"), (axis, "bold")))
-    gap = max(1, plot - len(lo_ms) - len(hi_ms))
-    out.append(Text(" " * head + lo_ms + " " * gap + hi_ms, style="dim"))
+    # the axis ends in ms on the same line as the medians (c / b; ┃ where they share a cell)
+    ends = list(axis)
+    for k, ch in enumerate(lo_ms):
+        if k < len(ends) and ends[k] == " ":
+            ends[k] = ch
+    for k, ch in enumerate(reversed(hi_ms)):
+        i = len(ends) - 1 - k
+        if i >= 0 and ends[i] == " ":
+            ends[i] = ch
+    out.append(Text.assemble(("median".ljust(head), "dim"), ("".join(ends), "bold")))
     return out
 
 

@@ -208,6 +208,10 @@ class WorkbenchApp(App[int]):
         self.notify(f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
                     title="Keymap", severity="warning", timeout=15, markup=False)
 
+    def mode_screens(self) -> dict[str, Screen[object]]:
+        """The screen of every mode mounted so far (the global palette offers their commands)."""
+        return {mode: stack[0] for mode, stack in self._screen_stacks.items() if mode in self.MODES and stack}
+
     # ------------------------------------------------------------------ actions
     def action_mode(self, mode: str) -> None:
         self.switch_mode(mode)

@@ -48,7 +48,14 @@ class RatiosScreen(WorkbenchScreen):
         "more), SOL c/b (each side's share of the GPU's measured peak: DRAM for memory-bound kernels, "
         "FLOP/s for matmul/bmm; — without a work model), and the row verdict (PASS ≤ 1.05x). The bar shows "
         "the geomean with its CI on the "
-        "1.05 / 1.10 / 1.50 severity scale. Enter opens the row's launch timeline."
+        "1.05 / 1.10 / 1.50 severity scale; on a variant tab or under a filter it re-states the geomean, CI, "
+        "severity and verdict of the rows shown (labelled variant / filtered), E's whole-table line under it. "
+        "The config column shows only the fields that vary between configs; the line under the table has the "
+        "highlighted row's full id and every number. A narrow terminal drops columns in this order: variant, "
+        "baseline, base ms, cand ms, SOL, CI, launches (config, ratio and verdict always stay). "
+        "Verdicts: PASS (ratio ≤ 1.05), INVESTIGATE (> 1.05), NA (no valid ratio; the reason is in the detail "
+        "line). c: chart of the ratios (bars from 1.0x, ├┤ 95% CI, ┊ the 1.05 edge) and the highlighted "
+        "config's raw samples, candidate over baseline. Enter opens the row's launch timeline."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", tooltip="Filter rows by text (params, backend, verdict)",
@@ -137,7 +144,8 @@ class RatiosScreen(WorkbenchScreen):
         if t.variant:
             bits.append(f"variant {t.variant}")
         if t.dropped_columns:
-            bits.append("narrow: " + ", ".join(t.dropped_columns) + " in the detail line")
+            n = len(t.dropped_columns)  # which ones: F1 states the order, the detail line has their values
+            bits.append(f"{n} column{'s' if n != 1 else ''} in the detail line")
         self.query_one("#status", Static).update(Text("  ·  ".join(bits)))
 
     def update_scope(self) -> None:
@@ -189,8 +197,13 @@ class RatiosScreen(WorkbenchScreen):
         self.query_one(RatioChart).show(self.table.shown_rows, labels, samples, focus)
 
     def action_toggle_chart(self) -> None:
+        """The chart takes the place of the detail line and the conditions (both stay one key away:
+        c again, i) so that the table keeps its rows at 80x24."""
         chart = self.query_one(RatioChart)
         chart.display = not chart.display
+        self.query_one("#detail", Static).display = not chart.display
+        conditions = self.query_one("#conditions", Static)
+        conditions.display = not chart.display and bool(self.data.conditions and self.data.conditions.short)
         if chart.display:
             self._fill_chart(self.table.current_row)
 
