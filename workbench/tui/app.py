@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import App
+from textual.widget import AwaitMount
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
@@ -130,6 +131,7 @@ class WorkbenchApp(App[int]):
         self.first_paint_at: float | None = None  # perf_counter() of the first displayed frame
         self.irdiff_screen: IRDiffScreen | None = None  # set by the screen when it mounts
         self.sub_title = data.kernel
+        self._initial_shown = False  # on_mount switched to the initial mode
 
     def on_mount(self) -> None:
         if self.user_keymap is not None:
@@ -137,6 +139,7 @@ class WorkbenchApp(App[int]):
             for keymap_problem in self.user_keymap.problems:
                 self.notify(str(keymap_problem), title=keymap_problem.title, severity="error", timeout=30, markup=False)
         self.switch_mode(self.initial_mode)
+        self._initial_shown = True
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
             self.notify(Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False)
@@ -174,6 +177,31 @@ class WorkbenchApp(App[int]):
                 if mode != start:
                     self.switch_mode(mode)
             self.switch_mode(start)
+
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Switch screens. A switch asked for before the start-up pre-warm ran (a key in the first
+        second, while the IR pairs load) pre-warms first: switching to a screen and then having the
+        pre-warm switch away and back left Textual's display batch open, so the terminal kept the
+        old screen and every later key looked dropped (issue #20)."""
+        if self._initial_shown and mode != self.current_mode:
+            self._prewarm()
+        switching = mode != self.current_mode
+        mounted = super().switch_mode(mode)
+        if switching and self._initial_shown:
+            # A screen composed (and painted) inside the pre-warm's batch never reached the
+            # terminal, yet its compositor counts that frame as sent and later sends only changes:
+            # the old screen stayed on the terminal. Send the new screen's whole frame once.
+            self.set_timer(0.06, self._send_whole_frame)
+        return mounted
+
+    def _send_whole_frame(self, tries: int = 20) -> None:
+        """The current screen's whole frame to the terminal (Textual is pinned, ==8.2.8)."""
+        if self._batch_count and tries:  # a switch or an update batch is still open: after it
+            self.set_timer(0.05, lambda: self._send_whole_frame(tries - 1))
+            return
+        if self.is_headless or not self.screen.is_attached:
+            return
+        self._display(self.screen, self.screen._compositor.render_full_update())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="ir-load", description="loading IR pairs")
     def load_ir(self) -> None:
