@@ -384,7 +384,7 @@ def subset_summary(kernel: str, rows: Sequence[RatioRow], samples: Mapping[tuple
     ok = [r for r in rows if r.status == "OK" and r.ratio is not None]
     na = [r for r in rows if r.status == "NA"]
     g = geomean([r.ratio for r in ok if r.ratio is not None]) if ok else None
-    pending = []
+    pending: list[_Pending] = []
     for r in ok:
         s = samples.get((r.func_key, r.params))
         if s is None:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import work
 from textual.app import App
-from textual.widget import AwaitMount
 from textual.binding import Binding, BindingType
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from workbench.errors import WorkbenchError

@@ -57,12 +57,12 @@ class ReportScreen(WorkbenchScreen):
                 id="report-next-match"),
         Binding("escape", "close_search", "Close search", show=False, id="report-close-search"),
         # the preview scrolls from the keyboard whatever has focus (the file tabs keep ←/→)
-        Binding("down,j", "scroll(1)", "Down", show=False, id="report-down"),
-        Binding("up,k", "scroll(-1)", "Up", show=False, id="report-up"),
-        Binding("pagedown,space", "page(1)", "Page down", show=False, id="report-page-down"),
-        Binding("pageup", "page(-1)", "Page up", show=False, id="report-page-up"),
-        Binding("home", "edge(0)", "Top", show=False, id="report-top"),
-        Binding("end", "edge(1)", "Bottom", show=False, id="report-bottom"),
+        Binding("down,j", "scroll(1)", "Preview down", show=False, id="report-down"),
+        Binding("up,k", "scroll(-1)", "Preview up", show=False, id="report-up"),
+        Binding("pagedown,space", "page(1)", "Preview page down", show=False, id="report-page-down"),
+        Binding("pageup", "page(-1)", "Preview page up", show=False, id="report-page-up"),
+        Binding("home", "edge(0)", "Preview top", show=False, id="report-top"),
+        Binding("end", "edge(1)", "Preview bottom", show=False, id="report-bottom"),
     ]
 
     def __init__(self) -> None:

@@ -37,7 +37,6 @@ from workbench.tui.live import Batcher, dispatch_event
 from workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
 from workbench.tui.screens.base import WorkbenchScreen
 
-
 #: ncu panel rows where less is better for the candidate (time, traffic, spills) and where more is
 #: (throughput, occupancy); other rows (registers, shared memory) have no better direction
 LOWER_IS_BETTER = frozenset({"time", "DRAM rd", "DRAM wr", "spill B", "spill req"})
@@ -89,6 +88,8 @@ class TimelineScreen(WorkbenchScreen):
         self.live_running = False
         self.cancel_event = threading.Event()
         self.live_results: list[LiveRecord] = []
+        #: the Ratios highlight when this screen last followed it (an explicit open is not overridden)
+        self._followed: RatioRow | None = None
         #: measurement sets seen per (nodeid, backend) in the live run: the 2nd is the backward one
         self._live_sets: dict[tuple[str, str], int] = {}
 
@@ -99,7 +100,7 @@ class TimelineScreen(WorkbenchScreen):
         with Horizontal(id="timeline-body"):
             with Vertical(id="lanes"):
                 yield LaunchTimeline(id="timeline")
-                aggregate = DataTable(id="aggregate", cursor_type="row", zebra_stripes=True)
+                aggregate: DataTable[Text] = DataTable(id="aggregate", cursor_type="row", zebra_stripes=True)
                 aggregate.display = False
                 yield aggregate
                 yield Static(id="scale")
@@ -123,10 +124,12 @@ class TimelineScreen(WorkbenchScreen):
 
     def _follow(self) -> None:
         """Show the row asked for (Enter/t/L on Ratios), else the row highlighted on Ratios (``2``)."""
+        selection = self.wb.selected_row
         if self.wb.pending_row is not None:
             self.show_row(self.wb.pending_row, live=self.wb.pending_live)
-        elif self.wb.selected_row is not None and self.wb.selected_row != self.row and not self.live_running:
-            self.show_row(self.wb.selected_row)
+        elif selection is not None and selection is not self._followed and not self.live_running:
+            self.show_row(selection)  # the Ratios highlight moved since: follow it
+        self._followed = selection
 
     def on_launch_timeline_view_moved(self) -> None:
         self.update_scale()
