@@ -296,3 +296,18 @@ async def test_report_preview_scrolls_and_searches() -> None:
         await pilot.pause()
         said = [str(n.message) for n in pilot.app._notifications]
         assert any("'geomean': line 36" in m for m in said), said
+
+
+async def test_history_trend_has_real_width() -> None:
+    from widgets.history_view import SeriesTable
+
+    async with make_app(_data("matmul"), prewarm=False).run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("6")
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        table = pilot.app.screen.query_one(SeriesTable)
+        assert table.row_count >= 2
+        trends = [str(table.get_row_at(i)[2].plain) for i in range(table.row_count)]
+        assert all(t[:24].strip() and len(t[:24].strip()) == 24 for t in trends), trends  # 24 cells, not 1
+        assert all("1 run" in t or " ms" in t for t in trends), trends  # and what it is drawn from
