@@ -67,28 +67,32 @@ class SeverityBar(Widget):
         self.set_reactive(SeverityBar.table, table)
         self.scope = ""
         self.whole: RatioTable | None = None
+        self.ci_pending = False  # the subset's CI is being bootstrapped (shown "CI …")
 
-    def set_scope(self, scope: str, subset: RatioTable | None, whole: RatioTable | None) -> None:
+    def set_scope(self, scope: str, subset: RatioTable | None, whole: RatioTable | None, *,
+                  ci_pending: bool = False) -> None:
         """Show ``subset`` labelled ``scope`` above E's ``whole`` table; ``scope`` "" = the whole table."""
         self.scope = scope
         self.whole = whole
+        self.ci_pending = ci_pending
         self.table = subset if scope else whole
         self.refresh(layout=True)  # one line or two
 
     @staticmethod
-    def words(t: RatioTable | None) -> str:
+    def words(t: RatioTable | None, ci_pending: bool = False) -> str:
         if t is None:
             return "no ratio data"
         if t.geomean is None:
             return f"geomean n/a  severity {t.severity or '—'}  verdict {t.verdict}"
-        ci = f" CI [{t.geomean_ci[0]:.3f}, {t.geomean_ci[1]:.3f}]" if t.geomean_ci else " CI —"
+        ci = f" CI [{t.geomean_ci[0]:.3f}, {t.geomean_ci[1]:.3f}]" if t.geomean_ci else (
+            " CI …" if ci_pending else " CI —")
         flag = "  INCONCLUSIVE (CI straddles 1.05)" if t.inconclusive else ""
         return f"geomean {t.geomean:.4f}x{ci}  {t.severity or '—'}  {t.verdict}{flag}"
 
     def summary_text(self) -> str:
         """Plain words (also used by tests and the narrow layout)."""
         if self.scope:
-            return f"{self.scope}: {self.words(self.table)}"
+            return f"{self.scope}: {self.words(self.table, self.ci_pending)}"
         return self.words(self.table)
 
     @staticmethod

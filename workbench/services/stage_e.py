@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import InputError
-from workbench.model import RatioTable, ReportPlan
+from workbench.model import PerfLog, RatioTable, ReportPlan
 from workbench.stats import RowSamples, baseline_records, build_ratio_table
 from workbench.workspace import Workspace, open_workspace
 from workbench.writer import WriteResult, write_plan
@@ -61,15 +61,15 @@ def ratio_table(ws: Workspace, seed: int = 0) -> RatioTable:
     return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
 
 
-def row_samples(ws: Workspace, table: RatioTable) -> dict[tuple[str, str], RowSamples]:
+def row_samples(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> dict[tuple[str, str], RowSamples]:
     """The raw forward samples behind each ``OK`` row of ``table`` (the candidate's, and those of the
-    baseline E chose for the row), from the same logs as :func:`ratio_table`; rows whose logs carry
-    no samples (TileGym's own harness prints medians only) are absent."""
+    baseline E chose for the row), from the same logs as :func:`ratio_table` (``candidate``: that
+    log when the caller parsed it already); rows whose logs carry no samples (TileGym's own harness
+    prints medians only) are absent."""
     from workbench.report_e import load_candidate
 
-    candidate = load_candidate(ws)[0]
     if candidate is None:
-        return {}
+        candidate = load_candidate(ws)[0]
     cand_frameworks = {r.framework for r in candidate.records}
     cand = {r.row_key: r for r in candidate.records}
     logs = ws.baseline_logs()

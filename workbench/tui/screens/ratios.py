@@ -20,14 +20,17 @@ from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, Tab, Tabs
 
 from widgets.ratio_chart import RatioChart
 from widgets.ratio_table import COLUMNS, RatioTable, config_labels, ratio_text, sol_text
 from widgets.severity_bar import SeverityBar
 from workbench.model import RatioRow
+from workbench.model import RatioTable as RatioTableModel
 from workbench.stats import subset_summary
 from workbench.tui.chrome import WorkbenchHeader
 from workbench.tui.host import PaletteCommand
@@ -71,6 +74,10 @@ class RatiosScreen(WorkbenchScreen):
         Binding("G", "sharded_rerun", "Re-run on GPUs", tooltip="Re-run every shown config sharded over this "
                 "node's GPUs, with per-shard progress", id="ratios-sharded"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._scope_timer: Timer | None = None  # the pending bootstrap of a variant/filter's CI
 
     def header(self) -> WorkbenchHeader:
         cond = self.data.conditions
@@ -162,8 +169,34 @@ class RatiosScreen(WorkbenchScreen):
             scope = f"variant {t.variant} ({n})"
         else:
             scope = ""
-        subset = subset_summary(whole.kernel, shown, self.data.samples) if scope else None
-        self.query_one(SeverityBar).set_scope(scope, subset, whole)
+        bar = self.query_one(SeverityBar)
+        if not scope:
+            bar.set_scope("", None, whole)
+            return
+        # geomean, severity and verdict now; the CI (a joint bootstrap: 2000 resamples of every
+        # shown row) in a thread once the filter stops changing, so typing stays responsive
+        quick = subset_summary(whole.kernel, shown, self.data.samples, n_boot=0)
+        has_samples = bool(shown) and all((r.func_key, r.params) in self.data.samples for r in shown
+                                          if r.status == "OK")
+        bar.set_scope(scope, quick, whole, ci_pending=has_samples)
+        if self._scope_timer is not None:
+            self._scope_timer.stop()
+        self._scope_timer = None
+        if has_samples:
+            self._scope_timer = self.set_timer(0.2, partial(self.bootstrap_scope, scope, list(shown)))
+
+    @work(thread=True, exclusive=True, group="subset-ci", exit_on_error=False)
+    def bootstrap_scope(self, scope: str, rows: list[RatioRow]) -> None:
+        whole = self.data.table
+        if whole is None:
+            return
+        full = subset_summary(whole.kernel, rows, self.data.samples)
+        self.app.call_from_thread(self._scope_done, scope, rows, full)
+
+    def _scope_done(self, scope: str, rows: list[RatioRow], full: RatioTableModel) -> None:
+        if self.table.shown_rows != rows:  # the view changed meanwhile: a newer bootstrap follows
+            return
+        self.query_one(SeverityBar).set_scope(scope, full, self.data.table)
 
     def update_detail(self) -> None:
         """Every number of the highlighted row, its full id first (the table may show less)."""
