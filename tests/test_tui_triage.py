@@ -240,6 +240,7 @@ async def test_f1_shows_keys_as_typed() -> None:
     (("L",), "no GPU visible"),
     (("G",), "no GPU visible"),
     (("4", "w"), "recorded session shipped in the package (read-only): copy"),
+    (("5", "r"), "no TileGym checkout attached: open with --tilegym DIR"),
 ])
 async def test_keys_say_why_not(keys: tuple[str, ...], says: str) -> None:
     async with make_app(_data("matmul"), prewarm=False).run_test(size=(120, 40)) as pilot:
