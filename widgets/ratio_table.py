@@ -6,6 +6,13 @@ the fraction of the measured peak each side reaches, "—" where there is no wor
 files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
 the visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
 can reproduce exactly what the table shows. Enter posts :class:`RatioTable.RowChosen`.
+
+Layout by priority (issue #20): the config column shows only the parametrize fields that vary across
+the table (:func:`config_labels`); when the row does not fit the table's width, columns are dropped
+by their ``drop_rank`` (:func:`fit_columns`: variant, baseline, base ms, cand ms, SOL, CI, launches;
+config, ratio and verdict never), and the verdict cell is the bare word (PASS / INVESTIGATE / NA),
+never cut: the NA reason and the full id go to the screen's detail line. A column is one
+:class:`Column` entry in :data:`COLUMNS`: label, sort value, cell text, style, justify, drop rank.
 Cell text is passed as ``rich.text.Text`` (never markup) because params strings are user data.
 """
 
