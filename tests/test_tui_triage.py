@@ -109,7 +109,7 @@ async def test_variant_tab_and_filter_restate_the_geomean_of_their_rows() -> Non
         rows = [r for r in data.table.rows if r.variant == "non_persistent"]
         g = round4(geomean([r.ratio for r in rows]))
         assert f"variant non_persistent (3 rows): geomean {g:.4f}x CI [0.998, 1.001]" in text
-        assert "E verdict" in text  # E's whole-kernel verdict stays named as such
+        assert "E, all rows: geomean 1.3758x" in text  # E's whole-table result stays, named as E's
         await pilot.press("v", "v", "slash", *"8192", "enter")  # back to "all", then filter
         await pilot.pause()
         text = "\n".join(screen_lines(pilot.app))

@@ -164,16 +164,18 @@ class RunsTable(DataTable[Text]):
 TREND_WIDTH = 24
 
 
-def wide_trend(trend: str, medians: Sequence[float], width: int = TREND_WIDTH) -> Text:
+def wide_trend(trend: str, medians: Sequence[float], width: int = TREND_WIDTH, *, with_range: bool = True) -> Text:
     """The series' sparkline (one level per run, oldest first) stretched over ``width`` cells,
-    each run an equal share, the latest ``width`` runs when there are more; then the range of the
-    medians drawn (or "1 run: no trend yet")."""
+    each run an equal share, the latest ``width`` runs when there are more; then (``with_range``)
+    the range of the medians drawn, or "1 run"."""
     if not trend:
         return Text("—", style="dim")
     shown = trend[-width:]
     each = max(1, width // len(shown))
     text = Text("".join(ch * each for ch in shown).ljust(width), style="cyan")
     vals = list(medians)[-len(shown):]
+    if not with_range:
+        return text
     if len(vals) < 2:
         text.append(" 1 run", style="dim")
     else:
@@ -208,7 +210,8 @@ class SeriesTable(DataTable[Text]):
         for s in self.series:
             latest = s.latest
             self.add_row(Text(s.label, style="bold" if s.role == "candidate" else ""), Text(s.role),
-                         wide_trend(s.trend, [r.median_ms for r in s.runs], self._trend_width()), Text(str(len(s.runs)), justify="right"),
+                         wide_trend(s.trend, [r.median_ms for r in s.runs], self._trend_width(),
+                                    with_range=self._trend_width() == TREND_WIDTH), Text(str(len(s.runs)), justify="right"),
                          Text(f"{latest.median_ms:.6f}" if latest else "—", justify="right"),
                          change_text(latest) if latest else Text("—"), key=s.key)
         if not self.series:

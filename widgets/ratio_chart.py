@@ -56,7 +56,8 @@ def chart_lines(rows: Sequence[RatioRow], labels: Mapping[str, str], width: int)
     out: list[Text] = []
     for r in rows:
         label = labels.get(r.params, r.params)
-        label = label if len(label) <= label_w else label[: label_w - 1] + "…"
+        # cut on the left: the shape fields at the end tell the rows apart
+        label = label if len(label) <= label_w else "…" + label[len(label) - label_w + 1:]
         line = Text(label.ljust(label_w) + " ")
         cells = [" "] * plot
         styles = [""] * plot

@@ -105,7 +105,7 @@ class SeverityBar(Widget):
         line = self._line()
         if not self.scope:
             return line
-        return Text.assemble(line, "\n", Text(f"E, all rows: {self.words(self.whole)} (E verdict)", style="dim"))
+        return Text.assemble(line, "\n", Text(f"E, all rows: {self.words(self.whole)}", style="dim"))
 
     def _line(self) -> Text:
         words = Text(self.summary_text())

@@ -181,7 +181,7 @@ class TimelineScreen(WorkbenchScreen):
             title.update(Text(f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
                               f"--config {row.params}", style="dim"))
             return
-        title.update(Text("ncu probe (one profiled call) · Δ cand vs ref", style="bold"))
+        title.update(Text("ncu probe (1 call) · Δ = cand vs ref", style="bold"))
         table.add_columns("ncu", "cand", "ref", "Δ")
         for metric, cand, ref in rows:
             table.add_row(Text(metric), Text(cand, justify="right"), Text(ref, justify="right"),
