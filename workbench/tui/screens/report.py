@@ -42,8 +42,10 @@ class ReportScreen(WorkbenchScreen):
         "Plan stage E (performance.md, sanitized perf log, agent logs) or stage F (perf_investigation_*.md, "
         "agent_f.md). The preview shows the exact bytes that would be written: rendered Markdown, raw, "
         "or a diff against the files on disk; the validation tab holds the in-process validator "
-        "transcript. w asks for confirmation and writes through the guarded writer; it is offered "
-        "only when every validator passed."
+        "transcript. ↑/↓, PgUp/PgDn (Space), Home/End scroll the file on show whatever has focus (←/→ "
+        "change file); / searches it (the raw text: the preview switches to raw), n jumps to the next "
+        "match. w asks for confirmation and writes through the guarded writer when every validator "
+        "passed; otherwise (read-only session, failed validation, nothing planned) it says why."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "plan('E')", "Plan E", tooltip="Plan stage E files (performance.md + logs)", id="report-plan-e"),

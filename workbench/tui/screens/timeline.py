@@ -68,12 +68,17 @@ def delta_text(metric: str, cand: str, ref: str) -> Text:
 class TimelineScreen(WorkbenchScreen):
     SCREEN_TITLE = "Timeline"
     ABOUT = (
-        "Per measured call, a candidate lane and a baseline lane; every GPU activity the call caused "
-        "is a bar: kernel █, memcpy ▓, memset ▒. More bars in a candidate lane than in its baseline "
-        "lane = extra launches per call (a wrapper bug). Select a launch (Tab) to see grid, block, "
-        "registers, shared memory and duration. The side panel shows the config's ncu probe "
-        "(`cutile-workbench probe`), candidate beside reference, when one is filed. Live runs stream "
-        "bars and per-config results as they arrive; Escape cancels."
+        "Per measured call, a candidate lane and a baseline lane, aligned on t0 = the call's host start "
+        "(the ruler counts from it, in the unit it names). The host call is drawn ─; every GPU activity "
+        "the call caused is a bar in it: kernel █, memcpy ▓, memset ▒. More bars in a candidate lane than "
+        "in its baseline lane = extra launches per call (a wrapper bug). The view starts at \"fit "
+        "kernels\" (first to last launch); 0 toggles the whole call, +/- zoom, ←/→ pan, and the line "
+        "under the lanes states the window. ↑/↓ move between lanes and Tab / Shift+Tab between launches "
+        "(on across lanes); the panel follows both: grid, block, registers, shared memory, duration. "
+        "a: the per-kernel aggregate (launches per call, µs per launch; the `timeline` command's table). "
+        "The ncu panel shows the config's probe (`cutile-workbench probe`), candidate beside reference "
+        "with the difference in % (green: candidate better, red: worse), when one is filed. Live runs "
+        "stream bars and per-config results as they arrive; Escape cancels."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_live", "Cancel run", tooltip="Stop the live run", id="timeline-cancel"),
