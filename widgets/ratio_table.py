@@ -294,7 +294,7 @@ class RatioTable(DataTable[Text]):
         self._premeasured: set[RowKey] = set()
         self._widths: dict[str, int] = {}
         self._dropped: list[str] = []  # columns left out at this width (fit_columns)
-        self._laid_out_for = -1  # the width the columns were last fitted to
+        self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
 
     # ------------------------------------------------------------------ data
     def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None) -> None:
@@ -343,6 +343,7 @@ class RatioTable(DataTable[Text]):
         # are built after the first paint), so added rows never make the columns jump.
         all_widths = {c.key: max([self._label(c).cell_len, *(_width(t[i]) for t in texts)])
                       for i, c in enumerate(COLUMNS)}
+        self._all_widths = all_widths
         kept = set(fit_columns(all_widths, self._available_width()))
         cols = [c for c in COLUMNS if c.key in kept]
         keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
@@ -433,11 +434,14 @@ class RatioTable(DataTable[Text]):
         self._rebuild()
 
     def on_resize(self) -> None:
-        # rebuilt after the resize settles: rebuilding inside the resize pass leaves the
-        # auto-width columns sized by their labels only
-        width = self.size.width
-        if width != self._laid_out_for:
-            self._laid_out_for = width
+        # Rebuilt only when another set of columns fits (the first layout usually keeps the set
+        # the mount chose from the app's width: no second rebuild before the first paint), and
+        # after the resize settles: rebuilding inside the resize pass leaves the auto-width
+        # columns sized by their labels only.
+        if not self._ready or not self._all_widths:
+            return
+        kept = set(fit_columns(self._all_widths, self._available_width()))
+        if [k for k in COLUMN_KEYS if k not in kept] != self._dropped:
             self.call_after_refresh(self._rebuild)
 
     @property

@@ -168,7 +168,8 @@ class TimelineScreen(WorkbenchScreen):
         self.query_one("#title", Static).update(title)
         self.query_one("#details", Static).update(Text("select a launch: Tab / Shift+Tab"))
         self.show_probe(row)
-        self.show_aggregate()
+        if self.query_one("#aggregate", DataTable).display:  # built on demand: 100k launches cost
+            self.show_aggregate()
         self.refresh_bindings()
         if live:
             self.action_live()
@@ -218,6 +219,8 @@ class TimelineScreen(WorkbenchScreen):
     def action_aggregate(self) -> None:
         aggregate = self.query_one("#aggregate", DataTable)
         show = not aggregate.display
+        if show:
+            self.show_aggregate()
         aggregate.display = show
         self.timeline.display = not show
         (aggregate if show else self.timeline).focus()
