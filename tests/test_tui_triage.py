@@ -316,3 +316,26 @@ async def test_history_trend_has_real_width() -> None:
         trends = [str(table.get_row_at(i)[2].plain) for i in range(table.row_count)]
         assert all(t[:24].strip() and len(t[:24].strip()) == 24 for t in trends), trends  # 24 cells, not 1
         assert all("1 run" in t or " ms" in t for t in trends), trends  # and what it is drawn from
+
+
+async def test_characters_typed_ahead_of_the_filter_reach_it() -> None:
+    """On a busy machine the keys typed right after ``/`` are handed to the table (focused when they
+    arrived, as the app forwards them) before the ``/`` binding moves the focus to the filter; they
+    came back unhandled and were lost. Simulated exactly so: forwarded key events queued at the
+    table, ``/`` first."""
+    from textual import events
+    from textual.widgets import Input
+
+    async with make_app(_data("rms_norm"), prewarm=False).run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        screen = pilot.app.screen
+        table = screen.query_one(RatioTable)
+        for key, char in (("slash", "/"), ("4", "4"), ("0", "0"), ("9", "9"), ("6", "6")):
+            event = events.Key(key, char)
+            event._set_forwarded()  # what App.on_event does before handing a key to the focused widget
+            table.post_message(event)
+        await pilot.pause()
+        await pilot.pause()
+        assert screen.query_one("#filter", Input).value == "4096"
+        shown = table.shown_rows
+        assert shown and all("4096" in r.params for r in shown) and len(shown) < len(_data("rms_norm").table.rows)

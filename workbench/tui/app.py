@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widget import AwaitMount
@@ -235,6 +235,22 @@ class WorkbenchApp(App[int]):
         keys = ", ".join(sorted({b.key for b in clashed_bindings}))
         self.notify(f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
                     title="Keymap", severity="warning", timeout=15, markup=False)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Characters typed right after a key that opens an input (``/`` filter, ``/`` search) are
+        not lost (issue #20): Textual hands each key to the widget focused when it arrives, and the
+        binding moves the focus to the input only when it runs; on a busy machine the next keys
+        were already queued at the old widget and came back here unhandled. A printable one that
+        comes back while an input has focus goes into it (the input stops the keys it handled
+        itself, so none is typed twice)."""
+        if isinstance(event, events.Key) and event.is_forwarded and event.is_printable and event.character:
+            from textual.widgets import Input
+
+            focused = self.focused
+            if isinstance(focused, Input) and focused.display:
+                focused.insert_text_at_cursor(event.character)
+                return
+        await super().on_event(event)
 
     def mode_screens(self) -> dict[str, Screen[object]]:
         """The screen of every mode mounted so far (the global palette offers their commands)."""
