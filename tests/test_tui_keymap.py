@@ -181,7 +181,7 @@ async def test_a_remap_moves_the_key() -> None:
         assert isinstance(help_screen, HelpScreen)
         # F1 help lists the keys in effect: the remapped ones, not the defaults
         keys = {d: k for k, d, _ in help_screen.keys}
-        assert keys["Help"] == "f2" and keys["Report"] == "f4"
+        assert keys["Help"] == "F2" and keys["Report"] == "F4"  # as typed (issue #20)
         assert "Keymap: k.toml (2 binding(s) remapped" in help_screen.about
         assert not _messages(app)
 

@@ -58,8 +58,9 @@ async def test_timeline_shows_the_filed_probe_side_by_side(silu_with_probes: Pat
         assert isinstance(screen, TimelineScreen) and screen.row is not None and screen.row.params == PROBED
         table = screen.query_one("#probe", DataTable)
         assert table.display and not table.has_class("hidden") and table.row_count == 13
-        assert _cells(table, 0) == ["time", "382.72us", "397.73us"]  # candidate, then reference
-        assert _cells(table, 9) == ["regs", "104", "126"]
+        # candidate, then reference, then the difference (issue #20)
+        assert _cells(table, 0) == ["time", "382.72us", "397.73us", "-3.8%"]
+        assert _cells(table, 9) == ["regs", "104", "126", "-17.5%"]
         assert "ncu probe" in str(screen.query_one("#probe-title", Static).render())
         # another config has no probe: the panel says how to get one
         await pilot.press("1", "up", "t")
@@ -71,7 +72,7 @@ async def test_timeline_shows_the_filed_probe_side_by_side(silu_with_probes: Pat
         assert f"cutile-workbench probe silu_and_mul --config {screen.row.params}" in hint
 
 
-async def test_narrow_timeline_hides_the_probe_panel(silu_with_probes: Path) -> None:
+async def test_narrow_timeline_shows_the_probe_panel(silu_with_probes: Path) -> None:
     app = make_app(load_app_data("silu_and_mul", out_root=silu_with_probes, tilegym=None, env={}))
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -79,7 +80,8 @@ async def test_narrow_timeline_hides_the_probe_panel(silu_with_probes: Path) -> 
         await pilot.press(*["down"] * [r.params for r in rows].index(PROBED), "enter")
         await pilot.pause()
         probe = app.screen.query_one("#probe", DataTable)
-        assert probe.row_count == 13 and probe.region.width == 0  # filled, but not laid out at 80 columns
+        # issue #20: at 80 columns the panel sits beside the details, under the lanes (it was hidden)
+        assert probe.row_count == 13 and 0 < probe.region.width and probe.region.right <= 80
         assert app.screen.query_one("#details").region.width <= 80
 
 

@@ -194,13 +194,18 @@ async def test_a_dropped_ssh_session_sighup_cancels_the_run_and_leaves_the_app(s
     assert len(spy.pids) == 4 and not [p for p in spy.pids if alive(p)]
 
 
-async def test_g_is_offered_only_with_a_sharded_runner(session, tmp_path):
+async def test_g_without_a_sharded_runner_says_why(session, tmp_path):
     app, _ = _app(session, tmp_path)
     app.data.sharded = None
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         ratios = app.screen
-        assert ratios.check_action("sharded_rerun", ()) is False  # hidden: fewer than 2 GPUs, no --gpus
+        # issue #20: G always answers; without a runner (fewer than 2 GPUs, no --gpus) it says so
+        assert ratios.check_action("sharded_rerun", ()) is True
+        await pilot.press("G")
+        await pilot.pause()
+        assert any("G shards the shown configs over 2 or more GPUs" in str(n.message) or "no GPU visible"
+                   in str(n.message) for n in app._notifications)
         app.data.sharded_unavailable = "this workspace has no suite to re-run (open it with --tilegym DIR)"
         assert ratios.check_action("sharded_rerun", ()) is True
         await pilot.press("G")

@@ -38,10 +38,10 @@ async def test_timeline_kinds_have_distinct_glyphs_and_positions() -> None:
         await pilot.pause()
         lane = _line(tl, 1)[GUTTER:]
         assert lane[0:10] == "▒" * 10  # memset
-        assert lane[10:20].strip() == ""
+        assert lane[10:20] == "─" * 10  # no launch: the host call's span (issue #20)
         assert lane[20:40] == "█" * 20  # kernel
         assert lane[50:60] == "▓" * 10  # memcpy
-        assert _line(tl, 0).startswith("1us/cell")
+        assert _line(tl, 0).startswith("t0=call start   |0µs")  # origin and unit stated (issue #20)
 
 
 async def test_timeline_100k_launches_render_every_line() -> None:

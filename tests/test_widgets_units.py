@@ -66,7 +66,7 @@ def test_launch_details_fields() -> None:
     k = Launch("kernel", "k", 0, 82_780, 1, grid=(132, 1, 1), block=(256, 1, 1), registers_per_thread=255,
                static_smem=0, dynamic_smem=217_088)
     text = launch_details(k)
-    assert text.startswith("kernel 82.8us") and text.endswith("  k") and "grid 132x1x1" in text and "block 256x1x1" in text
+    assert text.startswith("kernel 82.8µs") and text.endswith("  k") and "grid 132x1x1" in text and "block 256x1x1" in text
     assert "regs 255" in text and "smem 0+217088 B" in text
     m = Launch("memcpy", "copy", 0, 2_000, 2, bytes=4096, copy_kind="DtoD")
     assert "4096 B DtoD" in launch_details(m)

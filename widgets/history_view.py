@@ -160,6 +160,31 @@ class RunsTable(DataTable[Text]):
         self.post_message(self.RunHighlighted(self.current_run))
 
 
+#: cells the trend column spans whatever the number of runs (issue #20: one run was one block)
+TREND_WIDTH = 24
+
+
+def wide_trend(trend: str, medians: Sequence[float], width: int = TREND_WIDTH, *, with_range: bool = True) -> Text:
+    """The series' sparkline (one level per run, oldest first) stretched over ``width`` cells,
+    each run an equal share, the latest ``width`` runs when there are more; then (``with_range``)
+    the range of the medians drawn, or "1 run"."""
+    if not trend:
+        return Text("—", style="dim")
+    shown = trend[-width:]
+    each = max(1, width // len(shown))
+    text = Text("".join(ch * each for ch in shown).ljust(width), style="cyan")
+    vals = list(medians)[-len(shown):]
+    if not with_range:
+        return text
+    if len(vals) < 2:
+        text.append(" 1 run", style="dim")
+    else:
+        text.append(f" {min(vals):.4g}–{max(vals):.4g} ms", style="dim")
+        if len(trend) > width:
+            text.append(f" (last {width} of {len(trend)})", style="dim")
+    return text
+
+
 class SeriesTable(DataTable[Text]):
     """One config's series: backend, role, trend, runs, latest median, last change."""
 
@@ -185,11 +210,17 @@ class SeriesTable(DataTable[Text]):
         for s in self.series:
             latest = s.latest
             self.add_row(Text(s.label, style="bold" if s.role == "candidate" else ""), Text(s.role),
-                         Text(s.trend), Text(str(len(s.runs)), justify="right"),
+                         wide_trend(s.trend, [r.median_ms for r in s.runs], self._trend_width(),
+                                    with_range=self._trend_width() == TREND_WIDTH), Text(str(len(s.runs)), justify="right"),
                          Text(f"{latest.median_ms:.6f}" if latest else "—", justify="right"),
                          change_text(latest) if latest else Text("—"), key=s.key)
         if not self.series:
             self.post_message(self.SeriesHighlighted(None))
+
+    def _trend_width(self) -> int:
+        """Half the cells on a narrow terminal (the medians and the last change must still fit)."""
+        width = self.size.width or self.app.size.width
+        return TREND_WIDTH if width >= 110 else TREND_WIDTH // 2
 
     @property
     def current_series(self) -> SeriesRow | None:

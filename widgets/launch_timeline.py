@@ -3,7 +3,14 @@
 Contract: fed ``workbench.model.LaunchSet`` objects (``set_sets``) or live ``CallCapture``s
 (``append_call``); never reads files. Line 0 is a time ruler; every other line is one lane =
 one measured call of one backend, time relative to that call's host start so calls line up.
-Each launch is a bar whose glyph and colour say its kind (kernel █, memcpy ▓, memset ▒).
+Each launch is a bar whose glyph and colour say its kind (kernel █, memcpy ▓, memset ▒); the
+host call itself (host start to host end) is drawn as ``─`` under them, so a kernel's place in
+its call is visible. The ruler states the origin (t0 = the call's host start) and the unit of
+its labels. Zoom modes (``zoom_mode``): "fit kernels" (the default: the window spans the first
+launch to the last over every lane, so kernels 400 µs into a call are not a sliver), "fit call"
+(the whole host span; ``0`` toggles the two) and "zoomed" (``+``/``-``). Moving the lane cursor
+always posts :class:`LaneChanged` (and selects the lane's first launch), Tab walks the launches
+across lanes.
 Rendering is O(width · log n) per line (bisect over per-lane start arrays, skipping launches
 hidden inside an already painted cell) and strips are LRU-cached by view state, so 100k
 launches paint well under 50 ms per frame (``bench/tui_start.py`` measures it).
@@ -84,7 +91,7 @@ def format_ns(ns: float) -> str:
     if ns >= 1e6:
         return f"{ns / 1e6:.3g}ms"
     if ns >= 1e3:
-        return f"{ns / 1e3:.3g}us"
+        return f"{ns / 1e3:.3g}µs"
     return f"{ns:.0f}ns"
 
 
@@ -122,6 +129,7 @@ class LaunchTimeline(ScrollView, can_focus=True):
     LaunchTimeline > .launchtimeline--memset { color: $error; }
     LaunchTimeline > .launchtimeline--selected { color: $text; background: $accent; }
     LaunchTimeline > .launchtimeline--cursor-lane { background: $boost; }
+    LaunchTimeline > .launchtimeline--host { color: $text-muted; }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "launchtimeline--ruler",
@@ -133,16 +141,18 @@ class LaunchTimeline(ScrollView, can_focus=True):
         "launchtimeline--memset",
         "launchtimeline--selected",
         "launchtimeline--cursor-lane",
+        "launchtimeline--host",
     }
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left,h", "pan(-1)", "Pan ←", tooltip="Pan left a quarter screen", id="timeline-pan-left"),
         Binding("right,l", "pan(1)", "Pan →", tooltip="Pan right a quarter screen", id="timeline-pan-right"),
         Binding("plus,equals_sign", "zoom(2)", "Zoom +", tooltip="Zoom in 2x", id="timeline-zoom-in"),
         Binding("minus", "zoom(0.5)", "Zoom −", tooltip="Zoom out 2x", id="timeline-zoom-out"),
-        Binding("0", "fit", "Fit", tooltip="Fit the longest call to the width", id="timeline-fit"),
+        Binding("0", "fit", "Fit", tooltip="Fit kernels (first to last launch) ⇄ fit the whole host call",
+                id="timeline-fit"),
         Binding("up,k", "lane(-1)", "Lane ↑", show=False, id="timeline-lane-up"),
         Binding("down,j", "lane(1)", "Lane ↓", show=False, id="timeline-lane-down"),
-        Binding("tab", "step(1)", "Next launch", tooltip="Select the next launch in this lane",
+        Binding("tab", "step(1)", "Next launch", tooltip="Select the next launch (on to the next lane at the end)",
                 id="timeline-next"),
         Binding("shift+tab", "step(-1)", "Prev launch", show=False, id="timeline-prev"),
     ]
@@ -150,7 +160,8 @@ class LaunchTimeline(ScrollView, can_focus=True):
     ns_per_cell: reactive[float] = reactive(1000.0, init=False)
     origin_ns: reactive[float] = reactive(0.0, init=False)
     cursor_lane: reactive[int] = reactive(0, init=False)
-    selected: reactive[int] = reactive(-1, init=False)  # launch index within the cursor lane
+    # always_update: re-selecting launch 0 of a new lane must still tell the panel
+    selected: reactive[int] = reactive(-1, init=False, always_update=True)  # launch index in the cursor lane
 
     class LaunchSelected(Message):
         def __init__(self, lane: Lane, launch: Launch) -> None:
@@ -158,10 +169,22 @@ class LaunchTimeline(ScrollView, can_focus=True):
             self.lane = lane
             self.launch = launch
 
+    class ViewMoved(Message):
+        """Zoom, pan or fit changed the window (the screen restates it)."""
+
+    class LaneChanged(Message):
+        """The lane cursor moved (a lane without launches included)."""
+
+        def __init__(self, lane: Lane) -> None:
+            super().__init__()
+            self.lane = lane
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.lanes: list[Lane] = []
         self._user_zoomed = False
+        #: "fit kernels" (default) | "fit call" | "zoomed"
+        self.zoom_mode = "fit kernels"
         self._cache: LRUCache[tuple[Any, ...], Strip] = LRUCache(1024)
         self._style_cache: dict[tuple[bool, str], dict[str, Style]] = {}
 
@@ -184,6 +207,8 @@ class LaunchTimeline(ScrollView, can_focus=True):
                     lanes.append(make_lane("baseline", bases[p].backend, base[i], phase_tag(p, len(bases))))
         self.lanes = lanes
         self._user_zoomed = False
+        if self.zoom_mode == "zoomed":  # a new config starts fitted
+            self.zoom_mode = "fit kernels"
         self.cursor_lane = 0
         self.selected = -1
         self._relayout()
@@ -224,11 +249,23 @@ class LaunchTimeline(ScrollView, can_focus=True):
         if not self._user_zoomed:
             self._fit()
         self.refresh()
+        self.post_message(self.ViewMoved())
 
     def _fit(self) -> None:
-        span = max((ln.span_ns for ln in self.lanes), default=1000)
-        self.set_reactive(LaunchTimeline.ns_per_cell, max(MIN_NS_PER_CELL, span * 1.02 / self._plot_width()))
-        self.set_reactive(LaunchTimeline.origin_ns, 0.0)
+        """The window of the zoom mode: first to last launch ("fit kernels"), or the whole call."""
+        with_launches = [ln for ln in self.lanes if ln.launches]
+        if self.zoom_mode == "fit kernels" and with_launches:
+            first = min(ln.starts[0] for ln in with_launches)
+            last = max(max(ln.ends) for ln in with_launches)
+            span = max(1, last - first)
+            origin = max(0.0, first - span * 0.02)
+            npc = max(MIN_NS_PER_CELL, span * 1.05 / self._plot_width())
+        else:
+            span = max((max(ln.span_ns, ln.call.host_end_ns - ln.call.host_start_ns) for ln in self.lanes),
+                       default=1000)
+            origin, npc = 0.0, max(MIN_NS_PER_CELL, span * 1.02 / self._plot_width())
+        self.set_reactive(LaunchTimeline.ns_per_cell, npc)
+        self.set_reactive(LaunchTimeline.origin_ns, origin)
 
     def on_resize(self) -> None:
         self._relayout()
@@ -236,10 +273,12 @@ class LaunchTimeline(ScrollView, can_focus=True):
     def watch_ns_per_cell(self) -> None:
         self._cache.clear()
         self.refresh()
+        self.post_message(self.ViewMoved())
 
     def watch_origin_ns(self) -> None:
         self._cache.clear()
         self.refresh()
+        self.post_message(self.ViewMoved())
 
     def watch_cursor_lane(self, old: int, new: int) -> None:
         self.refresh()
@@ -263,6 +302,7 @@ class LaunchTimeline(ScrollView, can_focus=True):
 
     def action_zoom(self, factor: float) -> None:
         self._user_zoomed = True
+        self.zoom_mode = "zoomed"
         centre = self.origin_ns + self._plot_width() * self.ns_per_cell / 2
         launch = self.selected_launch
         if launch is not None:  # zoom around the selection, which is where the eye is
@@ -272,23 +312,37 @@ class LaunchTimeline(ScrollView, can_focus=True):
         self.origin_ns = max(0.0, centre - self._plot_width() * new / 2)
 
     def action_fit(self) -> None:
+        """Fit kernels; pressed again (or from the call fit), the whole host call."""
+        self.zoom_mode = "fit call" if self.zoom_mode == "fit kernels" and not self._user_zoomed else "fit kernels"
         self._user_zoomed = False
         self._fit()
         self._cache.clear()
         self.refresh()
+        self.post_message(self.ViewMoved())
 
     def action_lane(self, delta: int) -> None:
         if self.lanes:
             self.cursor_lane = min(max(0, self.cursor_lane + delta), len(self.lanes) - 1)
+            self.post_message(self.LaneChanged(self.lanes[self.cursor_lane]))
             self.selected = -1 if not self.lanes[self.cursor_lane].launches else 0
 
     def action_step(self, delta: int) -> None:
         if not self.lanes:
             return
         lane = self.lanes[self.cursor_lane]
-        if not lane.launches:
-            return
-        self.selected = min(max(0, self.selected + delta), len(lane.launches) - 1)
+        target = self.selected + delta
+        if not lane.launches or not 0 <= target < len(lane.launches):
+            # past this lane's last (first) launch: on to the next (previous) lane that has launches
+            i = self.cursor_lane + delta
+            while 0 <= i < len(self.lanes) and not self.lanes[i].launches:
+                i += delta
+            if not 0 <= i < len(self.lanes):
+                return
+            self.cursor_lane = i
+            lane = self.lanes[i]
+            self.post_message(self.LaneChanged(lane))
+            target = 0 if delta > 0 else len(lane.launches) - 1
+        self.selected = target
         # auto-pan so the selected launch is visible
         start = lane.starts[self.selected]
         width_ns = self._plot_width() * self.ns_per_cell
@@ -321,16 +375,26 @@ class LaunchTimeline(ScrollView, can_focus=True):
         return strip
 
     def _render_ruler(self, width: int) -> Strip:
+        """``t0=call start`` then ticks every 16 cells labelled in one unit (ns, µs or ms) for the
+        whole ruler: the time since the call's host start (every lane is aligned on it)."""
         plot = max(0, width - GUTTER)
         text = [" "] * plot
         step = 16
+        far = self.origin_ns + plot * self.ns_per_cell
+        unit, scale = ("ms", 1e6) if far >= 1e6 else ("µs", 1e3) if far >= 1e3 else ("ns", 1.0)
         for c in range(0, plot, step):
-            label = "|" + format_ns(self.origin_ns + c * self.ns_per_cell)
+            value = (self.origin_ns + c * self.ns_per_cell) / scale
+            label = f"|{value:.3g}{unit}"
             for i, ch in enumerate(label):
                 if c + i < plot:
                     text[c + i] = ch
-        head = f"{format_ns(self.ns_per_cell)}/cell"[: GUTTER - 1].ljust(GUTTER)
+        head = "t0=call start"[: GUTTER - 1].ljust(GUTTER)
         return Strip([Segment(head + "".join(text), self._style("ruler"))], width).crop(0, width)
+
+    def scale_text(self) -> str:
+        """The view in words, for the screen's status line: mode, resolution, window."""
+        return (f"{self.zoom_mode} · {format_ns(self.ns_per_cell)}/cell · window {format_ns(self.origin_ns)}–"
+                f"{format_ns(self.origin_ns + self._plot_width() * self.ns_per_cell)} after the call's host start")
 
     def _lane_runs(self, lane: Lane, plot: int, selected: int) -> list[tuple[int, int, int]]:
         """Visible bars as ``(first_cell, last_cell, launch_index)`` runs, left to right.
@@ -398,7 +462,8 @@ class LaunchTimeline(ScrollView, can_focus=True):
                 base = base + self._style("cursor-lane")
             cached = {"base": base, "kernel-alt": base + self._style("kernel-alt"),
                       "selected": base + self._style("selected"),
-                      "candidate": base + self._style("candidate"), "baseline": base + self._style("baseline")}
+                      "candidate": base + self._style("candidate"), "baseline": base + self._style("baseline"),
+                      "host": base + self._style("host")}
             cached.update({k: base + self._style(k) for k in GLYPH})
             self._style_cache[key] = cached
         return cached
@@ -418,6 +483,24 @@ class LaunchTimeline(ScrollView, can_focus=True):
         kernel_alt = styles["kernel-alt"]
         sel_style = styles["selected"]
         launches = lane.launches
+        # the host call's span in cells: ``─`` where no launch is drawn
+        host_a = int((0 - self.origin_ns) // self.ns_per_cell)
+        host_b = int(-((self.origin_ns - (lane.call.host_end_ns - lane.call.host_start_ns)) // self.ns_per_cell)) - 1
+        host_style = styles["host"]
+
+        def gap(a: int, b: int) -> list[Segment]:
+            """Cells a..b-1 without a launch: the host span's line where the call was running."""
+            lo, hi = max(a, host_a), min(b, host_b + 1)
+            if hi <= lo:
+                return [Segment(" " * (b - a), base_style)] if b > a else []
+            out = []
+            if lo > a:
+                out.append(Segment(" " * (lo - a), base_style))
+            out.append(Segment("─" * (hi - lo), host_style))
+            if b > hi:
+                out.append(Segment(" " * (b - hi), base_style))
+            return out
+
         cell = 0
         pending_text, pending_style = "", None  # merge neighbouring runs that look the same
         for a, b, idx in self._lane_runs(lane, plot, selected):
@@ -431,7 +514,7 @@ class LaunchTimeline(ScrollView, can_focus=True):
             if a > cell:
                 if pending_text:
                     segs.append(Segment(pending_text, pending_style))
-                segs.append(Segment(" " * (a - cell), base_style))
+                segs.extend(gap(cell, a))
                 pending_text, pending_style = text, style
             elif style is pending_style:  # styles come from one cache: identity is equality
                 pending_text += text
@@ -443,5 +526,5 @@ class LaunchTimeline(ScrollView, can_focus=True):
         if pending_text:
             segs.append(Segment(pending_text, pending_style))
         if cell < plot:
-            segs.append(Segment(" " * (plot - cell), base_style))
+            segs.extend(gap(cell, plot))
         return Strip(segs, width).crop(0, width)

@@ -4,15 +4,22 @@ Contract: fed ``workbench.model.RatioRow`` objects (``set_rows``) and, optionall
 of light (``sol``: ``(func_key, params)`` → ``workbench.f_evidence.sol.SolRow``, shown as "SOL c/b",
 the fraction of the measured peak each side reaches, "—" where there is no work model) and each row's
 candidate identity mark (``marks``: params → ``own``/``REF``/``LIB``/``NONE``/``?``, the narrow "id"
-column; REF/LIB/NONE in bold red); never reads files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
+column, never dropped; REF/LIB/NONE in bold red; absent when identity was not computed); never reads
+files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
 the visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
 can reproduce exactly what the table shows. Enter posts :class:`RatioTable.RowChosen`.
+
+Layout by priority (issue #20): the config column shows only the parametrize fields that vary across
+the table (:func:`config_labels`); when the row does not fit the table's width, columns are dropped
+by their ``drop_rank`` (:func:`fit_columns`: variant, baseline, base ms, cand ms, SOL, CI, launches;
+config, ratio and verdict never), and the verdict cell is the bare word (PASS / INVESTIGATE / NA),
+never cut: the NA reason and the full id go to the screen's detail line. A column is one
+:class:`Column` entry in :data:`COLUMNS`: label, sort value, cell text, style, justify, drop rank.
 Cell text is passed as ``rich.text.Text`` (never markup) because params strings are user data.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -30,15 +37,36 @@ from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
 from workbench.f_evidence.sol import SolRow
 from workbench.model import RatioRow
+from workbench.testids import natural_key
 
 SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 
 
 @dataclass(frozen=True)
+class CellContext:
+    """What a cell may need beyond its row: the row's speed of light and its config label."""
+
+    sol: SolRow | None
+    config_label: str
+    mark: str = ""  # the row's candidate identity mark (issue 18), "" when not computed
+
+
+@dataclass(frozen=True)
 class Column:
+    """One column: label, sort value, cell text (and style) and its place in the drop order.
+
+    ``drop_rank`` None = never dropped (config, ratio, verdict); otherwise, when the row does not
+    fit the terminal, columns go in increasing ``drop_rank`` (1 first). Adding a column (e.g. a
+    noise floor) is one entry in :data:`COLUMNS` with a rank.
+    """
+
     key: str
     label: str
     sort_value: Callable[[RatioRow], Any]
+    text: Callable[[RatioRow, CellContext], str]
+    drop_rank: int | None = None
+    justify: str = "left"  # "left" | "right"
+    style: Callable[[RatioRow, str], str] = lambda row, text: ""
 
 
 def _launches(row: RatioRow) -> str:
@@ -49,33 +77,107 @@ def _launches(row: RatioRow) -> str:
 
 def config_sort_key(params: str) -> tuple[tuple[int, int | str], ...]:
     """Natural order of a params string: shape fields compare as numbers (4096 before 16384)."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(params) if part)
+    return natural_key(params)
 
 
-_DIGITS = re.compile(r"(\d+)")
-
-COLUMNS: tuple[Column, ...] = (
-    Column("config", "config", lambda r: config_sort_key(r.params)),
-    Column("variant", "variant", lambda r: r.variant or ""),
-    Column("baseline", "baseline", lambda r: r.baseline_backend or ""),
-    Column("base_ms", "base ms", lambda r: r.baseline_ms),
-    Column("cand_ms", "cand ms", lambda r: r.candidate_ms),
-    Column("ratio", "ratio", lambda r: r.ratio),
-    Column("ci", "CI", lambda r: r.ci_low),
-    Column("launches", "launch c/b", lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0)),
-    Column("sol", "SOL c/b", lambda r: None),  # sorted by the candidate's fraction (visible_rows' ``sol``)
-    Column("verdict", "verdict", lambda r: r.row_verdict),
-    Column("id", "id", lambda r: None),  # candidate identity mark; sorted by ``marks`` (visible_rows)
-)
+VERDICT_STYLE = {"PASS": "green", "INVESTIGATE": "bold red", "NA": "yellow"}
 #: identity marks that mean "this row does not measure the candidate" (workbench.f_evidence.candidate_identity)
 ALARM_MARKS = frozenset({"REF", "LIB", "NONE"})
+
+
+def _extra_launches(row: RatioRow) -> bool:
+    """More launches per call than the baseline: the classic wrapper bug."""
+    return (row.candidate_launches is not None and row.baseline_launches is not None
+            and row.candidate_launches > row.baseline_launches)
+
+
+def _ci(row: RatioRow) -> str:
+    return "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
+
+
+def ratio_text(row: RatioRow) -> str:
+    if row.ratio is None:
+        return "NA"
+    if row.noise_floor is not None:  # the row's run-to-run A/A spread (issue 18 §4)
+        return f"{row.ratio:.3f}x ±{row.noise_floor:.1%}"
+    return f"{row.ratio:.3f}x"
+
+
+#: every column, in display order; ``drop_rank`` is the order in which a narrow terminal drops them:
+#: variant (the tabs say it), baseline backend, base ms, cand ms, SOL, CI, launches — config
+#: (its varying fields), ratio and verdict are never dropped
+COLUMNS: tuple[Column, ...] = (
+    Column("config", "config", lambda r: config_sort_key(r.params), lambda r, c: c.config_label),
+    Column("variant", "variant", lambda r: r.variant or "", lambda r, c: r.variant or "", drop_rank=1),
+    # "triton_tileir (plain Triton)" (issue 18 §5)
+    Column("baseline", "baseline", lambda r: r.baseline_backend or "",
+           lambda r, c: r.baseline_label or r.baseline_backend or "—", drop_rank=2),
+    Column("base_ms", "base ms", lambda r: r.baseline_ms, lambda r, c: _fmt_ms(r.baseline_ms), drop_rank=3,
+           justify="right"),
+    Column("cand_ms", "cand ms", lambda r: r.candidate_ms, lambda r, c: _fmt_ms(r.candidate_ms), drop_rank=4,
+           justify="right"),
+    Column("ratio", "ratio", lambda r: r.ratio, lambda r, c: ratio_text(r), justify="right",
+           style=lambda r, t: VERDICT_STYLE[r.row_verdict] if r.row_verdict != "PASS" else ""),
+    Column("ci", "CI", lambda r: r.ci_low, lambda r, c: _ci(r), drop_rank=6),
+    Column("launches", "launch c/b", lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0),
+           lambda r, c: _launches(r), drop_rank=7, style=lambda r, t: "bold red" if _extra_launches(r) else ""),
+    # sorted by the candidate's fraction (visible_rows' ``sol``)
+    Column("sol", "SOL c/b", lambda r: None, lambda r, c: sol_text(c.sol), drop_rank=5, justify="right",
+           style=lambda r, t: "dim" if t == NO_SOL else ""),
+    Column("verdict", "verdict", lambda r: r.row_verdict, lambda r, c: r.row_verdict,
+           style=lambda r, t: VERDICT_STYLE[r.row_verdict]),
+    # candidate identity mark (issue 18), never dropped; sorted by ``marks`` (visible_rows)
+    Column("id", "id", lambda r: None, lambda r, c: c.mark,
+           style=lambda r, t: "bold red" if t in ALARM_MARKS else "yellow" if t == "?" else "dim"),
+)
+
 NO_SOL = "—"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
-COMPACT_HIDDEN = ("variant", "baseline", "ci")
+#: cells are padded by one space on each side (DataTable's ``cell_padding``)
+CELL_PADDING = 1
 #: rows added before the first paint at most (the terminal height bounds it further: only what
 #: can be on screen); the rest follow right after the first frame
 FIRST_BATCH = 80
+
+
+def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Column] = COLUMNS) -> list[str]:
+    """Keys of the columns that fit ``available`` cells (each ``width`` + padding), display order kept:
+    columns are dropped by ``drop_rank`` (lowest first) until the rest fit; unranked ones stay."""
+    by_key = {c.key: c for c in columns}
+    keep = [k for k in widths if k in by_key]
+
+    def total(keys: list[str]) -> int:
+        return sum(widths[k] + 2 * CELL_PADDING for k in keys)
+
+    droppable = sorted((k for k in keep if by_key[k].drop_rank is not None),
+                       key=lambda k: by_key[k].drop_rank or 0)
+    for key in droppable:
+        if total(keep) <= available:
+            break
+        keep.remove(key)
+    return keep
+
+
+def config_labels(params: Sequence[str]) -> dict[str, str]:
+    """Each params string shown as the fields that vary across ``params`` (``-``-separated pytest
+    parametrize ids): with equal field counts, the fields that are the same everywhere are
+    dropped; otherwise the common leading and trailing fields. A lone config keeps its full id."""
+    unique = list(dict.fromkeys(params))
+    if len(unique) < 2:
+        return {p: p for p in unique}
+    split = [p.split("-") for p in unique]
+    if len({len(f) for f in split}) == 1:
+        varying = [i for i in range(len(split[0])) if len({f[i] for f in split}) > 1]
+        return {p: "-".join(f[i] for i in varying) for p, f in zip(unique, split, strict=True)}
+    shortest = min(len(f) for f in split)
+    head = 0
+    while head < shortest - 1 and len({f[head] for f in split}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
+        tail += 1
+    return {p: "-".join(f[head:len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
 
 
 def row_key(row: RatioRow) -> str:
@@ -146,58 +248,21 @@ def sol_text(sr: SolRow | None) -> str:
     return "/".join(NO_SOL if v is None else f"{v * 100:.0f}%" for v in sides)
 
 
-def _row_texts(row: RatioRow, sol: SolRow | None = None, mark: str = "") -> tuple[list[str], str, bool]:
-    """Display strings of one row (column order), the verdict style, and extra-launches flag."""
-    ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
-    ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
-    if row.ratio is not None and row.noise_floor is not None:  # the row's run-to-run A/A spread (issue 18 §4)
-        ratio += f" ±{row.noise_floor:.1%}"
-    verdict = row.row_verdict
-    vstyle = {"PASS": "green", "INVESTIGATE": "bold red", "NA": "yellow"}[verdict]
-    extra = (
-        row.candidate_launches is not None
-        and row.baseline_launches is not None
-        and row.candidate_launches > row.baseline_launches
-    )
-    strings = [
-        row.params,
-        row.variant or "",
-        row.baseline_label or row.baseline_backend or "—",  # "triton_tileir (plain Triton)" (issue 18 §5)
-        _fmt_ms(row.baseline_ms),
-        _fmt_ms(row.candidate_ms),
-        ratio,
-        ci,
-        _launches(row),
-        sol_text(sol),
-        verdict if not row.reason else f"{verdict} ({row.reason})",
-        mark,
-    ]
-    return strings, vstyle, extra
+def _row_texts(row: RatioRow, ctx: CellContext, columns: Sequence[Column]) -> list[str]:
+    """Display strings of one row, one per column of ``columns``."""
+    return [col.text(row, ctx) for col in columns]
 
 
-def _cells_from(strings: list[str], vstyle: str, extra: bool, verdict: str) -> list[Text]:
-    launches = Text(strings[7])
-    if extra:
-        launches.stylize("bold red")  # extra launches per call = the classic wrapper bug
-    return [
-        Text(strings[0]),
-        Text(strings[1]),
-        Text(strings[2]),
-        Text(strings[3], justify="right"),
-        Text(strings[4], justify="right"),
-        Text(strings[5], style=vstyle if verdict != "PASS" else "", justify="right"),
-        Text(strings[6]),
-        launches,
-        Text(strings[8], justify="right", style="dim" if strings[8] == NO_SOL else ""),
-        Text(strings[9], style=vstyle),
-        Text(strings[10], style="bold red" if strings[10] in ALARM_MARKS else "yellow" if strings[10] == "?" else "dim"),
-    ]
+def _cells_from(row: RatioRow, strings: list[str], columns: Sequence[Column]) -> list[Text]:
+    return [Text(text, style=col.style(row, text), justify="right" if col.justify == "right" else "left")
+            for col, text in zip(columns, strings, strict=True)]
 
 
-def row_cells(row: RatioRow, sol: SolRow | None = None, mark: str = "") -> list[Text]:
-    """Display cells of one row (styled by verdict; never parsed as markup)."""
-    strings, vstyle, extra = _row_texts(row, sol, mark)
-    return _cells_from(strings, vstyle, extra, row.row_verdict)
+def row_cells(row: RatioRow, sol: SolRow | None = None, config_label: str | None = None,
+              mark: str = "") -> list[Text]:
+    """Display cells of one row, every column (styled by verdict; never parsed as markup)."""
+    ctx = CellContext(sol, row.params if config_label is None else config_label, mark)
+    return _cells_from(row, _row_texts(row, ctx, COLUMNS), COLUMNS)
 
 
 def _width(text: str) -> int:
@@ -225,8 +290,6 @@ class RatioTable(DataTable[Text]):
     filter_text: reactive[str] = reactive("", init=False)
     slow_only: reactive[bool] = reactive(False, init=False)
     variant: reactive[str | None] = reactive(None, init=False)
-    #: narrow terminals: drop the variant / baseline / CI columns (the screen sets it below 100 cols)
-    compact: reactive[bool] = reactive(False, init=False)
 
     class RowChosen(Message):
         """Enter on a row: the screen opens its timeline (or offers a live re-run)."""
@@ -250,6 +313,8 @@ class RatioTable(DataTable[Text]):
         #: rows added by _rebuild/_add_rest, whose cells are one-line Texts no wider than _widths
         self._premeasured: set[RowKey] = set()
         self._widths: dict[str, int] = {}
+        self._dropped: list[str] = []  # columns left out at this width (fit_columns)
+        self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
 
     # ------------------------------------------------------------------ data
     def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None,
@@ -294,14 +359,22 @@ class RatioTable(DataTable[Text]):
             sol=self._sol,
             marks=self._marks,
         )
-        cols = self.visible_columns()
-        keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
-        texts = [_row_texts(r, self._sol.get((r.func_key, r.params)), self._marks.get(r.params, ""))
-                 for r in self._shown]
+        # the config column shows the fields that vary across the whole table (stable under filters)
+        labels = config_labels([r.params for r in self._all])
+        texts = [_row_texts(r, CellContext(self._sol.get((r.func_key, r.params)), labels.get(r.params, r.params),
+                                           self._marks.get(r.params, "")), COLUMNS) for r in self._shown]
         # Fixed widths from every row's strings (the Text cells of rows past the first batch
         # are built after the first paint), so added rows never make the columns jump.
-        widths = [max([self._label(c).cell_len, *(_width(t[0][i]) for t in texts)])
-                  for c, i in zip(cols, keep_idx, strict=True)]
+        all_widths = {c.key: max([self._label(c).cell_len, *(_width(t[i]) for t in texts)])
+                      for i, c in enumerate(COLUMNS)}
+        if not self._marks:
+            del all_widths["id"]  # identity not computed (e.g. synthetic data): no empty column
+        self._all_widths = all_widths
+        kept = set(fit_columns(all_widths, self._available_width()))
+        cols = [c for c in COLUMNS if c.key in kept]
+        keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
+        self._dropped = [c.key for c in COLUMNS if c.key not in kept and c.key in all_widths]
+        widths = [all_widths[c.key] for c in cols]
         target = self._shown.index(keep) if keep is not None and keep in self._shown else -1
         # Before the first frame only rows that can be on screen (the cursor's page when it is
         # kept further down); building and adding the other ones costs ~15 ms on a slow CPU.
@@ -322,15 +395,20 @@ class RatioTable(DataTable[Text]):
             self.call_after_refresh(self._add_rest, self._generation, upto, texts, keep_idx)
         self.post_message(self.ViewChanged())
 
-    def _add_rows(self, start: int, stop: int, texts: list[tuple[list[str], str, bool]],
-                  keep_idx: list[int]) -> None:
-        for r, (strings, vstyle, extra) in zip(self._shown[start:stop], texts[start:stop], strict=True):
-            cells = _cells_from(strings, vstyle, extra, r.row_verdict)
+    def _available_width(self) -> int:
+        """Cells the columns may use: the table's width less a vertical scrollbar's when the rows overflow."""
+        width = self.size.width or self.app.size.width
+        height = self.size.height or self.app.size.height
+        scrollbar = self.styles.scrollbar_size_vertical if len(self._shown) + 1 > height else 0
+        return max(0, width - scrollbar)
+
+    def _add_rows(self, start: int, stop: int, texts: list[list[str]], keep_idx: list[int]) -> None:
+        for r, strings in zip(self._shown[start:stop], texts[start:stop], strict=True):
+            cells = _cells_from(r, strings, COLUMNS)
             key = self.add_row(*(cells[i] for i in keep_idx), key=row_key(r))
             self._premeasured.add(key)
 
-    def _add_rest(self, generation: int, start: int, texts: list[tuple[list[str], str, bool]],
-                  keep_idx: list[int]) -> None:
+    def _add_rest(self, generation: int, start: int, texts: list[list[str]], keep_idx: list[int]) -> None:
         """The rows past the first batch, appended in one go.
 
         ``DataTable.add_row`` per row re-sets the cursor reactive (validate + watchers) and
@@ -349,8 +427,8 @@ class RatioTable(DataTable[Text]):
         locations, data, rows, new_rows = self._row_locations, self._data, self.rows, self._new_rows
         premeasured = self._premeasured
         index = self.row_count
-        for r, (strings, vstyle, extra) in zip(self._shown[start:], texts[start:], strict=True):
-            cells = _cells_from(strings, vstyle, extra, r.row_verdict)
+        for r, strings in zip(self._shown[start:], texts[start:], strict=True):
+            cells = _cells_from(r, strings, COLUMNS)
             key = RowKey(row_key(r))
             if key in locations:
                 raise DuplicateKey(f"The row key {key!r} already exists.")
@@ -381,16 +459,29 @@ class RatioTable(DataTable[Text]):
     def watch_variant(self) -> None:
         self._rebuild()
 
-    def watch_compact(self) -> None:
-        # rebuilt after the resize settles: rebuilding inside the resize pass leaves the
-        # auto-width columns sized by their labels only
-        self.call_after_refresh(self._rebuild)
+    def on_resize(self) -> None:
+        # Rebuilt only when another set of columns fits (the first layout usually keeps the set
+        # the mount chose from the app's width: no second rebuild before the first paint), and
+        # after the resize settles: rebuilding inside the resize pass leaves the auto-width
+        # columns sized by their labels only.
+        if not self._ready or not self._all_widths:
+            return
+        kept = set(fit_columns(self._all_widths, self._available_width()))
+        if [k for k in COLUMN_KEYS if k not in kept and k in self._all_widths] != self._dropped:
+            self.call_after_refresh(self._rebuild)
+
+    @property
+    def compact(self) -> bool:
+        """Some columns are dropped because the terminal is too narrow for all of them."""
+        return bool(self._dropped)
+
+    @property
+    def dropped_columns(self) -> list[str]:
+        """Keys of the columns dropped at this width (in ``drop_rank`` order of display)."""
+        return list(self._dropped)
 
     def visible_columns(self) -> list[Column]:
-        hidden = COMPACT_HIDDEN if self.compact else ()
-        if not self._marks:
-            hidden = (*hidden, "id")  # identity not computed (e.g. synthetic data): no empty column
-        return [c for c in COLUMNS if c.key not in hidden]
+        return [c for c in COLUMNS if c.key not in self._dropped and (c.key != "id" or self._marks)]
 
     # ------------------------------------------------------------------ actions
     def action_cycle_sort(self) -> None:

@@ -5,6 +5,12 @@ when the file does not exist yet) — the caller reads the disk, this widget nev
 one tab per planned file with three views: rendered Markdown, the raw bytes, and a unified
 diff against the existing file; plus a "validation" tab with the verbatim in-process validator
 transcript and an ok/refused banner.
+
+Each pane scrolls (:meth:`ReportPreview.active_scroller`: the screen drives it from the keyboard,
+whatever has focus) and :meth:`ReportPreview.find` searches the active pane's text (raw bytes,
+diff or validator transcript; the rendered Markdown view is searched in its raw form: the caller
+switches views), highlighting matches and scrolling the next one into view. Raw and diff text
+does not wrap (a line is one screen row, as in ``less -S``), so a match's line is its row.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.reactive import reactive
 from textual.widgets import Markdown, Static, TabbedContent, TabPane
 
@@ -64,7 +70,8 @@ class ReportPreview(Vertical):
     ReportPreview #banner.-ok { background: $success 30%; }
     ReportPreview #banner.-refused { background: $error 30%; }
     ReportPreview TabbedContent { height: 1fr; }
-    ReportPreview .raw, ReportPreview .diff, ReportPreview .validation { height: auto; }
+    ReportPreview .raw, ReportPreview .diff, ReportPreview .validation { height: auto; width: auto; }
+    ReportPreview .scroller { height: 1fr; }
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"reportpreview--banner-ok", "reportpreview--banner-refused"}
 
@@ -75,6 +82,7 @@ class ReportPreview(Vertical):
         self.plan: ReportPlan | None = None
         self.existing: dict[str, str | None] = {}
         self.writable = True
+        self.query_text = ""  # the last search
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no report planned yet: press e (stage E) or f (stage F)"), id="banner")
@@ -109,14 +117,60 @@ class ReportPreview(Vertical):
             if self.view == "rendered" and f.relpath.endswith(".md"):
                 body = Markdown(f.content)
             elif self.view == "diff":
-                body = Static(_diff_text(self.diff_for(f.relpath)), classes="diff")
+                body = Static(self._styled(_diff_text(self.diff_for(f.relpath))), classes="diff")
             else:
-                body = Static(Text(f.content), classes="raw")
-            await tabs.add_pane(TabPane(title, body, id=f"file-{i}"))
-        await tabs.add_pane(
-            TabPane("validation", Static(Text(plan.validator_output or "(no validator output)"),
-                                         classes="validation"), id="validation")
-        )
+                body = Static(self._styled(Text(f.content)), classes="raw")
+            await tabs.add_pane(TabPane(title, VerticalScroll(body, classes="scroller"), id=f"file-{i}"))
+        validation = Static(self._styled(Text(plan.validator_output or "(no validator output)")),
+                            classes="validation")
+        await tabs.add_pane(TabPane("validation", VerticalScroll(validation, classes="scroller"), id="validation"))
+
+    def _styled(self, text: Text) -> Text:
+        text.no_wrap = True
+        text.overflow = "ignore"
+        if self.query_text:
+            text.highlight_words([self.query_text], style="black on yellow", case_sensitive=False)
+        return text
+
+    def active_scroller(self) -> VerticalScroll | None:
+        """The scrolling container of the pane on show (None before a plan)."""
+        tabs = self.query_one("#files", TabbedContent)
+        pane = tabs.get_pane(tabs.active) if tabs.active else None
+        if pane is None:
+            return None
+        return next(iter(pane.query(VerticalScroll)), None)
+
+    def active_text(self) -> str:
+        """The text of the pane on show, as searched: the file's bytes, its diff, or the transcript."""
+        if self.plan is None:
+            return ""
+        active = self.query_one("#files", TabbedContent).active
+        if active == "validation":
+            return self.plan.validator_output or ""
+        if not active.startswith("file-"):
+            return ""
+        f = self.plan.files[int(active.removeprefix("file-"))]
+        return self.diff_for(f.relpath) if self.view == "diff" else f.content
+
+    async def find(self, query: str, after: int = -1) -> tuple[int, int] | None:
+        """Highlight ``query`` in the pane on show and scroll to its first line after ``after``
+        (wrapping round): ``(line index, number of matching lines)``, None when nothing matches."""
+        needle = query.lower()
+        lines = self.active_text().splitlines()
+        hits = [i for i, line in enumerate(lines) if needle and needle in line.lower()]
+        if self.plan is not None and query != self.query_text:
+            self.query_text = query
+            active = self.query_one("#files", TabbedContent).active
+            await self.show_plan(self.plan, self.existing, writable=self.writable)
+            if active:
+                self.query_one("#files", TabbedContent).active = active
+        if not hits:
+            return None
+        line = next((i for i in hits if i > after), hits[0])
+        scroller = self.active_scroller()
+        if scroller is not None:
+            self.call_after_refresh(scroller.scroll_to, y=max(0, line - 2), animate=False)
+        return line, len(hits)
 
     async def set_view(self, view: str) -> None:
         if view not in VIEWS:

@@ -365,3 +365,47 @@ def build_ratio_table(
     inconclusive = bool(gci and gci[0] <= DONE_MAX < gci[1])
     return RatioTable(kernel=kernel, rows=rows, geomean=g, severity=severity, verdict=verdict,  # type: ignore[arg-type]
                       geomean_ci=gci, inconclusive=inconclusive, variant_geomeans=variant_geomeans, notes=notes)
+
+
+# --------------------------------------------------------------------------- a subset of the table
+
+
+@dataclass(frozen=True)
+class RowSamples:
+    """The raw forward samples (ms) behind one E row: candidate and its chosen baseline."""
+
+    candidate: tuple[float, ...]
+    baseline: tuple[float, ...]
+
+
+def subset_summary(kernel: str, rows: Sequence[RatioRow], samples: Mapping[tuple[str, str], RowSamples], *,
+                   n_boot: int = 2000, seed: int = 0) -> RatioTable:
+    """E's summary of ``rows`` alone (a variant tab, a filter): geomean over their ``OK`` rows, the
+    §5.1 severity and verdict by :func:`build_ratio_table`'s rules (an NA row → INVESTIGATE /
+    MISSING_DATA, no OK row → BLOCKED) and the joint bootstrap CI of that geomean, resampled from
+    ``samples`` exactly as E does; no CI unless every OK row has its samples. Not E's verdict:
+    the faces label it as the summary of a subset."""
+    ok = [r for r in rows if r.status == "OK" and r.ratio is not None]
+    na = [r for r in rows if r.status == "NA"]
+    g = geomean([r.ratio for r in ok if r.ratio is not None]) if ok else None
+    pending: list[_Pending] = []
+    for r in ok:
+        s = samples.get((r.func_key, r.params))
+        if s is None:
+            pending = []
+            break
+        pending.append(_Pending(r.func_key, r.params, r.variant,
+                                PhaseStats(r.candidate_ms or 0.0, samples_ms=s.candidate),
+                                PhaseStats(r.baseline_ms or 0.0, samples_ms=s.baseline), r.baseline_backend or ""))
+    gci = _bootstrap(pending, n_boot, seed)[1] if pending and len(pending) == len(ok) else None
+    severity: Severity | None
+    if g is None:
+        verdict, severity = "BLOCKED", None
+    elif na:
+        verdict, severity = "INVESTIGATE", "MISSING_DATA"
+    else:
+        severity = severity_for(g)
+        verdict = "DONE" if severity == "DONE" else "INVESTIGATE"
+    inconclusive = bool(gci and gci[0] <= DONE_MAX < gci[1])
+    return RatioTable(kernel=kernel, rows=list(rows), geomean=g, severity=severity, verdict=verdict,  # type: ignore[arg-type]
+                      geomean_ci=gci, inconclusive=inconclusive)

@@ -37,3 +37,12 @@ def split_nodeid(nodeid: str, extra_tokens: tuple[str, ...] = ()) -> tuple[str, 
 def shape_token(params: str) -> str:
     """File-name-safe form of a params string (contract §5.4 proposal)."""
     return re.sub(r"[^A-Za-z0-9._-]", "_", params) or "unnamed"
+
+
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
+def natural_key(params: str) -> tuple[tuple[int, int | str], ...]:
+    """Natural order of a params string: shape fields compare as numbers (4096 before 16384).
+    The Ratios table and the run history order configs by it."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGIT_RUNS.split(params) if part)

@@ -1,4 +1,4 @@
-"""SVG snapshots of every screen at 80x24 and 160x48 (pytest-textual-snapshot ``snap_compare``).
+"""SVG snapshots of every screen at 80x24, 120x40 and 160x48 (pytest-textual-snapshot ``snap_compare``).
 
 Deterministic: pinned synthetic data (``tui_helpers.make_data``: real gpu.md §4 medians, synthetic
 rest), no clock in the UI, Input cursor blink off, workers awaited before the snapshot is taken.
@@ -16,7 +16,7 @@ from tui_helpers import make_data
 
 from workbench.tui.app import make_app
 
-SIZES = [(80, 24), (160, 48)]
+SIZES = [(80, 24), (120, 40), (160, 48)]  # issue #20: the three sizes people use
 
 
 async def _settle(pilot: Any) -> None:
@@ -39,6 +39,8 @@ def _keys(*keys: str) -> Callable[[Any], Awaitable[None]]:
 
 SCENES = {
     "ratios": _keys("s", "s", "s", "s", "s", "r"),  # sorted by ratio, descending
+    "ratios_chart": _keys("down", "c"),  # ratio per config with CI whiskers, the 2nd row's samples
+    "ratios_variant": _keys("v", "down"),  # the variant tab re-states its rows (synthetic: no raw samples, so CI —)
     "timeline": _keys("down", "down", "down", "down", "enter", "tab", "tab", "tab"),
     "irdiff": _keys("3", "n", "n"),
     "report": _keys("4", "e"),

@@ -45,7 +45,7 @@ from workbench.history.regress import ChangeFlag
 from workbench.history.store import HistoryStore, StoredRun
 from workbench.model import PerfLog, RatioRow, RatioTable
 from workbench.provenance import Provenance
-from workbench.testids import id_token
+from workbench.testids import id_token, natural_key
 from workbench.workspace import Workspace
 
 ChangeKind = Literal["regression", "improvement", "same", "inconclusive"]
@@ -182,13 +182,13 @@ class KernelHistory:
     core: CoreHistory = field(repr=False, compare=False)
 
     def configs(self) -> list[str]:
-        """Params of every config, in series order (func key, params)."""
-        return list(dict.fromkeys(s.params for s in self.series))
+        """Params of every config in the Ratios table's order (shape fields as numbers: 4096 before 16384)."""
+        return list(dict.fromkeys(s.params for s in self.ordered_series()))
 
     def ordered_series(self) -> list[HistorySeries]:
-        """Per config (in the store's order), the candidate's series first, then the baselines'."""
-        first = {key: i for i, key in enumerate(dict.fromkeys((s.func_key, s.params) for s in self.series))}
-        return sorted(self.series, key=lambda s: (first[(s.func_key, s.params)], not s.is_candidate, s.backend,
+        """Per config (natural order of its params, as on Ratios), the candidate's series first, then the
+        baselines'."""
+        return sorted(self.series, key=lambda s: (natural_key(s.params), s.func_key, not s.is_candidate, s.backend,
                                                   s.phase != "forward", s.phase))
 
     def series_for(self, params: str, func_key: str | None = None) -> tuple[HistorySeries, ...]:

@@ -28,7 +28,7 @@ from workbench.f_evidence.trust import KernelTrust
 from workbench.history.noise import noise_lines as noise_lines
 from workbench.history.noise import ratio_with_noise as ratio_with_noise
 from workbench.model import PerfLog, RatioTable, ReportPlan
-from workbench.stats import build_ratio_table
+from workbench.stats import RowSamples, baseline_records, build_ratio_table
 from workbench.workspace import Workspace, open_workspace
 from workbench.writer import WriteResult, write_plan
 
@@ -98,6 +98,31 @@ def trust(ws: Workspace, table: RatioTable) -> KernelTrust:
 
     candidate, _parsed, _notes = load_candidate(ws)
     return workspace_trust(ws, table, candidate)
+
+
+def row_samples(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> dict[tuple[str, str], RowSamples]:
+    """The raw forward samples behind each ``OK`` row of ``table`` (the candidate's, and those of the
+    baseline E chose for the row), from the same logs as :func:`ratio_table` (``candidate``: that
+    log when the caller parsed it already); rows whose logs carry no samples (TileGym's own harness
+    prints medians only) are absent."""
+    from workbench.report_e import load_candidate
+
+    if candidate is None:
+        candidate = load_candidate(ws)[0]
+    cand_frameworks = {r.framework for r in candidate.records}
+    cand = {r.row_key: r for r in candidate.records}
+    logs = ws.baseline_logs()
+    indexes = {name: baseline_records(name, log, cand_frameworks) for name, log in logs.items()}
+    out: dict[tuple[str, str], RowSamples] = {}
+    for row in table.rows:
+        key = (row.func_key, row.params)
+        c = cand.get(key)
+        b = indexes.get(row.baseline_backend or "", {}).get(key)
+        cs = c.forward.samples_ms if c is not None and c.forward is not None else None
+        bs = b.forward.samples_ms if b is not None and b.forward is not None else None
+        if row.status == "OK" and cs and bs:
+            out[key] = RowSamples(tuple(cs), tuple(bs))
+    return out
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from workbench.errors import WorkbenchError
@@ -97,6 +98,8 @@ class WorkbenchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
+        Binding("i", "info", "Info", show=False, tooltip="The whole header: session, GPU, out root, "
+                "comparability of the ratios", id="app-info"),
         # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
         Binding("1", "mode('ratios')", "Screens", key_display="1-6", tooltip="1 Ratios · 2 Timeline · "
                 "3 IR diff · 4 Report · 5 Checks · 6 History", id="app-ratios"),
@@ -132,6 +135,7 @@ class WorkbenchApp(App[int]):
         self.first_paint_at: float | None = None  # perf_counter() of the first displayed frame
         self.irdiff_screen: IRDiffScreen | None = None  # set by the screen when it mounts
         self.sub_title = data.kernel
+        self._initial_shown = False  # on_mount switched to the initial mode
 
     def on_mount(self) -> None:
         if self.user_keymap is not None:
@@ -139,6 +143,7 @@ class WorkbenchApp(App[int]):
             for keymap_problem in self.user_keymap.notifications():
                 self.notify(str(keymap_problem), title=keymap_problem.title, severity="error", timeout=30, markup=False)
         self.switch_mode(self.initial_mode)
+        self._initial_shown = True
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
             self.notify(Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False)
@@ -177,6 +182,31 @@ class WorkbenchApp(App[int]):
                     self.switch_mode(mode)
             self.switch_mode(start)
 
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Switch screens. A switch asked for before the start-up pre-warm ran (a key in the first
+        second, while the IR pairs load) pre-warms first: switching to a screen and then having the
+        pre-warm switch away and back left Textual's display batch open, so the terminal kept the
+        old screen and every later key looked dropped (issue #20)."""
+        if self._initial_shown and mode != self.current_mode:
+            self._prewarm()
+        switching = mode != self.current_mode
+        mounted = super().switch_mode(mode)
+        if switching and self._initial_shown:
+            # A screen composed (and painted) inside the pre-warm's batch never reached the
+            # terminal, yet its compositor counts that frame as sent and later sends only changes:
+            # the old screen stayed on the terminal. Send the new screen's whole frame once.
+            self.set_timer(0.06, self._send_whole_frame)
+        return mounted
+
+    def _send_whole_frame(self, tries: int = 20) -> None:
+        """The current screen's whole frame to the terminal (Textual is pinned, ==8.2.8)."""
+        if self._batch_count and tries:  # a switch or an update batch is still open: after it
+            self.set_timer(0.05, lambda: self._send_whole_frame(tries - 1))
+            return
+        if self.is_headless or not self.screen.is_attached:
+            return
+        self._display(self.screen, self.screen._compositor.render_full_update())
+
     @work(thread=True, exclusive=True, exit_on_error=False, group="ir-load", description="loading IR pairs")
     def load_ir(self) -> None:
         assert self.data.ir_loader is not None
@@ -210,6 +240,26 @@ class WorkbenchApp(App[int]):
         self.notify(f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
                     title="Keymap", severity="warning", timeout=15, markup=False)
 
+    async def on_event(self, event: events.Event) -> None:
+        """Characters typed right after a key that opens an input (``/`` filter, ``/`` search) are
+        not lost (issue #20): Textual hands each key to the widget focused when it arrives, and the
+        binding moves the focus to the input only when it runs; on a busy machine the next keys
+        were already queued at the old widget and came back here unhandled. A printable one that
+        comes back while an input has focus goes into it (the input stops the keys it handled
+        itself, so none is typed twice)."""
+        if isinstance(event, events.Key) and event.is_forwarded and event.is_printable and event.character:
+            from textual.widgets import Input
+
+            focused = self.focused
+            if isinstance(focused, Input) and focused.display:
+                focused.insert_text_at_cursor(event.character)
+                return
+        await super().on_event(event)
+
+    def mode_screens(self) -> dict[str, Screen[object]]:
+        """The screen of every mode mounted so far (the global palette offers their commands)."""
+        return {mode: stack[0] for mode, stack in self._screen_stacks.items() if mode in self.MODES and stack}
+
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "back_to_overview":
@@ -235,6 +285,13 @@ class WorkbenchApp(App[int]):
                 about += (f"\n\nKeymap: {self.user_keymap.path} ({len(self.user_keymap.bindings)} binding(s) "
                           "remapped; Ctrl+Q always quits).")
             self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", about, keys))
+
+    def action_info(self) -> None:
+        """The header's full text (a narrow terminal cuts it with "…") and the ratios' conditions."""
+        from workbench.tui.chrome import header_lines
+        from workbench.tui.modals import InfoModal
+
+        self.push_screen(InfoModal("Session", header_lines(self)))
 
     def open_timeline(self, row: RatioRow, *, live: bool = False) -> None:
         """Show ``row``'s launches on the Timeline screen (optionally starting a live run)."""

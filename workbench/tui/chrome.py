@@ -1,6 +1,7 @@
 """The header line every screen shows: kernel, GPU, out root, data source and the screen name.
 
-One line: what does not fit ends in "…" (most important first). A screen may add a ``notice``
+One line: what does not fit ends in "…" (most important first); ``i`` shows the whole text
+(:func:`header_lines`). A screen may add a ``notice``
 (the Ratios screen: the comparability flag of its ratios): ``urgent`` right after the candidate,
 else at the end.
 """
@@ -51,3 +52,21 @@ class WorkbenchHeader(Static):
         if self.notice and not self.urgent:
             text.append(f" │ {self.notice}", style="yellow")
         self.update(text)
+
+
+def header_lines(app: object) -> list[str]:
+    """The header's whole content, one fact per line, plus the ratios' comparability lines (``i``)."""
+    data = getattr(app, "data", None)
+    if data is None:
+        return ["no data loaded"]
+    source = "live" if getattr(app, "live", False) else data.source
+    lines = [f"kernel      {data.kernel}",
+             f"candidate   {data.candidate_backend}" + ("  (STAND-IN, not cutile-rs)" if data.stand_in else ""),
+             f"harness     {data.harness or 'unknown'}",
+             f"source      {source}" + (f"  (read-only: {data.read_only})" if data.read_only else ""),
+             f"GPU         {data.gpu}",
+             f"out root    {data.out_root if data.out_root else '(no out root)'}"]
+    cond = getattr(data, "conditions", None)
+    if cond is not None and cond.short:
+        lines += ["", "comparability of the ratios:", *cond.lines]
+    return lines

@@ -2,11 +2,14 @@
 
 :func:`available_commands` is the single source of truth (tests call it directly): the views,
 then the entries of the screen the palette was opened from (``WorkbenchScreen.palette_commands``),
-then help and quit. The :class:`WorkbenchCommands` provider only matches titles against the query.
+then those of every other screen already mounted (the palette is global: choosing one switches to
+its screen first, then runs it), then help and quit. The :class:`WorkbenchCommands` provider only
+matches titles against the query.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -29,9 +32,24 @@ def available_commands(app: WorkbenchHost, screen: object) -> list[PaletteComman
     ]
     if isinstance(screen, WorkbenchScreen):
         out += screen.palette_commands()
+    seen = {title for title, _h, _cb in out}
+    for mode, other in app.mode_screens().items():
+        if other is screen or not isinstance(other, WorkbenchScreen):
+            continue
+        for title, help_text, cb in other.palette_commands():
+            if title not in seen:
+                seen.add(title)
+                out.append((title, f"{help_text} ({other.SCREEN_TITLE} screen)".strip(),
+                            partial(_on_screen, app, mode, cb)))
     out.append(("app: help", "Keys of this screen", app.action_help))
     out.append(("app: quit", "Quit cutile-workbench", app.exit))
     return out
+
+
+def _on_screen(app: WorkbenchHost, mode: str, command: Callable[[], object]) -> None:
+    """Switch to ``mode``'s screen, then run ``command`` there (a palette entry of another screen)."""
+    app.switch_mode(mode)
+    app.call_later(command)
 
 
 class WorkbenchCommands(Provider):

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, af
     from workbench.f_evidence.sol import SolRow
     from workbench.f_evidence.trust import KernelTrust
     from workbench.services.history import KernelHistory, RatioComparability
+    from workbench.stats import RowSamples
 
 DataSource = str  # "recorded" | "out_root" | "tilegym" | "live" | "synthetic"
 
@@ -153,6 +154,10 @@ class AppData:
         if rc.config is not None:
             return f"reference ran {rc.config.label} (from its captured symbol; {rc.constants_source})"
         return "reference config not pinned: " + ("; ".join(rc.unknown) or rc.text)
+
+    #: raw forward samples behind each OK row, ``(func_key, params)`` → ``stats.RowSamples``
+    #: (``services.stage_e.row_samples``): the Ratios distribution and the subset CIs read them
+    samples: Mapping[tuple[str, str], RowSamples] = field(default_factory=dict)
 
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule

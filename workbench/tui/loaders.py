@@ -108,6 +108,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         elif run_token := _candidate_run_token(session):
             data.candidate_backend = run_token.replace("_", "-")  # a `run` before E: its id token (cutile_rs)
         if data.table is not None:
+            from workbench.services.stage_e import row_samples
+
+            data.samples = row_samples(ws, data.table, cand_log)  # the log parsed above, not again
             used = sorted({h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h})
             data.harness = "+".join(used)
     except Blocked:

@@ -72,6 +72,26 @@ class ConfirmModal(ModalScreen[bool]):
         self.dismiss(event.button.id == "yes")
 
 
+class InfoModal(ModalScreen[None]):
+    """Plain lines in a scrollable box (the header's whole text: ``i``); Escape/Enter/i closes."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,enter,i,q", "dismiss", "Close", id="info-close")]
+
+    def __init__(self, title: str, lines: Iterable[str]) -> None:
+        super().__init__()
+        self.info_title = title
+        self.lines = list(lines)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Static(Text(self.info_title, style="bold"), id="title")
+            with VerticalScroll(id="body"):
+                yield Static(Text("\n".join(self.lines)), id="message")
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)
+
+
 class HelpScreen(ModalScreen[None]):
     """F1: what this screen is for plus every key active on it (generated from the bindings)."""
 

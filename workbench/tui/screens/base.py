@@ -16,6 +16,29 @@ if TYPE_CHECKING:
     from workbench.tui.data import AppData
 
 
+#: names with no printable character, written as a person reads them on a keyboard
+_NAMED_KEYS = {"pagedown": "PgDn", "pageup": "PgUp", "escape": "Esc", "enter": "Enter", "tab": "Tab",
+               "space": "Space", "backspace": "Backspace", "delete": "Del", "home": "Home", "end": "End",
+               "up": "↑", "down": "↓", "left": "←", "right": "→", "slash": "/", "plus": "+", "minus": "-",
+               "question_mark": "?", "full_stop": ".", "comma": ","}
+
+
+def typed_key(key: str) -> str:
+    """A binding's keys as a person types them: ``slash`` → ``/``, ``right_square_bracket`` → ``]``,
+    ``ctrl+q`` → ``Ctrl+Q``, ``shift+tab`` → ``Shift+Tab``; a comma list stays a list (``n, ]``)."""
+    from textual.keys import key_to_character
+
+    out = []
+    for one in key.split(","):
+        *mods, last = one.strip().split("+")
+        char = key_to_character(last)
+        shown = _NAMED_KEYS.get(last) or (char if char and char.isprintable() else None) or last.title()
+        if mods and len(shown) == 1:
+            shown = shown.upper()
+        out.append("+".join([*(m.title() for m in mods), shown]))
+    return ", ".join(out)
+
+
 class WorkbenchScreen(Screen[None]):
     SCREEN_TITLE: ClassVar[str] = ""
     ABOUT: ClassVar[str] = ""
@@ -65,7 +88,7 @@ class WorkbenchScreen(Screen[None]):
                 continue
             seen.add(b.action)
             ranked.append((self._help_rank(active.node, b.action), order,
-                           (b.key_display or key, b.description or b.action, b.tooltip or "")))
+                           (b.key_display or typed_key(key), b.description or b.action, b.tooltip or "")))
         return [row for _rank, _order, row in sorted(ranked)]
 
     def _help_rank(self, node: object, action: str) -> int:

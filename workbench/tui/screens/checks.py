@@ -87,16 +87,18 @@ class ChecksScreen(WorkbenchScreen):
         self.query_one("#checks-status", Static).update(text)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "run":
-            if self.data.run_checks is None:
-                return False
+        if action == "run":  # always answers (issue #20): runs, or says what is missing
             return None if self.running else True
         if action == "cancel":  # hidden unless a run is in flight (Escape means nothing else here)
             return True if self.running else False
         return True
 
     def action_run(self) -> None:
-        if self.data.run_checks is None or self.running:
+        if self.data.run_checks is None:
+            self.notify("no TileGym checkout attached: open with --tilegym DIR (or set $TILEGYM_PATH) to run "
+                        "the checks", severity="warning", timeout=8, markup=False)
+            return
+        if self.running:
             return
         self.running = True
         self.query_one("#checks-loading").remove_class("hidden")

@@ -3,6 +3,15 @@
 The header carries the comparability flag of the ratios (``AppData.conditions``: a short flag
 naming the difference, "comparability unknown: …" when it cannot be checked, nothing when
 comparable); the full text is the ``#conditions`` line under the table (hidden when comparable).
+
+Layout by priority (issue #20): the table shows each config as its varying fields and drops
+columns the terminal cannot fit in ``widgets.ratio_table.COLUMNS``' ``drop_rank`` order; the
+``#detail`` line under it always carries the highlighted row's full id and every number of the
+row (the dropped columns included). A variant tab or a filter makes the severity bar re-state the
+geomean, CI, severity and verdict of the rows shown, labelled "variant …" / "filtered …", under
+which E's whole-table result stays. ``c`` shows the chart (ratio per config with CI whiskers and
+the 1.05 edge, the highlighted config's raw samples). L and G always answer: they act, or say
+what is missing.
 """
 
 from __future__ import annotations
@@ -11,18 +20,27 @@ from functools import partial
 from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static, Tab, Tabs
 
-from widgets.ratio_table import COLUMNS, RatioTable
+from widgets.ratio_chart import RatioChart
+from widgets.ratio_table import COLUMNS, RatioTable, config_labels, ratio_text, sol_text
 from widgets.severity_bar import SeverityBar
+from workbench.model import RatioRow
+from workbench.model import RatioTable as RatioTableModel
+from workbench.stats import subset_summary
 from workbench.tui.chrome import WorkbenchHeader
 from workbench.tui.host import PaletteCommand
 from workbench.tui.screens.base import WorkbenchScreen
 
 ALL_TAB = "all"
-
+NO_GPU_LIVE = ("no GPU visible: L re-runs a config live on this machine's NVIDIA GPU "
+               "(this is a recorded session; run the app on a GPU node)")
+NO_GPU_SHARDED = "no GPU visible: G re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
+ONE_GPU_SHARDED = "one GPU here: G shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
 
 
 class RatiosScreen(WorkbenchScreen):
@@ -34,7 +52,14 @@ class RatiosScreen(WorkbenchScreen):
         "FLOP/s for matmul/bmm; — without a work model), the row verdict (PASS ≤ 1.05x) and id (who ran: own, "
         "REF, LIB, NONE, ?). The bar shows "
         "the geomean with its CI on the "
-        "1.05 / 1.10 / 1.50 severity scale. Enter opens the row's launch timeline."
+        "1.05 / 1.10 / 1.50 severity scale; on a variant tab or under a filter it re-states the geomean, CI, "
+        "severity and verdict of the rows shown (labelled variant / filtered), E's whole-table line under it. "
+        "The config column shows only the fields that vary between configs; the line under the table has the "
+        "highlighted row's full id and every number. A narrow terminal drops columns in this order: variant, "
+        "baseline, base ms, cand ms, SOL, CI, launches (config, ratio and verdict always stay). "
+        "Verdicts: PASS (ratio ≤ 1.05), INVESTIGATE (> 1.05), NA (no valid ratio; the reason is in the detail "
+        "line). c: chart of the ratios (bars from 1.0x, ├┤ 95% CI, ┊ the 1.05 edge) and the highlighted "
+        "config's raw samples, candidate over baseline. Enter opens the row's launch timeline."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", tooltip="Filter rows by text (params, backend, verdict)",
@@ -45,9 +70,15 @@ class RatiosScreen(WorkbenchScreen):
                 id="ratios-timeline"),
         Binding("L", "live_rerun", "Re-run live", tooltip="Re-run the selected config live on this GPU",
                 id="ratios-live"),
+        Binding("c", "toggle_chart", "Chart", tooltip="Ratio per config with CI whiskers and the 1.05 edge; "
+                "the highlighted config's raw samples", id="ratios-chart"),
         Binding("G", "sharded_rerun", "Re-run on GPUs", tooltip="Re-run every shown config sharded over this "
                 "node's GPUs, with per-shard progress", id="ratios-sharded"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._scope_timer: Timer | None = None  # the pending bootstrap of a variant/filter's CI
 
     def header(self) -> WorkbenchHeader:
         cond = self.data.conditions
@@ -72,6 +103,10 @@ class RatiosScreen(WorkbenchScreen):
         yield filter_input
         yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol,
                          marks=self.data.identity_marks(), id="table")
+        yield Static(id="detail")
+        chart = RatioChart(id="chart")
+        chart.display = False
+        yield chart
         conditions = Static(self._conditions_text(), id="conditions")
         conditions.display = bool(self.data.conditions and self.data.conditions.short)
         yield conditions
@@ -102,8 +137,8 @@ class RatiosScreen(WorkbenchScreen):
             text.append(line)
         return text
 
-    def on_resize(self) -> None:
-        self.table.compact = self.size.width < 100
+    def _labels(self) -> dict[str, str]:
+        return config_labels([r.params for r in self.data.table.rows]) if self.data.table else {}
 
     def variants(self) -> list[str]:
         if self.data.table is None:
@@ -124,14 +159,108 @@ class RatiosScreen(WorkbenchScreen):
             bits.append("slow only")
         if t.variant:
             bits.append(f"variant {t.variant}")
+        if t.dropped_columns:
+            n = len(t.dropped_columns)  # which ones: F1 states the order, the detail line has their values
+            bits.append(f"{n} column{'s' if n != 1 else ''} in the detail line")
         self.query_one("#status", Static).update(Text("  ·  ".join(bits)))
+
+    def update_scope(self) -> None:
+        """The severity bar re-states the shown rows when a variant tab or a filter narrows them."""
+        t = self.table
+        whole = self.data.table
+        if whole is None:
+            return
+        shown = t.shown_rows
+        n = f"{len(shown)} row{'s' if len(shown) != 1 else ''}"
+        if t.filter_text or t.slow_only:
+            scope = f"filtered ({n})" if not t.variant else f"variant {t.variant}, filtered ({n})"
+        elif t.variant:
+            scope = f"variant {t.variant} ({n})"
+        else:
+            scope = ""
+        bar = self.query_one(SeverityBar)
+        if not scope:
+            bar.set_scope("", None, whole)
+            return
+        # geomean, severity and verdict now; the CI (a joint bootstrap: 2000 resamples of every
+        # shown row) in a thread once the filter stops changing, so typing stays responsive
+        quick = subset_summary(whole.kernel, shown, self.data.samples, n_boot=0)
+        has_samples = bool(shown) and all((r.func_key, r.params) in self.data.samples for r in shown
+                                          if r.status == "OK")
+        bar.set_scope(scope, quick, whole, ci_pending=has_samples)
+        if self._scope_timer is not None:
+            self._scope_timer.stop()
+        self._scope_timer = None
+        if has_samples:
+            self._scope_timer = self.set_timer(0.2, partial(self.bootstrap_scope, scope, list(shown)))
+
+    @work(thread=True, exclusive=True, group="subset-ci", exit_on_error=False)
+    def bootstrap_scope(self, scope: str, rows: list[RatioRow]) -> None:
+        whole = self.data.table
+        if whole is None:
+            return
+        full = subset_summary(whole.kernel, rows, self.data.samples)
+        self.app.call_from_thread(self._scope_done, scope, rows, full)
+
+    def _scope_done(self, scope: str, rows: list[RatioRow], full: RatioTableModel) -> None:
+        if self.table.shown_rows != rows:  # the view changed meanwhile: a newer bootstrap follows
+            return
+        self.query_one(SeverityBar).set_scope(scope, full, self.data.table)
+
+    def update_detail(self) -> None:
+        """Every number of the highlighted row, its full id first (the table may show less)."""
+        row = self.table.current_row
+        detail = self.query_one("#detail", Static)
+        if row is None:
+            detail.update(Text())
+            return
+        text = Text(row.params, style="bold")
+        ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
+        ms = ("—" if v is None else f"{v:.4f}" for v in (row.candidate_ms, row.baseline_ms))
+        cand_ms, base_ms = ms
+        bits = [f"ratio {ratio_text(row)} CI {ci}", f"cand {cand_ms} / {row.baseline_backend or '—'} {base_ms} ms",
+                f"launches {row.candidate_launches if row.candidate_launches is not None else '?'}/"
+                f"{row.baseline_launches if row.baseline_launches is not None else '?'}",
+                f"SOL {sol_text(self.data.sol.get((row.func_key, row.params)))}"]
+        if row.variant:
+            bits.insert(0, f"variant {row.variant}")
+        text.append("\n" + " · ".join(bits))
+        if row.reason:
+            text.append(f" · {row.row_verdict}: {row.reason}", style="yellow")
+        ident = self.data.identity_line(row.params)  # issue 18: the id column may be the only trace
+        if ident:
+            text.append(f" · {ident}", style="bold red" if not ident.startswith("id own") else "dim")
+        detail.update(text)
+        chart = self.query_one(RatioChart)
+        if chart.display:
+            self._fill_chart(row)
+
+    def _fill_chart(self, row: RatioRow | None) -> None:
+        labels = self._labels()
+        samples = self.data.samples.get((row.func_key, row.params)) if row is not None else None
+        focus = labels.get(row.params, row.params) if row is not None else ""
+        self.query_one(RatioChart).show(self.table.shown_rows, labels, samples, focus)
+
+    def action_toggle_chart(self) -> None:
+        """The chart takes the place of the detail line and the conditions (both stay one key away:
+        c again, i) so that the table keeps its rows at 80x24."""
+        chart = self.query_one(RatioChart)
+        chart.display = not chart.display
+        self.query_one("#detail", Static).display = not chart.display
+        conditions = self.query_one("#conditions", Static)
+        conditions.display = not chart.display and bool(self.data.conditions and self.data.conditions.short)
+        if chart.display:
+            self._fill_chart(self.table.current_row)
 
     def on_data_table_row_highlighted(self) -> None:
         self.wb.selected_row = self.table.current_row
+        self.update_detail()
         self.refresh_bindings()
 
     def on_ratio_table_view_changed(self) -> None:
         self.update_status()
+        self.update_scope()
+        self.update_detail()
         self.refresh_bindings()
 
     def action_filter(self) -> None:
@@ -176,20 +305,23 @@ class RatiosScreen(WorkbenchScreen):
 
     def action_live_rerun(self) -> None:
         if self.data.runner is None:
-            if self.data.live_unavailable:
-                self.notify(self.data.live_unavailable, severity="warning", timeout=8)
+            self.notify(self.data.live_unavailable or NO_GPU_LIVE, severity="warning", timeout=8, markup=False)
             return
         row = self.table.current_row
-        if row is not None:
-            self.wb.open_timeline(row, live=True)
+        if row is None:
+            self.notify("no row highlighted: nothing to re-run", severity="warning")
+            return
+        self.wb.open_timeline(row, live=True)
 
     def action_sharded_rerun(self) -> None:
         if self.data.sharded is None:
-            if self.data.sharded_unavailable:
-                self.notify(self.data.sharded_unavailable, severity="warning", timeout=8)
+            why = self.data.sharded_unavailable or (NO_GPU_SHARDED if self.data.runner is None else ONE_GPU_SHARDED)
+            self.notify(why, severity="warning", timeout=8, markup=False)
             return
         rows = list(self.table.shown_rows)
-        if rows:
+        if not rows:
+            self.notify("no rows shown: clear the filter (Escape) to re-run them", severity="warning")
+        else:
             from workbench.tui.screens.sharded import ShardedRunScreen
 
             self.app.push_screen(ShardedRunScreen(rows, self.data.sharded))
@@ -198,15 +330,9 @@ class RatiosScreen(WorkbenchScreen):
         if action == "clear_filter" and getattr(self.app, "back_code", None) is not None:
             # opened from the overview: with nothing to clear, Escape goes back there (the app's binding)
             return bool(self.table.filter_text or self.query_one("#filter", Input).display)
-        if action == "sharded_rerun":  # offered with >= 2 GPUs or an explicit --gpus only
-            if self.data.sharded is None:
-                return True if self.data.sharded_unavailable else False
-            return True if self.table.shown_rows else None
-        if action == "live_rerun":
-            if self.data.runner is None:
-                # no GPU/runner here: hide the key, unless there is a GPU and a reason to tell
-                return True if self.data.live_unavailable else False
-            return True if self.table.current_row is not None else None
+        # L and G always answer (issue #20): without a GPU they say so instead of doing nothing
+        if action in ("sharded_rerun", "live_rerun"):
+            return True
         if action in ("open_timeline",):
             return True if self.table.current_row is not None else None
         if action == "next_variant":

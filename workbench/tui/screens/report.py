@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 
 from widgets.report_preview import VIEWS, ReportPreview
 from workbench.errors import WorkbenchError
@@ -42,8 +42,10 @@ class ReportScreen(WorkbenchScreen):
         "Plan stage E (performance.md, sanitized perf log, agent logs) or stage F (perf_investigation_*.md, "
         "agent_f.md). The preview shows the exact bytes that would be written: rendered Markdown, raw, "
         "or a diff against the files on disk; the validation tab holds the in-process validator "
-        "transcript. w asks for confirmation and writes through the guarded writer; it is offered "
-        "only when every validator passed."
+        "transcript. ↑/↓, PgUp/PgDn (Space), Home/End scroll the file on show whatever has focus (←/→ "
+        "change file); / searches it (the raw text: the preview switches to raw), n jumps to the next "
+        "match. w asks for confirmation and writes through the guarded writer when every validator "
+        "passed; otherwise (read-only session, failed validation, nothing planned) it says why."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "plan('E')", "Plan E", tooltip="Plan stage E files (performance.md + logs)", id="report-plan-e"),
@@ -52,6 +54,17 @@ class ReportScreen(WorkbenchScreen):
         Binding("v", "cycle_view", "View", tooltip="Rendered / raw / diff against existing files",
                 id="report-view"),
         Binding("w", "write", "Write…", tooltip="Write the validated files (asks first)", id="report-write"),
+        Binding("slash", "search", "Search", tooltip="Find text in the file on show (raw view)", id="report-search"),
+        Binding("n", "next_match", "Next match", show=False, tooltip="The next line matching the search",
+                id="report-next-match"),
+        Binding("escape", "close_search", "Close search", show=False, id="report-close-search"),
+        # the preview scrolls from the keyboard whatever has focus (the file tabs keep ←/→)
+        Binding("down,j", "scroll(1)", "Preview down", show=False, id="report-down"),
+        Binding("up,k", "scroll(-1)", "Preview up", show=False, id="report-up"),
+        Binding("pagedown,space", "page(1)", "Preview page down", show=False, id="report-page-down"),
+        Binding("pageup", "page(-1)", "Preview page up", show=False, id="report-page-up"),
+        Binding("home", "edge(0)", "Preview top", show=False, id="report-top"),
+        Binding("end", "edge(1)", "Preview bottom", show=False, id="report-bottom"),
     ]
 
     def __init__(self) -> None:
@@ -59,11 +72,16 @@ class ReportScreen(WorkbenchScreen):
         self.plan: ReportPlan | None = None
         self.refusal: str = ""
         self.last_result: str = ""
+        self.match_line = -1  # the line of the last search hit in the pane on show
 
     def compose(self) -> ComposeResult:
         yield self.header()
         yield Static(Text("e: plan stage E · f: plan stage F"), id="report-status")
         yield ReportPreview(id="preview")
+        search = Input(placeholder="search the file on show (Enter: find, n: next, Escape: close)",
+                       id="report-search")
+        search.display = False
+        yield search
         yield Static(id="report-result", classes="hidden")
         yield Footer()
 
@@ -74,12 +92,14 @@ class ReportScreen(WorkbenchScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "plan":
             return self.data.plan_report is not None
-        if action == "write":
-            if self.data.write_report is None:
-                return False
-            return True if (self.plan is not None and self.plan.ok and not self.data.read_only) else None
+        if action == "write":  # always answers: writes (after asking) or says why not
+            return self.data.write_report is not None or bool(self.data.read_only)
         if action == "cycle_view":
             return True if self.plan is not None else None
+        if action == "close_search":
+            return self.query_one("#report-search", Input).display
+        if action == "next_match":
+            return bool(self.preview.query_text)
         return True
 
     def action_plan(self, stage: str) -> None:
@@ -128,13 +148,70 @@ class ReportScreen(WorkbenchScreen):
         await self.preview.set_view(nxt)
         self.notify(f"preview: {nxt}")
 
+    # ------------------------------------------------------------------ scrolling and search
+    def action_scroll(self, lines: int) -> None:
+        scroller = self.preview.active_scroller()
+        if scroller is not None:
+            scroller.scroll_relative(y=lines, animate=False)
+
+    def action_page(self, direction: int) -> None:
+        scroller = self.preview.active_scroller()
+        if scroller is not None:
+            scroller.scroll_relative(y=direction * max(1, scroller.size.height - 1), animate=False)
+
+    def action_edge(self, bottom: int) -> None:
+        scroller = self.preview.active_scroller()
+        if scroller is not None:
+            scroller.scroll_to(y=scroller.max_scroll_y if bottom else 0, animate=False)
+
+    async def action_search(self) -> None:
+        if self.plan is None:
+            self.notify("nothing to search yet: e plans stage E, f stage F", severity="warning")
+            return
+        if self.preview.view == "rendered":  # rendered Markdown has no line numbers: search the bytes
+            await self.preview.set_view("raw")
+            self.notify("search runs on the raw text: preview switched to raw (v cycles views)")
+        box = self.query_one("#report-search", Input)
+        box.display = True
+        self.set_focus(box)
+
+    def action_close_search(self) -> None:
+        self.query_one("#report-search", Input).display = False
+        self.preview.focus()
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id != "report-search":
+            return
+        event.input.display = False
+        self.match_line = -1
+        await self._find(event.value)
+
+    async def action_next_match(self) -> None:
+        if not self.preview.query_text:
+            self.notify("no search yet: / searches", severity="warning")
+            return
+        await self._find(self.preview.query_text)
+
+    async def _find(self, query: str) -> None:
+        found = await self.preview.find(query, self.match_line)
+        if found is None:
+            self.match_line = -1
+            self.notify(f"no match for {query!r} in this file", severity="warning", markup=False)
+            return
+        self.match_line, count = found
+        self.notify(f"{query!r}: line {self.match_line + 1} · {count} matching line(s) · n next",
+                    markup=False)
+
     def action_write(self) -> None:
         plan = self.plan
         if self.data.read_only:
             self.wb.show_error(self.data.read_only, "Write refused")
             return
-        if plan is None or not plan.ok or self.data.write_report is None:
-            if plan is not None and not plan.ok:
+        if plan is None:
+            self.notify("nothing planned yet: e plans stage E, f stage F; w then writes", severity="warning")
+            return
+        if not plan.ok or self.data.write_report is None:
+            if not plan.ok:
                 self.wb.show_error(self.refusal, "Write refused")
             return
         lines = [f"kernel dir: {plan.kernel_dir}", f"VERDICT: {plan.verdict}", ""]

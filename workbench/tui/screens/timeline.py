@@ -3,10 +3,18 @@
 Live runs use a thread worker (``exclusive``: a new run cancels the old one; ``exit_on_error``
 off: a failing runner becomes an error modal, not a crash). The worker only posts messages.
 Escape cancels a running run (the key exists only while one runs: ``check_action``).
+
+The screen follows the selection (issue #20): opened with ``2`` it shows the row highlighted on
+Ratios; the side panel follows the lane cursor and the launch selection; ``a`` swaps the lanes
+for the per-kernel aggregate of the config (``services.timeline.summarize_set``, the table of the
+``timeline`` command); the ncu panel shows each metric's candidate-vs-reference difference in %,
+green where the candidate is better and red where worse. The status line under the lanes says
+the zoom mode, the resolution and the window relative to the call's host start.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from functools import partial
 from typing import ClassVar
@@ -19,7 +27,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Footer, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from widgets.launch_timeline import LaunchTimeline, launch_details, phase_tag
+from widgets.launch_timeline import LaunchTimeline, format_ns, launch_details, phase_tag
 from workbench.diagnosis import same_backend
 from workbench.errors import WorkbenchError
 from workbench.model import LaunchSet, RatioRow
@@ -29,20 +37,54 @@ from workbench.tui.live import Batcher, dispatch_event
 from workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
 from workbench.tui.screens.base import WorkbenchScreen
 
+#: ncu panel rows where less is better for the candidate (time, traffic, spills) and where more is
+#: (throughput, occupancy); other rows (registers, shared memory) have no better direction
+LOWER_IS_BETTER = frozenset({"time", "DRAM rd", "DRAM wr", "spill B", "spill req"})
+HIGHER_IS_BETTER = frozenset({"DRAM GB/s", "DRAM %pk", "SM %pk", "tensor %", "occ ach", "occ theo"})
+_NUMBER = re.compile(r"^-?[\d,]*\.?\d+")
+
+
+def delta_text(metric: str, cand: str, ref: str) -> Text:
+    """``+88.7%``: the candidate's difference from the reference, green when better, red when worse
+    (by the metric's direction), dim without a direction; "—" when a side has no number."""
+    c, r = (_NUMBER.match(x.strip()) for x in (cand, ref))
+    if c is None or r is None:
+        return Text("—", style="dim", justify="right")
+    cv, rv = (float(m.group().replace(",", "")) for m in (c, r))
+    if rv == 0:
+        return Text("=" if cv == 0 else "—", style="dim", justify="right")
+    pct = (cv - rv) / abs(rv) * 100
+    if abs(pct) < 0.05:
+        return Text("=", style="dim", justify="right")
+    if metric in LOWER_IS_BETTER:
+        style = "green" if pct < 0 else "bold red"
+    elif metric in HIGHER_IS_BETTER:
+        style = "green" if pct > 0 else "bold red"
+    else:
+        style = "dim"
+    return Text(f"{pct:+.1f}%", style=style, justify="right")
+
 
 class TimelineScreen(WorkbenchScreen):
     SCREEN_TITLE = "Timeline"
     ABOUT = (
-        "Per measured call, a candidate lane and a baseline lane; every GPU activity the call caused "
-        "is a bar: kernel █, memcpy ▓, memset ▒. More bars in a candidate lane than in its baseline "
-        "lane = extra launches per call (a wrapper bug). Select a launch (Tab) to see grid, block, "
-        "registers, shared memory and duration. The side panel shows the config's ncu probe "
-        "(`cutile-workbench probe`), candidate beside reference, when one is filed. Live runs stream "
-        "bars and per-config results as they arrive; Escape cancels."
+        "Per measured call, a candidate lane and a baseline lane, aligned on t0 = the call's host start "
+        "(the ruler counts from it, in the unit it names). The host call is drawn ─; every GPU activity "
+        "the call caused is a bar in it: kernel █, memcpy ▓, memset ▒. More bars in a candidate lane than "
+        "in its baseline lane = extra launches per call (a wrapper bug). The view starts at \"fit "
+        "kernels\" (first to last launch); 0 toggles the whole call, +/- zoom, ←/→ pan, and the line "
+        "under the lanes states the window. ↑/↓ move between lanes and Tab / Shift+Tab between launches "
+        "(on across lanes); the panel follows both: grid, block, registers, shared memory, duration. "
+        "a: the per-kernel aggregate (launches per call, µs per launch; the `timeline` command's table). "
+        "The ncu panel shows the config's probe (`cutile-workbench probe`), candidate beside reference "
+        "with the difference in % (green: candidate better, red: worse), when one is filed. Live runs "
+        "stream bars and per-config results as they arrive; Escape cancels."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_live", "Cancel run", tooltip="Stop the live run", id="timeline-cancel"),
         Binding("L", "live", "Run live", tooltip="Re-run this config live on this GPU", id="timeline-live"),
+        Binding("a", "aggregate", "Per kernel", tooltip="Per-kernel aggregate (launches/call, µs per launch) ⇄ lanes",
+                id="timeline-aggregate"),
     ]
 
     def __init__(self) -> None:
@@ -51,6 +93,8 @@ class TimelineScreen(WorkbenchScreen):
         self.live_running = False
         self.cancel_event = threading.Event()
         self.live_results: list[LiveRecord] = []
+        #: the Ratios highlight when this screen last followed it (an explicit open is not overridden)
+        self._followed: RatioRow | None = None
         #: measurement sets seen per (nodeid, backend) in the live run: the 2nd is the backward one
         self._live_sets: dict[tuple[str, str], int] = {}
 
@@ -59,24 +103,47 @@ class TimelineScreen(WorkbenchScreen):
         yield Static(Text("no config selected: press 1 and Enter on a row"), id="title")
         yield ProgressBar(total=None, show_eta=False, id="progress", classes="hidden")
         with Horizontal(id="timeline-body"):
-            yield LaunchTimeline(id="timeline")
+            with Vertical(id="lanes"):
+                yield LaunchTimeline(id="timeline")
+                aggregate: DataTable[Text] = DataTable(id="aggregate", cursor_type="row", zebra_stripes=True)
+                aggregate.display = False
+                yield aggregate
+                yield Static(id="scale")
             with Vertical(id="side"):
                 yield Static(Text("select a launch: Tab / Shift+Tab"), id="details")
-                yield Static(id="probe-title")
-                yield DataTable(id="probe", cursor_type="none", zebra_stripes=True)
-                yield DataTable(id="live-results", cursor_type="row")
+                with Vertical(id="probe-box"):
+                    yield Static(id="probe-title")
+                    yield DataTable(id="probe", cursor_type="none", zebra_stripes=True)
+                yield DataTable(id="live-results", cursor_type="row", classes="hidden")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#live-results", DataTable).add_columns("framework", "params", "median ms")
         self.query_one("#probe", DataTable).can_focus = False  # read-only numbers: Tab stays on the lanes
         self.query_one(LaunchTimeline).focus()
-        if self.wb.pending_row is not None:
-            self.show_row(self.wb.pending_row, live=self.wb.pending_live)
+        self._follow()
 
     def on_screen_resume(self) -> None:
-        if self.wb.pending_row is not None and self.is_mounted:
+        if self.is_mounted:
+            self._follow()
+
+    def _follow(self) -> None:
+        """Show the row asked for (Enter/t/L on Ratios), else the row highlighted on Ratios (``2``)."""
+        selection = self.wb.selected_row
+        if self.wb.pending_row is not None:
             self.show_row(self.wb.pending_row, live=self.wb.pending_live)
+        elif selection is not None and selection is not self._followed and not self.live_running:
+            self.show_row(selection)  # the Ratios highlight moved since: follow it
+        self._followed = selection
+
+    def on_launch_timeline_view_moved(self) -> None:
+        self.update_scale()
+
+    def update_scale(self) -> None:
+        tl = self.timeline
+        text = Text(tl.scale_text(), style="dim")
+        text.append(" · 0 fit kernels ⇄ call · a per kernel", style="dim")
+        self.query_one("#scale", Static).update(text)
 
     @property
     def timeline(self) -> LaunchTimeline:
@@ -107,6 +174,8 @@ class TimelineScreen(WorkbenchScreen):
         self.query_one("#title", Static).update(title)
         self.query_one("#details", Static).update(Text("select a launch: Tab / Shift+Tab"))
         self.show_probe(row)
+        if self.query_one("#aggregate", DataTable).display:  # built on demand: 100k launches cost
+            self.show_aggregate()
         self.refresh_bindings()
         if live:
             self.action_live()
@@ -124,10 +193,52 @@ class TimelineScreen(WorkbenchScreen):
             title.update(Text(f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
                               f"--config {row.params}", style="dim"))
             return
-        title.update(Text("ncu probe (one profiled call)", style="bold"))
-        table.add_columns("ncu", "cand", "ref")
+        title.update(Text("ncu probe (1 call) · Δ = cand vs ref", style="bold"))
+        table.add_columns("ncu", "cand", "ref", "Δ")
         for metric, cand, ref in rows:
-            table.add_row(Text(metric), Text(cand, justify="right"), Text(ref, justify="right"))
+            table.add_row(Text(metric), Text(cand, justify="right"), Text(ref, justify="right"),
+                          delta_text(metric, cand, ref))
+
+    def show_aggregate(self) -> None:
+        """Per kernel and side: launches per call and µs per launch (the ``timeline`` command's table)."""
+        from workbench.services.timeline import summarize_set
+
+        table = self.query_one("#aggregate", DataTable)
+        table.clear(columns=True)
+        if self.row is None:
+            return
+        # the numbers first: mangled kernel names are long and a narrow terminal cuts from the right
+        table.add_columns("side", "launches/call", "median µs", "min µs", "max µs", "grid", "block", "kind", "kernel")
+        cand, base = self.data.sets_for(self.row)
+        for role, sets in (("cand", self._measurements(cand)), ("base", self._measurements(base))):
+            for s in sets:
+                summary = summarize_set(s, role)
+                for k in summary["kernels"]:
+                    t = k["per_launch_us"]
+                    table.add_row(Text(role), Text(f"{k['launches_per_call']:g}", justify="right"),
+                                  *(Text("—" if key not in t else f"{t[key]:.2f}", justify="right")
+                                    for key in ("median", "min", "max")),
+                                  Text("×".join(map(str, k["grid"])) if k["grid"] else "—"),
+                                  Text("×".join(map(str, k["block"])) if k["block"] else "—"),
+                                  Text(k["kind"]), Text(k["name"]))
+
+    def action_aggregate(self) -> None:
+        aggregate = self.query_one("#aggregate", DataTable)
+        show = not aggregate.display
+        if show:
+            self.show_aggregate()
+        aggregate.display = show
+        self.timeline.display = not show
+        (aggregate if show else self.timeline).focus()
+
+    def on_launch_timeline_lane_changed(self, event: LaunchTimeline.LaneChanged) -> None:
+        lane = event.lane
+        text = Text(f"{lane.role} {lane.backend} call #{lane.call.index}\n", style="bold")
+        host = lane.call.host_end_ns - lane.call.host_start_ns
+        text.append(f"{len(lane.launches)} launch(es) · host call {format_ns(host)}")
+        if lane.launches:
+            text.append(f" · first launch at {format_ns(lane.starts[0])}")
+        self.query_one("#details", Static).update(text)
 
     def _measurements(self, first: LaunchSet | None) -> list[LaunchSet]:
         """``first`` and the test's other measurement sets of the same backend (forward, then backward)."""
@@ -159,7 +270,9 @@ class TimelineScreen(WorkbenchScreen):
         self.cancel_event = threading.Event()
         self.live_results.clear()
         self._live_sets.clear()
-        self.query_one("#live-results", DataTable).clear()
+        results = self.query_one("#live-results", DataTable)
+        results.clear()
+        results.remove_class("hidden")  # shown only for a live run (an empty table explains nothing)
         self.timeline.set_sets(None, None)
         bar = self.query_one("#progress", ProgressBar)
         bar.remove_class("hidden")
@@ -239,7 +352,9 @@ class TimelineScreen(WorkbenchScreen):
 
     def palette_commands(self) -> list[PaletteCommand]:
         tl = self.timeline
-        out: list[PaletteCommand] = [("timeline: fit", "Fit the longest call", tl.action_fit),
+        out: list[PaletteCommand] = [("timeline: fit", "Fit kernels ⇄ the whole call", tl.action_fit),
+                                     ("timeline: per-kernel aggregate", "Launches per call and µs per launch by kernel",
+                                      self.action_aggregate),
                                      ("timeline: zoom in", "Zoom in 2x", partial(tl.action_zoom, 2.0)),
                                      ("timeline: zoom out", "Zoom out 2x", partial(tl.action_zoom, 0.5))]
         if self.live_running:
