@@ -95,12 +95,12 @@ def test_triton_tileir_is_confirmed_only_by_a_recorded_enable_tile():
 
 def test_ratios_screen_rows_label_the_plain_triton_baseline():
     """REAL rms_norm session through the TUI's loader: the Ratios row's baseline cell says plain Triton."""
-    from widgets.ratio_table import _row_texts
+    from widgets.ratio_table import COLUMN_KEYS, row_cells
     from workbench.tui.loaders import load_app_data
 
+    baseline = COLUMN_KEYS.index("baseline")
     data = load_app_data("rms_norm", out_root=None, tilegym=None, env={})
     assert data.table is not None and data.stand_in
-    cells = _row_texts(data.table.matched[0])[0]
-    assert cells[2] == "triton_tileir (plain Triton)"
+    assert row_cells(data.table.matched[0])[baseline].plain == "triton_tileir (plain Triton)"
     real = load_app_data("matmul", out_root=None, tilegym=None, env={})
-    assert real.table is not None and _row_texts(real.table.matched[0])[0][2] == "cutile"
+    assert real.table is not None and row_cells(real.table.matched[0])[baseline].plain == "cutile"

@@ -295,12 +295,12 @@ async def test_report_preview_scrolls_and_searches() -> None:
         pane = preview.active_scroller()  # the search re-rendered the panes (raw view, highlights)
         assert preview.view == "raw" and pane is not None
         said = [str(n.message) for n in pilot.app._notifications]
-        assert any("'geomean': line 26 · 4 matching line(s)" in m for m in said), said
+        assert any("'geomean': line 33 · 4 matching line(s)" in m for m in said), said
         assert pane.scroll_y > 0
         await pilot.press("n")
         await pilot.pause()
         said = [str(n.message) for n in pilot.app._notifications]
-        assert any("'geomean': line 36" in m for m in said), said
+        assert any("'geomean': line 43" in m for m in said), said
 
 
 async def test_history_trend_has_real_width() -> None:
