@@ -69,6 +69,7 @@ from workbench.atomicio import atomic_write_bytes
 from workbench.atomicio import ensure_inside as _ensure_inside
 from workbench.errors import InputError, UnsafePath
 from workbench.events import Event, read_events
+from workbench.launch_store import RawMember
 from workbench.layout import KernelPaths
 from workbench.model import LaunchSet
 from workbench.testids import split_nodeid
@@ -938,7 +939,8 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
 
     raw log → the role's log file; events → ``workbench/events.jsonl`` (this role's previous lines
     replaced, each line carrying ``role``); launch sets → merged into ``workbench/launches.json.gz``
-    (same ``(nodeid, backend)`` replaced); metadata → ``workbench/session.json`` (``runs[role]``).
+    (same ``(nodeid, backend)`` replaced; one gzip member per set + ``launches.idx.json``:
+    :mod:`workbench.launch_store`); metadata → ``workbench/session.json`` (``runs[role]``).
     ``metadata_overrides`` (hook for :mod:`workbench.scaleout.merge`) replaces keys of
     ``runs[role]``, e.g. the shards' hosts and GPUs instead of this process's.
     A malformed existing evidence file raises :class:`InputError` before anything is written.
@@ -949,12 +951,15 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
     # --- read and check everything before the first write
     kept_lines = _existing_event_lines(out.events_jsonl, spec.role)
     session = _existing_session(out.session_json)
-    merged_sets: list[LaunchSet] | None = None
+    merged_sets: list[LaunchSet | RawMember] | None = None
     if result.launch_sets:
-        from workbench.launches_io import load_launch_sets
-        old = load_launch_sets(out.launches_json) if out.launches_json.exists() else []
+        from workbench.launch_store import index_path_for, open_store
+        # per-config members: the kept ones are copied as bytes (nothing of them is parsed)
+        old = open_store(out.launches_json) if out.launches_json.exists() else None
         new_keys = {(s.nodeid, s.backend) for s in result.launch_sets}
-        merged_sets = [s for s in old if (s.nodeid, s.backend) not in new_keys] + list(result.launch_sets)
+        keep = [] if old is None else [i for i, e in enumerate(old.entries) if (e.nodeid, e.backend) not in new_keys]
+        merged_sets = [*(old.raw_members(keep) if old is not None else ()), *result.launch_sets]
+        _ensure_inside(index_path_for(out.launches_json), root)
     for p in (log_dest, out.events_jsonl, out.session_json, out.launches_json):
         _ensure_inside(p, root)
     # --- write, holding the kernel dir's writer lock so a report write never sees half of it
@@ -967,7 +972,7 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
 
 
 def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: Path, kept_lines: list[str],
-                  merged_sets: list[LaunchSet] | None, session: dict[str, Any],
+                  merged_sets: list[LaunchSet | RawMember] | None, session: dict[str, Any],
                   metadata_overrides: dict[str, Any]) -> list[Path]:
     root = out.root
     written: list[Path] = []
@@ -978,10 +983,10 @@ def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: 
     atomic_write_bytes(out.events_jsonl, ("".join(ln + "\n" for ln in kept_lines + new_lines)).encode(), root)
     written.append(out.events_jsonl)
     if merged_sets is not None:
-        from workbench.launches_io import save_launch_sets
+        from workbench.launch_store import write_store
 
-        save_launch_sets(out.launches_json, merged_sets)  # temp file + os.replace inside
-        written.append(out.launches_json)
+        written.append(out.launches_json)  # one gzip member per set + its index (temp files + os.replace)
+        written.append(write_store(out.launches_json, merged_sets))
     session.setdefault("version", 1)
     session["kernel"] = spec.kernel
     session.setdefault("runs", {})[spec.role] = {**session_metadata(result, spec), **metadata_overrides}
