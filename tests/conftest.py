@@ -96,6 +96,4 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def _private_user_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The user cache dir (converted captures, E tables of read-only sessions) is the test run's own:
     no test reads a cache another run left, none writes into the real ~/.cache."""
-    if "CUTILE_WORKBENCH_CACHE" not in os.environ or os.environ.get("_WB_TEST_CACHE") == "1":
-        os.environ["CUTILE_WORKBENCH_CACHE"] = str(tmp_path_factory.mktemp("user-cache"))
-        os.environ["_WB_TEST_CACHE"] = "1"
+    os.environ["CUTILE_WORKBENCH_CACHE"] = str(tmp_path_factory.mktemp("user-cache"))

@@ -18,6 +18,7 @@ Contract of :func:`collect_inputs` (returns :class:`~workbench.diagnosis.FInputs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from workbench.diagnosis import FInputs
 from workbench.errors import Blocked
 from workbench.ir.audit import IRAudit, audit_texts
 from workbench.ir.loader import discover_ir, load_pair
-from workbench.model import Finding
+from workbench.model import Finding, LaunchSet
 
 
 def _rel(ws: Any, p: Path | str) -> str:
@@ -95,11 +96,12 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
     base_recs = {k: baseline_records(k, log, cand_frameworks) for k, log in bases.items()}
 
-    launch_sets = []
+    launch_sets: Sequence[LaunchSet] = []
     if paths.launches_json.is_file():
-        from workbench.launches_io import load_launch_sets
+        from workbench.launch_store import open_store
 
-        launch_sets = load_launch_sets(paths.launches_json)  # InputError when malformed
+        # InputError when malformed; each row's sets are decoded when F reads that row
+        launch_sets = open_store(paths.launches_json)
         evidence["launches"] = _rel(ws, paths.launches_json)
     else:
         missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "

@@ -187,8 +187,13 @@ def same_backend(a: str | None, b: str | None) -> bool:
 
 
 def pick_sets(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> tuple[LaunchSet | None, LaunchSet | None]:
-    """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend."""
-    same = [s for s in sets if s.params == row.params and s.calls]
+    """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend.
+
+    A per-config store (:class:`~workbench.launch_store.LaunchStore`) decodes only this row's sets."""
+    from workbench.launch_store import LaunchStore
+
+    candidates = sets.for_params(row.params) if isinstance(sets, LaunchStore) else sets
+    same = [s for s in candidates if s.params == row.params and s.calls]
     base = next((s for s in same if same_backend(s.backend, row.baseline_backend)), None)
     cand = next((s for s in same if same_backend(s.backend, candidate)), None)
     if cand is None:

@@ -147,10 +147,11 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
         parts.notes.extend(f"shard {shard.index}: {note}" for note in meta.get("notes") or [])
         parts.rcs.append(int(meta.get("rc", 1)))
         if sout.launches_json.is_file():
-            from workbench.launches_io import load_launch_sets
+            from workbench.launch_store import open_store
 
             wanted = set(ids)
-            parts.launch_sets.extend(s for s in load_launch_sets(sout.launches_json) if s.nodeid in wanted)
+            store = open_store(sout.launches_json)  # a shard's other sets are not decoded
+            parts.launch_sets.extend(store[i] for i, e in enumerate(store.entries) if e.nodeid in wanted)
         for nodeid in ids:
             parts.measured_on[nodeid] = {**where, "device": st.device, "gpu_source": source}
         parts.shards.append({"index": shard.index, "host": st.host, "device": st.device, "gpu_name": name,

@@ -124,9 +124,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     # --- launches
     if ws.paths.launches_json.is_file():
         try:
-            from workbench.launches_io import load_launch_sets
+            from workbench.launch_store import open_store
 
-            data.launch_sets = load_launch_sets(ws.paths.launches_json)
+            data.launch_sets = open_store(ws.paths.launches_json)  # index only: sets decoded per config shown
         except WorkbenchError as e:
             problems.append(e)
 

@@ -127,7 +127,7 @@ class TimelineScreen(WorkbenchScreen):
         """``first`` and the test's other measurement sets of the same backend (forward, then backward)."""
         if first is None:
             return []
-        same = [s for s in self.data.launch_sets if s.nodeid == first.nodeid and s.backend == first.backend and s.calls]
+        same = [s for s in self.data.sets_of_test(first.nodeid) if s.backend == first.backend and s.calls]
         return same if first in same else [first]
 
     def on_launch_timeline_launch_selected(self, event: LaunchTimeline.LaunchSelected) -> None:
