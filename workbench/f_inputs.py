@@ -58,7 +58,7 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     """Everything F reads for ``ws`` (see the module docstring)."""
     from workbench.f_evidence.gpu import gpu_facts
     from workbench.f_evidence.identity import index_records
-    from workbench.stats import baseline_records, build_ratio_table
+    from workbench.stats import baseline_records
 
     paths = ws.paths
     missing: list[str] = []
@@ -74,19 +74,21 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     cand_name = candidate_backend
     cand_log = None
     bases: dict[str, Any] = {}
+    etable = None
     try:
-        from workbench.report_e import load_candidate
+        from workbench.e_table import load_e_table
 
-        cand_log, parsed, _notes = load_candidate(ws)
-        evidence["perf_log"] = " + ".join(raw.source for raw, _log in parsed)
+        etable = load_e_table(ws, analysis=analysis)  # E's own table (cached on its inputs' hash)
+        cand_log = etable.candidate
+        evidence["perf_log"] = " + ".join(raw.source for raw in etable.raw_logs)
     except Blocked as exc:
         missing.append(f"candidate perf log: {exc.message} (run E first)")
-    if cand_log is not None:
-        bases = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+    if cand_log is not None and etable is not None:
+        bases = etable.baselines
         if not bases:
             missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
         else:
-            table = build_ratio_table(ws.kernel, cand_log, bases, analysis)
+            table = etable.table
             evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
                 _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
         if cand_name is None and cand_log.records:

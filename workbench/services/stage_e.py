@@ -6,7 +6,8 @@ Contract (both faces call exactly these, in this order):
   recorded session; ``tilegym`` → ``$TILEGYM_PATH``) and refuses a kernel dir that does not exist
   (``InputError``: a typo in the kernel or the out root is a usage error, not BLOCKED).
 - :func:`ratio_table` is E's table from the raw candidate log (the ``.full.txt`` tee when present)
-  and the baselines; ``Blocked`` without a candidate log, ``InputError`` for a malformed one.
+  and the baselines (:func:`workbench.e_table.load_e_table`: the one place it is assembled, cached
+  on the hash of its inputs); ``Blocked`` without a candidate log, ``InputError`` for a malformed one.
 - :func:`plan` renders and validates the report set for an :class:`EReportRequest`; nothing is
   written (``Blocked`` when there is no usable data).
 - :func:`write` writes a validated plan atomically; it refuses the read-only recorded session
@@ -22,7 +23,6 @@ from pathlib import Path
 
 from workbench.errors import InputError
 from workbench.model import RatioTable, ReportPlan
-from workbench.stats import build_ratio_table
 from workbench.workspace import Workspace, open_workspace
 from workbench.writer import WriteResult, write_plan
 
@@ -54,11 +54,9 @@ def require_kernel_dir(ws: Workspace) -> None:
 
 def ratio_table(ws: Workspace, seed: int = 0) -> RatioTable:
     """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed."""
-    from workbench.report_e import load_candidate
+    from workbench.e_table import load_e_table
 
-    candidate, _parsed, _notes = load_candidate(ws)
-    baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
-    return build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed)
+    return load_e_table(ws, seed=seed).table
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:

@@ -97,10 +97,10 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         from workbench.services.stage_e import ratio_table
 
         data.table = ratio_table(ws)
-        from workbench.report_e import load_candidate
+        from workbench.e_table import load_e_table
 
-        cand_log = load_candidate(ws)[0]  # the log the table was built from (raw tee preferred, like E)
-        cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
+        # the log the table was built from (raw tee preferred, like E); kept with the cached table
+        cand_frameworks = set(load_e_table(ws).candidate_frameworks)
         if isinstance(session.get("candidate"), str) and session["candidate"]:
             data.candidate_backend = str(session["candidate"])  # recorded sessions name it
         elif len(cand_frameworks) == 1:
