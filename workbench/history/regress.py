@@ -25,9 +25,12 @@ for GPU kernels, ``ci_level`` 99 %, 2000 replicates, seed 0) are stated in every
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -157,3 +160,47 @@ def _notes(old: ConfigResult, new: ConfigResult) -> tuple[str, ...]:
         notes.append(f"capture source {old.capture_source or 'TileGym harness'} → "
                      f"{new.capture_source or 'TileGym harness'}")
     return tuple(notes)
+
+
+# --------------------------------------------------------------------------- computed once
+
+_CODE: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """Hash of the code that decides a comparison: an edited rule makes every cached one a miss."""
+    if not _CODE:
+        here = Path(__file__).resolve()
+        h = hashlib.sha256()
+        for path in (here, here.parent.parent / "stats.py", here.parent / "entries.py"):
+            try:
+                h.update(path.read_bytes())
+            except OSError:
+                h.update(str(path).encode())
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def comparison_key(old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY) -> str:
+    """SHA-256 of everything :func:`compare_results` reads (both results, the policy, the code)."""
+    return hashlib.sha256(f"{_code_fingerprint()}\0{old!r}\0{new!r}\0{policy!r}".encode()).hexdigest()
+
+
+def flag_to_json(flag: ChangeFlag) -> str:
+    return json.dumps({"change": flag.change, "ratio": flag.ratio, "reason": flag.reason,
+                       "ci": list(flag.ci) if flag.ci is not None else None,
+                       "test": asdict(flag.test) if flag.test is not None else None, "notes": list(flag.notes)})
+
+
+def flag_from_json(text: str) -> ChangeFlag | None:
+    """The flag stored by :func:`flag_to_json`; None for anything else (the pair is then recomputed)."""
+    try:
+        d = json.loads(text)
+        test = d["test"]
+        return ChangeFlag(d["change"], float(d["ratio"]), str(d["reason"]),
+                          (float(d["ci"][0]), float(d["ci"][1])) if d["ci"] is not None else None,
+                          MannWhitney(float(test["statistic"]), float(test["p_value"]), test["method"],
+                                      int(test["n1"]), int(test["n2"]), bool(test["ties"])) if test else None,
+                          tuple(str(n) for n in d["notes"]))
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None
