@@ -121,3 +121,27 @@ def test_a_foreign_cache_file_is_data_never_code(tmp_path: Path, fresh: Path, bu
     assert not got.from_cache and not (tmp_path / "pwned").exists() and len(builds) == 2
     e_table._MEMORY.clear()
     assert e_table.load_e_table(ws).from_cache  # replaced by a good one
+
+
+def test_measurement_conditions_are_read_once_per_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ratios' comparability parses both logs: computed once per content of its inputs."""
+    from workbench.services import history as history_service
+
+    calls: list[int] = []
+    real = history_service.ratio_conditions
+
+    def counting(*a, **kw):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(history_service, "ratio_conditions", counting)
+    root = copy_of(MATMUL, "matmul", tmp_path)
+    ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
+    table = stage_e.ratio_table(ws)
+    first = history_service.ratio_comparability(ws, table)
+    e_table._DERIVED.clear()  # a new process: served from the user cache dir
+    assert history_service.ratio_comparability(ws, table) == first and calls == [1]
+    session = root / "matmul" / "workbench" / "session.json"
+    session.write_text(session.read_text() + "\n")
+    history_service.ratio_comparability(ws, table)
+    assert calls == [1, 1]

@@ -29,9 +29,10 @@ import io
 import os
 import pickle
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.errors import Blocked, InputError
 from workbench.model import PerfLog, RatioTable
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 CACHE_VERSION = 1
 _MEMORY: dict[str, bytes] = {}  # pickled: every caller gets its own copy to change
 _BASELINES = ("cutile", "triton_tileir")
+T = TypeVar("T")
 
 
 @dataclass
@@ -306,3 +308,38 @@ def load_e_table(ws: Workspace, *, raw_log_text: str | None = None, raw_log_path
             _MEMORY.clear()
         _MEMORY[key] = data
     return result
+
+
+# --------------------------------------------------------------------------- other derived facts
+
+
+_DERIVED: dict[str, bytes] = {}
+
+
+def cached_derivation(kind: str, inputs: list[Path], extra: str, code: list[Path], compute: Callable[[], T]) -> T:
+    """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the ``code`` files' source):
+    kept in memory and in ``<user cache>/<kind>/<key>.pickle`` like E's table (workbench dataclasses
+    only; a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
+    conditions, that every command would otherwise re-parse the logs for."""
+    h = hashlib.sha256(f"{kind} v{CACHE_VERSION} {_code_fingerprint()}\0{extra}\0".encode())
+    for path in [*code, *inputs]:
+        data = _read(path)
+        h.update(f"{path} {len(data)}\0".encode())
+        h.update(data)
+    key = h.hexdigest()
+    if key in _DERIVED:
+        return _DataclassesOnly(io.BytesIO(_DERIVED[key])).load()
+    path = _user_cache_dir() / kind / f"{key}.pickle"
+    try:
+        value = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
+        _DERIVED[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        return value
+    except Exception:  # absent or not ours: compute it
+        pass
+    value = compute()
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    _store(path, data)
+    if len(_DERIVED) >= 16:
+        _DERIVED.clear()
+    _DERIVED[key] = data
+    return value

@@ -450,8 +450,25 @@ def _mixed_rows(ws: Workspace) -> tuple[str, ...]:
 
 
 def ratio_comparability(ws: Workspace, table: RatioTable | None) -> RatioComparability:
-    """Were the candidate and each used baseline measured under the same conditions? (module contract)"""
+    """Were the candidate and each used baseline measured under the same conditions? (module contract)
+
+    Computed once per content of the logs, session.json and events.jsonl (``e_table.cached_derivation``):
+    reading the conditions parses both logs, which a 1,000-config session makes cost seconds."""
+    from workbench.e_table import cached_derivation
+
     used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
+    paths = ws.paths
+    raw = ws.raw_log_path()
+    inputs = [p for p in (raw, paths.baseline_cutile, paths.baseline_triton_tileir, paths.session_json,
+                          paths.events_jsonl) if p is not None]
+    here = Path(__file__).resolve().parent.parent
+    code = [here / rel for rel in ("services/history.py", "history/conditions.py", "history/importer.py",
+                                   "provenance/__init__.py", "scaleout/provenance.py")]
+    return cached_derivation("comparability", inputs, f"{raw}\0{sorted(used)}", code,
+                             lambda: _ratio_comparability(ws, used))
+
+
+def _ratio_comparability(ws: Workspace, used: set[str]) -> RatioComparability:
     conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
     baselines = tuple(_baseline_state(b.baseline, b.comparability, conds.candidate, b.provenance)
                       for b in conds.baselines)
