@@ -60,7 +60,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -123,6 +123,9 @@ class RunSpec:
     kill_grace_s: float = 3.0
     max_log_bytes: int = 256 * 1024 * 1024
     extra_args: tuple[str, ...] = ()
+    #: ``run --compile-cache DIR``: every toolchain's compile cache under DIR (shared by runs and
+    #: scale-out shards; :mod:`workbench.compile_cache`), its cold/warm split recorded per run
+    compile_cache: str | None = None
 
     def describe(self) -> str:
         return f"{self.kernel}/{self.role}: {self.test_target}" + (f" -k {self.k_expr!r}" if self.k_expr else "")
@@ -160,6 +163,8 @@ class RunResult:
     duration_s: float = 0.0
     collect_output: str = ""
     notes: tuple[str, ...] = ()
+    #: what the run did to ``spec.compile_cache`` (:func:`workbench.compile_cache.split`); None without one
+    compile_cache: Mapping[str, Any] | None = None
 
     @property
     def completed(self) -> tuple[str, ...]:
@@ -201,6 +206,10 @@ def child_env(spec: RunSpec) -> dict[str, str]:
     # watchdog cannot see the "<nodeid> " line pytest writes when a test starts.
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a SIGSEGV leaves a Python traceback in the raw log
+    if spec.compile_cache:
+        from workbench.compile_cache import cache_env
+
+        env.update(cache_env(spec.compile_cache, spec.env))
     if spec.dump_ir_dir:
         from workbench.ir import dumps
 
@@ -529,7 +538,27 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Collect, run (resuming after faults), and return the result; see the module contract."""
+    """Collect, run (resuming after faults), and return the result; see the module contract.
+
+    With ``spec.compile_cache`` the cache is counted before and after: ``RunResult.compile_cache``."""
+    if not spec.compile_cache:
+        return _run(spec, out, on_event=on_event, cancel=cancel)
+    from workbench import compile_cache
+
+    compile_cache.prepare(spec.compile_cache)
+    before = compile_cache.census(spec.compile_cache)
+    result = _run(spec, out, on_event=on_event, cancel=cancel)
+    return replace(result, compile_cache=compile_cache.split(
+        spec.compile_cache, before, compile_cache.census(spec.compile_cache)))
+
+
+def _run(
+    spec: RunSpec,
+    out: KernelPaths,
+    *,
+    on_event: Callable[[Event], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
     _check_kernel_dir(out)
     started_at = time.time()
     t0 = time.monotonic()
@@ -1054,6 +1083,9 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "cancelled": result.cancelled,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(result.started_at)),
         "duration_s": round(result.duration_s, 3),
+        "compile_cache": dict(result.compile_cache) if result.compile_cache is not None else {
+            "dir": None, "state": "not recorded",
+            "note": "no --compile-cache: the toolchains used their default caches, which are not counted"},
         "host": socket.gethostname(),
         "gpu": gpu_description(child_env, result.events),
         "compute_capability": gpu_query("compute_cap", child_env),
