@@ -154,3 +154,38 @@ def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
     (tmp_path / "junk.json.gz").write_bytes(b"\x1f\x8bnot gzip")
     with pytest.raises(InputError):
         launch_store.open_store(tmp_path / "junk.json.gz")
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parts[-4])
+def test_f_reads_each_set_once_and_sees_the_same_summaries(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """REAL recorded captures: F's per-row summaries through the store = through the whole list, and a
+    store's sets are decoded once for all rows (F reads every row twice), then never again."""
+    from workbench.f_evidence.launches import pick_sets, pick_summaries, summarize_launch_set
+    from workbench.model import RatioRow
+
+    sets = launches_io.load_launch_sets(path)
+    store = launch_store.open_store(path)
+    decoded: list[str] = []
+    real = launches_io._Reader.launch_set
+
+    def counting(self, value, key):  # type: ignore[no-untyped-def]
+        decoded.append(key)
+        return real(self, value, key)
+
+    monkeypatch.setattr(launches_io._Reader, "launch_set", counting)
+    backends = sorted({s.backend for s in sets})
+    for _ in range(2):
+        for params in sorted({s.params for s in sets}):
+            row = RatioRow("f", params, None, backends[0], 1.0, 1.0, 1.0, "OK")
+            c, b = pick_sets(sets, row, backends[-1])
+            want = (summarize_launch_set(c) if c else None, summarize_launch_set(b) if b else None)
+            assert pick_summaries(store, row, backends[-1]) == want
+    assert len(decoded) <= len(store) and len(set(decoded)) == len(decoded)
+    decoded.clear()
+    again = launch_store.open_store(path)  # another process: the summaries come from the user cache
+    from workbench import e_table
+
+    e_table._DERIVED.clear()
+    row = RatioRow("f", sets[0].params, None, backends[0], 1.0, 1.0, 1.0, "OK")
+    pick_summaries(again, row, backends[-1])
+    assert decoded == []

@@ -309,6 +309,16 @@ class LaunchStore(Sequence[LaunchSet]):
             self._by_nodeid.setdefault(e.nodeid, []).append(i)
         self._decoded: OrderedDict[int, LaunchSet] = OrderedDict()
         self._lock = threading.Lock()
+        self.memo: dict[str, Any] = {}  # facts derived from the whole store (e.g. F's launch summaries)
+
+    @property
+    def data_path(self) -> Path | None:
+        """The file the members are read from (None: a conversion kept in memory)."""
+        return self._data_path
+
+    def indices_for_params(self, params: str) -> list[int]:
+        """Positions of one config's sets (no decoding)."""
+        return list(self._by_params.get(params, ()))
 
     def __len__(self) -> int:
         return len(self.entries)
