@@ -94,3 +94,14 @@ def test_the_flag_reaches_every_backend_and_every_shard(tmp_path: Path) -> None:
         assert backend_run.spec.compile_cache == str((tmp_path / "cc").resolve())
         back = spec_from_json(json.loads(json.dumps(spec_to_json(backend_run.spec))), "plan.json")
         assert back.compile_cache == backend_run.spec.compile_cache
+
+
+def test_a_merged_scale_out_run_records_its_shards_split() -> None:
+    from workbench.scaleout.merge import _merged_compile_cache
+
+    cold = {"dir": "/shared/cc", "state": "cold"}
+    warm = {"dir": "/shared/cc", "state": "warm"}
+    assert _merged_compile_cache([{"compile_cache": warm}, {"compile_cache": warm}])["state"] == "warm"
+    both = _merged_compile_cache([{"compile_cache": cold}, {"compile_cache": warm}])
+    assert both["state"] == "mixed" and both["shard_states"] == ["cold", "warm"] and both["dir"] == "/shared/cc"
+    assert _merged_compile_cache([{"compile_cache": {"dir": None, "state": "not recorded"}}])["state"] == "not recorded"
