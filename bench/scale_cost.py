@@ -30,6 +30,7 @@ wall ≈ c·N^k over the sizes measured. Raw data → ``--out`` (JSON).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -170,9 +171,15 @@ def build_session(root: Path, n: int) -> tuple[Path, str]:
     write_store(kdir / "workbench/launches.json.gz", all_sets)
     legacy = root / "legacy" / "matmul" / "workbench"
     legacy.mkdir(parents=True)
-    from workbench.launches_io import save_launch_sets
+    # today's single-member layout, streamed (save_launch_sets would build the 2.7 GB document of a
+    # 10,000-config session in memory)
+    from workbench.launches_io import set_to_dict
 
-    save_launch_sets(legacy / "launches.json.gz", all_sets)
+    with gzip.open(legacy / "launches.json.gz", "wb", compresslevel=6) as fh:
+        fh.write(b'{"version":1,"sets":[')
+        for i, s in enumerate(all_sets):
+            fh.write((b"," if i else b"") + json.dumps(set_to_dict(s), separators=(",", ":")).encode())
+        fh.write(b"]}")
     for f in ("session.json",):
         shutil.copy(kdir / "workbench" / f, legacy / f)
     return kdir, _replica_params(params[0], (n - 1) // 6)
