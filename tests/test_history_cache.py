@@ -66,3 +66,19 @@ def test_flag_json_round_trip(tmp_path: Path) -> None:
         for flag in s.changes:
             assert flag_from_json(flag_to_json(flag)) == flag
     assert flag_from_json("not json") is None
+
+
+def test_the_key_names_every_field_of_both_results() -> None:
+    """SYNTHETIC results: any field of either side (a sample, the launches/call) changes the key."""
+    from workbench.history.entries import ConfigResult
+    from workbench.history.regress import comparison_key
+
+    a = ConfigResult("t::T::test_perf", "p", "cutile-rs", "forward", "t::T::test_perf[x]", 1.0, (1.0, 1.1, 0.9))
+    b = ConfigResult("t::T::test_perf", "p", "cutile-rs", "forward", "t::T::test_perf[x]", 1.0, (1.0, 1.1, 0.9))
+    assert comparison_key(a, b) == comparison_key(a, b, digests={})
+    for changed in (ConfigResult(*[*list(b.__dict__.values())[:6], (1.0, 1.1, 0.91)]),
+                    ConfigResult(*list(b.__dict__.values())[:7], launches_per_call=2)):
+        assert comparison_key(a, changed) != comparison_key(a, b)
+    assert comparison_key(a, b) != comparison_key(b, a.__class__(*[*list(a.__dict__.values())[:5], 1.01,
+                                                                    a.samples_ms]))
+    assert comparison_key(a, b, RegressionPolicy(min_effect=0.05)) != comparison_key(a, b)

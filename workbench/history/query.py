@@ -128,7 +128,8 @@ def load_history(store: HistoryStore, kernel: str, *, config: str | None = None,
         points.sort(key=lambda p: order[p.run_id])
         ordered.append((skey, points, list(itertools.pairwise(points))))
     # each pair is decided once: cached in the store, keyed on both results, the policy and the code
-    keys = {id(pair): comparison_key(pair[0].result, pair[1].result, policy)
+    digests: dict[int, bytes] = {}
+    keys = {id(pair): comparison_key(pair[0].result, pair[1].result, policy, digests=digests)
             for _k, _p, pairs in ordered for pair in pairs}
     cached = store.cached_comparisons(sorted(set(keys.values())))
     fresh: dict[str, str] = {}

@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Literal
 
@@ -181,9 +181,34 @@ def _code_fingerprint() -> str:
     return _CODE[0]
 
 
-def comparison_key(old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY) -> str:
-    """SHA-256 of everything :func:`compare_results` reads (both results, the policy, the code)."""
-    return hashlib.sha256(f"{_code_fingerprint()}\0{old!r}\0{new!r}\0{policy!r}".encode()).hexdigest()
+def result_digest(result: ConfigResult) -> bytes:
+    """SHA-256 of one result's every field (the raw samples hashed as float64 bytes, not as text)."""
+    h = hashlib.sha256()
+    for f in fields(result):
+        value = getattr(result, f.name)
+        if f.name == "samples_ms" and value is not None:
+            h.update(b"samples\0" + np.asarray(value, dtype=np.float64).tobytes())
+        else:
+            h.update(f"{f.name}={value!r}\0".encode())
+    return h.digest()
+
+
+def comparison_key(old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY, *,
+                   digests: dict[int, bytes] | None = None) -> str:
+    """SHA-256 of everything :func:`compare_results` reads (both results, the policy, the code).
+    ``digests`` memoizes :func:`result_digest` by object id (a run's result is in two pairs)."""
+    def digest(r: ConfigResult) -> bytes:
+        if digests is None:
+            return result_digest(r)
+        d = digests.get(id(r))
+        if d is None:
+            d = digests[id(r)] = result_digest(r)
+        return d
+
+    h = hashlib.sha256(f"{_code_fingerprint()}\0{policy!r}\0".encode())
+    h.update(digest(old))
+    h.update(digest(new))
+    return h.hexdigest()
 
 
 def flag_to_json(flag: ChangeFlag) -> str:
