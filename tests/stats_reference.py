@@ -99,3 +99,41 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float
         return u1, 1.0, "normal", ties
     z = (big - n1 * n2 / 2 - 0.5) / math.sqrt(var)
     return u1, max(min(1.0, math.erfc(z / math.sqrt(2))), 0.0), "normal", ties
+
+
+def bootstrap(rows, n_boot: int, seed: int):  # type: ignore[no-untyped-def]
+    """The old ``workbench.stats._bootstrap`` (per-row CIs + the joint geomean CI), pure Python."""
+    rng = random.Random(seed)
+    samples = []
+    for r in rows:
+        cs, bs = r.cand.samples_ms, r.base.samples_ms
+        ok = bool(cs) and bool(bs) and len(cs or ()) >= 2 and len(bs or ()) >= 2
+        ok = ok and all(_valid(x) for x in (cs or ())) and all(_valid(x) for x in (bs or ()))
+        samples.append((sorted(cs or ()), sorted(bs or ())) if ok else None)
+    if n_boot <= 0 or not any(samples):
+        return [None] * len(rows), None
+    per_row: list[list[float]] = [[] for _ in rows]
+    joint_ok = all(s is not None for s in samples)
+    joint: list[float] = []
+    for _ in range(n_boot):
+        logs = 0.0
+        for i, s in enumerate(samples):
+            if s is None:
+                continue
+            ratio = boot_median(rng, s[0]) / boot_median(rng, s[1])
+            per_row[i].append(ratio)
+            logs += math.log(ratio)
+        if joint_ok:
+            joint.append(math.exp(logs / len(rows)))
+    cis = []
+    for i, s in enumerate(samples):
+        if s is None:
+            cis.append(None)
+        else:
+            vals = sorted(per_row[i])
+            cis.append((percentile(vals, 0.025), percentile(vals, 0.975)))
+    gci = None
+    if joint_ok and joint:
+        joint.sort()
+        gci = (percentile(joint, 0.025), percentile(joint, 0.975))
+    return cis, gci
