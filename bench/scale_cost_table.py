@@ -6,7 +6,8 @@ Per command and N: the median wall time, CPU time and peak RSS of the repetition
 (caches warm: what every later command costs), and the first repetition's wall time (the first
 command on a fresh session computes E's table, the conditions and F's launch summaries once).
 ``timeline-legacy`` is the first open of a legacy single-member captures file every time (its
-converted cache is removed before each repetition). Growth: the fitted exponent k of wall ≈ c·N^k.
+converted cache is removed before each repetition). Growth: the fitted exponent k of wall ≈ c·N^k
+(from the raw file) and of the CPU time (steadier on a loaded box), over every repetition.
 """
 
 from __future__ import annotations
@@ -17,13 +18,26 @@ import sys
 from pathlib import Path
 
 
+def _fit(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares exponent k of y ≈ c·N^k."""
+    import math
+
+    if len(points) < 2:
+        return None
+    xs = [math.log(n) for n, _ in points]
+    ys = [math.log(y) for _, y in points]
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else None
+
+
 def main() -> int:
     doc = json.loads(Path(sys.argv[1]).read_text())
     sessions = doc["sessions"]
     sizes = sorted(sessions, key=int)
     names = [n for n in ("help", "table", "report-e", "report-f", "timeline", "timeline-legacy",
                          "timeline-legacy-warm", "tui") if any(n in sessions[s]["cells"] for s in sizes)]
-    print("| command | " + " | ".join(f"N = {int(s):,}" for s in sizes) + " | growth k |")
+    print("| command | " + " | ".join(f"N = {int(s):,}" for s in sizes) + " | growth k (wall; cpu) |")
     print("|---|" + "---|" * len(sizes) + "---|")
     for name in names:
         cells = []
@@ -44,7 +58,11 @@ def main() -> int:
             first = "" if name == "timeline-legacy" else f" (1st {reps[0]['wall_s']:.2f} s)"
             cells.append(f"{wall:.2f} s, cpu {cpu:.2f} s, {rss:.0f} MiB{paint}{first}")
         k = doc.get("growth", {}).get(name, {}).get("growth_exponent")
-        print(f"| `{name}` | " + " | ".join(cells) + f" | {'' if k is None else f'{k:.2f}'} |")
+        pts = [(int(s), statistics.median(r["cpu_s"] for r in sessions[s]["cells"][name]))
+               for s in sizes if sessions[s]["cells"].get(name)]
+        kc = _fit(pts)
+        print(f"| `{name}` | " + " | ".join(cells) + f" | {'' if k is None else f'{k:.2f}'}; "
+              f"{'' if kc is None else f'{kc:.2f}'} |")
     if doc.get("history"):
         print()
         print("| history runs | first read (decides + caches every pair) | later reads (median) | peak RSS |")
