@@ -1,7 +1,8 @@
 """E core speed, side by side in one run (CPU only; no GPU needed).
 
-1. Bootstrap of a ratio table (``workbench.stats``): the O(1) order-statistic median draw used in
-   production vs naive resample-then-median, same rows (n_boot=2000), and the CI agreement.
+1. Bootstrap of a ratio table (``workbench.stats``): the numpy-vectorised order-statistic median
+   draw used in production vs the earlier pure-Python one (``tests/stats_reference.bootstrap``, the
+   code before issue 26), same rows (n_boot=2000), and the CI agreement.
 2. Validators: the in-process twins vs the real TileGym shell scripts on the same kernel dir
    (needs ``.fetched/TileGym`` or ``--tilegym``; skipped otherwise).
 3. Guarded writer: one ``write_plan`` of an E report set (5 files, fsync + journal + backup).
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from workbench import stats  # noqa: E402
 from workbench.model import PerfLog, PerfRecord, PhaseStats, PlannedFile, ReportPlan  # noqa: E402
@@ -45,10 +46,6 @@ def logs(rows: int, n: int) -> tuple[PerfLog, PerfLog]:
     return cand, base
 
 
-def naive_boot_median(rng: random.Random, xs: list[float]) -> float:
-    return statistics.median(rng.choice(xs) for _ in xs)
-
-
 def timed(fn, repeat: int = 3) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -67,17 +64,19 @@ def main() -> None:
     cand, base = logs(a.rows, a.samples)
     fast = timed(lambda: stats.build_ratio_table("k", cand, {"cutile": base}, None, n_boot=2000), 1)
     t_fast = stats.build_ratio_table("k", cand, {"cutile": base}, None, n_boot=2000)
-    original = stats._boot_median
-    stats._boot_median = naive_boot_median  # type: ignore[assignment]
+    import stats_reference
+
+    original = stats._bootstrap
+    stats._bootstrap = stats_reference.bootstrap  # type: ignore[assignment]
     try:
         slow = timed(lambda: stats.build_ratio_table("k", cand, {"cutile": base}, None, n_boot=2000), 1)
         t_slow = stats.build_ratio_table("k", cand, {"cutile": base}, None, n_boot=2000)
     finally:
-        stats._boot_median = original
+        stats._bootstrap = original
     assert t_fast.geomean_ci and t_slow.geomean_ci
-    print(f"bootstrap rows={a.rows} samples={a.samples} n_boot=2000: order-statistic {fast:.3f}s, "
-          f"naive {slow:.3f}s, speed-up {slow / fast:.1f}x")
-    print(f"  geomean CI fast {t_fast.geomean_ci[0]:.4f}-{t_fast.geomean_ci[1]:.4f} vs naive "
+    print(f"bootstrap rows={a.rows} samples={a.samples} n_boot=2000: numpy {fast:.3f}s, "
+          f"pure Python (before) {slow:.3f}s, speed-up {slow / fast:.1f}x")
+    print(f"  geomean CI numpy {t_fast.geomean_ci[0]:.4f}-{t_fast.geomean_ci[1]:.4f} vs before "
           f"{t_slow.geomean_ci[0]:.4f}-{t_slow.geomean_ci[1]:.4f}")
 
     with tempfile.TemporaryDirectory() as tmp:

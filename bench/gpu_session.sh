@@ -186,6 +186,15 @@ PY
     hordermm)  # the same for matmul (6 configs per backend: one warm round fits a call)
       step hordermm 540 python3 bench/harness_order.py --rounds 1 --fresh --out "$W/harness_order_matmul.json" -- \
         matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" --timeout 300 ;;
+    coldstart)  # issue 26: the same 2-shard cuTile matmul run, first with an empty shared compile cache
+      # (cold shards), then again with that cache warm; each run's split is in its session.json files
+      CS_GPUS="${CS_GPUS:-0,1}"  # 2 GPUs (nvidia-h200-x2); on one H200 use CS_GPUS=0,0 (plumbing, labelled)
+      rm -rf "$W/cc"
+      step cs_cold 280 python3 -m workbench run matmul --tilegym "$TG" -b cutile -k "$MM_K" --gpus "$CS_GPUS" \
+        --compile-cache "$W/cc" --timeout 240 --out-root "$W/cs_cold"
+      step cs_warm 280 python3 -m workbench run matmul --tilegym "$TG" -b cutile -k "$MM_K" --gpus "$CS_GPUS" \
+        --compile-cache "$W/cc" --timeout 240 --out-root "$W/cs_warm"
+      step cs_summary 30 python3 bench/coldstart_summary.py "$W/cs_cold" "$W/cs_warm" --out "$W/coldstart.json" ;;
     rsmmwb)
       step matmul_wb 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --dump-ir --timeout 300 --out-root "$W/rec" ;;

@@ -103,6 +103,15 @@ async def main():
             await pilot.pause()
             tl = app.screen.query_one("#timeline")
             out["launches"] = tl.launch_count
+            import gc
+            pauses = []  # (generation, seconds) of every collection during the frames
+            started = {}
+            def on_gc(phase, info):
+                if phase == "start":
+                    started["t"] = time.perf_counter()
+                else:
+                    pauses.append((info["generation"], time.perf_counter() - started.get("t", time.perf_counter())))
+            gc.callbacks.append(on_gc)
             times = []
             for i in range(20):
                 tl.origin_ns = float(i * 40_000)  # pan: every frame misses the strip cache
@@ -111,6 +120,9 @@ async def main():
                 for y in range(tl.size.height):
                     tl.render_line(y)
                 times.append(time.perf_counter() - t)
+            gc.callbacks.remove(on_gc)
+            out["gc_gen2_in_frames"] = sum(1 for g, _ in pauses if g == 2)
+            out["gc_max_pause_ms"] = max((d for _, d in pauses), default=0.0) * 1e3
             out["frame_ms_median"] = statistics.median(times) * 1e3
             out["frame_ms_max"] = max(times) * 1e3
             out["frame_height"] = tl.size.height

@@ -123,3 +123,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                                     f"it and were failed ({tilegym_snapshot.REQUIRE_ENV}=1)", red=True)
     if _skipped_slurm:  # shown even with -q: a silently skipped cluster test would look like a pass
         terminalreporter.write_line(f"SLURM: {len(_skipped_slurm)} slurm test(s) skipped: {slurm_reason()}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_user_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The user cache dir (converted captures, E tables of read-only sessions) is the test run's own:
+    no test reads a cache another run left, none writes into the real ~/.cache."""
+    os.environ["CUTILE_WORKBENCH_CACHE"] = str(tmp_path_factory.mktemp("user-cache"))

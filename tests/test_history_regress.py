@@ -3,7 +3,7 @@
 Data: SYNTHETIC series (seeded ``random.Random`` draws, labelled per test) for the statistics'
 edge cases, plus REAL recorded H200 samples (``profiles/rms_norm/session``, 200 CUPTI samples per
 config) for the decisions on real data. Reference p-values: textbook exact values and scipy
-(``scipy.stats.mannwhitneyu``) when scipy is installed (dev-only, never a dependency).
+(``scipy.stats.mannwhitneyu``, which the implementation now calls; a runtime dependency).
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import pytest
 from workbench.history.entries import ConfigResult
 from workbench.history.regress import (
     RegressionPolicy,
-    _exact_counts,
     compare_results,
     mann_whitney_u,
     min_attainable_p,
@@ -45,6 +44,9 @@ def real_samples(log_name: str, params: str) -> tuple[float, ...]:
 
 
 def test_exact_null_distribution_counts_are_the_gaussian_binomial():
+    """The old hand-written exact distribution (tests/stats_reference.py, the cross-check reference)."""
+    from stats_reference import _exact_counts
+
     # [5 choose 2]_q = 1 + q + 2q^2 + 2q^3 + 2q^4 + q^5 + q^6 (textbook); sums are C(m+n, m)
     assert _exact_counts(2, 3) == (1, 1, 2, 2, 2, 1, 1)
     for m, n in ((1, 1), (3, 4), (5, 5), (7, 12)):

@@ -219,6 +219,12 @@ def test_events_stream_while_the_child_runs(tmp_path):
     write_results(result, spec, out)
     doc = json.loads(gzip.decompress(out.launches_json.read_bytes()))
     assert [s["backend"] for s in doc["sets"]] == ["triton"]
+    # issue 26: written per config with an index (one config is read without the others)
+    from workbench.launch_store import index_path_for, open_store
+
+    assert index_path_for(out.launches_json).is_file()
+    store = open_store(out.launches_json)
+    assert store._data_path == out.launches_json and store.for_params("16384-2048-torch.bfloat16") == list(result.launch_sets)
 
 
 @pytest.mark.skipif(not TILEGYM_SCRIPTS.is_dir(), reason="TileGym snapshot not present")

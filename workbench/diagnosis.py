@@ -128,7 +128,7 @@ class FInputs:
 
     kernel: str
     table: RatioTable | None
-    launch_sets: list[LaunchSet] = field(default_factory=list)
+    launch_sets: Sequence[LaunchSet] = field(default_factory=list)  # a LaunchStore: decoded per row
     analysis: Any = None  # workbench.analysis.Analysis (duck-typed: autotune_configs, autotune_key, …)
     ir_audits: dict[str | None, IRAudit] = field(default_factory=dict)  # variant → audit
     wrapper_findings: list[Finding] = field(default_factory=list)

@@ -20,6 +20,7 @@ Contract of :func:`collect_inputs` (returns :class:`~workbench.diagnosis.FInputs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from workbench.diagnosis import FInputs
 from workbench.errors import Blocked
 from workbench.ir.audit import IRAudit, audit_texts
 from workbench.ir.loader import discover_ir, load_pair
-from workbench.model import Finding
+from workbench.model import Finding, LaunchSet
 
 
 def _rel(ws: Any, p: Path | str) -> str:
@@ -59,7 +60,7 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     """Everything F reads for ``ws`` (see the module docstring)."""
     from workbench.f_evidence.gpu import gpu_facts
     from workbench.f_evidence.identity import index_records
-    from workbench.stats import baseline_records, build_ratio_table
+    from workbench.stats import baseline_records
 
     paths = ws.paths
     missing: list[str] = []
@@ -75,22 +76,23 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     cand_name = candidate_backend
     cand_log = None
     bases: dict[str, Any] = {}
+    etable = None
     try:
-        from workbench.report_e import load_candidate
+        from workbench.e_table import load_e_table
 
-        cand_log, parsed, _notes = load_candidate(ws)
-        evidence["perf_log"] = " + ".join(raw.source for raw, _log in parsed)
+        etable = load_e_table(ws, analysis=analysis)  # E's own table (cached on its inputs' hash)
+        cand_log = etable.candidate
+        evidence["perf_log"] = " + ".join(raw.source for raw in etable.raw_logs)
     except Blocked as exc:
         missing.append(f"candidate perf log: {exc.message} (run E first)")
-    if cand_log is not None:
-        bases = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+    if cand_log is not None and etable is not None:
+        bases = etable.baselines
         if not bases:
             missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
         else:
             from workbench.history.noise import table_with_noise
 
-            table = table_with_noise(build_ratio_table(ws.kernel, cand_log, bases, analysis), paths,
-                                     {r.framework for r in cand_log.records})  # F's noise band (issue 18 §4)
+            table = table_with_noise(etable.table, paths, set(etable.candidate_frameworks))  # F's noise band (issue 18 §4)
             evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
                 _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
         if cand_name is None and cand_log.records:
@@ -100,11 +102,12 @@ def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
     cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
     base_recs = {k: baseline_records(k, log, cand_frameworks) for k, log in bases.items()}
 
-    launch_sets = []
+    launch_sets: Sequence[LaunchSet] = []
     if paths.launches_json.is_file():
-        from workbench.launches_io import load_launch_sets
+        from workbench.launch_store import open_store
 
-        launch_sets = load_launch_sets(paths.launches_json, kernel_dir=paths.root)  # InputError when malformed
+        # InputError when malformed; each row's sets are decoded when F reads that row
+        launch_sets = open_store(paths.launches_json, kernel_dir=paths.root)
         evidence["launches"] = _rel(ws, paths.launches_json)
     else:
         missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "

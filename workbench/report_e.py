@@ -32,13 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from workbench import __version__
+from workbench.e_table import PERF_LOG, RawLog
+from workbench.e_table import candidate_raw_logs as candidate_raw_logs  # re-exported: read where E's table is
+from workbench.e_table import load_candidate as load_candidate
+from workbench.e_table import merge_logs as merge_logs
 from workbench.errors import Blocked, WorkbenchError
 from workbench.f_evidence.trust import KernelTrust
 from workbench.history.noise import noise_lines, ratio_with_noise
 from workbench.kernel_names import short_name
 from workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
 from workbench.stand_ins import StandIns, stand_ins_of
-from workbench.stats import build_ratio_table, round4
+from workbench.stats import round4
 from workbench.testids import id_token
 from workbench.validators import (
     ValidatorResult,
@@ -50,7 +54,7 @@ from workbench.validators import (
 from workbench.workspace import Workspace
 
 PERFORMANCE_MD = "reports/performance.md"
-PERF_LOG = "perf_cutile_rs.txt"
+
 INVESTIGATION_LOG = "reports/agent_logs/perf_investigation.log"
 AGENT_E_LOG = "reports/agent_logs/agent_e.md"
 AGENT_E_REPORT = "reports/agent_e.md"
@@ -456,89 +460,6 @@ def _infer_rc(candidate: PerfLog, raw_text: str) -> tuple[int, str]:
     return 0, "inferred: no failures in the log"
 
 
-_SAFE_VARIANT = re.compile(r"^[A-Za-z0-9_.-]+$")
-
-
-@dataclass(frozen=True)
-class RawLog:
-    """One raw candidate log E sanitizes: the main one, or one variant's (multi-variant kernels)."""
-
-    variant: str | None
-    out_relpath: str  # perf_cutile_rs.txt | perf_cutile_rs_<variant>.txt
-    full_relpath: str  # reports/agent_logs/perf_cutile_rs[_<variant>].full.txt
-    path: Path  # where the text came from (messages)
-    source: str  # human description for agent_e.md
-    text: str
-    full_exists: bool
-
-
-def _read(path: Path, kernel_dir: Path) -> str:
-    """A raw log of the kernel dir: a regular file, capped, resolving inside the kernel dir."""
-    from workbench.confine import read_regular
-
-    return read_regular(path, kind="perf log", kernel_dir=kernel_dir).decode("utf-8", "surrogateescape")
-
-
-def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
-                       raw_log_path: Path | None = None) -> tuple[list[RawLog], list[str]]:
-    """The raw candidate logs to sanitize (main first, then variants) and notes on skipped ones."""
-    paths = ws.paths
-    out: list[RawLog] = []
-    notes: list[str] = []
-    rel = lambda p: os.path.relpath(p, paths.root).replace(os.sep, "/")  # noqa: E731
-    full_rel = rel(paths.perf_full_log)
-    if raw_log_text is not None:
-        out.append(RawLog(None, PERF_LOG, full_rel, raw_log_path or paths.perf_full_log,
-                          str(raw_log_path) if raw_log_path else "supplied raw log text", raw_log_text,
-                          paths.perf_full_log.is_file()))
-    else:
-        found = ws.raw_log_path()
-        if found is not None:
-            out.append(RawLog(None, PERF_LOG, full_rel, found, rel(found), _read(found, paths.root),
-                              paths.perf_full_log.is_file()))
-    for v in ws.variant_names():
-        if not _SAFE_VARIANT.match(v):
-            notes.append(f"variant {v!r}: name is not file-name safe; its per-variant log is ignored")
-            continue
-        full, sanitized = paths.perf_full_log_variant(v), paths.perf_cutile_rs_variant(v)
-        src = full if full.is_file() else sanitized if sanitized.is_file() else None
-        if src is not None:
-            out.append(RawLog(v, rel(sanitized), rel(full), src, rel(src), _read(src, paths.root), full.is_file()))
-    return out, notes
-
-
-def merge_logs(path: str, logs: list[PerfLog]) -> PerfLog:
-    """One candidate PerfLog from several (first record of a config wins; later duplicates noted)."""
-    merged = PerfLog(path=path)
-    seen: set[tuple[str, str]] = set()
-    for log in logs:
-        merged.notes.extend(log.notes)
-        merged.truncated = merged.truncated or log.truncated
-        for rec in log.records:
-            if rec.row_key in seen:
-                merged.notes.append(f"{log.path}: {rec.nodeid} also appears in an earlier log; first kept")
-                continue
-            seen.add(rec.row_key)
-            merged.records.append(rec)
-        merged.outcomes.extend(log.outcomes)
-    return merged
-
-
-def load_candidate(ws: Workspace, *, raw_log_text: str | None = None,
-                   raw_log_path: Path | None = None) -> tuple[PerfLog, list[tuple[RawLog, PerfLog]], list[str]]:
-    """Parse (strictly) every raw candidate log and merge them; Blocked when there is none."""
-    from workbench.perflog.parser import parse_perf_log
-
-    raws, notes = candidate_raw_logs(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
-    if not raws:
-        raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
-                      "perf_cutile_rs.txt (nor a per-variant log) exists", path=str(ws.paths.perf_cutile_rs))
-    parsed = [(r, parse_perf_log(r.path, text=r.text, strict=True)) for r in raws]
-    merged = merge_logs(str(parsed[0][0].path), [p for _, p in parsed])
-    merged.notes.extend(notes)
-    return merged, parsed, notes
-
-
 def _join_investigation(parts: list[tuple[RawLog, str]]) -> str:
     """Concatenate investigation logs; stays empty when every part is empty (clean run)."""
     nonempty = [(r, t) for r, t in parts if t]
@@ -568,16 +489,16 @@ def plan_e_report(
     else ``perf_cutile_rs_<v>.txt``) is sanitized to ``perf_cutile_rs_<v>.txt`` and its records join
     the table; without a main log, ``perf_cutile_rs.txt`` is the variants' sanitized logs concatenated.
     """
+    from workbench.e_table import load_e_table
     from workbench.perflog.sanitizer import sanitize
 
     paths = ws.paths
-    candidate, parsed, _notes = load_candidate(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
-    baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+    etable = load_e_table(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
+    candidate, parsed, baselines = etable.candidate, etable.parsed, etable.baselines
     if table is None:
         from workbench.history.noise import table_with_noise
 
-        table = table_with_noise(build_ratio_table(ws.kernel, candidate, baselines, ws.analysis), paths,
-                                 {r.framework for r in candidate.records})
+        table = table_with_noise(etable.table, paths, set(etable.candidate_frameworks))  # issue 18 §4
     if table.verdict == "BLOCKED" or table.geomean is None:
         reason = "; ".join(table.notes) or "no matched config (no candidate median with a baseline)"
         raise Blocked(f"no usable data: {reason}", path=str(paths.root))
@@ -675,7 +596,7 @@ def candidate_framework(candidate: PerfLog) -> str:
 
 
 def workspace_trust(ws: Workspace, table: RatioTable, candidate: PerfLog,
-                    launch_sets: list[Any] | None = None) -> KernelTrust:
+                    launch_sets: Sequence[Any] | None = None) -> KernelTrust:
     """Candidate identity per row and the reference's config (:mod:`workbench.f_evidence.trust`)."""
     from workbench.f_evidence.trust import kernel_trust
 

@@ -60,7 +60,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -69,6 +69,7 @@ from workbench.atomicio import atomic_write_bytes
 from workbench.atomicio import ensure_inside as _ensure_inside
 from workbench.errors import InputError, UnsafePath
 from workbench.events import Event, read_events
+from workbench.launch_store import RawMember
 from workbench.layout import KernelPaths
 from workbench.model import LaunchSet
 from workbench.testids import split_nodeid
@@ -122,6 +123,9 @@ class RunSpec:
     kill_grace_s: float = 3.0
     max_log_bytes: int = 256 * 1024 * 1024
     extra_args: tuple[str, ...] = ()
+    #: ``run --compile-cache DIR``: every toolchain's compile cache under DIR (shared by runs and
+    #: scale-out shards; :mod:`workbench.compile_cache`), its cold/warm split recorded per run
+    compile_cache: str | None = None
 
     def describe(self) -> str:
         return f"{self.kernel}/{self.role}: {self.test_target}" + (f" -k {self.k_expr!r}" if self.k_expr else "")
@@ -159,6 +163,8 @@ class RunResult:
     duration_s: float = 0.0
     collect_output: str = ""
     notes: tuple[str, ...] = ()
+    #: what the run did to ``spec.compile_cache`` (:func:`workbench.compile_cache.split`); None without one
+    compile_cache: Mapping[str, Any] | None = None
 
     @property
     def completed(self) -> tuple[str, ...]:
@@ -200,6 +206,10 @@ def child_env(spec: RunSpec) -> dict[str, str]:
     # watchdog cannot see the "<nodeid> " line pytest writes when a test starts.
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a SIGSEGV leaves a Python traceback in the raw log
+    if spec.compile_cache:
+        from workbench.compile_cache import cache_env
+
+        env.update(cache_env(spec.compile_cache, spec.env))
     if spec.dump_ir_dir:
         from workbench.ir import dumps
 
@@ -528,7 +538,27 @@ def run(
     on_event: Callable[[Event], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> RunResult:
-    """Collect, run (resuming after faults), and return the result; see the module contract."""
+    """Collect, run (resuming after faults), and return the result; see the module contract.
+
+    With ``spec.compile_cache`` the cache is counted before and after: ``RunResult.compile_cache``."""
+    if not spec.compile_cache:
+        return _run(spec, out, on_event=on_event, cancel=cancel)
+    from workbench import compile_cache
+
+    compile_cache.prepare(spec.compile_cache)
+    before = compile_cache.census(spec.compile_cache)
+    result = _run(spec, out, on_event=on_event, cancel=cancel)
+    return replace(result, compile_cache=compile_cache.split(
+        spec.compile_cache, before, compile_cache.census(spec.compile_cache)))
+
+
+def _run(
+    spec: RunSpec,
+    out: KernelPaths,
+    *,
+    on_event: Callable[[Event], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> RunResult:
     _check_kernel_dir(out)
     started_at = time.time()
     t0 = time.monotonic()
@@ -938,7 +968,8 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
 
     raw log → the role's log file; events → ``workbench/events.jsonl`` (this role's previous lines
     replaced, each line carrying ``role``); launch sets → merged into ``workbench/launches.json.gz``
-    (same ``(nodeid, backend)`` replaced); metadata → ``workbench/session.json`` (``runs[role]``).
+    (same ``(nodeid, backend)`` replaced; one gzip member per set + ``launches.idx.json``:
+    :mod:`workbench.launch_store`); metadata → ``workbench/session.json`` (``runs[role]``).
     ``metadata_overrides`` (hook for :mod:`workbench.scaleout.merge`) replaces keys of
     ``runs[role]``, e.g. the shards' hosts and GPUs instead of this process's.
     A malformed existing evidence file raises :class:`InputError` before anything is written.
@@ -949,12 +980,15 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
     # --- read and check everything before the first write
     kept_lines = _existing_event_lines(out.events_jsonl, spec.role)
     session = _existing_session(out.session_json)
-    merged_sets: list[LaunchSet] | None = None
+    merged_sets: list[LaunchSet | RawMember] | None = None
     if result.launch_sets:
-        from workbench.launches_io import load_launch_sets
-        old = load_launch_sets(out.launches_json) if out.launches_json.exists() else []
+        from workbench.launch_store import index_path_for, open_store
+        # per-config members: the kept ones are copied as bytes (nothing of them is parsed)
+        old = open_store(out.launches_json) if out.launches_json.exists() else None
         new_keys = {(s.nodeid, s.backend) for s in result.launch_sets}
-        merged_sets = [s for s in old if (s.nodeid, s.backend) not in new_keys] + list(result.launch_sets)
+        keep = [] if old is None else [i for i, e in enumerate(old.entries) if (e.nodeid, e.backend) not in new_keys]
+        merged_sets = [*(old.raw_members(keep) if old is not None else ()), *result.launch_sets]
+        _ensure_inside(index_path_for(out.launches_json), root)
     for p in (log_dest, out.events_jsonl, out.session_json, out.launches_json):
         _ensure_inside(p, root)
     # --- write, holding the kernel dir's writer lock so a report write never sees half of it
@@ -967,7 +1001,7 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
 
 
 def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: Path, kept_lines: list[str],
-                  merged_sets: list[LaunchSet] | None, session: dict[str, Any],
+                  merged_sets: list[LaunchSet | RawMember] | None, session: dict[str, Any],
                   metadata_overrides: dict[str, Any]) -> list[Path]:
     root = out.root
     written: list[Path] = []
@@ -978,10 +1012,10 @@ def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: 
     atomic_write_bytes(out.events_jsonl, ("".join(ln + "\n" for ln in kept_lines + new_lines)).encode(), root)
     written.append(out.events_jsonl)
     if merged_sets is not None:
-        from workbench.launches_io import save_launch_sets
+        from workbench.launch_store import write_store
 
-        save_launch_sets(out.launches_json, merged_sets)  # temp file + os.replace inside
-        written.append(out.launches_json)
+        written.append(out.launches_json)  # one gzip member per set + its index (temp files + os.replace)
+        written.append(write_store(out.launches_json, merged_sets))
     session.setdefault("version", 1)
     session["kernel"] = spec.kernel
     session.setdefault("runs", {})[spec.role] = {**session_metadata(result, spec), **metadata_overrides}
@@ -1049,6 +1083,9 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "cancelled": result.cancelled,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(result.started_at)),
         "duration_s": round(result.duration_s, 3),
+        "compile_cache": dict(result.compile_cache) if result.compile_cache is not None else {
+            "dir": None, "state": "not recorded",
+            "note": "no --compile-cache: the toolchains used their default caches, which are not counted"},
         "host": socket.gethostname(),
         "gpu": gpu_description(child_env, result.events),
         "compute_capability": gpu_query("compute_cap", child_env),

@@ -18,18 +18,20 @@ Contract of :func:`build_ratio_table`:
   LARGE_GAP; any NA with some valid rows → INVESTIGATE/MISSING_DATA; no OK row → BLOCKED.
 - CIs (when both sides carry raw ``samples_ms``): percentile bootstrap, 95%, of each ratio of
   medians (candidate and baseline resampled independently) and of the geomean (every row
-  resampled jointly in each replicate), with ``random.Random(seed)``: deterministic. The median
-  of a resample is drawn exactly via the order-statistic identity (the k-th smallest of n uniform
-  draws is Beta(k, n+1-k)), O(1) per replicate instead of O(n log n); numpy-free.
+  resampled jointly in each replicate), with ``numpy.random.default_rng(seed)``: deterministic.
+  The median of a resample is drawn exactly via the order-statistic identity (the k-th smallest
+  of n uniform draws is Beta(k, n+1-k)), O(1) per replicate instead of O(n log n), vectorised
+  over the replicates (:func:`bootstrap_medians`); percentiles interpolate linearly.
   ``inconclusive`` = the geomean CI straddles 1.05 (``lo ≤ 1.05 < hi``).
 """
 
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from workbench.analysis import Analysis
 from workbench.model import PerfLog, PerfRecord, PhaseStats, RatioRow, RatioTable, Severity
@@ -76,46 +78,51 @@ def _fwd(rec: PerfRecord) -> PhaseStats | None:
 # --------------------------------------------------------------------------- bootstrap
 
 
-def _median_sorted(xs: Sequence[float]) -> float:
-    n = len(xs)
-    mid = n // 2
-    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+def bootstrap_medians(rng: np.random.Generator, xs: np.ndarray, n_boot: int) -> np.ndarray:
+    """Medians of ``n_boot`` with-replacement resamples of sorted ``xs`` (exact in distribution).
 
-
-def _boot_median(rng: random.Random, xs: Sequence[float]) -> float:
-    """Median of one with-replacement resample of sorted ``xs`` (exact in distribution)."""
+    The k-th smallest of n uniform draws is Beta(k, n+1-k), so the median of a resample is drawn in
+    O(1) per replicate (vectorised over replicates) instead of resampling n values and sorting."""
     n = len(xs)
     if n == 1:
-        return xs[0]
+        return np.full(n_boot, float(xs[0]))
     if n % 2:
         k = (n + 1) // 2
-        u = rng.betavariate(k, n + 1 - k)
-        return xs[min(n - 1, int(n * u))]
+        u = rng.beta(k, n + 1 - k, size=n_boot)
+        return xs[np.minimum(n - 1, (n * u).astype(np.intp))]
     k = n // 2
-    u1 = rng.betavariate(k, n + 1 - k)
+    u1 = rng.beta(k, n + 1 - k, size=n_boot)
     # given the k-th order statistic, the next is the min of the n-k draws above it
-    u2 = u1 + (1.0 - u1) * rng.betavariate(1, n - k)
-    return (xs[min(n - 1, int(n * u1))] + xs[min(n - 1, int(n * u2))]) / 2
+    u2 = u1 + (1.0 - u1) * rng.beta(1, n - k, size=n_boot)
+    lo = xs[np.minimum(n - 1, (n * u1).astype(np.intp))]
+    hi = xs[np.minimum(n - 1, (n * u2).astype(np.intp))]
+    return (lo + hi) / 2
 
 
-def _percentile(sorted_vals: Sequence[float], q: float) -> float:
-    pos = q * (len(sorted_vals) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_vals) - 1)
-    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+def _sorted_valid(values: Sequence[float]) -> np.ndarray | None:
+    """Sorted float array of ``values``; None with fewer than 2 or any non-finite/non-positive value."""
+    arr = np.sort(np.asarray(values, dtype=float))
+    if arr.size < 2 or not bool(np.all(np.isfinite(arr) & (arr > 0))):
+        return None
+    return arr
+
+
+def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1.0 - level) / 2
+    lo, hi = np.quantile(values, [tail, 1.0 - tail])  # linear interpolation between order statistics
+    return float(lo), float(hi)
 
 
 def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *, n_boot: int = 2000,
                     seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
     """Percentile-bootstrap CI of ``median(numerator) / median(denominator)``, the two samples
     resampled independently (the rule E's per-row CIs use); None with < 2 valid values a side."""
-    num, den = sorted(numerator), sorted(denominator)
-    if len(num) < 2 or len(den) < 2 or not all(_valid(x) for x in (*num, *den)) or n_boot <= 0:
+    num, den = _sorted_valid(numerator), _sorted_valid(denominator)
+    if num is None or den is None or n_boot <= 0:
         return None
-    rng = random.Random(seed)
-    ratios = sorted(_boot_median(rng, num) / _boot_median(rng, den) for _ in range(n_boot))
-    tail = (1.0 - level) / 2
-    return _percentile(ratios, tail), _percentile(ratios, 1.0 - tail)
+    rng = np.random.default_rng(seed)
+    ratios = bootstrap_medians(rng, num, n_boot) / bootstrap_medians(rng, den, n_boot)
+    return _interval(ratios, level)
 
 
 @dataclass(frozen=True)
@@ -130,39 +137,24 @@ class _Pending:
 
 def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple[float, float] | None],
                                                                      tuple[float, float] | None]:
-    rng = random.Random(seed)
-    samples = []
-    for r in rows:
-        cs, bs = r.cand.samples_ms, r.base.samples_ms
-        ok = bool(cs) and bool(bs) and len(cs or ()) >= 2 and len(bs or ()) >= 2
-        ok = ok and all(_valid(x) for x in (cs or ())) and all(_valid(x) for x in (bs or ()))
-        samples.append((sorted(cs or ()), sorted(bs or ())) if ok else None)
-    if n_boot <= 0 or not any(samples):
+    samples = [(_sorted_valid(r.cand.samples_ms or ()), _sorted_valid(r.base.samples_ms or ())) for r in rows]
+    usable = [s if s[0] is not None and s[1] is not None else None for s in samples]
+    if n_boot <= 0 or not any(usable):
         return [None] * len(rows), None
-    per_row: list[list[float]] = [[] for _ in rows]
-    joint_ok = all(s is not None for s in samples)
-    joint: list[float] = []
-    for _ in range(n_boot):
-        logs = 0.0
-        for i, s in enumerate(samples):
-            if s is None:
-                continue
-            ratio = _boot_median(rng, s[0]) / _boot_median(rng, s[1])
-            per_row[i].append(ratio)
-            logs += math.log(ratio)
-        if joint_ok:
-            joint.append(math.exp(logs / len(rows)))
+    rng = np.random.default_rng(seed)
+    joint_ok = all(s is not None for s in usable)
+    log_sum = np.zeros(n_boot)  # every row resampled jointly in each replicate: sum of ln ratios
     cis: list[tuple[float, float] | None] = []
-    for i, s in enumerate(samples):
+    for s in usable:
         if s is None:
             cis.append(None)
-        else:
-            vals = sorted(per_row[i])
-            cis.append((_percentile(vals, 0.025), _percentile(vals, 0.975)))
-    gci = None
-    if joint_ok and joint:
-        joint.sort()
-        gci = (_percentile(joint, 0.025), _percentile(joint, 0.975))
+            continue
+        cand, base = s
+        assert cand is not None and base is not None
+        ratios = bootstrap_medians(rng, cand, n_boot) / bootstrap_medians(rng, base, n_boot)
+        log_sum += np.log(ratios)
+        cis.append(_interval(ratios, 0.95))
+    gci = _interval(np.exp(log_sum / len(rows)), 0.95) if joint_ok else None
     return cis, gci
 
 
@@ -171,13 +163,7 @@ def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], *, n_boot: i
     """95% percentile-bootstrap CI of median(candidate) / median(baseline), as for E's rows.
 
     None unless both sides have at least two valid (finite, positive) samples."""
-    cs = sorted(x for x in candidate if _valid(x))
-    bs = sorted(x for x in baseline if _valid(x))
-    if len(cs) < 2 or len(bs) < 2 or len(cs) != len(candidate) or len(bs) != len(baseline) or n_boot <= 0:
-        return None
-    rng = random.Random(seed)
-    vals = sorted(_boot_median(rng, cs) / _boot_median(rng, bs) for _ in range(n_boot))
-    return _percentile(vals, 0.025), _percentile(vals, 0.975)
+    return median_ratio_ci(candidate, baseline, n_boot=n_boot, seed=seed, level=0.95)
 
 
 # --------------------------------------------------------------------------- matching

@@ -24,7 +24,9 @@ Adding a command (``history <kernel>`` was added this way):
    as is), ``prepare_parser(parser)`` (use :func:`.common.add_kernel_args` for ``kernel`` +
    ``--out-root``/``--tilegym``) and ``run(args) -> int`` (the exit code), and a module-level
    ``COMMANDS = (HistoryCommand(),)``.
-3. Add the module to :data:`COMMAND_MODULES` (the order is the ``--help`` order).
+3. Add the module to :data:`COMMAND_MODULES` (the order is the ``--help`` order) and each of its
+   commands to :data:`COMMAND_INDEX` (name, group, help: what ``--help`` shows without importing
+   the module; ``tests/test_cli_lazy.py`` fails when the two disagree).
 4. Raise :class:`~workbench.errors.WorkbenchError` subclasses for bad input: :func:`main` prints
    ``error: file:line: message`` and exits with their code. Flags of an existing command are
    extended in that module only (``run``: :func:`.run.add_run_arguments` + :func:`.run.run_request`).
@@ -33,7 +35,9 @@ Contract: :func:`main` returns the exit status — 0 success (report written: DO
 1 BLOCKED, 2 bad input or usage, 3 validation refused — and never prints a traceback
 (``CUTILE_WORKBENCH_DEBUG=1`` shows one for internal errors). Global ``--out-root``/``--tilegym``
 land in ``args.out_root``/``args.tilegym``; commands declare the same flags with
-``default=argparse.SUPPRESS`` so either position works.
+``default=argparse.SUPPRESS`` so either position works. Commands import only what they run:
+:func:`main` imports the module of the command named on the command line and no other (``--help``
+imports none; the others are listed from :data:`COMMAND_INDEX`).
 """
 
 from __future__ import annotations
@@ -44,11 +48,11 @@ import importlib
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
 from workbench import __version__
-from workbench.cli.common import OUT_ROOT_HELP, TILEGYM_HELP, Command
-from workbench.cli.tui import KEYMAP_HELP
+from workbench.cli.common import KEYMAP_HELP, OUT_ROOT_HELP, TILEGYM_HELP, Command
 from workbench.confine import check_kernel_name
 from workbench.errors import WorkbenchError
 
@@ -65,6 +69,40 @@ COMMAND_MODULES: tuple[str, ...] = (
     "workbench.cli.history",
     "workbench.cli.overview",
     "workbench.cli.calibrate",
+)
+
+
+@dataclass(frozen=True)
+class IndexedCommand:
+    """What ``--help`` and the command-name checks need of a command, without importing its module."""
+
+    module: str
+    name: str
+    group: str | None
+    help: str
+
+
+#: every command of :data:`COMMAND_MODULES`, in order (kept equal to the modules' ``COMMANDS`` by a test)
+COMMAND_INDEX: tuple[IndexedCommand, ...] = (
+    IndexedCommand("workbench.cli.tui", "open", None, "open the TUI on a kernel (also: cutile-workbench <kernel>)"),
+    IndexedCommand("workbench.cli.tui", "keys", None,
+                   "list the TUI's binding ids and default keys (the vocabulary of a --keymap file)"),
+    IndexedCommand("workbench.cli.stage_e", "table", None, "E's ratio table (candidate / winning baseline per config)"),
+    IndexedCommand("workbench.cli.stage_e", "e", "report",
+                   "Agent E: performance.md + sanitized perf log + logs (guarded write)"),
+    IndexedCommand("workbench.cli.stage_f", "f", "report", "Agent F: residual perf investigation reports"),
+    IndexedCommand("workbench.cli.ir_diff", "diff", None, "side-by-side Tile IR diff + diff_ir.sh-parity audit"),
+    IndexedCommand("workbench.cli.run", "run", None,
+                   "run a kernel's perf suite live (TileGym or a built-in profile) and write the results"),
+    IndexedCommand("workbench.cli.timeline", "timeline", None, "launches per call and per-launch times of one config"),
+    IndexedCommand("workbench.cli.probe", "probe", None, "Nsight Compute on one profiled call of each side of a config"),
+    IndexedCommand("workbench.cli.checks", "check", None,
+                   "E preconditions: autotune_launch import + test_perf cutile-rs wiring"),
+    IndexedCommand("workbench.cli.checks", "kselect", None, "-k expressions for candidate and baseline from analysis.json"),
+    IndexedCommand("workbench.cli.checks", "audit-wrapper", None,
+                   "static audit of src/tilegym/ops/cutile_rs/<kernel>.py"),
+    IndexedCommand("workbench.cli.history", "history", None,
+                   "run history per config: medians, trend, regression flags, provenance"),
 )
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each
@@ -86,7 +124,10 @@ def _usage_of(parser: argparse.ArgumentParser, what: str) -> int:
     return 2
 
 
-def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+def build_parser(modules: Sequence[str] = COMMAND_MODULES, *, load: Collection[str] | None = None
+                 ) -> argparse.ArgumentParser:
+    """The full parser of ``modules``; with ``load``, only those modules are imported and every other
+    command of :data:`COMMAND_INDEX` gets a flag-less placeholder (its name and help line)."""
     parser = argparse.ArgumentParser(
         prog="cutile-workbench",
         description="TileGym cutile-rs E (benchmark) and F (residual perf) workbench.",
@@ -99,7 +140,13 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
     parser.add_argument("--keymap", metavar="FILE", default=None, help=KEYMAP_HELP)
     top = parser.add_subparsers(dest="command", metavar="<command>")
     groups: dict[str, argparse._SubParsersAction[argparse.ArgumentParser]] = {}
-    for command in load_commands(modules):
+    entries: list[Command | IndexedCommand] = []
+    for module in modules:
+        if load is None or module in load:
+            entries.extend(importlib.import_module(module).COMMANDS)
+        else:
+            entries.extend(e for e in COMMAND_INDEX if e.module == module)
+    for command in entries:
         where = top
         if command.group is not None:
             if command.group not in groups:
@@ -107,11 +154,27 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
                 groups[command.group] = p_group.add_subparsers(dest="stage", metavar="<stage>")
                 p_group.set_defaults(func=lambda _a, _p=p_group: _usage_of(_p, "a stage"))
             where = groups[command.group]
+        if isinstance(command, IndexedCommand):
+            where.add_parser(command.name, help=command.help)
+            continue
         sub = where.add_parser(command.name, help=command.help, description=command.description,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
         command.prepare_parser(sub)
         sub.set_defaults(func=command.run)
     return parser
+
+
+def _modules_for(argv: list[str]) -> set[str]:
+    """The command modules the (rewritten) command line names: its first word's, or a group's."""
+    words = [w for _i, w in _positionals(argv)]
+    if not words:
+        return set()
+    first = words[0]
+    named = [e for e in COMMAND_INDEX if e.name == first and e.group is None]
+    if not named:
+        members = [e for e in COMMAND_INDEX if e.group == first]
+        named = [e for e in members if len(words) > 1 and e.name == words[1]] or members
+    return {e.module for e in named}
 
 
 def _known_commands(parser: argparse.ArgumentParser) -> set[str]:
@@ -163,13 +226,16 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser()
+        parser = build_parser(load=())  # names only: no command module imported yet
         unknown = _unknown_command(parser, args_list)
         if unknown is not None:
             parser.print_usage(sys.stderr)
             print(f"{parser.prog}: error: {unknown}", file=sys.stderr)
             return 2
         args_list = _rewrite_bare_kernel(parser, args_list)
+        wanted = _modules_for(args_list)
+        if wanted:
+            parser = build_parser(load=wanted)
         try:
             args = parser.parse_args(args_list)
         except SystemExit as exc:  # argparse: --help (0) or usage error (2)

@@ -25,18 +25,20 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, Protocol, TextIO
+from typing import TYPE_CHECKING, ClassVar, Protocol, TextIO
 
 from workbench.errors import InputError
-from workbench.model import ReportPlan
-from workbench.services.stage_e import read_only_reason
-from workbench.validators import output_block
-from workbench.workspace import Workspace
-from workbench.writer import WriteResult
+
+if TYPE_CHECKING:  # the write gate's types; imported where used so that --help loads no service
+    from workbench.model import ReportPlan
+    from workbench.workspace import Workspace
+    from workbench.writer import WriteResult
 
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 OUT_ROOT_HELP = "dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT, else the recorded session)"
 TILEGYM_HELP = "TileGym checkout (else $TILEGYM_PATH)"
+KEYMAP_HELP = ("TUI key bindings: TOML [keymap] table of binding-id = \"key[,key]\" (else $CUTILE_WORKBENCH_KEYMAP, "
+               "else ~/.config/cutile-workbench/keymap.toml if present)")
 
 
 class Command(Protocol):
@@ -121,6 +123,8 @@ def print_written(plan: ReportPlan, result: WriteResult, out: TextIO) -> None:
 
 def closing_blocks(plan: ReportPlan) -> str:
     """E's ``<PERF_LOG>`` block (F has none), then the ``<VALIDATOR_OUTPUT>`` block."""
+    from workbench.validators import output_block
+
     return plan.perf_log_block + output_block(plan.validator_output)
 
 
@@ -136,6 +140,8 @@ def finish_report(ws: Workspace, plan: ReportPlan, *, dry_run: bool, yes: bool, 
         out.write(closing_blocks(plan))
         out.write(f"DRY RUN: nothing written; the {noun} would say VERDICT: {plan.verdict}\n")
         return verdict_exit(plan)
+    from workbench.services.stage_e import read_only_reason
+
     read_only = read_only_reason(ws)
     if read_only:
         raise InputError(read_only, path=str(ws.kernel_dir))

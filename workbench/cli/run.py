@@ -74,6 +74,10 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dump-ir", action="store_true",
                         help="dump the Tile IR both sides compile (cutile-rs CUTILE_DUMP=ir, cuTile "
                              "CUDA_TILE_DUMP_TILEIR) and file it per config under <kernel>/workbench/ir/")
+    parser.add_argument("--compile-cache", metavar="DIR", default=None,
+                        help="one JIT compile cache for every run and scale-out shard (cuTile's "
+                             "CUDA_TILE_CACHE_DIR, TRITON_CACHE_DIR, TILECPP_CACHE_DIR under DIR; on the shared "
+                             "filesystem for --slurm); each run records its cold/warm split in session.json")
     parser.add_argument("--profile", action="store_true",
                         help="run the built-in profile of that name even when a TileGym checkout has the kernel")
     parser.add_argument("--suite", metavar="FILE", help="run this TileGym-convention test file instead of the profile's")
@@ -90,7 +94,7 @@ def run_request(args: argparse.Namespace) -> RunRequest:
         backends=tuple(args.backend or ()),
         k_expr=args.k_expr, per_test_timeout_s=args.timeout, total_timeout_s=args.total_timeout,
         python=args.python, env=parse_env_items(args.env), workbench_harness=not args.tilegym_harness,
-        suite=path_arg(args.suite), dump_ir=args.dump_ir,
+        suite=path_arg(args.suite), dump_ir=args.dump_ir, compile_cache=path_arg(args.compile_cache),
     )
 
 

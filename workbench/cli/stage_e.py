@@ -153,18 +153,19 @@ def _stand_ins(table: RatioTable, ws: Workspace | None) -> StandIns | None:
 
 def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
     """Who the candidate is (a stand-in is always named as one) and which harness measured the rows."""
+    from workbench.e_table import load_e_table
     from workbench.errors import WorkbenchError
-    from workbench.report_e import harness_summary, load_candidate, stand_in_frameworks
+    from workbench.report_e import harness_summary
 
     out = []
-    cand = None
+    frameworks: tuple[str, ...] = ()
     if ws is not None:
         try:
-            cand = load_candidate(ws)[0]
+            frameworks = load_e_table(ws).candidate_frameworks  # kept with the (cached) table: no re-parse
         except WorkbenchError:
-            cand = None  # the table itself names a bad log
-    if cand is not None and cand.records:
-        stand_in = stand_in_frameworks(cand)
+            frameworks = ()  # the table itself names a bad log
+    if frameworks:
+        stand_in = sorted(set(frameworks) - {"cutile-rs"})  # as report_e.stand_in_frameworks
         out.append(f"candidate: STAND-IN {', '.join(stand_in)} (not cutile-rs)" if stand_in else
                    "candidate: cutile-rs")
     labels = _stand_ins(table, ws)  # a plain-Triton baseline in the triton_tileir slot is named too (issue 18 §5)

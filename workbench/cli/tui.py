@@ -11,10 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.cli.common import add_kernel_args, path_arg
-
-KEYMAP_HELP = ("TUI key bindings: TOML [keymap] table of binding-id = \"key[,key]\" (else $CUTILE_WORKBENCH_KEYMAP, "
-               "else ~/.config/cutile-workbench/keymap.toml if present)")
+from workbench.cli.common import KEYMAP_HELP, add_kernel_args, path_arg
 
 
 class OpenCommand:

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.f_evidence.launches import pick_sets, short_kernel_name, summarize_launch_set
+from workbench.f_evidence.launches import pick_summaries, short_kernel_name
 from workbench.model import Finding, LaunchSet, PerfLog, PerfRecord, RatioRow
 
 _CUTILE_SUFFIX = re.compile(r"_K[a-z]\d+_[A-Z].*$")  # cuTile Python's mangled specialization suffix
@@ -97,9 +97,7 @@ def config_kernels(rows: Sequence[RatioRow], *, launch_sets: Sequence[LaunchSet]
     for row in rows:
         if row.status != "OK":
             continue
-        cset, bset = pick_sets(launch_sets, row, candidate_backend)
-        cs = summarize_launch_set(cset) if cset else None
-        bs = summarize_launch_set(bset) if bset else None
+        cs, bs = pick_summaries(launch_sets, row, candidate_backend)
         cand: str | None
         base: str | None
         if cs is not None and bs is not None:

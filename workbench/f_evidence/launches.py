@@ -20,6 +20,7 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from workbench.model import LaunchSet, PerfRecord, RatioRow
@@ -187,14 +188,66 @@ def same_backend(a: str | None, b: str | None) -> bool:
 
 
 def pick_sets(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> tuple[LaunchSet | None, LaunchSet | None]:
-    """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend."""
-    same = [s for s in sets if s.params == row.params and s.calls]
+    """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend.
+
+    A per-config store (:class:`~workbench.launch_store.LaunchStore`) decodes only this row's sets."""
+    from workbench.launch_store import LaunchStore
+
+    candidates = sets.for_params(row.params) if isinstance(sets, LaunchStore) else sets
+    same = [s for s in candidates if s.params == row.params and s.calls]
     base = next((s for s in same if same_backend(s.backend, row.baseline_backend)), None)
     cand = next((s for s in same if same_backend(s.backend, candidate)), None)
     if cand is None:
         others = [s for s in same if not same_backend(s.backend, row.baseline_backend)]
         cand = others[0] if len(others) == 1 else None
     return cand, base
+
+
+def _pick_entries(store: Any, row: RatioRow, candidate: str) -> tuple[int | None, int | None]:
+    """:func:`pick_sets`' rule on a store's index (entries with calls), decoding nothing."""
+    same = [i for i in store.indices_for_params(row.params) if store.entries[i].calls]
+    base = next((i for i in same if same_backend(store.entries[i].backend, row.baseline_backend)), None)
+    cand = next((i for i in same if same_backend(store.entries[i].backend, candidate)), None)
+    if cand is None:
+        others = [i for i in same if not same_backend(store.entries[i].backend, row.baseline_backend)]
+        cand = others[0] if len(others) == 1 else None
+    return cand, base
+
+
+def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
+    """:func:`summarize_launch_set` of every set of a per-config store, computed once per content of its
+    data file (``e_table.cached_derivation``: memory + user cache dir), decoding one set at a time."""
+    from workbench.e_table import cached_derivation
+
+    memo = store.memo.get("summaries")
+    if memo is not None:
+        return memo
+
+    def compute() -> dict[int, LaunchSummary | None]:
+        return {i: summarize_launch_set(store[i]) for i in range(len(store))}
+
+    if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
+        memo = compute()
+    else:
+        here = Path(__file__).resolve().parent.parent
+        code = [Path(__file__).resolve(), here / "launch_store.py", here / "launches_io.py", here / "model.py"]
+        memo = cached_derivation("launch_summaries", [store.data_path], str(store.source), code, compute)
+    store.memo["summaries"] = memo
+    return memo
+
+
+def pick_summaries(sets: Sequence[LaunchSet], row: RatioRow, candidate: str
+                   ) -> tuple[LaunchSummary | None, LaunchSummary | None]:
+    """``(summarize(candidate set), summarize(baseline set))`` of :func:`pick_sets`; a per-config store's
+    summaries are computed once for all rows (F reads every row twice)."""
+    from workbench.launch_store import LaunchStore
+
+    if isinstance(sets, LaunchStore):
+        ci, bi = _pick_entries(sets, row, candidate)
+        summaries = store_summaries(sets)
+        return (summaries.get(ci) if ci is not None else None, summaries.get(bi) if bi is not None else None)
+    cset, bset = pick_sets(sets, row, candidate)
+    return (summarize_launch_set(cset) if cset else None, summarize_launch_set(bset) if bset else None)
 
 
 def extra_launches(cand: LaunchSummary, base: LaunchSummary) -> list[str]:
@@ -273,9 +326,7 @@ def launch_evidence(row: RatioRow, *, launch_sets: Sequence[LaunchSet], candidat
                     candidate_record: PerfRecord | None, baseline_record: PerfRecord | None,
                     launches_path: str, perf_log_path: str) -> LaunchEvidence:
     """The single launch-evidence source for ``row`` (captures, else kernel_times, else none)."""
-    cset, bset = pick_sets(launch_sets, row, candidate_backend)
-    cs = summarize_launch_set(cset) if cset else None
-    bs = summarize_launch_set(bset) if bset else None
+    cs, bs = pick_summaries(launch_sets, row, candidate_backend)
     if cs is not None and bs is not None:
         def side(s: LaunchSummary) -> SideLaunches:
             return SideLaunches(s.backend, s.launches_per_call, s.main_kernel, s.main_per_launch_us,

@@ -25,6 +25,7 @@ Contract:
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,16 +99,45 @@ def _norm(shape: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def shape_of(params: str, analysis: Any = None, argnames: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """The named shape of a row (see the module docstring), or None."""
+# keyed on the analysis object's identity (a frozen Analysis holds dicts: it is not hashable); an
+# entry lives as long as its analysis (weakref), so a reloaded analysis.json gets a fresh index
+_SHAPE_INDEX: dict[int, tuple[weakref.ref[Any], dict[str, dict[str, Any]]]] = {}
+
+
+def shape_index(analysis: Any) -> dict[str, dict[str, Any]]:
+    """analysis.json's named shapes by params string (a shape's id, and its id less a backend token),
+    the first selected shape winning: built once per analysis (each id parsed once), so a table's
+    lookups cost O(rows + selections), not O(rows × selections)."""
+    if analysis is None:
+        return {}
+    hit = _SHAPE_INDEX.get(id(analysis))
+    if hit is not None and hit[0]() is analysis:
+        return hit[1]
+    index: dict[str, dict[str, Any]] = {}
     for group in getattr(analysis, "test_perf_configs", ()) or ():
         for s in group.shapes:
+            named = {k: v for k, v in s.params.items() if not str(k).isdigit()}
+            if not named:
+                continue
             ident = s.id or ""
             _func, token, rest = split_nodeid(f"x[{ident}]")
-            if ident == params or (token and rest == params):
-                named = {k: v for k, v in s.params.items() if not str(k).isdigit()}
-                if named:
-                    return _norm(named)
+            shape = _norm(named)
+            index.setdefault(ident, shape)
+            if token:
+                index.setdefault(rest, shape)
+    key = id(analysis)
+    try:
+        _SHAPE_INDEX[key] = (weakref.ref(analysis, lambda _ref: _SHAPE_INDEX.pop(key, None)), index)
+    except TypeError:  # not weak-referenceable: rebuilt per call (still linear per call)
+        pass
+    return index
+
+
+def shape_of(params: str, analysis: Any = None, argnames: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """The named shape of a row (see the module docstring), or None."""
+    named = shape_index(analysis).get(params)
+    if named is not None:
+        return dict(named)
     if argnames:
         tokens = params.split("-")
         if len(tokens) == len(argnames):

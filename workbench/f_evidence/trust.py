@@ -12,7 +12,7 @@ An absent input leaves the affected rows ``unknown`` with the reason; nothing is
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,7 @@ def _space_for_function(function: str | None, spaces: list[ConfigSpace], analysi
     return spaces[0] if len(spaces) == 1 else None
 
 
-def reference_configs_for(rows: list[RatioRow], launch_sets: list[LaunchSet], *, analysis: Any,
+def reference_configs_for(rows: list[RatioRow], launch_sets: Sequence[LaunchSet], *, analysis: Any,
                           reference_wrapper: Path | None, capability: tuple[int, int],
                           ir_entries: Mapping[str, str] | None = None) -> tuple[dict[str, ReferenceConfig], list[str]]:
     """``{params: ReferenceConfig}`` for the matched rows, and notes on what could not be read."""
@@ -131,17 +131,18 @@ def _ir_entries(kernel_dir: Path) -> dict[str, str]:
 
 
 def kernel_trust(ws: Any, table: RatioTable, *, candidate_framework: str,
-                 launch_sets: list[LaunchSet] | None = None) -> KernelTrust:
+                 launch_sets: Sequence[LaunchSet] | None = None) -> KernelTrust:
     """See the module docstring (``launch_sets`` given: the captures are not re-read)."""
     from workbench.f_evidence.gpu import gpu_facts
-    from workbench.launches_io import load_launch_sets
+    from workbench.launch_store import open_store
 
     paths = ws.paths
     notes: list[str] = []
     unreadable = ""
     if launch_sets is None:
         try:
-            launch_sets = load_launch_sets(paths.launches_json) if paths.launches_json.is_file() else []
+            # the per-config store (issue 26), confined to the kernel dir (issue 25)
+            launch_sets = open_store(paths.launches_json, kernel_dir=paths.root) if paths.launches_json.is_file() else []
         except InputError as exc:  # E's table still stands; every row says why its identity is unknown
             unreadable, launch_sets = f"the per-launch capture file is malformed: {exc}", []
     evidence = "workbench/launches.json.gz" if paths.launches_json.is_file() else ""

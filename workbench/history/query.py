@@ -33,7 +33,15 @@ from workbench.errors import InputError
 from workbench.history.compat import Comparability, compare_provenance
 from workbench.history.entries import ConfigResult
 from workbench.history.importer import ImportReport, import_kernel_dir
-from workbench.history.regress import DEFAULT_POLICY, ChangeFlag, RegressionPolicy, compare_results
+from workbench.history.regress import (
+    DEFAULT_POLICY,
+    ChangeFlag,
+    RegressionPolicy,
+    compare_results,
+    comparison_key,
+    flag_from_json,
+    flag_to_json,
+)
 from workbench.history.store import HISTORY_FILE, HistoryStore, StoredRun
 from workbench.layout import KernelPaths
 from workbench.model import PerfLog
@@ -119,14 +127,31 @@ def load_history(store: HistoryStore, kernel: str, *, config: str | None = None,
     for rid, c in rows:
         run = by_id[rid]
         grouped.setdefault(c.series_key, []).append(SeriesPoint(rid, run.run_key, run.when, c))
-    series = []
-    for (func_key, params, be, ph), points in sorted(grouped.items()):
+    ordered = []
+    for skey, points in sorted(grouped.items()):
         points.sort(key=lambda p: order[p.run_id])
-        pairs = list(itertools.pairwise(points))
-        changes = tuple(compare_results(a.result, b.result, policy) for a, b in pairs)
+        ordered.append((skey, points, list(itertools.pairwise(points))))
+    # each pair is decided once: cached in the store, keyed on both results, the policy and the code
+    digests: dict[int, bytes] = {}
+    keys = {id(pair): comparison_key(pair[0].result, pair[1].result, policy, digests=digests)
+            for _k, _p, pairs in ordered for pair in pairs}
+    cached = store.cached_comparisons(sorted(set(keys.values())))
+    fresh: dict[str, str] = {}
+    series = []
+    for (func_key, params, be, ph), points, pairs in ordered:
+        flags = []
+        for pair in pairs:
+            ckey = keys[id(pair)]
+            flag = flag_from_json(cached[ckey]) if ckey in cached else None
+            if flag is None:
+                flag = compare_results(pair[0].result, pair[1].result, policy)
+                fresh[ckey] = flag_to_json(flag)
+            flags.append(flag)
+        changes = tuple(flags)
         conds = tuple(compare_provenance(by_id[b.run_id].provenance, by_id[a.run_id].provenance,
                                          a_label="newer run", b_label="older run") for a, b in pairs)
         series.append(ConfigSeries(func_key, params, be, ph, tuple(points), changes, conds))
+    store.cache_comparisons(sorted(fresh.items()))
     return KernelHistory(kernel, store.label, tuple(runs), tuple(series), policy)
 
 

@@ -2,8 +2,8 @@
 
 Contract of :func:`mann_whitney_u` (two-sided, ``statistic`` = U of the first sample, scipy's
 convention): **exact** null distribution when there are no ties and ``n1·n2 ≤ EXACT_MAX_PAIRS``
-(counts of the Gaussian binomial coefficient, integer arithmetic); otherwise the **normal
-approximation with tie correction and continuity correction** (scipy's ``asymptotic`` method).
+(``scipy.stats.mannwhitneyu``, ``method="exact"``); otherwise the **normal approximation with tie
+correction and continuity correction** (its ``asymptotic`` method). All values identical: p = 1.
 
 Contract of :func:`compare_results` (old run → new run, ``ratio = median_new / median_old`` of the
 recorded medians, as E's ratios are):
@@ -25,11 +25,15 @@ for GPU kernels, ``ci_level`` 99 %, 2000 replicates, seed 0) are stated in every
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Literal
+
+import numpy as np
 
 from workbench.history.entries import ConfigResult
 from workbench.stats import median_ratio_ci
@@ -91,62 +95,22 @@ class ChangeFlag:
         return {"regression": "+", "improvement": "-", "same": "=", "inconclusive": "~"}[self.change]
 
 
-def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
-    """Mid-ranks (1-based) of ``values`` and the sizes of its tie groups."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    groups: list[int] = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        mid = (i + j) / 2 + 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = mid
-        groups.append(j - i + 1)
-        i = j + 1
-    return ranks, groups
-
-
-@lru_cache(maxsize=64)
-def _exact_counts(m: int, n: int) -> tuple[int, ...]:
-    """Number of arrangements with U = 0..m·n: the coefficients of the q-binomial [m+n choose m]."""
-    size = m * n + 1
-    poly = [1] + [0] * (size + n + m)
-    for i in range(1, m + 1):
-        shift = n + i
-        for k in range(len(poly) - 1, shift - 1, -1):  # × (1 - q^(n+i))
-            poly[k] -= poly[k - shift]
-        for k in range(i, len(poly)):  # ÷ (1 - q^i)
-            poly[k] += poly[k - i]
-    return tuple(poly[:size])
-
-
 def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> MannWhitney:
     """Two-sided Mann-Whitney U test of ``x`` vs ``y`` (see module doc for the method rule)."""
+    from scipy.stats import mannwhitneyu  # scipy's import costs ~0.2 s: only commands that test pay it
+
     n1, n2 = len(x), len(y)
     if n1 == 0 or n2 == 0:
         raise ValueError("Mann-Whitney U needs at least one value per sample")
-    ranks, groups = _ranks([*x, *y])
-    r1 = math.fsum(ranks[:n1])
-    u1 = r1 - n1 * (n1 + 1) / 2
-    ties = any(g > 1 for g in groups)
-    big = max(u1, n1 * n2 - u1)
+    both = np.asarray([*x, *y], dtype=float)
+    ties = bool(np.unique(both).size < both.size)
     if not ties and n1 * n2 <= EXACT_MAX_PAIRS:
-        counts = _exact_counts(min(n1, n2), max(n1, n2))
-        total = math.comb(n1 + n2, n1)
-        upper = sum(counts[int(big):])  # P(U >= big); the null distribution is symmetric
-        p = min(1.0, 2 * upper / total)
-        return MannWhitney(u1, p, "exact", n1, n2, ties)
-    n = n1 + n2
-    tie_term = sum(g ** 3 - g for g in groups) / (n * (n - 1)) if n > 1 else 0.0
-    var = n1 * n2 / 12 * ((n + 1) - tie_term)
-    if var <= 0:  # every value identical: no evidence of any difference
-        return MannWhitney(u1, 1.0, "normal", n1, n2, ties)
-    z = (big - n1 * n2 / 2 - 0.5) / math.sqrt(var)
-    p = min(1.0, math.erfc(z / math.sqrt(2)))  # 2 · (1 - Φ(z))
-    return MannWhitney(u1, max(p, 0.0), "normal", n1, n2, ties)
+        res = mannwhitneyu(x, y, alternative="two-sided", method="exact")
+        return MannWhitney(float(res.statistic), min(1.0, float(res.pvalue)), "exact", n1, n2, ties)
+    if bool(np.all(both == both[0])):  # every value identical: no evidence of any difference (scipy: NaN)
+        return MannWhitney(n1 * n2 / 2, 1.0, "normal", n1, n2, ties)
+    res = mannwhitneyu(x, y, alternative="two-sided", use_continuity=True, method="asymptotic")
+    return MannWhitney(float(res.statistic), min(1.0, max(float(res.pvalue), 0.0)), "normal", n1, n2, ties)
 
 
 def min_attainable_p(n1: int, n2: int) -> float:
@@ -196,3 +160,72 @@ def _notes(old: ConfigResult, new: ConfigResult) -> tuple[str, ...]:
         notes.append(f"capture source {old.capture_source or 'TileGym harness'} → "
                      f"{new.capture_source or 'TileGym harness'}")
     return tuple(notes)
+
+
+# --------------------------------------------------------------------------- computed once
+
+_CODE: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """Hash of the code that decides a comparison: an edited rule makes every cached one a miss."""
+    if not _CODE:
+        here = Path(__file__).resolve()
+        h = hashlib.sha256()
+        for path in (here, here.parent.parent / "stats.py", here.parent / "entries.py"):
+            try:
+                h.update(path.read_bytes())
+            except OSError:
+                h.update(str(path).encode())
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def result_digest(result: ConfigResult) -> bytes:
+    """SHA-256 of one result's every field (the raw samples hashed as float64 bytes, not as text)."""
+    h = hashlib.sha256()
+    for f in fields(result):
+        value = getattr(result, f.name)
+        if f.name == "samples_ms" and value is not None:
+            h.update(b"samples\0" + np.asarray(value, dtype=np.float64).tobytes())
+        else:
+            h.update(f"{f.name}={value!r}\0".encode())
+    return h.digest()
+
+
+def comparison_key(old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY, *,
+                   digests: dict[int, bytes] | None = None) -> str:
+    """SHA-256 of everything :func:`compare_results` reads (both results, the policy, the code).
+    ``digests`` memoizes :func:`result_digest` by object id (a run's result is in two pairs)."""
+    def digest(r: ConfigResult) -> bytes:
+        if digests is None:
+            return result_digest(r)
+        d = digests.get(id(r))
+        if d is None:
+            d = digests[id(r)] = result_digest(r)
+        return d
+
+    h = hashlib.sha256(f"{_code_fingerprint()}\0{policy!r}\0".encode())
+    h.update(digest(old))
+    h.update(digest(new))
+    return h.hexdigest()
+
+
+def flag_to_json(flag: ChangeFlag) -> str:
+    return json.dumps({"change": flag.change, "ratio": flag.ratio, "reason": flag.reason,
+                       "ci": list(flag.ci) if flag.ci is not None else None,
+                       "test": asdict(flag.test) if flag.test is not None else None, "notes": list(flag.notes)})
+
+
+def flag_from_json(text: str) -> ChangeFlag | None:
+    """The flag stored by :func:`flag_to_json`; None for anything else (the pair is then recomputed)."""
+    try:
+        d = json.loads(text)
+        test = d["test"]
+        return ChangeFlag(d["change"], float(d["ratio"]), str(d["reason"]),
+                          (float(d["ci"][0]), float(d["ci"][1])) if d["ci"] is not None else None,
+                          MannWhitney(float(test["statistic"]), float(test["p_value"]), test["method"],
+                                      int(test["n1"]), int(test["n2"]), bool(test["ties"])) if test else None,
+                          tuple(str(n) for n in d["notes"]))
+    except (ValueError, KeyError, TypeError, IndexError):
+        return None

@@ -16,6 +16,8 @@ Contract:
   phase) with the median, raw samples as a JSON array (``json_each`` works on it), launches/call,
   kernel name, capture source and check; ``run_sources`` every (role, path, file sha256) a run was
   seen at, which makes re-imports of unchanged files free.
+- ``comparisons`` caches each decided pair of runs (:meth:`HistoryStore.cached_comparisons`,
+  :meth:`HistoryStore.cache_comparisons`), keyed on both results, the policy and the statistics' code.
 - :meth:`HistoryStore.in_memory` is the same store in memory, for read-only artifact trees (the
   recorded sessions shipped in the package are never written to).
 """
@@ -82,6 +84,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             PRIMARY KEY (run_id, func_key, params, backend, phase)
         )""",
         "CREATE INDEX configs_by_series ON configs(params, backend, phase)",
+    )),
+    # issue 26: each comparison of two runs of a config is computed once (keyed on both results, the
+    # policy and the statistics' code: workbench.history.regress.comparison_key)
+    Migration(2, "comparisons cache", (
+        """CREATE TABLE comparisons (
+            key TEXT PRIMARY KEY,
+            flag_json TEXT NOT NULL,
+            computed_at REAL NOT NULL
+        )""",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -346,6 +357,30 @@ class HistoryStore:
             out.append((int(run_id), ConfigResult(func_key, p, b, ph, nodeid, float(median), samples, nrep, rel_std,
                                                   launches, kname, csrc, check)))
         return out
+
+    def cached_comparisons(self, keys: Sequence[str]) -> dict[str, str]:
+        """The cached comparisons (``flag_json``) of ``keys`` that are stored."""
+        out: dict[str, str] = {}
+        with self._guard("reading cached comparisons"):
+            for i in range(0, len(keys), 500):
+                chunk = list(keys[i:i + 500])
+                marks = ",".join("?" * len(chunk))
+                out.update(self._conn.execute(
+                    f"SELECT key, flag_json FROM comparisons WHERE key IN ({marks})", chunk).fetchall())
+        return out
+
+    def cache_comparisons(self, items: Sequence[tuple[str, str]]) -> bool:
+        """Store ``(key, flag_json)`` pairs; False (nothing stored) when the store cannot be written."""
+        if not items:
+            return True
+        try:
+            with self._transaction():
+                now = time.time()
+                self._conn.executemany("INSERT OR REPLACE INTO comparisons VALUES (?, ?, ?)",
+                                       [(k, v, now) for k, v in items])
+        except InputError:  # a read-only store: the comparisons are recomputed next time
+            return False
+        return True
 
     def migrations(self) -> Sequence[tuple[int, str, str]]:
         with self._guard("reading migrations"):

@@ -147,16 +147,18 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
         parts.notes.extend(f"shard {shard.index}: {note}" for note in meta.get("notes") or [])
         parts.rcs.append(int(meta.get("rc", 1)))
         if sout.launches_json.is_file():
-            from workbench.launches_io import load_launch_sets
+            from workbench.launch_store import open_store
 
             wanted = set(ids)
-            parts.launch_sets.extend(s for s in load_launch_sets(sout.launches_json) if s.nodeid in wanted)
+            store = open_store(sout.launches_json)  # a shard's other sets are not decoded
+            parts.launch_sets.extend(store[i] for i, e in enumerate(store.entries) if e.nodeid in wanted)
         for nodeid in ids:
             parts.measured_on[nodeid] = {**where, "device": st.device, "gpu_source": source}
         parts.shards.append({"index": shard.index, "host": st.host, "device": st.device, "gpu_name": name,
                              "gpu_uuid": uuid, "gpu_source": source, "slurm": dict(st.slurm), "node_ids": len(ids),
                              "compute_capability": meta.get("compute_capability"),
                              "rc": meta.get("rc"), "duration_s": meta.get("duration_s"),
+                             "compile_cache": meta.get("compile_cache"),
                              "started_at": st.started_at, "finished_at": st.finished_at})
     return parts
 
@@ -262,6 +264,7 @@ def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str
             # the shards' GPUs, not the merging host's (which may have none, or another model)
             "compute_capability": capabilities[0] if len(capabilities) == 1 else None,
             "measured_on": parts.measured_on,
+            "compile_cache": _merged_compile_cache(parts.shards),
             "scaleout": {"plan_id": plan.plan_id, "mode": mode, "job_ids": list(job_ids), "shards": parts.shards,
                          "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
         }
@@ -275,3 +278,15 @@ def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str
     atomic_write_bytes(paths.root / "merged.json", (json.dumps(record, indent=1) + "\n").encode(), paths.root)
     return MergeResult(plan_id=plan.plan_id, written=tuple(dict.fromkeys(written)), results=results, mixed=mixed,
                        notes=tuple(notes))
+
+
+def _merged_compile_cache(shards: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run's cold/warm split from its shards' records (each shard's own is under ``scaleout.shards``)."""
+    recs = [s.get("compile_cache") for s in shards]
+    known = [r for r in recs if isinstance(r, Mapping) and r.get("dir")]
+    if not known:
+        return {"dir": None, "state": "not recorded", "note": "no --compile-cache in the shards' runs"}
+    states = sorted({str(r.get("state")) for r in known})
+    dirs = sorted({str(r.get("dir")) for r in known})
+    return {"dir": dirs[0] if len(dirs) == 1 else dirs, "state": states[0] if len(states) == 1 else "mixed",
+            "shard_states": [r.get("state") if isinstance(r, Mapping) else None for r in recs]}

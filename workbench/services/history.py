@@ -43,7 +43,7 @@ from workbench.history.query import history_csv as core_history_csv
 from workbench.history.query import history_to_dict, load_history, open_history, sparkline
 from workbench.history.regress import ChangeFlag
 from workbench.history.store import HistoryStore, StoredRun
-from workbench.model import PerfLog, RatioRow, RatioTable
+from workbench.model import RatioRow, RatioTable
 from workbench.provenance import Provenance
 from workbench.testids import id_token, natural_key
 from workbench.workspace import Workspace
@@ -474,19 +474,32 @@ def _all_rows_same_clocks(rows: Sequence[RatioRow]) -> bool:
     return bool(rows) and all(r.clocks.state == "comparable" for r in rows)
 
 
-def ratio_comparability(ws: Workspace, table: RatioTable | None, *, used: set[str] | None = None,
-                        candidate: PerfLog | None = None) -> RatioComparability:
+def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
+                        used: set[str] | None = None) -> RatioComparability:
     """Were the candidate and each used baseline measured under the same conditions? (module contract)
 
-    ``used`` names the baselines directly when no table was built (the overview reads E's report)."""
+    ``used`` names the baselines directly when no table was built (the overview reads E's report).
+    Computed once per content of the logs, session.json and events.jsonl (``e_table.cached_derivation``):
+    reading the conditions parses both logs, which a 1,000-config session makes cost seconds. The
+    table's per-row clock states come from the same logs, so they need no key of their own."""
+    from workbench.e_table import cached_derivation
+
     if used is None:
         used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
-    try:  # parsed once per workspace (cached); a malformed log is parsed leniently below instead
-        parsed: dict[str, PerfLog] | None = ws.baseline_logs()
-    except WorkbenchError:
-        parsed = None
-    conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path(), candidate=candidate,
-                             baselines=parsed)
+    paths = ws.paths
+    raw = ws.raw_log_path()
+    inputs = [p for p in (raw, paths.baseline_cutile, paths.baseline_triton_tileir, paths.session_json,
+                          paths.events_jsonl) if p is not None]
+    here = Path(__file__).resolve().parent.parent
+    code = [here / rel for rel in ("services/history.py", "history/conditions.py", "history/importer.py",
+                                   "provenance/__init__.py", "scaleout/provenance.py", "clock_exposure.py")]
+    rows = len(table.matched) if table is not None else -1
+    return cached_derivation("comparability", inputs, f"{raw}\0{sorted(used)}\0{rows}", code,
+                             lambda: _ratio_comparability(ws, used, table))
+
+
+def _ratio_comparability(ws: Workspace, used: set[str], table: RatioTable | None) -> RatioComparability:
+    conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
     matched = table.matched if table else []
     baselines = tuple(_baseline_state(b.baseline, _per_row_clocks_decide(b.comparability, _all_rows_same_clocks(
         [r for r in matched if r.baseline_backend == b.baseline])), conds.candidate, b.provenance)

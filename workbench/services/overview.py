@@ -148,7 +148,7 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
                       identity=summary.identity)
     else:
         try:
-            table = (table_of or (lambda w: ratio_table(w, n_boot=0, candidate=candidate)))(ws)
+            table = (table_of or (lambda w: ratio_table(w, n_boot=0)))(ws)
         except WorkbenchError as exc:
             return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
         fields.update(_from_table(table))
@@ -159,8 +159,7 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
             fields["identity"] = f"unknown: {exc}"
         fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
     try:
-        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()),
-                                   candidate=candidate)
+        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()))
         fields["comparability"], fields["comparability_text"] = comp.state, comp.short
     except WorkbenchError as exc:
         notes.append(f"comparability: {exc}")

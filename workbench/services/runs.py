@@ -67,6 +67,9 @@ class RunRequest:
     workbench_harness: bool = True  # False: TileGym's own benchmark_fn_cupti (--tilegym-harness)
     suite: Path | None = None  # a TileGym-convention test file instead of the resolved suite
     dump_ir: bool = False  # --dump-ir: Tile IR dumps filed per config (RunSpec.dump_ir_dir)
+    #: --compile-cache DIR: one compile cache for every backend's run and every scale-out shard
+    #: (RunSpec.compile_cache; on the shared filesystem for SLURM)
+    compile_cache: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -246,6 +249,7 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
             per_test_timeout_s=request.per_test_timeout_s, total_timeout_s=request.total_timeout_s,
             backend_token=token,
             dump_ir_dir=str(out.workbench_dir / "tileir_raw" / role) if request.dump_ir else None,
+            compile_cache=str(request.compile_cache.resolve()) if request.compile_cache else None,
         )))
     return RunPlan(runs, out, kind, recorded, note)
 

@@ -6,7 +6,8 @@ Contract (both faces call exactly these, in this order):
   recorded session; ``tilegym`` → ``$TILEGYM_PATH``) and refuses a kernel dir that does not exist
   (``InputError``: a typo in the kernel or the out root is a usage error, not BLOCKED).
 - :func:`ratio_table` is E's table from the raw candidate log (the ``.full.txt`` tee when present)
-  and the baselines; ``Blocked`` without a candidate log, ``InputError`` for a malformed one.
+  and the baselines (:func:`workbench.e_table.load_e_table`: the one place it is assembled, cached
+  on the hash of its inputs); ``Blocked`` without a candidate log, ``InputError`` for a malformed one.
 - :func:`trust` is who ran each row (candidate identity) and which config the reference ran.
 - :func:`plan` renders and validates the report set for an :class:`EReportRequest`; nothing is
   written (``Blocked`` when there is no usable data).
@@ -28,7 +29,7 @@ from workbench.f_evidence.trust import KernelTrust
 from workbench.history.noise import noise_lines as noise_lines
 from workbench.history.noise import ratio_with_noise as ratio_with_noise
 from workbench.model import PerfLog, RatioTable, ReportPlan
-from workbench.stats import RowSamples, baseline_records, build_ratio_table
+from workbench.stats import RowSamples, baseline_records
 from workbench.workspace import Workspace, open_workspace
 from workbench.writer import WriteResult, write_plan
 
@@ -58,20 +59,20 @@ def require_kernel_dir(ws: Workspace) -> None:
                          path=str(ws.kernel_dir))
 
 
-def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000, candidate: PerfLog | None = None) -> RatioTable:
+def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000) -> RatioTable:
     """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed.
 
-    ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity depend on the geomean only."""
-    from workbench.report_e import load_candidate
-
-    if candidate is None:  # ``candidate``: the caller parsed it already (load_candidate(ws)[0])
-        candidate = load_candidate(ws)[0]
-    baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+    Assembled by :func:`workbench.e_table.load_e_table` (cached on its inputs); the noise floor per row
+    (the run history) and the baseline labels (session.json) are added here, outside that cache, since
+    their inputs are not the logs. ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity
+    depend on the geomean only."""
+    from workbench.e_table import load_e_table
     from workbench.history.noise import table_with_noise
 
-    table = build_ratio_table(ws.kernel, candidate, baselines, ws.analysis, seed=seed, n_boot=n_boot)
-    table = table_with_noise(table, ws.paths, {r.framework for r in candidate.records})  # issue 18 §4
-    return _with_baseline_labels(ws, table, {r.framework for r in candidate.records})
+    et = load_e_table(ws, seed=seed, n_boot=n_boot)
+    frameworks = set(et.candidate_frameworks)
+    table = table_with_noise(et.table, ws.paths, frameworks)  # issue 18 §4
+    return _with_baseline_labels(ws, table, frameworks)
 
 
 def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]) -> RatioTable:
@@ -94,10 +95,10 @@ def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]
 def trust(ws: Workspace, table: RatioTable) -> KernelTrust:
     """Candidate identity per row and the reference's config per matched row, from the workspace's captures,
     wrapper sources and analysis.json (:mod:`workbench.f_evidence.trust`); InputError for malformed captures."""
-    from workbench.report_e import load_candidate, workspace_trust
+    from workbench.e_table import load_e_table
+    from workbench.report_e import workspace_trust
 
-    candidate, _parsed, _notes = load_candidate(ws)
-    return workspace_trust(ws, table, candidate)
+    return workspace_trust(ws, table, load_e_table(ws).candidate)
 
 
 def row_samples(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> dict[tuple[str, str], RowSamples]:
@@ -105,10 +106,10 @@ def row_samples(ws: Workspace, table: RatioTable, candidate: PerfLog | None = No
     baseline E chose for the row), from the same logs as :func:`ratio_table` (``candidate``: that
     log when the caller parsed it already); rows whose logs carry no samples (TileGym's own harness
     prints medians only) are absent."""
-    from workbench.report_e import load_candidate
+    from workbench.e_table import load_e_table
 
     if candidate is None:
-        candidate = load_candidate(ws)[0]
+        candidate = load_e_table(ws).candidate
     cand_frameworks = {r.framework for r in candidate.records}
     cand = {r.row_key: r for r in candidate.records}
     logs = ws.baseline_logs()

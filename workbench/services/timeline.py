@@ -8,7 +8,8 @@ Contract:
   the TUI does); ``InputError`` naming what it looked at; a launches file or session.json that
   resolves outside its kernel dir is refused (``UnsafePath``).
 - :func:`select_sets` picks one config's launch sets (params string or node id; optional backends);
-  an unknown config is an ``InputError`` listing close matches.
+  an unknown config is an ``InputError`` listing close matches. :func:`config_timeline` reads them
+  through the per-config store (:mod:`workbench.launch_store`): only that config is decoded.
 - :func:`backend_roles` maps backend id tokens to ``candidate``/``baseline`` (session.json, else
   the profile; a session.json of the wrong shape is an ``InputError`` naming file and key); :func:`summarize_set` is launches per call, device time per call and per-kernel
   per-launch times (µs) of one set; :func:`measurement_labels` tells a test's forward and backward
@@ -171,10 +172,17 @@ def summarize_set(s: LaunchSet, role: str, measurement: str = "") -> dict[str, A
     }
 
 
-def select_sets(sets: list[LaunchSet], config: str, backends: list[str] | None, path: Path) -> list[LaunchSet]:
-    chosen = [s for s in sets if s.params == config or s.nodeid == config]
+def select_sets(sets: Sequence[LaunchSet], config: str, backends: list[str] | None, path: Path) -> list[LaunchSet]:
+    """One config's sets (params or node id); a :class:`~workbench.launch_store.LaunchStore` decodes only those."""
+    from workbench.launch_store import LaunchStore
+
+    if isinstance(sets, LaunchStore):
+        chosen = sets.for_params(config) or sets.for_nodeid(config)
+        known = sorted(set(sets.params())) if not chosen else []
+    else:
+        chosen = [s for s in sets if s.params == config or s.nodeid == config]
+        known = sorted({s.params for s in sets}) if not chosen else []
     if not chosen:
-        known = sorted({s.params for s in sets})
         close = difflib.get_close_matches(config, known, n=6, cutoff=0.4)
         close += [k for k in known if config in k and k not in close][:6]
         raise InputError(
@@ -232,10 +240,10 @@ class ConfigTimeline:
 def config_timeline(kernel: str, config: str, *, backends: list[str] | None = None,
                     out_root: str | Path | None = None, env: Mapping[str, str] = os.environ) -> ConfigTimeline:
     """Find, load and summarize one config's captures (see module contract); InputError for bad input."""
-    from workbench.launches_io import load_launch_sets
+    from workbench.launch_store import open_store
 
     path, session_json = find_launches(kernel, out_root, env)
-    chosen = select_sets(load_launch_sets(path, kernel_dir=path.parents[1]), config, backends, path)
+    chosen = select_sets(open_store(path, kernel_dir=path.parents[1]), config, backends, path)  # this config's sets only
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))

@@ -333,5 +333,12 @@ def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap:
     except WorkbenchError as e:
         print(f"cutile-workbench: {e}", file=sys.stderr)
         return e.exit_code
+    except MemoryError:
+        gc.collect()
+        print(f"cutile-workbench: the session of {kernel!r} does not fit in memory (a memory limit on this "
+              "shell?); nothing was opened. What reads one config at a time still works: "
+              f"`cutile-workbench table {kernel}`, `cutile-workbench timeline {kernel} --config PARAMS`, "
+              f"`cutile-workbench history {kernel} --config PARAMS`.", file=sys.stderr)
+        return 2
     rc = make_app(data, keymap=load_keymap(keymap)).run()
     return int(rc or 0)

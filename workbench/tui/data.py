@@ -86,7 +86,8 @@ class AppData:
     out_root: Path | None = None
     gpu: str = "unknown GPU"
     table: RatioTable | None = None
-    launch_sets: list[LaunchSet] = field(default_factory=list)
+    #: a list, or a :class:`~workbench.launch_store.LaunchStore` whose sets are decoded per config shown
+    launch_sets: Sequence[LaunchSet] = field(default_factory=list)
     candidate_backend: str = "cutile-rs"
     #: which harness measured the rows ("workbench", "tilegym", "workbench+tilegym"; "" unknown)
     harness: str = ""
@@ -165,6 +166,14 @@ class AppData:
         from workbench.diagnosis import pick_sets
 
         return pick_sets(self.launch_sets, row, self.candidate_backend)
+
+    def sets_of_test(self, nodeid: str) -> list[LaunchSet]:
+        """Every launch set of one test node id (its forward and backward measurements), decoding no other."""
+        from workbench.launch_store import LaunchStore
+
+        if isinstance(self.launch_sets, LaunchStore):
+            return self.launch_sets.for_nodeid(nodeid)
+        return [s for s in self.launch_sets if s.nodeid == nodeid]
 
 
 def read_existing_files(plan: ReportPlan) -> dict[str, str | None]:

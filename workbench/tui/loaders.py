@@ -97,10 +97,10 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         from workbench.services.stage_e import ratio_table
 
         data.table = ratio_table(ws)
-        from workbench.report_e import load_candidate
+        from workbench.e_table import load_e_table
 
-        cand_log = load_candidate(ws)[0]  # the log the table was built from (raw tee preferred, like E)
-        cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
+        # the log the table was built from (raw tee preferred, like E); kept with the cached table
+        cand_frameworks = set(load_e_table(ws).candidate_frameworks)
         if isinstance(session.get("candidate"), str) and session["candidate"]:
             data.candidate_backend = str(session["candidate"])  # recorded sessions name it
         elif len(cand_frameworks) == 1:
@@ -110,7 +110,7 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         if data.table is not None:
             from workbench.services.stage_e import row_samples
 
-            data.samples = row_samples(ws, data.table, cand_log)  # the log parsed above, not again
+            data.samples = row_samples(ws, data.table)  # the cached E table's candidate log, not parsed again
             used = sorted({h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h})
             data.harness = "+".join(used)
     except Blocked:
@@ -127,9 +127,10 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     # --- launches
     if ws.paths.launches_json.is_file():
         try:
-            from workbench.launches_io import load_launch_sets
+            from workbench.launch_store import open_store
 
-            data.launch_sets = load_launch_sets(ws.paths.launches_json, kernel_dir=ws.paths.root)
+            # index only: sets decoded per config shown
+            data.launch_sets = open_store(ws.paths.launches_json, kernel_dir=ws.paths.root)
         except WorkbenchError as e:
             problems.append(e)
 

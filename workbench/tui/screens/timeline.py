@@ -14,6 +14,7 @@ the zoom mode, the resolution and the window relative to the call's host start.
 
 from __future__ import annotations
 
+import gc
 import re
 import threading
 from functools import partial
@@ -155,6 +156,10 @@ class TimelineScreen(WorkbenchScreen):
         self.row = row
         cand, base = self.data.sets_for(row)
         self.timeline.set_sets(self._measurements(cand), self._measurements(base))
+        # The config's sets and lanes (100k+ objects) live while it is shown: move them out of the
+        # cyclic GC's reach, as the app does after load, or a generation-2 pass over them lands in a
+        # frame (80-145 ms seen in bench/tui_start.py). They hold no cycles: refcounting frees them.
+        gc.freeze()
         ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
         lc = f"{row.candidate_launches if row.candidate_launches is not None else '?'}"
         lb = f"{row.baseline_launches if row.baseline_launches is not None else '?'}"
@@ -244,7 +249,7 @@ class TimelineScreen(WorkbenchScreen):
         """``first`` and the test's other measurement sets of the same backend (forward, then backward)."""
         if first is None:
             return []
-        same = [s for s in self.data.launch_sets if s.nodeid == first.nodeid and s.backend == first.backend and s.calls]
+        same = [s for s in self.data.sets_of_test(first.nodeid) if s.backend == first.backend and s.calls]
         return same if first in same else [first]
 
     def on_launch_timeline_launch_selected(self, event: LaunchTimeline.LaunchSelected) -> None:
