@@ -8,16 +8,24 @@ STEPS="${1:-probe gputests record harness}"
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
 OUT="${OUT:-/tmp/wb_out}"; W="$OUT/w"; mkdir -p "$W"
 mkdir -p /tmp/site
-if [ -x /tmp/site/nvidia/cu13/bin/tileiras ] && [ -d /tmp/site/cupti ]; then
+if [ -x /tmp/site/nvidia/cu13/bin/tileiras ] && { [ -d /tmp/site/cupti ] || [ -d .carry/cutile_whl ]; }; then
   # a staged earlier call of this warm machine unpacked the bundle (64 MiB per call: gpu.md §7)
   export CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH
   echo "cuTile bundle already unpacked in /tmp/site (staged call)"
 elif [ "${NEED_STAGED_SITE:-0}" = 1 ]; then
   echo "STAGED SETUP MISSING: /tmp/site has no tileiras (the machine went cold between the two calls)"; exit 42
+elif [ -f .carry/cutile_tar/cu134.tar.xz ]; then  # the bundle's tarball alone (a tree too big for 64 MiB
+  # with the wheels: the next call carries .carry/cutile_whl, installed below)
+  tar -xJf .carry/cutile_tar/cu134.tar.xz -C /tmp/site && export CUDA_HOME=/tmp/site/nvidia/cu13 \
+    PATH=/tmp/site/nvidia/cu13/bin:$PATH || { echo SETUP FAILED; exit 3; }
 elif [ -d .carry/cutile ]; then  # cuTile 13.4 bundle + cuda-tile + cupti-python (make-cutile-carry.sh)
   tar -xJf .carry/cutile/cu134.tar.xz -C /tmp/site &&
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile/*.whl &&
     export CUDA_HOME=/tmp/site/nvidia/cu13 PATH=/tmp/site/nvidia/cu13/bin:$PATH || { echo SETUP FAILED; exit 3; }
+fi
+if [ -d .carry/cutile_whl ]; then  # cuda-tile + cupti-python wheels carried apart from the tarball
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .carry/cutile_whl/*.whl ||
+    { echo WHEEL SETUP FAILED; exit 3; }
 fi
 if [ -d .carry/tui ]; then  # textual + pytest-asyncio wheels (TUI bench, Pilot GPU test)
   # compiled at install (no --no-compile): the TUI bench measures an installed app's start-up
