@@ -91,7 +91,7 @@ COMMAND_INDEX: tuple[IndexedCommand, ...] = (
     IndexedCommand("workbench.cli.stage_e", "e", "report",
                    "Agent E: performance.md + sanitized perf log + logs (guarded write)"),
     IndexedCommand("workbench.cli.stage_f", "f", "report", "Agent F: residual perf investigation reports"),
-    IndexedCommand("workbench.cli.ir_diff", "diff", None, "side-by-side Tile IR diff + diff_ir.sh-parity audit"),
+    IndexedCommand("workbench.cli.ir_diff", "diff", None, "structural Tile IR diff + diff_ir.sh-parity audit"),
     IndexedCommand("workbench.cli.run", "run", None,
                    "run a kernel's perf suite live (TileGym or a built-in profile) and write the results"),
     IndexedCommand("workbench.cli.timeline", "timeline", None, "launches per call and per-launch times of one config"),
@@ -103,6 +103,10 @@ COMMAND_INDEX: tuple[IndexedCommand, ...] = (
                    "static audit of src/tilegym/ops/cutile_rs/<kernel>.py"),
     IndexedCommand("workbench.cli.history", "history", None,
                    "run history per config: medians, trend, regression flags, provenance"),
+    IndexedCommand("workbench.cli.overview", "overview", None,
+                   "every kernel dir of an out root: E verdict, geomean, worst config, F verdicts, flags"),
+    IndexedCommand("workbench.cli.calibrate", "calibrate", None,
+                   "A/A test: how many rows would a candidate identical to the baseline flag?"),
 )
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each
