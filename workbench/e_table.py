@@ -29,11 +29,11 @@ import io
 import os
 import pickle
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
+from workbench.derive_cache import _DataclassesOnly, _read, _store, _user_cache_dir, module_source
 from workbench.errors import Blocked
 from workbench.model import PerfLog, RatioTable
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 CACHE_VERSION = 1
 _MEMORY: dict[str, bytes] = {}  # pickled: every caller gets its own copy to change
 _BASELINES = ("cutile", "triton_tileir")
-T = TypeVar("T")
 
 
 @dataclass
@@ -185,32 +184,16 @@ def load_candidate(ws: Workspace, *, raw_log_text: str | None = None,
 # --------------------------------------------------------------------------- the cache
 
 
-def _read(path: Path) -> bytes:
-    """The bytes an input key hashes: regular files only (a FIFO or device planted at a baseline
-    log must not hang or flood the key; the parser then refuses it with the located error)."""
-    import stat as stat_mod
-
-    try:
-        if not stat_mod.S_ISREG(path.stat().st_mode):
-            return b"\0not a regular file"
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-    except OSError:
-        return b"\0unreadable"  # the parser raises the located error on a miss
-
-
 _CODE: list[str] = []
 
 
 def _code_fingerprint() -> str:
     """Hash of the modules that decide the table's content: an edited rule is a miss, not a stale hit."""
     if not _CODE:
-        here = Path(__file__).resolve().parent
         h = hashlib.sha256()
-        for rel in ("analysis.py", "model.py", "perflog/parser.py", "report_e.py", "stats.py", "e_table.py",
-                    "clock_exposure.py"):
-            h.update(_read(here / rel))
+        for name in ("workbench.analysis", "workbench.model", "workbench.perflog.parser", "workbench.report_e",
+                     "workbench.stats", "workbench.e_table", "workbench.clock_exposure"):
+            h.update(module_source(name))
         _CODE.append(h.hexdigest())
     return _CODE[0]
 
@@ -236,27 +219,6 @@ def inputs_key(ws: Workspace, raws: list[RawLog], analysis: Analysis | None, *, 
     return h.hexdigest()
 
 
-class _DataclassesOnly(pickle.Unpickler):
-    """Loads only workbench dataclasses and builtin containers: a cache file is data, never code."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module.startswith("workbench."):
-            obj = super().find_class(module, name)
-            if isinstance(obj, type) and is_dataclass(obj):
-                return obj
-        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache file")
-
-
-def _user_cache_dir() -> Path:
-    from workbench.launch_store import _user_cache_dir as user_cache
-
-    return user_cache()
-
-
-#: cache files kept in the user cache dir (oldest pruned): a year of kernels × log versions stays small
-KEEP_FILES = 256
-
-
 def _cache_file(key: str) -> Path:
     return _user_cache_dir() / "e_tables" / f"{key}.pickle"
 
@@ -270,19 +232,6 @@ def _load_cached(path: Path, key: str) -> tuple[RatioTable, tuple[str, ...]] | N
             or not isinstance(doc[2], tuple) or not all(isinstance(x, str) for x in doc[2])):
         return None
     return doc[1], doc[2]
-
-
-def _store(path: Path, data: bytes) -> None:
-    from workbench.launch_store import _write_atomic
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, data)
-        files = sorted(path.parent.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
-        for old in files[:-KEEP_FILES]:
-            old.unlink(missing_ok=True)
-    except OSError:  # a cache that cannot be written is only a slower next run
-        pass
 
 
 def load_e_table(ws: Workspace, *, raw_log_text: str | None = None, raw_log_path: Path | None = None,
@@ -315,38 +264,3 @@ def load_e_table(ws: Workspace, *, raw_log_text: str | None = None, raw_log_path
             _MEMORY.clear()
         _MEMORY[key] = data
     return result
-
-
-# --------------------------------------------------------------------------- other derived facts
-
-
-_DERIVED: dict[str, bytes] = {}
-
-
-def cached_derivation(kind: str, inputs: list[Path], extra: str, code: list[Path], compute: Callable[[], T]) -> T:
-    """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the ``code`` files' source):
-    kept in memory and in ``<user cache>/<kind>/<key>.pickle`` like E's table (workbench dataclasses
-    only; a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
-    conditions, that every command would otherwise re-parse the logs for."""
-    h = hashlib.sha256(f"{kind} v{CACHE_VERSION} {_code_fingerprint()}\0{extra}\0".encode())
-    for path in [*code, *inputs]:
-        data = _read(path)
-        h.update(f"{path} {len(data)}\0".encode())
-        h.update(data)
-    key = h.hexdigest()
-    if key in _DERIVED:
-        return _DataclassesOnly(io.BytesIO(_DERIVED[key])).load()
-    path = _user_cache_dir() / kind / f"{key}.pickle"
-    try:
-        value = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
-        _DERIVED[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        return value
-    except Exception:  # absent or not ours: compute it
-        pass
-    value = compute()
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    _store(path, data)
-    if len(_DERIVED) >= 16:
-        _DERIVED.clear()
-    _DERIVED[key] = data
-    return value

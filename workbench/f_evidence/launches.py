@@ -20,7 +20,6 @@ import statistics
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from workbench.model import LaunchSet, PerfRecord, RatioRow
@@ -217,7 +216,7 @@ def _pick_entries(store: Any, row: RatioRow, candidate: str) -> tuple[int | None
 def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
     """:func:`summarize_launch_set` of every set of a per-config store, computed once per content of its
     data file (``e_table.cached_derivation``: memory + user cache dir), decoding one set at a time."""
-    from workbench.e_table import cached_derivation
+    from workbench.derive_cache import cached_derivation
 
     memo = store.memo.get("summaries")
     if memo is not None:
@@ -229,8 +228,7 @@ def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
     if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
         memo = compute()
     else:
-        here = Path(__file__).resolve().parent.parent
-        code = [Path(__file__).resolve(), here / "launch_store.py", here / "launches_io.py", here / "model.py"]
+        code = ["workbench.f_evidence.launches", "workbench.launch_store", "workbench.launches_io", "workbench.model"]
         memo = cached_derivation("launch_summaries", [store.data_path], str(store.source), code, compute)
     store.memo["summaries"] = memo
     return memo

@@ -482,7 +482,7 @@ def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
     Computed once per content of the logs, session.json and events.jsonl (``e_table.cached_derivation``):
     reading the conditions parses both logs, which a 1,000-config session makes cost seconds. The
     table's per-row clock states come from the same logs, so they need no key of their own."""
-    from workbench.e_table import cached_derivation
+    from workbench.derive_cache import cached_derivation
 
     if used is None:
         used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
@@ -490,9 +490,9 @@ def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
     raw = ws.raw_log_path()
     inputs = [p for p in (raw, paths.baseline_cutile, paths.baseline_triton_tileir, paths.session_json,
                           paths.events_jsonl) if p is not None]
-    here = Path(__file__).resolve().parent.parent
-    code = [here / rel for rel in ("services/history.py", "history/conditions.py", "history/importer.py",
-                                   "provenance/__init__.py", "scaleout/provenance.py", "clock_exposure.py")]
+    code = ["workbench.services.history", "workbench.history.conditions", "workbench.history.importer",
+            "workbench.provenance", "workbench.scaleout.provenance", "workbench.clock_exposure",
+            "workbench.stats", "workbench.model"]
     rows = len(table.matched) if table is not None else -1
     return cached_derivation("comparability", inputs, f"{raw}\0{sorted(used)}\0{rows}", code,
                              lambda: _ratio_comparability(ws, used, table))
