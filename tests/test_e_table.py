@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench import e_table, stats
+from workbench import derive_cache, e_table, stats
 from workbench.services import stage_e
 
 PROFILES = Path(__file__).resolve().parents[1] / "profiles"
@@ -139,7 +139,7 @@ def test_measurement_conditions_are_read_once_per_content(tmp_path: Path, monkey
     ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
     table = stage_e.ratio_table(ws)
     first = history_service.ratio_comparability(ws, table)
-    e_table._DERIVED.clear()  # a new process: served from the user cache dir
+    derive_cache._DERIVED.clear()  # a new process: served from the user cache dir
     assert history_service.ratio_comparability(ws, table) == first and calls == [1]
     session = root / "matmul" / "workbench" / "session.json"
     session.write_text(session.read_text() + "\n")

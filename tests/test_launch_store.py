@@ -183,9 +183,9 @@ def test_f_reads_each_set_once_and_sees_the_same_summaries(path: Path, monkeypat
     assert len(decoded) <= len(store) and len(set(decoded)) == len(decoded)
     decoded.clear()
     again = launch_store.open_store(path)  # another process: the summaries come from the user cache
-    from workbench import e_table
+    from workbench import derive_cache
 
-    e_table._DERIVED.clear()
+    derive_cache._DERIVED.clear()
     row = RatioRow("f", sets[0].params, None, backends[0], 1.0, 1.0, 1.0, "OK")
     pick_summaries(again, row, backends[-1])
     assert decoded == []

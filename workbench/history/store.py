@@ -125,15 +125,22 @@ class HistoryStore:
 
     def __init__(self, conn: sqlite3.Connection, label: str, path: Path | None) -> None:
         self._conn = conn
+        self.read_only = False  # opened with mode=ro (HistoryStore.open): never migrated nor written
         self.label = label  # the file name in messages (":memory:" for an in-memory store)
         self.path = path
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: Path | str, *, create: bool = True, timeout_s: float = 5.0) -> HistoryStore:
-        """Open (and migrate) the store at ``path``; ``create=False`` refuses a missing file."""
+    def open(cls, path: Path | str, *, create: bool = True, timeout_s: float = 5.0,
+             read_only: bool = False) -> HistoryStore:
+        """Open (and migrate) the store at ``path``; ``create=False`` refuses a missing file.
+
+        ``read_only`` (the overview): an existing store opened with SQLite's ``mode=ro``, never
+        migrated or written (comparisons are decided and not cached; an older schema is read as it is)."""
         p = Path(path)
+        if read_only:
+            create = False
         if not create and not p.is_file():
             raise InputError("no history store (no run has been recorded or imported here)", path=str(p))
         if p.exists() and not p.is_file():  # a FIFO or device would hang or feed SQLite garbage
@@ -145,10 +152,15 @@ class HistoryStore:
                 raise InputError(f"cannot create the history store's dir: {exc.strerror or exc}",
                                  path=str(p.parent)) from None
         try:
-            conn = sqlite3.connect(str(p), timeout=timeout_s, isolation_level=None)
+            if read_only:
+                conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", timeout=timeout_s, isolation_level=None,
+                                       uri=True)
+            else:
+                conn = sqlite3.connect(str(p), timeout=timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
             raise InputError(f"cannot open the history store: {exc}", path=str(p)) from None
         store = cls(conn, str(p), p)
+        store.read_only = read_only
         try:
             store._prepare(timeout_s)
         except BaseException:
@@ -194,7 +206,7 @@ class HistoryStore:
                                  f"understands ({SCHEMA_VERSION}); upgrade cutile-workbench",
                                  path=self.label, key="schema_migrations")
             for migration in MIGRATIONS:
-                if migration.version > current:
+                if migration.version > current and not self.read_only:
                     self._migrate(migration)
 
     def _migrate(self, migration: Migration) -> None:
@@ -361,6 +373,8 @@ class HistoryStore:
     def cached_comparisons(self, keys: Sequence[str]) -> dict[str, str]:
         """The cached comparisons (``flag_json``) of ``keys`` that are stored."""
         out: dict[str, str] = {}
+        if self.read_only and self.schema_version() < 2:  # an older store read as it is: no cache table
+            return out
         with self._guard("reading cached comparisons"):
             for i in range(0, len(keys), 500):
                 chunk = list(keys[i:i + 500])
@@ -371,8 +385,8 @@ class HistoryStore:
 
     def cache_comparisons(self, items: Sequence[tuple[str, str]]) -> bool:
         """Store ``(key, flag_json)`` pairs; False (nothing stored) when the store cannot be written."""
-        if not items:
-            return True
+        if not items or self.read_only:
+            return not items
         try:
             with self._transaction():
                 now = time.time()

@@ -87,7 +87,7 @@ def _regression(ws: Workspace) -> str:
     if not path.is_file() or path.is_symlink():
         return "no history"
     try:
-        with HistoryStore.open(path, create=False) as store:
+        with HistoryStore.open(path, read_only=True) as store:  # the overview writes nothing
             hist = load_history(store, ws.kernel)
     except WorkbenchError as exc:
         return f"history unreadable: {exc.message}"
