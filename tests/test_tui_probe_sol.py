@@ -102,10 +102,15 @@ async def test_ratios_sol_column_on_the_real_matmul_session() -> None:
         table.sort_by("sol")
         await pilot.pause()
         assert table.shown_rows[0].params == "True-True-False-False-2048-2048-2048-0-0-torch.float16"
-    async with make_app(data).run_test(size=(80, 24)) as pilot:  # narrow: compact columns, SOL kept
+    async with make_app(data).run_test(size=(80, 24)) as pilot:  # narrow: compact columns
         await pilot.pause()
         table = pilot.app.screen.query_one(RatioTable)
-        assert table.compact and "sol" in [c.key for c in table.visible_columns()]
+        # at 80 columns the identity mark (issue 18, never dropped) costs SOL its place in the row;
+        # the highlighted row's SOL stays on screen in the detail line under the table
+        keys = [c.key for c in table.visible_columns()]
+        assert table.compact and {"config", "ratio", "verdict", "id"} <= set(keys)
+        detail = str(pilot.app.screen.query_one("#detail").render())
+        assert "SOL " in detail and "%" in detail
         assert pilot.app.screen.region.width == 80
 
 
