@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bring up a one-node SLURM cluster on this machine for the SLURM tests (tests/test_scaleout_slurm.py).
+# Bring up a one-node SLURM cluster on this machine for the SLURM tests (tests/slurm/test_scaleout_slurm.py).
 #
 # Debian/Ubuntu: installs slurmctld, slurmd, slurm-client and munge (apt-get), creates the munge key,
 # writes a minimal CPU-only /etc/slurm/slurm.conf for this host (proctrack/linuxproc, task/none: no

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: import workbench/profiles from the repo
     sys.path.insert(0, str(ROOT))
 CASES = [
-    {"factory": "profiles.rms_norm.backends:factory", "kwargs": {"framework": "triton", "m": 4096, "n": 1024}},
-    {"factory": "profiles.rms_norm.backends:factory", "kwargs": {"framework": "cutile", "m": 8192, "n": 8192}},
+    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": "triton", "m": 4096, "n": 1024}},
+    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": "cutile", "m": 8192, "n": 8192}},
 ]
 
 
@@ -37,8 +37,8 @@ def _lower_median(xs: list[float]) -> float:
 
 
 def _batch(torch: Any, fn: Any, nrep: int, cache: Any, sampler: Any) -> dict[str, Any]:
-    from workbench.capture.harness import sample_loop, settle_default
-    from workbench.capture.session import CuptiSession
+    from cutile_workbench.run.capture.harness import sample_loop, settle_default
+    from cutile_workbench.run.capture.session import CuptiSession
 
     session = CuptiSession("bench")
     with session:
@@ -63,8 +63,8 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from workbench.capture.clocks import open_sampler
-    from workbench.capture.kineto_child import warmed_up
+    from cutile_workbench.run.capture.clocks import open_sampler
+    from cutile_workbench.run.capture.kineto_child import warmed_up
 
     torch.cuda.init()
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ Run (after ``bench/gpu_session.sh coldstart``):  python bench/coldstart_summary.
 
 For every ``session.json`` under each DIR (the merged kernel dir and every shard's), prints and
 saves (``--out``, JSON) each role's run duration, its attempts' durations and its ``compile_cache``
-record (:mod:`workbench.compile_cache`: dir, state cold|warm|partial|unused, files added per
+record (:mod:`cutile_workbench.run.compile_cache`: dir, state cold|warm|partial|unused, files added per
 toolchain). Nothing is computed beyond reading what the runs recorded.
 """
 

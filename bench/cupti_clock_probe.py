@@ -30,9 +30,9 @@ def main() -> int:
     from cupti import cupti
     from torch.profiler import ProfilerActivity, profile
 
-    from workbench.capture import clock, conflicts
-    from workbench.capture import session as S
-    from workbench.capture.harness import benchmark
+    from cutile_workbench.run.capture import clock, conflicts
+    from cutile_workbench.run.capture import session as S
+    from cutile_workbench.run.capture.harness import benchmark
 
     conflicts.install_tracker()
     big = torch.randn(64 << 20, device="cuda")  # 256 MB fp32

@@ -1,6 +1,6 @@
 """E core speed, side by side in one run (CPU only; no GPU needed).
 
-1. Bootstrap of a ratio table (``workbench.stats``): the numpy-vectorised order-statistic median
+1. Bootstrap of a ratio table (``cutile_workbench.stages.e.stats``): the numpy-vectorised order-statistic median
    draw used in production vs the earlier pure-Python one (``tests/stats_reference.bootstrap``, the
    code before issue 26), same rows (n_boot=2000), and the CI agreement.
 2. Validators: the in-process twins vs the real TileGym shell scripts on the same kernel dir
@@ -25,10 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from workbench import stats  # noqa: E402
-from workbench.model import PerfLog, PerfRecord, PhaseStats, PlannedFile, ReportPlan  # noqa: E402
-from workbench.validators import validate_agent_e  # noqa: E402
-from workbench.writer import write_plan  # noqa: E402
+from cutile_workbench.artifacts.writer import write_plan  # noqa: E402
+from cutile_workbench.model import PerfLog, PerfRecord, PhaseStats, PlannedFile, ReportPlan  # noqa: E402
+from cutile_workbench.stages.e import stats  # noqa: E402
+from cutile_workbench.stages.e.validators import validate_agent_e  # noqa: E402
 
 REAL_MEDIANS_MS = [(0.00701, 0.01014), (0.08278, 0.04416), (0.07466, 0.07624), (0.2781, 0.348959), (0.5391, 0.5481)]
 

@@ -37,7 +37,7 @@ def main() -> None:
 
     from cupti import cupti
 
-    from profiles.rms_norm import kernels_triton
+    from cutile_workbench.profiles.rms_norm import kernels_triton
 
     x = torch.randn((4096, 1024), dtype=torch.bfloat16, device="cuda")
     w = torch.randn((1024,), dtype=torch.bfloat16, device="cuda")

@@ -69,10 +69,10 @@ for s in $STEPS; do
     probe) step probe 90 python3 bench/gpu_probe.py ;;
     demo)  # issue 23 B: report f --demonstrate on real cutile-rs matmul (the reference's config added in a copy)
       step demo 420 env TILEGYM_PATH="$TG" WB_DEMO_OUT="$W/demo.json" python3 -m pytest -m gpu \
-        tests/test_demonstrate_gpu.py -v -s -rs -p no:cacheprovider ;;
+        tests/gpu/test_demonstrate_gpu.py -v -s -rs -p no:cacheprovider ;;
     stage) echo "staged: the cuTile bundle is unpacked in /tmp/site" | tee -a "$W/summary.txt" ;;
-    gputests) step gputests 240 python3 -m pytest -m gpu tests/test_gpu_capture.py tests/test_gpu_faults.py tests/test_runner_gpu.py -v -s -rs -p no:cacheprovider ;;
-    record) step record 300 python3 -m profiles.record gpu --out "$W/rec" --timeout 120 ;;
+    gputests) step gputests 240 python3 -m pytest -m gpu tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_faults.py tests/gpu/test_runner_gpu.py -v -s -rs -p no:cacheprovider ;;
+    record) step record 300 python3 -m scripts.record_profiles gpu --out "$W/rec" --timeout 120 ;;
     harness) step harness 200 python3 bench/harness_cost.py --out "$W/harness_cost.json" \
                --variants "default:,reenable:WORKBENCH_CUPTI_KEEP_ENABLED=0,settle100:WORKBENCH_SETTLE_US=100,settle1000:WORKBENCH_SETTLE_US=1000" ;;
     choose)  # the smallest settle whose medians agree with TileGym's harness within 2 % (else the closest)
@@ -89,48 +89,48 @@ PY
       step harness100 150 python3 bench/harness_cost.py --out "$W/harness_cost_100.json" \
         --variants "forced:,complete:WORKBENCH_CUPTI_FLUSH=complete"
       step harness1000 200 python3 bench/harness_cost.py --out "$W/harness_cost_1000.json" --nrep 1000 --batches 2 \
-        --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":16384,"n":2048}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
+        --cases '[{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":16384,"n":2048}},{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
         --variants "forced:,complete:WORKBENCH_CUPTI_FLUSH=complete" ;;
     apis)  # launch-only API records: the capture tests under it, then cost vs the whole kinds
-      WORKBENCH_CUPTI_APIS=launch step gputests_launch 120 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider
+      WORKBENCH_CUPTI_APIS=launch step gputests_launch 120 python3 -m pytest -m gpu tests/gpu/test_gpu_capture.py -v -s -rs -p no:cacheprovider
       step harness_apis 150 python3 bench/harness_cost.py --out "$W/harness_cost_apis.json" \
         --variants "launch:WORKBENCH_CUPTI_APIS=launch,all:"
       step harness_apis1000 150 python3 bench/harness_cost.py --out "$W/harness_cost_apis1000.json" --nrep 1000 --batches 2 \
-        --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
+        --cases '[{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
         --variants "launch:WORKBENCH_CUPTI_APIS=launch,all:"
       if grep -q " passed" "$W/gputests_launch.log" && ! grep -qE "[0-9]+ failed" "$W/gputests_launch.log"; then
         export WORKBENCH_CUPTI_APIS=launch; fi
       echo "chosen WORKBENCH_CUPTI_APIS=${WORKBENCH_CUPTI_APIS:-all}" | tee -a "$W/summary.txt" ;;
     apis2)  # launch-only API records (other cbids disabled per cbid), tests + cost
-      WORKBENCH_CUPTI_APIS=launch step gputests_launch 90 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider -k "not kineto and not profiler"
+      WORKBENCH_CUPTI_APIS=launch step gputests_launch 90 python3 -m pytest -m gpu tests/gpu/test_gpu_capture.py -v -s -rs -p no:cacheprovider -k "not kineto and not profiler"
       step harness_apis 100 python3 bench/harness_cost.py --out "$W/harness_cost_apis.json" \
         --variants "launch:WORKBENCH_CUPTI_APIS=launch,all:"
       step harness_apis1000 90 python3 bench/harness_cost.py --out "$W/harness_cost_apis1000.json" --nrep 1000 --batches 2 \
-        --cases '[{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
+        --cases '[{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"triton","m":4096,"n":1024}},{"factory":"cutile_workbench.profiles.rms_norm.backends:factory","kwargs":{"framework":"cutile","m":8192,"n":8192}}]' \
         --variants "launch:WORKBENCH_CUPTI_APIS=launch" ;;
-    runnergpu) step runnergpu 150 env OUT="$W" python3 -m pytest tests/test_runner_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
-    tuilive) step tuilive 240 python3 -m pytest tests/test_tui_live_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
+    runnergpu) step runnergpu 150 env OUT="$W" python3 -m pytest tests/gpu/test_runner_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
+    tuilive) step tuilive 240 python3 -m pytest tests/gpu/test_tui_live_gpu.py -m gpu -v -s -rs -p no:cacheprovider ;;
     irdiff)  # structural IR diff build time on the device host's CPU (no GPU used; issue 19), twice
       python3 -m compileall -q workbench widgets > /dev/null
       step irdiff 150 python3 bench/ir_structdiff.py --repeat 3 --plain-budget 5 --out "$W/ir_structdiff.json"
       step irdiff2 150 python3 bench/ir_structdiff.py --repeat 3 --plain-budget 5 --out "$W/ir_structdiff2.json" ;;
     tuibench)  # byte-compile the checkout as `pip install` would, then two bench runs
-      python3 -m compileall -q workbench widgets profiles /tmp/site > /dev/null
+      python3 -m compileall -q cutile_workbench /tmp/site > /dev/null
       step tuibench 200 python3 bench/tui_start.py
       step tuibench2 200 python3 bench/tui_start.py ;;
     liverun)  # a live profile run with the harness, then what the views read back from the layout
-      step liverun 200 bash -c 'python3 -m workbench run rms_norm --harness --out-root "$W/live" &&
+      step liverun 200 bash -c 'python3 -m cutile_workbench run rms_norm --harness --out-root "$W/live" &&
         ls -la "$W/live/rms_norm/workbench" &&
-        python3 -m workbench timeline rms_norm --config 16384-2048-torch.bfloat16 --out-root "$W/live" &&
-        python3 -m workbench timeline rms_norm --config 16384-2048-torch.bfloat16 --out-root "$W/live" --json > "$W/live_timeline.json" &&
-        python3 -m workbench table rms_norm --out-root "$W/live"' ;;
+        python3 -m cutile_workbench timeline rms_norm --config 16384-2048-torch.bfloat16 --out-root "$W/live" &&
+        python3 -m cutile_workbench timeline rms_norm --config 16384-2048-torch.bfloat16 --out-root "$W/live" --json > "$W/live_timeline.json" &&
+        python3 -m cutile_workbench table rms_norm --out-root "$W/live"' ;;
     offset) step offset 240 python3 bench/median_offset.py --out "$W/median_offset.json" --nrep 300 ;;
-    tgbackend) step tgbackend 150 python3 -m pytest "profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf" \
-                 -k "tilegym or (cutile and not hotpath)" -sv --print-record -p workbench.perflog.plugin -p no:cacheprovider ;;
+    tgbackend) step tgbackend 150 python3 -m pytest "cutile_workbench/profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf" \
+                 -k "tilegym or (cutile and not hotpath)" -sv --print-record -p cutile_workbench.run.plugins.perflog -p no:cacheprovider ;;
     tgrun)  # TileGym's real test_perf: its own harness, then ours swapped in (--workbench-harness)
-      step tgplain 200 python3 -m workbench run rms_norm --tilegym "$TG" -b cutile -b triton -k static_persistent \
+      step tgplain 200 python3 -m cutile_workbench run rms_norm --tilegym "$TG" -b cutile -b triton -k static_persistent \
         --env CUPTI=1 --timeout 120 --out-root "$W/tg_plain"
-      step tgharness 200 python3 -m workbench run rms_norm --tilegym "$TG" -b cutile -b triton -k static_persistent \
+      step tgharness 200 python3 -m cutile_workbench run rms_norm --tilegym "$TG" -b cutile -b triton -k static_persistent \
         --env CUPTI=1 --timeout 120 --out-root "$W/tg_harness" --harness
       step tgcompare 30 python3 bench/tilegym_harness_compare.py "$W/tg_plain" "$W/tg_harness" rms_norm --json "$W/tg_compare.json" ;;
     harnessw)  # per-call vs whole-session CUPTI windows: cost and agreement with TileGym's harness
@@ -142,8 +142,8 @@ PY
     harnessf)  # is the per-window flush alone enough, and does a non-forced flush do it (cheaper)?
       step harnessf 240 python3 bench/harness_cost.py --out "$W/harness_cost_flush2.json" \
         --variants "pc_kernel:WORKBENCH_CUPTI_PER_CALL_KINDS=kernel,flush_only:WORKBENCH_CUPTI_PER_CALL_KINDS=none,completed_only:WORKBENCH_CUPTI_PER_CALL_KINDS=none;WORKBENCH_CUPTI_PER_CALL_FLUSH=completed,pc_kernel_completed:WORKBENCH_CUPTI_PER_CALL_KINDS=kernel;WORKBENCH_CUPTI_PER_CALL_FLUSH=completed" ;;
-    gpucap) step gpucap 150 python3 -m pytest -m gpu tests/test_gpu_capture.py -v -s -rs -p no:cacheprovider ;;
-    tgcheck) step tgcheck 90 python3 -m workbench check rms_norm --tilegym "$TG" --out-root "$W/chk" ;;
+    gpucap) step gpucap 150 python3 -m pytest -m gpu tests/gpu/test_gpu_capture.py -v -s -rs -p no:cacheprovider ;;
+    tgcheck) step tgcheck 90 python3 -m cutile_workbench check rms_norm --tilegym "$TG" --out-root "$W/chk" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
     clock) step clock 120 python3 bench/cupti_clock_probe.py --out "$W/clock.json" ;;
     gpuall)  # every GPU test of the suite (real cutile-rs ones via TILEGYM_PATH), one pytest process
@@ -153,18 +153,18 @@ PY
         --config True-True-False-False-2048-2048-2048-0-0-torch.float16 ;;
     gpunew)  # the GPU tests added by the probe / scale-out TUI work, and one real run on the final code
       step gpunew 200 env TILEGYM_PATH="$TG" python3 -m pytest -m gpu -v -s -rs -p no:cacheprovider \
-        tests/test_probe_cli.py tests/test_f_ncu_sol.py tests/test_tui_sharded_gpu.py tests/test_history_provenance.py
-      step finalrun 150 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile \
+        tests/unit/test_probe_cli.py tests/unit/test_f_ncu_sol.py tests/gpu/test_tui_sharded_gpu.py tests/unit/test_history_provenance.py
+      step finalrun 150 python3 -m cutile_workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile \
         -k "64-1024-512-torch.float16 or 64-1024-8192-torch.float16" --dump-ir --timeout 120 --out-root "$W/final" &&
-        step finalread 60 bash -c "python3 -m workbench table silu_and_mul --out-root '$W/final' &&
-          python3 -m workbench history silu_and_mul --out-root '$W/final'" ;;  # logged: BENCHMARKS quotes it
+        step finalread 60 bash -c "python3 -m cutile_workbench table silu_and_mul --out-root '$W/final' &&
+          python3 -m cutile_workbench history silu_and_mul --out-root '$W/final'" ;;  # logged: BENCHMARKS quotes it
     scale2on1)  # run --gpus 0,0 (two shards on ONE GPU: plumbing, labelled) vs one process
       step scale2on1 200 python3 bench/scaleout_gpus.py --variants single,2on1 --rounds 1 --out "$W/scaleout.json" -- \
         silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "64-1024-512-torch.float16 or 64-1024-1024-torch.float16" ;;
     rssilu)  # real cutile-rs vs cuTile Python, TileGym's test_perf: workbench harness (+ IR), then TileGym's
-      step silu_wb 200 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
+      step silu_wb 200 python3 -m cutile_workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
         --dump-ir --timeout 240 --out-root "$W/rec"
-      step silu_tg 200 python3 -m workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
+      step silu_tg 200 python3 -m cutile_workbench run silu_and_mul --tilegym "$TG" -b cutile-rs -b cutile -k "$SILU_K" \
         --tilegym-harness --timeout 240 --out-root "$W/rectg" ;;
     ncu)  # Nsight Compute on one call of each side, one config per kernel (raw CSV for F's probe parser)
       step ncu_query 60 bash -c "ncu --query-metrics --chip gh100 | grep -E 'local|warps_active|occupancy|spill|tensor_op|dram__bytes' | head -300"
@@ -180,11 +180,11 @@ PY
       step delegate 260 bash -c 'rm -rf /tmp/tgdel && mkdir -p /tmp/tgdel && cp -r "$TG" /tmp/tgdel/ &&
         python3 bench/delegating_wrapper.py /tmp/tgdel/TileGym silu_and_mul &&
         export PYTHONPATH="/tmp/site:$PWD:/tmp/tgdel/TileGym/src" &&
-        python3 -m workbench run silu_and_mul --tilegym /tmp/tgdel/TileGym -b cutile-rs -b cutile \
+        python3 -m cutile_workbench run silu_and_mul --tilegym /tmp/tgdel/TileGym -b cutile-rs -b cutile \
           -k "64-1024-512-torch.float16 or 64-1024-8192-torch.float16" --timeout 150 --out-root "$W/deleg" &&
-        python3 -m workbench table silu_and_mul --out-root "$W/deleg" &&
-        python3 -m workbench report e silu_and_mul --out-root "$W/deleg" --yes --no-real-scripts | tail -n 3 &&
-        python3 -m workbench report f silu_and_mul --tilegym /tmp/tgdel/TileGym --out-root "$W/deleg" --yes \
+        python3 -m cutile_workbench table silu_and_mul --out-root "$W/deleg" &&
+        python3 -m cutile_workbench report e silu_and_mul --out-root "$W/deleg" --yes --no-real-scripts | tail -n 3 &&
+        python3 -m cutile_workbench report f silu_and_mul --tilegym /tmp/tgdel/TileGym --out-root "$W/deleg" --yes \
           --no-real-scripts | tail -n 2 &&
         sed -n "1,12p;/## Candidate identity/,\$p" "$W"/deleg/silu_and_mul/reports/perf_investigation_64-1024-512*.md' ;;
     horder)  # issue 22: run cost per harness with warm caches, order alternating; the cold first run
@@ -198,21 +198,21 @@ PY
       # (cold shards), then again with that cache warm; each run's split is in its session.json files
       CS_GPUS="${CS_GPUS:-0,1}"  # 2 GPUs (nvidia-h200-x2); on one H200 use CS_GPUS=0,0 (plumbing, labelled)
       rm -rf "$W/cc"
-      step cs_cold 280 python3 -m workbench run matmul --tilegym "$TG" -b cutile -k "$MM_K" --gpus "$CS_GPUS" \
+      step cs_cold 280 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile -k "$MM_K" --gpus "$CS_GPUS" \
         --compile-cache "$W/cc" --timeout 240 --out-root "$W/cs_cold"
-      step cs_warm 280 python3 -m workbench run matmul --tilegym "$TG" -b cutile -k "$MM_K" --gpus "$CS_GPUS" \
+      step cs_warm 280 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile -k "$MM_K" --gpus "$CS_GPUS" \
         --compile-cache "$W/cc" --timeout 240 --out-root "$W/cs_warm"
       step cs_summary 30 python3 bench/coldstart_summary.py "$W/cs_cold" "$W/cs_warm" --out "$W/coldstart.json" ;;
     rsmmwb)
-      step matmul_wb 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
+      step matmul_wb 300 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --dump-ir --timeout 300 --out-root "$W/rec" ;;
     rsmmtg)
-      step matmul_tg 300 python3 -m workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
+      step matmul_tg 300 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
     nvmlclocks)  # issue 18 §3: cost of the per-call NVML clock readings (per reading, on medians), then the
       # GPU tests of the record's clocks key and discard-on-throttle
       step nvmlclocks 200 python3 bench/clock_sampler_cost.py --out "$W/clock_sampler_cost.json"
-      step nvmlclocktests 120 python3 -m pytest -m gpu tests/test_gpu_clocks.py -v -s -rs -p no:cacheprovider ;;
+      step nvmlclocktests 120 python3 -m pytest -m gpu tests/gpu/test_gpu_clocks.py -v -s -rs -p no:cacheprovider ;;
   esac
 done
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$W/summary.txt" 2>&1

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: import workbench/profiles from the repo
     sys.path.insert(0, str(ROOT))
 DEFAULT_CASES = [
-    {"factory": "profiles.rms_norm.backends:factory", "kwargs": {"framework": fw, "m": m, "n": n}}
+    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": fw, "m": m, "n": n}}
     for fw in ("triton", "cutile") for (m, n) in ((4096, 1024), (16384, 2048), (8192, 8192))
 ]
 
@@ -47,7 +47,7 @@ def child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int, out: 
     t_proc = time.perf_counter()
     import torch
 
-    from workbench.capture.kineto_child import tilegym_style_samples, warmed_up
+    from cutile_workbench.run.capture.kineto_child import tilegym_style_samples, warmed_up
 
     results = []
     for case in cases:
@@ -61,8 +61,8 @@ def child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int, out: 
                 counts = [len(x) for x in _launches]
                 parts: dict[str, float] = {}
             else:
-                from workbench.capture.harness import sample_loop, settle_default
-                from workbench.capture.session import CuptiSession
+                from cutile_workbench.run.capture.harness import sample_loop, settle_default
+                from cutile_workbench.run.capture.session import CuptiSession
 
                 session = CuptiSession(case["kwargs"]["framework"])
                 ta = time.perf_counter()
@@ -105,8 +105,8 @@ def _run_child(kind: str, cases: list[dict[str, Any]], nrep: int, batches: int,
 
 def e_run(tmp: Path, index: int) -> dict[str, Any]:
     events = tmp / f"e_run_{index}.jsonl"
-    cmd = [sys.executable, "-m", "pytest", "profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf",
-           "-k", "(cutile or triton) and not hotpath", "-sv", "--print-record", "-p", "workbench.perflog.plugin",
+    cmd = [sys.executable, "-m", "pytest", "cutile_workbench/profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf",
+           "-k", "(cutile or triton) and not hotpath", "-sv", "--print-record", "-p", "cutile_workbench.run.plugins.perflog",
            "--workbench-events", str(events)]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -41,7 +41,7 @@ HARNESS_FLAGS = {"workbench": [], "tilegym": ["--tilegym-harness"]}
 
 def cli() -> list[str]:
     exe = Path(sys.executable).with_name("cutile-workbench")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "workbench"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "cutile_workbench"]
 
 
 def one_run(harness: str, run_args: list[str], work: Path, label: str) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Run:  python bench/history_load.py [--runs 10 30 90] [--reps 3]
 For each N, an out root holding the REAL recorded matmul session (2 runs: cutile-rs and cuTile, 6
 configs, 17-1000 raw samples each) plus N-1 SYNTHETIC cutile-rs runs derived from its real
 samples (``tests/history_helpers.derived_entry``: resampled, one config 0.8x then back) is read
-with :func:`workbench.services.history.kernel_history` — open the store, import the kernel dir
+with :func:`cutile_workbench.services.history.kernel_history` — open the store, import the kernel dir
 (idempotent: nothing new), load every run and decide every consecutive pair (Mann-Whitney U +
 2000-replicate bootstrap CI of the median ratio). That is what ``cutile-workbench history`` and
 the History screen's background load do. Prints the median wall time of ``--reps`` reads per N and
@@ -33,9 +33,9 @@ def main() -> int:
     ns = ap.parse_args()
     from history_helpers import SP_2048, candidate_configs, copy_matmul, derived_entry, provenance, utc
 
-    from workbench.history.query import open_history
-    from workbench.services import stage_e
-    from workbench.services.history import kernel_history
+    from cutile_workbench.history.query import open_history
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.services.history import kernel_history
 
     print(f"{'runs':>5} {'pairs':>6} {'median s':>9} {'per pair ms':>12}")
     for n in ns.runs:

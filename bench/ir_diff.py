@@ -1,9 +1,9 @@
 """Benchmark of the IR diff engine: realistic 10k-line pairs and difflib's pathological cases.
 
 Run: ``.venv/bin/python bench/ir_diff.py [--repeat N]``. Prints one table: per case, the time of
-our guarded :func:`workbench.ir.diffmodel.diff_lines`, of canonicalize (both sides), of the
+our guarded :func:`cutile_workbench.ir.diffmodel.diff_lines`, of canonicalize (both sides), of the
 diff_ir.sh-parity audit, of the whole pair the IR diff screen builds (canonicalize both sides,
-diff, audit, screen rows: ``workbench.tui.ir_rows.build_ir_pair``, which since issue 19 builds the
+diff, audit, screen rows: ``cutile_workbench.tui.ir_rows.build_ir_pair``, which since issue 19 builds the
 structural diff instead of the canonical line diff: ``bench/ir_structdiff.py`` times that engine alone), and of plain
 ``difflib.SequenceMatcher(autojunk=False)`` over the same lines (the unguarded baseline, capped
 by a time budget), with the ratio plain/ours side by side.
@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workbench.ir.audit import audit_texts
-from workbench.ir.canon import canonicalize
-from workbench.ir.diffmodel import diff_lines
+from cutile_workbench.ir.audit import audit_texts
+from cutile_workbench.ir.canon import canonicalize
+from cutile_workbench.ir.diffmodel import diff_lines
 
 BODY = """    %pview_{i} = make_partition_view %tview : partition_view<tile=({tm}x{tn}), padding_value = zero, tensor_view<?x?xf16, strides=[?,1]>>
     %tile_{i}, %tok_{i} = load_view_tko weak %pview_{i}[%loopIdx, %c0] token = %0 optimization_hints = <sm_90 = {{latency = 10}}> : partition_view<tile=({tm}x{tn})> -> tile<{tm}x{tn}xf16>, token
@@ -126,7 +126,7 @@ def main() -> int:
     ap.add_argument("--plain-budget", type=float, default=10.0, help="seconds allowed for plain difflib")
     args = ap.parse_args()
     # imported here: bench/ir_structdiff.py imports this module and must not need Textual
-    from workbench.tui.ir_rows import build_ir_pair
+    from cutile_workbench.tui.ir_rows import build_ir_pair
 
     print(f"{'case':<50} {'lines':>11} {'diff (s)':>9} {'canon (s)':>9} {'audit (s)':>9} {'TUI pair (s)':>12} "
           f"{'plain difflib (s)':>17} {'plain/ours':>10} {'hunks':>6}")

@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python bench/ir_structdiff.py [--repeat N] [--out FILE.json]``.
 
 Per case it measures, side by side in one process:
-- ``struct``: :func:`workbench.ir.structdiff.structural_diff` (parse both sides into op graphs,
+- ``struct``: :func:`cutile_workbench.ir.structdiff.structural_diff` (parse both sides into op graphs,
   match, render the rows, rank the hunks) — what ``diff``, the service and the IR screen build;
 - ``canon+lines``: the engine before it (canonicalize both sides + :func:`diff_lines`);
 - ``plain difflib``: ``SequenceMatcher(autojunk=False)`` over the raw lines (in a child process,
@@ -13,7 +13,7 @@ Per case it measures, side by side in one process:
   counts other processes' turns on the cores, so both are kept, with the 1-minute load average;
 and the changed rows each engine reports: ``before`` (canonical line diff: replace+insert+delete
 rows), ``after`` (structural: changed rows, and those outside cosmetic hunks).
-Cases: the recorded real pairs (profiles/*/session; the rms_norm/softmax "generated" sides are
+Cases: the recorded real pairs (cutile_workbench/profiles/*/session; the rms_norm/softmax "generated" sides are
 cuTile stand-ins, labelled), alpha-equivalent copies of every real file (synthetic: every SSA value
 renamed, the operand-free ops of the entry body moved; target 0 changed rows), and 10k-line pairs
 (synthetic, from ``bench/ir_diff.py``, and one with every op in one region: target ≤ 0.3 s). ``--out`` writes every number as JSON.
@@ -42,13 +42,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ir_diff import best_of, edit, make_ir
 
-from workbench.ir.canon import canonicalize
-from workbench.ir.diffmodel import diff_lines
-from workbench.ir.structdiff import structural_diff
+from cutile_workbench.ir.canon import canonicalize
+from cutile_workbench.ir.diffmodel import diff_lines
+from cutile_workbench.ir.structdiff import structural_diff
 
 ROOT = Path(__file__).resolve().parents[1]
-MATMUL = ROOT / "profiles/tilegym/session/matmul"
-SILU = ROOT / "profiles/tilegym/session/silu_and_mul"
+MATMUL = ROOT / "cutile_workbench/profiles/tilegym/session/matmul"
+SILU = ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul"
 
 
 def alpha_copy(text: str) -> str:
@@ -85,10 +85,10 @@ def real_pairs() -> list[tuple[str, str, str]]:
                             (kdir / sides["reference"]["file"]).read_text(),
                             (kdir / sides["candidate"]["file"]).read_text()))
     for name in ("rms_norm", "rms_norm_hotpath"):
-        d = ROOT / "profiles/rms_norm/session" / name
+        d = ROOT / "cutile_workbench/profiles/rms_norm/session" / name
         out.append((f"real {name} (stand-in: cuTile vs cuTile)", (d / "reference/reference.mlir").read_text(),
                     (d / "generated/generated_canon.mlir").read_text()))
-    d = ROOT / "profiles/softmax/session/softmax"
+    d = ROOT / "cutile_workbench/profiles/softmax/session/softmax"
     out.append(("real softmax (stand-in: cuTile row vs persistent)", (d / "reference/reference.mlir").read_text(),
                 (d / "generated/generated_canon.mlir").read_text()))
     return out
@@ -156,7 +156,7 @@ def plain_difflib(a: list[str], b: list[str], budget_s: float) -> tuple[float, f
 
 
 def load_before(rev: str) -> Callable[[str, str], Any]:
-    """``structural_diff`` as committed at git ``rev`` (its ``workbench/ir/graph.py`` and
+    """``structural_diff`` as committed at git ``rev`` (its ``cutile_workbench/ir/graph.py`` and
     ``structdiff.py``, loaded under private module names beside today's), so before and after are
     timed in one process, case by case, on the same inputs."""
     import importlib.util
@@ -168,9 +168,9 @@ def load_before(rev: str) -> Callable[[str, str], Any]:
                               capture_output=True, text=True).stdout
 
     mods: dict[str, types.ModuleType] = {}
-    for short, path in (("graph", "workbench/ir/graph.py"), ("structdiff", "workbench/ir/structdiff.py")):
+    for short, path in (("graph", "cutile_workbench/ir/graph.py"), ("structdiff", "cutile_workbench/ir/structdiff.py")):
         name = f"_before_{rev[:12]}_{short}"
-        text = source(path).replace("from workbench.ir.graph import", f"from {mods['graph'].__name__} import") \
+        text = source(path).replace("from cutile_workbench.ir.graph import", f"from {mods['graph'].__name__} import") \
             if short == "structdiff" else source(path)
         spec = importlib.util.spec_from_loader(name, loader=None)
         assert spec is not None

@@ -7,7 +7,7 @@ separates the candidate causes, one factor per variant, each variant in its own 
 
 - ``kineto_per_sample``: TileGym's loop (a torch.profiler session per sample), the reference;
 - ``kineto_one``: the same loop inside ONE torch.profiler session (per-sample session start-up off);
-- ``harness``: our harness (:func:`workbench.capture.harness.sample_loop` in a CuptiSession);
+- ``harness``: our harness (:func:`cutile_workbench.run.capture.harness.sample_loop` in a CuptiSession);
 - ``raw_one_k``: raw cupti-python, CONCURRENT_KERNEL only, enabled once for all samples;
 - ``raw_one_kapi``: as raw_one_k plus RUNTIME + DRIVER (the API records our attribution needs);
 - ``raw_per_sample``: raw cupti-python, CONCURRENT_KERNEL enabled before and disabled after EACH sample
@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 VARIANTS = ("kineto_per_sample", "kineto_one", "harness", "raw_one_k", "raw_one_kapi", "raw_per_sample", "events")
 DEFAULT_CASES = [
-    {"factory": "profiles.rms_norm.backends:factory", "kwargs": {"framework": fw, "m": m, "n": n}}
+    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": fw, "m": m, "n": n}}
     for fw, m, n in (("triton", 4096, 1024), ("cutile", 4096, 1024), ("triton", 16384, 2048))
 ]
 FLUSH_MARK = "FillFunctor"
@@ -139,7 +139,7 @@ def _events(torch: Any, fn: Any, nrep: int, cache: Any) -> list[float]:
 def child(variant: str, cases: list[dict[str, Any]], nrep: int, out: Path) -> None:
     import torch
 
-    from workbench.capture.kineto_child import tilegym_style_samples, warmed_up
+    from cutile_workbench.run.capture.kineto_child import tilegym_style_samples, warmed_up
 
     results = []
     for case in cases:
@@ -150,8 +150,8 @@ def child(variant: str, cases: list[dict[str, Any]], nrep: int, out: Path) -> No
         elif variant == "kineto_one":
             samples = _kineto_one(torch, fn, nrep, cache)
         elif variant == "harness":
-            from workbench.capture.harness import sample_loop
-            from workbench.capture.session import CuptiSession
+            from cutile_workbench.run.capture.harness import sample_loop
+            from cutile_workbench.run.capture.session import CuptiSession
 
             session = CuptiSession(case["kwargs"]["framework"])
             with session:

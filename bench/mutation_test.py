@@ -50,21 +50,21 @@ class Rule:
 
 RULES: dict[str, Rule] = {
     "stats": Rule("stats.py", ("round4", "severity_for", "geomean", "_valid", "build_ratio_table"),
-                  ("tests/test_stats.py", "tests/test_rule_mutants.py")),
+                  ("tests/unit/test_stats.py", "tests/unit/test_rule_mutants.py")),
     "regress": Rule("history/regress.py", ("compare_results", "min_attainable_p", "mann_whitney_u"),
-                    ("tests/test_history_regress.py", "tests/test_rule_mutants.py")),
+                    ("tests/unit/test_history_regress.py", "tests/unit/test_rule_mutants.py")),
     "diagnosis": Rule("diagnosis.py", ("_verdict",),
-                      ("tests/test_diagnosis.py", "tests/test_f_rules.py", "tests/test_rule_mutants.py")),
-    "report_e": Rule("report_e.py", ("plan_e_report",), ("tests/test_report_e.py", "tests/test_rule_mutants.py")),
+                      ("tests/unit/test_diagnosis.py", "tests/unit/test_f_rules.py", "tests/unit/test_rule_mutants.py")),
+    "report_e": Rule("report_e.py", ("plan_e_report",), ("tests/unit/test_report_e.py", "tests/unit/test_rule_mutants.py")),
     "scaleout_plan": Rule("scaleout/plan.py", ("balanced_cuts",),
-                          ("tests/test_scaleout_plan.py", "tests/test_rule_mutants.py")),
-    "scaleout_merge": Rule("scaleout/merge.py", ("merge_plan",), ("tests/test_rule_mutants.py",)),
+                          ("tests/unit/test_scaleout_plan.py", "tests/unit/test_rule_mutants.py")),
+    "scaleout_merge": Rule("scaleout/merge.py", ("merge_plan",), ("tests/unit/test_rule_mutants.py",)),
     "selfcheck": Rule("capture/selfcheck.py", ("judge", "check_count"),
-                      ("tests/test_capture_clock_selfcheck.py", "tests/test_rule_mutants.py")),
+                      ("tests/unit/test_capture_clock_selfcheck.py", "tests/unit/test_rule_mutants.py")),
     "gap": Rule("f_evidence/gap.py", ("interval_from_spread", "_decide_in_band"),
-                ("tests/test_f_identity_gap.py", "tests/test_rule_mutants.py")),
+                ("tests/unit/test_f_identity_gap.py", "tests/unit/test_rule_mutants.py")),
     "kselect": Rule("tilegym_checks/kselect.py", ("build_k_expressions",),
-                    ("tests/test_checks_fuzz.py", "tests/test_checks_kselect.py")),
+                    ("tests/fuzz/test_checks_fuzz.py", "tests/unit/test_checks_kselect.py")),
 }
 
 #: issue 22's surviving hand mutants: (module, description, old text, new text)

@@ -34,7 +34,7 @@ def main() -> int:
 
     # ncu holds CUPTI: route TileGym's autotuner timing to CUDA events (never torch.profiler)
     os.environ["WORKBENCH_CAPTURE"] = "events"
-    from workbench.capture import tilegym_swap
+    from cutile_workbench.run.capture import tilegym_swap
 
     tilegym_swap.install(None)
     import tilegym

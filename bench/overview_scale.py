@@ -4,8 +4,8 @@ Usage: python bench/overview_scale.py --n 200 --out bench/results/overview_scale
 
 The out root is built once in a temp dir: kernel dir i is a copy of one of the recorded sessions
 (profiles/tilegym/session/{matmul,silu_and_mul}, profiles/rms_norm/session/{rms_norm,
-rms_norm_hotpath}, profiles/softmax/session/softmax; round robin) named ``<session>_<i>``. Two
-states are timed as whole processes (``python -m workbench overview --json``): ``logs`` (no
+rms_norm_hotpath}, cutile_workbench/profiles/softmax/session/softmax; round robin) named ``<session>_<i>``. Two
+states are timed as whole processes (``python -m cutile_workbench overview --json``): ``logs`` (no
 report written: every geomean computed from the perf logs) and ``md`` (``report e --yes`` written in
 every dir first: E's current performance.md read). Two broken dirs (a garbage candidate log, an
 empty ``reports/``) ride along in both. Medians/min/max of ``--runs`` runs, wall seconds and peak
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSIONS = [ROOT / "profiles/tilegym/session/matmul", ROOT / "profiles/tilegym/session/silu_and_mul",
-            ROOT / "profiles/rms_norm/session/rms_norm", ROOT / "profiles/rms_norm/session/rms_norm_hotpath",
-            ROOT / "profiles/softmax/session/softmax"]
+SESSIONS = [ROOT / "cutile_workbench/profiles/tilegym/session/matmul", ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul",
+            ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm", ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath",
+            ROOT / "cutile_workbench/profiles/softmax/session/softmax"]
 
 
 def build(out_root: Path, n: int) -> None:
@@ -49,7 +49,7 @@ def build(out_root: Path, n: int) -> None:
 def run_once(out_root: Path) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "workbench", "overview", "--out-root", str(out_root), "--json"],
+    proc = subprocess.run([sys.executable, "-m", "cutile_workbench", "overview", "--out-root", str(out_root), "--json"],
                           capture_output=True, text=True, env=env, cwd=ROOT)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
@@ -78,7 +78,7 @@ def main() -> int:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for kdir in sorted(out_root.iterdir()):
             if not kdir.name.startswith("zz_"):
-                subprocess.run([sys.executable, "-m", "workbench", "report", "e", kdir.name, "--out-root",
+                subprocess.run([sys.executable, "-m", "cutile_workbench", "report", "e", kdir.name, "--out-root",
                                 str(out_root), "--yes"], capture_output=True, env=env, cwd=ROOT, check=False)
         walls = [run_once(out_root)[0] for _ in range(a.runs)]
         result["md"] = {"wall_s": walls, "median_s": statistics.median(walls)}

@@ -1,11 +1,11 @@
 """GPU machine: the focused Nsight Compute probe (F item 4) on one config of a recorded session.
 
 Usage:  python bench/probe_session.py --kernel matmul --config PARAMS --tilegym $TG --out DIR
-        [--session profiles/tilegym/session] [--timeout S]
+        [--session cutile_workbench/profiles/tilegym/session] [--timeout S]
 
 Copies the recorded session to DIR/out (it is read-only in the package), then does exactly what
 ``cutile-workbench probe <kernel> --config PARAMS --tilegym $TG --out-root DIR/out`` does, through
-the same service (``workbench.services.probe``: specs from the per-launch captures, ncu on one
+the same service (``cutile_workbench.services.probe``: specs from the per-launch captures, ncu on one
 profiled call of TileGym's own test_perf per side, ``--clock-control none``, results filed under
 ``DIR/out/<kernel>/workbench/probes/``), and copies each side's raw CSV and probe JSON next to DIR
 for the run log. Prints the side-by-side table F and the TUI show. Exit 0 when both sides were
@@ -27,12 +27,12 @@ def main() -> int:
     ap.add_argument("--config", required=True)
     ap.add_argument("--tilegym", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--session", type=Path, default=Path("profiles/tilegym/session"))
+    ap.add_argument("--session", type=Path, default=Path("cutile_workbench/profiles/tilegym/session"))
     ap.add_argument("--timeout", type=float, default=240.0)
     ns = ap.parse_args()
-    from workbench.cli.probe import render_table
-    from workbench.errors import WorkbenchError
-    from workbench.services import probe as probe_service
+    from cutile_workbench.cli.probe import render_table
+    from cutile_workbench.errors import WorkbenchError
+    from cutile_workbench.services import probe as probe_service
 
     root = ns.out / "out"
     shutil.copytree(ns.session / ns.kernel, root / ns.kernel, dirs_exist_ok=True)

@@ -4,12 +4,12 @@ Run:  python bench/scale_cost.py [--configs 10 100 1000 10000] [--runs 10 100 10
                                  [--big-only timeline,help] [--out bench/data/scale_cost.json]
 
 Sessions (built under a temp dir, never in the repo): the REAL recorded H200 matmul session
-(``profiles/tilegym/session/matmul``: 6 configs, CUPTI samples, per-launch captures, events) is
+(``cutile_workbench/profiles/tilegym/session/matmul``: 6 configs, CUPTI samples, per-launch captures, events) is
 replicated to N configs — each replica is one of the 6 real configs, its test blocks in the raw
 candidate log and the baseline log, its analysis.json selection and variant, its events and its
 launch sets copied verbatim with a distinct params string (the 10th id token, ``0`` in the recording,
 becomes the replica number: same shape, same samples). That is what a real run of that size writes.
-The captures are written as the runner writes them now (``workbench.launch_store``: one gzip member
+The captures are written as the runner writes them now (``cutile_workbench.artifacts.launch_store``: one gzip member
 per set + index); ``timeline-legacy`` times the first open of today's single-member file (converted
 once into the user cache dir) and ``timeline-legacy-warm`` the opens after it. The per-config IR files
 stay the 6 recorded ones.
@@ -19,7 +19,7 @@ its real samples: ``tests/history_helpers.derived_entry``, as bench/history_load
 ``cutile-workbench history matmul --json``: a cold read (comparisons computed and cached in the history
 store) and a warm one.
 
-Each measurement is one fresh process (``python -c`` → ``workbench.cli.main(argv)``, stdout discarded):
+Each measurement is one fresh process (``python -c`` → ``cutile_workbench.cli.main(argv)``, stdout discarded):
 wall = process start to exit, CPU = the child's user+system time (steadier than wall on a loaded box),
 peak RSS = the child's ``VmHWM``. ``tui`` = ``load_app_data`` + the
 Ratios screen's first frame (160x48). Medians of ``--reps`` per cell, all commands of one N run
@@ -47,7 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-SOURCE = REPO / "profiles" / "tilegym" / "session" / "matmul"
+SOURCE = REPO / "cutile_workbench" / "profiles" / "tilegym" / "session" / "matmul"
 CANDIDATE_LOG = "reports/agent_logs/perf_cutile_rs.full.txt"
 BASELINE_LOG = "baseline_perf_cutile.txt"
 
@@ -65,7 +65,7 @@ def report():
     out["cpu_s"] = ru.ru_utime + ru.ru_stime
     print("BENCH " + json.dumps(out), flush=True)
 if spec["kind"] == "cli":
-    from workbench.cli import main
+    from cutile_workbench.cli import main
     sink = open(os.devnull, "w")
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()) as err:
         out["rc"] = main(spec["argv"])
@@ -74,8 +74,8 @@ if spec["kind"] == "cli":
 else:  # tui: load + first frame of the Ratios screen
     import asyncio
     async def run():
-        from workbench.tui.loaders import load_app_data
-        from workbench.tui.app import make_app
+        from cutile_workbench.tui.loaders import load_app_data
+        from cutile_workbench.tui.app import make_app
         from pathlib import Path
         data = load_app_data("matmul", out_root=Path(spec["root"]), tilegym=None, env={})
         app = make_app(data)
@@ -123,9 +123,9 @@ def _scale_log(text: str, params: list[str], n: int) -> str:
 
 def build_session(root: Path, n: int) -> tuple[Path, str]:
     """The scaled kernel dir ``root/matmul``; returns it and one config's params."""
-    from workbench.launch_store import write_store
-    from workbench.launches_io import load_launch_sets
-    from workbench.model import LaunchSet
+    from cutile_workbench.artifacts.launch_store import write_store
+    from cutile_workbench.artifacts.launches_io import load_launch_sets
+    from cutile_workbench.model import LaunchSet
 
     kdir = root / "matmul"
     shutil.copytree(SOURCE, kdir)
@@ -173,7 +173,7 @@ def build_session(root: Path, n: int) -> tuple[Path, str]:
     legacy.mkdir(parents=True)
     # today's single-member layout, streamed (save_launch_sets would build the 2.7 GB document of a
     # 10,000-config session in memory)
-    from workbench.launches_io import set_to_dict
+    from cutile_workbench.artifacts.launches_io import set_to_dict
 
     with gzip.open(legacy / "launches.json.gz", "wb", compresslevel=6) as fh:
         fh.write(b'{"version":1,"sets":[')
@@ -188,7 +188,7 @@ def build_session(root: Path, n: int) -> tuple[Path, str]:
 def build_history(root: Path, runs: int) -> Path:
     from history_helpers import SP_2048, candidate_configs, copy_matmul, derived_entry, provenance, utc
 
-    from workbench.history.query import open_history
+    from cutile_workbench.history.query import open_history
 
     paths = copy_matmul(root)
     store, _report = open_history(paths, source="out_root")

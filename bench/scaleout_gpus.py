@@ -40,7 +40,7 @@ LABELS = {"single": "one process (run)", "1gpu": "1 shard, GPU 0", "2gpu": "2 sh
 
 def cli() -> list[str]:
     exe = Path(sys.executable).with_name("cutile-workbench")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "workbench"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "cutile_workbench"]
 
 
 def one_run(variant: str, run_args: list[str], work: Path) -> dict[str, Any]:

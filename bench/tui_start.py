@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python bench/tui_start.py`` (headless, no terminal needed; ~20 s on 2 cores).
 Each scenario runs in its own child interpreter so start-up cost and peak RSS are not shared.
 
-Scenarios (data: ``workbench.tui.synthetic`` — SYNTHETIC tables/launches/IR of realistic shape):
+Scenarios (data: ``cutile_workbench.tui.synthetic`` — SYNTHETIC tables/launches/IR of realistic shape):
 - first paint: fresh process → import app → 500-config table + two 10k-line IR files written to
   disk and read back through the real loader path (IR diff+audit deferred to the background
   thread, as in ``run_app``) → first frame of the Ratios screen rendered. Target ≤ 1.0 s.
@@ -36,15 +36,15 @@ from pathlib import Path
 scenario, tmp = sys.argv[1], Path(sys.argv[2])
 
 async def main():
-    from workbench.tui import synthetic as syn
-    from workbench.tui.app import make_app
-    from workbench.tui.data import AppData
-    from workbench.tui.ir_rows import build_ir_pair
+    from cutile_workbench.tui import synthetic as syn
+    from cutile_workbench.tui.app import make_app
+    from cutile_workbench.tui.data import AppData
+    from cutile_workbench.tui.ir_rows import build_ir_pair
     out = {}
     if scenario == "start":
         ref, gen = tmp / "reference.mlir", tmp / "generated.mlir"
         def ir_loader():
-            from workbench.ir.loader import load_ir
+            from cutile_workbench.ir.loader import load_ir
             t, cpu = time.perf_counter(), time.thread_time()
             r, g = load_ir(ref, "reference"), load_ir(gen, "generated")
             pair = build_ir_pair("bench", r.text, g.text)  # structural diff + audit, as the app builds it
@@ -66,7 +66,7 @@ async def main():
             # "ready" = the diff's lines of the first frame after the key have been rendered:
             # time the key press to the last render_line of that first burst (the Pilot's own
             # settling waits after it are not part of what a user sees)
-            from widgets.ir_diff_view import IRDiffView
+            from cutile_workbench.tui.widgets.ir_diff_view import IRDiffView
             stamps = []
             orig = IRDiffView.render_line
             def stamped(self, y):
@@ -155,13 +155,13 @@ def _bytecode_state() -> str:
         return bool(origin) and os.path.exists(importlib.util.cache_from_source(origin))  # type: ignore[arg-type]
 
     return (f"bytecode cached: textual.app {'yes' if cached('textual.app') else 'NO'}, "
-            f"workbench.tui.app {'yes' if cached('workbench.tui.app') else 'NO'}; "
+            f"cutile_workbench.tui.app {'yes' if cached('cutile_workbench.tui.app') else 'NO'}; "
             f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
 
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from workbench.tui.synthetic import write_ir_pair
+    from cutile_workbench.tui.synthetic import write_ir_pair
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

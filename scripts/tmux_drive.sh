@@ -2,7 +2,7 @@
 # Drive the real app in tmux the way a person would, and check what the screen shows:
 #   open -> sort by ratio -> filter -> clear -> Enter opens the row's timeline -> 3 opens the IR
 #   diff -> 4, e plans stage E -> w, y writes it -> Ctrl+Q quits (exit 0).
-# It works on a temp copy of a recorded session (profiles/rms_norm/session/rms_norm), or of the
+# It works on a temp copy of a recorded session (cutile_workbench/profiles/rms_norm/session/rms_norm), or of the
 # real H200 E fixture when no session is recorded, or of the kernel dir given as $1; the copy is
 # deleted at the end. Uses a private tmux server socket (never touches the user's tmux).
 # Usage: scripts/tmux_drive.sh [KERNEL_DIR]      Env: PYTHON (default .venv/bin/python)
@@ -47,7 +47,7 @@ wait_for() {  # wait_for PATTERN [SECONDS]
 step() { echo "ok: $1"; }
 
 tmux -L "$SOCK" -f /dev/null new-session -d -s main -x 120 -y 36 \
-  "cd '$ROOT' && TERM=xterm-256color '$PY' -m workbench rms_norm --out-root '$WORK'; echo EXITED:\$?; sleep 60"
+  "cd '$ROOT' && TERM=xterm-256color '$PY' -m cutile_workbench rms_norm --out-root '$WORK'; echo EXITED:\$?; sleep 60"
 tmux -L "$SOCK" set -g escape-time 0 >/dev/null
 
 wait_for " Ratios " 60

@@ -130,3 +130,16 @@ def _private_user_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The user cache dir (converted captures, E tables of read-only sessions) is the test run's own:
     no test reads a cache another run left, none writes into the real ~/.cache."""
     os.environ["CUTILE_WORKBENCH_CACHE"] = str(tmp_path_factory.mktemp("user-cache"))
+
+
+# the test kind folders, importable by bare module name (`from test_history_faces import …` across kinds)
+def _kind_dirs_on_path() -> None:
+    import sys
+
+    for kind in ('fuzz', 'golden', 'gpu', 'slurm', 'tui', 'unit'):
+        path = str(Path(__file__).resolve().parent / kind)
+        if path not in sys.path:
+            sys.path.append(path)
+
+
+_kind_dirs_on_path()

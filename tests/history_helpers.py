@@ -1,6 +1,6 @@
 """Run-history test data: the REAL recorded matmul session, plus SYNTHETIC follow-up runs derived from it.
 
-REAL: ``profiles/tilegym/session/matmul`` (TileGym's own matmul ``test_perf``, real cutile-rs vs
+REAL: ``cutile_workbench/profiles/tilegym/session/matmul`` (TileGym's own matmul ``test_perf``, real cutile-rs vs
 cuTile on the H200, 2026-12-01), imported as shipped: its two runs are the first point of every
 series.
 
@@ -23,15 +23,15 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from workbench.history.entries import ConfigResult, RunEntry
-from workbench.history.query import open_history
-from workbench.history.store import HISTORY_FILE, HistoryStore
-from workbench.layout import KernelPaths
-from workbench.provenance import HarnessInfo, Provenance
-from workbench.provenance.gpu import ClockSnapshot, GpuIdentity
+from cutile_workbench.artifacts.layout import KernelPaths
+from cutile_workbench.history.entries import ConfigResult, RunEntry
+from cutile_workbench.history.provenance import HarnessInfo, Provenance
+from cutile_workbench.history.provenance.gpu import ClockSnapshot, GpuIdentity
+from cutile_workbench.history.query import open_history
+from cutile_workbench.history.store import HISTORY_FILE, HistoryStore
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDED_TILEGYM = ROOT / "profiles" / "tilegym" / "session"
+RECORDED_TILEGYM = ROOT / "cutile_workbench" / "profiles" / "tilegym" / "session"
 #: static_persistent matmul, fp16, 2048³ (params of TileGym's test_perf)
 SP_2048 = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
 NP_4096 = "True-False-False-False-4096-4096-4096-0-0-torch.float16"

@@ -20,11 +20,11 @@ from pathlib import Path
 
 from perflog_helpers import load_suite_runner
 
-from workbench.events import Event, read_events
-from workbench.layout import KernelPaths
-from workbench.runner import RunSpec, backend_k_expr, run, write_results
-from workbench.scaleout.plan import RoleRun
-from workbench.testids import id_token
+from cutile_workbench.artifacts.events import Event, read_events
+from cutile_workbench.artifacts.layout import KernelPaths
+from cutile_workbench.artifacts.testids import id_token
+from cutile_workbench.run.runner import RunSpec, backend_k_expr, run, write_results
+from cutile_workbench.run.scaleout.plan import RoleRun
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VISIBLE_HEADER = '''"""SYNTHETIC test helper: shows the CUDA_VISIBLE_DEVICES the pytest child saw in its header."""
@@ -183,9 +183,9 @@ def single_run(roles: tuple[RoleRun, ...], out: KernelPaths) -> None:
 
 def comparable_table(out_root: Path) -> dict[str, object]:
     """E's ratio table of a kernel dir as JSON, without the fields that name the directory."""
-    from workbench.cli.stage_e import table_json
-    from workbench.services.stage_e import ratio_table
-    from workbench.workspace import open_workspace
+    from cutile_workbench.artifacts.workspace import open_workspace
+    from cutile_workbench.cli.stage_e import table_json
+    from cutile_workbench.services.stage_e import ratio_table
 
     ws = open_workspace("rms_norm", out_root=out_root)
     doc = table_json(ratio_table(ws))  # without ws: no gaps, source or kernel_dir (they name the dir)
@@ -235,7 +235,7 @@ def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, s
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", *argv], env={**os.environ, **env},
+    proc = subprocess.Popen([sys.executable, "-m", "cutile_workbench", *argv], env={**os.environ, **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + timeout_s
     found: list[Path] = []

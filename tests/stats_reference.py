@@ -1,8 +1,8 @@
 """Today's (pre-numpy) pure-Python statistics, kept verbatim as the cross-check reference.
 
-``workbench.stats`` and ``workbench.history.regress`` moved to numpy/scipy (issue 26); the tests in
-``tests/test_stats_numpy.py`` compare them with these on the REAL recorded samples. Copied from
-``workbench/stats.py`` and ``workbench/history/regress.py`` at 65cbbbf; not used by the package.
+``cutile_workbench.stages.e.stats`` and ``cutile_workbench.history.regress`` moved to numpy/scipy (issue 26); the tests in
+``tests/unit/test_stats_numpy.py`` compare them with these on the REAL recorded samples. Copied from
+``cutile_workbench/stages/e/stats.py`` and ``cutile_workbench/history/regress.py`` at 65cbbbf; not used by the package.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float
 
 
 def bootstrap(rows, n_boot: int, seed: int):  # type: ignore[no-untyped-def]
-    """The old ``workbench.stats._bootstrap`` (per-row CIs + the joint geomean CI), pure Python."""
+    """The old ``cutile_workbench.stages.e.stats._bootstrap`` (per-row CIs + the joint geomean CI), pure Python."""
     rng = random.Random(seed)
     samples = []
     for r in rows:

@@ -1,4 +1,4 @@
-"""Test helpers for the TUI tests: deterministic AppData built from workbench.tui.synthetic.
+"""Test helpers for the TUI tests: deterministic AppData built from cutile_workbench.tui.synthetic.
 
 SYNTHETIC data, labelled as such in the app header (``source: synthetic``): the rms_norm medians
 are real H200 numbers (gpu.md §4); CIs, timestamps, IR texts and the ncu probes' occupancy and
@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.model import PlannedFile, RatioRow, ReportPlan
-from workbench.tui import synthetic as syn
-from workbench.tui.data import AppData
-from workbench.tui.ir_rows import build_ir_pair
+from cutile_workbench.model import PlannedFile, RatioRow, ReportPlan
+from cutile_workbench.tui import synthetic as syn
+from cutile_workbench.tui.data import AppData
+from cutile_workbench.tui.ir_rows import build_ir_pair
 
 
 def fake_plan(stage: str, kernel_dir: Path, ok: bool = True) -> ReportPlan:
@@ -36,7 +36,7 @@ def make_data(*, ir_lines: int = 120, runner: Any = None, plan_ok: bool = True,
     def write(plan: ReportPlan) -> Any:
         if writes is not None:
             writes.append(plan)
-        from workbench.writer import WriteResult
+        from cutile_workbench.artifacts.writer import WriteResult
 
         return WriteResult(written=[kdir / f.relpath for f in plan.files])
 

@@ -1,4 +1,4 @@
-"""Fuzzing helpers shared by ``tests/test_fuzz_*.py``, ``tests/test_invariants.py`` and ``bench/fuzz_report.py``.
+"""Fuzzing helpers shared by ``tests/test_fuzz_*.py``, ``tests/fuzz/test_invariants.py`` and ``bench/fuzz_report.py``.
 
 ``mutator`` (seeded byte/line mutations), ``targets`` (every parser + the rule), ``strategies``
 (structured hypothesis strategies), ``logedit`` (per-config edits of real perf logs), ``cli_case``

@@ -27,7 +27,7 @@ from pathlib import Path
 from .mutator import mutate
 from .targets import KNOWN_BUGS, REPO, WHOLE_FILE_REJECTIONS, RuleViolation
 
-PRISTINE = REPO / "profiles/rms_norm/session/rms_norm"
+PRISTINE = REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm"
 KERNEL = "rms_norm"
 # the files E and F read (launches.json.gz is left alone: 1.2 MB inflated, fuzzed directly elsewhere)
 MUTABLE = (
@@ -66,7 +66,7 @@ def _known(stderr: str) -> str | None:
 
 
 def check_written_e(kernel_dir: Path, repro: str) -> None:
-    from workbench.validators import validate_agent_e
+    from cutile_workbench.stages.e.validators import validate_agent_e
 
     res = validate_agent_e(kernel_dir)
     if res.exit_code != 0:
@@ -95,7 +95,7 @@ def check_verdict_agrees(md: str, geomean: float, repro: str) -> None:
 
 
 def run_cli_case(stage: str, seed: int, workdir: Path) -> CliResult:
-    from workbench.cli import main
+    from cutile_workbench.cli import main
 
     rng = random.Random(seed)
     out_root = workdir / f"case{seed}"
@@ -140,7 +140,7 @@ def run_cli_case(stage: str, seed: int, workdir: Path) -> CliResult:
     if changed and stage == "e":
         check_written_e(kernel_dir, repro)
     if changed and stage == "f":
-        from workbench.validators import validate_agent_f
+        from cutile_workbench.stages.e.validators import validate_agent_f
 
         res = validate_agent_f(kernel_dir)
         if res.exit_code != 0:

@@ -10,7 +10,7 @@ Contract of :func:`run_hostile_case` (raises :class:`~fuzzing.targets.RuleViolat
 - inside the kernel dir, only ``reports/``, E's perf logs and ``workbench/history.sqlite*`` change, and
   only on exit 0 (or ``report f`` exit 1, the BLOCKED set).
 Memory: ``/dev/zero`` read whole would take the machine down, so callers run these cases in a process
-with an address-space limit (``bench/fuzz_report.py --hostile`` and ``tests/test_fuzz_hostile.py`` do).
+with an address-space limit (``bench/fuzz_report.py --hostile`` and ``tests/fuzz/test_fuzz_hostile.py`` do).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 from .targets import REPO, RuleViolation
 
-PRISTINE = REPO / "profiles/tilegym/session/matmul"
+PRISTINE = REPO / "cutile_workbench/profiles/tilegym/session/matmul"
 KERNEL = "matmul"
 CONFIG = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
 CASE_TIMEOUT_S = 30
@@ -40,12 +40,12 @@ PLACES: tuple[str, ...] = (
     "perf_cutile_rs.txt", "baseline_perf_cutile.txt", "reference", "reference/analysis.json",
     "reference/reference_static_persistent.mlir", "generated", "generated/generated_static_persistent.mlir",
     "workbench", "workbench/session.json", "workbench/launches.json.gz", "workbench/events.jsonl",
-    "workbench/ir", "workbench/ir/index.json", f"workbench/ir/candidate/{CONFIG}.mlir",
+    "cutile_workbench/ir", "workbench/ir/index.json", f"workbench/ir/candidate/{CONFIG}.mlir",
     f"workbench/ir/reference/{CONFIG}.mlir", "workbench/history.sqlite", "workbench/history.sqlite-journal",
     "workbench/probes",
 )
 DIR_PLACES = frozenset({"reports", "reports/.workbench-backup", "reports/agent_logs", "reference", "generated",
-                        "workbench", "workbench/ir", "workbench/probes"})
+                        "workbench", "cutile_workbench/ir", "workbench/probes"})
 PLANTS: tuple[str, ...] = ("link_out", "fifo", "dev_zero", "dir", "dangling")
 COMMANDS: dict[str, list[str]] = {
     "report_e": ["report", "e", KERNEL, "--yes", "--no-real-scripts"],
@@ -144,7 +144,7 @@ def _alarm(_signum: int, _frame: Any) -> None:
 def run_hostile_case(place: str, how: str, command: str, workdir: Path) -> HostileResult:
     """One case (see module contract); the tree is left under ``workdir`` for the caller to remove."""
     global _recording
-    from workbench.cli import main
+    from cutile_workbench.cli import main
 
     _install_hook()
     case = workdir / f"{command}-{how}-{place.replace('/', '__')}"

@@ -166,7 +166,7 @@ def ir_texts(draw: st.DrawFn) -> str:
 
 @st.composite
 def event_objects(draw: st.DrawFn) -> Any:
-    from workbench.events import EVENT_SCHEMA
+    from cutile_workbench.artifacts.events import EVENT_SCHEMA
 
     kind = draw(st.one_of(st.sampled_from(sorted(EVENT_SCHEMA)), st.text(max_size=8), json_values))
     obj: dict[str, Any] = {"event": kind, "ts": draw(st.one_of(st.floats(allow_nan=True), json_values))}

@@ -2,12 +2,12 @@
 
 Contract:
 - :data:`TARGETS` maps a target name to a :class:`Target`: its real seed files (recorded H200
-  sessions under ``profiles/*/session/*`` and real fixtures under ``tests/``), how mutated bytes are
+  sessions under ``cutile_workbench/profiles/*/session/*`` and real fixtures under ``tests/``), how mutated bytes are
   put on disk (``encode``, e.g. re-gzip) and ``call(path)``, which runs the parser on that file.
 - :func:`check_case` runs one call and enforces the rule: the call returns normally, or raises the
   error kind the target's input class calls for (``Target.expected``: ``InputError`` for every
   parser of a user file — a damaged file is bad input, exit 2 — never another
-  :class:`workbench.errors.WorkbenchError` kind) whose message names the file and a line or key
+  :class:`cutile_workbench.errors.WorkbenchError` kind) whose message names the file and a line or key
   (whole-file rejections, such as an empty file or corrupt gzip stream, need only name the file;
   they are listed in :data:`WHOLE_FILE_REJECTIONS`). Any other exception, or a WorkbenchError that
   does not say where, raises :class:`RuleViolation` carrying the traceback and the reproducer.
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.errors import InputError, WorkbenchError
+from cutile_workbench.errors import InputError, WorkbenchError
 
 from .mutator import mutate
 from .structured import mutate_history_cells, mutate_json, mutate_keymap, mutate_record_json
 
 REPO = Path(__file__).resolve().parents[2]
-SESSIONS = sorted(p for p in (REPO / "profiles").glob("*/session/*") if p.is_dir())
+SESSIONS = sorted(p for p in (REPO / "cutile_workbench" / "profiles").glob("*/session/*") if p.is_dir())
 SEEDS_DIR = Path(__file__).resolve().parent / "seeds"
 
 # Rejections that concern the whole file, so naming the file is the most precise location there is.
@@ -51,7 +51,7 @@ class KnownBug:
 
     While the bug is open, matching cases count as ``KNOWN_BUG:<ident>`` (reported by
     ``bench/fuzz_report.py``) instead of failing every fuzz run; the strict xfail reproducer in
-    ``tests/test_fuzz_known_bugs.py`` turns into a failure the moment the bug is fixed, which is
+    ``tests/fuzz/test_fuzz_known_bugs.py`` turns into a failure the moment the bug is fixed, which is
     the signal to delete the entry here.
     """
 
@@ -61,7 +61,7 @@ class KnownBug:
     message: re.Pattern[str]
 
 
-KNOWN_BUGS: tuple[KnownBug, ...] = ()  # all found bugs fixed; see tests/test_fuzz_known_bugs.py
+KNOWN_BUGS: tuple[KnownBug, ...] = ()  # all found bugs fixed; see tests/fuzz/test_fuzz_known_bugs.py
 
 
 def known_bug(target: str, exc: BaseException) -> KnownBug | None:
@@ -98,31 +98,31 @@ def _text(path: Path) -> str:
 
 
 def _perflog(path: Path) -> Any:
-    from workbench.perflog.parser import parse_perf_log
+    from cutile_workbench.artifacts.perflog.parser import parse_perf_log
 
     return parse_perf_log(path)
 
 
 def _perflog_strict(path: Path) -> Any:
-    from workbench.perflog.parser import parse_perf_log
+    from cutile_workbench.artifacts.perflog.parser import parse_perf_log
 
     return parse_perf_log(path, strict=True, extra_tokens=("cutile_rs",))
 
 
 def _junit(path: Path) -> Any:
-    from workbench.perflog.junit import parse_junit_xml
+    from cutile_workbench.artifacts.perflog.junit import parse_junit_xml
 
     return parse_junit_xml(path)
 
 
 def _junit_strict(path: Path) -> Any:
-    from workbench.perflog.junit import parse_junit_xml
+    from cutile_workbench.artifacts.perflog.junit import parse_junit_xml
 
     return parse_junit_xml(path, strict=True)
 
 
 def _sanitize(path: Path) -> Any:
-    from workbench.perflog.sanitizer import count_validator_lines, sanitize
+    from cutile_workbench.artifacts.perflog.sanitizer import count_validator_lines, sanitize
 
     text = _text(path)
     # the rc is derived from the bytes so a case is reproducible from its file alone
@@ -136,19 +136,19 @@ def _sanitize(path: Path) -> Any:
 
 
 def _analysis(path: Path) -> Any:
-    from workbench.analysis import load_analysis
+    from cutile_workbench.artifacts.analysis import load_analysis
 
     return load_analysis(path)
 
 
 def _ir_load(path: Path) -> Any:
-    from workbench.ir.loader import load_ir
+    from cutile_workbench.ir.loader import load_ir
 
     return load_ir(path, role="generated")
 
 
 def _ir_canon(path: Path) -> Any:
-    from workbench.ir.canon import canonicalize
+    from cutile_workbench.ir.canon import canonicalize
 
     canon = canonicalize(_text(path))
     _ = canon.text  # the lazily joined text is part of the API
@@ -157,11 +157,11 @@ def _ir_canon(path: Path) -> Any:
     return canon
 
 
-_IR_REF = REPO / "profiles/rms_norm/session/rms_norm/reference/reference.mlir"
+_IR_REF = REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm/reference/reference.mlir"
 
 
 def _ir_audit(path: Path) -> Any:
-    from workbench.ir.audit import audit_texts, render_diff_ir_text
+    from cutile_workbench.ir.audit import audit_texts, render_diff_ir_text
 
     audit = audit_texts(_text(_IR_REF), _text(path))
     render_diff_ir_text(audit)
@@ -169,7 +169,7 @@ def _ir_audit(path: Path) -> Any:
 
 
 def _ir_diff(path: Path) -> Any:
-    from workbench.ir.diffmodel import diff_lines
+    from cutile_workbench.ir.diffmodel import diff_lines
 
     sbs = diff_lines(_text(_IR_REF).split("\n"), _text(path).split("\n"))
     sbs.folded()
@@ -180,7 +180,7 @@ def _ir_diff(path: Path) -> Any:
 
 
 def _ir_structdiff(path: Path) -> Any:
-    from workbench.ir.structdiff import structural_diff
+    from cutile_workbench.ir.structdiff import structural_diff
 
     text = _text(path)
     d = structural_diff(_text(_IR_REF), text)
@@ -196,32 +196,32 @@ def _ir_structdiff(path: Path) -> Any:
 
 
 def _events(path: Path) -> Any:
-    from workbench.events import read_events
+    from cutile_workbench.artifacts.events import read_events
 
     return read_events(path)
 
 
 def _events_tail(path: Path) -> Any:
-    from workbench.events import read_events
+    from cutile_workbench.artifacts.events import read_events
 
     return read_events(path, allow_truncated_tail=True)
 
 
 def _launches(path: Path) -> Any:
-    from workbench.launches_io import load_launch_sets
+    from cutile_workbench.artifacts.launches_io import load_launch_sets
 
     return load_launch_sets(path)
 
 
 def _session_roles(path: Path) -> Any:
-    from workbench.services.timeline import backend_roles
+    from cutile_workbench.services.timeline import backend_roles
 
     return backend_roles(path, "matmul")
 
 
 def _ir_index(path: Path) -> Any:
     """``read_index`` + ``index_file`` on every entry; the case file sits at ``<k>/workbench/ir/index.json``."""
-    from workbench.ir.filing import index_file, read_index
+    from cutile_workbench.ir.filing import index_file, read_index
 
     kernel_dir = path.parents[2]
     configs = read_index(kernel_dir)["configs"]
@@ -235,8 +235,8 @@ def _ir_index(path: Path) -> Any:
 
 def _keymap(path: Path) -> Any:
     """``load_keymap`` never raises; each problem must name the file (checked here: it returns normally)."""
-    import workbench.tui.app  # noqa: F401  (the app's own binding ids are known once it is loaded)
-    from workbench.tui.keymap import load_keymap
+    import cutile_workbench.tui.app  # noqa: F401  (the app's own binding ids are known once it is loaded)
+    from cutile_workbench.tui.keymap import load_keymap
 
     loaded = load_keymap(path)
     for problem in loaded.problems:
@@ -246,8 +246,8 @@ def _keymap(path: Path) -> Any:
 
 
 def _history_store(path: Path) -> Any:
-    from workbench.history.query import load_history
-    from workbench.history.store import HistoryStore
+    from cutile_workbench.history.query import load_history
+    from cutile_workbench.history.store import HistoryStore
 
     with HistoryStore.open(path, create=False) as store:
         return load_history(store, "matmul", phase=None)
@@ -262,11 +262,11 @@ def _history_store_seed(_unused: bytes) -> bytes:
         import shutil
         import tempfile
 
-        from workbench.history.query import open_history
-        from workbench.layout import KernelPaths
+        from cutile_workbench.artifacts.layout import KernelPaths
+        from cutile_workbench.history.query import open_history
 
         with tempfile.TemporaryDirectory(prefix="fuzz-history-seed-") as d:
-            shutil.copytree(REPO / "profiles/tilegym/session/matmul", Path(d) / "matmul")
+            shutil.copytree(REPO / "cutile_workbench/profiles/tilegym/session/matmul", Path(d) / "matmul")
             store, _report = open_history(KernelPaths.under(Path(d), "matmul"), source="out_root")
             store.close()
             _history_seed["b"] = (Path(d) / "matmul/workbench/history.sqlite").read_bytes()
@@ -321,7 +321,7 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
            suffix="/workbench/ir/index.json", mutator=mutate_json),
     Target("keymap_struct", tuple(sorted(SEEDS_DIR.glob("*.toml"))), _keymap, suffix=".toml",
            mutator=mutate_keymap),
-    Target("history_cells", (REPO / "profiles/tilegym/session/matmul/baseline_perf_cutile.txt",), _history_store,
+    Target("history_cells", (REPO / "cutile_workbench/profiles/tilegym/session/matmul/baseline_perf_cutile.txt",), _history_store,
            suffix=".sqlite", decode_seed=_history_store_seed, mutator=mutate_history_cells),
 )}
 

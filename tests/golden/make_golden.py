@@ -10,8 +10,8 @@ For every case it builds the inputs in a fresh temp directory, runs ``bash <scri
 plus the real stdout and exit code in ``tests/golden/<script>.json``. The temp directory is written
 as ``{TMP}`` (the only normalisation). It also runs our twin on each case and prints every
 mismatch (``--check`` only compares, writes nothing). Inputs come from the existing test builders
-(tests/test_validators.py, tests/test_ir_audit.py, tests/fixtures/e/builders.py), the recorded H200
-sessions under profiles/*/session/*/ (referenced by repo path + sha256, not inlined), real pytest
+(tests/unit/test_validators.py, tests/unit/test_ir_audit.py, tests/fixtures/e/builders.py), the recorded H200
+sessions under cutile_workbench/profiles/*/session/*/ (referenced by repo path + sha256, not inlined), real pytest
 child runs of tests/fixtures/perflog's TileGym-convention suite, the E/F report planners on the
 real fixtures, and a few labelled SYNTHETIC edits.
 """
@@ -80,7 +80,7 @@ def spec_for(data: bytes) -> bytes | dict[str, str]:
 
 def _repo_candidates() -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
-    globs = ("profiles/*/session/*/**/*.txt", "profiles/*/session/*/**/*.mlir", "profiles/*/session/*/**/*.tileir",
+    globs = ("cutile_workbench/profiles/*/session/*/**/*.txt", "cutile_workbench/profiles/*/session/*/**/*.mlir", "cutile_workbench/profiles/*/session/*/**/*.tileir",
              "tests/fixtures/e/real/**/*.txt", "tests/fixtures/ir/*.mlir", "tests/fixtures/perflog/logs/*.txt")
     for g in globs:
         for p in sorted(REPO.glob(g)):
@@ -108,7 +108,7 @@ def perf_cases() -> Iterator[Case]:
     for name in sorted(TV.PERF_CASES):
         for label in (None, "mylabel"):
             yield {"name": name + ("" if label is None else "+label"),
-                   "origin": "SYNTHETIC edge case from tests/test_validators.py PERF_CASES (real H200 §3.3 record)",
+                   "origin": "SYNTHETIC edge case from tests/unit/test_validators.py PERF_CASES (real H200 §3.3 record)",
                    "files": {log: spec_for(TV.PERF_CASES[name])},
                    "args": ["{TMP}/" + log] + ([label] if label else [])}
     yield {"name": "missing", "origin": "SYNTHETIC: path does not exist", "files": {},
@@ -155,9 +155,9 @@ def perf_cases() -> Iterator[Case]:
 
 
 def _planned_e(kind: str) -> dict[str, bytes]:
-    from workbench.report_e import plan_e_report
-    from workbench.workspace import open_workspace
-    from workbench.writer import write_plan
+    from cutile_workbench.artifacts.workspace import open_workspace
+    from cutile_workbench.artifacts.writer import write_plan
+    from cutile_workbench.stages.e.report import plan_e_report
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
@@ -180,7 +180,7 @@ _E_READ = ("reports/performance.md", "perf_cutile_rs.txt", "baseline_perf_cutile
 
 def agent_e_cases() -> Iterator[Case]:
     for name in sorted(TV.E_CASES):
-        yield {"name": name, "origin": "SYNTHETIC edge case from tests/test_validators.py E_CASES",
+        yield {"name": name, "origin": "SYNTHETIC edge case from tests/unit/test_validators.py E_CASES",
                "files": files_spec(TV.E_CASES[name], "out/rms_norm/"), "args": ["rms_norm"],
                "env_root": "{TMP}/out"}
     for kind in ("done", "hotpath", "missing"):
@@ -214,7 +214,7 @@ def agent_e_cases() -> Iterator[Case]:
 def _planned_f(kernel: str, launches: str, ir: bool) -> dict[str, bytes]:
     import shutil
 
-    from workbench.cli import main
+    from cutile_workbench.cli import main
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "out"
@@ -237,7 +237,7 @@ def _planned_f(kernel: str, launches: str, ir: bool) -> dict[str, bytes]:
 
 def agent_f_cases() -> Iterator[Case]:
     for name in sorted(TV.F_CASES):
-        yield {"name": name, "origin": "SYNTHETIC edge case from tests/test_validators.py F_CASES",
+        yield {"name": name, "origin": "SYNTHETIC edge case from tests/unit/test_validators.py F_CASES",
                "files": files_spec(TV.F_CASES[name], "out/softmax/"), "args": ["softmax"], "env_root": "{TMP}/out"}
     good_log = {"reports/agent_logs/agent_f.md": b"# Agent F log\n"}
     extra: dict[str, dict[str, bytes]] = {
@@ -281,8 +281,8 @@ def agent_f_cases() -> Iterator[Case]:
 def _ir_sources() -> list[str]:
     """Distinct real/fixture IR files (by content), repo-relative."""
     seen: dict[str, str] = {}
-    for g in ("tests/fixtures/ir/*.mlir", "profiles/*/session/*/reference/reference.mlir",
-              "profiles/*/session/*/generated/generated_canon.mlir", "profiles/*/session/*/workbench/tileir/*.tileir"):
+    for g in ("tests/fixtures/ir/*.mlir", "cutile_workbench/profiles/*/session/*/reference/reference.mlir",
+              "cutile_workbench/profiles/*/session/*/generated/generated_canon.mlir", "cutile_workbench/profiles/*/session/*/workbench/tileir/*.tileir"):
         for p in sorted(REPO.glob(g)):
             seen.setdefault(_sha(p.read_bytes()), p.relative_to(REPO).as_posix())
     return list(seen.values())
@@ -300,12 +300,12 @@ def diff_ir_cases() -> Iterator[Case]:
             yield _ir_case(f"fixture:{Path(a).stem}|{Path(b).stem}",
                            "fixtures in tests/fixtures/ir (README there says which are REAL/SYNTHETIC)",
                            repo_file(a), repo_file(b))
-    sessions = sorted(REPO.glob("profiles/*/session/*/reference/reference.mlir"))
+    sessions = sorted(REPO.glob("cutile_workbench/profiles/*/session/*/reference/reference.mlir"))
     for ref in sessions:
         for gen_dir in sessions:
             gen = gen_dir.parent.parent / "generated" / "generated_canon.mlir"
             yield _ir_case(f"h200:{ref.parent.parent.name}.ref|{gen.parent.parent.name}.gen",
-                           "REAL H200 Tile IR dumps recorded under profiles/*/session/*",
+                           "REAL H200 Tile IR dumps recorded under cutile_workbench/profiles/*/session/*",
                            repo_file(ref.relative_to(REPO).as_posix()), repo_file(gen.relative_to(REPO).as_posix()))
             if ref.parent.parent == gen_dir.parent.parent:
                 yield _ir_case(f"h200:{ref.parent.parent.name}.gen|ref (swapped)", "REAL H200 dumps, swapped",
@@ -318,8 +318,8 @@ def diff_ir_cases() -> Iterator[Case]:
                        repo_file(a), repo_file(b))
     # SYNTHETIC edits. Real H200 dumps carry scalar assume_div_by, so any pair of them is critical;
     # the note-only outcomes (exit 2) are edits of the synthetic softmax fixture against itself.
-    base_rel = "profiles/rms_norm/session/rms_norm/generated/generated_canon.mlir"
-    ref_rel = "profiles/rms_norm/session/rms_norm/reference/reference.mlir"
+    base_rel = "cutile_workbench/profiles/rms_norm/session/rms_norm/generated/generated_canon.mlir"
+    ref_rel = "cutile_workbench/profiles/rms_norm/session/rms_norm/reference/reference.mlir"
     syn_rel = "tests/fixtures/ir/synthetic_softmax_cpp.mlir"
     text, syn = (REPO / base_rel).read_text(), (REPO / syn_rel).read_text()
     lines = text.splitlines(keepends=True)
@@ -360,17 +360,17 @@ def diff_ir_cases() -> Iterator[Case]:
     for name, (base, ref_text, gen_text) in edits.items():
         yield _ir_case(f"edit:{name}", f"SYNTHETIC edit of {base}", spec_for(ref_text.encode()),
                        spec_for(gen_text.encode()))
-    # hand-written pairs from tests/test_ir_audit.py (workaround-only: PASS_WITH_NOTES)
+    # hand-written pairs from tests/unit/test_ir_audit.py (workaround-only: PASS_WITH_NOTES)
     small_ref = "entry @k() {\n  %a = addf %x, %y : tile<4xf32>\n}\n"
     small_gen = "entry @k() {\n  %a = addf %x, %y : tile<4xf32>\n  %b = addf %a, %y : tile<4xf32>\n}\n"
-    yield _ir_case("small:workaround_only", "SYNTHETIC (tests/test_ir_audit.py)", small_ref.encode(), small_gen.encode())
-    # SYNTHETIC seeded mutations, the generator of tests/test_ir_audit.py::test_parity_on_seeded_mutations
+    yield _ir_case("small:workaround_only", "SYNTHETIC (tests/unit/test_ir_audit.py)", small_ref.encode(), small_gen.encode())
+    # SYNTHETIC seeded mutations, the generator of tests/unit/test_ir_audit.py::test_parity_on_seeded_mutations
     sources = [TI.grep_lines((REPO / s).read_text()) for s in _ir_sources()[:8]]
     rnd = random.Random(20261130)
     for i in range(12):
         a, b = TI._mutate(rnd.choice(sources), rnd), TI._mutate(rnd.choice(sources), rnd)
         eol = "\r\n" if i % 4 == 0 else "\n"
-        yield _ir_case(f"mutation:{i}", "SYNTHETIC seeded mutation (tests/test_ir_audit.py _mutate)",
+        yield _ir_case(f"mutation:{i}", "SYNTHETIC seeded mutation (tests/unit/test_ir_audit.py _mutate)",
                        ("\n".join(a) + ("\n" if i % 3 else "")).encode(), (eol.join(b) + eol).encode())
 
 
@@ -395,8 +395,8 @@ def _twin_accepts(script: str, case: Case) -> bool:
     design (CLI exit 2), so such pairs are no parity target and are not recorded."""
     if script != "diff_ir.sh":
         return True
-    from workbench.errors import InputError
-    from workbench.ir.loader import read_ir_text
+    from cutile_workbench.errors import InputError
+    from cutile_workbench.ir.loader import read_ir_text
 
     with tempfile.TemporaryDirectory() as d:
         root = Path(d) / "case"

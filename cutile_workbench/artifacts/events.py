@@ -1,0 +1,280 @@
+"""JSON-lines event stream of a pytest session: schema, writer, reader and the in-process ``emit``.
+
+Contract:
+- One JSON object per line, UTF-8, ``\\n``-terminated. Every object has ``event`` (a kind) and
+  ``ts`` (Unix seconds, float). Kinds and their required fields are :data:`EVENT_SCHEMA`; extra
+  fields are allowed (forward compatible), unknown kinds are kept as-is by the reader.
+- Writers append with one ``os.write`` per line on an ``O_APPEND`` descriptor, so lines from
+  several processes (a resumed run, xdist workers, a harness) never interleave inside a line, and
+  every line is on disk (in the page cache) as soon as it is written: a tailing reader sees it.
+- :func:`read_events` raises :class:`~cutile_workbench.errors.InputError` naming file and line for a
+  malformed line, except a final line without ``\\n`` when ``allow_truncated_tail`` is set (a
+  child killed mid-write, or a file read while it is still being written).
+- :func:`emit` lets in-process code (the capture harness) add events (``launches``, ``progress``)
+  to the stream the pytest plugin opened; it is a no-op when no stream is active.
+
+Kinds written by ``cutile_workbench.run.plugins.perflog``: ``session_start {pid, argv, rootdir}``,
+``collected {nodeids}``, ``test_start {nodeid}``, ``record {nodeid, framework, params,
+benchmark}``, ``test_failed {nodeid, when, longrepr}`` (at the failing phase), ``test_finish
+{nodeid, outcome: passed|skipped|failed, duration_s}`` (once per test, after teardown),
+``session_finish {exitstatus}``, and ``provenance {phase: start|finish, provenance}`` right after
+``session_start`` and before ``session_finish`` (:mod:`cutile_workbench.history.provenance`). The harness adds ``launches {nodeid, backend, params, calls}``
+and ``progress {...}``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cutile_workbench.errors import InputError
+
+#: required fields per kind (beyond ``event`` and ``ts``), with the JSON types they must have
+EVENT_SCHEMA: dict[str, dict[str, tuple[type, ...]]] = {
+    "session_start": {"pid": (int,), "argv": (list,), "rootdir": (str,)},
+    "collected": {"nodeids": (list,)},
+    "test_start": {"nodeid": (str,)},
+    "record": {"nodeid": (str,), "framework": (str,), "params": (str,), "benchmark": (dict,)},
+    "test_finish": {"nodeid": (str,), "outcome": (str,), "duration_s": (int, float)},
+    "test_failed": {"nodeid": (str,), "when": (str,), "longrepr": (str,)},
+    "launches": {"nodeid": (str,), "backend": (str,), "params": (str,), "calls": (list,)},
+    "progress": {},
+    "provenance": {"phase": (str,), "provenance": (dict,)},
+    "session_finish": {"exitstatus": (int,)},
+    # written by cutile_workbench.run.runner around faults and resumes (fields are the runner's)
+    "runner_attempt_end": {},
+    "runner_resume": {},
+    "runner_finish": {},
+}
+EVENT_KINDS: tuple[str, ...] = tuple(EVENT_SCHEMA)
+
+#: ``test_failed.longrepr`` is cut to this many characters (a CUDA traceback can be megabytes)
+LONGREPR_LIMIT = 8000
+#: a single line longer than this is refused by the reader (guards memory on garbage input)
+MAX_LINE_CHARS = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event line. ``fields`` holds everything except ``event`` and ``ts``."""
+
+    event: str
+    ts: float
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    line: int | None = None  # 1-based line in the source, when read from one
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.fields.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.fields[key]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"event": self.event, "ts": self.ts, **self.fields}
+
+
+def json_default(obj: Any) -> Any:
+    # Benchmark dicts may hold numpy scalars, tuples, Paths; anything else is stringified rather
+    # than losing the whole event.
+    for attr in ("item", "tolist"):
+        fn = getattr(obj, attr, None)
+        if callable(fn):
+            try:
+                return fn()
+            except Exception:  # pragma: no cover - defensive
+                break
+    return str(obj)
+
+
+def clip_longrepr(text: str, limit: int = LONGREPR_LIMIT) -> str:
+    """At most ``limit`` characters: the head and, above all, the tail (where the error is)."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    note = f"\n[... {len(text) - limit} characters omitted by cutile-workbench ...]\n"
+    tail = limit - head - len(note)
+    return text[:head] + note + text[len(text) - tail:]
+
+
+def encode_event(kind: str, ts: float | None = None, **fields: Any) -> str:
+    """One JSON line (with ``\\n``) for an event. Non-finite floats become ``null`` (valid JSON)."""
+    obj = {"event": kind, "ts": time.time() if ts is None else ts, **fields}
+    if kind == "test_failed" and isinstance(obj.get("longrepr"), str):
+        obj["longrepr"] = clip_longrepr(obj["longrepr"])
+    clean = _finite(obj)
+    try:
+        text = json.dumps(clean, default=json_default, ensure_ascii=True, allow_nan=False)
+    except ValueError:  # a NaN hidden in a numpy scalar: Python's json still reads ``NaN``
+        text = json.dumps(clean, default=json_default, ensure_ascii=True)
+    return text + "\n"
+
+
+def _finite(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {str(k): _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+class EventWriter:
+    """Appends events to one file; thread-safe; one ``os.write`` per line (see module doc)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        data = encode_event(kind, **fields).encode("utf-8")
+        with self._lock:
+            if self._fd is None:
+                return
+            view = memoryview(data)
+            while view:  # os.write may write short on pipes; files take it whole
+                n = os.write(self._fd, view)
+                view = view[n:]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
+
+
+def write_event(target: EventWriter | Any, kind: str, **fields: Any) -> None:
+    """Write one event to an :class:`EventWriter` or any text stream (``write`` + ``flush``)."""
+    if isinstance(target, EventWriter):
+        target.emit(kind, **fields)
+        return
+    target.write(encode_event(kind, **fields))
+    target.flush()
+
+
+# --------------------------------------------------------------------------- active stream
+
+_active: EventWriter | None = None
+_by_config: weakref.WeakKeyDictionary[Any, EventWriter] = weakref.WeakKeyDictionary()
+
+
+def set_active(writer: EventWriter | None, config: Any = None) -> None:
+    """Make ``writer`` the stream :func:`emit` uses (the plugin calls this at configure time)."""
+    global _active
+    _active = writer
+    if config is not None:
+        if writer is None:
+            _by_config.pop(config, None)
+        else:
+            _by_config[config] = writer
+
+
+def active_writer(config: Any = None) -> EventWriter | None:
+    if config is not None:
+        writer = _by_config.get(config)
+        if writer is not None:
+            return writer
+    return _active
+
+
+def emit(config_or_none: Any, kind: str, **fields: Any) -> bool:
+    """Add an event to the active stream; returns False (and does nothing) when none is active."""
+    writer = active_writer(config_or_none)
+    if writer is None or writer.closed:
+        return False
+    writer.emit(kind, **fields)
+    return True
+
+
+# --------------------------------------------------------------------------- reader
+
+
+def _check_fields(kind: str, obj: Mapping[str, Any], src: str, lineno: int) -> None:
+    for key, types in EVENT_SCHEMA.get(kind, {}).items():
+        if key not in obj:
+            raise InputError(f"event '{kind}' lacks field '{key}'", path=src, line=lineno, key=key)
+        value = obj[key]
+        # bool is an int subclass; a JSON true is never a valid pid/duration/exitstatus
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = "/".join(t.__name__ for t in types)
+            raise InputError(
+                f"event '{kind}' field '{key}' must be {want}, got {type(value).__name__}",
+                path=src, line=lineno, key=key,
+            )
+
+
+def read_events(
+    path_or_lines: Path | str | Iterable[str],
+    *,
+    allow_truncated_tail: bool = False,
+    source: str | None = None,
+) -> list[Event]:
+    """Parse a JSON-lines event stream (a path, or an iterable of lines as read from one).
+
+    A ``str`` argument is a path. Blank lines are skipped. Raises ``InputError(path, line)`` for
+    a malformed line; with ``allow_truncated_tail`` an unparsable final line that lacks its
+    ``\\n`` is dropped instead (it is still being written, or the writer died mid-line).
+    """
+    if isinstance(path_or_lines, (str, Path)):
+        src = source or str(path_or_lines)
+        from cutile_workbench.artifacts.confine import read_regular
+
+        raw = read_regular(path_or_lines, kind="event stream")  # a FIFO/device refused unread, size capped
+        text = raw.decode("utf-8", errors="replace")
+        # split on "\n" only: str.splitlines would also split inside a line at U+2028 & co.
+        parts = text.split("\n")
+        lines: list[str] = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    else:
+        src = source or "<events>"
+        lines = list(path_or_lines)
+
+    events: list[Event] = []
+    last = len(lines)
+    for lineno, line in enumerate(lines, start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        is_open_tail = lineno == last and not line.endswith("\n")
+        try:
+            if len(line) > MAX_LINE_CHARS:
+                raise InputError(f"event line longer than {MAX_LINE_CHARS} characters", path=src,
+                                 line=lineno)
+            events.append(_parse_line(stripped, src, lineno))
+        except InputError:
+            if allow_truncated_tail and is_open_tail:
+                break
+            raise
+    return events
+
+
+def _parse_line(text: str, src: str, lineno: int) -> Event:
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError or a > 4300-digit int
+        msg = getattr(exc, "msg", None) or ("nesting too deep" if isinstance(exc, RecursionError) else str(exc))
+        raise InputError(f"malformed event line (not JSON: {msg})", path=src, line=lineno) from None
+    if not isinstance(obj, dict):
+        raise InputError("malformed event line (not a JSON object)", path=src, line=lineno)
+    kind = obj.get("event")
+    if not isinstance(kind, str) or not kind:
+        raise InputError("event line lacks a string 'event'", path=src, line=lineno, key="event")
+    ts = obj.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+        raise InputError("event line lacks a numeric 'ts'", path=src, line=lineno, key="ts")
+    _check_fields(kind, obj, src, lineno)
+    fields = {k: v for k, v in obj.items() if k not in ("event", "ts")}
+    return Event(event=kind, ts=float(ts), fields=fields, line=lineno)

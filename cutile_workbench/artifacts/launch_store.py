@@ -1,0 +1,436 @@
+"""Per-config capture store: ``launches.json.gz`` as one gzip member per launch set, plus an index.
+
+Why: a one-config question (``timeline --config``, the Timeline screen, one F row) must cost memory
+in proportion to that config, not to the session (a 10,000-config file parsed whole needs GiBs).
+
+Layout (still exactly the v1 document ``{"version": 1, "sets": [...]}`` of :mod:`cutile_workbench.artifacts.launches_io`
+when decompressed whole, so every reader of the old format keeps working):
+
+- ``launches.json.gz``: gzip members concatenated: a head ``{"version":1,"sets":[``, one member per
+  launch set (``,``-prefixed after the first), a tail ``]}``.
+- ``launches.idx.json`` beside it: ``{"version": 1, "data_size", "data_mtime_ns", "entries": [{nodeid,
+  backend, params, source, calls, offset, length}]}`` — byte range of each set's member.
+
+Contract:
+
+- :func:`write_store` writes sets (or raw members kept from an existing store: a merge copies bytes,
+  it parses nothing) atomically: data first, index last; the index names the data file's size and
+  mtime, so a data file replaced by any other writer makes the index stale, never wrong.
+- :func:`open_store` gives a :class:`LaunchStore` for a launches file. With a current index it reads
+  only the index; a file without one (today's recorded sessions: a single gzip member) is converted
+  once, streaming (one set in memory at a time), into the user cache dir
+  (``$CUTILE_WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME/cutile-workbench``, else
+  ``~/.cache/cutile-workbench``), keyed on the file's path, size and mtime — never into the kernel dir
+  (recorded sessions are read-only); with no writable cache dir the conversion is kept in memory.
+  The conversion validates every set, so a malformed file is refused when it is opened.
+- :class:`LaunchStore` is a ``Sequence[LaunchSet]`` whose items are decoded on access;
+  :meth:`LaunchStore.for_params` / :meth:`for_nodeid` decode only that config's members. Every set is
+  validated on decode exactly as :func:`cutile_workbench.artifacts.launches_io.load_launch_sets` does (the error names
+  the original file and ``sets[i]...``); a malformed file raises ``InputError``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import hashlib
+import io
+import json
+import os
+import threading
+import zlib
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+from cutile_workbench.artifacts.launches_io import VERSION, _Reader, load_launch_sets, set_to_dict
+from cutile_workbench.errors import InputError
+from cutile_workbench.model import LaunchSet
+
+INDEX_VERSION = 1
+HEAD = b'{"version":%d,"sets":[' % VERSION
+TAIL = b"]}"
+_CHUNK = 1 << 20
+_DECODED_CACHE = 64  # decoded sets kept per store (a screen shows a handful of configs)
+
+
+def index_path_for(data: Path) -> Path:
+    """``launches.json.gz`` → ``launches.idx.json`` (any other name: ``<name>.idx.json``)."""
+    name = data.name
+    stem = name[: -len(".json.gz")] if name.endswith(".json.gz") else name
+    return data.with_name(f"{stem}.idx.json")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One launch set's place in the data file (and what a listing needs without decoding it)."""
+
+    nodeid: str
+    backend: str
+    params: str
+    source: str
+    calls: int
+    offset: int
+    length: int
+
+
+def _member(payload: bytes) -> bytes:
+    return gzip.compress(payload, compresslevel=6, mtime=0)
+
+
+def _set_payload(s: LaunchSet) -> bytes:
+    return json.dumps(set_to_dict(s), separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class RawMember:
+    """A set's member bytes as stored (its payload without the separating comma), to copy on merge."""
+
+    entry: Entry
+    payload: bytes
+
+
+def _user_cache_dir() -> Path:
+    env = os.environ.get("CUTILE_WORKBENCH_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "cutile-workbench"
+
+
+def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]:
+    out = io.BytesIO()
+    out.write(_member(HEAD))
+    entries: list[Entry] = []
+    for i, item in enumerate(items):
+        if isinstance(item, RawMember):
+            payload = item.payload
+            nodeid, backend, params = item.entry.nodeid, item.entry.backend, item.entry.params
+            source, calls = item.entry.source, item.entry.calls
+        else:
+            payload = _set_payload(item)
+            nodeid, backend, params, source, calls = item.nodeid, item.backend, item.params, item.source, len(item.calls)
+        member = _member((b"," if i else b"") + payload)
+        entries.append(Entry(nodeid, backend, params, source, calls, out.tell(), len(member)))
+        out.write(member)
+    out.write(_member(TAIL))
+    return out.getvalue(), entries
+
+
+def _index_doc(entries: Sequence[Entry], size: int, mtime_ns: int) -> dict[str, Any]:
+    return {"version": INDEX_VERSION, "data_size": size, "data_mtime_ns": mtime_ns,
+            "entries": [[e.nodeid, e.backend, e.params, e.source, e.calls, e.offset, e.length] for e in entries]}
+
+
+def _write_atomic(path: Path, data: bytes) -> os.stat_result:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        st = os.stat(tmp)  # os.replace keeps size and mtime: the index names what readers will see
+        os.replace(tmp, path)
+        return st
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_store(path: Path, items: Iterable[LaunchSet | RawMember]) -> Path:
+    """Write ``items`` as a per-set store at ``path`` (+ its index); returns the index path.
+
+    The caller confines ``path`` (the runner checks it lies inside the kernel dir)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data, entries = _encode(items)
+    st = _write_atomic(path, data)
+    index = index_path_for(path)
+    _write_atomic(index, json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns), separators=(",", ":")).encode())
+    return index
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _load_index(index: Path, data_stat: os.stat_result) -> list[Entry] | None:
+    """The index's entries when it is current for the data file (size and mtime), else None."""
+    try:
+        doc = json.loads(index.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION
+            or doc.get("data_size") != data_stat.st_size or doc.get("data_mtime_ns") != data_stat.st_mtime_ns):
+        return None
+    try:
+        entries = [Entry(str(n), str(b), str(p), str(s), int(c), int(o), int(ln))
+                   for n, b, p, s, c, o, ln in doc["entries"]]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if any(e.offset < 0 or e.length <= 0 or e.offset + e.length > data_stat.st_size for e in entries):
+        return None
+    return entries
+
+
+def _stream_text(path: Path) -> Iterator[str]:
+    """Decompressed text of a (multi-member) gzip file, chunk by chunk; plain JSON passes through."""
+    text = codecs.getincrementaldecoder("utf-8")()
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+        fh.seek(0)
+        dec = zlib.decompressobj(wbits=31) if gz else None
+        while chunk := fh.read(_CHUNK):
+            if dec is None:
+                yield text.decode(chunk)
+                continue
+            while chunk:
+                yield text.decode(dec.decompress(chunk))
+                chunk = b""
+                if dec.eof:  # the next gzip member starts in what is left
+                    chunk = dec.unused_data
+                    dec = zlib.decompressobj(wbits=31)
+        if dec is not None:
+            yield text.decode(dec.flush())
+    yield text.decode(b"", final=True)
+
+
+class _Malformed(Exception):
+    """The streaming splitter could not follow the document: the whole-file reader takes over."""
+
+
+class _Splitter:
+    """The elements of a document's ``sets`` array, one decoded at a time (bounded memory)."""
+
+    def __init__(self, chunks: Iterator[str]) -> None:
+        self.chunks, self.buf, self.pos = chunks, "", 0
+        self.decoder = json.JSONDecoder()
+
+    def more(self) -> bool:
+        for piece in self.chunks:
+            if piece:
+                self.buf = self.buf[self.pos:] + piece
+                self.pos = 0
+                return True
+        return False
+
+    def peek(self) -> str:
+        """The next non-blank character ("" at the end of the input)."""
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in " \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return self.buf[self.pos]
+            if not self.more():
+                return ""
+
+    def value(self) -> tuple[Any, str]:
+        while True:
+            try:
+                obj, end = self.decoder.raw_decode(self.buf, self.pos)
+            except json.JSONDecodeError:
+                if not self.more():
+                    raise _Malformed from None
+                continue
+            text = self.buf[self.pos:end]
+            self.pos = end
+            return obj, text
+
+    def sets(self) -> Iterator[tuple[dict[str, Any], str]]:
+        # the layout every writer produces: {"version": 1, "sets": [ ... ]}
+        for expected in ("{", '"version"', ":"):
+            if self.peek() != expected[0]:
+                raise _Malformed
+            if expected == '"version"':
+                key, _ = self.value()
+                if key != "version":
+                    raise _Malformed
+            else:
+                self.pos += 1
+        version, _ = self.value()
+        if version != VERSION:
+            raise _Malformed
+        for expected in (",", '"sets"', ":", "["):
+            if self.peek() != expected[0]:
+                raise _Malformed
+            if expected == '"sets"':
+                key, _ = self.value()
+                if key != "sets":
+                    raise _Malformed
+            else:
+                self.pos += 1
+        first = True
+        while True:
+            ch = self.peek()
+            if ch == "]":
+                return
+            if not first:
+                if ch != ",":
+                    raise _Malformed
+                self.pos += 1
+            obj, text = self.value()
+            if not isinstance(obj, dict):
+                raise _Malformed
+            yield obj, text
+            first = False
+
+
+def _convert(path: Path) -> tuple[bytes, list[Entry]]:
+    """Re-encode any launches file as a per-set store: streaming for the layout every writer produces,
+    else (or on any doubt) through the strict whole-file reader, whose error names file and key."""
+    reader = _Reader(str(path))
+
+    def members() -> Iterator[RawMember]:
+        for i, (obj, text) in enumerate(_Splitter(_stream_text(path)).sets()):
+            key = f"sets[{i}]"
+            s = reader.launch_set(obj, key)  # validated once here: a bad file is refused at open
+            yield RawMember(Entry(s.nodeid, s.backend, s.params, s.source, len(s.calls), 0, 0), text.encode())
+
+    try:
+        return _encode(members())
+    except (_Malformed, OSError, EOFError, zlib.error, UnicodeDecodeError, InputError):
+        return _encode(load_launch_sets(path))  # raises the precise InputError when malformed
+
+
+class LaunchStore(Sequence[LaunchSet]):
+    """The launch sets of one launches file, decoded on access (see module contract)."""
+
+    def __init__(self, source: Path, entries: list[Entry], *, data_path: Path | None = None,
+                 data: bytes | None = None) -> None:
+        self.source = source  # the launches file named in errors and reports
+        self.entries = entries
+        self._data_path = data_path
+        self._data = data
+        self._by_params: dict[str, list[int]] = {}
+        self._by_nodeid: dict[str, list[int]] = {}
+        for i, e in enumerate(entries):
+            self._by_params.setdefault(e.params, []).append(i)
+            self._by_nodeid.setdefault(e.nodeid, []).append(i)
+        self._decoded: OrderedDict[int, LaunchSet] = OrderedDict()
+        self._lock = threading.Lock()
+        self.memo: dict[str, Any] = {}  # facts derived from the whole store (e.g. F's launch summaries)
+
+    @property
+    def data_path(self) -> Path | None:
+        """The file the members are read from (None: a conversion kept in memory)."""
+        return self._data_path
+
+    def indices_for_params(self, params: str) -> list[int]:
+        """Positions of one config's sets (no decoding)."""
+        return list(self._by_params.get(params, ()))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    @overload
+    def __getitem__(self, i: int) -> LaunchSet: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[LaunchSet]: ...
+    def __getitem__(self, i: int | slice) -> LaunchSet | list[LaunchSet]:
+        if isinstance(i, slice):
+            return [self._decode(j) for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._decode(i)
+
+    def __iter__(self) -> Iterator[LaunchSet]:
+        for i in range(len(self)):
+            yield self._decode(i)
+
+    def params(self) -> list[str]:
+        """Every config's params string, in first-seen order (no decoding)."""
+        return list(self._by_params)
+
+    def for_params(self, params: str) -> list[LaunchSet]:
+        return [self._decode(i) for i in self._by_params.get(params, ())]
+
+    def for_nodeid(self, nodeid: str) -> list[LaunchSet]:
+        return [self._decode(i) for i in self._by_nodeid.get(nodeid, ())]
+
+    def raw_members(self, keep: Iterable[int] | None = None) -> Iterator[RawMember]:
+        """The stored members (payload bytes, no JSON parsing) of ``keep`` (default: all), for a merge."""
+        for i in range(len(self)) if keep is None else keep:
+            payload = self._payload(i)
+            yield RawMember(self.entries[i], payload[1:] if payload[:1] == b"," else payload)
+
+    def _payload(self, i: int) -> bytes:
+        e = self.entries[i]
+        if self._data is not None:
+            raw = self._data[e.offset:e.offset + e.length]
+        else:
+            assert self._data_path is not None
+            try:
+                with open(self._data_path, "rb") as fh:
+                    fh.seek(e.offset)
+                    raw = fh.read(e.length)
+            except OSError as exc:
+                raise InputError(f"cannot read launches file: {exc.strerror or exc}", path=str(self.source)) from None
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputError(f"corrupt gzip member of sets[{i}]: {exc}", path=str(self.source)) from None
+
+    def _decode(self, i: int) -> LaunchSet:
+        with self._lock:
+            hit = self._decoded.get(i)
+            if hit is not None:
+                self._decoded.move_to_end(i)
+                return hit
+        payload = self._payload(i)
+        key = f"sets[{i}]"
+        try:
+            obj = json.loads(payload[1:] if payload[:1] == b"," else payload)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"malformed JSON in {key}: {exc}", path=str(self.source)) from None
+        s = _Reader(str(self.source)).launch_set(obj, key)
+        with self._lock:
+            self._decoded[i] = s
+            while len(self._decoded) > _DECODED_CACHE:
+                self._decoded.popitem(last=False)
+        return s
+
+
+def _cache_key(path: Path, st: os.stat_result) -> str:
+    ident = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}".encode()
+    return hashlib.sha256(ident).hexdigest()[:32]
+
+
+def open_store(path: Path, *, kernel_dir: Path | None = None) -> LaunchStore:
+    """The store of a launches file (see module contract); ``InputError`` when it cannot be read. With
+    ``kernel_dir``, a file resolving outside it is refused (``UnsafePath``, issue 25); a FIFO, device
+    or directory is refused before anything is opened."""
+    import stat as stat_mod
+
+    path = Path(path)
+    if kernel_dir is not None:
+        from cutile_workbench.artifacts.confine import confine_read
+
+        confine_read(kernel_dir, path)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"cannot read launches file: {exc.strerror or exc}", path=str(path)) from None
+    if not stat_mod.S_ISREG(st.st_mode):
+        raise InputError("launches file is not a regular file: refused", path=str(path))
+    entries = _load_index(index_path_for(path), st)
+    if entries is not None:
+        return LaunchStore(path, entries, data_path=path)
+    cache = _user_cache_dir() / "launches" / _cache_key(path, st)
+    cached_data = cache / "launches.json.gz"
+    if cached_data.is_file():
+        cst = os.stat(cached_data)
+        entries = _load_index(index_path_for(cached_data), cst)
+        if entries is not None:
+            return LaunchStore(path, entries, data_path=cached_data)
+    data, entries = _convert(path)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        cst = _write_atomic(cached_data, data)
+        _write_atomic(index_path_for(cached_data), json.dumps(
+            _index_doc(entries, cst.st_size, cst.st_mtime_ns), separators=(",", ":")).encode())
+    except OSError:  # no writable cache dir: keep the conversion in memory for this process
+        return LaunchStore(path, entries, data=data)
+    return LaunchStore(path, entries, data_path=cached_data)

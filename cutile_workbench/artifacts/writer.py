@@ -1,0 +1,488 @@
+"""Guarded, crash-safe, all-or-nothing writes of a :class:`~cutile_workbench.model.ReportPlan`.
+
+Contract:
+- ``write_plan(plan)`` refuses (``ValidationRefused``) unless ``plan.ok``; every target must be a
+  plain relative path that resolves — symlinks included (``os.path.realpath``) — under
+  ``<kernel_dir>/reports/``, or be exactly one of E's perf logs (``perf_cutile_rs.txt``,
+  ``perf_cutile_rs_<variant>.txt``) or ``SKILL_METHODOLOGY_BLOCKED.txt`` in the kernel dir;
+  anything else raises ``UnsafePath`` before a byte is written. Nothing outside the kernel dir is
+  ever created, replaced or removed.
+- One writer at a time per kernel dir: ``reports/.workbench.lock`` (O_CREAT|O_EXCL, JSON with
+  pid, host, time). A lock whose pid is dead on this host is stale and is cleared under a second
+  O_EXCL "breaker" file, so two processes can never both clear it and steal a live lock.
+- Replaced files are hard-linked (or copied) to ``reports/.workbench-backup/<UTC stamp>/<relpath>``;
+  a ``.workbench-backup`` that is a symlink (or not a dir) is refused (``UnsafePath``) before a byte
+  is written (:func:`cutile_workbench.artifacts.confine.confine_write`).
+- A write that fails before its commit point (a full disk, a refused path) removes its own temp
+  files (the partial one included), the backup dir it made and the dirs it created, then raises.
+- Atomic across files: (1) each new file goes to a temp file beside its target + fsync; (2) a journal
+  ``reports/.workbench-journal.json`` listing the renames is committed (temp + fsync + rename);
+  (3) the renames run; (4) the journal is removed. :func:`recover` (run at the start of every write
+  and by the workspace loader) rolls a committed journal forward and deletes uncommitted temps, so
+  after any crash either the complete old set or the complete new set is on disk, never a mix.
+- Fault injection for tests: with ``CUTILE_WORKBENCH_WRITER_KILL_AT=N`` the process SIGKILLs itself
+  at the N-th step (see :data:`STEPS`); unset in normal use, so the hook is a no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cutile_workbench.artifacts.confine import check_kernel_name, confine_write, is_inside, read_regular
+from cutile_workbench.errors import UnsafePath, ValidationRefused, WorkbenchError
+from cutile_workbench.model import ReportPlan
+
+LOCK_NAME = ".workbench.lock"
+BREAKER_NAME = ".workbench.lock.break"
+JOURNAL_NAME = ".workbench-journal.json"
+BACKUP_DIR_NAME = ".workbench-backup"
+TEMP_MARK = ".wbtmp-"
+_TOP_LEVEL_OK = re.compile(r"^(perf_cutile_rs(_[A-Za-z0-9_.-]+)?\.txt|SKILL_METHODOLOGY_BLOCKED\.txt)$")
+KILL_ENV = "CUTILE_WORKBENCH_WRITER_KILL_AT"
+
+#: the fault points of one write, in order (the N of ``KILL_ENV`` counts calls to ``_step``)
+STEPS = ("locked", "recovered", "temp_written", "backup_made", "journal_temp", "journal_committed",
+         "renamed", "journal_removed", "unlocked")
+
+
+@dataclass
+class WriteResult:
+    """What a write did: the absolute paths written and where replaced files were backed up."""
+
+    written: list[Path] = field(default_factory=list)
+    backup_dir: Path | None = None
+
+
+class LockBusy(WorkbenchError):
+    """Another live writer holds ``reports/.workbench.lock``."""
+
+
+_step_counter = 0
+
+
+def _step(_name: str) -> None:
+    """Fault-injection point (tests only): SIGKILL self at the N-th step when KILL_ENV=N."""
+    global _step_counter
+    target = os.environ.get(KILL_ENV)
+    if not target:
+        return
+    _step_counter += 1
+    if str(_step_counter) == target.strip():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- path safety
+
+
+def _is_under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def resolve_target(kernel_dir: Path, relpath: str) -> Path:
+    """Absolute target for ``relpath`` after the safety rules in the module docstring."""
+    if not relpath or os.path.isabs(relpath) or "\\" in relpath or "\0" in relpath:
+        raise UnsafePath(f"write target {relpath!r} must be a relative path", path=str(kernel_dir))
+    parts = relpath.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise UnsafePath(f"write target {relpath!r} must not contain '.', '..' or empty parts",
+                         path=str(kernel_dir))
+    root_real = os.path.realpath(kernel_dir)
+    target = Path(kernel_dir, *parts)
+    real = os.path.realpath(target)
+    if len(parts) == 1:
+        if not _TOP_LEVEL_OK.match(parts[0]):
+            raise UnsafePath(f"write target {relpath!r} is not under reports/ nor one of E's perf logs",
+                             path=str(kernel_dir))
+        if real != os.path.join(root_real, parts[0]):
+            raise UnsafePath(f"write target {relpath!r} resolves outside the kernel dir: {real}",
+                             path=str(target))
+        return target
+    if parts[0] != "reports":
+        raise UnsafePath(f"write target {relpath!r} is not under reports/", path=str(kernel_dir))
+    reports_real = os.path.join(root_real, "reports")
+    if os.path.realpath(Path(kernel_dir) / "reports") != reports_real:
+        raise UnsafePath("reports/ is a symlink pointing outside the kernel dir",
+                         path=str(Path(kernel_dir) / "reports"))
+    if real != os.path.join(root_real, *parts) or not _is_under(real, reports_real):
+        raise UnsafePath(f"write target {relpath!r} resolves outside reports/: {real}", path=str(target))
+    if any(p.startswith(".workbench") for p in parts[1:]):
+        raise UnsafePath(f"write target {relpath!r} collides with the writer's own files", path=str(target))
+    return target
+
+
+def check_plan_paths(plan: ReportPlan) -> list[Path]:
+    """All targets of ``plan`` resolved, or UnsafePath; no duplicates."""
+    check_kernel_name(plan.kernel)
+    if Path(plan.kernel_dir).name != plan.kernel:
+        raise UnsafePath(f"kernel dir {plan.kernel_dir} does not end in the kernel name {plan.kernel!r}",
+                         path=str(plan.kernel_dir))
+    seen: set[str] = set()
+    targets = []
+    for f in plan.files:
+        if f.relpath in seen:
+            raise UnsafePath(f"write target {f.relpath!r} appears twice in the plan", path=str(plan.kernel_dir))
+        seen.add(f.relpath)
+        targets.append(resolve_target(Path(plan.kernel_dir), f.relpath))
+    return targets
+
+
+# --------------------------------------------------------------------------- fsync helpers
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _write_fsync(path: Path, data: bytes) -> None:
+    """Create ``path`` (O_EXCL: it is ours) with ``data``; on any failure (a full disk) it is removed again."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
+
+
+# --------------------------------------------------------------------------- lock
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child (killed but not yet reaped) holds no lock either
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rpartition(")")[2].split()[0] == "Z":
+            return False
+    return True
+
+
+def _check_plain_file(path: Path, what: str) -> None:
+    """A lock/breaker/journal is the writer's own regular file: a link or a FIFO/device there is planted."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(f"refused: the {what} is a symlink or a special file, not the writer's own; remove it",
+                         path=str(path))
+
+
+def _read_lock(path: Path) -> dict[str, object] | None:
+    _check_plain_file(path, "lock file")
+    try:
+        data = json.loads(read_regular(path, kind="lock", cap=64 * 1024))
+    except (WorkbenchError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _lock_is_stale(info: dict[str, object] | None, path: Path) -> bool:
+    if info is None:
+        # unreadable/partial lock (writer died between create and write): stale after a grace period
+        try:
+            return time.time() - path.stat().st_mtime > 5.0
+        except OSError:
+            return False
+    pid = info.get("pid")
+    if info.get("host") != socket.gethostname() or not isinstance(pid, int):
+        return False
+    return not _pid_alive(pid)
+
+
+def _try_break_stale(lock: Path) -> bool:
+    """Remove a stale lock under the breaker file; True if the lock is gone now."""
+    breaker = lock.with_name(BREAKER_NAME)
+    try:
+        fd = os.open(breaker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        info = _read_lock(breaker)
+        if _lock_is_stale(info, breaker):  # a breaker that died: clear it, next round retries
+            with contextlib.suppress(OSError):
+                breaker.unlink()
+        return False
+    try:
+        os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode())
+        os.close(fd)
+        info = _read_lock(lock)
+        if not lock.exists():
+            return True
+        if _lock_is_stale(info, lock):
+            with contextlib.suppress(FileNotFoundError):
+                lock.unlink()
+            return True
+        return False
+    finally:
+        with contextlib.suppress(OSError):
+            breaker.unlink()
+
+
+@contextlib.contextmanager
+def kernel_lock(kernel_dir: Path, *, timeout_s: float = 30.0, blocking: bool = True) -> Iterator[Path]:
+    """Hold ``reports/.workbench.lock`` (created with its parent) for the ``with`` body."""
+    reports = Path(kernel_dir) / "reports"
+    resolve_target(Path(kernel_dir), "reports/x")  # refuses a symlinked reports/ before mkdir
+    reports.mkdir(parents=False, exist_ok=True)
+    lock = reports / LOCK_NAME
+    _check_plain_file(lock, "lock file")
+    _check_plain_file(lock.with_name(BREAKER_NAME), "lock breaker file")
+    payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                          "time": _dt.datetime.now(_dt.timezone.utc).isoformat()}).encode()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            info = _read_lock(lock)
+            if _lock_is_stale(info, lock) and _try_break_stale(lock):
+                continue
+            if not blocking or time.monotonic() > deadline:
+                raise LockBusy(f"another writer holds the lock ({info or 'unreadable'})", path=str(lock),
+                               title="Report dir locked") from None
+            time.sleep(0.02)
+            continue
+        try:
+            os.write(fd, payload)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        break
+    try:
+        yield lock
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock.unlink()
+
+
+# --------------------------------------------------------------------------- recovery
+
+
+def _journal_path(kernel_dir: Path) -> Path:
+    return Path(kernel_dir) / "reports" / JOURNAL_NAME
+
+
+def _recover_locked(kernel_dir: Path) -> str:
+    kernel_dir = Path(kernel_dir)
+    journal = _journal_path(kernel_dir)
+    action = "clean"
+    _check_plain_file(journal, "write journal")
+    if journal.exists():
+        try:
+            data = json.loads(read_regular(journal, kind="journal", kernel_dir=kernel_dir))
+            entries = data["entries"]
+        except (WorkbenchError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise WorkbenchError(f"write journal is unreadable ({exc}); inspect it by hand",
+                                 path=str(journal)) from None
+        for entry in entries:
+            target = resolve_target(kernel_dir, entry["target"])  # a tampered journal cannot redirect writes
+            temp = kernel_dir / entry["temp"]
+            if (not isinstance(entry["temp"], str) or ".." in entry["temp"].split("/")
+                    or temp.parent != target.parent or TEMP_MARK not in temp.name):
+                raise UnsafePath(f"write journal names a temp file outside its target's dir: {entry['temp']!r}",
+                                 path=str(journal))
+            if temp.exists():
+                os.replace(temp, target)
+                _fsync_dir(target.parent)
+        journal.unlink()
+        _fsync_dir(journal.parent)
+        action = "rolled_forward"
+    # uncommitted temps (crash before the journal was committed): the old set is intact; drop them
+    for directory in _temp_dirs(kernel_dir):
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(directory):
+                if TEMP_MARK in entry:
+                    with contextlib.suppress(OSError):
+                        (directory / entry).unlink()
+                    if action == "clean":
+                        action = "rolled_back"
+    return action
+
+
+def _temp_dirs(kernel_dir: Path) -> list[Path]:
+    out = [kernel_dir]
+    reports = kernel_dir / "reports"
+    if reports.is_dir() and not reports.is_symlink():
+        for dirpath, dirnames, _ in os.walk(reports):
+            dirnames[:] = [d for d in dirnames if d != BACKUP_DIR_NAME]
+            out.append(Path(dirpath))
+    return out
+
+
+def recover(kernel_dir: Path, *, blocking: bool = False) -> str:
+    """Finish or undo an interrupted write; returns clean|rolled_forward|rolled_back|busy|absent."""
+    kernel_dir = Path(kernel_dir)
+    reports = kernel_dir / "reports"
+    if not reports.is_dir():
+        return "absent"
+    _check_plain_file(_journal_path(kernel_dir), "write journal")
+    if not (_journal_path(kernel_dir).exists() or any(
+            TEMP_MARK in e for d in _temp_dirs(kernel_dir) for e in _safe_listdir(d))):
+        return "clean"
+    try:
+        with kernel_lock(kernel_dir, blocking=blocking, timeout_s=5.0):
+            return _recover_locked(kernel_dir)
+    except LockBusy:
+        return "busy"
+
+
+def _safe_listdir(d: Path) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
+
+
+# --------------------------------------------------------------------------- write
+
+
+def _stamp(backup_root: Path) -> Path:
+    base = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    cand = backup_root / base
+    n = 1
+    while cand.exists():
+        cand = backup_root / f"{base}-{n}"
+        n += 1
+    return cand
+
+
+def _backup_root(kernel_dir: Path) -> Path:
+    """``reports/.workbench-backup``, refused (UnsafePath) when it is a link or anything but a real dir inside
+    ``reports/``: the backup set is a write, under the same confinement rule as the reports themselves."""
+    root = Path(kernel_dir) / "reports" / BACKUP_DIR_NAME
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise UnsafePath(f"refused: {BACKUP_DIR_NAME} is a symlink or not a directory (resolves to "
+                         f"{os.path.realpath(root)}); move it aside", path=str(root))
+    confine_write(kernel_dir, root / "x")
+    return root
+
+
+def _backup(src: Path, dst: Path, backup_dir: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not is_inside(dst.parent, backup_dir):  # a link planted inside the fresh stamp dir meanwhile
+        raise UnsafePath("refused: backup target resolves outside the backup dir", path=str(dst))
+    try:
+        os.link(src, dst)  # the old inode survives the rename: cheap and crash-consistent
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def write_plan(plan: ReportPlan, *, lock_timeout_s: float = 30.0) -> WriteResult:
+    """Write every file of ``plan`` atomically (see module docstring); refuses unless ``plan.ok``."""
+    try:
+        return _write_plan(plan, lock_timeout_s)
+    except OSError as exc:
+        # disk full, permissions...: the journal/temps make a retry or recover() safe
+        raise WorkbenchError(f"write failed: {exc.strerror or exc}", path=exc.filename or str(plan.kernel_dir),
+                             title="Write failed") from None
+
+
+def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
+    if not plan.ok:
+        raise ValidationRefused("validators did not all exit 0; nothing was written\n"
+                                + plan.validator_output, path=str(plan.kernel_dir))
+    targets = check_plan_paths(plan)
+    kernel_dir = Path(plan.kernel_dir)
+    if not kernel_dir.is_dir():
+        raise UnsafePath("kernel dir does not exist (the writer creates nothing outside it)",
+                         path=str(kernel_dir))
+    result = WriteResult()
+    with kernel_lock(kernel_dir, timeout_s=lock_timeout_s):
+        _step("locked")
+        _recover_locked(kernel_dir)
+        _step("recovered")
+        # re-check after locking: a symlink could have been planted meanwhile
+        targets = check_plan_paths(plan)
+        backup_root = _backup_root(kernel_dir)
+        token = secrets.token_hex(4)
+        entries = []
+        made_dirs: list[Path] = []  # dirs this write created: removed again if it fails
+        try:
+            for f, target in zip(plan.files, targets, strict=True):
+                missing = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                made_dirs.extend(missing)
+                resolve_target(kernel_dir, f.relpath)  # the mkdir cannot have escaped
+                temp = target.with_name(f".{target.name}{TEMP_MARK}{token}")
+                _write_fsync(temp, f.content.encode("utf-8", "surrogateescape"))
+                entries.append({"target": f.relpath,
+                                "temp": os.path.relpath(temp, kernel_dir).replace(os.sep, "/")})
+            for d in {t.parent for t in targets}:
+                _fsync_dir(d)
+            _step("temp_written")
+            existing = [(f, t) for f, t in zip(plan.files, targets, strict=True) if t.exists()]
+            if existing:
+                backup_root.mkdir(exist_ok=True)
+                _backup_root(kernel_dir)  # the mkdir cannot have escaped either
+                backup_dir = _stamp(backup_root)
+                backup_dir.mkdir()
+                result.backup_dir = backup_dir
+                for f, t in existing:
+                    _backup(t, backup_dir / f.relpath, backup_dir)
+            _step("backup_made")
+            journal = _journal_path(kernel_dir)
+            jtemp = journal.with_name(f"{JOURNAL_NAME}{TEMP_MARK}{token}")
+            _write_fsync(jtemp, json.dumps({"version": 1, "entries": entries,
+                                            "backup_dir": str(result.backup_dir or "")}).encode())
+            _step("journal_temp")
+        except BaseException:
+            # nothing committed: the old set is intact, so everything this attempt made goes (a full disk
+            # must not leave partial temps or a half-filled backup dir for the next command to clean)
+            for e in entries:
+                with contextlib.suppress(OSError):
+                    (kernel_dir / e["temp"]).unlink()
+            with contextlib.suppress(OSError, UnboundLocalError):
+                jtemp.unlink()
+            if result.backup_dir is not None and is_inside(result.backup_dir, backup_root):
+                shutil.rmtree(result.backup_dir, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    backup_root.rmdir()  # only when empty
+            for d in sorted(made_dirs, key=lambda p: -len(p.parts)):
+                with contextlib.suppress(OSError):
+                    d.rmdir()  # only when empty
+            raise
+        os.replace(jtemp, journal)  # commit point
+        _fsync_dir(journal.parent)
+        _step("journal_committed")
+        for e in entries:
+            os.replace(kernel_dir / e["temp"], kernel_dir / e["target"])
+        for d in {t.parent for t in targets}:
+            _fsync_dir(d)
+        _step("renamed")
+        journal.unlink()
+        _fsync_dir(journal.parent)
+        _step("journal_removed")
+        result.written = list(targets)
+    _step("unlocked")
+    return result
+

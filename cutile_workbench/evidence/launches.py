@@ -1,0 +1,345 @@
+"""Per-launch captures summarised for F: launch classes, the main kernel, one source of launch evidence.
+
+Contract:
+- :func:`summarize_launch_set` summarises one backend's :class:`~cutile_workbench.model.LaunchSet` for one
+  config over the calls with the most common launch signature (medians over those calls): launches
+  per call, the main kernel (largest device time among non-helper kernels), its per-launch time and
+  resources (registers, static+dynamic smem, grid, block), and every launch class
+  (:func:`classify_kernel`: memset | copy | fill | elementwise <op> | native | kernel).
+- :func:`extra_launches` names the candidate's extra launch classes vs the reference.
+- :func:`launch_evidence` returns ONE :class:`LaunchEvidence` per config: the captures when both
+  sides have a set (``source`` "cupti"/"kineto"), else the perf logs' ``kernel_times`` counts and the
+  main kernel's per-launch time (``source`` "kernel_times"), else ``source`` "none". Reports render
+  launch evidence only from this object, so one report never cites two sources.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cutile_workbench.artifacts.testids import id_token
+from cutile_workbench.model import LaunchSet, PerfRecord, RatioRow
+
+
+@dataclass(frozen=True)
+class KernelGroup:
+    """Launches of one (kind, name) within one call, summarised over the calls used."""
+
+    name: str
+    kind: str
+    count: int  # per call
+    median_us: float  # median per-launch duration
+    cls: str  # main | fill | copy | memset | elementwise <op> | kernel
+
+
+@dataclass(frozen=True)
+class LaunchSummary:
+    """One backend's launch behaviour for one config (what F's launch table shows)."""
+
+    backend: str
+    params: str
+    calls_used: int
+    calls_total: int
+    launches_per_call: int
+    main_kernel: str
+    main_count: int
+    main_per_launch_us: float
+    measured_sum_us: float
+    groups: tuple[KernelGroup, ...]
+    registers_per_thread: int | None = None
+    smem_bytes: int | None = None
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    source: str = "cupti"
+    static_smem: int | None = None
+    dynamic_smem: int | None = None
+    #: the main kernel's per-launch durations over the calls used (for the gap's bootstrap CI)
+    main_durations_ns: tuple[int, ...] = field(default=(), compare=False)
+    main_name: str = ""  # the main kernel's name as CUPTI reports it (mangled where compilers mangle)
+    nodeid: str = ""
+
+
+
+def is_native(name: str) -> bool:
+    """A PyTorch ATen kernel (demangled ``at::native::…`` or Itanium-mangled ``_ZN2at6native…``)."""
+    return "at::native" in name or name.startswith(("_ZN2at6native", "void at::"))
+
+
+def classify_kernel(name: str, kind: str) -> str:
+    """Launch class of a GPU activity (names as CUPTI reports them, mangled or demangled):
+    memset | copy | fill | elementwise <op> | native (other ATen kernel) | kernel."""
+    low = name.lower()
+    if kind == "memset":
+        return "memset"
+    if kind == "memcpy":
+        return "copy"
+    if "fillfunctor" in low or "fill_kernel" in low or re.search(r"\bfill\b", low):
+        return "fill"
+    if "copy" in low:
+        return "copy"
+    if "elementwise" in low:
+        m = re.search(r"CUDAFunctor_([a-z]+)|([A-Z][A-Za-z]*?)Functor", name)
+        op = (m.group(1) or m.group(2) or "").lower() if m else ""
+        return f"elementwise {op}".strip()
+    if is_native(name):
+        return "native"
+    return "kernel"
+
+
+_ITANIUM_ID = re.compile(r"(\d+)")
+
+
+def _itanium_ids(name: str) -> list[str]:
+    """Length-prefixed identifiers of an Itanium-mangled name (``29vectorized_…`` → ``vectorized_…``)."""
+    out: list[str] = []
+    i = 0
+    while i < len(name):
+        m = _ITANIUM_ID.match(name, i)
+        if not m:
+            i += 1
+            continue
+        n, j = int(m.group(1)), m.end()
+        ident = name[j:j + n]
+        if n > 0 and len(ident) == n and re.fullmatch(r"[A-Za-z_]\w*", ident):
+            out.append(ident)
+            i = j + n
+        else:
+            i = j
+    return out
+
+
+def short_kernel_name(name: str) -> str:
+    """Readable short form: ``vectorized_elementwise_kernel<FillFunctor>`` for long C++ names."""
+    if name.startswith("_Z"):
+        from cutile_workbench.artifacts.demangle import demangle  # c++filt when present; else a light parse
+
+        dem = demangle(name)
+        if dem:
+            name = dem
+        else:
+            ids = [x for x in _itanium_ids(name) if x not in ("at", "native", "c10", "std")]
+            fun = next((x for x in ids if "Functor" in x), None)
+            stem = ids[0] if ids else name[:40]
+            return f"{stem}<{fun}>" if fun else stem
+    head = name.split("(", 1)[0]
+    base = re.search(r"([A-Za-z_]\w*)\s*(?:<|$)", head.replace("void ", "", 1))
+    stem = base.group(1) if base else head[:40]
+    if "::" in head and base is not None:
+        stem = re.split(r"::", head.split("<", 1)[0])[-1].strip()
+    functor = re.search(r"(\w*Functor\w*)", head)
+    if functor:
+        return f"{stem}<{functor.group(1)}>"
+    return stem if len(name) > 60 else name
+
+
+def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:
+    """Summary over the calls with the most common launch signature (None without kernel launches)."""
+    if not ls.calls:
+        return None
+    sigs = [tuple((x.kind, x.name) for x in c.launches) for c in ls.calls]
+    common, _ = Counter(sigs).most_common(1)[0]
+    calls = [c for c, s in zip(ls.calls, sigs, strict=True) if s == common]
+    if not any(k == "kernel" for k, _ in common):
+        return None
+    per: dict[tuple[Any, str], list[int]] = {}
+    for c in calls:
+        for x in c.launches:
+            per.setdefault((x.kind, x.name), []).append(x.duration_ns)
+    counts: Counter[tuple[Any, str]] = Counter(common)
+    # main kernel: the largest non-helper kernel (an elementwise add can outlast the real kernel);
+    # only when every kernel is an ATen helper is the largest one "main" (a fallback, see below)
+    kernels = [k for k in per if k[0] == "kernel"]
+    own = [k for k in kernels if classify_kernel(k[1], "kernel") == "kernel"]
+    main_key = max(own or kernels, key=lambda k: sum(per[k]))
+    groups = []
+    for key, durs in per.items():
+        groups.append(KernelGroup(key[1], key[0], counts[key], statistics.median(durs) / 1000.0,
+                                  "main" if key == main_key else classify_kernel(key[1], key[0])))
+    main = next(x for x in calls[0].launches if (x.kind, x.name) == main_key)
+    smem = None
+    if main.static_smem is not None or main.dynamic_smem is not None:
+        smem = (main.static_smem or 0) + (main.dynamic_smem or 0)
+    return LaunchSummary(
+        backend=ls.backend, params=ls.params, calls_used=len(calls), calls_total=len(ls.calls),
+        launches_per_call=len(common), main_kernel=main.display_name, main_count=counts[main_key],
+        main_per_launch_us=statistics.median(per[main_key]) / 1000.0,
+        measured_sum_us=statistics.median(c.device_time_ns for c in calls) / 1000.0,
+        groups=tuple(sorted(groups, key=lambda g: (g.cls != "main", -g.count * g.median_us))),
+        registers_per_thread=main.registers_per_thread, smem_bytes=smem, grid=main.grid, block=main.block,
+        source=ls.source, static_smem=main.static_smem, dynamic_smem=main.dynamic_smem,
+        main_durations_ns=tuple(per[main_key]), main_name=main_key[1], nodeid=ls.nodeid)
+
+
+def _backend_key(name: str) -> str:
+    # E names the Triton baseline after its log (``triton_tileir``); its records say ``triton``
+    key = id_token(name).lower()
+    return key[: -len("_tileir")] if key.endswith("_tileir") else key
+
+
+def same_backend(a: str | None, b: str | None) -> bool:
+    """Same backend across spellings: a ``triton_tileir`` log row ≙ ``triton`` launch records."""
+    return a is not None and b is not None and _backend_key(a) == _backend_key(b)
+
+
+def pick_sets(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> tuple[LaunchSet | None, LaunchSet | None]:
+    """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend.
+
+    A per-config store (:class:`~cutile_workbench.artifacts.launch_store.LaunchStore`) decodes only this row's sets."""
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+
+    candidates = sets.for_params(row.params) if isinstance(sets, LaunchStore) else sets
+    same = [s for s in candidates if s.params == row.params and s.calls]
+    base = next((s for s in same if same_backend(s.backend, row.baseline_backend)), None)
+    cand = next((s for s in same if same_backend(s.backend, candidate)), None)
+    if cand is None:
+        others = [s for s in same if not same_backend(s.backend, row.baseline_backend)]
+        cand = others[0] if len(others) == 1 else None
+    return cand, base
+
+
+def _pick_entries(store: Any, row: RatioRow, candidate: str) -> tuple[int | None, int | None]:
+    """:func:`pick_sets`' rule on a store's index (entries with calls), decoding nothing."""
+    same = [i for i in store.indices_for_params(row.params) if store.entries[i].calls]
+    base = next((i for i in same if same_backend(store.entries[i].backend, row.baseline_backend)), None)
+    cand = next((i for i in same if same_backend(store.entries[i].backend, candidate)), None)
+    if cand is None:
+        others = [i for i in same if not same_backend(store.entries[i].backend, row.baseline_backend)]
+        cand = others[0] if len(others) == 1 else None
+    return cand, base
+
+
+def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
+    """:func:`summarize_launch_set` of every set of a per-config store, computed once per content of its
+    data file (``e_table.cached_derivation``: memory + user cache dir), decoding one set at a time."""
+    from cutile_workbench.artifacts.derive_cache import cached_derivation
+
+    memo = store.memo.get("summaries")
+    if memo is not None:
+        return memo
+
+    def compute() -> dict[int, LaunchSummary | None]:
+        return {i: summarize_launch_set(store[i]) for i in range(len(store))}
+
+    if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
+        memo = compute()
+    else:
+        code = ["cutile_workbench.evidence.launches", "cutile_workbench.artifacts.launch_store", "cutile_workbench.artifacts.launches_io", "cutile_workbench.model"]
+        memo = cached_derivation("launch_summaries", [store.data_path], str(store.source), code, compute)
+    store.memo["summaries"] = memo
+    return memo
+
+
+def pick_summaries(sets: Sequence[LaunchSet], row: RatioRow, candidate: str
+                   ) -> tuple[LaunchSummary | None, LaunchSummary | None]:
+    """``(summarize(candidate set), summarize(baseline set))`` of :func:`pick_sets`; a per-config store's
+    summaries are computed once for all rows (F reads every row twice)."""
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+
+    if isinstance(sets, LaunchStore):
+        ci, bi = _pick_entries(sets, row, candidate)
+        summaries = store_summaries(sets)
+        return (summaries.get(ci) if ci is not None else None, summaries.get(bi) if bi is not None else None)
+    cset, bset = pick_sets(sets, row, candidate)
+    return (summarize_launch_set(cset) if cset else None, summarize_launch_set(bset) if bset else None)
+
+
+def extra_launches(cand: LaunchSummary, base: LaunchSummary) -> list[str]:
+    """Named extra launch classes of the candidate relative to the reference (e.g. 'fill x1')."""
+    def classes(s: LaunchSummary) -> Counter[str]:
+        c: Counter[str] = Counter()
+        for g in s.groups:
+            c[g.cls] += g.count
+        return c
+
+    cc, bc = classes(cand), classes(base)
+    out: list[str] = []
+    if is_native(cand.main_kernel) and not is_native(base.main_kernel):
+        out.append(f"fallback (main kernel is `{short_kernel_name(cand.main_kernel)}`, not a {cand.backend} kernel)")
+    if cc["main"] > max(bc["main"], 1):
+        out.append(f"canary (main kernel `{short_kernel_name(cand.main_kernel)}` x{cc['main']} per call)")
+    for cls in sorted(k for k in cc if k != "main"):
+        n = cc[cls] - bc.get(cls, 0)
+        if n > 0:
+            names = sorted({g.name for g in cand.groups if g.cls == cls})
+            shown = ", ".join(short_kernel_name(x) for x in names[:2]) + (" …" if len(names) > 2 else "")
+            out.append(f"{cls} x{n} (`{shown}`)")
+    return out
+
+
+@dataclass(frozen=True)
+class SideLaunches:
+    """One side's launch facts for one config, whatever the source."""
+
+    backend: str
+    launches_per_call: int | None
+    main_kernel: str | None
+    per_launch_us: float | None
+    measured_sum_us: float | None
+    summary: LaunchSummary | None = None  # captures only
+
+
+@dataclass(frozen=True)
+class LaunchEvidence:
+    """The one source of launch evidence for one config (see the module docstring)."""
+
+    params: str
+    source: str  # "cupti" | "kineto" | "kernel_times" | "none"
+    path: str  # evidence file it came from ("" for none)
+    candidate: SideLaunches | None
+    baseline: SideLaunches | None
+
+    @property
+    def has_counts(self) -> bool:
+        return (self.candidate is not None and self.baseline is not None
+                and self.candidate.launches_per_call is not None and self.baseline.launches_per_call is not None)
+
+    @property
+    def summaries(self) -> list[LaunchSummary]:
+        """Capture summaries, reference first (empty unless the source is a capture)."""
+        return [s.summary for s in (self.baseline, self.candidate) if s is not None and s.summary is not None]
+
+    @property
+    def describe(self) -> str:
+        return {"cupti": "per-launch CUPTI capture", "kineto": "per-launch torch.profiler capture",
+                "kernel_times": "the perf logs' kernel_times (one profiled call per config)",
+                "none": "none"}.get(self.source, self.source)
+
+
+def _side_from_record(backend: str, rec: PerfRecord | None) -> SideLaunches | None:
+    fwd = rec.forward if rec is not None else None
+    if fwd is None:
+        return None
+    main = max(fwd.kernel_times, key=lambda k: k.self_time_us) if fwd.kernel_times else None
+    per = main.self_time_us / main.count if main is not None and main.count > 0 else None
+    return SideLaunches(backend, fwd.launches_per_iter, (main.name if main else fwd.kernel_name), per,
+                        fwd.median_ms * 1000.0)
+
+
+def launch_evidence(row: RatioRow, *, launch_sets: Sequence[LaunchSet], candidate_backend: str,
+                    candidate_record: PerfRecord | None, baseline_record: PerfRecord | None,
+                    launches_path: str, perf_log_path: str) -> LaunchEvidence:
+    """The single launch-evidence source for ``row`` (captures, else kernel_times, else none)."""
+    cs, bs = pick_summaries(launch_sets, row, candidate_backend)
+    if cs is not None and bs is not None:
+        def side(s: LaunchSummary) -> SideLaunches:
+            return SideLaunches(s.backend, s.launches_per_call, s.main_kernel, s.main_per_launch_us,
+                                s.measured_sum_us, s)
+        return LaunchEvidence(row.params, cs.source, launches_path, side(cs), side(bs))
+    cand = _side_from_record(candidate_backend, candidate_record)
+    base = _side_from_record(row.baseline_backend or "baseline", baseline_record)
+    # without the records, the E row still carries the same kernel_times counts (no per-launch time)
+    if cand is None and row.candidate_launches is not None:
+        cand = SideLaunches(candidate_backend, row.candidate_launches, None, None,
+                            row.candidate_ms * 1000.0 if row.candidate_ms is not None else None)
+    if base is None and row.baseline_launches is not None:
+        base = SideLaunches(row.baseline_backend or "baseline", row.baseline_launches, None, None,
+                            row.baseline_ms * 1000.0 if row.baseline_ms is not None else None)
+    if cand is not None and base is not None and cand.launches_per_call is not None \
+            and base.launches_per_call is not None:
+        return LaunchEvidence(row.params, "kernel_times", perf_log_path, cand, base)
+    return LaunchEvidence(row.params, "none", "", cand, base)

@@ -1,0 +1,353 @@
+"""The shared data model: typed, immutable dataclasses for records, launches, ratios and findings.
+
+Contract: every view (CLI table, TUI screens, reports) is rendered from these types, which are
+built only from files in the TileGym artifact layout (see ``workspace``). Times are milliseconds
+(``*_ms``), microseconds (``*_us``) or nanoseconds (``*_ns``) as the suffix says. No Textual here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cutile_workbench.clock_exposure import ClockExposure, RowClocks, compare_exposures
+
+# --------------------------------------------------------------------------- perf records
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where a parsed item came from (for error messages and jump-to)."""
+
+    path: str
+    line: int
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """One row of benchmark_fn_cupti's ``kernel_times`` (one profiled call)."""
+
+    name: str
+    self_time_us: float
+    total_time_us: float
+    count: int  # launches of this kernel in that one call
+
+
+@dataclass(frozen=True)
+class PhaseStats:
+    """Stats of one phase (``forward``/``backward``) with benchmark_fn_cupti's keys (ms)."""
+
+    median_ms: float
+    mean_ms: float | None = None
+    std_ms: float | None = None
+    rel_std_pct: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    nrep: int | None = None
+    peak_mem_mb: float | None = None
+    kernel_name: str | None = None
+    kernel_times: tuple[KernelTime, ...] = ()
+    samples_ms: tuple[float, ...] | None = None  # raw per-call samples (workbench harness only)
+    launches_per_call: int | None = None  # measured by the workbench harness for every call
+    #: which harness measured it: "workbench" (our CUPTI harness) or "tilegym" (TileGym's benchmark_fn_cupti)
+    harness: str | None = None
+    #: the workbench harness's CUDA-event self-check: "ok" | "suspect" (None: not checked)
+    capture_verdict: str | None = None
+    capture_reason: str = ""
+    #: the record's capture window mode ("per_call" | "session"; None: the record does not say)
+    capture_window: str | None = None
+    #: NVML clock readings around the measured calls (None: the record carries none)
+    clocks: ClockExposure | None = None
+    #: the record's ``capture_source`` ("cupti" | "events" | "kineto" | ...; None: not recorded)
+    capture_source: str | None = None
+
+    @property
+    def measured_by(self) -> str:
+        """Who measured this phase and how, from what the record itself carries (never from one field)."""
+        if self.harness == "tilegym":
+            return "TileGym's benchmark_fn_cupti (torch.profiler per sample)"
+        if self.harness != "workbench":
+            return f"harness {self.harness or 'not recorded'}"
+        if self.capture_source == "events":
+            name = "workbench harness, CUDA events (no launch data)"
+        elif self.capture_source in (None, "cupti"):
+            name = "workbench CUPTI harness"
+        else:
+            name = f"workbench harness ({self.capture_source} capture)"
+        window = {"per_call": "per-call windows", "session": "one CUPTI window per session"}.get(
+            self.capture_window or "", f"{self.capture_window} windows" if self.capture_window else
+            "window mode not recorded")
+        parts = [window, "raw samples" if self.samples_ms else "medians only",
+                 "CUDA-event self-check" if self.capture_verdict is not None else "no CUDA-event self-check"]
+        if self.clocks is not None and self.clocks.measured:
+            parts.append("NVML clocks per call")
+        return f"{name} ({', '.join(parts)})"
+
+    @property
+    def capture_suspect(self) -> bool:
+        """A self-check doubted this capture: its median is not a valid median."""
+        return self.capture_verdict == "suspect"
+
+    @property
+    def launches_per_iter(self) -> int | None:
+        """Σ kernel_times[].count (TileGym's definition); falls back to the harness count."""
+        if self.kernel_times:
+            return sum(k.count for k in self.kernel_times)
+        return self.launches_per_call
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    """One passed test's ``benchmark`` record, keyed the way E matches rows (contract §3.5)."""
+
+    nodeid: str
+    func_key: str  # path::Class::func
+    framework: str  # raw record key, e.g. "cutile-rs", "triton", "pytorch"
+    params: str  # test id minus the backend token
+    phases: dict[str, PhaseStats]
+    source: SourceRef | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def row_key(self) -> tuple[str, str]:
+        return (self.func_key, self.params)
+
+    @property
+    def forward(self) -> PhaseStats | None:
+        return self.phases.get("forward")
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """A test that did not yield a record (failed/skipped/errored), for NA rows and diagnostics."""
+
+    nodeid: str
+    func_key: str
+    backend_token: str
+    params: str
+    outcome: Literal["failed", "skipped", "error", "passed_no_record"]
+    reason: str = ""
+    source: SourceRef | None = None
+
+
+@dataclass
+class PerfLog:
+    """A parsed perf log: complete record blocks plus non-record outcomes and parse notes."""
+
+    path: str
+    records: list[PerfRecord] = field(default_factory=list)
+    outcomes: list[TestOutcome] = field(default_factory=list)
+    truncated: bool = False  # last block was cut off (flagged, not fatal)
+    notes: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- launches (CUPTI)
+
+LaunchKind = Literal["kernel", "memcpy", "memset"]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One GPU activity caused by a measured call, attributed via its launching API record."""
+
+    kind: LaunchKind
+    name: str
+    start_ns: int
+    end_ns: int
+    correlation_id: int
+    demangled: str | None = None
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    registers_per_thread: int | None = None
+    static_smem: int | None = None
+    dynamic_smem: int | None = None
+    stream_id: int | None = None
+    graph_id: int | None = None
+    graph_node_id: int | None = None
+    bytes: int | None = None  # memcpy/memset size
+    copy_kind: str | None = None  # e.g. "DtoD", "HtoD"
+    api_name: str | None = None  # launching runtime/driver API (e.g. "cuLaunchKernel")
+
+    @property
+    def duration_ns(self) -> int:
+        return self.end_ns - self.start_ns
+
+    @property
+    def display_name(self) -> str:
+        return self.demangled or self.name
+
+
+@dataclass(frozen=True)
+class CallCapture:
+    """All launches of one measured call ``fn()`` (one sample)."""
+
+    index: int
+    backend: str
+    host_start_ns: int
+    host_end_ns: int
+    launches: tuple[Launch, ...]
+
+    @property
+    def device_time_ns(self) -> int:
+        """Σ launch durations (TileGym's "measured sum" of self device times)."""
+        return sum(launch.duration_ns for launch in self.launches)
+
+
+@dataclass
+class LaunchSet:
+    """Launch captures of one config for one backend (what the Timeline and F read)."""
+
+    nodeid: str
+    backend: str
+    params: str
+    calls: list[CallCapture]
+    source: str = "cupti"  # "cupti" | "kineto" | "events" (events: no launch data)
+
+
+# --------------------------------------------------------------------------- ratios (E)
+
+Severity = Literal["DONE", "MILD_GAP", "MODERATE_GAP", "LARGE_GAP", "MISSING_DATA"]
+EVerdict = Literal["DONE", "INVESTIGATE", "BLOCKED"]
+RowStatus = Literal["OK", "NA", "NO_BASELINE"]
+
+
+@dataclass(frozen=True)
+class RatioRow:
+    """One config of the E table. ``ratio`` is None for NA / unmatched rows."""
+
+    func_key: str
+    params: str
+    variant: str | None
+    baseline_backend: str | None
+    baseline_ms: float | None
+    candidate_ms: float | None
+    ratio: float | None
+    status: RowStatus
+    ci_low: float | None = None
+    ci_high: float | None = None
+    candidate_launches: int | None = None
+    baseline_launches: int | None = None
+    reason: str = ""
+    candidate_harness: str | None = None
+    baseline_harness: str | None = None
+    candidate_clocks: ClockExposure | None = None
+    baseline_clocks: ClockExposure | None = None
+    #: :attr:`PhaseStats.measured_by` of each side (what "Measured by" counts)
+    candidate_measured_by: str | None = None
+    baseline_measured_by: str | None = None
+    #: run-to-run spread of the row's sides across the run history (an A/A estimate, ``history.noise``);
+    #: None with fewer than two runs of a side; ``noise_text`` says from which runs, or why there is none
+    noise_floor: float | None = None
+    noise_text: str = ""
+    #: how faces name the baseline when its key alone would mislead ("triton_tileir (plain Triton)",
+    #: ``cutile_workbench.artifacts.stand_ins``); None: the key itself
+    baseline_label: str | None = None
+
+    @property
+    def clocks(self) -> RowClocks:
+        """Were the two sides measured at the same clocks and throttle exposure? (``clock_exposure``)"""
+        return compare_exposures(self.candidate_clocks, self.baseline_clocks)
+
+    @property
+    def row_verdict(self) -> str:
+        if self.ratio is None:
+            return "NA"
+        return "PASS" if self.ratio <= 1.05 else "INVESTIGATE"
+
+
+@dataclass
+class RatioTable:
+    """The whole E result. ``verdict`` follows contract §5.1 exactly."""
+
+    kernel: str
+    rows: list[RatioRow]
+    geomean: float | None
+    severity: Severity | None
+    verdict: EVerdict
+    geomean_ci: tuple[float, float] | None = None
+    inconclusive: bool = False  # CI straddles 1.05
+    variant_geomeans: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def matched(self) -> list[RatioRow]:
+        return [r for r in self.rows if r.status == "OK"]
+
+    @property
+    def missing(self) -> list[RatioRow]:
+        return [r for r in self.rows if r.status != "OK"]
+
+
+# --------------------------------------------------------------------------- F findings
+
+FVerdict = Literal["FIXABLE", "ALIGNED", "BLOCKED"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One piece of F evidence with a conclusion, evidence paths and a confidence."""
+
+    kind: str  # "launch_count" | "resources" | "config" | "ir" | "wrapper" | "missing"
+    summary: str
+    fixable: bool
+    evidence: tuple[str, ...] = ()
+    confidence: Literal["high", "medium", "low"] = "medium"
+    details: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass
+class Investigation:
+    """F's result for one report file (all shapes, or one shape)."""
+
+    kernel: str
+    scope: str  # "all_shapes" or the sanitized params string
+    verdict: FVerdict
+    rows: list[RatioRow]
+    findings: list[Finding]
+    pattern: Literal["uniform", "shape_specific", "none"] = "none"
+    # F extras (diagnosis): representative params, overall confidence, launch summaries (base first)
+    details: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+# --------------------------------------------------------------------------- files to write
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """A file a report action would write: relative path under the kernel dir + exact bytes."""
+
+    relpath: str
+    content: str
+
+
+@dataclass
+class ReportPlan:
+    """Everything one guarded write would do, plus the in-process validator transcript."""
+
+    stage: Literal["E", "F"]
+    kernel: str
+    kernel_dir: Path
+    files: list[PlannedFile]
+    verdict: str
+    validator_output: str  # verbatim transcript ("$ cmd", output, "exit=N" per validator)
+    ok: bool  # all validators exit 0
+    perf_log_block: str = ""  # E's <PERF_LOG> block (empty for F)
+
+
+# --------------------------------------------------------------------------- TileGym checks
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One TileGym-check result row: what was checked, its outcome, where, what to do, and the CLI twin."""
+
+    section: str  # precondition | wiring | kselect | audit
+    status: str  # OK | BLOCKED | MISSING | REFUSED | ERROR | FINDING | SKIPPED | INFO | CANCELLED
+    title: str
+    detail: str = ""  # multi-line plain text: traceback tail, node ids, -k expressions
+    location: str = ""  # file:line the row is about ("" when none)
+    rule: str = ""  # the rule it breaks (audit findings)
+    action: str = ""  # the seed's suggested action
+    diff: str = ""  # a unified diff (the proposed wiring edit) — shown, never applied here
+    cli: str = ""  # the CLI twin that reproduces (or, for the wiring edit, applies) this row

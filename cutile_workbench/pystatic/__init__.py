@@ -1,0 +1,1 @@
+"""Static reading of Python source (AST helpers) shared by the checks and the evidence."""

@@ -1,0 +1,1 @@
+"""pytest plugins loaded inside the measured child process (``-p`` / the pytest11 entry point)."""

@@ -1,0 +1,258 @@
+"""``report f --demonstrate`` as a service: F's wrapper-level fix tried in a throwaway copy.
+
+Contract:
+- :func:`plan_edits` derives the wrapper edits from F's evidence (:class:`~cutile_workbench.stages.f.diagnosis.FInputs`):
+  for each variant with slow rows (ratio > 1.05), when the reference's config is known and absent
+  from the candidate's search space, add it to the candidate's config function in the candidate's
+  spelling (:func:`cutile_workbench.stages.f.demonstrate.add_config_edit`). Anything else is a note saying why
+  nothing is tried (unknown reference config, config already present, no TileGym checkout).
+- :func:`demonstrate` — the caller's explicit authorization — copies what the run needs of the
+  TileGym tree (``src/``, ``tests/``, ``pytest.ini``/``conftest.py``/``pyproject.toml``; build output
+  dirs named ``target`` are linked, not copied) into ``<kernel>/workbench/demonstrate/<stamp>/``,
+  applies the edits there, re-runs only the slow configs of the candidate with the workbench
+  harness in that overlay (its own out root inside the overlay: the kernel dir's measured logs are
+  never touched), and returns a :class:`~cutile_workbench.stages.f.demonstrate.Demonstration` with before /
+  after / reference medians and CIs and the launch evidence of the re-run. The real TileGym tree is
+  hashed before and after (``Demonstration.tree_sha256_*``). The overlay is removed unless
+  ``keep_overlay``; its run log is kept beside it (``<stamp>.log``) either way. A failed or timed-out
+  run is a Demonstration with that status and its log, never an exception; bad input (no checkout,
+  the read-only recorded session) is an ``InputError``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from cutile_workbench.artifacts.workspace import Workspace
+from cutile_workbench.errors import InputError, WorkbenchError
+from cutile_workbench.model import LaunchSet, RatioRow
+from cutile_workbench.run.runner import RunResult, RunSpec, write_results
+from cutile_workbench.stages.e.stats import DONE_MAX, ratio_ci, round4
+from cutile_workbench.stages.f.demonstrate import (
+    ConfigOutcome,
+    Demonstration,
+    DemoStatus,
+    EditRefused,
+    WrapperEdit,
+    add_config_edit,
+)
+from cutile_workbench.stages.f.diagnosis import FInputs
+
+#: what the overlay copies of a TileGym tree (the rest of a checkout is not needed to run test_perf)
+OVERLAY_ITEMS = ("src", "tests", "pytest.ini", "conftest.py", "pyproject.toml", "setup.py", "setup.cfg")
+RunFn = Callable[[RunSpec, object], RunResult]
+
+
+def slow_rows(inputs: FInputs) -> list[RatioRow]:
+    return [r for r in (inputs.table.rows if inputs.table else ()) if r.ratio is not None and round4(r.ratio) > DONE_MAX]
+
+
+def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[str]]:
+    """(edits in application order, notes on what is not tried and why) — module contract."""
+    notes: list[str] = []
+    if ws.tilegym is None:
+        return [], ["no TileGym checkout (pass --tilegym DIR or set TILEGYM_PATH): the wrapper cannot be copied"]
+    rows = slow_rows(inputs)
+    if not rows:
+        return [], ["no slow config (every matched ratio ≤ 1.05): nothing to demonstrate"]
+    audit = inputs.search_space
+    texts: dict[str, str] = {}
+    edits: list[WrapperEdit] = []
+    for variant in dict.fromkeys(r.variant for r in rows):
+        name = variant or "(single variant)"
+        cmp = audit.for_variant(variant) if audit is not None else None
+        if cmp is None:
+            notes.append(f"{name}: the candidate's search space was not compared with the reference's "
+                         + (f"({'; '.join(audit.notes)})" if audit and audit.notes else "(no audit)"))
+            continue
+        if cmp.best is None:
+            notes.append(f"{name}: the config the reference ran is not known (analysis.json names no best_config): "
+                         "no config to add")
+            continue
+        if cmp.best_present is not False:
+            notes.append(f"{name}: the reference's config ({cmp.best.label}) is already in the candidate's space: "
+                         "no wrapper-level config edit to demonstrate")
+            continue
+        origin = cmp.candidate.origin.split(" ", 1)[0].rsplit(":", 1)[0]  # src/tilegym/ops/cutile_rs/matmul.py
+        path = ws.tilegym / origin
+        try:
+            text = texts.get(origin) or path.read_text(encoding="utf-8")
+            edit = add_config_edit(text, origin, cmp.candidate, cmp.best,
+                                   reference_source=cmp.best_source or "reference/analysis.json best_config")
+        except (OSError, UnicodeDecodeError) as exc:
+            notes.append(f"{name}: cannot read {path}: {exc}")
+            continue
+        except EditRefused as exc:
+            notes.append(f"{name}: not tried: {exc}")
+            continue
+        texts[origin] = edit.after
+        edits.append(edit)
+    return edits, notes
+
+
+def tree_sha256(root: Path, items: Iterable[str] = ("src", "tests")) -> str:
+    """Hash of every regular file (path + bytes) under ``root``'s items; build outputs (``target``) and
+    ``__pycache__`` are not the tree's source and are skipped."""
+    h = hashlib.sha256()
+    for item in items:
+        base = root / item
+        if not base.exists():
+            continue
+        for p in sorted(base.rglob("*")) if base.is_dir() else [base]:
+            rel = p.relative_to(root).as_posix()
+            if "__pycache__" in p.parts or "/target/" in f"/{rel}/" or p.is_symlink() or not p.is_file():
+                continue
+            h.update(rel.encode() + b"\0")
+            h.update(p.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def build_overlay(tilegym: Path, dest: Path) -> Path:
+    """Copy what a test_perf run needs of ``tilegym`` into ``dest`` (module contract); returns ``dest``."""
+    dest.mkdir(parents=True)
+    links: list[tuple[Path, Path]] = []
+
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        skip = {n for n in names if n in ("__pycache__", ".git") or n.endswith(".pyc")}
+        for n in names:
+            if n == "target" and (Path(directory) / n).is_dir():
+                links.append((Path(directory) / n, dest / Path(directory).relative_to(tilegym) / n))
+                skip.add(n)
+        return skip
+
+    for item in OVERLAY_ITEMS:
+        src = tilegym / item
+        if src.is_dir():
+            shutil.copytree(src, dest / item, ignore=ignore, symlinks=True)
+        elif src.is_file():
+            shutil.copy2(src, dest / item)
+    for src, link in links:  # the built library: linked, never copied or written
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(src.resolve(), target_is_directory=True)
+    return dest
+
+
+def _main_launch(sets: Iterable[LaunchSet], params: str, backend_token: str) -> str:
+    from cutile_workbench.artifacts.testids import id_token
+
+    for s in sets:
+        if s.params == params and id_token(s.backend) == backend_token and s.calls:
+            kernels = [ln for ln in s.calls[-1].launches if ln.kind == "kernel"]
+            if not kernels:
+                return "no kernel launch captured"
+            k = max(kernels, key=lambda ln: ln.end_ns - ln.start_ns)
+            smem = (k.static_smem or 0) + (k.dynamic_smem or 0)
+            return (f"{k.name[:48]} grid {k.grid} block {k.block} regs {k.registers_per_thread} smem {smem} B")
+    return ""
+
+
+def _samples(rec: object) -> tuple[float | None, tuple[float, ...]]:
+    phases = getattr(rec, "phases", {}) or {}
+    fwd = phases.get("forward")
+    if fwd is None:
+        return None, ()
+    return fwd.median_ms, tuple(fwd.samples_ms or ())
+
+
+def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, keep_overlay: bool = False,
+                python: str = sys.executable, run_fn: RunFn | None = None,
+                env: dict[str, str] | None = None) -> Demonstration:
+    """Apply the edits in a throwaway copy and re-run the slow configs (module contract)."""
+    from cutile_workbench.services.runs import RunRequest, plan_runs
+    from cutile_workbench.services.stage_e import read_only_reason
+
+    why = read_only_reason(ws, preview="report f --dry-run")
+    if why:
+        raise InputError(why, path=str(ws.kernel_dir), key="--demonstrate")
+    edits, notes = plan_edits(ws, inputs)
+    if not edits:
+        return Demonstration("not_applicable", "; ".join(notes) or "no wrapper-level edit derived")
+    assert ws.tilegym is not None
+    tilegym = Path(ws.tilegym).resolve()
+    rows = [r for r in slow_rows(inputs) if any(e.variant == r.variant for e in edits)]
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    base = ws.paths.workbench_dir / "demonstrate"
+    overlay = base / stamp
+    log = base / f"{stamp}.log"
+    rel = lambda p: p.relative_to(ws.kernel_dir).as_posix()  # noqa: E731
+    before_hash = tree_sha256(tilegym)
+    t0 = time.monotonic()
+    lines: list[str] = []
+    status: DemoStatus = "done"
+    reason = ""
+    after_sets: list[LaunchSet] = []
+    after_records: dict[str, object] = {}
+    command = ""
+    try:
+        build_overlay(tilegym, overlay / "TileGym")
+        for e in edits:
+            (overlay / "TileGym" / e.relpath).write_text(e.after, encoding="utf-8")
+            lines.append(f"edited {e.relpath}:\n{e.diff}")
+        child_env = dict(env or {})
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            [str(overlay / "TileGym" / "src"), *(p for p in (child_env.get("PYTHONPATH")
+                                                            or os.environ.get("PYTHONPATH", "")).split(os.pathsep)
+                                                 if p)])
+        k_expr = " or ".join(dict.fromkeys(r.params for r in rows))
+        plan = plan_runs(RunRequest(ws.kernel, out_root=overlay / "out", tilegym=overlay / "TileGym",
+                                    backends=("cutile-rs",), k_expr=k_expr, per_test_timeout_s=timeout_s,
+                                    total_timeout_s=timeout_s, python=python, env=child_env))
+        from cutile_workbench.run.runner import run as run_suite
+
+        runner = run_fn or (lambda spec, out: run_suite(spec, out))  # type: ignore[arg-type]
+        for br in plan.runs:
+            command = br.spec.describe()
+            result = runner(br.spec, plan.out)
+            lines.append(result.raw_log_text if hasattr(result, "raw_log_text") else "")
+            write_results(result, br.spec, plan.out)
+            after_sets += list(result.launch_sets)
+            if result.rc == 2:
+                status, reason = "timed_out", f"the re-run stopped after {timeout_s:g} s (rc 2): {'; '.join(result.notes)}"
+            elif result.rc != 0:
+                status, reason = "failed", (f"the re-run exited {result.rc}: "
+                                            + "; ".join(f"{n}: {w}" for n, w in {**result.failed, **result.not_run}.items())
+                                            or "; ".join(result.notes))
+        from cutile_workbench.artifacts.workspace import open_workspace
+        from cutile_workbench.stages.e.report import load_candidate
+
+        if status == "done":
+            after_ws = open_workspace(ws.kernel, out_root=overlay / "out", strict=False)
+            cand, _parsed, _notes = load_candidate(after_ws)
+            after_records = {r.params: r for r in cand.records}
+    except (WorkbenchError, OSError) as exc:
+        status, reason = "failed", str(exc)
+    finally:
+        after_hash = tree_sha256(tilegym)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        if not keep_overlay:
+            shutil.rmtree(overlay, ignore_errors=True)
+    outcomes = []
+    for r in rows:
+        before_ms, before_s = _samples(inputs.candidate_records.get((r.func_key, r.params)))
+        ref_rec = (inputs.baseline_records.get(r.baseline_backend or "", {}) or {}).get((r.func_key, r.params))
+        ref_ms, ref_s = _samples(ref_rec)
+        after_ms, after_s = _samples(after_records.get(r.params))
+        outcomes.append(ConfigOutcome(
+            r.params, r.baseline_backend or "?", before_ms, after_ms, ref_ms,
+            before_ci=ratio_ci(before_s, ref_s) if before_s and ref_s else None,
+            after_ci=ratio_ci(after_s, ref_s) if after_s and ref_s else None,
+            after_launches=getattr(getattr(after_records.get(r.params), "phases", {}).get("forward"),
+                                   "launches_per_iter", None) if r.params in after_records else None,
+            after_kernel=getattr(getattr(after_records.get(r.params), "phases", {}).get("forward"),
+                                 "kernel_name", None) if r.params in after_records else None,
+            after_resources=_main_launch(after_sets, r.params, "cutile_rs"),
+            reference_resources=_main_launch(inputs.launch_sets, r.params, (r.baseline_backend or "").replace("-", "_"))))
+    if status == "done" and not after_records:
+        status, reason = "failed", "the re-run wrote no candidate record for the slow configs"
+    if before_hash != after_hash:
+        status, reason = "failed", "the real TileGym tree changed during the demonstration (see the hashes)"
+    return Demonstration(status, reason, tuple(edits), tuple(outcomes), rel(overlay), keep_overlay, rel(log),
+                         str(tilegym), before_hash, after_hash, command, time.monotonic() - t0)

@@ -1,0 +1,254 @@
+"""The overview of an out root as a service: what ``overview`` and the TUI's first screen read.
+
+Contract:
+- :func:`overview` lists every kernel dir of ``root`` (:func:`cutile_workbench.stages.e.overview.kernel_dirs`)
+  and builds one :class:`~cutile_workbench.stages.e.overview.OverviewRow` each, in the order
+  :func:`~cutile_workbench.stages.e.overview.sort_rows` gives for ``sort``. It never raises on a kernel dir's
+  content: whatever goes wrong inside one dir is that row's ``problem``. An out root that does
+  not exist or is not a directory is an ``InputError`` (key ``--out-root``).
+- E's numbers come from the kernel's written ``reports/performance.md`` when it is current
+  (newer than the perf logs it was computed from), else from the logs through the one E-table
+  door (:func:`cutile_workbench.services.stage_e.ratio_table`, computed without the bootstrap: the
+  verdict and severity depend on the geomean only); ``e_source`` says which.
+- The regression column reads the kernel's ``workbench/history.sqlite`` when one exists (never
+  creates or imports into it: the overview writes nothing); ``"no history"`` otherwise.
+- Nothing is written into the out root; a kernel dir is only read. Each row is cached in the user's
+  cache dir (``$CUTILE_WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME``/``~/.cache`` +
+  ``/cutile-workbench/overview/``), keyed on the kernel dir's resolved path and valid only while the
+  size and mtime of every file the row was computed from are unchanged (:func:`row_signature`):
+  a re-listing of an unchanged campaign parses no log. ``cache=False`` bypasses it; a cache that
+  cannot be read or written is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import asdict
+from pathlib import Path
+
+from cutile_workbench.artifacts.workspace import Workspace, open_workspace
+from cutile_workbench.errors import InputError, WorkbenchError
+from cutile_workbench.model import RatioTable
+from cutile_workbench.stages.e.overview import (
+    MAX_REPORT_BYTES,
+    SCHEMA_VERSION,
+    Overview,
+    OverviewRow,
+    f_verdicts,
+    kernel_dirs,
+    performance_md_is_current,
+    read_performance_md,
+    sort_rows,
+)
+from cutile_workbench.stages.e.stats import round4
+
+SORT_KEYS = ("geomean", "kernel", "severity", "last_run")
+
+
+def _first_line(path: Path) -> str | None:
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            return fh.readline(4096).decode("utf-8", "replace").rstrip("\r\n")
+    except OSError:
+        return None
+
+
+def _read_small(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _last_run(ws: Workspace) -> str | None:
+    try:
+        meta = ws.session_meta()
+    except WorkbenchError:
+        return None
+    runs = meta.get("runs") if isinstance(meta, dict) else None
+    if not isinstance(runs, dict):
+        return None
+    starts = [str(r["started_at"]) for r in runs.values() if isinstance(r, dict) and isinstance(r.get("started_at"), str)]
+    return max(starts) if starts else None
+
+
+def _regression(ws: Workspace) -> str:
+    from cutile_workbench.history.query import load_history
+    from cutile_workbench.history.store import HistoryStore
+
+    path = ws.paths.root / "workbench" / "history.sqlite"
+    if not path.is_file() or path.is_symlink():
+        return "no history"
+    try:
+        with HistoryStore.open(path, read_only=True) as store:  # the overview writes nothing
+            hist = load_history(store, ws.kernel)
+    except WorkbenchError as exc:
+        return f"history unreadable: {exc.message}"
+    if len(hist.runs) < 2:
+        return "one run only"
+    last = hist.runs[-1].run_key
+    regressed = [s for s in hist.series if s.latest is not None and s.points[-1].run_key == last
+                 and s.latest.change == "regression"]
+    return f"{len(regressed)} config(s) regressed" if regressed else "none"
+
+
+def _from_table(table: RatioTable) -> dict[str, object]:
+    valid = [r for r in table.rows if r.ratio is not None]
+    worst = max(valid, key=lambda r: r.ratio or 0.0) if valid else None
+    return {
+        "e_verdict": table.verdict, "geomean": round4(table.geomean) if table.geomean is not None else None,
+        "severity": table.severity, "configs": len(table.rows), "matched": len(valid),
+        "missing": len(table.rows) - len(valid),
+        "worst_config": worst.params if worst else None, "worst_ratio": worst.ratio if worst else None,
+    }
+
+
+def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioTable] | None = None) -> OverviewRow:
+    """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.services.history import ratio_comparability
+    from cutile_workbench.services.stage_e import ratio_table
+    from cutile_workbench.stages.e.report import load_candidate, stand_in_frameworks
+
+    kernel, path = kdir.name, str(kdir)
+    try:
+        ws = open_workspace(kernel, out_root=root, strict=False)
+    except WorkbenchError as exc:
+        return OverviewRow(kernel, path, problem=str(exc))
+    notes: list[str] = [f"{g.what}: {g.path}" for g in ws.gaps if g.severity == "error"]
+    fields: dict[str, object] = {"f_verdicts": f_verdicts(ws.paths.reports_dir, _first_line),
+                                 "last_run": _last_run(ws)}
+    try:
+        candidate = load_candidate(ws)[0]
+        stand_in = stand_in_frameworks(candidate)
+        fields["candidate"] = ", ".join(stand_in) if stand_in else ("cutile-rs" if candidate.records else None)
+        fields["stand_in"] = bool(stand_in)
+    except WorkbenchError as exc:
+        return OverviewRow(kernel, path, problem=f"candidate log: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
+    report = ws.paths.reports_dir / "performance.md"
+    # E reads the full tee when the runner left one (perf_cutile_rs.txt is then E's own sanitized
+    # output, rewritten in the same write set as performance.md), else perf_cutile_rs.txt itself
+    full = ws.paths.perf_full_log
+    inputs = [full if full.exists() else ws.paths.perf_cutile_rs, ws.paths.baseline_cutile,
+              ws.paths.baseline_triton_tileir]
+    same_write = () if full.exists() else (ws.paths.perf_cutile_rs,)
+    summary = read_performance_md(_read_small(report) or "") if report.is_file() else None
+    table: RatioTable | None = None
+    if summary is not None and performance_md_is_current(report, inputs, written_with=same_write):
+        fields.update(e_source="performance.md", e_verdict=summary.verdict, geomean=summary.geomean,
+                      severity=summary.severity, configs=summary.rows, matched=summary.matched,
+                      missing=summary.missing, worst_config=summary.worst_config, worst_ratio=summary.worst_ratio,
+                      identity=summary.identity)
+    else:
+        try:
+            table = (table_of or (lambda w: ratio_table(w, n_boot=0)))(ws)
+        except WorkbenchError as exc:
+            return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
+        fields.update(_from_table(table))
+        try:  # who the candidate's launches really are (issue 18's trust rules), from the captures
+            fields["identity"] = stage_e.trust(ws, table).summary.removeprefix("WARNING: ").removeprefix(
+                "candidate identity: ")
+        except WorkbenchError as exc:
+            fields["identity"] = f"unknown: {exc}"
+        fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
+    try:
+        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()))
+        fields["comparability"], fields["comparability_text"] = comp.state, comp.short
+    except WorkbenchError as exc:
+        notes.append(f"comparability: {exc}")
+    fields["regression"] = _regression(ws)
+    return OverviewRow(kernel, path, notes=tuple(notes), **fields)  # type: ignore[arg-type]
+
+
+#: what a row is computed from, relative to the kernel dir (globs): any change recomputes the row
+SIGNATURE_GLOBS = ("perf_cutile_rs*.txt", "baseline_perf_*.txt", "reports/performance.md",
+                   "reports/perf_investigation_*.md", "reports/agent_logs/perf_cutile_rs*.full.txt",
+                   "workbench/session.json", "workbench/history.sqlite", "workbench/launches.json.gz",
+                   "reference/analysis.json", "reports/.workbench-journal*")
+
+
+def row_signature(kdir: Path) -> list[list[object]]:
+    """``[relpath, size, mtime_ns]`` of every file a row reads (module contract), sorted."""
+    out: list[list[object]] = []
+    for pattern in SIGNATURE_GLOBS:
+        for p in kdir.glob(pattern):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            out.append([p.relative_to(kdir).as_posix(), st.st_size, st.st_mtime_ns])
+    return sorted(out, key=lambda e: str(e[0]))
+
+
+def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    if env.get("CUTILE_WORKBENCH_CACHE"):
+        return Path(env["CUTILE_WORKBENCH_CACHE"]) / "overview"
+    base = Path(env["XDG_CACHE_HOME"]) if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "cutile-workbench" / "overview"
+
+
+def _cache_file(kdir: Path, env: Mapping[str, str]) -> Path:
+    key = hashlib.sha256(str(kdir.resolve()).encode()).hexdigest()[:32]
+    return cache_dir(env) / f"{key}.json"
+
+
+def _cached_row(kdir: Path, signature: list[list[object]], env: Mapping[str, str]) -> OverviewRow | None:
+    path = _cache_file(kdir, env)
+    try:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > 1 << 20:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if doc.get("schema_version") != SCHEMA_VERSION or doc.get("signature") != signature:
+            return None
+        row = dict(doc["row"])
+        row["notes"] = tuple(row.get("notes", ()))
+        return OverviewRow(**row)
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # a cache is a convenience: anything odd in it means "recompute"
+
+
+def _store_row(kdir: Path, signature: list[list[object]], row: OverviewRow, env: Mapping[str, str]) -> None:
+    path = _cache_file(kdir, env)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "signature": signature,
+                                   "row": {**asdict(row), "notes": list(row.notes)}}), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def overview(root: Path, *, sort: str = "geomean", cache: bool = True,
+             env: Mapping[str, str] = os.environ) -> Overview:
+    """Every kernel dir of ``root`` as a row (module contract)."""
+    if sort not in SORT_KEYS:
+        raise InputError(f"unknown sort key {sort!r} (one of: {', '.join(SORT_KEYS)})", key="--sort")
+    if not root.is_dir():
+        raise InputError("out root does not exist or is not a directory", path=str(root), key="--out-root")
+    rows = []
+    for kdir in kernel_dirs(root):
+        signature = row_signature(kdir) if cache else []
+        if cache:
+            hit = _cached_row(kdir, signature, env)
+            if hit is not None:
+                rows.append(hit)
+                continue
+        try:
+            row = kernel_row(root, kdir)
+            rows.append(row)
+            if cache and row_signature(kdir) == signature:  # not changed while we read it
+                _store_row(kdir, signature, row, env)
+        except (OSError, ValueError, json.JSONDecodeError) as exc:  # a dir changing under us: say so, go on
+            rows.append(OverviewRow(kdir.name, str(kdir), problem=f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # a bug on one kernel's content must not hide the other kernels
+            rows.append(OverviewRow(kdir.name, str(kdir),
+                                    problem=f"internal error (please report): {type(exc).__name__}: {exc}"))
+    return Overview(str(root), tuple(sort_rows(rows, sort)))

@@ -1,0 +1,1 @@
+"""The two stages of the pipeline: E (benchmark ratios) and F (residual perf investigation)."""

@@ -1,0 +1,272 @@
+"""E's ratio table, assembled in ONE place and computed once per set of inputs.
+
+Contract of :func:`load_e_table` (the single door: ``table``, ``report e``, ``report f``, the TUI):
+
+- Inputs: the raw candidate log(s) (:func:`candidate_raw_logs`: the ``.full.txt``
+  tee when present, the per-variant logs, or a supplied raw log text), the two baseline logs
+  (``baseline_perf_cutile.txt``, ``baseline_perf_triton_tileir.txt``), analysis.json (the
+  workspace's, or the one given), the bootstrap's ``seed`` and ``n_boot``. The table is
+  :func:`cutile_workbench.stages.e.stats.build_ratio_table` of them — no other assembly exists.
+- Cache: keyed on the SHA-256 of every input's bytes plus :data:`CACHE_VERSION`, the package
+  version and the source of the modules that decide the table (stats, parser, analysis, model,
+  report_e), so a changed log (or analysis.json, or code) is a miss, never a stale table. Kept in
+  memory for the process and in ``<user cache>/e_tables/<key>.pickle`` (the user cache dir of
+  :mod:`cutile_workbench.artifacts.launch_store`; the newest :data:`KEEP_FILES` kept) — never in the kernel dir:
+  ``table``, ``--dry-run`` and the TUI promise to write nothing there, and the recorded sessions
+  are read-only. A cache file that is unreadable, of another key, or holds anything but workbench
+  dataclasses is ignored (recomputed), never trusted.
+- :class:`ETable` gives the table and, parsed on first use only, the candidate log, the parsed raw
+  logs and the baseline logs (a cache hit parses nothing until a caller needs the records).
+- ``Blocked`` without a candidate log; ``InputError`` (file, line) for a malformed one — raised on a
+  miss exactly as the parser raises them; a hit needs no parse, so the inputs it was built from were
+  already accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cutile_workbench.artifacts.derive_cache import (
+    _DataclassesOnly,
+    _read,
+    _store,
+    _user_cache_dir,
+    module_source,
+)
+from cutile_workbench.errors import Blocked
+from cutile_workbench.model import PerfLog, RatioTable
+
+if TYPE_CHECKING:
+    from cutile_workbench.artifacts.analysis import Analysis
+    from cutile_workbench.artifacts.workspace import Workspace
+
+#: bump when the table's rules or its dataclasses change shape (old caches become misses)
+CACHE_VERSION = 1
+_MEMORY: dict[str, bytes] = {}  # pickled: every caller gets its own copy to change
+_BASELINES = ("cutile", "triton_tileir")
+
+
+@dataclass
+class ETable:
+    """E's table of one workspace and (lazily) the logs it was built from."""
+
+    table: RatioTable
+    key: str  # hash of the inputs
+    from_cache: bool
+    raw_logs: list[RawLog]
+    notes: list[str]
+    _ws: Workspace = field(repr=False)
+    _frameworks: tuple[str, ...] | None = field(default=None, repr=False)
+    _parsed: list[tuple[RawLog, PerfLog]] | None = field(default=None, repr=False)
+    _candidate: PerfLog | None = field(default=None, repr=False)
+
+    def _parse(self) -> None:
+        if self._parsed is None:
+            from cutile_workbench.artifacts.perflog.parser import parse_perf_log
+
+            self._parsed = [(r, parse_perf_log(r.path, text=r.text, strict=True)) for r in self.raw_logs]
+            self._candidate = merge_logs(str(self._parsed[0][0].path), [p for _, p in self._parsed])
+            self._candidate.notes.extend(self.notes)
+
+    @property
+    def candidate_frameworks(self) -> tuple[str, ...]:
+        """The frameworks of the candidate's records (kept with the cached table: no parse on a hit)."""
+        if self._frameworks is None:
+            self._frameworks = tuple(sorted({r.framework for r in self.candidate.records}))
+        return self._frameworks
+
+    @property
+    def candidate(self) -> PerfLog:
+        """The merged candidate log (parsed strictly on first use)."""
+        self._parse()
+        assert self._candidate is not None
+        return self._candidate
+
+    @property
+    def parsed(self) -> list[tuple[RawLog, PerfLog]]:
+        self._parse()
+        assert self._parsed is not None
+        return self._parsed
+
+    @property
+    def baselines(self) -> dict[str, PerfLog]:
+        """The baseline logs present (``cutile``, ``triton_tileir``), parsed strictly on first use
+        (the workspace keeps them parsed)."""
+        return {k: v for k, v in self._ws.baseline_logs().items() if not k.startswith("cutile_rs")}
+
+
+# --------------------------------------------------------------------------- the candidate's raw logs
+
+PERF_LOG = "perf_cutile_rs.txt"
+_SAFE_VARIANT = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+@dataclass(frozen=True)
+class RawLog:
+    """One raw candidate log E sanitizes: the main one, or one variant's (multi-variant kernels)."""
+
+    variant: str | None
+    out_relpath: str  # perf_cutile_rs.txt | perf_cutile_rs_<variant>.txt
+    full_relpath: str  # reports/agent_logs/perf_cutile_rs[_<variant>].full.txt
+    path: Path  # where the text came from (messages)
+    source: str  # human description for agent_e.md
+    text: str
+    full_exists: bool
+
+
+def _read_text(path: Path, kernel_dir: Path) -> str:
+    """A raw log of the kernel dir: a regular file, capped, resolving inside the kernel dir (issue 25)."""
+    from cutile_workbench.artifacts.confine import read_regular
+
+    return read_regular(path, kind="perf log", kernel_dir=kernel_dir).decode("utf-8", "surrogateescape")
+
+
+def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
+                       raw_log_path: Path | None = None) -> tuple[list[RawLog], list[str]]:
+    """The raw candidate logs to sanitize (main first, then variants) and notes on skipped ones."""
+    paths = ws.paths
+    out: list[RawLog] = []
+    notes: list[str] = []
+    rel = lambda p: os.path.relpath(p, paths.root).replace(os.sep, "/")  # noqa: E731
+    full_rel = rel(paths.perf_full_log)
+    if raw_log_text is not None:
+        out.append(RawLog(None, PERF_LOG, full_rel, raw_log_path or paths.perf_full_log,
+                          str(raw_log_path) if raw_log_path else "supplied raw log text", raw_log_text,
+                          paths.perf_full_log.is_file()))
+    else:
+        found = ws.raw_log_path()
+        if found is not None:
+            out.append(RawLog(None, PERF_LOG, full_rel, found, rel(found), _read_text(found, paths.root), paths.perf_full_log.is_file()))
+    for v in ws.variant_names():
+        if not _SAFE_VARIANT.match(v):
+            notes.append(f"variant {v!r}: name is not file-name safe; its per-variant log is ignored")
+            continue
+        full, sanitized = paths.perf_full_log_variant(v), paths.perf_cutile_rs_variant(v)
+        src = full if full.is_file() else sanitized if sanitized.is_file() else None
+        if src is not None:
+            out.append(RawLog(v, rel(sanitized), rel(full), src, rel(src), _read_text(src, paths.root), full.is_file()))
+    return out, notes
+
+
+def merge_logs(path: str, logs: list[PerfLog]) -> PerfLog:
+    """One candidate PerfLog from several (first record of a config wins; later duplicates noted)."""
+    merged = PerfLog(path=path)
+    seen: set[tuple[str, str]] = set()
+    for log in logs:
+        merged.notes.extend(log.notes)
+        merged.truncated = merged.truncated or log.truncated
+        for rec in log.records:
+            if rec.row_key in seen:
+                merged.notes.append(f"{log.path}: {rec.nodeid} also appears in an earlier log; first kept")
+                continue
+            seen.add(rec.row_key)
+            merged.records.append(rec)
+        merged.outcomes.extend(log.outcomes)
+    return merged
+
+
+def load_candidate(ws: Workspace, *, raw_log_text: str | None = None,
+                   raw_log_path: Path | None = None) -> tuple[PerfLog, list[tuple[RawLog, PerfLog]], list[str]]:
+    """Parse (strictly) every raw candidate log and merge them; Blocked when there is none."""
+    from cutile_workbench.artifacts.perflog.parser import parse_perf_log
+
+    raws, notes = candidate_raw_logs(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
+    if not raws:
+        raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
+                      "perf_cutile_rs.txt (nor a per-variant log) exists", path=str(ws.paths.perf_cutile_rs))
+    parsed = [(r, parse_perf_log(r.path, text=r.text, strict=True)) for r in raws]
+    merged = merge_logs(str(parsed[0][0].path), [p for _, p in parsed])
+    merged.notes.extend(notes)
+    return merged, parsed, notes
+
+
+# --------------------------------------------------------------------------- the cache
+
+
+_CODE: list[str] = []
+
+
+def _code_fingerprint() -> str:
+    """Hash of the modules that decide the table's content: an edited rule is a miss, not a stale hit."""
+    if not _CODE:
+        h = hashlib.sha256()
+        for name in ("cutile_workbench.artifacts.analysis", "cutile_workbench.model", "cutile_workbench.artifacts.perflog.parser", "cutile_workbench.stages.e.report",
+                     "cutile_workbench.stages.e.stats", "cutile_workbench.stages.e.e_table", "cutile_workbench.clock_exposure"):
+            h.update(module_source(name))
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def inputs_key(ws: Workspace, raws: list[RawLog], analysis: Analysis | None, *, seed: int, n_boot: int) -> str:
+    """SHA-256 over every input of the table (see module contract)."""
+    from cutile_workbench import __version__
+
+    h = hashlib.sha256(f"e-table v{CACHE_VERSION} workbench {__version__} code {_code_fingerprint()} "
+                       f"seed={seed} n_boot={n_boot}\0".encode())
+    for r in raws:
+        h.update(f"candidate {r.variant} {len(r.text)}\0".encode())
+        h.update(r.text.encode("utf-8", "surrogateescape"))
+    for key in _BASELINES:
+        data = _read(getattr(ws.paths, f"baseline_{key}"))
+        h.update(f"\0baseline {key} {len(data)}\0".encode())
+        h.update(data)
+    if analysis is not None:
+        path = Path(analysis.path)
+        data = _read(path) if path.is_file() else repr(analysis).encode()
+        h.update(f"\0analysis {len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _cache_file(key: str) -> Path:
+    return _user_cache_dir() / "e_tables" / f"{key}.pickle"
+
+
+def _load_cached(path: Path, key: str) -> tuple[RatioTable, tuple[str, ...]] | None:
+    try:
+        doc = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
+    except Exception:  # absent, unreadable, a link out, foreign or corrupt: recompute
+        return None
+    if (not isinstance(doc, tuple) or len(doc) != 3 or doc[0] != key or not isinstance(doc[1], RatioTable)
+            or not isinstance(doc[2], tuple) or not all(isinstance(x, str) for x in doc[2])):
+        return None
+    return doc[1], doc[2]
+
+
+def load_e_table(ws: Workspace, *, raw_log_text: str | None = None, raw_log_path: Path | None = None,
+                 analysis: Analysis | None = None, seed: int = 0, n_boot: int = 2000,
+                 use_cache: bool = True) -> ETable:
+    """E's table for ``ws`` (see module contract)."""
+    analysis = analysis if analysis is not None else ws.analysis
+    raws, notes = candidate_raw_logs(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
+    if not raws:
+        raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
+                      "perf_cutile_rs.txt (nor a per-variant log) exists", path=str(ws.paths.perf_cutile_rs))
+    key = inputs_key(ws, raws, analysis, seed=seed, n_boot=n_boot)
+    hit: tuple[RatioTable, tuple[str, ...]] | None = None
+    if use_cache and key in _MEMORY:
+        hit = _DataclassesOnly(io.BytesIO(_MEMORY[key])).load()[1:]
+    path = _cache_file(key)
+    if hit is None and use_cache:
+        hit = _load_cached(path, key)
+    if hit is not None:
+        return ETable(table=hit[0], key=key, from_cache=True, raw_logs=raws, notes=notes, _ws=ws,
+                      _frameworks=hit[1])
+    from cutile_workbench.stages.e.stats import build_ratio_table
+
+    result = ETable(table=None, key=key, from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
+    result.table = build_ratio_table(ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed)
+    if use_cache:
+        data = pickle.dumps((key, result.table, result.candidate_frameworks), protocol=pickle.HIGHEST_PROTOCOL)
+        _store(path, data)
+        if len(_MEMORY) >= 8:  # a process looks at a few kernels; keep it bounded
+            _MEMORY.clear()
+        _MEMORY[key] = data
+    return result

@@ -1,0 +1,1 @@
+"""Stage F: inputs, diagnosis, rendering and the report (its evidence readers are in ``evidence/``)."""

@@ -1,0 +1,344 @@
+"""WorkbenchApp: six MODES (Ratios, Timeline, IR Diff, Report, Checks, History), global keys, palette, errors.
+
+Contract:
+- :func:`make_app` builds the app from an injected :class:`~cutile_workbench.tui.data.AppData` (tests,
+  snapshots and the bench use it with recorded or synthetic data); :func:`run_app` is what
+  ``cutile-workbench <kernel>`` calls: it loads the workspace (``cutile_workbench.tui.loaders``) and
+  returns the process exit code (2 when the workspace itself cannot be opened).
+- Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 help, Ctrl+P palette,
+  Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
+- Load problems (``AppData.problems``) become error notifications naming file and line.
+- A user keymap (:mod:`cutile_workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
+  injected so tests never see the user's file) is applied with ``App.set_keymap`` at mount; its
+  problems are notifications; F1 lists the keys in effect. Ctrl+Q always quits.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import events, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.widget import AwaitMount
+from textual.worker import Worker, WorkerState
+
+from cutile_workbench.errors import WorkbenchError
+from cutile_workbench.model import RatioRow
+from cutile_workbench.tui import textual_fixes
+from cutile_workbench.tui.commands import WorkbenchCommands
+from cutile_workbench.tui.data import AppData, IRPair
+from cutile_workbench.tui.screens.base import WorkbenchScreen
+from cutile_workbench.tui.screens.ratios import RatiosScreen
+
+if TYPE_CHECKING:
+    from textual.dom import DOMNode
+    from textual.screen import Screen
+
+    from cutile_workbench.tui.keymap import LoadedKeymap
+    from cutile_workbench.tui.screens.irdiff import IRDiffScreen
+
+
+textual_fixes.apply()
+
+
+def _timeline_screen() -> Screen[None]:
+    # The non-initial screens (and the Markdown/ProgressBar widgets they pull in) are imported on
+    # first use: ~0.1 s less before the first paint; on_ready pre-warms them right after it.
+    from cutile_workbench.tui.screens.timeline import TimelineScreen
+
+    return TimelineScreen()
+
+
+def _irdiff_screen() -> Screen[None]:
+    from cutile_workbench.tui.screens.irdiff import IRDiffScreen
+
+    return IRDiffScreen()
+
+
+def _report_screen() -> Screen[None]:
+    from cutile_workbench.tui.screens.report import ReportScreen
+
+    return ReportScreen()
+
+
+def _checks_screen() -> Screen[None]:
+    from cutile_workbench.tui.screens.checks import ChecksScreen
+
+    return ChecksScreen()
+
+
+def _history_screen() -> Screen[None]:
+    from cutile_workbench.tui.screens.history import HistoryScreen
+
+    return HistoryScreen()
+
+
+MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report", "5": "checks", "6": "history"}
+
+
+class WorkbenchApp(App[int]):
+    CSS_PATH = "app.tcss"
+    TITLE = "cutile-workbench"
+    MODES: ClassVar = {
+        "ratios": RatiosScreen,
+        "timeline": _timeline_screen,
+        "irdiff": _irdiff_screen,
+        "report": _report_screen,
+        "checks": _checks_screen,
+        "history": _history_screen,
+    }
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual's own declaration)
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
+        Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
+        Binding("i", "info", "Info", show=False, tooltip="The whole header: session, GPU, out root, "
+                "comparability of the ratios", id="app-info"),
+        # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
+        Binding("1", "mode('ratios')", "Screens", key_display="1-6", tooltip="1 Ratios · 2 Timeline · "
+                "3 IR diff · 4 Report · 5 Checks · 6 History", id="app-ratios"),
+        Binding("2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"),
+        Binding("3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"),
+        Binding("4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports",
+                id="app-report"),
+        Binding("5", "mode('checks')", "Checks", show=False, tooltip="TileGym checks: import, wiring, -k, audit",
+                id="app-checks"),
+        Binding("6", "mode('history')", "History", show=False, tooltip="Run history of the selected config",
+                id="app-history"),
+        Binding("escape", "back_to_overview", "Overview", tooltip="Back to the out root's overview",
+                id="app-overview"),
+    ]
+
+    def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
+                 keymap: LoadedKeymap | None = None, back_code: int | None = None) -> None:
+        super().__init__()
+        #: opened from the overview (``cutile-workbench --out-root DIR``): Escape returns this code to it
+        self.back_code = back_code
+        self.user_keymap = keymap
+        self._reported_clashes: set[frozenset[str]] = set()
+        self.prewarm = prewarm
+        self._prewarmed = False
+        self.data = data
+        self.initial_mode = initial_mode
+        self.pending_row: RatioRow | None = None
+        #: the config highlighted on the Ratios screen (the IR screen opens on its recorded pair)
+        self.selected_row: RatioRow | None = None
+        self.pending_live = False
+        self.live = False
+        self.ir_loading = False
+        self.first_paint_at: float | None = None  # perf_counter() of the first displayed frame
+        self.irdiff_screen: IRDiffScreen | None = None  # set by the screen when it mounts
+        self.sub_title = data.kernel
+        self._initial_shown = False  # on_mount switched to the initial mode
+
+    def on_mount(self) -> None:
+        if self.user_keymap is not None:
+            self.set_keymap(self.user_keymap.bindings)
+            for keymap_problem in self.user_keymap.notifications():
+                self.notify(str(keymap_problem), title=keymap_problem.title, severity="error", timeout=30, markup=False)
+        self.switch_mode(self.initial_mode)
+        self._initial_shown = True
+        self.ir_loading = self.data.ir_loader is not None
+        for problem in self.data.problems:
+            self.notify(Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False)
+        if self.data.runner is not None and self.data.source != "synthetic":
+            self.notify("a live runner is available: L on a row re-runs it live", timeout=8)
+
+    def on_ready(self) -> None:
+        """The first frame is on screen: record it (bench), start the deferred IR build, then mount
+        the other screens off-screen so that the first switch to each is instant (CSS parse +
+        compose ≈ 0.5 s on a busy box). The pre-warm waits for the IR build: both are CPU-bound
+        Python and would share the GIL, each taking about twice as long (the IR pair would then
+        be ready only when the pre-warm is too, ~1.3 s on the H200 host instead of ~0.5 s)."""
+        self.first_paint_at = time.perf_counter()
+        # Everything loaded so far (100k+ launch records, IR rows) lives as long as the app:
+        # exclude it from cyclic-GC scans, which otherwise cost ~80 ms full collections that
+        # land in the middle of a frame (seen as 120 ms outliers in bench/tui_start.py).
+        gc.freeze()
+        if self.data.ir_loader is not None:
+            self.load_ir()
+        else:
+            self._prewarm()
+
+    def _prewarm(self) -> None:
+        if not self.prewarm or self._prewarmed:
+            return
+        self._prewarmed = True
+        # Not awaited on purpose: the other screens compose in the background while the
+        # current mode is already back to ``start`` before any key is read (awaiting here
+        # let keys typed during the warm-up reach the wrong screen).
+        start = self.current_mode
+        # the IR diff first: its pairs were just built, and it is the screen most worth opening next
+        order = sorted(self.MODES, key=lambda m: m != "irdiff")
+        with self.batch_update():
+            for mode in order:
+                if mode != start:
+                    self.switch_mode(mode)
+            self.switch_mode(start)
+
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Switch screens. A switch asked for before the start-up pre-warm ran (a key in the first
+        second, while the IR pairs load) pre-warms first: switching to a screen and then having the
+        pre-warm switch away and back left Textual's display batch open, so the terminal kept the
+        old screen and every later key looked dropped (issue #20)."""
+        if self._initial_shown and mode != self.current_mode:
+            self._prewarm()
+        switching = mode != self.current_mode
+        mounted = super().switch_mode(mode)
+        if switching and self._initial_shown:
+            # A screen composed (and painted) inside the pre-warm's batch never reached the
+            # terminal, yet its compositor counts that frame as sent and later sends only changes:
+            # the old screen stayed on the terminal. Send the new screen's whole frame once.
+            self.set_timer(0.06, self._send_whole_frame)
+        return mounted
+
+    def _send_whole_frame(self, tries: int = 20) -> None:
+        """The current screen's whole frame to the terminal (Textual is pinned, ==8.2.8)."""
+        if self._batch_count and tries:  # a switch or an update batch is still open: after it
+            self.set_timer(0.05, lambda: self._send_whole_frame(tries - 1))
+            return
+        if self.is_headless or not self.screen.is_attached:
+            return
+        self._display(self.screen, self.screen._compositor.render_full_update())
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="ir-load", description="loading IR pairs")
+    def load_ir(self) -> None:
+        assert self.data.ir_loader is not None
+        pairs, problems = self.data.ir_loader()
+        self.call_from_thread(self._ir_loaded, pairs, problems)
+
+    def _ir_loaded(self, pairs: list[IRPair], problems: list[WorkbenchError]) -> None:
+        self.data.ir_pairs = pairs
+        self.ir_loading = False
+        for problem in problems:
+            self.notify(str(problem), title=problem.title, severity="error", timeout=30, markup=False)
+        screen = self.irdiff_screen
+        if screen is not None and screen.is_mounted:  # opened while loading: show the pairs now
+            screen.show_pair(screen.selected_pair_index())
+        self._prewarm()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "ir-load" and event.state == WorkerState.ERROR:
+            self.ir_loading = False
+            self._prewarm()
+            self.show_error(f"{type(event.worker.error).__name__}: {event.worker.error}", "Loading IR failed")
+
+    def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
+        """A keymap key that replaced another binding of the same widget/screen: say so once."""
+        names = frozenset(b.id or b.action for b in clashed_bindings)
+        if names in self._reported_clashes:
+            return
+        self._reported_clashes.add(names)
+        where = self.user_keymap.path if self.user_keymap and self.user_keymap.path else "keymap"
+        keys = ", ".join(sorted({b.key for b in clashed_bindings}))
+        self.notify(f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
+                    title="Keymap", severity="warning", timeout=15, markup=False)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Characters typed right after a key that opens an input (``/`` filter, ``/`` search) are
+        not lost (issue #20): Textual hands each key to the widget focused when it arrives, and the
+        binding moves the focus to the input only when it runs; on a busy machine the next keys
+        were already queued at the old widget and came back here unhandled. A printable one that
+        comes back while an input has focus goes into it (the input stops the keys it handled
+        itself, so none is typed twice)."""
+        if isinstance(event, events.Key) and event.is_forwarded and event.is_printable and event.character:
+            from textual.widgets import Input
+
+            focused = self.focused
+            if isinstance(focused, Input) and focused.display:
+                focused.insert_text_at_cursor(event.character)
+                return
+        await super().on_event(event)
+
+    def mode_screens(self) -> dict[str, Screen[object]]:
+        """The screen of every mode mounted so far (the global palette offers their commands)."""
+        return {mode: stack[0] for mode, stack in self._screen_stacks.items() if mode in self.MODES and stack}
+
+    # ------------------------------------------------------------------ actions
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "back_to_overview":
+            return self.back_code is not None
+        return True
+
+    def action_back_to_overview(self) -> None:
+        if self.back_code is not None:
+            self.exit(self.back_code)
+
+    def action_mode(self, mode: str) -> None:
+        self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        screen = self.screen
+        if isinstance(screen, WorkbenchScreen):
+            keys = screen.help_keys()
+            from cutile_workbench.tui.modals import HelpScreen
+
+            about = screen.ABOUT
+            if self.user_keymap is not None and self.user_keymap.path is not None:
+                # the keys below are already the remapped ones (active bindings); say where they came from
+                about += (f"\n\nKeymap: {self.user_keymap.path} ({len(self.user_keymap.bindings)} binding(s) "
+                          "remapped; Ctrl+Q always quits).")
+            self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", about, keys))
+
+    def action_info(self) -> None:
+        """The header's full text (a narrow terminal cuts it with "…") and the ratios' conditions."""
+        from cutile_workbench.tui.chrome import header_lines
+        from cutile_workbench.tui.modals import InfoModal
+
+        self.push_screen(InfoModal("Session", header_lines(self)))
+
+    def open_timeline(self, row: RatioRow, *, live: bool = False) -> None:
+        """Show ``row``'s launches on the Timeline screen (optionally starting a live run)."""
+        self.pending_row = row
+        self.pending_live = live
+        if self.current_mode == "timeline":
+            screen = self.screen
+            from cutile_workbench.tui.screens.timeline import TimelineScreen
+
+            if isinstance(screen, TimelineScreen):
+                screen.show_row(row, live=live)
+            return
+        self.switch_mode("timeline")
+
+    def show_error(self, error: WorkbenchError | str, title: str | None = None) -> None:
+        from cutile_workbench.tui.modals import ErrorModal
+
+        self.push_screen(ErrorModal(error, title))
+
+
+def make_app(data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
+             keymap: LoadedKeymap | None = None, back_code: int | None = None) -> WorkbenchApp:
+    """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap;
+    ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it."""
+    return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap, back_code=back_code)
+
+
+def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap: Path | None = None,
+            gpus: str | None = None) -> int:
+    """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``.
+
+    ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read.
+    ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``G`` on Ratios; a bad one exits 2)."""
+    from cutile_workbench.tui.keymap import load_keymap
+    from cutile_workbench.tui.loaders import load_app_data
+
+    try:
+        data = load_app_data(kernel, out_root=out_root, tilegym=tilegym, gpus=gpus)
+    except WorkbenchError as e:
+        print(f"cutile-workbench: {e}", file=sys.stderr)
+        return e.exit_code
+    except MemoryError:
+        gc.collect()
+        print(f"cutile-workbench: the session of {kernel!r} does not fit in memory (a memory limit on this "
+              "shell?); nothing was opened. What reads one config at a time still works: "
+              f"`cutile-workbench table {kernel}`, `cutile-workbench timeline {kernel} --config PARAMS`, "
+              f"`cutile-workbench history {kernel} --config PARAMS`.", file=sys.stderr)
+        return 2
+    rc = make_app(data, keymap=load_keymap(keymap)).run()
+    return int(rc or 0)

@@ -1,0 +1,107 @@
+"""WorkbenchScreen: header + body + footer, help text, palette entries, and access to the injected AppData."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from textual import events, on
+from textual.app import App
+from textual.binding import Binding
+from textual.screen import Screen
+
+from cutile_workbench.tui.chrome import WorkbenchHeader
+from cutile_workbench.tui.host import PaletteCommand, WorkbenchHost
+
+if TYPE_CHECKING:
+    from cutile_workbench.tui.data import AppData
+
+
+#: names with no printable character, written as a person reads them on a keyboard
+_NAMED_KEYS = {"pagedown": "PgDn", "pageup": "PgUp", "escape": "Esc", "enter": "Enter", "tab": "Tab",
+               "space": "Space", "backspace": "Backspace", "delete": "Del", "home": "Home", "end": "End",
+               "up": "↑", "down": "↓", "left": "←", "right": "→", "slash": "/", "plus": "+", "minus": "-",
+               "question_mark": "?", "full_stop": ".", "comma": ","}
+
+
+def typed_key(key: str) -> str:
+    """A binding's keys as a person types them: ``slash`` → ``/``, ``right_square_bracket`` → ``]``,
+    ``ctrl+q`` → ``Ctrl+Q``, ``shift+tab`` → ``Shift+Tab``; a comma list stays a list (``n, ]``)."""
+    from textual.keys import key_to_character
+
+    out = []
+    for one in key.split(","):
+        *mods, last = one.strip().split("+")
+        char = key_to_character(last)
+        shown = _NAMED_KEYS.get(last) or (char if char and char.isprintable() else None) or last.title()
+        if mods and len(shown) == 1:
+            shown = shown.upper()
+        out.append("+".join([*(m.title() for m in mods), shown]))
+    return ", ".join(out)
+
+
+class WorkbenchScreen(Screen[None]):
+    SCREEN_TITLE: ClassVar[str] = ""
+    ABOUT: ClassVar[str] = ""
+
+    #: True until the screen is first suspended: its nodes were styled when they were mounted
+    _styles_fresh = True
+
+    @on(events.ScreenResume)
+    def _keep_fresh_styles(self, event: events.ScreenResume) -> None:
+        # Runs before Screen._on_screen_resume (subclass first in the MRO; not named
+        # on_screen_resume, which subclasses define). A screen shown for the first time gets two ScreenResume events (App._init_mode and switch_mode), each
+        # re-applying the stylesheet to every node (~90 on Ratios: ~25 ms before the first
+        # paint on the GPU node) although they were styled when mounted and every class or
+        # pseudo-class change since restyled its own nodes. After a suspend (theme change in
+        # the background, etc.) the full restyle is kept.
+        if self._styles_fresh:
+            event.refresh_styles = False
+
+    @on(events.ScreenSuspend)
+    def _styles_may_age(self) -> None:
+        self._styles_fresh = False
+
+    @property
+    def wb(self) -> WorkbenchHost:
+        return self.app  # type: ignore[return-value]
+
+    @property
+    def data(self) -> AppData:
+        return self.wb.data
+
+    def header(self) -> WorkbenchHeader:
+        return WorkbenchHeader(self.SCREEN_TITLE, id="header")
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        """This screen's Ctrl+P entries valid right now (``area: action`` titles); none by default."""
+        return []
+
+    def help_keys(self) -> list[tuple[str, str, str]]:
+        """(key, description, tooltip) for every binding active on this screen right now: this
+        screen's own actions first, then those of the workbench's widgets, then the app's (screens,
+        help, quit), then Textual's generic ones (scrolling, cursor, focus, copy)."""
+        ranked: list[tuple[int, int, tuple[str, str, str]]] = []
+        seen: set[str] = set()
+        for order, (key, active) in enumerate(self.active_bindings.items()):
+            b = active.binding
+            if b.action in seen and not b.description:
+                continue
+            seen.add(b.action)
+            ranked.append((self._help_rank(active.node, b.action), order,
+                           (b.key_display or typed_key(key), b.description or b.action, b.tooltip or "")))
+        return [row for _rank, _order, row in sorted(ranked)]
+
+    def _help_rank(self, node: object, action: str) -> int:
+        """0 this screen's, 1 a workbench widget's, 2 the app's, 3 Textual's (declaring class decides)."""
+        module = ""
+        for cls in type(node).__mro__:
+            declared = cls.__dict__.get("BINDINGS", ())
+            if any((b.action if isinstance(b, Binding) else b[1] if len(b) > 1 else "") == action for b in declared):
+                module = cls.__module__
+                break
+        ours = module.startswith(("cutile_workbench.", "cutile_workbench.tui.widgets."))
+        if not ours:
+            return 3
+        if node is self:
+            return 0
+        return 2 if isinstance(node, App) else 1

@@ -1,0 +1,357 @@
+"""Ratios screen: the E table (RatioTable), severity bar, filter, variant tabs, row → timeline.
+
+The header carries the comparability flag of the ratios (``AppData.conditions``: a short flag
+naming the difference, "comparability unknown: …" when it cannot be checked, nothing when
+comparable); the full text is the ``#conditions`` line under the table (hidden when comparable).
+
+Layout by priority (issue #20): the table shows each config as its varying fields and drops
+columns the terminal cannot fit in ``cutile_workbench.tui.widgets.ratio_table.COLUMNS``' ``drop_rank`` order; the
+``#detail`` line under it always carries the highlighted row's full id and every number of the
+row (the dropped columns included). A variant tab or a filter makes the severity bar re-state the
+geomean, CI, severity and verdict of the rows shown, labelled "variant …" / "filtered …", under
+which E's whole-table result stays. ``c`` shows the chart (ratio per config with CI whiskers and
+the 1.05 edge, the highlighted config's raw samples). L and G always answer: they act, or say
+what is missing.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import Footer, Input, Static, Tab, Tabs
+
+from cutile_workbench.model import RatioRow
+from cutile_workbench.model import RatioTable as RatioTableModel
+from cutile_workbench.stages.e.stats import subset_summary
+from cutile_workbench.tui.chrome import WorkbenchHeader
+from cutile_workbench.tui.host import PaletteCommand
+from cutile_workbench.tui.screens.base import WorkbenchScreen
+from cutile_workbench.tui.widgets.ratio_chart import RatioChart
+from cutile_workbench.tui.widgets.ratio_table import COLUMNS, RatioTable, config_labels, ratio_text, sol_text
+from cutile_workbench.tui.widgets.severity_bar import SeverityBar
+
+ALL_TAB = "all"
+NO_GPU_LIVE = ("no GPU visible: L re-runs a config live on this machine's NVIDIA GPU "
+               "(this is a recorded session; run the app on a GPU node)")
+NO_GPU_SHARDED = "no GPU visible: G re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
+ONE_GPU_SHARDED = "one GPU here: G shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
+
+
+class RatiosScreen(WorkbenchScreen):
+    SCREEN_TITLE = "Ratios"
+    ABOUT = (
+        "One row per config: baseline backend and median, candidate median, ratio = candidate/baseline, "
+        "bootstrap CI, launches per measured call (candidate/baseline; red when the candidate launches "
+        "more), SOL c/b (each side's share of the GPU's measured peak: DRAM for memory-bound kernels, "
+        "FLOP/s for matmul/bmm; — without a work model), the row verdict (PASS ≤ 1.05x) and id (who ran: own, "
+        "REF, LIB, NONE, ?). The bar shows "
+        "the geomean with its CI on the "
+        "1.05 / 1.10 / 1.50 severity scale; on a variant tab or under a filter it re-states the geomean, CI, "
+        "severity and verdict of the rows shown (labelled variant / filtered), E's whole-table line under it. "
+        "The config column shows only the fields that vary between configs; the line under the table has the "
+        "highlighted row's full id and every number. A narrow terminal drops columns in this order: variant, "
+        "baseline, base ms, cand ms, SOL, CI, launches (config, ratio and verdict always stay). "
+        "Verdicts: PASS (ratio ≤ 1.05), INVESTIGATE (> 1.05), NA (no valid ratio; the reason is in the detail "
+        "line). c: chart of the ratios (bars from 1.0x, ├┤ 95% CI, ┊ the 1.05 edge) and the highlighted "
+        "config's raw samples, candidate over baseline. Enter opens the row's launch timeline."
+    )
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter", tooltip="Filter rows by text (params, backend, verdict)",
+                id="ratios-filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="ratios-clear-filter"),
+        Binding("v", "next_variant", "Variant", tooltip="Next variant tab", id="ratios-variant"),
+        Binding("t", "open_timeline", "Timeline", tooltip="Open the selected row's launch timeline",
+                id="ratios-timeline"),
+        Binding("L", "live_rerun", "Re-run live", tooltip="Re-run the selected config live on this GPU",
+                id="ratios-live"),
+        Binding("c", "toggle_chart", "Chart", tooltip="Ratio per config with CI whiskers and the 1.05 edge; "
+                "the highlighted config's raw samples", id="ratios-chart"),
+        Binding("G", "sharded_rerun", "Re-run on GPUs", tooltip="Re-run every shown config sharded over this "
+                "node's GPUs, with per-shard progress", id="ratios-sharded"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._scope_timer: Timer | None = None  # the pending bootstrap of a variant/filter's CI
+
+    def header(self) -> WorkbenchHeader:
+        cond = self.data.conditions
+        trust = self.data.trust
+        notices = []
+        if trust is not None and trust.warning:  # issue 18: rows that do not measure the candidate come first
+            bad = sum(1 for i in trust.identities.values() if i.not_candidate)
+            notices.append(f"⚠ {bad} row(s) did not run the candidate's kernel (id column)")
+        if cond is not None and cond.short:
+            notices.append(cond.short)
+        if not notices:
+            return super().header()
+        urgent = bool(trust is not None and trust.warning) or (cond is not None and cond.state == "not_comparable")
+        return WorkbenchHeader(self.SCREEN_TITLE, notice=" · ".join(notices), urgent=urgent, id="header")
+
+    def compose(self) -> ComposeResult:
+        yield self.header()
+        yield Tabs(id="variants")
+        yield SeverityBar(self.data.table, id="severity")
+        filter_input = Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter")
+        filter_input.display = False
+        yield filter_input
+        yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol,
+                         marks=self.data.identity_marks(), id="table")
+        yield Static(id="detail")
+        chart = RatioChart(id="chart")
+        chart.display = False
+        yield chart
+        conditions = Static(self._conditions_text(), id="conditions")
+        conditions.display = bool(self.data.conditions and self.data.conditions.short)
+        yield conditions
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        tabs = self.query_one("#variants", Tabs)
+        variants = self.variants()
+        tabs.display = len(variants) > 1
+        for v in [ALL_TAB, *variants]:
+            tabs.add_tab(Tab(v, id=f"variant-{v}"))
+        self.query_one(RatioTable).focus()
+        self.update_status()
+        if self.data.table is None:
+            self.query_one("#status", Static).update(Text("no ratio table: run E (or open an out root with logs)"))
+
+    def _conditions_text(self) -> Text:
+        cond = self.data.conditions
+        if cond is None or not cond.short:
+            return Text()
+        text = Text()
+        for i, line in enumerate(cond.lines):
+            if i:
+                text.append("\n")
+            text.append("⚠ " if cond.state == "not_comparable" else "? ",
+                        style="bold red" if cond.state == "not_comparable" else "bold")
+            text.append(line)
+        return text
+
+    def _labels(self) -> dict[str, str]:
+        return config_labels([r.params for r in self.data.table.rows]) if self.data.table else {}
+
+    def variants(self) -> list[str]:
+        if self.data.table is None:
+            return []
+        return sorted({r.variant for r in self.data.table.rows if r.variant})
+
+    @property
+    def table(self) -> RatioTable:
+        return self.query_one(RatioTable)
+
+    def update_status(self) -> None:
+        t = self.table
+        total = len(self.data.table.rows) if self.data.table else 0
+        bits = [f"{len(t.shown_rows)}/{total} rows", f"sort {t.sort_key}{' ▼' if t.reverse else ' ▲'}"]
+        if t.filter_text:
+            bits.append(f"filter '{t.filter_text}'")
+        if t.slow_only:
+            bits.append("slow only")
+        if t.variant:
+            bits.append(f"variant {t.variant}")
+        if t.dropped_columns:
+            n = len(t.dropped_columns)  # which ones: F1 states the order, the detail line has their values
+            bits.append(f"{n} column{'s' if n != 1 else ''} in the detail line")
+        self.query_one("#status", Static).update(Text("  ·  ".join(bits)))
+
+    def update_scope(self) -> None:
+        """The severity bar re-states the shown rows when a variant tab or a filter narrows them."""
+        t = self.table
+        whole = self.data.table
+        if whole is None:
+            return
+        shown = t.shown_rows
+        n = f"{len(shown)} row{'s' if len(shown) != 1 else ''}"
+        if t.filter_text or t.slow_only:
+            scope = f"filtered ({n})" if not t.variant else f"variant {t.variant}, filtered ({n})"
+        elif t.variant:
+            scope = f"variant {t.variant} ({n})"
+        else:
+            scope = ""
+        bar = self.query_one(SeverityBar)
+        if not scope:
+            bar.set_scope("", None, whole)
+            return
+        # geomean, severity and verdict now; the CI (a joint bootstrap: 2000 resamples of every
+        # shown row) in a thread once the filter stops changing, so typing stays responsive
+        quick = subset_summary(whole.kernel, shown, self.data.samples, n_boot=0)
+        has_samples = bool(shown) and all((r.func_key, r.params) in self.data.samples for r in shown
+                                          if r.status == "OK")
+        bar.set_scope(scope, quick, whole, ci_pending=has_samples)
+        if self._scope_timer is not None:
+            self._scope_timer.stop()
+        self._scope_timer = None
+        if has_samples:
+            self._scope_timer = self.set_timer(0.2, partial(self.bootstrap_scope, scope, list(shown)))
+
+    @work(thread=True, exclusive=True, group="subset-ci", exit_on_error=False)
+    def bootstrap_scope(self, scope: str, rows: list[RatioRow]) -> None:
+        whole = self.data.table
+        if whole is None:
+            return
+        full = subset_summary(whole.kernel, rows, self.data.samples)
+        self.app.call_from_thread(self._scope_done, scope, rows, full)
+
+    def _scope_done(self, scope: str, rows: list[RatioRow], full: RatioTableModel) -> None:
+        if self.table.shown_rows != rows:  # the view changed meanwhile: a newer bootstrap follows
+            return
+        self.query_one(SeverityBar).set_scope(scope, full, self.data.table)
+
+    def update_detail(self) -> None:
+        """Every number of the highlighted row, its full id first (the table may show less)."""
+        row = self.table.current_row
+        detail = self.query_one("#detail", Static)
+        if row is None:
+            detail.update(Text())
+            return
+        text = Text(row.params, style="bold")
+        ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
+        ms = ("—" if v is None else f"{v:.4f}" for v in (row.candidate_ms, row.baseline_ms))
+        cand_ms, base_ms = ms
+        bits = [f"ratio {ratio_text(row)} CI {ci}", f"cand {cand_ms} / {row.baseline_backend or '—'} {base_ms} ms",
+                f"launches {row.candidate_launches if row.candidate_launches is not None else '?'}/"
+                f"{row.baseline_launches if row.baseline_launches is not None else '?'}",
+                f"SOL {sol_text(self.data.sol.get((row.func_key, row.params)))}"]
+        if row.variant:
+            bits.insert(0, f"variant {row.variant}")
+        text.append("\n" + " · ".join(bits))
+        if row.reason:
+            text.append(f" · {row.row_verdict}: {row.reason}", style="yellow")
+        ident = self.data.identity_line(row.params)  # issue 18: the id column may be the only trace
+        if ident:
+            text.append(f" · {ident}", style="bold red" if not ident.startswith("id own") else "dim")
+        detail.update(text)
+        chart = self.query_one(RatioChart)
+        if chart.display:
+            self._fill_chart(row)
+
+    def _fill_chart(self, row: RatioRow | None) -> None:
+        labels = self._labels()
+        samples = self.data.samples.get((row.func_key, row.params)) if row is not None else None
+        focus = labels.get(row.params, row.params) if row is not None else ""
+        self.query_one(RatioChart).show(self.table.shown_rows, labels, samples, focus)
+
+    def action_toggle_chart(self) -> None:
+        """The chart takes the place of the detail line and the conditions (both stay one key away:
+        c again, i) so that the table keeps its rows at 80x24."""
+        chart = self.query_one(RatioChart)
+        chart.display = not chart.display
+        self.query_one("#detail", Static).display = not chart.display
+        conditions = self.query_one("#conditions", Static)
+        conditions.display = not chart.display and bool(self.data.conditions and self.data.conditions.short)
+        if chart.display:
+            self._fill_chart(self.table.current_row)
+
+    def on_data_table_row_highlighted(self) -> None:
+        self.wb.selected_row = self.table.current_row
+        self.update_detail()
+        self.refresh_bindings()
+
+    def on_ratio_table_view_changed(self) -> None:
+        self.update_status()
+        self.update_scope()
+        self.update_detail()
+        self.refresh_bindings()
+
+    def action_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.value = self.table.filter_text
+        # Show and focus synchronously: keys typed right after "/" are already queued, and a
+        # deferred focus (or a class change not yet restyled) would let them reach the table.
+        inp.display = True
+        self.set_focus(inp)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.table.filter_text = event.value
+        self.update_status()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def action_clear_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.value = ""
+        inp.display = False
+        self.table.filter_text = ""
+        self.table.focus()
+        self.update_status()
+
+    def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
+        tab_id = event.tab.id or ""
+        v = tab_id.removeprefix("variant-")
+        self.table.variant = None if v == ALL_TAB else v
+        self.update_status()
+
+    def action_next_variant(self) -> None:
+        self.query_one("#variants", Tabs).action_next_tab()
+
+    def on_ratio_table_row_chosen(self, event: RatioTable.RowChosen) -> None:
+        self.wb.open_timeline(event.row)
+
+    def action_open_timeline(self) -> None:
+        row = self.table.current_row
+        if row is not None:
+            self.wb.open_timeline(row)
+
+    def action_live_rerun(self) -> None:
+        if self.data.runner is None:
+            self.notify(self.data.live_unavailable or NO_GPU_LIVE, severity="warning", timeout=8, markup=False)
+            return
+        row = self.table.current_row
+        if row is None:
+            self.notify("no row highlighted: nothing to re-run", severity="warning")
+            return
+        self.wb.open_timeline(row, live=True)
+
+    def action_sharded_rerun(self) -> None:
+        if self.data.sharded is None:
+            why = self.data.sharded_unavailable or (NO_GPU_SHARDED if self.data.runner is None else ONE_GPU_SHARDED)
+            self.notify(why, severity="warning", timeout=8, markup=False)
+            return
+        rows = list(self.table.shown_rows)
+        if not rows:
+            self.notify("no rows shown: clear the filter (Escape) to re-run them", severity="warning")
+        else:
+            from cutile_workbench.tui.screens.sharded import ShardedRunScreen
+
+            self.app.push_screen(ShardedRunScreen(rows, self.data.sharded))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "clear_filter" and getattr(self.app, "back_code", None) is not None:
+            # opened from the overview: with nothing to clear, Escape goes back there (the app's binding)
+            return bool(self.table.filter_text or self.query_one("#filter", Input).display)
+        # L and G always answer (issue #20): without a GPU they say so instead of doing nothing
+        if action in ("sharded_rerun", "live_rerun"):
+            return True
+        if action in ("open_timeline",):
+            return True if self.table.current_row is not None else None
+        if action == "next_variant":
+            return len(self.variants()) > 1
+        return True
+
+    def palette_commands(self) -> list[PaletteCommand]:
+        table = self.table
+        out: list[PaletteCommand] = [(f"ratios: sort by {col.label}", f"Sort rows by {col.label}",
+                                      partial(table.sort_by, col.key)) for col in COLUMNS]
+        out.append(("ratios: show all rows" if table.slow_only else "ratios: show slow rows only",
+                    "Toggle the slow-only filter (ratio > 1.05 or NA)", table.action_toggle_slow))
+        out.append(("ratios: filter…", "Filter rows by text", self.action_filter))
+        if table.current_row is not None:
+            out.append(("ratios: open timeline of selected row", table.current_row.params, self.action_open_timeline))
+            if self.data.runner is not None:
+                out.append(("live: re-run selected config", table.current_row.params, self.action_live_rerun))
+        if self.data.sharded is not None and table.shown_rows:
+            out.append((f"live: re-run the {len(table.shown_rows)} shown configs over {self.data.sharded.slot_label()}",
+                        "Sharded over this node's GPUs, per-shard progress, merged into a scratch out root",
+                        self.action_sharded_rerun))
+        return out

@@ -1,0 +1,621 @@
+"""RatioTable: the E table as an interactive DataTable (sort, filter, slow-only, variant).
+
+Contract: fed ``cutile_workbench.model.RatioRow`` objects (``set_rows``) and, optionally, each row's speed
+of light (``sol``: ``(func_key, params)`` → ``cutile_workbench.evidence.sol.SolRow``, shown as "SOL c/b",
+the fraction of the measured peak each side reaches, "—" where there is no work model) and each row's
+candidate identity mark (``marks``: params → ``own``/``REF``/``LIB``/``NONE``/``?``, the narrow "id"
+column, never dropped; REF/LIB/NONE in bold red; absent when identity was not computed); never reads
+files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
+the visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
+can reproduce exactly what the table shows. Enter posts :class:`RatioTable.RowChosen`.
+
+Layout by priority (issue #20): the config column shows only the parametrize fields that vary across
+the table (:func:`config_labels`); when the row does not fit the table's width, columns are dropped
+by their ``drop_rank`` (:func:`fit_columns`: variant, baseline, base ms, cand ms, SOL, CI, launches;
+config, ratio and verdict never), and the verdict cell is the bare word (PASS / INVESTIGATE / NA),
+never cut: the NA reason and the full id go to the screen's detail line. A column is one
+:class:`Column` entry in :data:`COLUMNS`: label, sort value, cell text, style, justify, drop rank.
+Cell text is passed as ``rich.text.Text`` (never markup) because params strings are user data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual._types import SegmentLines
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widgets import DataTable
+from textual.widgets.data_table import DuplicateKey, Row, RowKey
+
+from cutile_workbench.artifacts.testids import natural_key
+from cutile_workbench.evidence.sol import SolRow
+from cutile_workbench.model import RatioRow
+
+SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
+
+
+@dataclass(frozen=True)
+class CellContext:
+    """What a cell may need beyond its row: the row's speed of light and its config label."""
+
+    sol: SolRow | None
+    config_label: str
+    mark: str = ""  # the row's candidate identity mark (issue 18), "" when not computed
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: label, sort value, cell text (and style) and its place in the drop order.
+
+    ``drop_rank`` None = never dropped (config, ratio, verdict); otherwise, when the row does not
+    fit the terminal, columns go in increasing ``drop_rank`` (1 first). Adding a column (e.g. a
+    noise floor) is one entry in :data:`COLUMNS` with a rank.
+    """
+
+    key: str
+    label: str
+    sort_value: Callable[[RatioRow], Any]
+    text: Callable[[RatioRow, CellContext], str]
+    drop_rank: int | None = None
+    justify: str = "left"  # "left" | "right"
+    style: Callable[[RatioRow, str], str] = lambda row, text: ""
+
+
+def _launches(row: RatioRow) -> str:
+    c = "?" if row.candidate_launches is None else str(row.candidate_launches)
+    b = "?" if row.baseline_launches is None else str(row.baseline_launches)
+    return f"{c}/{b}"
+
+
+def config_sort_key(params: str) -> tuple[tuple[int, int | str], ...]:
+    """Natural order of a params string: shape fields compare as numbers (4096 before 16384)."""
+    return natural_key(params)
+
+
+VERDICT_STYLE = {"PASS": "green", "INVESTIGATE": "bold red", "NA": "yellow"}
+#: identity marks that mean "this row does not measure the candidate" (cutile_workbench.evidence.candidate_identity)
+ALARM_MARKS = frozenset({"REF", "LIB", "NONE"})
+
+
+def _extra_launches(row: RatioRow) -> bool:
+    """More launches per call than the baseline: the classic wrapper bug."""
+    return (row.candidate_launches is not None and row.baseline_launches is not None
+            and row.candidate_launches > row.baseline_launches)
+
+
+def _ci(row: RatioRow) -> str:
+    return "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
+
+
+def ratio_text(row: RatioRow) -> str:
+    if row.ratio is None:
+        return "NA"
+    if row.noise_floor is not None:  # the row's run-to-run A/A spread (issue 18 §4)
+        return f"{row.ratio:.3f}x ±{row.noise_floor:.1%}"
+    return f"{row.ratio:.3f}x"
+
+
+#: every column, in display order; ``drop_rank`` is the order in which a narrow terminal drops them:
+#: variant (the tabs say it), baseline backend, base ms, cand ms, SOL, CI, launches — config
+#: (its varying fields), ratio and verdict are never dropped
+COLUMNS: tuple[Column, ...] = (
+    Column("config", "config", lambda r: config_sort_key(r.params), lambda r, c: c.config_label),
+    Column("variant", "variant", lambda r: r.variant or "", lambda r, c: r.variant or "", drop_rank=1),
+    # "triton_tileir (plain Triton)" (issue 18 §5)
+    Column("baseline", "baseline", lambda r: r.baseline_backend or "",
+           lambda r, c: r.baseline_label or r.baseline_backend or "—", drop_rank=2),
+    Column("base_ms", "base ms", lambda r: r.baseline_ms, lambda r, c: _fmt_ms(r.baseline_ms), drop_rank=3,
+           justify="right"),
+    Column("cand_ms", "cand ms", lambda r: r.candidate_ms, lambda r, c: _fmt_ms(r.candidate_ms), drop_rank=4,
+           justify="right"),
+    Column("ratio", "ratio", lambda r: r.ratio, lambda r, c: ratio_text(r), justify="right",
+           style=lambda r, t: VERDICT_STYLE[r.row_verdict] if r.row_verdict != "PASS" else ""),
+    Column("ci", "CI", lambda r: r.ci_low, lambda r, c: _ci(r), drop_rank=6),
+    Column("launches", "launch c/b", lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0),
+           lambda r, c: _launches(r), drop_rank=7, style=lambda r, t: "bold red" if _extra_launches(r) else ""),
+    # sorted by the candidate's fraction (visible_rows' ``sol``)
+    Column("sol", "SOL c/b", lambda r: None, lambda r, c: sol_text(c.sol), drop_rank=5, justify="right",
+           style=lambda r, t: "dim" if t == NO_SOL else ""),
+    Column("verdict", "verdict", lambda r: r.row_verdict, lambda r, c: r.row_verdict,
+           style=lambda r, t: VERDICT_STYLE[r.row_verdict]),
+    # candidate identity mark (issue 18), never dropped; sorted by ``marks`` (visible_rows)
+    Column("id", "id", lambda r: None, lambda r, c: c.mark,
+           style=lambda r, t: "bold red" if t in ALARM_MARKS else "yellow" if t == "?" else "dim"),
+)
+
+NO_SOL = "—"
+COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+_BY_KEY = {c.key: c for c in COLUMNS}
+#: cells are padded by one space on each side (DataTable's ``cell_padding``)
+CELL_PADDING = 1
+#: rows added before the first paint at most (the terminal height bounds it further: only what
+#: can be on screen); the rest follow right after the first frame
+FIRST_BATCH = 80
+
+
+def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Column] = COLUMNS) -> list[str]:
+    """Keys of the columns that fit ``available`` cells (each ``width`` + padding), display order kept:
+    columns are dropped by ``drop_rank`` (lowest first) until the rest fit; unranked ones stay."""
+    by_key = {c.key: c for c in columns}
+    keep = [k for k in widths if k in by_key]
+
+    def total(keys: list[str]) -> int:
+        return sum(widths[k] + 2 * CELL_PADDING for k in keys)
+
+    droppable = sorted((k for k in keep if by_key[k].drop_rank is not None),
+                       key=lambda k: by_key[k].drop_rank or 0)
+    for key in droppable:
+        if total(keep) <= available:
+            break
+        keep.remove(key)
+    return keep
+
+
+def config_labels(params: Sequence[str]) -> dict[str, str]:
+    """Each params string shown as the fields that vary across ``params`` (``-``-separated pytest
+    parametrize ids): with equal field counts, the fields that are the same everywhere are
+    dropped; otherwise the common leading and trailing fields. A lone config keeps its full id."""
+    unique = list(dict.fromkeys(params))
+    if len(unique) < 2:
+        return {p: p for p in unique}
+    split = [p.split("-") for p in unique]
+    if len({len(f) for f in split}) == 1:
+        varying = [i for i in range(len(split[0])) if len({f[i] for f in split}) > 1]
+        return {p: "-".join(f[i] for i in varying) for p, f in zip(unique, split, strict=True)}
+    shortest = min(len(f) for f in split)
+    head = 0
+    while head < shortest - 1 and len({f[head] for f in split}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
+        tail += 1
+    return {p: "-".join(f[head:len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
+
+
+def row_key(row: RatioRow) -> str:
+    return f"{row.func_key}\x1f{row.params}\x1f{row.variant or ''}"
+
+
+def is_slow(row: RatioRow) -> bool:
+    """Slow = above the E threshold, or NA (a missing row is never 'fine')."""
+    return row.ratio is None or row.ratio > SLOW_THRESHOLD
+
+
+def visible_rows(
+    rows: Sequence[RatioRow],
+    *,
+    filter_text: str = "",
+    slow_only: bool = False,
+    variant: str | None = None,
+    sort_key: str = "config",
+    reverse: bool = False,
+    sol: Mapping[tuple[str, str], SolRow] | None = None,
+    marks: Mapping[str, str] | None = None,
+) -> list[RatioRow]:
+    """The rows the table shows, in order. ``None`` sort values always sort last."""
+    needle = filter_text.strip().lower()
+    out = [
+        r
+        for r in rows
+        if (variant is None or r.variant == variant)
+        and (not slow_only or is_slow(r))
+        and (
+            not needle
+            or needle in r.params.lower()
+            or needle in r.func_key.lower()
+            or needle in (r.baseline_backend or "").lower()
+            or needle in r.row_verdict.lower()
+        )
+    ]
+    sols = sol or {}
+
+    def by_sol(r: RatioRow) -> Any:
+        return _candidate_sol(sols.get((r.func_key, r.params)))
+
+    def by_mark(r: RatioRow) -> Any:
+        return (marks or {}).get(r.params)
+
+    get: Callable[[RatioRow], Any] = {"sol": by_sol, "id": by_mark}.get(sort_key, _BY_KEY[sort_key].sort_value)
+    present = [r for r in out if get(r) is not None]
+    absent = [r for r in out if get(r) is None]
+    present.sort(key=get, reverse=reverse)
+    return present + absent
+
+
+def _fmt_ms(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4f}"
+
+
+def _candidate_sol(sr: SolRow | None) -> float | None:
+    return sr.candidate.sol if sr is not None and sr.candidate is not None else None
+
+
+def sol_text(sr: SolRow | None) -> str:
+    """``"44%/90%"``: each side's fraction of the measured peak (roofline limiter); "—" without a model."""
+    if sr is None:
+        return NO_SOL
+    sides = [s.sol if s is not None else None for s in (sr.candidate, sr.baseline)]
+    if all(v is None for v in sides):
+        return NO_SOL
+    return "/".join(NO_SOL if v is None else f"{v * 100:.0f}%" for v in sides)
+
+
+def _row_texts(row: RatioRow, ctx: CellContext, columns: Sequence[Column]) -> list[str]:
+    """Display strings of one row, one per column of ``columns``."""
+    return [col.text(row, ctx) for col in columns]
+
+
+def _cells_from(row: RatioRow, strings: list[str], columns: Sequence[Column]) -> list[Text]:
+    return [Text(text, style=col.style(row, text), justify="right" if col.justify == "right" else "left")
+            for col, text in zip(columns, strings, strict=True)]
+
+
+def row_cells(row: RatioRow, sol: SolRow | None = None, config_label: str | None = None,
+              mark: str = "") -> list[Text]:
+    """Display cells of one row, every column (styled by verdict; never parsed as markup)."""
+    ctx = CellContext(sol, row.params if config_label is None else config_label, mark)
+    return _cells_from(row, _row_texts(row, ctx, COLUMNS), COLUMNS)
+
+
+def _width(text: str) -> int:
+    return len(text) if text.isascii() else cell_len(text)
+
+
+class RatioTable(DataTable[Text]):
+    """One row per config; view state in reactives; Enter → :class:`RowChosen`."""
+
+    DEFAULT_CSS = """
+    RatioTable { height: 1fr; }
+    RatioTable > .ratiotable--sorted { text-style: bold underline; }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | {"ratiotable--sorted"}
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column", id="ratios-sort"),
+        Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order", id="ratios-reverse"),
+        Binding("o", "toggle_slow", "Slow only", tooltip="Show only rows with ratio > 1.05 or NA",
+                id="ratios-slow"),
+    ]
+
+    sort_key: reactive[str] = reactive("config", init=False)
+    reverse: reactive[bool] = reactive(False, init=False)
+    filter_text: reactive[str] = reactive("", init=False)
+    slow_only: reactive[bool] = reactive(False, init=False)
+    variant: reactive[str | None] = reactive(None, init=False)
+
+    class RowChosen(Message):
+        """Enter on a row: the screen opens its timeline (or offers a live re-run)."""
+
+        def __init__(self, row: RatioRow) -> None:
+            super().__init__()
+            self.row = row
+
+    class ViewChanged(Message):
+        """Posted after every rebuild (sort, filter, slow-only, variant or new rows)."""
+
+    def __init__(self, rows: Sequence[RatioRow] = (), *, sol: Mapping[tuple[str, str], SolRow] | None = None,
+                 marks: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self._all: list[RatioRow] = list(rows)
+        self._sol: dict[tuple[str, str], SolRow] = dict(sol or {})
+        self._marks: dict[str, str] = dict(marks or {})
+        self._shown: list[RatioRow] = []
+        self._ready = False  # reactives set before mount must not touch the (absent) app
+        self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
+        #: rows added by _rebuild/_add_rest, whose cells are one-line Texts no wider than _widths
+        self._premeasured: set[RowKey] = set()
+        self._widths: dict[str, int] = {}
+        self._dropped: list[str] = []  # columns left out at this width (fit_columns)
+        self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
+
+    # ------------------------------------------------------------------ data
+    def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None,
+                 marks: Mapping[str, str] | None = None) -> None:
+        self._all = list(rows)
+        if sol is not None:
+            self._sol = dict(sol)
+        if marks is not None:
+            self._marks = dict(marks)
+        self._rebuild()
+
+    @property
+    def shown_rows(self) -> list[RatioRow]:
+        return list(self._shown)
+
+    @property
+    def current_row(self) -> RatioRow | None:
+        if not self._shown or self.cursor_row < 0 or self.cursor_row >= len(self._shown):
+            return None
+        return self._shown[self.cursor_row]
+
+    def on_mount(self) -> None:
+        self._ready = True
+        self._rebuild()
+
+    def _label(self, col: Column) -> Text:
+        if col.key != self.sort_key:
+            return Text(col.label)
+        return Text(col.label + (" ▼" if self.reverse else " ▲"), style="bold")
+
+    def _rebuild(self) -> None:
+        if not self._ready:
+            return
+        keep = self.current_row
+        self._shown = visible_rows(
+            self._all,
+            filter_text=self.filter_text,
+            slow_only=self.slow_only,
+            variant=self.variant,
+            sort_key=self.sort_key,
+            reverse=self.reverse,
+            sol=self._sol,
+            marks=self._marks,
+        )
+        # the config column shows the fields that vary across the whole table (stable under filters)
+        labels = config_labels([r.params for r in self._all])
+        texts = [_row_texts(r, CellContext(self._sol.get((r.func_key, r.params)), labels.get(r.params, r.params),
+                                           self._marks.get(r.params, "")), COLUMNS) for r in self._shown]
+        # Fixed widths from every row's strings (the Text cells of rows past the first batch
+        # are built after the first paint), so added rows never make the columns jump.
+        all_widths = {c.key: max([self._label(c).cell_len, *(_width(t[i]) for t in texts)])
+                      for i, c in enumerate(COLUMNS)}
+        if not self._marks:
+            del all_widths["id"]  # identity not computed (e.g. synthetic data): no empty column
+        self._all_widths = all_widths
+        kept = set(fit_columns(all_widths, self._available_width()))
+        cols = [c for c in COLUMNS if c.key in kept]
+        keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
+        self._dropped = [c.key for c in COLUMNS if c.key not in kept and c.key in all_widths]
+        widths = [all_widths[c.key] for c in cols]
+        target = self._shown.index(keep) if keep is not None and keep in self._shown else -1
+        # Before the first frame only rows that can be on screen (the cursor's page when it is
+        # kept further down); building and adding the other ones costs ~15 ms on a slow CPU.
+        first = min(FIRST_BATCH, max(1, self.app.size.height))
+        upto = len(texts) if target >= first else min(len(texts), first)
+        self._generation += 1
+        self._widths = {c.key: w for c, w in zip(cols, widths, strict=True)}
+        self._premeasured.clear()
+        with self.app.batch_update():
+            self.clear(columns=True)
+            for col, w in zip(cols, widths, strict=True):
+                self.add_column(self._label(col), key=col.key, width=w)
+            self._add_rows(0, upto, texts, keep_idx)
+            if target >= 0:
+                self.move_cursor(row=target, animate=False)
+        if upto < len(texts):
+            # first paint shows a screenful; the rest is added right after it (same order)
+            self.call_after_refresh(self._add_rest, self._generation, upto, texts, keep_idx)
+        self.post_message(self.ViewChanged())
+
+    def _available_width(self) -> int:
+        """Cells the columns may use: the table's width less a vertical scrollbar's when the rows overflow."""
+        width = self.size.width or self.app.size.width
+        height = self.size.height or self.app.size.height
+        scrollbar = self.styles.scrollbar_size_vertical if len(self._shown) + 1 > height else 0
+        return max(0, width - scrollbar)
+
+    def _add_rows(self, start: int, stop: int, texts: list[list[str]], keep_idx: list[int]) -> None:
+        for r, strings in zip(self._shown[start:stop], texts[start:stop], strict=True):
+            cells = _cells_from(r, strings, COLUMNS)
+            key = self.add_row(*(cells[i] for i in keep_idx), key=row_key(r))
+            self._premeasured.add(key)
+
+    def _add_rest(self, generation: int, start: int, texts: list[list[str]], keep_idx: list[int]) -> None:
+        """The rows past the first batch, appended in one go.
+
+        ``DataTable.add_row`` per row re-sets the cursor reactive (validate + watchers) and
+        bumps the render caches; for ~450 rows that is ~25 ms on a slow CPU, spent right after
+        the first frame. Here the row records are appended as ``add_row`` does, then the cursor
+        and caches are updated once. Only used on a non-empty table (the first row's highlight
+        event is ``add_row``'s business). Textual is pinned (==8.2.8).
+        """
+        if generation != self._generation:
+            return  # a newer rebuild (sort/filter) replaced this one
+        if not self.row_count:
+            with self.app.batch_update():
+                self._add_rows(start, len(texts), texts, keep_idx)
+            return
+        column_keys = [column.key for column in self.ordered_columns]
+        locations, data, rows, new_rows = self._row_locations, self._data, self.rows, self._new_rows
+        premeasured = self._premeasured
+        index = self.row_count
+        for r, strings in zip(self._shown[start:], texts[start:], strict=True):
+            cells = _cells_from(r, strings, COLUMNS)
+            key = RowKey(row_key(r))
+            if key in locations:
+                raise DuplicateKey(f"The row key {key!r} already exists.")
+            locations[key] = index
+            data[key] = {column_key: cells[i] for column_key, i in zip(column_keys, keep_idx, strict=True)}
+            rows[key] = Row(key, 1, None, False)
+            new_rows.add(key)
+            premeasured.add(key)
+            index += 1
+        self._require_update_dimensions = True
+        with self.app.batch_update():
+            self.cursor_coordinate = self.cursor_coordinate
+            self._update_count += 1
+            self.check_idle()
+
+    def watch_sort_key(self) -> None:
+        self._rebuild()
+
+    def watch_reverse(self) -> None:
+        self._rebuild()
+
+    def watch_filter_text(self) -> None:
+        self._rebuild()
+
+    def watch_slow_only(self) -> None:
+        self._rebuild()
+
+    def watch_variant(self) -> None:
+        self._rebuild()
+
+    def on_resize(self) -> None:
+        # Rebuilt only when another set of columns fits (the first layout usually keeps the set
+        # the mount chose from the app's width: no second rebuild before the first paint), and
+        # after the resize settles: rebuilding inside the resize pass leaves the auto-width
+        # columns sized by their labels only.
+        if not self._ready or not self._all_widths:
+            return
+        kept = set(fit_columns(self._all_widths, self._available_width()))
+        if [k for k in COLUMN_KEYS if k not in kept and k in self._all_widths] != self._dropped:
+            self.call_after_refresh(self._rebuild)
+
+    @property
+    def compact(self) -> bool:
+        """Some columns are dropped because the terminal is too narrow for all of them."""
+        return bool(self._dropped)
+
+    @property
+    def dropped_columns(self) -> list[str]:
+        """Keys of the columns dropped at this width (in ``drop_rank`` order of display)."""
+        return list(self._dropped)
+
+    def visible_columns(self) -> list[Column]:
+        return [c for c in COLUMNS if c.key not in self._dropped and (c.key != "id" or self._marks)]
+
+    # ------------------------------------------------------------------ actions
+    def action_cycle_sort(self) -> None:
+        i = COLUMN_KEYS.index(self.sort_key)
+        self.sort_key = COLUMN_KEYS[(i + 1) % len(COLUMN_KEYS)]
+
+    def action_reverse_sort(self) -> None:
+        self.reverse = not self.reverse
+
+    def action_toggle_slow(self) -> None:
+        self.slow_only = not self.slow_only
+
+    def sort_by(self, key: str) -> None:
+        """Sort by ``key``; the same key twice flips the direction (like a header click)."""
+        if key not in _BY_KEY:
+            raise KeyError(key)
+        if key == self.sort_key:
+            self.reverse = not self.reverse
+        else:
+            self.sort_key = key
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        """Fast path of DataTable's width pass for our one-line ``Text`` cells.
+
+        The stock pass renders every cell through Rich ``measure`` (~0.3 s for 500 rows x 9
+        columns on a loaded 2-core box, i.e. a third of the first-paint budget); a one-line
+        ``Text`` is exactly ``cell_len`` wide, and the rows added by ``_rebuild`` were measured
+        there already (``_widths``). Anything else falls back to the stock pass.
+        Textual is pinned (==8.2.8), and ``tests/tui/test_widgets_render.py`` pins the widths.
+        """
+        rows = list(new_rows)
+        columns = self.ordered_columns
+        premeasured = self._premeasured
+        if all(key in premeasured for key in rows):
+            for column in columns:
+                width = self._widths.get(str(column.key.value))
+                if width is None:
+                    break
+                if rows:
+                    column.content_width = max(column.content_width, width)
+            else:
+                return
+        for key in rows:
+            cells = self._data.get(key)
+            if cells is None:
+                continue
+            for column in columns:
+                cell = cells.get(column.key)
+                if not isinstance(cell, Text) or "\n" in cell.plain:
+                    super()._update_dimensions(rows)
+                    return
+                column.content_width = max(column.content_width, cell.cell_len)
+
+    def _render_cell(
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> SegmentLines:
+        """Fast path of DataTable's cell render for a one-line ``Text`` that fits its column.
+
+        The stock path runs every cell through ``console.render_lines(Styled(Padding(cell)))``
+        (wrap, justify, split and crop: ~70 ms for the 42 x 9 cells of the first frame on a
+        slow CPU, the largest single cost of the first paint). For a body cell whose text has
+        no newline/tab and fits, the result is known: padding, the text (right-justified
+        cells are padded on the left with the text's own style, as ``Text.pad_left`` does),
+        fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
+        the strip is the same character for character and style for style. Everything else
+        (header, labels, fixed cells, taller rows, other renderables) takes the stock path;
+        the cache is the stock one with the stock key. Textual is pinned (==8.2.8).
+        """
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
+                     self._update_count, self._pseudo_class_state)
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        row = self.rows.get(row_key)
+        data = self._data.get(row_key)
+        cell = data.get(column_key) if data is not None else None
+        pad = self.cell_padding
+        inner = width - 2 * pad
+        if row is None or row.height != 1 or not isinstance(cell, Text) or inner < 1:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        plain = cell.plain
+        justify = cell.justify or "default"
+        length = cell.cell_len
+        if (length > inner or "\n" in plain or "\t" in plain or justify not in ("default", "right")
+                or (justify == "right" and plain != plain.rstrip())):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        console = self.app.console
+        component_style, post_style = self._get_styles_to_render_cell(
+            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
+        post = console.get_style(post_style)
+
+        def styled(own: Style | None) -> Style:
+            first = pre + own
+            return first + post if first else post
+
+        plain_style = styled(None)
+        own = console.get_style(cell.style) if cell.style else None
+        line = [Segment(" " * pad, plain_style)] if pad else []
+        fill = inner - length
+        if justify == "right" and fill:
+            line.append(Segment(" " * fill, styled(own)))
+        if cell.spans:
+            line.extend(Segment(text, styled(style)) for text, style, _ in cell.render(console) if text)
+        elif plain:
+            line.append(Segment(plain, styled(own)))
+        if justify != "right" and fill:
+            line.append(Segment(" " * fill, plain_style))
+        if pad:
+            line.append(Segment(" " * pad, plain_style))
+        lines = [line]
+        self._cell_render_cache[cache_key] = lines
+        return lines
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(str(event.column_key.value))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        row = self.current_row
+        if row is not None:
+            self.post_message(self.RowChosen(row))

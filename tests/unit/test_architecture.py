@@ -1,0 +1,135 @@
+"""Architecture rules: core imports no Textual; widgets do no file/GPU I/O; the import contracts hold.
+
+The import check runs in a fresh interpreter (this pytest process has Textual loaded already):
+it imports every module under ``workbench/`` except ``cutile_workbench.tui`` and fails if ``textual``
+appears in ``sys.modules``. Modules needing an optional GPU dependency (torch, cupti) may fail to
+import with ImportError on CI; they are listed, and everything they import before failing still
+counts.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_PROBE = r"""
+import importlib, json, pkgutil, sys
+import cutile_workbench
+mods, failed = [], {}
+for info in pkgutil.walk_packages(cutile_workbench.__path__, "cutile_workbench."):
+    if info.name == "cutile_workbench.tui" or info.name.startswith(("cutile_workbench.tui.", "cutile_workbench.profiles.")):
+        continue
+    try:
+        importlib.import_module(info.name)
+        mods.append(info.name)
+    except ImportError as e:
+        failed[info.name] = str(e)
+print(json.dumps({"mods": mods, "failed": failed,
+                  "textual": sorted(m for m in sys.modules if m == "textual" or m.startswith("textual."))}))
+"""
+
+
+def test_core_modules_import_no_textual() -> None:
+    proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "cutile_workbench.model" in out["mods"] and "cutile_workbench.stages.e.stats" in out["mods"]
+    assert len(out["mods"]) >= 15, out
+    for name, err in out["failed"].items():  # only optional GPU deps may be missing
+        assert any(dep in err for dep in ("torch", "cupti", "cuda")), (name, err)
+    assert out["textual"] == [], f"core modules pulled in Textual: {out['textual'][:5]}"
+
+
+_FORBIDDEN_CALLS = {"open"}
+_FORBIDDEN_ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "open", "unlink", "mkdir",
+                    "rename", "replace", "rmdir", "touch", "iterdir", "glob"}
+_FORBIDDEN_IMPORTS = {"subprocess", "shutil", "socket", "torch", "cupti", "pathlib", "gzip", "io", "tempfile"}
+
+
+def _violations(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    bad: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name) and f.id in _FORBIDDEN_CALLS:
+                bad.append(f"{path.name}:{node.lineno}: {f.id}()")
+            if isinstance(f, ast.Attribute) and f.attr in _FORBIDDEN_ATTRS and not (
+                isinstance(f.value, ast.Name) and f.value.id in {"str", "self"}  # str.replace / own methods
+            ):
+                # ``x.replace(...)`` on strings/dataclasses is common: only flag Path-like receivers
+                if f.attr == "replace":
+                    continue
+                bad.append(f"{path.name}:{node.lineno}: .{f.attr}()")
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for n in names:
+                if n.split(".")[0] in _FORBIDDEN_IMPORTS:
+                    bad.append(f"{path.name}:{node.lineno}: import {n}")
+    return bad
+
+
+def test_widgets_do_no_file_or_gpu_io() -> None:
+    files = sorted((ROOT / "cutile_workbench" / "tui" / "widgets").glob("*.py"))
+    assert len(files) >= 6
+    bad = [v for f in files for v in _violations(f)]
+    assert bad == []
+
+
+def test_violation_detector_catches_io(tmp_path: Path) -> None:
+    sample = tmp_path / "w.py"
+    sample.write_text("import subprocess\nfrom pathlib import Path\nopen('x')\nPath('y').read_text()\n")
+    found = _violations(sample)
+    assert len(found) == 4, found
+
+
+# --------------------------------------------------------------------------- import contracts
+
+_LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports({config!r}, no_cache=True))"
+
+
+def _lint_imports(cwd: Path, config: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _LINT.format(config=config)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+
+
+def test_import_contracts_hold() -> None:
+    """pyproject.toml's import-linter contracts: no cycles; CLI > TUI > services > core; nothing imports the CLI."""
+    proc = _lint_imports(ROOT, "pyproject.toml")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "4 kept, 0 broken" in proc.stdout
+
+
+def test_every_workbench_module_is_in_a_layer() -> None:
+    """A new module of workbench/ must be placed in the layers contract, or it would escape it."""
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    layers = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")["layers"]
+    named = {name.strip() for layer in layers for name in layer.split(":")}
+    present = {p.stem if p.is_file() else p.name for p in (ROOT / "cutile_workbench").iterdir()
+               if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").is_file())}
+    assert present - named == set(), f"add these to the layers contract in pyproject.toml: {present - named}"
+
+
+def test_import_contracts_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
+    """The contract types used above do fail: a synthetic two-module cycle and a core → face import."""
+    pkg = tmp_path / "demo"
+    (pkg / "cli").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "cli" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from demo import b\n")
+    (pkg / "b.py").write_text("def f():\n    from demo import a\n")
+    (pkg / "core.py").write_text("import demo.cli\n")
+    (tmp_path / "contracts.toml").write_text(
+        '[tool.importlinter]\nroot_packages = ["demo"]\n\n'
+        '[[tool.importlinter.contracts]]\nname = "cycles"\ntype = "acyclic_siblings"\nancestors = ["demo"]\n\n'
+        '[[tool.importlinter.contracts]]\nname = "layers"\ntype = "layers"\ncontainers = ["demo"]\n'
+        'layers = ["cli", "a : b : core"]\n')
+    proc = _lint_imports(tmp_path, "contracts.toml")
+    assert proc.returncode == 1 and "0 kept, 2 broken" in proc.stdout, proc.stdout[-3000:]
