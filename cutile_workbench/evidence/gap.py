@@ -10,7 +10,7 @@ Contract of :func:`assess_gap` — the ratio is candidate / reference **per-laun
 - ``unknown``: no per-launch or per-call time on one side.
 Intervals, by basis (``basis`` names which one was used):
 1. per-call main-kernel durations of both sides' CUPTI captures → percentile bootstrap of the ratio of
-   medians (:func:`cutile_workbench.stages.e.stats.ratio_ci`);
+   medians (:func:`cutile_workbench.infra.bootstrap.ratio_ci`);
 2. E's row CI (``RatioRow.ci_low/ci_high``, bootstrap over raw samples) when the per-launch time is
    the per-call time (one launch per call on both sides);
 3. the perf-log ``rel_std`` and ``nrep`` of both medians (same condition): the large-sample standard
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from cutile_workbench.infra.bootstrap import ratio_ci
 from cutile_workbench.model import PhaseStats, RatioRow
-from cutile_workbench.stages.e.stats import ratio_ci
 
 NOISE_RATIO = 1.05
 GapStatus = Literal["noise", "real", "unresolved", "unknown"]

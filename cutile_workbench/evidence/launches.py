@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cutile_workbench.artifacts.kernel_names import short_kernel_name
 from cutile_workbench.artifacts.testids import id_token
 from cutile_workbench.model import LaunchSet, PerfRecord, RatioRow
 
@@ -89,52 +90,6 @@ def classify_kernel(name: str, kind: str) -> str:
     if is_native(name):
         return "native"
     return "kernel"
-
-
-_ITANIUM_ID = re.compile(r"(\d+)")
-
-
-def _itanium_ids(name: str) -> list[str]:
-    """Length-prefixed identifiers of an Itanium-mangled name (``29vectorized_…`` → ``vectorized_…``)."""
-    out: list[str] = []
-    i = 0
-    while i < len(name):
-        m = _ITANIUM_ID.match(name, i)
-        if not m:
-            i += 1
-            continue
-        n, j = int(m.group(1)), m.end()
-        ident = name[j:j + n]
-        if n > 0 and len(ident) == n and re.fullmatch(r"[A-Za-z_]\w*", ident):
-            out.append(ident)
-            i = j + n
-        else:
-            i = j
-    return out
-
-
-def short_kernel_name(name: str) -> str:
-    """Readable short form: ``vectorized_elementwise_kernel<FillFunctor>`` for long C++ names."""
-    if name.startswith("_Z"):
-        from cutile_workbench.artifacts.demangle import demangle  # c++filt when present; else a light parse
-
-        dem = demangle(name)
-        if dem:
-            name = dem
-        else:
-            ids = [x for x in _itanium_ids(name) if x not in ("at", "native", "c10", "std")]
-            fun = next((x for x in ids if "Functor" in x), None)
-            stem = ids[0] if ids else name[:40]
-            return f"{stem}<{fun}>" if fun else stem
-    head = name.split("(", 1)[0]
-    base = re.search(r"([A-Za-z_]\w*)\s*(?:<|$)", head.replace("void ", "", 1))
-    stem = base.group(1) if base else head[:40]
-    if "::" in head and base is not None:
-        stem = re.split(r"::", head.split("<", 1)[0])[-1].strip()
-    functor = re.search(r"(\w*Functor\w*)", head)
-    if functor:
-        return f"{stem}<{functor.group(1)}>"
-    return stem if len(name) > 60 else name
 
 
 def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:

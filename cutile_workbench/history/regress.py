@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 
 from cutile_workbench.history.entries import ConfigResult
-from cutile_workbench.stages.e.stats import median_ratio_ci
+from cutile_workbench.infra.bootstrap import median_ratio_ci
 
 EXACT_MAX_PAIRS = 2500
 

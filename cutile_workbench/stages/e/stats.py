@@ -35,6 +35,10 @@ import numpy as np
 
 from cutile_workbench.artifacts.analysis import Analysis
 from cutile_workbench.artifacts.testids import id_token, split_nodeid
+from cutile_workbench.infra.bootstrap import bootstrap_medians, median_ratio_ci, ratio_ci  # noqa: F401 (re-exported)
+from cutile_workbench.infra.bootstrap import interval as _interval
+from cutile_workbench.infra.bootstrap import sorted_valid as _sorted_valid
+from cutile_workbench.infra.bootstrap import valid_sample as _valid
 from cutile_workbench.model import PerfLog, PerfRecord, PhaseStats, RatioRow, RatioTable, Severity
 
 DONE_MAX = 1.05
@@ -67,72 +71,11 @@ def geomean(values: Sequence[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
-def _valid(x: float | None) -> bool:
-    return x is not None and math.isfinite(x) and x > 0
-
-
 def _fwd(rec: PerfRecord) -> PhaseStats | None:
     return rec.forward
 
 
 # --------------------------------------------------------------------------- bootstrap
-
-
-def bootstrap_medians(rng: np.random.Generator, xs: np.ndarray, n_boot: int) -> np.ndarray:
-    """Medians of ``n_boot`` with-replacement resamples of sorted ``xs`` (exact in distribution).
-
-    The k-th smallest of n uniform draws is Beta(k, n+1-k), so the median of a resample is drawn in
-    O(1) per replicate (vectorised over replicates) instead of resampling n values and sorting."""
-    n = len(xs)
-    if n == 1:
-        return np.full(n_boot, float(xs[0]))
-    if n % 2:
-        k = (n + 1) // 2
-        u = rng.beta(k, n + 1 - k, size=n_boot)
-        return xs[np.minimum(n - 1, (n * u).astype(np.intp))]
-    k = n // 2
-    u1 = rng.beta(k, n + 1 - k, size=n_boot)
-    # given the k-th order statistic, the next is the min of the n-k draws above it
-    u2 = u1 + (1.0 - u1) * rng.beta(1, n - k, size=n_boot)
-    lo = xs[np.minimum(n - 1, (n * u1).astype(np.intp))]
-    hi = xs[np.minimum(n - 1, (n * u2).astype(np.intp))]
-    return (lo + hi) / 2
-
-
-def _sorted_valid(values: Sequence[float]) -> np.ndarray | None:
-    """Sorted float array of ``values``; None with fewer than 2 or any non-finite/non-positive value."""
-    arr = np.sort(np.asarray(values, dtype=float))
-    if arr.size < 2 or not bool(np.all(np.isfinite(arr) & (arr > 0))):
-        return None
-    return arr
-
-
-def _interval(values: np.ndarray, level: float) -> tuple[float, float]:
-    tail = (1.0 - level) / 2
-    lo, hi = np.quantile(values, [tail, 1.0 - tail])  # linear interpolation between order statistics
-    return float(lo), float(hi)
-
-
-def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *, n_boot: int = 2000,
-                    seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile-bootstrap CI of ``median(numerator) / median(denominator)``, the two samples
-    resampled independently (the rule E's per-row CIs use); None with < 2 valid values a side."""
-    num, den = _sorted_valid(numerator), _sorted_valid(denominator)
-    if num is None or den is None or n_boot <= 0:
-        return None
-    rng = np.random.default_rng(seed)
-    ratios = bootstrap_medians(rng, num, n_boot) / bootstrap_medians(rng, den, n_boot)
-    return _interval(ratios, level)
-
-
-@dataclass(frozen=True)
-class _Pending:
-    func_key: str
-    params: str
-    variant: str | None
-    cand: PhaseStats
-    base: PhaseStats
-    base_backend: str
 
 
 def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple[float, float] | None],
@@ -156,17 +99,6 @@ def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple
         cis.append(_interval(ratios, 0.95))
     gci = _interval(np.exp(log_sum / len(rows)), 0.95) if joint_ok else None
     return cis, gci
-
-
-def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], *, n_boot: int = 2000,
-             seed: int = 0) -> tuple[float, float] | None:
-    """95% percentile-bootstrap CI of median(candidate) / median(baseline), as for E's rows.
-
-    None unless both sides have at least two valid (finite, positive) samples."""
-    return median_ratio_ci(candidate, baseline, n_boot=n_boot, seed=seed, level=0.95)
-
-
-# --------------------------------------------------------------------------- matching
 
 
 def _baseline_index(name: str, log: PerfLog, candidate_frameworks: set[str]) -> dict[tuple[str, str], PerfRecord]:
