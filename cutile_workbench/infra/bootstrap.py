@@ -68,16 +68,6 @@ def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *,
     return interval(ratios, level)
 
 
-@dataclass(frozen=True)
-class _Pending:
-    func_key: str
-    params: str
-    variant: str | None
-    cand: PhaseStats
-    base: PhaseStats
-    base_backend: str
-
-
 def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], *, n_boot: int = 2000,
              seed: int = 0) -> tuple[float, float] | None:
     """95% percentile-bootstrap CI of median(candidate) / median(baseline), as for E's rows.

@@ -78,6 +78,16 @@ def _fwd(rec: PerfRecord) -> PhaseStats | None:
 # --------------------------------------------------------------------------- bootstrap
 
 
+@dataclass(frozen=True)
+class _Pending:
+    func_key: str
+    params: str
+    variant: str | None
+    cand: PhaseStats
+    base: PhaseStats
+    base_backend: str
+
+
 def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple[float, float] | None],
                                                                      tuple[float, float] | None]:
     samples = [(_sorted_valid(r.cand.samples_ms or ()), _sorted_valid(r.base.samples_ms or ())) for r in rows]
