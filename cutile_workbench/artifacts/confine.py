@@ -28,6 +28,8 @@ import stat
 from pathlib import Path
 
 from cutile_workbench.errors import InputError, UnsafePath
+from cutile_workbench.infra.paths import is_inside as is_inside  # re-exported: the one rule
+from cutile_workbench.infra.paths import under as _under
 
 KERNEL_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
 #: NAME_MAX is 255 bytes; every artifact name adds a prefix/suffix to the kernel name, so stay well below
@@ -65,13 +67,6 @@ def check_kernel_name(kernel: object) -> str:
     return kernel
 
 
-def _under(real: str, root_real: str) -> bool:
-    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
-
-
-def is_inside(path: Path | str, root: Path | str) -> bool:
-    """``path`` resolved (symlinks followed) lies inside ``root`` resolved (or is it)."""
-    return _under(os.path.realpath(path), os.path.realpath(root))
 
 
 def confine_read(kernel_dir: Path | str, path: Path | str) -> Path:

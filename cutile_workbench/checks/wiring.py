@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping
@@ -39,6 +38,7 @@ from cutile_workbench.checks.childproc import CollectResult, parse_collect_outpu
 from cutile_workbench.checks.static_eval import Assumptions, Unresolvable
 from cutile_workbench.checks.testfile import TestFunction, TestModule, load_test_module
 from cutile_workbench.errors import InputError
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 
 CUTILE_RS_VALUES = ("cutile-rs", "cutile_rs")
 WiringState = Literal["wired", "wired_conditional", "missing", "no_style", "no_backend_axis", "unresolvable"]
@@ -510,16 +510,5 @@ def apply_wiring(
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """The TileGym test file, replaced atomically with its permission bits (written as given: no newline translation)."""
+    atomic_write_bytes(path, text.encode("utf-8"), None, keep_mode=True)

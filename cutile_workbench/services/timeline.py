@@ -38,6 +38,7 @@ from cutile_workbench.artifacts.testids import id_token
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import CandidateIdentity
 from cutile_workbench.evidence.reference_config import ReferenceConfig
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
 
 
@@ -212,16 +213,8 @@ def write_perfetto(path: Path, trace: dict[str, Any], *, force: bool) -> None:
                              path=path, key="--perfetto") from None
     if not path.parent.is_dir():  # a typo in the directory must not create a tree of new ones
         raise InputError("directory does not exist (create it first)", path=path.parent, key="--perfetto")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(trace, fh, separators=(",", ":"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+    # a file the user named (--perfetto FILE): no kernel dir to stay inside
+    atomic_write_bytes(path, json.dumps(trace, separators=(",", ":")).encode("utf-8"), None)
 
 
 @dataclass(frozen=True)

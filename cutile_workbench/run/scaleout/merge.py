@@ -45,11 +45,11 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.perflog.printer import MARKER
 from cutile_workbench.errors import InputError
 from cutile_workbench.history.provenance import provenance_from_events
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
 from cutile_workbench.run.runner import (
     Attempt,
     RunResult,
-    atomic_write_bytes,
     raw_log_destination,
     write_results,
 )

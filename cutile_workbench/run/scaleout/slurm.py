@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from cutile_workbench.errors import InputError
-from cutile_workbench.run.runner import PACKAGE_ROOT, atomic_write_bytes
+from cutile_workbench.infra.atomicio import atomic_write_bytes
+from cutile_workbench.run.runner import PACKAGE_ROOT
 from cutile_workbench.run.scaleout.local import tail_lines
 from cutile_workbench.run.scaleout.plan import PlanPaths, ShardPlan, ShardStatus, read_status
 from cutile_workbench.run.scaleout.progress import OnEvent, TailSet, scaleout_event
