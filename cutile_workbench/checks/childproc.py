@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cutile_workbench.errors import InputError
+from cutile_workbench.proc.group import kill_group
 
 _ERROR_SUMMARY = re.compile(r"\b\d+ errors?\b")
 _NODEID_LINE = re.compile(r"^(?P<id>[^\s:][^\s]*?\.py::\S.*)$")
@@ -115,13 +115,13 @@ def run_child(
         return _stop(proc, argv, cwd, f"killed after {timeout_s:g} s (timeout)", TIMEOUT_GRACE_S, timed_out=True)
     except BaseException:
         # KeyboardInterrupt in the CLI, or anything else: the child's group must not outlive us
-        _kill_group(proc, CANCEL_GRACE_S)
+        kill_group(proc, CANCEL_GRACE_S, kill_wait_s=TIMEOUT_GRACE_S)
         raise
 
 
 def _stop(proc: subprocess.Popen[str], argv: tuple[str, ...], cwd: Path, why: str, grace_s: float, *,
           timed_out: bool = False, cancelled: bool = False) -> ChildResult:
-    _kill_group(proc, grace_s)
+    kill_group(proc, grace_s, kill_wait_s=TIMEOUT_GRACE_S)
     try:
         out, err = proc.communicate(timeout=TIMEOUT_GRACE_S)
     except subprocess.TimeoutExpired:
@@ -133,26 +133,6 @@ def _stop(proc: subprocess.Popen[str], argv: tuple[str, ...], cwd: Path, why: st
     note = f"\n[cutile-workbench] {why}\n"
     rc = proc.returncode if proc.returncode not in (None, 0) else -9
     return ChildResult(argv, str(cwd), rc, out or "", (err or "") + note, timed_out, cancelled)
-
-
-def _kill_group(proc: subprocess.Popen[str], grace_s: float = TIMEOUT_GRACE_S) -> None:
-    """SIGTERM the child's process group, SIGKILL it if the leader outlives ``grace_s``."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, TIMEOUT_GRACE_S)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
-        if sig == signal.SIGTERM:
-            # the leader died on SIGTERM; members that ignore it (pytest's own children) must not linger
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ from cutile_workbench.errors import InputError, UnsafePath
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.atomicio import ensure_inside as _ensure_inside
 from cutile_workbench.model import LaunchSet
+from cutile_workbench.proc.group import kill_group, reap_group
 
 Role = Literal["candidate", "baseline_cutile", "baseline_triton_tileir"]
 ROLES: tuple[Role, ...] = ("candidate", "baseline_cutile", "baseline_triton_tileir")
@@ -306,16 +307,15 @@ def collect(spec: RunSpec, *, timeout_s: float | None = None,
                     rc = proc.wait(timeout=_POLL_S * 2)
                 except subprocess.TimeoutExpired:
                     if cancel is not None and cancel.is_set():
-                        _kill_group(proc, 1.0)
+                        kill_group(proc, 1.0)
                         rc, extra = 130, "\n[workbench: collection cancelled]\n"
                     elif time.monotonic() > deadline:
-                        _kill_group(proc, 1.0)
+                        kill_group(proc, 1.0)
                         rc, extra = 124, f"\n[workbench: collection killed after {limit:.1f}s]\n"
         except BaseException:  # Ctrl-C: the child's own session would outlive us
-            _kill_group(proc, 1.0)
+            kill_group(proc, 1.0)
             raise
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # stray group members
+        reap_group(proc.pid)  # stray group members
         buf.seek(0)
         text = buf.read().decode("utf-8", errors="replace") + extra
     return rc, ([] if extra else parse_collect_output(text)), text
@@ -455,24 +455,6 @@ def _describe_exit(rc: int) -> str:
     if rc > 128 and rc - 128 < 65:
         return f"exited with status {rc} (128+{_signal_name(rc - 128)}: abort/_exit) without a pytest summary"
     return f"exited with status {rc} without a pytest summary"
-
-
-def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> str:
-    """SIGTERM the child's process group, SIGKILL after ``grace_s``; returns what it took."""
-    how = "SIGTERM"
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        how = f"SIGTERM, then SIGKILL after {grace_s:.1f}s"
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    # Leftover grandchildren (autotune watchdogs, compilers) in the group must not outlive us.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    return how
 
 
 class _StdoutTracker:
@@ -811,11 +793,10 @@ def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink
     except BaseException:
         # KeyboardInterrupt or a bug of ours: the child runs in its own session and would keep
         # the GPU busy after we are gone.
-        _kill_group(proc, spec.kill_grace_s)
+        kill_group(proc, spec.kill_grace_s)
         raise
     # Leftover group members may hold the pipe open; after the leader is gone they go too.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+    reap_group(proc.pid)
     rc = proc.wait()
     reader.join(timeout=10)
     drain_events(final=True)
@@ -886,18 +867,18 @@ def _watch(proc: subprocess.Popen[bytes], spec: RunSpec, state: _State, tracker:
         if rc is not None:
             return "finished", ""
         if state.poison_done and state.remaining():
-            how = _kill_group(proc, spec.kill_grace_s)
+            how = kill_group(proc, spec.kill_grace_s)
             return "poisoned", (f"was restarted after a sticky CUDA error in {state.poisoned_by} "
                                 f"(later CUDA calls in that process would all fail; {how})")
         if cancel is not None and cancel.is_set():
-            return "cancelled", f"was cancelled ({_kill_group(proc, spec.kill_grace_s)})"
+            return "cancelled", f"was cancelled ({kill_group(proc, spec.kill_grace_s)})"
         if total_deadline is not None and now >= total_deadline:
-            how = _kill_group(proc, spec.kill_grace_s)
+            how = kill_group(proc, spec.kill_grace_s)
             return "total_timeout", f"was killed at the total timeout of {spec.total_timeout_s}s ({how})"
         limit = spec.per_test_timeout_s if first_event_seen() or in_test else max(
             spec.per_test_timeout_s, spec.startup_timeout_s)
         if now - state.progress_at > limit:
-            how = _kill_group(proc, spec.kill_grace_s)
+            how = kill_group(proc, spec.kill_grace_s)
             return "killed_hang", f"was killed after {limit:.1f}s without progress ({how})"
         time.sleep(_POLL_S)
 

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cutile_workbench.artifacts.events import Event
+from cutile_workbench.proc.group import kill_groups
 from cutile_workbench.run.runner import PACKAGE_ROOT
 from cutile_workbench.run.scaleout.devices import Device, pinned_env
 from cutile_workbench.run.scaleout.plan import PlanPaths, ShardPlan, ShardStatus, read_status, reset_shard
@@ -203,16 +204,7 @@ class LocalExecutor:
 
     def _stop_all(self, running: dict[int, _Running], tails: TailSet, results: dict[int, ShardStatus],
                   emit: OnEvent) -> None:
+        kill_groups([r.proc for r in running.values()], self.kill_grace_s)  # one shared grace period
         for r in running.values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(r.proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + self.kill_grace_s
-        for r in running.values():
-            try:
-                r.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(r.proc.pid, signal.SIGKILL)
-                r.proc.wait()
             results[r.shard] = self._finished(r, tails, emit, cancelled=True)
         running.clear()
