@@ -80,33 +80,17 @@ def strip_loc(line: str) -> str:
             i = j + 4
             continue
         out.append(line[i:j].rstrip(" "))
-        k, depth, in_str = j + 3, 0, False
-        while k < n:
-            c = line[k]
-            if in_str:
-                if c == "\\":
-                    k += 1
-                elif c == '"':
-                    in_str = False
-            elif c == '"':
-                in_str = True
-            elif c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            k += 1
+        k = scan_brackets(line, j + 3, "(", ")", stop_at_zero=True)[1]
         i = k + 1
     return "".join(out)
 
 
-def _brace_delta(line: str) -> int:
-    # Braces inside string literals (e.g. a "{" in a name) must not move the depth.
-    if '"' not in line:
-        return line.count("{") - line.count("}")
-    depth, in_str, k = 0, False, 0
-    while k < len(line):
+def scan_brackets(line: str, start: int, open_c: str, close_c: str, *, stop_at_zero: bool = False) -> tuple[int, int]:
+    """Walk ``line`` from ``start`` counting ``open_c``/``close_c`` outside ``"…"`` literals (backslash
+    escapes respected): ``(depth, index)``. With ``stop_at_zero``, ``index`` is the closer that brings
+    the depth back to 0 (``len(line)`` when none does); otherwise the whole line is walked."""
+    depth, in_str, k, n = 0, False, start, len(line)
+    while k < n:
         c = line[k]
         if in_str:
             if c == "\\":
@@ -115,12 +99,21 @@ def _brace_delta(line: str) -> int:
                 in_str = False
         elif c == '"':
             in_str = True
-        elif c == "{":
+        elif c == open_c:
             depth += 1
-        elif c == "}":
+        elif c == close_c:
             depth -= 1
+            if stop_at_zero and depth == 0:
+                return depth, k
         k += 1
-    return depth
+    return depth, n
+
+
+def _brace_delta(line: str) -> int:
+    # Braces inside string literals (e.g. a "{" in a name) must not move the depth.
+    if '"' not in line:
+        return line.count("{") - line.count("}")
+    return scan_brackets(line, 0, "{", "}")[0]
 
 
 def _definitions(line: str) -> list[str]:

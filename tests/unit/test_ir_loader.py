@@ -176,3 +176,14 @@ def test_read_ir_text_accepts_crlf(tmp_path: Path) -> None:
     p.write_bytes(GOOD.replace("\n", "\r\n").encode())
     assert read_ir_text(p).count("\r\n") == GOOD.count("\n")
     assert load_ir(p).canon.lines == load_ir(FIX / "rms_norm_ref_16x1024.mlir").canon.lines
+
+
+def test_one_bracket_scanner_skips_strings_and_stops_at_the_match() -> None:
+    """``scan_brackets`` serves both strip_loc (stop at the matching ')') and the brace depth (synthetic lines)."""
+    from cutile_workbench.ir.canon import scan_brackets
+
+    line = 'loc("a(b" (x) ) tail'
+    assert scan_brackets(line, 3, "(", ")", stop_at_zero=True) == (0, 14)
+    assert scan_brackets('f { "}" { \\" }', 0, "{", "}") == (2, 14)  # quoted braces do not count
+    assert scan_brackets("loc((unclosed", 3, "(", ")", stop_at_zero=True) == (2, 13)
+    assert strip_loc('%y = op loc("we(ird" (1)) %z') == "%y = op %z"
