@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cutile_workbench.pystatic.pysource import walk_no_nested
+from cutile_workbench.pystatic.pysource import dotted_name, walk_no_nested
 
 
 class Unresolvable(Exception):
@@ -145,18 +145,6 @@ _CMPOPS: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.IsNot: operator.is_not,
 }
 _MAX_ITEMS = 100_000  # a comprehension bigger than this is not a test parametrize list
-
-
-def _dotted(node: ast.expr) -> str | None:
-    """``a.b.c`` → "a.b.c" for Name/Attribute chains, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _bounded(iterable: Any) -> list[Any]:
@@ -303,7 +291,7 @@ class StaticEvaluator:
         raise Unresolvable(f"unknown name '{node.id}'", node.lineno)
 
     def _eval_Attribute(self, node: ast.Attribute, local: Mapping[str, Any]) -> Any:
-        dotted = _dotted(node)
+        dotted = dotted_name(node)
         if dotted:
             root = dotted.split(".")[0]
             base = local.get(root, self.names.get(root))
@@ -433,7 +421,7 @@ class StaticEvaluator:
             raise Unresolvable("comprehension target not modelled", target.lineno)
 
     def _eval_Call(self, node: ast.Call, local: Mapping[str, Any]) -> Any:
-        dotted = _dotted(node.func) or ""
+        dotted = dotted_name(node.func) or ""
         tail = dotted.rsplit(".", 1)[-1]
         args = [self.eval(a, local) for a in node.args if not isinstance(a, ast.Starred)]
         if any(isinstance(a, ast.Starred) for a in node.args):

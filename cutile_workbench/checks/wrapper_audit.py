@@ -38,8 +38,10 @@ from typing import Any
 
 from cutile_workbench.checks.static_eval import StaticEvaluator, Unresolvable
 from cutile_workbench.model import Finding
+from cutile_workbench.pystatic.pysource import call_name as _call_name
+from cutile_workbench.pystatic.pysource import display_path as _display_path
+from cutile_workbench.pystatic.pysource import dotted_name, parse_python_source
 from cutile_workbench.pystatic.pysource import enclosing_function as _enclosing_function
-from cutile_workbench.pystatic.pysource import parse_python_source
 from cutile_workbench.pystatic.pysource import walk_no_nested as _walk_no_nested
 
 CHECKLIST = "references/performance-checklist.md"
@@ -150,25 +152,6 @@ class _Wrapper:
         return f"{self.display}:{getattr(node, 'lineno', 0)}"
 
 
-def _call_name(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
-
-
-def _dotted(node: ast.AST) -> str:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _is_ffi_call(call: ast.Call) -> bool:
     """``lib.cutile_<x>(...)``: a call on the cffi library handle (the one real launch)."""
     func = call.func
@@ -201,13 +184,6 @@ def _load(path: Path) -> _Wrapper:
                 w.launchers.add(name)
                 changed = True
     return w
-
-
-def _display_path(path: Path) -> str:
-    parts = path.resolve().parts
-    if "src" in parts:
-        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src") :])
-    return str(path)
 
 
 # ---------------------------------------------------------------------------- public API
@@ -491,7 +467,7 @@ def _copy_kind(call: ast.Call) -> str | None:
     """Name the GPU work a call launches: fill / copy, or None for allocation-free calls."""
     func = call.func
     if isinstance(func, ast.Attribute):
-        base = _dotted(func.value)
+        base = (dotted_name(func.value) or "")
         if base == "torch" and func.attr in _FILL_CALLS:
             return f"torch.{func.attr}"
         if func.attr in _COPY_METHODS and base != "torch":
@@ -521,7 +497,7 @@ def _check_kernel_fn(w: _Wrapper, kernel_fns: list[ast.AST]) -> list[Finding]:
                         expected_evidence="an extra FillFunctor/direct_copy_kernel row or a Memset/Memcpy DtoD per call",
                     )
                 )
-            if _dotted(node.func).startswith("torch.") and _call_name(node) in _ALLOC_CALLS:
+            if (dotted_name(node.func) or "").startswith("torch.") and _call_name(node) in _ALLOC_CALLS:
                 allocs_inside.append(node)
     # second output: the function that calls autotune_launch preallocates, and kernel_fn allocates too
     if allocs_inside:
@@ -532,7 +508,7 @@ def _check_kernel_fn(w: _Wrapper, kernel_fns: list[ast.AST]) -> list[Finding]:
             for node in _walk_no_nested(scope):
                 if (
                     isinstance(node, ast.Call)
-                    and _dotted(node.func).startswith("torch.")
+                    and (dotted_name(node.func) or "").startswith("torch.")
                     and _call_name(node) in _ALLOC_CALLS
                     and not _inside(node, kernel_fns)
                     and _allocation_is_output(scope, node, w, kernel_fns)

@@ -37,6 +37,8 @@ from typing import Any
 
 from cutile_workbench.checks.static_eval import Assumptions, Namespace, StaticEvaluator, Unresolvable
 from cutile_workbench.model import Finding
+from cutile_workbench.pystatic.pysource import call_name as _call_name
+from cutile_workbench.pystatic.pysource import display_path as _display
 from cutile_workbench.pystatic.pysource import enclosing_function, parse_python_source
 
 #: canonical knob → spellings (compared case-insensitively, leading underscores ignored)
@@ -247,18 +249,6 @@ def _configs_of(ev: StaticEvaluator, fn: ast.FunctionDef, display: str) -> tuple
         else:
             raise Unresolvable(f"{fn.name}() yields {type(item).__name__}, not a config", fn.lineno)
     return tuple(out)
-
-
-def _display(path: Path) -> str:
-    parts = path.resolve().parts
-    if "src" in parts:
-        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src"):])
-    return str(path)
-
-
-def _call_name(node: ast.Call) -> str:
-    f = node.func
-    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
 
 
 def _functions_called(expr: ast.AST, functions: Mapping[str, ast.FunctionDef]) -> list[str]:

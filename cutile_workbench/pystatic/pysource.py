@@ -3,7 +3,9 @@
 Contract: ``parse_python_source(path, what)`` returns ``(source, tree)`` or raises ``InputError``
 naming the file (and line for syntax errors); it never lets SyntaxError/ValueError/RecursionError
 escape, whatever the bytes. :func:`walk_no_nested` and :func:`enclosing_function` are the two tree
-walks the static checks share.
+walks the static checks share; :func:`call_name`, :func:`dotted_name` and :func:`display_path` the
+small helpers of the checks (static_eval, wrapper_audit) and the evidence (search_space) — written
+here once.
 """
 
 from __future__ import annotations
@@ -54,3 +56,29 @@ def enclosing_function(tree: ast.Module, target: ast.AST) -> ast.FunctionDef | N
             if best is None or node.lineno >= best.lineno:
                 best = node
     return best
+
+
+def call_name(node: ast.Call) -> str:
+    """The called name: ``f(…)`` → ``f``, ``a.b.f(…)`` → ``f``, anything else → ``""``."""
+    func = node.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` → ``"a.b.c"`` for Name/Attribute chains, else None (``f().y``)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def display_path(path: Path) -> str:
+    """A checkout file as TileGym names it (from its last ``src/`` on), else the path as given."""
+    parts = Path(path).resolve().parts
+    if "src" in parts:
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src"):])
+    return str(path)
