@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cutile_workbench.errors import InputError
+from cutile_workbench.proc.collect import parse_collect_output
 from cutile_workbench.proc.group import kill_group
 
 _ERROR_SUMMARY = re.compile(r"\b\d+ errors?\b")
-_NODEID_LINE = re.compile(r"^(?P<id>[^\s:][^\s]*?\.py::\S.*)$")
 #: seconds between SIGTERM and SIGKILL when the user cancels (the TUI must answer Escape quickly)
 CANCEL_GRACE_S = 0.5
 #: seconds between SIGTERM and SIGKILL on a timeout (give pytest time to clean up its children)
@@ -172,15 +172,6 @@ def collect_nodeids(
         args += ["-k", k_expr]
     args += ["--collect-only", "-q", "-p", "no:cacheprovider"]
     child = run_child(python, args, cwd=Path(tilegym), env=tilegym_env(tilegym, env), timeout_s=timeout_s)
-    return CollectResult(parse_collect_output(child.stdout), child)
+    return CollectResult(tuple(parse_collect_output(child.stdout)), child)
 
 
-def parse_collect_output(text: str) -> tuple[str, ...]:
-    """Node ids from ``--collect-only -q`` output (one per line, before the summary line)."""
-    ids: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        m = _NODEID_LINE.match(line)
-        if m:
-            ids.append(m.group("id"))
-    return tuple(ids)

@@ -431,7 +431,7 @@ def collect_cutile_rs(
     args = ["-m", "pytest", *targets, "-k", "cutile_rs", "--collect-only", "-q", "-p", "no:cacheprovider"]
     child = run_child(python, args, cwd=Path(tilegym), env=tilegym_env(Path(tilegym), env), timeout_s=timeout_s,
                       cancelled=cancelled)
-    return CollectResult(parse_collect_output(child.stdout), child)
+    return CollectResult(tuple(parse_collect_output(child.stdout)), child)
 
 
 def check_wiring(

@@ -73,6 +73,7 @@ from cutile_workbench.errors import InputError, UnsafePath
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.atomicio import ensure_inside as _ensure_inside
 from cutile_workbench.model import LaunchSet
+from cutile_workbench.proc.collect import parse_collect_output
 from cutile_workbench.proc.group import kill_group, reap_group
 
 Role = Literal["candidate", "baseline_cutile", "baseline_triton_tileir"]
@@ -266,19 +267,6 @@ def backend_k_expr(token: str, user_k: str | None = None) -> str:
 
 
 # --------------------------------------------------------------------------- collection
-
-
-def parse_collect_output(text: str) -> list[str]:
-    """Node ids from ``pytest --collect-only -q`` output (lines up to the first blank line)."""
-    ids: list[str] = []
-    for line in text.splitlines():
-        if not line.strip():
-            if ids:
-                break
-            continue
-        if "::" in line and not line.startswith(("=", "_", " ", "ERROR", "E ")):
-            ids.append(line.rstrip())
-    return ids
 
 
 def collect(spec: RunSpec, *, timeout_s: float | None = None,
