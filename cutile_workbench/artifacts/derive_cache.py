@@ -22,7 +22,7 @@ import pickle
 from collections.abc import Callable
 from dataclasses import is_dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
 #: bump when the pickled shapes change (old caches become misses)
@@ -107,12 +107,12 @@ def cached_derivation(kind: str, inputs: list[Path], extra: str, modules: list[s
         h.update(data)
     key = h.hexdigest()
     if key in _DERIVED:
-        return _DataclassesOnly(io.BytesIO(_DERIVED[key])).load()
+        return cast(T, _DataclassesOnly(io.BytesIO(_DERIVED[key])).load())
     path = _user_cache_dir() / kind / f"{key}.pickle"
     try:
         value = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
         _DERIVED[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        return value
+        return cast(T, value)
     except Exception:  # absent or not ours: compute it
         pass
     value = compute()

@@ -66,7 +66,8 @@ class Workspace:
             if path.is_file():
                 confine_read(self.paths.root, path)  # a perf log linked out of the kernel dir is refused
             self._cache[key] = _parse(path) if path.is_file() else None
-        return self._cache[key]
+        log: PerfLog | None = self._cache[key]
+        return log
 
     def candidate_log(self) -> PerfLog | None:
         """``perf_cutile_rs.txt`` parsed strictly, or None when absent."""

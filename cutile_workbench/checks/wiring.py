@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Literal
 
 from cutile_workbench.artifacts.testids import split_nodeid
-from cutile_workbench.checks.childproc import CollectResult, parse_collect_output, run_child, tilegym_env
+from cutile_workbench.checks.childproc import CollectResult, run_child, tilegym_env
 from cutile_workbench.checks.static_eval import Assumptions, Unresolvable
 from cutile_workbench.checks.testfile import TestFunction, TestModule, load_test_module
 from cutile_workbench.errors import InputError
 from cutile_workbench.infra.atomicio import atomic_write_bytes
+from cutile_workbench.proc.collect import parse_collect_output
 
 CUTILE_RS_VALUES = ("cutile-rs", "cutile_rs")
 WiringState = Literal["wired", "wired_conditional", "missing", "no_style", "no_backend_axis", "unresolvable"]

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cutile_workbench.evidence.launches import pick_summaries, short_kernel_name
+from cutile_workbench.artifacts.kernel_names import short_kernel_name
+from cutile_workbench.evidence.launches import pick_summaries
 from cutile_workbench.model import Finding, LaunchSet, PerfLog, PerfRecord, RatioRow
 
 _CUTILE_SUFFIX = re.compile(r"_K[a-z]\d+_[A-Z].*$")  # cuTile Python's mangled specialization suffix

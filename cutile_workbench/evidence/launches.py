@@ -173,7 +173,7 @@ def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
     data file (``e_table.cached_derivation``: memory + user cache dir), decoding one set at a time."""
     from cutile_workbench.artifacts.derive_cache import cached_derivation
 
-    memo = store.memo.get("summaries")
+    memo: dict[int, LaunchSummary | None] | None = store.memo.get("summaries")
     if memo is not None:
         return memo
 

@@ -39,7 +39,8 @@ def bootstrap_medians(rng: np.random.Generator, xs: np.ndarray, n_boot: int) -> 
     u2 = u1 + (1.0 - u1) * rng.beta(1, n - k, size=n_boot)
     lo = xs[np.minimum(n - 1, (n * u1).astype(np.intp))]
     hi = xs[np.minimum(n - 1, (n * u2).astype(np.intp))]
-    return (lo + hi) / 2
+    medians: np.ndarray = (lo + hi) / 2
+    return medians
 
 
 def sorted_valid(values: Sequence[float]) -> np.ndarray | None:

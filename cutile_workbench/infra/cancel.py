@@ -69,7 +69,8 @@ def run_cancellable(work: Callable[[threading.Event], T], *,
         restore_handlers(previous)
     if "error" in box:
         raise box["error"]
-    return box["result"]
+    result: T = box["result"]
+    return result
 
 
 def signal_name(signum: int) -> str:

@@ -14,6 +14,7 @@ many there are and how to get a second (``calibrate --run`` or ``run -b <backend
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError
@@ -49,7 +50,7 @@ def calibration(ws: Workspace, backend: str | None = None) -> CalibrationReport:
     store, _report = open_history(ws.paths, source=ws.source, variants=ws.variant_names())
     try:
         runs = {r.run_id: r for r in store.runs()}
-        by_run: dict[int, list] = {}
+        by_run: dict[int, list[Any]] = {}
         present: set[str] = set()
         backends_by_role: dict[str, set[str]] = {}
         for run_id, c in store.configs(phase="forward"):

@@ -31,9 +31,10 @@ from pathlib import Path
 
 from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError, WorkbenchError
+from cutile_workbench.infra.bootstrap import ratio_ci
 from cutile_workbench.model import LaunchSet, RatioRow
 from cutile_workbench.run.runner import RunResult, RunSpec, write_results
-from cutile_workbench.stages.e.stats import DONE_MAX, ratio_ci, round4
+from cutile_workbench.stages.e.stats import DONE_MAX, round4
 from cutile_workbench.stages.f.demonstrate import (
     ConfigOutcome,
     Demonstration,
@@ -181,7 +182,9 @@ def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, kee
     base = ws.paths.workbench_dir / "demonstrate"
     overlay = base / stamp
     log = base / f"{stamp}.log"
-    rel = lambda p: p.relative_to(ws.kernel_dir).as_posix()  # noqa: E731
+    def rel(p: Path) -> str:
+        return p.relative_to(ws.kernel_dir).as_posix()
+
     before_hash = tree_sha256(tilegym)
     t0 = time.monotonic()
     lines: list[str] = []

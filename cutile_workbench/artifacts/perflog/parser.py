@@ -453,7 +453,8 @@ def _number(st: _State, stats: Mapping[str, Any], key: str, where: str, line: in
         st.problem(f"'{key}' must be a finite, non-negative {'integer' if integer else 'number'} up to {hi:g}, "
                    f"got {_short_repr(val)}", line, key=f"{where}.{key}")
         return None
-    return val
+    number: float | int = val
+    return number
 
 
 #: every number in a record is a physical quantity (a time in ms or µs, a count, a percentage, MB):

@@ -134,7 +134,9 @@ def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
     paths = ws.paths
     out: list[RawLog] = []
     notes: list[str] = []
-    rel = lambda p: os.path.relpath(p, paths.root).replace(os.sep, "/")  # noqa: E731
+    def rel(p: Path) -> str:
+        return os.path.relpath(p, paths.root).replace(os.sep, "/")
+
     full_rel = rel(paths.perf_full_log)
     if raw_log_text is not None:
         out.append(RawLog(None, PERF_LOG, full_rel, raw_log_path or paths.perf_full_log,

@@ -78,6 +78,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cutile_workbench.artifacts.kernel_names import short_kernel_name
 from cutile_workbench.evidence.gap import GapAssessment, assess_gap
 from cutile_workbench.evidence.gpu import GpuFacts
 from cutile_workbench.evidence.identity import config_kernels, dispatch_findings, kernel_functions_of
@@ -91,7 +92,6 @@ from cutile_workbench.evidence.launches import (
     launch_evidence,
     pick_sets,
     same_backend,
-    short_kernel_name,
     summarize_launch_set,
 )
 from cutile_workbench.evidence.ncu import ProbeResult, probe_for
