@@ -90,6 +90,6 @@ def write(ws: Workspace, report: ReportPlan) -> WriteResult:
 
 
 
-def collect(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
+def collect(ws: Workspace, *, candidate_backend: str | None = None) -> FInputs:
     """Everything F reads for ``ws``, with E's strictness (:func:`cutile_workbench.stages.f.inputs.collect_inputs`)."""
     return collect_inputs(ws, candidate_backend=candidate_backend)

@@ -173,3 +173,15 @@ def test_import_contracts_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> 
         'layers = ["cli", "a : b : core"]\n')
     proc = _lint_imports(tmp_path, "contracts.toml")
     assert proc.returncode == 1 and "0 kept, 2 broken" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_a_workspace_parameter_is_typed_as_one() -> None:
+    """``ws`` means a Workspace: annotated ``Any`` it hides every attribute error from mypy."""
+    loose = []
+    for path in sorted((ROOT / "cutile_workbench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+                    if arg.arg == "ws" and isinstance(arg.annotation, ast.Name) and arg.annotation.id == "Any":
+                        loose.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert loose == []

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import Blocked
 from cutile_workbench.ir.audit import IRAudit, audit_texts
 from cutile_workbench.ir.loader import discover_ir, load_pair
@@ -31,14 +32,14 @@ from cutile_workbench.model import Finding, LaunchSet
 from cutile_workbench.stages.f.diagnosis import FInputs
 
 
-def _rel(ws: Any, p: Path | str) -> str:
+def _rel(ws: Workspace, p: Path | str) -> str:
     try:
         return str(Path(p).resolve().relative_to(Path(ws.paths.root).resolve()))
     except (ValueError, OSError):
         return str(p)
 
 
-def reference_wrapper_source(ws: Any) -> Path | None:
+def reference_wrapper_source(ws: Workspace) -> Path | None:
     """``src/tilegym/ops/cutile/<kernel>.py`` of the TileGym checkout, when present."""
     tilegym = getattr(ws, "tilegym", None)
     if tilegym is None:
@@ -47,7 +48,7 @@ def reference_wrapper_source(ws: Any) -> Path | None:
     return p if p.is_file() else None
 
 
-def _analysis(ws: Any) -> Any:
+def _analysis(ws: Workspace) -> Any:
     """The workspace's analysis, or the located error a strict read gives (E opens strictly)."""
     if ws.analysis is None and ws.paths.analysis_json.is_file():
         from cutile_workbench.artifacts.analysis import load_analysis
@@ -56,7 +57,7 @@ def _analysis(ws: Any) -> Any:
     return ws.analysis
 
 
-def collect_inputs(ws: Any, *, candidate_backend: str | None = None) -> FInputs:
+def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FInputs:
     """Everything F reads for ``ws`` (see the module docstring)."""
     from cutile_workbench.evidence.gpu import gpu_facts
     from cutile_workbench.evidence.identity import index_records
@@ -182,7 +183,7 @@ def _stand_ins(cand_log: Any, meta: Any, table: Any) -> tuple[str, ...]:
     return tuple(stand_ins_of(frameworks, meta, keys).lines())
 
 
-def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:
+def _ir_config_audits(ws: Workspace) -> dict[str, IRAudit]:
     """The IR each config ran (``workbench/ir/index.json``), audited like the variant pairs."""
     from cutile_workbench.ir.filing import index_file, read_index
 
@@ -202,7 +203,7 @@ def _ir_config_audits(ws: Any) -> dict[str, IRAudit]:
     return out
 
 
-def _ir_audits(ws: Any, missing: list[str]) -> dict[str | None, IRAudit]:
+def _ir_audits(ws: Workspace, missing: list[str]) -> dict[str | None, IRAudit]:
     audits: dict[str | None, IRAudit] = {}
     inv = discover_ir(ws.paths)
     for pair in inv.pairs:
@@ -218,7 +219,7 @@ def _ir_audits(ws: Any, missing: list[str]) -> dict[str | None, IRAudit]:
     return audits
 
 
-def _wrapper_evidence(ws: Any, analysis: Any, gpu: Any, evidence: dict[str, str],
+def _wrapper_evidence(ws: Workspace, analysis: Any, gpu: Any, evidence: dict[str, str],
                       missing: list[str]) -> tuple[list[Finding], Any, bool]:
     """(static wrapper findings, search-space audit, wrapper read?) — both need the TileGym checkout."""
     from cutile_workbench.checks.wrapper_audit import audit_wrapper

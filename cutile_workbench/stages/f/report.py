@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
+from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError, UnsafePath, ValidationRefused
 from cutile_workbench.model import Investigation, PlannedFile, ReportPlan
 from cutile_workbench.stages.f.demonstrate import Demonstration, render_demonstration
@@ -57,7 +57,7 @@ def _check_targets(files: Sequence[PlannedFile]) -> None:
             raise ValidationRefused(f"refusing to write {first!r}: F verdicts are FIXABLE|ALIGNED|BLOCKED", path=rel)
 
 
-def plan_f_reports(ws: Any, investigations: Sequence[Investigation], *, run_real_scripts: bool = True,
+def plan_f_reports(ws: Workspace, investigations: Sequence[Investigation], *, run_real_scripts: bool = True,
                    inputs: FInputs | None = None, command: str | None = None,
                    demonstration: Demonstration | None = None) -> ReportPlan:
     """Render, validate (twin + real script when available) and return the F write plan.
