@@ -19,7 +19,8 @@ Adding a command (``history <kernel>`` was added this way):
 
 1. Put the work in a service (``cutile_workbench/services/history.py``: typed inputs/outputs, no
    argparse, no printing) so the TUI can call it too.
-2. Write ``cutile_workbench/cli/history.py`` with a class that has ``name = "history"``, ``group = None``
+2. Write ``cutile_workbench/cli/history.py`` with a subclass of :class:`.common.Command` that has
+   ``name = "history"``, ``group = None``
    (or ``"report"`` for ``report <name>``), ``help``, ``description`` (plain text: it is printed
    as is), ``prepare_parser(parser)`` (use :func:`.common.add_kernel_args` for ``kernel`` +
    ``--out-root``/``--tilegym``) and ``run(args) -> int`` (the exit code), and a module-level
@@ -118,7 +119,10 @@ GLOBAL_FLAGS_WITH_VALUE = ("--out-root", "--tilegym", "--keymap", "--gpus")
 def load_commands(modules: Sequence[str] = COMMAND_MODULES) -> list[Command]:
     commands: list[Command] = []
     for name in modules:
-        commands.extend(importlib.import_module(name).COMMANDS)
+        for command in importlib.import_module(name).COMMANDS:
+            if not isinstance(command, Command):
+                raise TypeError(f"{name}.COMMANDS holds {command!r}, not a cli.common.Command")
+            commands.append(command)
     return commands
 
 

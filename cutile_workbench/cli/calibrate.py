@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from cutile_workbench.cli.common import add_kernel_args, path_arg
+from cutile_workbench.cli.common import Command, add_kernel_args, path_arg
 from cutile_workbench.errors import InputError
 from cutile_workbench.services import stage_e
 from cutile_workbench.services.calibrate import CalibrationReport, calibration
@@ -69,7 +69,7 @@ def _measure_twice(args: argparse.Namespace, backend: str, out: TextIO) -> int:
     return 0
 
 
-class CalibrateCommand:
+class CalibrateCommand(Command):
     name = "calibrate"
     group = None
     help = "A/A test: how many rows would a candidate identical to the baseline flag?"

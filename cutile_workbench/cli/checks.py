@@ -23,7 +23,14 @@ from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.artifacts.workspace import tilegym_checkout
 from cutile_workbench.checks import childproc, kselect, precondition, wiring
 from cutile_workbench.checks.wrapper_audit import audit_wrapper
-from cutile_workbench.cli.common import EXIT_BLOCKED, EXIT_OK, EXIT_REFUSED, confirm, positive_seconds
+from cutile_workbench.cli.common import (
+    EXIT_BLOCKED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    Command,
+    confirm,
+    positive_seconds,
+)
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.services import checks
 from cutile_workbench.services.runs import parse_env_items
@@ -262,7 +269,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class CheckCommand:
+class CheckCommand(Command):
     name = "check"
     group = None
     help = "E preconditions: autotune_launch import + test_perf cutile-rs wiring"
@@ -280,7 +287,7 @@ class CheckCommand:
         return cmd_check(args)
 
 
-class KselectCommand:
+class KselectCommand(Command):
     name = "kselect"
     group = None
     help = "-k expressions for candidate and baseline from analysis.json"
@@ -302,7 +309,7 @@ class KselectCommand:
         return cmd_kselect(args)
 
 
-class AuditWrapperCommand:
+class AuditWrapperCommand(Command):
     name = "audit-wrapper"
     group = None
     help = "static audit of src/tilegym/ops/cutile_rs/<kernel>.py"

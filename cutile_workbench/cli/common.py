@@ -1,9 +1,10 @@
 """What every command module of the CLI shares: the command protocol, kernel flags, the write gate.
 
 Contract:
-- :class:`Command` is what :mod:`cutile_workbench.cli` registers: ``name``, ``group`` (None, or the
-  parent command: ``"report"``), ``help``, ``description``, ``prepare_parser(parser)`` and
-  ``run(args) -> exit code``. A ``WorkbenchError`` raised by ``run`` becomes ``error: …`` on stderr
+- :class:`Command` is the base class of what :mod:`cutile_workbench.cli` registers (memray's
+  ``commands/`` model): a subclass sets ``name``, ``group`` (None by default, or the parent
+  command: ``"report"``), ``help``, ``description`` and writes ``prepare_parser(parser)`` and
+  ``run(args) -> exit code``; a subclass without a ``name`` or ``help`` string fails when declared. A ``WorkbenchError`` raised by ``run`` becomes ``error: …`` on stderr
   and its exit code (``cutile_workbench.cli.main``).
 - :func:`add_kernel_args` adds ``kernel`` and ``--out-root``/``--tilegym`` with
   ``default=argparse.SUPPRESS``, so the global flags given before the command are not reset
@@ -21,11 +22,12 @@ Contract:
 
 from __future__ import annotations
 
+import abc
 import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 
 from cutile_workbench.errors import InputError
 
@@ -41,17 +43,27 @@ KEYMAP_HELP = ("TUI key bindings: TOML [keymap] table of binding-id = \"key[,key
                "else ~/.config/cutile-workbench/keymap.toml if present)")
 
 
-class Command(Protocol):
+class Command(abc.ABC):
     """One sub-command (see the package docstring for how to add one)."""
 
     name: ClassVar[str]
-    group: ClassVar[str | None]
+    group: ClassVar[str | None] = None
     help: ClassVar[str]
     description: ClassVar[str]
 
-    def prepare_parser(self, parser: argparse.ArgumentParser) -> None: ...
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        missing = [attr for attr in ("name", "help", "description") if not isinstance(getattr(cls, attr, None), str)]
+        if missing:
+            raise TypeError(f"command class {cls.__name__} must set {', '.join(missing)} (a string)")
 
-    def run(self, args: argparse.Namespace) -> int: ...
+    @abc.abstractmethod
+    def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
+        """Add the command's own arguments (``add_kernel_args`` for ``kernel`` + the root flags)."""
+
+    @abc.abstractmethod
+    def run(self, args: argparse.Namespace) -> int:
+        """Do the command; return the exit code (raise a ``WorkbenchError`` for bad input)."""
 
 
 def add_kernel_args(p: argparse.ArgumentParser, *, kernel_help: str | None = None) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from cutile_workbench.cli.common import add_kernel_args, path_arg
+from cutile_workbench.cli.common import Command, add_kernel_args, path_arg
 from cutile_workbench.cli.timeline import display_path
 from cutile_workbench.services import history as history_service
 from cutile_workbench.services import stage_e
@@ -115,7 +115,7 @@ def _where(history: KernelHistory) -> str:
     return f"{what} {display_path(history.kernel_dir)}, imported in memory (nothing written)"
 
 
-class HistoryCommand:
+class HistoryCommand(Command):
     name = "history"
     group = None
     help = "run history per config: medians, trend, regression flags, provenance"

@@ -23,7 +23,7 @@ import sys
 from typing import Any
 
 from cutile_workbench.artifacts.workspace import open_workspace
-from cutile_workbench.cli.common import add_kernel_args, path_arg
+from cutile_workbench.cli.common import Command, add_kernel_args, path_arg
 from cutile_workbench.ir.audit import IRAudit
 from cutile_workbench.ir.diffmodel import DiffRow, Fold, SideBySide
 from cutile_workbench.ir.structdiff import SRow, StructDiff
@@ -214,7 +214,7 @@ def to_json(ir: IRDiff) -> dict[str, Any]:
     }
 
 
-class DiffCommand:
+class DiffCommand(Command):
     name = "diff"
     group = None
     help = "structural Tile IR diff + diff_ir.sh-parity audit"

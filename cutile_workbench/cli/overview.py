@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from cutile_workbench.cli.common import Command
 from cutile_workbench.errors import InputError
 from cutile_workbench.services.overview import SORT_KEYS, overview
 from cutile_workbench.stages.e.overview import SEVERITY_ORDER, Overview, OverviewRow, geomean_strip
@@ -95,7 +96,7 @@ def render_csv(ov: Overview) -> str:
     return buf.getvalue()
 
 
-class OverviewCommand:
+class OverviewCommand(Command):
     name = "overview"
     group = None
     help = "every kernel dir of an out root: E verdict, geomean, worst config, F verdicts, flags"

@@ -23,7 +23,14 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from cutile_workbench.cli.common import EXIT_OK, EXIT_USAGE, add_kernel_args, path_arg, positive_seconds
+from cutile_workbench.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Command,
+    add_kernel_args,
+    path_arg,
+    positive_seconds,
+)
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.services import probe as probe_service
 
@@ -39,7 +46,7 @@ def render_table(rows: list[tuple[str, str, str]], cand: str, base: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-class ProbeCommand:
+class ProbeCommand(Command):
     name = "probe"
     group = None
     help = "Nsight Compute on one profiled call of each side of a config"

@@ -23,7 +23,7 @@ from typing import TextIO
 from cutile_workbench.artifacts.events import Event
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
-from cutile_workbench.cli.common import path_arg, positive_seconds
+from cutile_workbench.cli.common import Command, path_arg, positive_seconds
 from cutile_workbench.cli.timeline import display_path
 from cutile_workbench.infra.cancel import run_cancellable, signal_name
 from cutile_workbench.run.runner import RunResult, raw_log_destination, run, write_results
@@ -165,7 +165,7 @@ def _run_with_ctrl_c(br: BackendRun, out: KernelPaths, stream: TextIO) -> RunRes
                            on_signal=on_signal, name="runner")
 
 
-class RunCommand:
+class RunCommand(Command):
     name = "run"
     group = None
     help = "run a kernel's perf suite live (TileGym or a built-in profile) and write the results"

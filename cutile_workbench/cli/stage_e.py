@@ -23,7 +23,7 @@ from typing import Any
 
 from cutile_workbench.artifacts.stand_ins import StandIns
 from cutile_workbench.artifacts.workspace import Workspace
-from cutile_workbench.cli.common import add_kernel_args, finish_report, path_arg
+from cutile_workbench.cli.common import Command, add_kernel_args, finish_report, path_arg
 from cutile_workbench.errors import Blocked
 from cutile_workbench.evidence.trust import KernelTrust
 from cutile_workbench.model import RatioTable
@@ -193,7 +193,7 @@ def print_table(kernel: str, *, out_root: Path | None, tilegym: Path | None, fmt
     return 1 if table.verdict == "BLOCKED" else 0
 
 
-class TableCommand:
+class TableCommand(Command):
     name = "table"
     group = None
     help = "E's ratio table (candidate / winning baseline per config)"
@@ -213,7 +213,7 @@ class TableCommand:
                            seed=args.seed)
 
 
-class ReportECommand:
+class ReportECommand(Command):
     name = "e"
     group = "report"
     help = "Agent E: performance.md + sanitized perf log + logs (guarded write)"

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cutile_workbench.cli.common import add_kernel_args, finish_report, path_arg, positive_seconds
+from cutile_workbench.cli.common import Command, add_kernel_args, finish_report, path_arg, positive_seconds
 from cutile_workbench.errors import InputError
 from cutile_workbench.services import stage_f
 
 
-class ReportFCommand:
+class ReportFCommand(Command):
     name = "f"
     group = "report"
     help = "Agent F: residual perf investigation reports"

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.cli.common import OUT_ROOT_HELP, path_arg
+from cutile_workbench.cli.common import OUT_ROOT_HELP, Command, path_arg
 from cutile_workbench.services.timeline import config_timeline, config_trust, write_perfetto
 
 
@@ -69,7 +69,7 @@ def render_timeline_text(kernel: str, config: str, source: str, summaries: list[
     return "\n".join(lines) + "\n"
 
 
-class TimelineCommand:
+class TimelineCommand(Command):
     name = "timeline"
     group = None
     help = "launches per call and per-launch times of one config"

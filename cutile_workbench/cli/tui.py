@@ -11,10 +11,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cutile_workbench.cli.common import KEYMAP_HELP, add_kernel_args, path_arg
+from cutile_workbench.cli.common import KEYMAP_HELP, Command, add_kernel_args, path_arg
 
 
-class OpenCommand:
+class OpenCommand(Command):
     name = "open"
     group = None
     help = "open the TUI on a kernel (also: cutile-workbench <kernel>)"
@@ -58,7 +58,7 @@ def open_overview(args: argparse.Namespace) -> int:
     return run_overview(root, tilegym=path_arg(args.tilegym), keymap=path_arg(getattr(args, "keymap", None)))
 
 
-class KeysCommand:
+class KeysCommand(Command):
     name = "keys"
     group = None
     help = "list the TUI's binding ids and default keys (the vocabulary of a --keymap file)"
