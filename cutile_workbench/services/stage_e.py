@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from cutile_workbench.artifacts.candidate import resolve_candidate_backend
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
 from cutile_workbench.artifacts.writer import WriteResult, write_plan
 from cutile_workbench.errors import InputError
@@ -124,6 +125,15 @@ def row_samples(ws: Workspace, table: RatioTable, candidate: PerfLog | None = No
         if row.status == "OK" and cs and bs:
             out[key] = RowSamples(tuple(cs), tuple(bs))
     return out
+
+
+def candidate_backend(ws: Workspace) -> str | None:
+    """The candidate backend of ``ws``, in the one order F uses too (:mod:`cutile_workbench.artifacts.candidate`),
+    read from the log E's table is built from (raw tee preferred). ``Blocked`` without a candidate log."""
+    from cutile_workbench.stages.e.e_table import load_e_table
+
+    # the cached E table's candidate log (parsed once per content, issue 26), not a second parse
+    return resolve_candidate_backend(ws.session_meta(), load_e_table(ws).candidate)
 
 
 def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:

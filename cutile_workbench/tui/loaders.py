@@ -37,14 +37,6 @@ def find_gpu(meta: Mapping[str, Any] | None, depth: int = 3) -> str | None:
     return None
 
 
-def _candidate_run_token(session: Mapping[str, Any]) -> str | None:
-    """The id token the candidate role was run with (``session.json`` ``runs.candidate.backend_token``)."""
-    runs = session.get("runs")
-    cand = runs.get("candidate") if isinstance(runs, Mapping) else None
-    token = cand.get("backend_token") if isinstance(cand, Mapping) else None
-    return token if isinstance(token, str) and token else None
-
-
 def _plan_report(ws: Workspace, candidate_backend: str | None = None) -> Callable[[str], ReportPlan]:
     """Bind E/F planning to ``ws`` exactly as the CLI's ``report e|f`` does (nothing written)."""
 
@@ -94,19 +86,11 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
 
     # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)
     try:
-        from cutile_workbench.services.stage_e import ratio_table
+        from cutile_workbench.services.stage_e import candidate_backend, ratio_table
 
         data.table = ratio_table(ws)
-        from cutile_workbench.stages.e.e_table import load_e_table
-
-        # the log the table was built from (raw tee preferred, like E); kept with the cached table
-        cand_frameworks = set(load_e_table(ws).candidate_frameworks)
-        if isinstance(session.get("candidate"), str) and session["candidate"]:
-            data.candidate_backend = str(session["candidate"])  # recorded sessions name it
-        elif len(cand_frameworks) == 1:
-            data.candidate_backend = next(iter(cand_frameworks))
-        elif run_token := _candidate_run_token(session):
-            data.candidate_backend = run_token.replace("_", "-")  # a `run` before E: its id token (cutile_rs)
+        # the order F uses too (artifacts.candidate); unknown keeps the data's default
+        data.candidate_backend = candidate_backend(ws) or data.candidate_backend
         if data.table is not None:
             from cutile_workbench.services.stage_e import row_samples
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cutile_workbench.artifacts.candidate import resolve_candidate_backend
 from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import Blocked
 from cutile_workbench.ir.audit import IRAudit, audit_texts
@@ -96,10 +97,8 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
             table = table_with_noise(etable.table, paths, set(etable.candidate_frameworks))  # F's noise band (issue 18 §4)
             evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
                 _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
-        if cand_name is None and cand_log.records:
-            cand_name = cand_log.records[0].framework
-    if cand_name is None:
-        cand_name = str((meta or {}).get("candidate") or "cutile-rs")
+    # one order for F and the TUI (artifacts.candidate); F assumes cutile-rs when nothing says
+    cand_name = resolve_candidate_backend(meta, cand_log, explicit=cand_name) or "cutile-rs"
     cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
     base_recs = {k: baseline_records(k, log, cand_frameworks) for k, log in bases.items()}
 
