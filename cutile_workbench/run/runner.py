@@ -70,6 +70,7 @@ from cutile_workbench.artifacts.launch_store import RawMember
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.errors import InputError, UnsafePath
+from cutile_workbench.gpu.smi import query_gpu
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.atomicio import ensure_inside as _ensure_inside
 from cutile_workbench.model import LaunchSet
@@ -1098,24 +1099,13 @@ def gpu_query(fields: str, env: Mapping[str, str] | None = None) -> str | None:
     if not _VISIBLE_ENTRY.fullmatch(first):
         return None
     if not first.isdigit():
-        rows = _nvidia_smi_rows(fields, ["-i", first])
+        rows = query_gpu(fields, ["-i", first], timeout_s=10)
         return rows[0] if rows else None
-    indexed = _nvidia_smi_rows(f"index,{fields}", [])
+    indexed = query_gpu(f"index,{fields}", timeout_s=10)
     answers = dict(r.split(", ", 1) for r in indexed or [] if ", " in r)
     if environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" or len(set(answers.values())) == 1:
         return answers.get(first)
     return None
-
-
-def _nvidia_smi_rows(fields: str, extra: list[str]) -> list[str] | None:
-    try:
-        proc = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader", *extra],
-                              capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        return None
-    return [ln.strip() for ln in proc.stdout.strip().splitlines()]
 
 
 def _existing_event_lines(path: Path, role: str) -> list[str]:

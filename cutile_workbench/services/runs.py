@@ -43,6 +43,7 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import id_token
 from cutile_workbench.artifacts.workspace import Workspace, tilegym_checkout
 from cutile_workbench.errors import InputError
+from cutile_workbench.gpu.smi import run_nvidia_smi
 from cutile_workbench.model import RatioRow
 from cutile_workbench.run.runner import PACKAGE_ROOT, Role, RunSpec, backend_k_expr
 from cutile_workbench.run.runner import run as run_suite
@@ -256,17 +257,11 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
 
 def gpu_probe(python: str) -> tuple[bool, str]:
     """``(present, how we know)``: nvidia-smi first, then ``torch.cuda`` in the child Python."""
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            proc = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
-            if proc.returncode == 0 and "GPU" in proc.stdout:
-                return True, proc.stdout.strip().splitlines()[0]
-            smi_note = f"nvidia-smi -L failed (exit {proc.returncode})"
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            smi_note = f"nvidia-smi failed ({exc})"
-    else:
-        smi_note = "nvidia-smi not found"
+    proc, smi_note = run_nvidia_smi(["-L"], timeout_s=20)
+    if proc is not None:
+        if proc.returncode == 0 and "GPU" in proc.stdout:
+            return True, proc.stdout.strip().splitlines()[0]
+        smi_note = f"nvidia-smi -L failed (exit {proc.returncode})"
     code = "import torch, sys; sys.stdout.write(str(torch.cuda.is_available()))"
     try:
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cutile_workbench.errors import InputError
+from cutile_workbench.gpu.smi import query_gpu
 
 UNKNOWN = "unknown"
 _ENTRY = re.compile(r"^(?:\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+)$")
@@ -70,18 +69,11 @@ def parse_gpus(text: str) -> list[str] | None:
 
 
 def nvidia_smi_gpus() -> list[GpuInfo]:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        proc = subprocess.run([smi, "--query-gpu=index,uuid,name", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    if proc.returncode != 0:
+    rows = query_gpu("index,uuid,name", timeout_s=30)
+    if rows is None:
         return []
     gpus: list[GpuInfo] = []
-    for line in proc.stdout.splitlines():
+    for line in rows:
         parts = [p.strip() for p in line.split(",", 2)]
         if len(parts) == 3 and parts[0].isdigit():
             gpus.append(GpuInfo(index=int(parts[0]), uuid=parts[1], name=parts[2]))
