@@ -9,7 +9,7 @@ contracts in ``pyproject.toml``, no cycles; README.md "Architecture" and CONTRIB
 - ``run/`` (runner, capture, the pytest plugin, scale-out), ``ir/``, ``history/``, ``checks/``;
 - ``artifacts/`` (the TileGym artifact layout and its files), ``profiles/`` (registry, GPU suites,
   recorded sessions as package data);
-- ``infra/``, ``pystatic/``, ``proc/`` (plumbing written once), then ``model`` and ``errors``.
+- ``infra/``, ``pystatic/``, ``proc/``, ``gpu/`` (plumbing written once), then ``model`` and ``errors``.
 
 ``__version__`` below is the one place the version is written (pyproject reads it).
 """
