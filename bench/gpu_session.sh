@@ -146,6 +146,8 @@ PY
     tgcheck) step tgcheck 90 python3 -m cutile_workbench check rms_norm --tilegym "$TG" --out-root "$W/chk" ;;
     erun) step erun 240 python3 bench/harness_cost.py --skip-harness --e-runs 3 --out "$W/erun.json" ;;
     clock) step clock 120 python3 bench/cupti_clock_probe.py --out "$W/clock.json" ;;
+    gpudir)  # the GPU tests of tests/gpu (those needing Textual skip without .carry/tui), one process
+      step gpudir 330 env TILEGYM_PATH="$TG" python3 -m pytest -m gpu tests/gpu -v -s -rs -p no:cacheprovider ;;
     gpuall)  # every GPU test of the suite (real cutile-rs ones via TILEGYM_PATH), one pytest process
       step gpuall 330 env TILEGYM_PATH="$TG" python3 -m pytest -m gpu tests/ -v -s -rs -p no:cacheprovider ;;
     ncuprobe)  # the focused ncu probe on the real matmul gap (static_persistent 2048^3), both sides

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import (
@@ -34,6 +34,9 @@ from cutile_workbench.evidence.reference_config import (
 )
 from cutile_workbench.evidence.search_space import ConfigSpace, analysis_spaces, reference_wrapper_spaces
 from cutile_workbench.model import LaunchSet, RatioRow, RatioTable
+
+if TYPE_CHECKING:
+    from cutile_workbench.artifacts.workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def _ir_entries(kernel_dir: Path) -> dict[str, str]:
     return out
 
 
-def kernel_trust(ws: Any, table: RatioTable, *, candidate_framework: str,
+def kernel_trust(ws: Workspace, table: RatioTable, *, candidate_framework: str,
                  launch_sets: Sequence[LaunchSet] | None = None) -> KernelTrust:
     """See the module docstring (``launch_sets`` given: the captures are not re-read)."""
     from cutile_workbench.artifacts.launch_store import open_store
