@@ -26,8 +26,14 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere: import workbench/profiles from the repo
     sys.path.insert(0, str(ROOT))
 CASES = [
-    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": "triton", "m": 4096, "n": 1024}},
-    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": "cutile", "m": 8192, "n": 8192}},
+    {
+        "factory": "cutile_workbench.profiles.rms_norm.backends:factory",
+        "kwargs": {"framework": "triton", "m": 4096, "n": 1024},
+    },
+    {
+        "factory": "cutile_workbench.profiles.rms_norm.backends:factory",
+        "kwargs": {"framework": "cutile", "m": 8192, "n": 8192},
+    },
 ]
 
 
@@ -80,33 +86,52 @@ def main() -> int:
         probe.read()
     read_us = (time.perf_counter() - t0) / args.reads * 1e6
     probe.close()
-    report: dict[str, Any] = {"read_us": read_us, "open_close_ms": open_close_ms, "reads": args.reads, "nrep": args.nrep, "pairs": args.batches,
-                              "gpu": torch.cuda.get_device_name(), "cases": []}
+    report: dict[str, Any] = {
+        "read_us": read_us,
+        "open_close_ms": open_close_ms,
+        "reads": args.reads,
+        "nrep": args.nrep,
+        "pairs": args.batches,
+        "gpu": torch.cuda.get_device_name(),
+        "cases": [],
+    }
     for case in CASES:
         fn = warmed_up(torch, case["factory"], case["kwargs"])
         cache = torch.empty(int(256e6 // 4), dtype=torch.int, device="cuda")
         pairs = []
         for i in range(args.batches):
             row: dict[str, Any] = {}
-            for which in (("on", "off") if i % 2 == 0 else ("off", "on")):
+            for which in ("on", "off") if i % 2 == 0 else ("off", "on"):
                 sampler = open_sampler(torch) if which == "on" else None
                 row[which] = _batch(torch, fn, args.nrep, cache, sampler)
                 if sampler is not None:
                     sampler.close()
             pairs.append(row)
-        median_pct = statistics.median((p["on"]["median_ms"] / p["off"]["median_ms"] - 1) * 100 for p in pairs)
+        median_pct = statistics.median(
+            (p["on"]["median_ms"] / p["off"]["median_ms"] - 1) * 100 for p in pairs
+        )
         wall_pct = statistics.median((p["on"]["loop_s"] / p["off"]["loop_s"] - 1) * 100 for p in pairs)
         kw = case["kwargs"]
-        report["cases"].append({"case": f"{kw['framework']} {kw['m']}x{kw['n']}", "pairs": pairs,
-                                "median_diff_pct": median_pct, "loop_wall_diff_pct": wall_pct})
+        report["cases"].append(
+            {
+                "case": f"{kw['framework']} {kw['m']}x{kw['n']}",
+                "pairs": pairs,
+                "median_diff_pct": median_pct,
+                "loop_wall_diff_pct": wall_pct,
+            }
+        )
         del cache
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(f"one reading (4 NVML queries): {read_us:.1f} us; open+close per config {open_close_ms:.2f} ms "
-          f"on {report['gpu']}")
+    print(
+        f"one reading (4 NVML queries): {read_us:.1f} us; open+close per config {open_close_ms:.2f} ms "
+        f"on {report['gpu']}"
+    )
     for c in report["cases"]:
         on = [p["on"]["median_ms"] * 1e3 for p in c["pairs"]]
-        print(f"{c['case']:<22} median ON-vs-OFF {c['median_diff_pct']:+.2f}%  loop wall {c['loop_wall_diff_pct']:+.1f}%  "
-              f"ON medians us {min(on):.2f}-{max(on):.2f}  last exposure {c['pairs'][-1]['on']['clocks']}")
+        print(
+            f"{c['case']:<22} median ON-vs-OFF {c['median_diff_pct']:+.2f}%  loop wall {c['loop_wall_diff_pct']:+.1f}%  "
+            f"ON medians us {min(on):.2f}-{max(on):.2f}  last exposure {c['pairs'][-1]['on']['clocks']}"
+        )
     return 0
 
 

@@ -31,14 +31,23 @@ def main() -> int:
                 continue
             for role, rec in sorted((doc.get("runs") or {}).items()):
                 cc = rec.get("compile_cache") or {}
-                row = {"session": str(session), "role": role, "duration_s": rec.get("duration_s"),
-                       "attempts_s": [a.get("duration_s") for a in rec.get("attempts") or []],
-                       "collected": rec.get("collected"), "rc": rec.get("rc"),
-                       "cache_state": cc.get("state"), "cache_dir": cc.get("dir"),
-                       "added_files": cc.get("added_files"), "gpu": rec.get("gpu") or rec.get("gpus")}
+                row = {
+                    "session": str(session),
+                    "role": role,
+                    "duration_s": rec.get("duration_s"),
+                    "attempts_s": [a.get("duration_s") for a in rec.get("attempts") or []],
+                    "collected": rec.get("collected"),
+                    "rc": rec.get("rc"),
+                    "cache_state": cc.get("state"),
+                    "cache_dir": cc.get("dir"),
+                    "added_files": cc.get("added_files"),
+                    "gpu": rec.get("gpu") or rec.get("gpus"),
+                }
                 rows.append(row)
-                print(f"{session.parent.parent.name}/{role}: {row['duration_s']} s, cache {row['cache_state']}, "
-                      f"added {row['added_files']}, attempts {row['attempts_s']}")
+                print(
+                    f"{session.parent.parent.name}/{role}: {row['duration_s']} s, cache {row['cache_state']}, "
+                    f"added {row['added_files']}, attempts {row['attempts_s']}"
+                )
     if ns.out:
         ns.out.write_text(json.dumps(rows, indent=1) + "\n")
     return 0 if rows else 1

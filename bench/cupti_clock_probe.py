@@ -42,8 +42,12 @@ def main() -> int:
 
     def measure(name: str, fn: Any) -> dict[str, Any]:
         res = benchmark(fn, backend=name, warmup_ms=20, rep_ms=30, max_rep=300, publish=False)
-        return {"median_ms": res["median"], "nrep": res["nrep"], "capture_check": res.get("capture_check"),
-                "capture": res.get("capture")}
+        return {
+            "median_ms": res["median"],
+            "nrep": res["nrep"],
+            "capture_check": res.get("capture_check"),
+            "capture": res.get("capture"),
+        }
 
     out["rate_before"] = clock.clock_rate(cupti.get_timestamp)
     out["before"] = {n: measure(n, f) for n, f in cases.items()}
@@ -79,14 +83,18 @@ def main() -> int:
         b = out["before"][n]
         u = out["unguarded"][n]
         g = out["guarded"].get(n, {})
-        print(f"{n:12s} before {b['median_ms'] * 1000:9.3f} us ({b['capture_check']['verdict']}, "
-              f"events {b['capture_check']['events_median_ms'] * 1000:.3f})  unguarded "
-              f"{u['median_ms'] * 1000:9.3f} us ({(u['capture_check'] or {}).get('verdict')}, "
-              f"ratio {(u['capture_check'] or {}).get('ratio')})  guarded "
-              f"{g.get('median_ms', float('nan')) * 1000:9.3f} us ({(g.get('capture_check') or {}).get('verdict')}) "
-              f"clock {(g.get('capture') or {}).get('clock')}")
-    print(f"rate before {out['rate_before']:.4f} after kineto {out['rate_after_kineto']:.4f} "
-          f"final {out['rate_final']:.4f}")
+        print(
+            f"{n:12s} before {b['median_ms'] * 1000:9.3f} us ({b['capture_check']['verdict']}, "
+            f"events {b['capture_check']['events_median_ms'] * 1000:.3f})  unguarded "
+            f"{u['median_ms'] * 1000:9.3f} us ({(u['capture_check'] or {}).get('verdict')}, "
+            f"ratio {(u['capture_check'] or {}).get('ratio')})  guarded "
+            f"{g.get('median_ms', float('nan')) * 1000:9.3f} us ({(g.get('capture_check') or {}).get('verdict')}) "
+            f"clock {(g.get('capture') or {}).get('clock')}"
+        )
+    print(
+        f"rate before {out['rate_before']:.4f} after kineto {out['rate_after_kineto']:.4f} "
+        f"final {out['rate_final']:.4f}"
+    )
     with open(ns.out, "w") as fh:
         json.dump(out, fh, indent=1, default=str)
     return 0

@@ -26,10 +26,17 @@ def _registered(tree: ast.Module, kernel: str, backend: str) -> ast.FunctionDef 
         if not isinstance(node, ast.FunctionDef):
             continue
         for dec in node.decorator_list:
-            if (isinstance(dec, ast.Call) and ast.unparse(dec.func).endswith("register_impl") and dec.args
-                    and isinstance(dec.args[0], ast.Constant) and dec.args[0].value == kernel
-                    and any(k.arg == "backend" and isinstance(k.value, ast.Constant) and k.value.value == backend
-                            for k in dec.keywords)):
+            if (
+                isinstance(dec, ast.Call)
+                and ast.unparse(dec.func).endswith("register_impl")
+                and dec.args
+                and isinstance(dec.args[0], ast.Constant)
+                and dec.args[0].value == kernel
+                and any(
+                    k.arg == "backend" and isinstance(k.value, ast.Constant) and k.value.value == backend
+                    for k in dec.keywords
+                )
+            ):
                 return node
     return None
 
@@ -65,7 +72,11 @@ def patch(tilegym: Path, kernel: str) -> Path:
         raise SystemExit(f"error: no @register_impl({kernel!r}) function in {missing}")
     lines = cand_text.splitlines()
     first = cand.body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         at = first.end_lineno or first.lineno  # after the docstring
     else:
         at = first.lineno - 1

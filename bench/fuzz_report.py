@@ -34,13 +34,22 @@ from fuzzing.cli_case import COMMANDS, run_cli_case  # noqa: E402
 from fuzzing.targets import TARGETS, RuleViolation, run_mutation_case  # noqa: E402
 
 
-def _row(name: str, counts: collections.Counter[str], whole: int, violations: list[str], secs: float,
-         cases: int) -> dict[str, object]:
+def _row(
+    name: str, counts: collections.Counter[str], whole: int, violations: list[str], secs: float, cases: int
+) -> dict[str, object]:
     rejections = {k: v for k, v in counts.items() if k not in ("ok",) and not k.startswith("KNOWN_BUG")}
     known = {k.removeprefix("KNOWN_BUG:"): v for k, v in counts.items() if k.startswith("KNOWN_BUG")}
-    return {"target": name, "cases": cases, "accepted": counts.get("ok", 0), "rejections": rejections,
-            "whole_file_rejections": whole, "known_bug_crashes": known, "new_violations": len(violations),
-            "violation_examples": violations[:5], "wall_s": round(secs, 1)}
+    return {
+        "target": name,
+        "cases": cases,
+        "accepted": counts.get("ok", 0),
+        "rejections": rejections,
+        "whole_file_rejections": whole,
+        "known_bug_crashes": known,
+        "new_violations": len(violations),
+        "violation_examples": violations[:5],
+        "wall_s": round(secs, 1),
+    }
 
 
 def fuzz_parsers(names: list[str], cases: int, work: Path) -> list[dict[str, object]]:
@@ -82,7 +91,9 @@ def fuzz_cli(cases: int, work: Path) -> list[dict[str, object]]:
             shutil.rmtree(work / f"case{seed}", ignore_errors=True)
         row = _row(f"cli {stage}", counts, 0, violations, time.perf_counter() - t0, cases)
         row["accepted"] = sum(v for k, v in counts.items() if k.startswith("exit 0"))
-        row["rejections"] = {k: v for k, v in counts.items() if k.startswith("exit") and not k.startswith("exit 0")}
+        row["rejections"] = {
+            k: v for k, v in counts.items() if k.startswith("exit") and not k.startswith("exit 0")
+        }
         rows.append(row)
         print(f"  cli {stage}: done in {row['wall_s']}s", file=sys.stderr, flush=True)
     return rows
@@ -100,32 +111,45 @@ def fuzz_hostile(work: Path) -> list[dict[str, object]]:
         counter: collections.Counter[str] = collections.Counter(counts)
         row = _row(f"hostile {how}", counter, 0, violations, time.perf_counter() - t0, len(cases))
         row["accepted"] = sum(v for k, v in counts.items() if k.startswith("exit 0"))
-        row["rejections"] = {k: v for k, v in counts.items() if k.startswith("exit") and not k.startswith("exit 0")}
+        row["rejections"] = {
+            k: v for k, v in counts.items() if k.startswith("exit") and not k.startswith("exit 0")
+        }
         rows.append(row)
         print(f"  hostile {how}: done in {row['wall_s']}s", file=sys.stderr, flush=True)
     return rows
 
 
 def render(rows: list[dict[str, object]], total_s: float) -> str:
-    out = ["| target | cases | accepted | rejected (typed, located) by type | whole-file | known-bug crashes "
-           "| new violations | wall s |", "|---|---:|---:|---|---:|---|---:|---:|"]
+    out = [
+        "| target | cases | accepted | rejected (typed, located) by type | whole-file | known-bug crashes "
+        "| new violations | wall s |",
+        "|---|---:|---:|---|---:|---|---:|---:|",
+    ]
     for r in rows:
         rej = ", ".join(f"{k} {v}" for k, v in sorted(r["rejections"].items())) or "-"  # type: ignore[attr-defined]
         known = ", ".join(f"{k} {v}" for k, v in sorted(r["known_bug_crashes"].items())) or "0"  # type: ignore[attr-defined]
-        out.append(f"| {r['target']} | {r['cases']} | {r['accepted']} | {rej} | {r['whole_file_rejections']} "
-                   f"| {known} | {r['new_violations']} | {r['wall_s']} |")
+        out.append(
+            f"| {r['target']} | {r['cases']} | {r['accepted']} | {rej} | {r['whole_file_rejections']} "
+            f"| {known} | {r['new_violations']} | {r['wall_s']} |"
+        )
     cases = sum(int(r["cases"]) for r in rows)  # type: ignore[call-overload]
-    out.append(f"\nTotal: {cases} cases in {total_s:.0f} s on {platform.machine()} "
-               f"({os.cpu_count()} CPUs visible), Python {platform.python_version()}.")
+    out.append(
+        f"\nTotal: {cases} cases in {total_s:.0f} s on {platform.machine()} "
+        f"({os.cpu_count()} CPUs visible), Python {platform.python_version()}."
+    )
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", type=int, default=10_000, help="mutations per parser target (default 10000)")
-    ap.add_argument("--cli-cases", type=int, default=300, help="CLI cases per command (default 300; 0 = skip)")
+    ap.add_argument(
+        "--cli-cases", type=int, default=300, help="CLI cases per command (default 300; 0 = skip)"
+    )
     ap.add_argument("--targets", default="", help="comma-separated subset of: " + ", ".join(TARGETS))
-    ap.add_argument("--hostile", action="store_true", help="also run every hostile placement (links, FIFOs, devices)")
+    ap.add_argument(
+        "--hostile", action="store_true", help="also run every hostile placement (links, FIFOs, devices)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     args = ap.parse_args(argv)
     names = [n for n in args.targets.split(",") if n] or list(TARGETS)
@@ -147,8 +171,17 @@ def main(argv: list[str] | None = None) -> int:
         for v in r["violation_examples"]:  # type: ignore[attr-defined]
             print(f"VIOLATION {r['target']}: {v}")
     if args.json:
-        args.json.write_text(json.dumps({"argv": sys.argv[1:], "rows": rows, "total_s": round(total, 1),
-                                         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}, indent=1))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "argv": sys.argv[1:],
+                    "rows": rows,
+                    "total_s": round(total, 1),
+                    "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                },
+                indent=1,
+            )
+        )
     return 1 if any(r["new_violations"] for r in rows) else 0
 
 

@@ -21,8 +21,12 @@ sys.path.insert(0, str(ROOT))
 def main() -> None:
     import torch
 
-    info = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(0), "c++filt": shutil.which("c++filt"),
-            "python": sys.version.split()[0]}
+    info = {
+        "torch": torch.__version__,
+        "gpu": torch.cuda.get_device_name(0),
+        "c++filt": shutil.which("c++filt"),
+        "python": sys.version.split()[0],
+    }
     try:
         lib = ctypes.CDLL("libcupti.so.13", mode=getattr(ctypes, "RTLD_NOLOAD", 4))
         v = ctypes.c_uint32()
@@ -30,8 +34,11 @@ def main() -> None:
         info["libcupti_api_version"] = v.value
     except OSError as exc:
         info["libcupti_api_version"] = f"not loaded: {exc}"
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm",
-                          "--format=csv,noheader"], capture_output=True, text=True)
+    smi = subprocess.run(
+        ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+    )
     info["nvidia_smi"] = smi.stdout.strip()
     print(json.dumps(info, indent=1))
 
@@ -73,10 +80,18 @@ def main() -> None:
     print("ids with several API kinds:", sum(1 for v in by_cid.values() if 4 in v and 5 in v))
     for r in sorted(recs, key=lambda r: r["start"]):
         if r["kind"] in (10, 1, 2) or (r["kind"] in (4, 5) and t0 <= r["start"] <= t1):
-            name = r.get("name") or cupti.get_callback_name(
-                cupti.CallbackDomain.RUNTIME_API if r["kind"] == 5 else cupti.CallbackDomain.DRIVER_API, r["cbid"]) \
-                if r["kind"] in (4, 5) else r.get("name")
-            print(f"  kind={r['kind']:>2} cid={r['cid']:>6} start-t0={r['start'] - t0:>9} dur={r['end'] - r['start']:>7} {name}")
+            name = (
+                r.get("name")
+                or cupti.get_callback_name(
+                    cupti.CallbackDomain.RUNTIME_API if r["kind"] == 5 else cupti.CallbackDomain.DRIVER_API,
+                    r["cbid"],
+                )
+                if r["kind"] in (4, 5)
+                else r.get("name")
+            )
+            print(
+                f"  kind={r['kind']:>2} cid={r['cid']:>6} start-t0={r['start'] - t0:>9} dur={r['end'] - r['start']:>7} {name}"
+            )
     dropped = ctypes.c_size_t(0)
     cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(dropped))
     print("dropped", dropped.value)

@@ -57,15 +57,29 @@ def one_run(harness: str, run_args: list[str], work: Path, label: str) -> dict[s
         runs = json.loads(session.read_text()).get("runs") or {}
         for role, meta in runs.items():
             if isinstance(meta, dict):
-                roles[role] = {"backend": meta.get("backend_token"), "harness": meta.get("harness"),
-                               "duration_s": meta.get("duration_s"), "rc": meta.get("rc")}
+                roles[role] = {
+                    "backend": meta.get("backend_token"),
+                    "harness": meta.get("harness"),
+                    "duration_s": meta.get("duration_s"),
+                    "rc": meta.get("rc"),
+                }
     records = 0
     events = out_root / kernel / "workbench" / "events.jsonl"
     if events.is_file():
-        records = sum(1 for ln in events.read_text().splitlines() if '"event": "record"' in ln
-                      or '"event":"record"' in ln)
-    return {"label": label, "harness": harness, "wall_s": round(wall, 2), "rc": proc.returncode,
-            "records": records, "roles": roles, "stderr_tail": proc.stderr[-400:] if proc.returncode else ""}
+        records = sum(
+            1
+            for ln in events.read_text().splitlines()
+            if '"event": "record"' in ln or '"event":"record"' in ln
+        )
+    return {
+        "label": label,
+        "harness": harness,
+        "wall_s": round(wall, 2),
+        "rc": proc.returncode,
+        "records": records,
+        "roles": roles,
+        "stderr_tail": proc.stderr[-400:] if proc.returncode else "",
+    }
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -79,12 +93,16 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             for role, meta in r["roles"].items():
                 if isinstance(meta.get("duration_s"), (int, float)):
                     per_role.setdefault(f"{role} ({meta.get('backend')})", []).append(meta["duration_s"])
-        out[harness] = {"warm_runs": len(warm), "wall_s": [r["wall_s"] for r in warm],
-                        "wall_median_s": round(statistics.median(r["wall_s"] for r in warm), 2),
-                        "role_duration_s": {k: [round(x, 1) for x in v] for k, v in per_role.items()}}
+        out[harness] = {
+            "warm_runs": len(warm),
+            "wall_s": [r["wall_s"] for r in warm],
+            "wall_median_s": round(statistics.median(r["wall_s"] for r in warm), 2),
+            "role_duration_s": {k: [round(x, 1) for x in v] for k, v in per_role.items()},
+        }
     if "workbench" in out and "tilegym" in out:
-        out["warm_wall_ratio_workbench_over_tilegym"] = round(out["workbench"]["wall_median_s"]
-                                                              / out["tilegym"]["wall_median_s"], 3)
+        out["warm_wall_ratio_workbench_over_tilegym"] = round(
+            out["workbench"]["wall_median_s"] / out["tilegym"]["wall_median_s"], 3
+        )
     cold = [r for r in runs if r["label"] == "cold"]
     if cold:
         out["cold"] = {"harness": cold[0]["harness"], "wall_s": cold[0]["wall_s"], "rc": cold[0]["rc"]}
@@ -119,9 +137,14 @@ def main() -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = summarize(runs)
-    doc = {"started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-           "run_args": run_args, "fresh_machine_claimed": args.fresh, "rounds": args.rounds,
-           "runs": runs, "summary": summary}
+    doc = {
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "run_args": run_args,
+        "fresh_machine_claimed": args.fresh,
+        "rounds": args.rounds,
+        "runs": runs,
+        "summary": summary,
+    }
     args.out.write_text(json.dumps(doc, indent=1) + "\n")
     print(json.dumps(summary, indent=1))
     return 0 if all(r["rc"] in (0, 1) for r in runs) else 1

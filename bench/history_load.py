@@ -46,8 +46,17 @@ def main() -> int:
                 base = candidate_configs(store)
                 for i in range(1, n):
                     at = utc("2026-12-02 10:00") + i * 86400
-                    store.add(derived_entry(base, kernel="matmul", tag=f"bench{i}", at=at, prov=provenance(at),
-                                            scale={SP_2048: 0.8 if i % 2 else 1.0}, seed=i))
+                    store.add(
+                        derived_entry(
+                            base,
+                            kernel="matmul",
+                            tag=f"bench{i}",
+                            at=at,
+                            prov=provenance(at),
+                            scale={SP_2048: 0.8 if i % 2 else 1.0},
+                            seed=i,
+                        )
+                    )
             ws = stage_e.open_kernel("matmul", out_root=Path(tmp), tilegym=None, env={})
             times = []
             for _ in range(ns.reps):

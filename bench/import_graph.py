@@ -99,7 +99,9 @@ def condense(nodes: set[str], succ: dict[str, set[str]]) -> tuple[set[str], dict
     return cnodes, csucc
 
 
-def measure(packages: list[str], chain: tuple[str, str] | None, exclude: tuple[str, ...] = ()) -> dict[str, object]:
+def measure(
+    packages: list[str], chain: tuple[str, str] | None, exclude: tuple[str, ...] = ()
+) -> dict[str, object]:
     graph = grimp.build_graph(*packages)
     mods = {m for m in graph.modules if m.split(".")[0] in packages and not m.startswith(exclude)}
     succ = {m: {d for d in graph.find_modules_directly_imported_by(m) if d in mods} for m in mods}
@@ -142,7 +144,12 @@ def measure(packages: list[str], chain: tuple[str, str] | None, exclude: tuple[s
             return (n, *max(tails, key=lambda p: len(p))) if tails else None
 
         path = best_to(start)
-        out["chain"] = {"from": src, "to": dst, "hops": (len(path) - 1) if path else None, "path": list(path or ())}
+        out["chain"] = {
+            "from": src,
+            "to": dst,
+            "hops": (len(path) - 1) if path else None,
+            "path": list(path or ()),
+        }
     return out
 
 
@@ -150,8 +157,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--packages", nargs="+", required=True)
     ap.add_argument("--chain", nargs=2, metavar=("FROM", "TO"))
-    ap.add_argument("--exclude", nargs="*", default=[],
-                    help="module prefixes left out (the profiles' GPU suites and assembly scripts: no layer of the app)")
+    ap.add_argument(
+        "--exclude",
+        nargs="*",
+        default=[],
+        help="module prefixes left out (the profiles' GPU suites and assembly scripts: no layer of the app)",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     result = measure(args.packages, tuple(args.chain) if args.chain else None, tuple(args.exclude))

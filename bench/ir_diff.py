@@ -42,9 +42,11 @@ BODY = """    %pview_{i} = make_partition_view %tview : partition_view<tile=({tm
 
 
 def make_ir(n_lines: int, tm: int, tn: int, seed: int = 0) -> str:
-    head = ["entry @_rms_norm_kernel_I16_I1024(%arg0: tile<ptr<f16>>, %arg1: tile<i32>) optimization_hints=<sm_90 = {}> {",
-            "  %0 = make_token : token",
-            "  for %loopIdx in (%blockId_x to %n, step %gridSize_x) : tile<i32> {"]
+    head = [
+        "entry @_rms_norm_kernel_I16_I1024(%arg0: tile<ptr<f16>>, %arg1: tile<i32>) optimization_hints=<sm_90 = {}> {",
+        "  %0 = make_token : token",
+        "  for %loopIdx in (%blockId_x to %n, step %gridSize_x) : tile<i32> {",
+    ]
     lines = list(head)
     i = 0
     while len(lines) < n_lines - 3:
@@ -128,8 +130,10 @@ def main() -> int:
     # imported here: bench/ir_structdiff.py imports this module and must not need Textual
     from cutile_workbench.tui.ir_rows import build_ir_pair
 
-    print(f"{'case':<50} {'lines':>11} {'diff (s)':>9} {'canon (s)':>9} {'audit (s)':>9} {'TUI pair (s)':>12} "
-          f"{'plain difflib (s)':>17} {'plain/ours':>10} {'hunks':>6}")
+    print(
+        f"{'case':<50} {'lines':>11} {'diff (s)':>9} {'canon (s)':>9} {'audit (s)':>9} {'TUI pair (s)':>12} "
+        f"{'plain difflib (s)':>17} {'plain/ours':>10} {'hunks':>6}"
+    )
     for name, a_text, b_text in cases():
         a_lines, b_lines = a_text.split("\n"), b_text.split("\n")
         sbs = diff_lines(a_lines, b_lines)
@@ -139,9 +143,11 @@ def main() -> int:
         t_pair = best_of(lambda a=a_text, b=b_text: build_ir_pair("bench", a, b), args.repeat)
         plain = plain_difflib(a_lines, b_lines, args.plain_budget)
         plain_s = f">{args.plain_budget:.0f} (killed)" if plain is None else f"{plain:.3f}"
-        ratio = (f">{args.plain_budget / t_diff:.0f}x" if plain is None else f"{plain / t_diff:.1f}x")
-        print(f"{name:<50} {len(a_lines):>5}/{len(b_lines):<5} {t_diff:>9.3f} {t_canon:>9.3f} {t_audit:>9.3f} "
-              f"{t_pair:>12.3f} {plain_s:>17} {ratio:>10} {len(sbs.hunks):>6}")
+        ratio = f">{args.plain_budget / t_diff:.0f}x" if plain is None else f"{plain / t_diff:.1f}x"
+        print(
+            f"{name:<50} {len(a_lines):>5}/{len(b_lines):<5} {t_diff:>9.3f} {t_canon:>9.3f} {t_audit:>9.3f} "
+            f"{t_pair:>12.3f} {plain_s:>17} {ratio:>10} {len(sbs.hunks):>6}"
+        )
     print(f"(every column: best of {args.repeat} runs; python {sys.version.split()[0]})")
     return 0
 

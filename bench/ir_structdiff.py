@@ -58,8 +58,13 @@ def alpha_copy(text: str) -> str:
     lines = text.split("\n")
     entry = next(i for i, ln in enumerate(lines) if "entry @" in ln)
     indent = len(lines[entry + 1]) - len(lines[entry + 1].lstrip())
-    moved_idx = [i for i, ln in enumerate(lines) if i > entry and re.match(r"^\s*%\S+ = (constant|make_token)\b", ln)
-                 and len(ln) - len(ln.lstrip()) == indent]
+    moved_idx = [
+        i
+        for i, ln in enumerate(lines)
+        if i > entry
+        and re.match(r"^\s*%\S+ = (constant|make_token)\b", ln)
+        and len(ln) - len(ln.lstrip()) == indent
+    ]
     moved = [lines[i] for i in reversed(moved_idx)]
     keep = set(moved_idx)
     rest = [ln for i, ln in enumerate(lines) if i not in keep]
@@ -70,35 +75,56 @@ def alpha_copy(text: str) -> str:
 
 def real_pairs() -> list[tuple[str, str, str]]:
     out = [
-        ("real matmul static_persistent (cuTile vs cutile-rs)",
-         (MATMUL / "reference/reference_static_persistent.mlir").read_text(),
-         (MATMUL / "generated/generated_static_persistent.mlir").read_text()),
-        ("real matmul non_persistent (cuTile vs cutile-rs)",
-         (MATMUL / "reference/reference_non_persistent.mlir").read_text(),
-         (MATMUL / "generated/generated_non_persistent.mlir").read_text()),
+        (
+            "real matmul static_persistent (cuTile vs cutile-rs)",
+            (MATMUL / "reference/reference_static_persistent.mlir").read_text(),
+            (MATMUL / "generated/generated_static_persistent.mlir").read_text(),
+        ),
+        (
+            "real matmul non_persistent (cuTile vs cutile-rs)",
+            (MATMUL / "reference/reference_non_persistent.mlir").read_text(),
+            (MATMUL / "generated/generated_non_persistent.mlir").read_text(),
+        ),
     ]
     for kdir, label in ((MATMUL, "matmul"), (SILU, "silu_and_mul")):
         index = json.loads((kdir / "workbench/ir/index.json").read_text())["configs"]
         for params, sides in sorted(index.items()):
             if "reference" in sides and "candidate" in sides:
-                out.append((f"real {label} config {params[:28]}… (cuTile vs cutile-rs)",
-                            (kdir / sides["reference"]["file"]).read_text(),
-                            (kdir / sides["candidate"]["file"]).read_text()))
+                out.append(
+                    (
+                        f"real {label} config {params[:28]}… (cuTile vs cutile-rs)",
+                        (kdir / sides["reference"]["file"]).read_text(),
+                        (kdir / sides["candidate"]["file"]).read_text(),
+                    )
+                )
     for name in ("rms_norm", "rms_norm_hotpath"):
         d = ROOT / "cutile_workbench/profiles/rms_norm/session" / name
-        out.append((f"real {name} (stand-in: cuTile vs cuTile)", (d / "reference/reference.mlir").read_text(),
-                    (d / "generated/generated_canon.mlir").read_text()))
+        out.append(
+            (
+                f"real {name} (stand-in: cuTile vs cuTile)",
+                (d / "reference/reference.mlir").read_text(),
+                (d / "generated/generated_canon.mlir").read_text(),
+            )
+        )
     d = ROOT / "cutile_workbench/profiles/softmax/session/softmax"
-    out.append(("real softmax (stand-in: cuTile row vs persistent)", (d / "reference/reference.mlir").read_text(),
-                (d / "generated/generated_canon.mlir").read_text()))
+    out.append(
+        (
+            "real softmax (stand-in: cuTile row vs persistent)",
+            (d / "reference/reference.mlir").read_text(),
+            (d / "generated/generated_canon.mlir").read_text(),
+        )
+    )
     return out
 
 
 def flat_ir(n_lines: int, tm: int, tn: int) -> str:
     """Synthetic: :func:`make_ir`'s ops with the loops removed, all in the entry body (one region of
     ~8k ops: the case where matching that scans candidates turns quadratic)."""
-    keep = [ln for ln in make_ir(n_lines, tm, tn).split("\n")
-            if not ln.strip().startswith(("for ", "}")) and ln.strip() not in ("return", "")]
+    keep = [
+        ln
+        for ln in make_ir(n_lines, tm, tn).split("\n")
+        if not ln.strip().startswith(("for ", "}")) and ln.strip() not in ("return", "")
+    ]
     return "\n".join([*keep, "  return", "}"]) + "\n"
 
 
@@ -118,8 +144,12 @@ def cases() -> list[tuple[str, str, str, str]]:
         ("10k", "10k identical", base, base),
         ("10k", "10k realistic, 10% edits", base, edit(base, 0.10, 2)),
         ("equal", "10k alpha copy", base, alpha_copy(base)),
-        ("10k", "10k flat (one region of ~8k ops), tile 16x1024 vs 4x8192", flat_ir(10_000, 16, 1024),
-         flat_ir(10_000, 4, 8192)),
+        (
+            "10k",
+            "10k flat (one region of ~8k ops), tile 16x1024 vs 4x8192",
+            flat_ir(10_000, 16, 1024),
+            flat_ir(10_000, 4, 8192),
+        ),
     ]
     return out
 
@@ -164,14 +194,23 @@ def load_before(rev: str) -> Callable[[str, str], Any]:
     import types
 
     def source(path: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
 
     mods: dict[str, types.ModuleType] = {}
-    for short, path in (("graph", "cutile_workbench/ir/graph.py"), ("structdiff", "cutile_workbench/ir/structdiff.py")):
+    for short, path in (
+        ("graph", "cutile_workbench/ir/graph.py"),
+        ("structdiff", "cutile_workbench/ir/structdiff.py"),
+    ):
         name = f"_before_{rev[:12]}_{short}"
-        text = source(path).replace("from cutile_workbench.ir.graph import", f"from {mods['graph'].__name__} import") \
-            if short == "structdiff" else source(path)
+        text = (
+            source(path).replace(
+                "from cutile_workbench.ir.graph import", f"from {mods['graph'].__name__} import"
+            )
+            if short == "structdiff"
+            else source(path)
+        )
         spec = importlib.util.spec_from_loader(name, loader=None)
         assert spec is not None
         mod = importlib.util.module_from_spec(spec)
@@ -191,14 +230,20 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--plain-budget", type=float, default=5.0, help="seconds allowed for plain difflib")
     ap.add_argument("--out", type=Path, default=None, help="write the raw numbers here (JSON)")
-    ap.add_argument("--before", default=None, metavar="REV",
-                    help="also time structural_diff as committed at git REV (same run, same inputs)")
+    ap.add_argument(
+        "--before",
+        default=None,
+        metavar="REV",
+        help="also time structural_diff as committed at git REV (same run, same inputs)",
+    )
     args = ap.parse_args()
     before_fn = load_before(args.before) if args.before else None
     rows: list[dict[str, Any]] = []
-    print(f"{'case':<62} {'lines':>11} {'struct (s)':>10} {'struct cpu':>10} {'canon+lines (s)':>15} "
-          f"{'plain difflib (s)':>17} {'difflib cpu':>11} "
-          f"{'changed before':>14} {'after (non-cosmetic)':>20} {'verdict':>16} {'load':>5}")
+    print(
+        f"{'case':<62} {'lines':>11} {'struct (s)':>10} {'struct cpu':>10} {'canon+lines (s)':>15} "
+        f"{'plain difflib (s)':>17} {'difflib cpu':>11} "
+        f"{'changed before':>14} {'after (non-cosmetic)':>20} {'verdict':>16} {'load':>5}"
+    )
     for group, name, a, b in cases():
         al, bl = a.split("\n"), b.split("\n")
         d = structural_diff(a, b)
@@ -217,27 +262,59 @@ def main() -> int:
         plain, plain_cpu = both if both is not None else (None, None)
         load = os.getloadavg()[0]
         after = d.changed_rows
-        after_nc = sum(1 for r in d.rows if r.kind != "equal" and r.category is not None and not r.category.cosmetic)
+        after_nc = sum(
+            1 for r in d.rows if r.kind != "equal" and r.category is not None and not r.category.cosmetic
+        )
         changed_before = before["replace"] + before["insert"] + before["delete"]
-        plain_s = ("—" if group == "real" else f">{args.plain_budget:.0f} (killed)" if plain is None else f"{plain:.3f}")
+        plain_s = (
+            "—"
+            if group == "real"
+            else f">{args.plain_budget:.0f} (killed)"
+            if plain is None
+            else f"{plain:.3f}"
+        )
         plain_c = "—" if plain_cpu is None else f"{plain_cpu:.3f}"
         if t_prev is not None:
             print(f"{'  before (' + str(args.before) + ')':<62} {'':>11} {t_prev:>10.3f} {c_prev:>10.3f}")
-        print(f"{name[:62]:<62} {len(al):>5}/{len(bl):<5} {t_struct:>10.3f} {c_struct:>10.3f} {t_canon:>15.3f} "
-              f"{plain_s:>17} {plain_c:>11} {changed_before:>14} {after:>9} ({after_nc:>5}) {d.verdict:>16} {load:>5.1f}")
-        rows.append({"group": group, "case": name, "lines": [len(al), len(bl)], "struct_s": t_struct,
-                     "struct_cpu_s": c_struct, "load_avg_1min": load,
-                     "before_rev": args.before, "before_struct_s": t_prev, "before_struct_cpu_s": c_prev,
-                     "canon_lines_s": t_canon, "plain_difflib_s": plain, "plain_difflib_cpu_s": plain_cpu,
-                     "plain_killed": group != "real" and plain is None,
-                     "changed_before": changed_before, "changed_after": after, "changed_after_non_cosmetic": after_nc,
-                     "hunks": len(d.hunks), "cosmetic_hunks": sum(h.cosmetic for h in d.hunks),
-                     "verdict": d.verdict, "first_hunk": d.hunks[0].summary if d.hunks else None})
+        print(
+            f"{name[:62]:<62} {len(al):>5}/{len(bl):<5} {t_struct:>10.3f} {c_struct:>10.3f} {t_canon:>15.3f} "
+            f"{plain_s:>17} {plain_c:>11} {changed_before:>14} {after:>9} ({after_nc:>5}) {d.verdict:>16} {load:>5.1f}"
+        )
+        rows.append(
+            {
+                "group": group,
+                "case": name,
+                "lines": [len(al), len(bl)],
+                "struct_s": t_struct,
+                "struct_cpu_s": c_struct,
+                "load_avg_1min": load,
+                "before_rev": args.before,
+                "before_struct_s": t_prev,
+                "before_struct_cpu_s": c_prev,
+                "canon_lines_s": t_canon,
+                "plain_difflib_s": plain,
+                "plain_difflib_cpu_s": plain_cpu,
+                "plain_killed": group != "real" and plain is None,
+                "changed_before": changed_before,
+                "changed_after": after,
+                "changed_after_non_cosmetic": after_nc,
+                "hunks": len(d.hunks),
+                "cosmetic_hunks": sum(h.cosmetic for h in d.hunks),
+                "verdict": d.verdict,
+                "first_hunk": d.hunks[0].summary if d.hunks else None,
+            }
+        )
     print(f"(times: best of {args.repeat}; python {sys.version.split()[0]}; {platform.node()})")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"script": "bench/ir_structdiff.py", "repeat": args.repeat, "python": sys.version.split()[0],
-               "host": platform.node(), "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "rows": rows}
+        doc = {
+            "script": "bench/ir_structdiff.py",
+            "repeat": args.repeat,
+            "python": sys.version.split()[0],
+            "host": platform.node(),
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "rows": rows,
+        }
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     return 0
 

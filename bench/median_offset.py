@@ -36,9 +36,20 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-VARIANTS = ("kineto_per_sample", "kineto_one", "harness", "raw_one_k", "raw_one_kapi", "raw_per_sample", "events")
+VARIANTS = (
+    "kineto_per_sample",
+    "kineto_one",
+    "harness",
+    "raw_one_k",
+    "raw_one_kapi",
+    "raw_per_sample",
+    "events",
+)
 DEFAULT_CASES = [
-    {"factory": "cutile_workbench.profiles.rms_norm.backends:factory", "kwargs": {"framework": fw, "m": m, "n": n}}
+    {
+        "factory": "cutile_workbench.profiles.rms_norm.backends:factory",
+        "kwargs": {"framework": fw, "m": m, "n": n},
+    }
     for fw, m, n in (("triton", 4096, 1024), ("cutile", 4096, 1024), ("triton", 16384, 2048))
 ]
 FLUSH_MARK = "FillFunctor"
@@ -117,8 +128,11 @@ def _kineto_one(torch: Any, fn: Any, nrep: int, cache: Any) -> list[float]:
             torch.cuda.synchronize()
             fn()
             torch.cuda.synchronize()
-    kernels = [(e.name, e.time_range.start, e.time_range.end) for e in prof.events()
-               if e.device_type == torch.autograd.DeviceType.CUDA]
+    kernels = [
+        (e.name, e.time_range.start, e.time_range.end)
+        for e in prof.events()
+        if e.device_type == torch.autograd.DeviceType.CUDA
+    ]
     return _split_samples(kernels)
 
 
@@ -162,8 +176,9 @@ def child(variant: str, cases: list[dict[str, Any]], nrep: int, out: Path) -> No
         elif variant == "events":
             samples = _events(torch, fn, nrep, cache)
         else:
-            samples = _raw_cupti(torch, fn, nrep, cache, apis=variant == "raw_one_kapi",
-                                 per_sample=variant == "raw_per_sample")
+            samples = _raw_cupti(
+                torch, fn, nrep, cache, apis=variant == "raw_one_kapi", per_sample=variant == "raw_per_sample"
+            )
         results.append({"case": case, "samples_us": samples})
         del cache
     out.write_text(json.dumps({"variant": variant, "results": results}))
@@ -190,16 +205,32 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for variant in args.variants.split(","):
             path = Path(tmp) / f"{variant}.json"
-            proc = subprocess.run([sys.executable, __file__, "--child", variant, "--cases", json.dumps(cases),
-                                   "--nrep", str(args.nrep), "--out", str(path)], cwd=ROOT, timeout=300,
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    variant,
+                    "--cases",
+                    json.dumps(cases),
+                    "--nrep",
+                    str(args.nrep),
+                    "--out",
+                    str(path),
+                ],
+                cwd=ROOT,
+                timeout=300,
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
                 data[variant] = {"error": proc.stderr[-2000:]}
                 print(f"{variant}: FAILED rc={proc.returncode}\n{proc.stderr[-800:]}")
                 continue
             data[variant] = json.loads(path.read_text())
-    Path(args.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "nrep": args.nrep,
-                                          "variants": data}))
+    Path(args.out).write_text(
+        json.dumps({"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "nrep": args.nrep, "variants": data})
+    )
     ref = data.get("kineto_per_sample", {}).get("results")
     print(f"{'case':<22}{'variant':<19}{'n':>5}{'median':>9}{'p10':>8}{'p90':>8}{'vs TG %':>9}")
     for i, case in enumerate(cases):
@@ -212,7 +243,9 @@ def main() -> int:
             xs = v["results"][i]["samples_us"]
             med = _pct(xs, 0.5)
             off = f"{(med / ref_med - 1) * 100:+.2f}" if ref_med else "n/a"
-            print(f"{label:<22}{variant:<19}{len(xs):>5}{med:>9.3f}{_pct(xs, 0.1):>8.3f}{_pct(xs, 0.9):>8.3f}{off:>9}")
+            print(
+                f"{label:<22}{variant:<19}{len(xs):>5}{med:>9.3f}{_pct(xs, 0.1):>8.3f}{_pct(xs, 0.9):>8.3f}{off:>9}"
+            )
     return 0
 
 

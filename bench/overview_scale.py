@@ -28,15 +28,21 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SESSIONS = [ROOT / "cutile_workbench/profiles/tilegym/session/matmul", ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul",
-            ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm", ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath",
-            ROOT / "cutile_workbench/profiles/softmax/session/softmax"]
+SESSIONS = [
+    ROOT / "cutile_workbench/profiles/tilegym/session/matmul",
+    ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul",
+    ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm",
+    ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath",
+    ROOT / "cutile_workbench/profiles/softmax/session/softmax",
+]
 
 
 def build(out_root: Path, n: int) -> None:
     for i in range(n):
         src = SESSIONS[i % len(SESSIONS)]
-        shutil.copytree(src, out_root / f"{src.name}_{i:03d}", ignore=shutil.ignore_patterns("launches.json.gz"))
+        shutil.copytree(
+            src, out_root / f"{src.name}_{i:03d}", ignore=shutil.ignore_patterns("launches.json.gz")
+        )
         # the kernel dir's name is the kernel: rename the per-kernel files that carry the session's own name
         kdir = out_root / f"{src.name}_{i:03d}"
         for p in kdir.rglob(f"*{src.name}*"):
@@ -49,8 +55,13 @@ def build(out_root: Path, n: int) -> None:
 def run_once(out_root: Path) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "cutile_workbench", "overview", "--out-root", str(out_root), "--json"],
-                          capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", "overview", "--out-root", str(out_root), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"overview failed: {proc.stderr}")
@@ -65,9 +76,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
-    result: dict[str, object] = {"n_kernels": a.n, "runs": a.runs, "machine": platform.machine(),
-                                  "cpus": os.cpu_count(), "python": platform.python_version(),
-                                  "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    result: dict[str, object] = {
+        "n_kernels": a.n,
+        "runs": a.runs,
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         out_root = Path(tmp) / "out"
         out_root.mkdir()
@@ -78,8 +94,23 @@ def main() -> int:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         for kdir in sorted(out_root.iterdir()):
             if not kdir.name.startswith("zz_"):
-                subprocess.run([sys.executable, "-m", "cutile_workbench", "report", "e", kdir.name, "--out-root",
-                                str(out_root), "--yes"], capture_output=True, env=env, cwd=ROOT, check=False)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "cutile_workbench",
+                        "report",
+                        "e",
+                        kdir.name,
+                        "--out-root",
+                        str(out_root),
+                        "--yes",
+                    ],
+                    capture_output=True,
+                    env=env,
+                    cwd=ROOT,
+                    check=False,
+                )
         walls = [run_once(out_root)[0] for _ in range(a.runs)]
         result["md"] = {"wall_s": walls, "median_s": statistics.median(walls)}
         result["peak_rss_mib_children"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0

@@ -36,8 +36,11 @@ def main() -> int:
 
     root = ns.out / "out"
     shutil.copytree(ns.session / ns.kernel, root / ns.kernel, dirs_exist_ok=True)
-    plan = probe_service.plan_probe(probe_service.ProbeRequest(
-        ns.kernel, ns.config, out_root=root, tilegym=ns.tilegym.resolve(), python=sys.executable))
+    plan = probe_service.plan_probe(
+        probe_service.ProbeRequest(
+            ns.kernel, ns.config, out_root=root, tilegym=ns.tilegym.resolve(), python=sys.executable
+        )
+    )
     why = probe_service.cannot_run(plan)
     if why:
         print(f"cannot run here: {why}", file=sys.stderr)
@@ -56,9 +59,20 @@ def main() -> int:
         done += 1
     rows = probe_service.probe_rows(probe_service.load(plan.ws), plan.candidate_backend, plan.row)
     print(render_table(rows, plan.candidate_backend, plan.baseline_backend), end="")
-    (ns.out / "specs.json").write_text(json.dumps([{"backend": s.spec.backend, "nodeid": s.spec.nodeid,
-                                                     "kernel": s.spec.kernel_name, "shell": s.shell}
-                                                    for s in plan.sides], indent=1))
+    (ns.out / "specs.json").write_text(
+        json.dumps(
+            [
+                {
+                    "backend": s.spec.backend,
+                    "nodeid": s.spec.nodeid,
+                    "kernel": s.spec.kernel_name,
+                    "shell": s.shell,
+                }
+                for s in plan.sides
+            ],
+            indent=1,
+        )
+    )
     return 0 if done == 2 else 1
 
 

@@ -51,7 +51,7 @@ SOURCE = REPO / "cutile_workbench" / "profiles" / "tilegym" / "session" / "matmu
 CANDIDATE_LOG = "reports/agent_logs/perf_cutile_rs.full.txt"
 BASELINE_LOG = "baseline_perf_cutile.txt"
 
-_CHILD = r'''
+_CHILD = r"""
 import contextlib, io, json, os, resource, sys, time
 T0 = time.perf_counter()
 sys.setrecursionlimit(10000)
@@ -88,7 +88,7 @@ else:  # tui: load + first frame of the Ratios screen
             report()
             os._exit(0)  # measured: the app's teardown is not part of the first paint
     asyncio.run(run())
-'''
+"""
 
 
 def _replica_params(params: str, r: int) -> str:
@@ -105,7 +105,7 @@ def _scale_log(text: str, params: list[str], n: int) -> str:
     lines = text.splitlines(keepends=True)
     starts = [i for i, ln in enumerate(lines) if ln.startswith("tests/") and "::test_perf[" in ln]
     end = next(i for i in range(starts[-1], len(lines)) if lines[i].startswith("===="))
-    head, tail = "".join(lines[:starts[0]]), "".join(lines[end:])
+    head, tail = "".join(lines[: starts[0]]), "".join(lines[end:])
     blocks = ["".join(lines[a:b]) for a, b in zip(starts, [*starts[1:], end], strict=True)]
     by_params = {}
     for block in blocks:
@@ -136,23 +136,30 @@ def build_session(root: Path, n: int) -> tuple[Path, str]:
     shapes = analysis["test_perf_configs"]["all"]["shapes"]
     by_p = {p: next(s for s in shapes if s["id"].endswith(p)) for p in params}
     analysis["test_perf_configs"]["all"]["shapes"] = [
-        {**by_p[params[j % 6]], "id": by_p[params[j % 6]]["id"].replace(params[j % 6],
-                                                                          _replica_params(params[j % 6], j // 6))}
-        for j in range(n)]
-    analysis["config_to_variant"] = {_replica_params(params[j % 6], j // 6): analysis["config_to_variant"][params[j % 6]]
-                                     for j in range(n)}
+        {
+            **by_p[params[j % 6]],
+            "id": by_p[params[j % 6]]["id"].replace(params[j % 6], _replica_params(params[j % 6], j // 6)),
+        }
+        for j in range(n)
+    ]
+    analysis["config_to_variant"] = {
+        _replica_params(params[j % 6], j // 6): analysis["config_to_variant"][params[j % 6]] for j in range(n)
+    }
     (kdir / "reference/analysis.json").write_text(json.dumps(analysis, indent=1))
     # events: the lines naming a config are replicated with it
     ev_lines = (SOURCE / "workbench/events.jsonl").read_text().splitlines(keepends=True)
     named = [i for i, ln in enumerate(ev_lines) if any(p in ln for p in params)]
-    head, tail = ev_lines[:named[0]], ev_lines[named[-1] + 1:]
+    head, tail = ev_lines[: named[0]], ev_lines[named[-1] + 1 :]
     per_p: dict[str, list[str]] = {p: [] for p in params}
-    for ln in ev_lines[named[0]:named[-1] + 1]:
+    for ln in ev_lines[named[0] : named[-1] + 1]:
         hit = [p for p in params if p in ln]
         for p in hit[:1]:
             per_p[p].append(ln)
-    body = [ln.replace(params[j % 6], _replica_params(params[j % 6], j // 6))
-            for j in range(n) for ln in per_p[params[j % 6]]]
+    body = [
+        ln.replace(params[j % 6], _replica_params(params[j % 6], j // 6))
+        for j in range(n)
+        for ln in per_p[params[j % 6]]
+    ]
     (kdir / "workbench/events.jsonl").write_text("".join(head + body + tail))
     # captures: replicated sets, written as the runner writes them; the legacy file kept beside for timing
     sets = load_launch_sets(SOURCE / "workbench/launches.json.gz")
@@ -163,8 +170,15 @@ def build_session(root: Path, n: int) -> tuple[Path, str]:
             p, r = params[j % 6], j // 6
             for s in sets:
                 if s.params == p:
-                    out.append(LaunchSet(nodeid=s.nodeid.replace(p, _replica_params(p, r)), backend=s.backend,
-                                         params=_replica_params(p, r), calls=s.calls, source=s.source))
+                    out.append(
+                        LaunchSet(
+                            nodeid=s.nodeid.replace(p, _replica_params(p, r)),
+                            backend=s.backend,
+                            params=_replica_params(p, r),
+                            calls=s.calls,
+                            source=s.source,
+                        )
+                    )
         return out
 
     all_sets = scaled()
@@ -196,16 +210,31 @@ def build_history(root: Path, runs: int) -> Path:
         base = candidate_configs(store)
         for i in range(1, runs):
             at = utc("2026-12-02 10:00") + i * 86400
-            store.add(derived_entry(base, kernel="matmul", tag=f"bench{i}", at=at, prov=provenance(at),
-                                    scale={SP_2048: 0.8 if i % 2 else 1.0}, seed=i))
+            store.add(
+                derived_entry(
+                    base,
+                    kernel="matmul",
+                    tag=f"bench{i}",
+                    at=at,
+                    prov=provenance(at),
+                    scale={SP_2048: 0.8 if i % 2 else 1.0},
+                    seed=i,
+                )
+            )
     return root
 
 
 def measure(spec: dict, cache: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "CUTILE_WORKBENCH_CACHE": str(cache)}
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, json.dumps(spec)], capture_output=True, text=True,
-                          env=env, cwd=REPO, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=1800,
+    )
     wall = time.perf_counter() - t0
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("BENCH ")), None)
     if line is None:
@@ -223,11 +252,19 @@ def commands(kdir: Path, config: str) -> dict[str, dict]:
         "table": {"kind": "cli", "argv": ["--out-root", root, "table", "matmul", "--json"]},
         "report-e": {"kind": "cli", "argv": ["--out-root", root, "report", "e", "matmul", "--dry-run"]},
         "report-f": {"kind": "cli", "argv": ["--out-root", root, "report", "f", "matmul", "--dry-run"]},
-        "timeline": {"kind": "cli", "argv": ["--out-root", root, "timeline", "matmul", "--config", config, "--json"]},
-        "timeline-legacy": {"kind": "cli", "argv": ["--out-root", legacy, "timeline", "matmul", "--config", config,
-                                                    "--json"], "fresh_cache": True},
-        "timeline-legacy-warm": {"kind": "cli", "argv": ["--out-root", legacy, "timeline", "matmul", "--config",
-                                                         config, "--json"]},
+        "timeline": {
+            "kind": "cli",
+            "argv": ["--out-root", root, "timeline", "matmul", "--config", config, "--json"],
+        },
+        "timeline-legacy": {
+            "kind": "cli",
+            "argv": ["--out-root", legacy, "timeline", "matmul", "--config", config, "--json"],
+            "fresh_cache": True,
+        },
+        "timeline-legacy-warm": {
+            "kind": "cli",
+            "argv": ["--out-root", legacy, "timeline", "matmul", "--config", config, "--json"],
+        },
         "tui": {"kind": "tui", "root": root},
     }
 
@@ -255,17 +292,27 @@ def main() -> int:
     ns = ap.parse_args()
     only = {c for c in ns.only.split(",") if c}
     big_only = {c for c in ns.big_only.split(",") if c}
-    results: dict = {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                     "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "reps": ns.reps,
-                     "note": "shared 2-core CPU box (8 engineers' processes): absolute times are noisy, "
-                             "compare cells of one run", "sessions": {}, "history": {}}
+    results: dict = {
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "reps": ns.reps,
+        "note": "shared 2-core CPU box (8 engineers' processes): absolute times are noisy, "
+        "compare cells of one run",
+        "sessions": {},
+        "history": {},
+    }
     for n in ns.configs:
         with tempfile.TemporaryDirectory() as tmp:
             t = time.perf_counter()
             kdir, config = build_session(Path(tmp), n)
             build_s = time.perf_counter() - t
-            cmds = {k: v for k, v in commands(kdir, config).items() if (not only or k in only)
-                    and (n < ns.big or k in big_only)}
+            cmds = {
+                k: v
+                for k, v in commands(kdir, config).items()
+                if (not only or k in only) and (n < ns.big or k in big_only)
+            }
             cells: dict[str, list[dict]] = {k: [] for k in cmds}
             cache = Path(tmp) / "user-cache"
             for _rep in range(ns.reps):
@@ -273,9 +320,14 @@ def main() -> int:
                     if spec.get("fresh_cache"):
                         shutil.rmtree(cache / "launches", ignore_errors=True)
                     cells[name].append(measure(spec, cache))
-            results["sessions"][str(n)] = {"build_s": build_s, "data_bytes": {
-                "candidate_log": (kdir / CANDIDATE_LOG).stat().st_size,
-                "launches": (kdir / "workbench/launches.json.gz").stat().st_size}, "cells": cells}
+            results["sessions"][str(n)] = {
+                "build_s": build_s,
+                "data_bytes": {
+                    "candidate_log": (kdir / CANDIDATE_LOG).stat().st_size,
+                    "launches": (kdir / "workbench/launches.json.gz").stat().st_size,
+                },
+                "cells": cells,
+            }
             _print_row(n, cells)
     for runs in ns.runs:
         with tempfile.TemporaryDirectory() as tmp:
@@ -285,18 +337,29 @@ def main() -> int:
             cold = measure(spec, cache)  # computes and caches every comparison
             warm = [measure(spec, cache) for _ in range(ns.reps)]
             results["history"][str(runs)] = {"cold": cold, "warm": warm}
-            print(f"history runs={runs}: cold {cold['wall_s']:.2f} s, warm median "
-                  f"{statistics.median(c['wall_s'] for c in warm):.2f} s, "
-                  f"{max(c.get('maxrss_mib', 0) for c in warm):.0f} MiB", flush=True)
+            print(
+                f"history runs={runs}: cold {cold['wall_s']:.2f} s, warm median "
+                f"{statistics.median(c['wall_s'] for c in warm):.2f} s, "
+                f"{max(c.get('maxrss_mib', 0) for c in warm):.0f} MiB",
+                flush=True,
+            )
     summary = {}
     names = sorted({k for s in results["sessions"].values() for k in s["cells"]})
     for name in names:
-        pts = [(int(n), statistics.median(c["wall_s"] for c in s["cells"][name]))
-               for n, s in results["sessions"].items() if name in s["cells"]]
+        pts = [
+            (int(n), statistics.median(c["wall_s"] for c in s["cells"][name]))
+            for n, s in results["sessions"].items()
+            if name in s["cells"]
+        ]
         summary[name] = {"growth_exponent": growth(pts)}
     results["growth"] = summary
-    print("growth exponent k (wall ≈ c·N^k):", {k: None if v["growth_exponent"] is None else
-                                                 round(v["growth_exponent"], 2) for k, v in summary.items()})
+    print(
+        "growth exponent k (wall ≈ c·N^k):",
+        {
+            k: None if v["growth_exponent"] is None else round(v["growth_exponent"], 2)
+            for k, v in summary.items()
+        },
+    )
     if ns.out:
         ns.out.parent.mkdir(parents=True, exist_ok=True)
         ns.out.write_text(json.dumps(results, indent=1) + "\n")

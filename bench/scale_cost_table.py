@@ -35,8 +35,20 @@ def main() -> int:
     doc = json.loads(Path(sys.argv[1]).read_text())
     sessions = doc["sessions"]
     sizes = sorted(sessions, key=int)
-    names = [n for n in ("help", "table", "report-e", "report-f", "timeline", "timeline-legacy",
-                         "timeline-legacy-warm", "tui") if any(n in sessions[s]["cells"] for s in sizes)]
+    names = [
+        n
+        for n in (
+            "help",
+            "table",
+            "report-e",
+            "report-f",
+            "timeline",
+            "timeline-legacy",
+            "timeline-legacy-warm",
+            "tui",
+        )
+        if any(n in sessions[s]["cells"] for s in sizes)
+    ]
     print("| command | " + " | ".join(f"N = {int(s):,}" for s in sizes) + " | growth k (wall; cpu) |")
     print("|---|" + "---|" * len(sizes) + "---|")
     for name in names:
@@ -53,26 +65,36 @@ def main() -> int:
             wall = statistics.median(r["wall_s"] for r in warm)
             cpu = statistics.median(r["cpu_s"] for r in warm)
             rss = statistics.median(r["maxrss_mib"] for r in warm)
-            paint = (f", paint {statistics.median(r['first_paint_s'] for r in warm):.2f} s"
-                     if name == "tui" else "")
+            paint = (
+                f", paint {statistics.median(r['first_paint_s'] for r in warm):.2f} s"
+                if name == "tui"
+                else ""
+            )
             first = "" if name == "timeline-legacy" else f" (1st {reps[0]['wall_s']:.2f} s)"
             cells.append(f"{wall:.2f} s, cpu {cpu:.2f} s, {rss:.0f} MiB{paint}{first}")
         k = doc.get("growth", {}).get(name, {}).get("growth_exponent")
-        pts = [(int(s), statistics.median(r["cpu_s"] for r in sessions[s]["cells"][name]))
-               for s in sizes if sessions[s]["cells"].get(name)]
+        pts = [
+            (int(s), statistics.median(r["cpu_s"] for r in sessions[s]["cells"][name]))
+            for s in sizes
+            if sessions[s]["cells"].get(name)
+        ]
         kc = _fit(pts)
-        print(f"| `{name}` | " + " | ".join(cells) + f" | {'' if k is None else f'{k:.2f}'}; "
-              f"{'' if kc is None else f'{kc:.2f}'} |")
+        print(
+            f"| `{name}` | " + " | ".join(cells) + f" | {'' if k is None else f'{k:.2f}'}; "
+            f"{'' if kc is None else f'{kc:.2f}'} |"
+        )
     if doc.get("history"):
         print()
         print("| history runs | first read (decides + caches every pair) | later reads (median) | peak RSS |")
         print("|---|---|---|---|")
         for runs, h in sorted(doc["history"].items(), key=lambda kv: int(kv[0])):
             warm = h["warm"]
-            print(f"| {int(runs):,} | {h['cold']['wall_s']:.2f} s (cpu {h['cold']['cpu_s']:.2f} s) | "
-                  f"{statistics.median(r['wall_s'] for r in warm):.2f} s "
-                  f"(cpu {statistics.median(r['cpu_s'] for r in warm):.2f} s) | "
-                  f"{max(r['maxrss_mib'] for r in warm):.0f} MiB |")
+            print(
+                f"| {int(runs):,} | {h['cold']['wall_s']:.2f} s (cpu {h['cold']['cpu_s']:.2f} s) | "
+                f"{statistics.median(r['wall_s'] for r in warm):.2f} s "
+                f"(cpu {statistics.median(r['cpu_s'] for r in warm):.2f} s) | "
+                f"{max(r['maxrss_mib'] for r in warm):.0f} MiB |"
+            )
     return 0
 
 

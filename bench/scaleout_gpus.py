@@ -34,8 +34,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"single": [], "1gpu": ["--gpus", "0"], "2gpu": ["--gpus", "0,1"], "2on1": ["--gpus", "0,0"]}
-LABELS = {"single": "one process (run)", "1gpu": "1 shard, GPU 0", "2gpu": "2 shards, GPUs 0 and 1",
-          "2on1": "2 shards on ONE GPU (labelled: timings interfere)"}
+LABELS = {
+    "single": "one process (run)",
+    "1gpu": "1 shard, GPU 0",
+    "2gpu": "2 shards, GPUs 0 and 1",
+    "2on1": "2 shards on ONE GPU (labelled: timings interfere)",
+}
 
 
 def cli() -> list[str]:
@@ -50,18 +54,29 @@ def one_run(variant: str, run_args: list[str], work: Path) -> dict[str, Any]:
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     kernel = run_args[0]
-    table = subprocess.run([*cli(), "table", kernel, "--out-root", str(out_root), "--json"],
-                           capture_output=True, text=True, cwd=ROOT)
+    table = subprocess.run(
+        [*cli(), "table", kernel, "--out-root", str(out_root), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     doc: dict[str, Any] = {}
     try:
         doc = json.loads(table.stdout)
     except ValueError:
         pass
     rows = doc.get("rows") or []
-    result = {"variant": variant, "label": LABELS[variant], "wall_s": round(wall, 2), "rc": proc.returncode,
-              "ok_rows": sum(1 for r in rows if r.get("status") == "OK"), "rows": len(rows),
-              "geomean_ratio": doc.get("geomean_ratio"), "stdout_tail": proc.stdout.splitlines()[-6:],
-              "stderr_tail": proc.stderr.splitlines()[-6:]}
+    result = {
+        "variant": variant,
+        "label": LABELS[variant],
+        "wall_s": round(wall, 2),
+        "rc": proc.returncode,
+        "ok_rows": sum(1 for r in rows if r.get("status") == "OK"),
+        "rows": len(rows),
+        "geomean_ratio": doc.get("geomean_ratio"),
+        "stdout_tail": proc.stdout.splitlines()[-6:],
+        "stderr_tail": proc.stderr.splitlines()[-6:],
+    }
     shutil.rmtree(out_root, ignore_errors=True)
     return result
 
@@ -81,16 +96,30 @@ def main() -> int:
     if unknown:
         p.error(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
     work = Path(tempfile.mkdtemp(prefix="scaleout-bench-"))
-    env_note = {k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "CUPTI", "WARMUP", "REP") if k in os.environ}
-    smi = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True) if shutil.which("nvidia-smi") else None
-    report: dict[str, Any] = {"run_args": run_args, "env": env_note, "gpus": smi.stdout.splitlines() if smi else [],
-                              "warmup": one_run(variants[0], run_args, work), "runs": []}
+    env_note = {
+        k: os.environ[k] for k in ("CUDA_VISIBLE_DEVICES", "CUPTI", "WARMUP", "REP") if k in os.environ
+    }
+    smi = (
+        subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+        if shutil.which("nvidia-smi")
+        else None
+    )
+    report: dict[str, Any] = {
+        "run_args": run_args,
+        "env": env_note,
+        "gpus": smi.stdout.splitlines() if smi else [],
+        "warmup": one_run(variants[0], run_args, work),
+        "runs": [],
+    }
     for _ in range(args.rounds):
         for v in variants:
             r = one_run(v, run_args, work)
             report["runs"].append(r)
-            print(f"{r['label']:<50} {r['wall_s']:8.2f} s  rc={r['rc']}  rows OK {r['ok_rows']}/{r['rows']}  "
-                  f"geomean {r['geomean_ratio']}", flush=True)
+            print(
+                f"{r['label']:<50} {r['wall_s']:8.2f} s  rc={r['rc']}  rows OK {r['ok_rows']}/{r['rows']}  "
+                f"geomean {r['geomean_ratio']}",
+                flush=True,
+            )
     summary = {}
     for v in variants:
         walls = [r["wall_s"] for r in report["runs"] if r["variant"] == v]
@@ -98,7 +127,9 @@ def main() -> int:
     if "1gpu" in summary and "2gpu" in summary:
         summary["speedup_2gpu_vs_1gpu"] = round(summary["1gpu"]["best_s"] / summary["2gpu"]["best_s"], 3)
     if "single" in summary and "1gpu" in summary:
-        summary["overhead_1gpu_vs_single_s"] = round(summary["1gpu"]["best_s"] - summary["single"]["best_s"], 2)
+        summary["overhead_1gpu_vs_single_s"] = round(
+            summary["1gpu"]["best_s"] - summary["single"]["best_s"], 2
+        )
     report["summary"] = summary
     text = json.dumps(report, indent=2)
     if args.out:

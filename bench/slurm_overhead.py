@@ -42,8 +42,19 @@ def trivial_array(n: int, work: Path) -> dict[str, Any]:
     stamps.mkdir()
     wrap = f"date +%s.%N > {stamps}/$SLURM_ARRAY_TASK_ID.start"
     t0 = time.time()
-    proc = subprocess.run(["sbatch", "--parsable", f"--array=0-{n - 1}", "--job-name=wb-overhead",
-                           f"--output={stamps}/%a.out", f"--wrap={wrap}"], capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            f"--array=0-{n - 1}",
+            "--job-name=wb-overhead",
+            f"--output={stamps}/%a.out",
+            f"--wrap={wrap}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     t_sbatch = time.time() - t0
     job = proc.stdout.strip().split(";")[0]
     while True:
@@ -53,11 +64,14 @@ def trivial_array(n: int, work: Path) -> dict[str, Any]:
         time.sleep(0.05)
     t_drained = time.time()
     starts = sorted(float((stamps / f"{i}.start").read_text()) for i in range(n))
-    return {"tasks": n, "sbatch_s": round(t_sbatch, 3),
-            "submit_to_start_median_s": round(statistics.median(s - t0 for s in starts), 3),
-            "submit_to_start_max_s": round(max(starts) - t0, 3),
-            "last_start_to_drained_s": round(t_drained - max(starts), 3),
-            "total_s": round(t_drained - t0, 3)}
+    return {
+        "tasks": n,
+        "sbatch_s": round(t_sbatch, 3),
+        "submit_to_start_median_s": round(statistics.median(s - t0 for s in starts), 3),
+        "submit_to_start_max_s": round(max(starts) - t0, 3),
+        "last_start_to_drained_s": round(t_drained - max(starts), 3),
+        "total_s": round(t_drained - t0, 3),
+    }
 
 
 def suite(work: Path) -> Path:
@@ -71,9 +85,15 @@ def suite(work: Path) -> Path:
 def roles(suite_dir: Path) -> tuple[RoleRun, ...]:
     out = []
     for backend, role in (("triton", "candidate"), ("cutile", "baseline_cutile")):
-        spec = RunSpec(kernel="rms_norm", test_target="test_rms_norm.py", cwd=suite_dir, role=role,  # type: ignore[arg-type]
-                       k_expr=backend_k_expr(backend), backend_token=backend,
-                       env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+        spec = RunSpec(
+            kernel="rms_norm",
+            test_target="test_rms_norm.py",
+            cwd=suite_dir,
+            role=role,  # type: ignore[arg-type]
+            k_expr=backend_k_expr(backend),
+            backend_token=backend,
+            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+        )
         out.append(RoleRun(backend, role, spec))  # type: ignore[arg-type]
     return tuple(out)
 
@@ -82,9 +102,14 @@ def workbench_pair(shards: int, poll: float, work: Path, rr: tuple[RoleRun, ...]
     res: dict[str, Any] = {"shards": shards, "poll_s": poll}
     for mode in ("local", "slurm"):
         out = KernelPaths.under(work / f"{mode}-{time.monotonic_ns()}", "rms_norm")
-        req = ScaleoutRequest(kernel="rms_norm", out=out, roles=rr, mode=mode,  # type: ignore[arg-type]
-                              devices=tuple(Device(None) for _ in range(shards)),
-                              slurm=SlurmOptions(nodes=shards, gpus_per_node=0, poll_s=poll))
+        req = ScaleoutRequest(
+            kernel="rms_norm",
+            out=out,
+            roles=rr,
+            mode=mode,  # type: ignore[arg-type]
+            devices=tuple(Device(None) for _ in range(shards)),
+            slurm=SlurmOptions(nodes=shards, gpus_per_node=0, poll_s=poll),
+        )
         t0 = time.perf_counter()
         result = run_scaled(req)
         res[f"{mode}_s"] = round(time.perf_counter() - t0, 3)
@@ -107,8 +132,15 @@ def main() -> int:
         raise SystemExit("no sbatch on PATH: start the cluster with .ci/slurm-up.sh")
     work = Path(tempfile.mkdtemp(prefix="slurm-overhead-"))
     version = subprocess.run(["sbatch", "--version"], capture_output=True, text=True).stdout.strip()
-    nodes = subprocess.run(["sinfo", "-h", "-o", "%n %c CPUs %t"], capture_output=True, text=True).stdout.split("\n")
-    report: dict[str, Any] = {"slurm": version, "nodes": [n for n in nodes if n], "trivial": [], "workbench": []}
+    nodes = subprocess.run(
+        ["sinfo", "-h", "-o", "%n %c CPUs %t"], capture_output=True, text=True
+    ).stdout.split("\n")
+    report: dict[str, Any] = {
+        "slurm": version,
+        "nodes": [n for n in nodes if n],
+        "trivial": [],
+        "workbench": [],
+    }
     rr = roles(suite(work))
     for _ in range(args.rounds):
         report["trivial"].append(trivial_array(args.tasks, work))
@@ -116,12 +148,16 @@ def main() -> int:
     print(f"{version}; nodes: {report['nodes']}")
     print("A. trivial array tasks:")
     for r in report["trivial"]:
-        print(f"   {r['tasks']} tasks: sbatch {r['sbatch_s']:.3f} s, submit->start median {r['submit_to_start_median_s']:.3f} s"
-              f" / max {r['submit_to_start_max_s']:.3f} s, last start->drained {r['last_start_to_drained_s']:.3f} s,"
-              f" total {r['total_s']:.3f} s")
+        print(
+            f"   {r['tasks']} tasks: sbatch {r['sbatch_s']:.3f} s, submit->start median {r['submit_to_start_median_s']:.3f} s"
+            f" / max {r['submit_to_start_max_s']:.3f} s, last start->drained {r['last_start_to_drained_s']:.3f} s,"
+            f" total {r['total_s']:.3f} s"
+        )
     print(f"B. workbench plan, {args.shards} shards, watcher poll {args.poll} s:")
     for r in report["workbench"]:
-        print(f"   local {r['local_s']:.2f} s, slurm {r['slurm_s']:.2f} s, slurm - local {r['slurm_minus_local_s']:.2f} s")
+        print(
+            f"   local {r['local_s']:.2f} s, slurm {r['slurm_s']:.2f} s, slurm - local {r['slurm_minus_local_s']:.2f} s"
+        )
     if args.out:
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     shutil.rmtree(work, ignore_errors=True)

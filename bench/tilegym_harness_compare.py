@@ -42,14 +42,27 @@ def main() -> int:
     rows = []
     for key in sorted(set(plain) & set(ours)):
         a, b = plain[key], ours[key]
-        rows.append({"framework": key[0], "params": key[1], "tilegym_us": a["median"] * 1e3,
-                     "ours_us": b["median"] * 1e3, "diff_pct": (b["median"] / a["median"] - 1) * 100,
-                     "tilegym_nrep": a.get("nrep"), "ours_nrep": b.get("nrep"),
-                     "ours_launches": b.get("launches_per_call"), "ours_source": b.get("capture_source")})
-    print(f"{'framework':<10}{'params':<44}{'TileGym us':>11}{'ours us':>10}{'diff %':>8}{'n TG/ours':>11}{'launch':>7}")
+        rows.append(
+            {
+                "framework": key[0],
+                "params": key[1],
+                "tilegym_us": a["median"] * 1e3,
+                "ours_us": b["median"] * 1e3,
+                "diff_pct": (b["median"] / a["median"] - 1) * 100,
+                "tilegym_nrep": a.get("nrep"),
+                "ours_nrep": b.get("nrep"),
+                "ours_launches": b.get("launches_per_call"),
+                "ours_source": b.get("capture_source"),
+            }
+        )
+    print(
+        f"{'framework':<10}{'params':<44}{'TileGym us':>11}{'ours us':>10}{'diff %':>8}{'n TG/ours':>11}{'launch':>7}"
+    )
     for r in rows:
-        print(f"{r['framework']:<10}{r['params']:<44}{r['tilegym_us']:>11.2f}{r['ours_us']:>10.2f}{r['diff_pct']:>8.2f}"
-              f"{str(r['tilegym_nrep']) + '/' + str(r['ours_nrep']):>11}{r['ours_launches']!s:>7}")
+        print(
+            f"{r['framework']:<10}{r['params']:<44}{r['tilegym_us']:>11.2f}{r['ours_us']:>10.2f}{r['diff_pct']:>8.2f}"
+            f"{str(r['tilegym_nrep']) + '/' + str(r['ours_nrep']):>11}{r['ours_launches']!s:>7}"
+        )
     only = sorted(set(plain) ^ set(ours))
     if only:
         print(f"configs in one run only: {only}")

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 3
 
-_CHILD = r'''
+_CHILD = r"""
 import asyncio, json, resource, statistics, sys, time
 T0 = time.perf_counter()
 from pathlib import Path
@@ -130,12 +130,17 @@ async def main():
     print(json.dumps(out))
 
 asyncio.run(main())
-'''
+"""
 
 
 def child(scenario: str, tmp: Path) -> dict[str, float]:
-    proc = subprocess.run([sys.executable, "-c", _CHILD, scenario, str(tmp)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, scenario, str(tmp)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"bench child {scenario} failed:\n{proc.stderr}")
     result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -154,9 +159,11 @@ def _bytecode_state() -> str:
         origin = spec.origin if spec else None
         return bool(origin) and os.path.exists(importlib.util.cache_from_source(origin))  # type: ignore[arg-type]
 
-    return (f"bytecode cached: textual.app {'yes' if cached('textual.app') else 'NO'}, "
-            f"cutile_workbench.tui.app {'yes' if cached('cutile_workbench.tui.app') else 'NO'}; "
-            f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}")
+    return (
+        f"bytecode cached: textual.app {'yes' if cached('textual.app') else 'NO'}, "
+        f"cutile_workbench.tui.app {'yes' if cached('cutile_workbench.tui.app') else 'NO'}; "
+        f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}"
+    )
 
 
 def main() -> int:
@@ -179,16 +186,23 @@ def main() -> int:
         ("first paint (500 configs, 2x10k-line IR)", start["first_paint_s"] * 1e3, 1000.0, "ms"),
         ("first paint, worst of the runs", start["first_paint_worst_s"] * 1e3, 1000.0, "ms"),
         ("IR build in background, wall (informational)", start["ir_build_s"] * 1e3, float("nan"), "ms"),
-        ("IR build, its thread's CPU time (informational)", start["ir_build_cpu_s"] * 1e3, float("nan"), "ms"),
+        (
+            "IR build, its thread's CPU time (informational)",
+            start["ir_build_cpu_s"] * 1e3,
+            float("nan"),
+            "ms",
+        ),
         ("IR diff screen ready after key 3", start["irdiff_ready_s"] * 1e3, 300.0, "ms"),
         ("timeline frame, 100k launches (median)", launches["frame_ms_median"], 50.0, "ms"),
         ("timeline frame, 100k launches (max of 20)", launches["frame_ms_max"], 50.0, "ms"),
         ("peak RSS with 100k launches shown", launches["maxrss_mb"], 300.0, "MB"),
         ("peak RSS, start scenario", start["maxrss_mb"], 300.0, "MB"),
     ]
-    print(f"cutile-workbench TUI bench: medians of {REPEATS} fresh processes per scenario  (IR {ref_lines} "
-          f"lines/side, {start['rows']:.0f} rows, {launches['launches']:.0f} launches, frame "
-          f"{launches['frame_height']:.0f} lines, start runs {wall:.1f} s)")
+    print(
+        f"cutile-workbench TUI bench: medians of {REPEATS} fresh processes per scenario  (IR {ref_lines} "
+        f"lines/side, {start['rows']:.0f} rows, {launches['launches']:.0f} launches, frame "
+        f"{launches['frame_height']:.0f} lines, start runs {wall:.1f} s)"
+    )
     print(_bytecode_state())
     print(f"{'measure':48} {'value':>10} {'target':>10} {'value/target':>13}  ok")
     ok_all = True

@@ -90,17 +90,26 @@ def exposure_from_dict(data: Any) -> ClockExposure:
         raise ValueError(f"clocks.throttled ({throttled}) exceeds clocks.samples ({samples})")
     sm = data.get("sm_mhz")
     if samples == 0:
-        return ClockExposure(unavailable="no NVML reading was taken during the measured calls", discarded=discarded)
-    if (not isinstance(sm, (list, tuple)) or len(sm) != 3
-            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
-                   for v in sm)):
+        return ClockExposure(
+            unavailable="no NVML reading was taken during the measured calls", discarded=discarded
+        )
+    if (
+        not isinstance(sm, (list, tuple))
+        or len(sm) != 3
+        or any(
+            isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0
+            for v in sm
+        )
+    ):
         raise ValueError(f"clocks.sm_mhz must be [min, median, max] in MHz, got {sm!r:.60}")
     lo, mid, hi = (float(v) for v in sm)
     if not lo <= mid <= hi:
         raise ValueError(f"clocks.sm_mhz must be ordered [min, median, max], got {list(sm)!r}")
     reasons = data.get("reasons", {})
-    if not isinstance(reasons, Mapping) or any(not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int)
-                                               or not 0 <= v <= samples for k, v in reasons.items()):
+    if not isinstance(reasons, Mapping) or any(
+        not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= samples
+        for k, v in reasons.items()
+    ):
         raise ValueError("clocks.reasons must map reason names to counts between 0 and clocks.samples")
     return ClockExposure(samples, lo, mid, hi, throttled, dict(reasons), discarded)
 
@@ -113,14 +122,21 @@ class RowClocks:
     text: str
 
 
-def compare_exposures(candidate: ClockExposure | None, baseline: ClockExposure | None, *,
-                      clock_bound: float = CLOCK_BOUND, exposure_bound: float = EXPOSURE_BOUND) -> RowClocks:
+def compare_exposures(
+    candidate: ClockExposure | None,
+    baseline: ClockExposure | None,
+    *,
+    clock_bound: float = CLOCK_BOUND,
+    exposure_bound: float = EXPOSURE_BOUND,
+) -> RowClocks:
     """Were the row's two sides measured at the same clocks and the same throttle exposure? (contract)"""
     missing = []
     for label, side in (("candidate", candidate), ("baseline", baseline)):
         if side is None:
-            missing.append(f"{label}: not sampled (the record carries no clock readings: recorded before "
-                           "clock sampling, or by another harness)")
+            missing.append(
+                f"{label}: not sampled (the record carries no clock readings: recorded before "
+                "clock sampling, or by another harness)"
+            )
         elif not side.measured:
             missing.append(f"{label}: {side.unavailable or 'no NVML reading during the measured calls'}")
     if missing:
@@ -135,18 +151,26 @@ def compare_exposures(candidate: ClockExposure | None, baseline: ClockExposure |
     points = abs(sa - sb)
     problems = []
     if apart > clock_bound:
-        problems.append(f"SM clock median candidate {ca:.0f} MHz vs baseline {cb:.0f} MHz: {apart:.1%} apart "
-                        f"(bound {clock_bound:.0%})")
+        problems.append(
+            f"SM clock median candidate {ca:.0f} MHz vs baseline {cb:.0f} MHz: {apart:.1%} apart "
+            f"(bound {clock_bound:.0%})"
+        )
     if points > exposure_bound:
-        problems.append(f"throttled share candidate {sa:.0%} vs baseline {sb:.0%} of the measured calls: "
-                        f"{points * 100:.0f} points apart (bound {exposure_bound * 100:.0f})")
+        problems.append(
+            f"throttled share candidate {sa:.0%} vs baseline {sb:.0%} of the measured calls: "
+            f"{points * 100:.0f} points apart (bound {exposure_bound * 100:.0f})"
+        )
     if problems:
         return RowClocks("not_comparable", "; ".join(problems))
-    fired = [f"{who} {e.describe().split(', throttled ', 1)[1]}" for who, e in (("candidate", candidate),
-                                                                             ("baseline", baseline)) if e.throttled]
+    fired = [
+        f"{who} {e.describe().split(', throttled ', 1)[1]}"
+        for who, e in (("candidate", candidate), ("baseline", baseline))
+        if e.throttled
+    ]
     tail = f"; throttled calls: {'; '.join(fired)}, within the bound" if fired else "; no throttled call"
-    return RowClocks("comparable", f"SM clock {ca:.0f}/{cb:.0f} MHz ({apart:.1%} apart, bound {clock_bound:.0%})"
-                                   + tail)
+    return RowClocks(
+        "comparable", f"SM clock {ca:.0f}/{cb:.0f} MHz ({apart:.1%} apart, bound {clock_bound:.0%})" + tail
+    )
 
 
 def clock_lines(rows: Sequence[tuple[str, RowClocks]]) -> list[str]:
@@ -161,10 +185,14 @@ def clock_lines(rows: Sequence[tuple[str, RowClocks]]) -> list[str]:
         by_state[verdict.state].append((params, verdict))
     unknown = by_state["unknown"]
     if len(unknown) == len(rows) and len({v.text for _p, v in unknown}) == 1:
-        return [f"clocks: not known for any of the {len(rows)} row(s): {unknown[0][1].text.removeprefix('clocks unknown: ')}"]
-    head = (f"clocks: {len(by_state['comparable'])} row(s) at the same clocks (SM clock medians within "
-            f"{CLOCK_BOUND:.0%}, throttled shares within {EXPOSURE_BOUND * 100:.0f} points), "
-            f"{len(by_state['not_comparable'])} not comparable, {len(unknown)} unknown")
+        return [
+            f"clocks: not known for any of the {len(rows)} row(s): {unknown[0][1].text.removeprefix('clocks unknown: ')}"
+        ]
+    head = (
+        f"clocks: {len(by_state['comparable'])} row(s) at the same clocks (SM clock medians within "
+        f"{CLOCK_BOUND:.0%}, throttled shares within {EXPOSURE_BOUND * 100:.0f} points), "
+        f"{len(by_state['not_comparable'])} not comparable, {len(unknown)} unknown"
+    )
     out = [head]
     out += [f"  not comparable {params}: {v.text}" for params, v in by_state["not_comparable"]]
     reasons: dict[str, list[str]] = {}
@@ -190,10 +218,14 @@ def render_clock_section(rows: Sequence[tuple[str, ClockExposure | None, ClockEx
     if not rows:
         return ""
     verdicts = [(params, compare_exposures(c, b)) for params, c, b in rows]
-    head = ["### Clocks and throttling per row\n", "\n",
-            "NVML's SM clock and clock-event reasons, read after each measured call (outside its window). "
-            f"A row's two sides are comparable when their SM clock medians are within {CLOCK_BOUND:.0%} and their "
-            f"throttled shares within {EXPOSURE_BOUND * 100:.0f} points, even if a power cap fired.\n", "\n"]
+    head = [
+        "### Clocks and throttling per row\n",
+        "\n",
+        "NVML's SM clock and clock-event reasons, read after each measured call (outside its window). "
+        f"A row's two sides are comparable when their SM clock medians are within {CLOCK_BOUND:.0%} and their "
+        f"throttled shares within {EXPOSURE_BOUND * 100:.0f} points, even if a power cap fired.\n",
+        "\n",
+    ]
     lines = clock_lines(verdicts)
     if len(lines) == 1 and verdicts[0][1].state == "unknown":
         return "".join(head) + _md(lines[0]) + ".\n"
@@ -205,6 +237,8 @@ def render_clock_section(rows: Sequence[tuple[str, ClockExposure | None, ClockEx
     words = {"comparable": "same", "not_comparable": "**not comparable**", "unknown": "unknown"}
     for (params, c, b), (_p, v) in zip(rows, verdicts, strict=True):
         detail = v.text.removeprefix("clocks unknown: ") if v.state != "comparable" else ""
-        out.append(f"| {_md(params)} | {_md(side(c))} | {_md(side(b))} | {words[v.state]}"
-                   f"{': ' + _md(detail) if detail else ''} |\n")
+        out.append(
+            f"| {_md(params)} | {_md(side(c))} | {_md(side(b))} | {words[v.state]}"
+            f"{': ' + _md(detail) if detail else ''} |\n"
+        )
     return "".join(out)

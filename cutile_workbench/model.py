@@ -76,10 +76,14 @@ class PhaseStats:
         else:
             name = f"workbench harness ({self.capture_source} capture)"
         window = {"per_call": "per-call windows", "session": "one CUPTI window per session"}.get(
-            self.capture_window or "", f"{self.capture_window} windows" if self.capture_window else
-            "window mode not recorded")
-        parts = [window, "raw samples" if self.samples_ms else "medians only",
-                 "CUDA-event self-check" if self.capture_verdict is not None else "no CUDA-event self-check"]
+            self.capture_window or "",
+            f"{self.capture_window} windows" if self.capture_window else "window mode not recorded",
+        )
+        parts = [
+            window,
+            "raw samples" if self.samples_ms else "medians only",
+            "CUDA-event self-check" if self.capture_verdict is not None else "no CUDA-event self-check",
+        ]
         if self.clocks is not None and self.clocks.measured:
             parts.append("NVML clocks per call")
         return f"{name} ({', '.join(parts)})"

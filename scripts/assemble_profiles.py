@@ -44,36 +44,60 @@ class SessionSpec:
 
 SESSIONS: tuple[SessionSpec, ...] = (
     SessionSpec(
-        "rms_norm", "rms_norm", "rms_norm.triton", "rms_norm.cutile", "rms_norm.triton", "rms_norm.cutile",
-        ("rms_norm.cutile", "_I16_I1024_"), ("rms_norm.cutile", "_I4_I8192_"),
+        "rms_norm",
+        "rms_norm",
+        "rms_norm.triton",
+        "rms_norm.cutile",
+        "rms_norm.triton",
+        "rms_norm.cutile",
+        ("rms_norm.cutile", "_I16_I1024_"),
+        ("rms_norm.cutile", "_I4_I8192_"),
         "reference.mlir = our cuTile rms_norm_tile_kernel compiled for tile 16x1024 (N=1024 shapes); "
         "generated_canon.mlir = the same kernel compiled for tile 4x8192 (N=8192). Raw tileirdisasm text.",
         "Stand-in session: cutile-rs cannot be built on the H200 image (no cargo; tileiras 13.4 only via "
         "the carried bundle), so the candidate is our cuTile Python kernel (framework 'cutile') and the "
-        "baseline is our plain Triton kernel standing in for Triton-TileIR."),
+        "baseline is our plain Triton kernel standing in for Triton-TileIR.",
+    ),
     SessionSpec(
-        "rms_norm_hotpath", "rms_norm", "rms_norm.cutile", "rms_norm.cutile", "rms_norm.triton",
+        "rms_norm_hotpath",
+        "rms_norm",
+        "rms_norm.cutile",
+        "rms_norm.cutile",
+        "rms_norm.triton",
         "rms_norm.cutile_hotpath",
-        ("rms_norm.cutile", "_I4_I2048_"), ("rms_norm.cutile", "_I4_I2048_"),
+        ("rms_norm.cutile", "_I4_I2048_"),
+        ("rms_norm.cutile", "_I4_I2048_"),
         "reference.mlir and generated_canon.mlir are the SAME real dump (our cuTile kernel, tile 4x2048, "
         "as used at 16384x2048): the flawed wrapper launches the identical kernel, so the IR is aligned "
         "and the gap is in the wrapper (extra fill + add launches per call).",
         "Stand-in session: the candidate is a deliberately flawed wrapper (framework 'cutile-hotpath': "
         "torch.zeros_like(x).add_(x) before the clean cuTile kernel, i.e. 3 launches per call); the "
-        "baseline is the clean cuTile kernel (framework 'cutile'). cutile-rs cannot be built on the H200 image."),
+        "baseline is the clean cuTile kernel (framework 'cutile'). cutile-rs cannot be built on the H200 image.",
+    ),
     SessionSpec(
-        "softmax", "softmax", "softmax.triton", "softmax.cutile", "softmax.triton", "softmax.cutile",
-        ("softmax.cutile_row", "_I2048_I2048"), ("softmax.cutile", "_I16384_I2048"),
+        "softmax",
+        "softmax",
+        "softmax.triton",
+        "softmax.cutile",
+        "softmax.triton",
+        "softmax.cutile",
+        ("softmax.cutile_row", "_I2048_I2048"),
+        ("softmax.cutile", "_I16384_I2048"),
         "reference.mlir = our cuTile softmax_row_kernel (one block per row, gather) for N=2048; "
         "generated_canon.mlir = our cuTile softmax_persistent_kernel (persistent, ct.load, occupancy=4) "
         "for N=2048: two real variants of the same op.",
         "Stand-in session: cutile-rs cannot be built on the H200 image, so the candidate is our persistent "
         "cuTile Python softmax (framework 'cutile') and the baseline our plain Triton kernel standing in "
-        "for Triton-TileIR."),
+        "for Triton-TileIR.",
+    ),
 )
 
-_FRAMEWORK_OF_RUN = {"triton": "triton", "cutile": "cutile", "cutile_hotpath": "cutile-hotpath",
-                     "cutile_row": "cutile-row"}
+_FRAMEWORK_OF_RUN = {
+    "triton": "triton",
+    "cutile": "cutile",
+    "cutile_hotpath": "cutile-hotpath",
+    "cutile_row": "cutile-row",
+}
 
 
 def _events(raw: Path, run: str) -> list[dict[str, Any]]:
@@ -94,7 +118,9 @@ def _geomean(xs: list[float]) -> float | None:
 
 
 def _find_ir(raw: Path, run: str, fragment: str) -> Path:
-    hits = sorted(p for p in (raw / run / "tileir").glob("*.tileir") if fragment in p.read_text().split("(", 1)[0])
+    hits = sorted(
+        p for p in (raw / run / "tileir").glob("*.tileir") if fragment in p.read_text().split("(", 1)[0]
+    )
     if not hits:
         raise SystemExit(f"no Tile IR dump in {raw / run / 'tileir'} whose entry contains {fragment!r}")
     return hits[0]
@@ -109,7 +135,9 @@ def _ops_used(*texts: str) -> list[str]:
             if m.group(1) in ("for", "return", "if", "yield", "continue", "entry"):
                 ops.add(m.group(1))
     ops.discard("entry")
-    return sorted(o for o in ops if not o.startswith(("sm_", "tile", "latency", "allow_tma", "shape", "strides")))
+    return sorted(
+        o for o in ops if not o.startswith(("sm_", "tile", "latency", "allow_tma", "shape", "strides"))
+    )
 
 
 def _function_source(path: Path, name: str) -> str:
@@ -131,8 +159,10 @@ def _demangled(s: LaunchSet) -> LaunchSet:
 
     from cutile_workbench.model import CallCapture
 
-    calls = [CallCapture(c.index, c.backend, c.host_start_ns, c.host_end_ns, tuple(fix(x) for x in c.launches))
-             for c in s.calls]
+    calls = [
+        CallCapture(c.index, c.backend, c.host_start_ns, c.host_end_ns, tuple(fix(x) for x in c.launches))
+        for c in s.calls
+    ]
     return LaunchSet(s.nodeid, s.backend, s.params, calls, s.source)
 
 
@@ -152,7 +182,9 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
     (paths.generated_dir / "generated_canon.mlir").write_text(gen_ir.read_text())
     ir_runs = sorted({spec.cutile_run, spec.ref_ir[0], spec.gen_ir[0], spec.candidate_run})
     for run in ir_runs:
-        for dump in sorted((raw / run / "tileir").glob("*.tileir")) if (raw / run / "tileir").exists() else []:
+        for dump in (
+            sorted((raw / run / "tileir").glob("*.tileir")) if (raw / run / "tileir").exists() else []
+        ):
             shutil.copyfile(dump, paths.tileir_dir / f"{run}.{dump.name}")
 
     runs = sorted({spec.cutile_run, spec.triton_run, spec.candidate_run})
@@ -172,7 +204,9 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
     shapes = sorted(med_c, key=lambda p: [int(t) for t in p.split("-")[:2]])
     baseline = "cutile" if spec.baseline_run == spec.cutile_run else "triton"
     session_meta = json.loads((raw / "session.json").read_text())
-    ref_fn = _function_source(repo / "cutile_workbench" / "profiles" / spec.suite / "backends.py", "reference64")
+    ref_fn = _function_source(
+        repo / "cutile_workbench" / "profiles" / spec.suite / "backends.py", "reference64"
+    )
     tol = SOFTMAX_BF16_TOL if spec.suite == "softmax" else BF16_TOL
     test_class = profile.test_class
     func_key = f"profiles/{spec.suite}/test_{spec.suite}.py::{test_class}::test_perf"
@@ -197,13 +231,20 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
             "test_perf": {
                 "test": func_key,
                 "k_filter": f"{_FRAMEWORK_OF_RUN[spec.baseline_run.split('.', 1)[1]].replace('-', '_')}",
-                "shapes": [{"id": p, "m": int(p.split("-")[0]), "n": int(p.split("-")[1]), "dtype": "bfloat16"}
-                           for p in shapes],
+                "shapes": [
+                    {"id": p, "m": int(p.split("-")[0]), "n": int(p.split("-")[1]), "dtype": "bfloat16"}
+                    for p in shapes
+                ],
             }
         },
-        "correctness_reference": {"function": ref_fn.strip(),
-                                  "source": f"profiles/{spec.suite}/backends.py::reference64"},
-        "correctness_tolerance": {"bf16": dict(tol), "source": "cutile_workbench/profiles/_common.py assert_close vs float64"},
+        "correctness_reference": {
+            "function": ref_fn.strip(),
+            "source": f"profiles/{spec.suite}/backends.py::reference64",
+        },
+        "correctness_tolerance": {
+            "bf16": dict(tol),
+            "source": "cutile_workbench/profiles/_common.py assert_close vs float64",
+        },
         "candidate_framework": _FRAMEWORK_OF_RUN[spec.candidate_run.split(".", 1)[1]],
         "notes": spec.notes,
     }
@@ -218,11 +259,15 @@ def assemble_one(raw: Path, spec: SessionSpec, repo: Path) -> Path:
         "machine": "workplace H200 device machine (one NVIDIA H200, Firecracker VM)",
         "versions": session_meta.get("versions", {}),
         "harness_env": session_meta.get("harness_env", {}),
-        "harness": ("workbench CUPTI harness (cutile_workbench.run.capture.harness.benchmark): one session per test, "
-                    "L2 flush between samples, MAX_REP=200; API records: "
-                    + session_meta.get("harness_env", {}).get(
-                        "WORKBENCH_CUPTI_APIS", "all runtime+driver APIs (the default when this was recorded; "
-                        "the launch-only filter became the default after harness_cost measured it)")),
+        "harness": (
+            "workbench CUPTI harness (cutile_workbench.run.capture.harness.benchmark): one session per test, "
+            "L2 flush between samples, MAX_REP=200; API records: "
+            + session_meta.get("harness_env", {}).get(
+                "WORKBENCH_CUPTI_APIS",
+                "all runtime+driver APIs (the default when this was recorded; "
+                "the launch-only filter became the default after harness_cost measured it)",
+            )
+        ),
         "commands": {run: run_meta.get(run, {}) for run in runs},
         "ir": spec.ir_label,
         "notes": spec.notes,

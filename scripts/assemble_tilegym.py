@@ -47,10 +47,14 @@ class KernelFacts:
     notes: str
 
 
-_SILU_REF = ("def reference(input):\n    hidden_size = input.shape[-1] // 2\n    x1 = input[..., :hidden_size]\n"
-             "    x2 = input[..., hidden_size:]\n    return torch.nn.functional.silu(x1) * x2")
-_MM_REF = ("def reference(a, b, trans_a=False, trans_b=False):\n    if trans_a:\n        a = a.t()\n"
-           "    if trans_b:\n        b = b.t()\n    ...\n    return a @ b")
+_SILU_REF = (
+    "def reference(input):\n    hidden_size = input.shape[-1] // 2\n    x1 = input[..., :hidden_size]\n"
+    "    x2 = input[..., hidden_size:]\n    return torch.nn.functional.silu(x1) * x2"
+)
+_MM_REF = (
+    "def reference(a, b, trans_a=False, trans_b=False):\n    if trans_a:\n        a = a.t()\n"
+    "    if trans_b:\n        b = b.t()\n    ...\n    return a @ b"
+)
 # src/tilegym/ops/cutile/matmul.py: on sm_90 both generators take their last (sm100+) branch
 _MM_NP_CONFIGS = [
     {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 32, "num_ctas": 1, "occupancy": 1},
@@ -59,16 +63,51 @@ _MM_NP_CONFIGS = [
     {"TILE_SIZE_M": 512, "TILE_SIZE_N": 256, "TILE_SIZE_K": 64, "num_ctas": 2, "occupancy": 1},
 ]
 _MM_SP_CONFIGS = [
-    {"TILE_SIZE_M": 128, "TILE_SIZE_N": 512, "TILE_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_ctas": 4, "occupancy": 1,
-     "LOAD_LATENCY": -1},
-    {"TILE_SIZE_M": 256, "TILE_SIZE_N": 256, "TILE_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_ctas": 2, "occupancy": 1,
-     "LOAD_LATENCY": -1},
-    {"TILE_SIZE_M": 256, "TILE_SIZE_N": 256, "TILE_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_ctas": 1, "occupancy": 1,
-     "LOAD_LATENCY": -1},
-    {"TILE_SIZE_M": 256, "TILE_SIZE_N": 256, "TILE_SIZE_K": 128, "GROUP_SIZE_M": 8, "num_ctas": 2, "occupancy": 1,
-     "LOAD_LATENCY": -1},
-    {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 64, "GROUP_SIZE_M": 8, "num_ctas": 1, "occupancy": 1,
-     "LOAD_LATENCY": -1},
+    {
+        "TILE_SIZE_M": 128,
+        "TILE_SIZE_N": 512,
+        "TILE_SIZE_K": 64,
+        "GROUP_SIZE_M": 8,
+        "num_ctas": 4,
+        "occupancy": 1,
+        "LOAD_LATENCY": -1,
+    },
+    {
+        "TILE_SIZE_M": 256,
+        "TILE_SIZE_N": 256,
+        "TILE_SIZE_K": 64,
+        "GROUP_SIZE_M": 8,
+        "num_ctas": 2,
+        "occupancy": 1,
+        "LOAD_LATENCY": -1,
+    },
+    {
+        "TILE_SIZE_M": 256,
+        "TILE_SIZE_N": 256,
+        "TILE_SIZE_K": 64,
+        "GROUP_SIZE_M": 8,
+        "num_ctas": 1,
+        "occupancy": 1,
+        "LOAD_LATENCY": -1,
+    },
+    {
+        "TILE_SIZE_M": 256,
+        "TILE_SIZE_N": 256,
+        "TILE_SIZE_K": 128,
+        "GROUP_SIZE_M": 8,
+        "num_ctas": 2,
+        "occupancy": 1,
+        "LOAD_LATENCY": -1,
+    },
+    {
+        "TILE_SIZE_M": 128,
+        "TILE_SIZE_N": 128,
+        "TILE_SIZE_K": 64,
+        "GROUP_SIZE_M": 8,
+        "num_ctas": 1,
+        "occupancy": 1,
+        "LOAD_LATENCY": -1,
+    },
 ]
 
 KERNELS: tuple[KernelFacts, ...] = (
@@ -79,14 +118,22 @@ KERNELS: tuple[KernelFacts, ...] = (
         pattern="single",
         launch_path="direct",
         variants=(),
-        correctness_reference={"function": _SILU_REF, "source": "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::reference"},
-        correctness_tolerance={"f16": {"atol": 1e-2, "rtol": 0.0}, "f32": {"atol": 1e-2, "rtol": 0.0},
-                               "source": "tests/ops/test_silu_and_mul.py::test_op assertCorrectness(rtol=0.0, atol=1e-2)"},
+        correctness_reference={
+            "function": _SILU_REF,
+            "source": "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::reference",
+        },
+        correctness_tolerance={
+            "f16": {"atol": 1e-2, "rtol": 0.0},
+            "f32": {"atol": 1e-2, "rtol": 0.0},
+            "source": "tests/ops/test_silu_and_mul.py::test_op assertCorrectness(rtol=0.0, atol=1e-2)",
+        },
         autotune={},
-        notes=("Reference kernel _silu_and_mul_kernel_row_wise (one CTA per row, TILE_SIZE = "
-               "next_power_of_2(hidden), gather/scatter, exp + approx/ftz divide); launched directly, no "
-               "autotune. The cutile-rs wrapper (src/tilegym/ops/cutile_rs/silu_and_mul.py) goes through "
-               "autotune_launch with one auto config (occupancy / num_cta_in_cga left to the compiler)."),
+        notes=(
+            "Reference kernel _silu_and_mul_kernel_row_wise (one CTA per row, TILE_SIZE = "
+            "next_power_of_2(hidden), gather/scatter, exp + approx/ftz divide); launched directly, no "
+            "autotune. The cutile-rs wrapper (src/tilegym/ops/cutile_rs/silu_and_mul.py) goes through "
+            "autotune_launch with one auto config (occupancy / num_cta_in_cga left to the compiler)."
+        ),
     ),
     KernelFacts(
         kernel="matmul",
@@ -95,26 +142,51 @@ KERNELS: tuple[KernelFacts, ...] = (
         pattern="multi_variant",
         launch_path="autotune",
         variants=(
-            {"variant_name": "non_persistent", "kernel_function": "_matmul_kernel", "id_marker": "True-False-",
-             "dispatch_condition": "static_persistent=False (test_perf id: use_tma-static_persistent = True-False)",
-             "constants": ["TILE_SIZE_M", "TILE_SIZE_N", "TILE_SIZE_K"], "autotune_configs": _MM_NP_CONFIGS},
-            {"variant_name": "static_persistent", "kernel_function": "_static_persistent_matmul_kernel",
-             "id_marker": "True-True-",
-             "dispatch_condition": "static_persistent=True (test_perf id: use_tma-static_persistent = True-True)",
-             "constants": ["TILE_SIZE_M", "TILE_SIZE_N", "TILE_SIZE_K", "TRANSPOSE_A", "TRANSPOSE_B",
-                           "GROUP_SIZE_M", "LOAD_LATENCY"], "autotune_configs": _MM_SP_CONFIGS},
+            {
+                "variant_name": "non_persistent",
+                "kernel_function": "_matmul_kernel",
+                "id_marker": "True-False-",
+                "dispatch_condition": "static_persistent=False (test_perf id: use_tma-static_persistent = True-False)",
+                "constants": ["TILE_SIZE_M", "TILE_SIZE_N", "TILE_SIZE_K"],
+                "autotune_configs": _MM_NP_CONFIGS,
+            },
+            {
+                "variant_name": "static_persistent",
+                "kernel_function": "_static_persistent_matmul_kernel",
+                "id_marker": "True-True-",
+                "dispatch_condition": "static_persistent=True (test_perf id: use_tma-static_persistent = True-True)",
+                "constants": [
+                    "TILE_SIZE_M",
+                    "TILE_SIZE_N",
+                    "TILE_SIZE_K",
+                    "TRANSPOSE_A",
+                    "TRANSPOSE_B",
+                    "GROUP_SIZE_M",
+                    "LOAD_LATENCY",
+                ],
+                "autotune_configs": _MM_SP_CONFIGS,
+            },
         ),
-        correctness_reference={"function": _MM_REF, "source": "tests/ops/test_matmul.py::Test_Matmul::reference"},
-        correctness_tolerance={"f16": {"atol": 1e-2, "rtol": 1e-2},
-                               "source": "tests/ops/test_matmul.py::test_perf assertCorrectness(atol=1e-2, rtol=1e-2)"},
-        autotune={"autotune_backends": ["cutile"],
-                  "autotune_key": ["M", "N", "K", "dtype", "static_persistent", "transpose_a", "transpose_b"],
-                  "autotune_configs": _MM_SP_CONFIGS + _MM_NP_CONFIGS},
-        notes=("Reference configs: src/tilegym/ops/cutile/matmul.py _matmul_autotune_configs / "
-               "_static_persistent_matmul_autotune_configs, sm_90 takes the last (sm100+) branch of both. "
-               "best_config = the specialization constants in the entry symbol of the kernel CUPTI recorded "
-               "for the cuTile runs (e.g. ..._I128_I128_I64_... = TILE 128x128x64). The cutile-rs wrapper "
-               "(src/tilegym/ops/cutile_rs/matmul.py) has 4 configs per variant, marked 'for sm100'."),
+        correctness_reference={
+            "function": _MM_REF,
+            "source": "tests/ops/test_matmul.py::Test_Matmul::reference",
+        },
+        correctness_tolerance={
+            "f16": {"atol": 1e-2, "rtol": 1e-2},
+            "source": "tests/ops/test_matmul.py::test_perf assertCorrectness(atol=1e-2, rtol=1e-2)",
+        },
+        autotune={
+            "autotune_backends": ["cutile"],
+            "autotune_key": ["M", "N", "K", "dtype", "static_persistent", "transpose_a", "transpose_b"],
+            "autotune_configs": _MM_SP_CONFIGS + _MM_NP_CONFIGS,
+        },
+        notes=(
+            "Reference configs: src/tilegym/ops/cutile/matmul.py _matmul_autotune_configs / "
+            "_static_persistent_matmul_autotune_configs, sm_90 takes the last (sm100+) branch of both. "
+            "best_config = the specialization constants in the entry symbol of the kernel CUPTI recorded "
+            "for the cuTile runs (e.g. ..._I128_I128_I64_... = TILE 128x128x64). The cutile-rs wrapper "
+            "(src/tilegym/ops/cutile_rs/matmul.py) has 4 configs per variant, marked 'for sm100'."
+        ),
     ),
 )
 
@@ -146,7 +218,7 @@ def _best_config(entry: str | None, constants: list[str]) -> dict[str, Any] | No
     tiles = [c for c in constants if c.startswith("TILE_SIZE_")]
     if len(ints) < len(tiles):
         return None
-    return dict(zip(tiles, (int(x) for x in ints[:len(tiles)]), strict=True))
+    return dict(zip(tiles, (int(x) for x in ints[: len(tiles)]), strict=True))
 
 
 def assemble_one(raw_root: Path, facts: KernelFacts, dest_root: Path) -> Path:
@@ -161,16 +233,24 @@ def assemble_one(raw_root: Path, facts: KernelFacts, dest_root: Path) -> Path:
     shutil.copyfile(cand_log, out.agent_logs_dir / "perf_cutile_rs.full.txt")
     shutil.copyfile(src.session_json, out.session_json)
     shutil.copyfile(src.launches_json, out.launches_json)
-    kept = [ln for ln in src.events_jsonl.read_text(encoding="utf-8").splitlines()
-            if json.loads(ln).get("event") != "launches"]
+    kept = [
+        ln
+        for ln in src.events_jsonl.read_text(encoding="utf-8").splitlines()
+        if json.loads(ln).get("event") != "launches"
+    ]
     out.events_jsonl.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
 
     # IR per config: exactly what the runner's --dump-ir filing does
     cand = filing.plan_candidate(cand_log.read_text(encoding="utf-8"))
     base_recs = _records(src.baseline_cutile)
-    names = {r.nodeid: r.forward.kernel_name for r in base_recs.values() if r.forward and r.forward.kernel_name}
-    ref = filing.plan_reference(src.baseline_cutile.read_text(encoding="utf-8"),
-                                src.workbench_dir / "tileir_raw" / "baseline_cutile", names)
+    names = {
+        r.nodeid: r.forward.kernel_name for r in base_recs.values() if r.forward and r.forward.kernel_name
+    }
+    ref = filing.plan_reference(
+        src.baseline_cutile.read_text(encoding="utf-8"),
+        src.workbench_dir / "tileir_raw" / "baseline_cutile",
+        names,
+    )
     filing.write_filing(out.root, cand)
     filing.write_filing(out.root, ref)
     index = filing.read_index(out.root)["configs"]
@@ -183,7 +263,11 @@ def assemble_one(raw_root: Path, facts: KernelFacts, dest_root: Path) -> Path:
     per_variant: dict[str, Any] = {}
     for v in variants:
         name = v["variant_name"]
-        params = [p for p in index if p.startswith(v["id_marker"]) and "reference" in index[p] and "candidate" in index[p]]
+        params = [
+            p
+            for p in index
+            if p.startswith(v["id_marker"]) and "reference" in index[p] and "candidate" in index[p]
+        ]
         if not params:
             raise SystemExit(f"{facts.kernel}: no IR pair recorded for variant {name!r}")
         pick = params[-1]
@@ -191,7 +275,8 @@ def assemble_one(raw_root: Path, facts: KernelFacts, dest_root: Path) -> Path:
         ref_text = (out.root / index[pick]["reference"]["file"]).read_text(encoding="utf-8")
         (out.reference_dir / f"reference{suffix}.mlir").write_text(_wrap_module(ref_text), encoding="utf-8")
         (out.generated_dir / f"generated{suffix}.mlir").write_text(
-            (out.root / index[pick]["candidate"]["file"]).read_text(encoding="utf-8"), encoding="utf-8")
+            (out.root / index[pick]["candidate"]["file"]).read_text(encoding="utf-8"), encoding="utf-8"
+        )
         if name:
             medians = [base_recs[p].forward.median_ms for p in base_recs if p.startswith(v["id_marker"])]
             for p in base_recs:
@@ -201,13 +286,21 @@ def assemble_one(raw_root: Path, facts: KernelFacts, dest_root: Path) -> Path:
             if bc:
                 best[name] = bc
             per_variant[name] = {"winner": "cutile", "cutile_geomean_ms": round(_geomean(medians) or 0, 6)}
-            kernel_variants.append({k: val for k, val in v.items() if k != "id_marker"} | {
-                "reference_ir": f"reference/reference{suffix}.mlir", "reference_backend": "cutile",
-                "variant_type": "persistent" if "persistent" in name and "non" not in name else "direct"})
+            kernel_variants.append(
+                {k: val for k, val in v.items() if k != "id_marker"}
+                | {
+                    "reference_ir": f"reference/reference{suffix}.mlir",
+                    "reference_backend": "cutile",
+                    "variant_type": "persistent" if "persistent" in name and "non" not in name else "direct",
+                }
+            )
     all_medians = [r.forward.median_ms for r in base_recs.values() if r.forward]
     shapes = [{"id": f"cutile-{p}"} for p in sorted(base_recs)]
-    ref_texts = [(out.root / e["reference"]["file"]).read_text(encoding="utf-8")
-                 for e in index.values() if "reference" in e]
+    ref_texts = [
+        (out.root / e["reference"]["file"]).read_text(encoding="utf-8")
+        for e in index.values()
+        if "reference" in e
+    ]
     analysis: dict[str, Any] = {
         "kernel_name": facts.kernel,
         "source": facts.source,
@@ -218,13 +311,16 @@ def assemble_one(raw_root: Path, facts: KernelFacts, dest_root: Path) -> Path:
         "reference_backend": "cutile",
         "reference_backend_selection": {
             "method": "CUPTI geomean over the recorded test_perf configs (median ms); Triton-TileIR has no "
-                      "implementation of this op in TileGym",
+            "implementation of this op in TileGym",
             "cutile_geomean_ms": round(_geomean(all_medians) or 0, 6),
             "cutile_geo_mean_ms": round(_geomean(all_medians) or 0, 6),
-            "triton_tileir_geomean_ms": None, "winner": "cutile",
+            "triton_tileir_geomean_ms": None,
+            "winner": "cutile",
             **({"per_variant": per_variant} if per_variant else {}),
         },
-        "test_perf_configs": {"all": {"test": facts.test, "k_filter": "cutile and not cutile_rs", "shapes": shapes}},
+        "test_perf_configs": {
+            "all": {"test": facts.test, "k_filter": "cutile and not cutile_rs", "shapes": shapes}
+        },
         "kernel_variants": kernel_variants,
         "correctness_reference": facts.correctness_reference,
         "correctness_tolerance": facts.correctness_tolerance,
@@ -243,15 +339,21 @@ def _ops_used(texts: list[str]) -> list[str]:
 
     ops: set[str] = set()
     for t in texts:
-        ops.update(m.group(1) for m in re.finditer(r"^\s*(?:%[\w.#]+(?:\s*,\s*%[\w.#]+)*\s*=\s*)?([a-z_][a-z0-9_]*)\b",
-                                                   t, re.M))
+        ops.update(
+            m.group(1)
+            for m in re.finditer(r"^\s*(?:%[\w.#]+(?:\s*,\s*%[\w.#]+)*\s*=\s*)?([a-z_][a-z0-9_]*)\b", t, re.M)
+        )
     return sorted(ops - {"entry", "return", "cuda_tile"})
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     ap.add_argument("raw", type=Path)
-    ap.add_argument("--dest", type=Path, default=Path(__file__).resolve().parents[1] / "cutile_workbench" / "profiles" / "tilegym" / "session")
+    ap.add_argument(
+        "--dest",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "cutile_workbench" / "profiles" / "tilegym" / "session",
+    )
     ns = ap.parse_args(argv)
     for facts in KERNELS:
         print(assemble_one(ns.raw, facts, ns.dest))

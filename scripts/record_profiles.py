@@ -60,8 +60,12 @@ def _versions() -> dict[str, Any]:
     except Exception as exc:
         info["gpu"] = f"unavailable: {exc}"
     try:
-        smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         info["nvidia_smi"] = smi.stdout.strip()
         info["driver"] = smi.stdout.strip().split(", ")[1] if smi.stdout.count(",") >= 1 else None
     except Exception:
@@ -72,10 +76,17 @@ def _versions() -> dict[str, Any]:
 def record_gpu(out: Path, runs: list[str], timeout_s: float) -> int:
     out.mkdir(parents=True, exist_ok=True)
     runs_meta: dict[str, Any] = {}
-    harness_env = {k: os.environ[k] for k in sorted(os.environ)
-                   if k.startswith("WORKBENCH_") or k in ("WARMUP", "REP", "MIN_REP", "MAX_REP")}
-    session: dict[str, Any] = {"recorded_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "versions": _versions(),
-                               "harness_env": harness_env, "runs": runs_meta}
+    harness_env = {
+        k: os.environ[k]
+        for k in sorted(os.environ)
+        if k.startswith("WORKBENCH_") or k in ("WARMUP", "REP", "MIN_REP", "MAX_REP")
+    }
+    session: dict[str, Any] = {
+        "recorded_at": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "versions": _versions(),
+        "harness_env": harness_env,
+        "runs": runs_meta,
+    }
     failures = 0
     for name in runs:
         suite, cls, kexpr, dump = RUNS[name]
@@ -86,21 +97,56 @@ def record_gpu(out: Path, runs: list[str], timeout_s: float) -> int:
         if dump:
             env["CUDA_TILE_DUMP_TILEIR"] = str(run_dir / "tileir")
         node = f"profiles/{suite}/test_{suite}.py::{cls}::test_perf"
-        cmd = [sys.executable, "-m", "pytest", node, "-k", kexpr, "-sv", "--print-record",
-               "-p", "cutile_workbench.run.plugins.perflog", "--workbench-events", str(run_dir / "events.jsonl")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            node,
+            "-k",
+            kexpr,
+            "-sv",
+            "--print-record",
+            "-p",
+            "cutile_workbench.run.plugins.perflog",
+            "--workbench-events",
+            str(run_dir / "events.jsonl"),
+        ]
         t0 = time.perf_counter()
         with open(run_dir / "log.txt", "w") as log:
             try:
-                rc = subprocess.run(cmd, cwd=ROOT / "cutile_workbench", env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    timeout=timeout_s).returncode
+                rc = subprocess.run(
+                    cmd,
+                    cwd=ROOT / "cutile_workbench",
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout_s,
+                ).returncode
             except subprocess.TimeoutExpired:
                 rc = -9
         wall = time.perf_counter() - t0
         failures += rc != 0
-        shown = ["python", "-m", "pytest", node, "-k", f'"{kexpr}"', "-sv", "--print-record",
-                 "-p", "cutile_workbench.run.plugins.perflog", "--workbench-events", "events.jsonl"]
-        meta = {"cmd": " ".join(shown), "rc": rc, "wall_s": round(wall, 2), "MAX_REP": env["MAX_REP"],
-                "CUDA_TILE_DUMP_TILEIR": bool(dump)}
+        shown = [
+            "python",
+            "-m",
+            "pytest",
+            node,
+            "-k",
+            f'"{kexpr}"',
+            "-sv",
+            "--print-record",
+            "-p",
+            "cutile_workbench.run.plugins.perflog",
+            "--workbench-events",
+            "events.jsonl",
+        ]
+        meta = {
+            "cmd": " ".join(shown),
+            "rc": rc,
+            "wall_s": round(wall, 2),
+            "MAX_REP": env["MAX_REP"],
+            "CUDA_TILE_DUMP_TILEIR": bool(dump),
+        }
         (run_dir / "cmd.json").write_text(json.dumps(meta, indent=1))
         runs_meta[name] = meta
         print(f"[record] {name}: rc={rc} wall={wall:.1f}s", flush=True)

@@ -10,7 +10,8 @@ import importlib.util
 from pathlib import Path
 
 _spec = importlib.util.spec_from_file_location(
-    "fake_tilegym", Path(__file__).parent / "fixtures" / "tilegym_tree" / "fake_tilegym.py")
+    "fake_tilegym", Path(__file__).parent / "fixtures" / "tilegym_tree" / "fake_tilegym.py"
+)
 assert _spec and _spec.loader
 fake = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fake)

@@ -32,10 +32,12 @@ SLURM_STATUS = Path(__file__).resolve().parent.parent / ".ci" / ".slurm-up.statu
 try:
     from hypothesis import HealthCheck, settings
 
-    settings.register_profile("ci", max_examples=60, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow])
-    settings.register_profile("fuzz", max_examples=10_000, deadline=None,
-                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile(
+        "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    settings.register_profile(
+        "fuzz", max_examples=10_000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 except ImportError:  # hypothesis is a dev extra; tests that need it importorskip it
     pass
@@ -65,7 +67,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if tilegym_snapshot.is_snapshot_skip(reason):
             _snapshot_skips.append(item.nodeid)
             report.outcome = "failed"
-            report.longrepr = (f"{tilegym_snapshot.REQUIRE_ENV}=1 but this TileGym-parity test skipped: {reason}")
+            report.longrepr = (
+                f"{tilegym_snapshot.REQUIRE_ENV}=1 but this TileGym-parity test skipped: {reason}"
+            )
 
 
 @functools.lru_cache(maxsize=1)
@@ -87,7 +91,11 @@ def _gpu_reason() -> str | None:
 def slurm_reason() -> str | None:
     """None when a SLURM cluster answers (or the bring-up said it is up), else why the tests skip."""
     said = SLURM_STATUS.read_text(encoding="utf-8").strip() if SLURM_STATUS.is_file() else ""
-    hint = f".ci/slurm-up.sh said: {said}" if said else "run .ci/slurm-up.sh (root or sudo) to start a one-node cluster"
+    hint = (
+        f".ci/slurm-up.sh said: {said}"
+        if said
+        else "run .ci/slurm-up.sh (root or sudo) to start a one-node cluster"
+    )
     if said.startswith("up"):
         return None
     missing = [c for c in ("sbatch", "squeue", "scancel", "sinfo") if shutil.which(c) is None]
@@ -97,7 +105,9 @@ def slurm_reason() -> str | None:
         proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"sinfo failed ({exc}); {hint}"
-    if proc.returncode != 0 or not any(s.startswith(("idle", "mix", "alloc", "comp")) for s in proc.stdout.split()):
+    if proc.returncode != 0 or not any(
+        s.startswith(("idle", "mix", "alloc", "comp")) for s in proc.stdout.split()
+    ):
         return f"no SLURM node up (sinfo: {(proc.stderr or proc.stdout).strip()[:200] or 'no nodes'}); {hint}"
     return None
 
@@ -119,8 +129,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _snapshot_skips:
-        terminalreporter.write_line(f"TileGym snapshot: {len(_snapshot_skips)} parity test(s) skipped for want of "
-                                    f"it and were failed ({tilegym_snapshot.REQUIRE_ENV}=1)", red=True)
+        terminalreporter.write_line(
+            f"TileGym snapshot: {len(_snapshot_skips)} parity test(s) skipped for want of "
+            f"it and were failed ({tilegym_snapshot.REQUIRE_ENV}=1)",
+            red=True,
+        )
     if _skipped_slurm:  # shown even with -q: a silently skipped cluster test would look like a pass
         terminalreporter.write_line(f"SLURM: {len(_skipped_slurm)} slurm test(s) skipped: {slurm_reason()}")
 
@@ -136,7 +149,7 @@ def _private_user_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 def _kind_dirs_on_path() -> None:
     import sys
 
-    for kind in ('fuzz', 'golden', 'gpu', 'slurm', 'tui', 'unit'):
+    for kind in ("fuzz", "golden", "gpu", "slurm", "tui", "unit"):
         path = str(Path(__file__).resolve().parent / kind)
         if path not in sys.path:
             sys.path.append(path)

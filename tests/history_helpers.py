@@ -41,26 +41,59 @@ def utc(text: str) -> float:
     return float(calendar.timegm(time.strptime(text, "%Y-%m-%d %H:%M")))
 
 
-def snapshot(at: float, *, sm: int = 1980, reasons: tuple[str, ...] = (), power_violation_ns: int = 0) -> ClockSnapshot:
+def snapshot(
+    at: float, *, sm: int = 1980, reasons: tuple[str, ...] = (), power_violation_ns: int = 0
+) -> ClockSnapshot:
     """SYNTHETIC NVML reading of a busy H200 (clocks as gpu.md measured them)."""
     return ClockSnapshot(at, sm, 3201, sm, 1980, reasons, 41, 312.0, 700.0, 0, power_violation_ns, 0)
 
 
-def provenance(at: float, *, driver: str = "580.159.04", sm_end: int = 1980, throttle: tuple[str, ...] = (),
-               uuid: str = "GPU-8a1b2c3d-synthetic") -> Provenance:
+def provenance(
+    at: float,
+    *,
+    driver: str = "580.159.04",
+    sm_end: int = 1980,
+    throttle: tuple[str, ...] = (),
+    uuid: str = "GPU-8a1b2c3d-synthetic",
+) -> Provenance:
     """SYNTHETIC live provenance of one run on the H200 (``throttle``: clock-event reasons at the end)."""
-    gpu = GpuIdentity(name="NVIDIA H200", uuid=uuid, pci_bus_id="00000000:19:00.0", driver_version=driver,
-                      cuda_driver_version="13.0", mig_mode="disabled", mig_pending="disabled",
-                      selected_by="CUDA_VISIBLE_DEVICES unset (synthetic)")
-    return Provenance(source="live", gpu=gpu, before=snapshot(at), after=snapshot(at + 60, sm=sm_end, reasons=throttle),
-                      harness=HarnessInfo("workbench", {"DISABLE_FALLBACK": "1"}), tilegym_commit="75a1430" + "0" * 33,
-                      cutile_rs_lib_sha256="32638302f6eb1d6c8ee4c1d33d21ae403acbdeb73306c12b1beb98f8c05cee4b",
-                      workbench_version="0.1.0", host="h200-node", python="3.12.3", torch="2.11.0+cu130",
-                      started_at=at, finished_at=at + 60)
+    gpu = GpuIdentity(
+        name="NVIDIA H200",
+        uuid=uuid,
+        pci_bus_id="00000000:19:00.0",
+        driver_version=driver,
+        cuda_driver_version="13.0",
+        mig_mode="disabled",
+        mig_pending="disabled",
+        selected_by="CUDA_VISIBLE_DEVICES unset (synthetic)",
+    )
+    return Provenance(
+        source="live",
+        gpu=gpu,
+        before=snapshot(at),
+        after=snapshot(at + 60, sm=sm_end, reasons=throttle),
+        harness=HarnessInfo("workbench", {"DISABLE_FALLBACK": "1"}),
+        tilegym_commit="75a1430" + "0" * 33,
+        cutile_rs_lib_sha256="32638302f6eb1d6c8ee4c1d33d21ae403acbdeb73306c12b1beb98f8c05cee4b",
+        workbench_version="0.1.0",
+        host="h200-node",
+        python="3.12.3",
+        torch="2.11.0+cu130",
+        started_at=at,
+        finished_at=at + 60,
+    )
 
 
-def derived_entry(base: list[ConfigResult], *, kernel: str, tag: str, at: float, prov: Provenance,
-                  scale: Mapping[str, float] | None = None, seed: int = 0) -> RunEntry:
+def derived_entry(
+    base: list[ConfigResult],
+    *,
+    kernel: str,
+    tag: str,
+    at: float,
+    prov: Provenance,
+    scale: Mapping[str, float] | None = None,
+    seed: int = 0,
+) -> RunEntry:
     """SYNTHETIC run from a real run's configs: samples resampled with replacement, times ``scale[params]``."""
     rng = random.Random(seed)
     configs = []
@@ -70,9 +103,18 @@ def derived_entry(base: list[ConfigResult], *, kernel: str, tag: str, at: float,
         median = sorted(samples)[len(samples) // 2] if samples else c.median_ms * factor
         configs.append(replace(c, samples_ms=samples, median_ms=median))
     key = hashlib.sha256(f"synthetic:{kernel}:{tag}".encode()).hexdigest()
-    return RunEntry(run_key=key, kernel=kernel, role="candidate", source="live", recorded_at=at,
-                    recorded_at_origin="provenance event", provenance=prov, configs=tuple(configs),
-                    log_path=f"synthetic/{tag}.txt", log_sha256=key)
+    return RunEntry(
+        run_key=key,
+        kernel=kernel,
+        role="candidate",
+        source="live",
+        recorded_at=at,
+        recorded_at_origin="provenance event",
+        provenance=prov,
+        configs=tuple(configs),
+        log_path=f"synthetic/{tag}.txt",
+        log_sha256=key,
+    )
 
 
 def copy_matmul(out_root: Path) -> KernelPaths:
@@ -99,10 +141,27 @@ def matmul_with_followups(out_root: Path) -> KernelPaths:
     with store:
         base = candidate_configs(store)
         week2, week3 = utc("2026-12-08 10:00"), utc("2026-12-15 10:00")
-        store.add(derived_entry(base, kernel="matmul", tag="week2", at=week2, prov=provenance(week2),
-                                scale={SP_2048: 0.80}, seed=2))
-        store.add(derived_entry(base, kernel="matmul", tag="week3", at=week3,
-                                prov=provenance(week3, driver="590.44.01", sm_end=1755, throttle=("sw_power_cap",)),
-                                scale={SP_2048: 0.80 * 1.12}, seed=3))
+        store.add(
+            derived_entry(
+                base,
+                kernel="matmul",
+                tag="week2",
+                at=week2,
+                prov=provenance(week2),
+                scale={SP_2048: 0.80},
+                seed=2,
+            )
+        )
+        store.add(
+            derived_entry(
+                base,
+                kernel="matmul",
+                tag="week3",
+                at=week3,
+                prov=provenance(week3, driver="590.44.01", sm_end=1755, throttle=("sw_power_cap",)),
+                scale={SP_2048: 0.80 * 1.12},
+                seed=3,
+            )
+        )
     assert (paths.workbench_dir / HISTORY_FILE).is_file()
     return paths

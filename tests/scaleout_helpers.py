@@ -156,16 +156,24 @@ def faults_suite(root: Path) -> Path:
     return suite
 
 
-def role_runs(suite: Path, backends: dict[str, str], *, env: dict[str, str] | None = None,
-              **spec_kw: object) -> tuple[RoleRun, ...]:
+def role_runs(
+    suite: Path, backends: dict[str, str], *, env: dict[str, str] | None = None, **spec_kw: object
+) -> tuple[RoleRun, ...]:
     """``{backend: role}`` → RoleRuns of the suite's ``test_rms_norm.py`` (fast children: no autoload)."""
     runs = []
     for backend, role in backends.items():
         token = id_token(backend)
-        spec = RunSpec(kernel="rms_norm", test_target="test_rms_norm.py", cwd=suite, role=role,  # type: ignore[arg-type]
-                       k_expr=backend_k_expr(token), backend_token=token,
-                       env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})},
-                       extra_args=("-p", "visible_header"), **spec_kw)  # type: ignore[arg-type]
+        spec = RunSpec(
+            kernel="rms_norm",
+            test_target="test_rms_norm.py",
+            cwd=suite,
+            role=role,  # type: ignore[arg-type]
+            k_expr=backend_k_expr(token),
+            backend_token=token,
+            env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})},
+            extra_args=("-p", "visible_header"),
+            **spec_kw,
+        )  # type: ignore[arg-type]
         runs.append(RoleRun(backend=backend, role=role, spec=spec))  # type: ignore[arg-type]
     return tuple(runs)
 
@@ -212,7 +220,9 @@ class CancelOnceAllStarted:
         self.started: set[int] = set()
 
     def __call__(self, ev: Event) -> None:
-        if ev.event in ("shard_start", "session_start") or (ev.event == "scaleout_shard_state" and ev.get("pid")):
+        if ev.event in ("shard_start", "session_start") or (
+            ev.event == "scaleout_shard_state" and ev.get("pid")
+        ):
             self.pids.append(ev["pid"])
         if ev.event == "test_start":
             self.started.add(ev["shard"])
@@ -220,9 +230,16 @@ class CancelOnceAllStarted:
                 self.cancel.set()
 
 
-def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, str], shards: int = 2,
-                               timeout_s: float = 60.0, *, streams: str = "rms_norm/workbench/shards/*/*/progress.jsonl",
-                               sig: int | None = None) -> tuple[int, str, list[int]]:
+def interrupt_cli_once_running(
+    argv: list[str],
+    out_root: Path,
+    env: dict[str, str],
+    shards: int = 2,
+    timeout_s: float = 60.0,
+    *,
+    streams: str = "rms_norm/workbench/shards/*/*/progress.jsonl",
+    sig: int | None = None,
+) -> tuple[int, str, list[int]]:
     """Run the real CLI, send it ``sig`` (default SIGINT: a Ctrl-C) once each of ``shards`` event streams
     (``streams``, a glob under ``out_root``: the shards' progress files, or a single run's
     ``workbench/runs/*.events.*.jsonl``) started a test, wait for it.
@@ -235,8 +252,13 @@ def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, s
     import sys
     import time
 
-    proc = subprocess.Popen([sys.executable, "-m", "cutile_workbench", *argv], env={**os.environ, **env},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cutile_workbench", *argv],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + timeout_s
     found: list[Path] = []
     while time.monotonic() < deadline and proc.poll() is None:
@@ -246,6 +268,10 @@ def interrupt_cli_once_running(argv: list[str], out_root: Path, env: dict[str, s
         time.sleep(0.2)
     proc.send_signal(signal.SIGINT if sig is None else sig)
     _, err = proc.communicate(timeout=timeout_s)
-    pids = [e.get("pid") for p in found for e in read_events(p, allow_truncated_tail=True)
-            if e.event in ("shard_start", "session_start")]
+    pids = [
+        e.get("pid")
+        for p in found
+        for e in read_events(p, allow_truncated_tail=True)
+        if e.event in ("shard_start", "session_start")
+    ]
     return proc.returncode, err, [p for p in pids if isinstance(p, int)]

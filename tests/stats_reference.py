@@ -40,8 +40,14 @@ def percentile(sorted_vals: Sequence[float], q: float) -> float:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
-def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *, n_boot: int = 2000,
-                    seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
+def median_ratio_ci(
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
     num, den = sorted(numerator), sorted(denominator)
     if len(num) < 2 or len(den) < 2 or not all(_valid(x) for x in (*num, *den)) or n_boot <= 0:
         return None
@@ -91,9 +97,9 @@ def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float
     if not ties and n1 * n2 <= EXACT_MAX_PAIRS:
         counts = _exact_counts(min(n1, n2), max(n1, n2))
         total = math.comb(n1 + n2, n1)
-        return u1, min(1.0, 2 * sum(counts[int(big):]) / total), "exact", ties
+        return u1, min(1.0, 2 * sum(counts[int(big) :]) / total), "exact", ties
     n = n1 + n2
-    tie_term = sum(g ** 3 - g for g in groups) / (n * (n - 1)) if n > 1 else 0.0
+    tie_term = sum(g**3 - g for g in groups) / (n * (n - 1)) if n > 1 else 0.0
     var = n1 * n2 / 12 * ((n + 1) - tie_term)
     if var <= 0:
         return u1, 1.0, "normal", ties

@@ -58,7 +58,9 @@ def is_snapshot_skip(reason: str) -> bool:
     return SKIP_MARK in reason
 
 
-def ensure_snapshot(tarball: Path | None = None, fetched: Path = FETCHED, required: bool | None = None) -> Path | None:
+def ensure_snapshot(
+    tarball: Path | None = None, fetched: Path = FETCHED, required: bool | None = None
+) -> Path | None:
     """Unpack the snapshot into ``fetched`` unless it is there; its path, or None when unavailable.
 
     Raises ``SnapshotUnavailable`` when ``required`` (default: the environment says so) and the
@@ -71,8 +73,10 @@ def ensure_snapshot(tarball: Path | None = None, fetched: Path = FETCHED, requir
     tarball = tarball or tarball_path()
     if not tarball.is_file():
         if required:
-            raise SnapshotUnavailable(f"TileGym snapshot required ({REQUIRE_ENV}=1) but {snapshot} is absent "
-                                      f"and {tarball} does not exist (set {TARBALL_ENV})")
+            raise SnapshotUnavailable(
+                f"TileGym snapshot required ({REQUIRE_ENV}=1) but {snapshot} is absent "
+                f"and {tarball} does not exist (set {TARBALL_ENV})"
+            )
         return None
     fetched.mkdir(parents=True, exist_ok=True)
     # Unpack beside the target and rename when complete: a killed run or a second pytest process
@@ -81,10 +85,19 @@ def ensure_snapshot(tarball: Path | None = None, fetched: Path = FETCHED, requir
     try:
         with tarfile.open(tarball, "r:xz") as tar:
             members = tar.getmembers()
-            bad = [m.name for m in members if Path(m.name).parts[:1] != ("TileGym",) or ".." in Path(m.name).parts
-                   or m.issym() or m.islnk() or m.isdev()]
+            bad = [
+                m.name
+                for m in members
+                if Path(m.name).parts[:1] != ("TileGym",)
+                or ".." in Path(m.name).parts
+                or m.issym()
+                or m.islnk()
+                or m.isdev()
+            ]
             if bad:
-                raise SnapshotUnavailable(f"{tarball}: unexpected member {bad[0]!r} (only plain TileGym/ files allowed)")
+                raise SnapshotUnavailable(
+                    f"{tarball}: unexpected member {bad[0]!r} (only plain TileGym/ files allowed)"
+                )
             # members vetted above (no links, no '..'); the "data" filter where this Python has it
             # (3.11.4+) re-checks that and avoids 3.12+'s warning about the unfiltered default
             if hasattr(tarfile, "data_filter"):

@@ -22,14 +22,27 @@ from cutile_workbench.tui.ir_rows import build_ir_pair
 def fake_plan(stage: str, kernel_dir: Path, ok: bool = True) -> ReportPlan:
     """A plan shaped like E's (synthetic content) — used where report_e is not the unit under test."""
     body = "VERDICT: INVESTIGATE\n\n## Performance Results: rms_norm\n\n| Config | ratio |\n|---|---|\n| a | 1.87x |\n"
-    return ReportPlan(stage=stage, kernel="rms_norm", kernel_dir=kernel_dir,  # type: ignore[arg-type]
-                      files=[PlannedFile("reports/performance.md", body)], verdict="INVESTIGATE",
-                      validator_output="$ validate_agent_e.sh rms_norm\nOK\nexit=0" if ok else
-                      "$ validate_agent_e.sh rms_norm\nERROR: no table\nexit=1", ok=ok)
+    return ReportPlan(
+        stage=stage,
+        kernel="rms_norm",
+        kernel_dir=kernel_dir,  # type: ignore[arg-type]
+        files=[PlannedFile("reports/performance.md", body)],
+        verdict="INVESTIGATE",
+        validator_output="$ validate_agent_e.sh rms_norm\nOK\nexit=0"
+        if ok
+        else "$ validate_agent_e.sh rms_norm\nERROR: no table\nexit=1",
+        ok=ok,
+    )
 
 
-def make_data(*, ir_lines: int = 120, runner: Any = None, plan_ok: bool = True,
-              kernel_dir: Path | None = None, writes: list[ReportPlan] | None = None) -> AppData:
+def make_data(
+    *,
+    ir_lines: int = 120,
+    runner: Any = None,
+    plan_ok: bool = True,
+    kernel_dir: Path | None = None,
+    writes: list[ReportPlan] | None = None,
+) -> AppData:
     table = syn.pinned_table()
     kdir = kernel_dir or Path("/nonexistent/rms_norm")
 
@@ -41,15 +54,27 @@ def make_data(*, ir_lines: int = 120, runner: Any = None, plan_ok: bool = True,
         return WriteResult(written=[kdir / f.relpath for f in plan.files])
 
     return AppData(
-        kernel="rms_norm", source="synthetic", gpu="NVIDIA H200, 580.159.04", table=table,
-        launch_sets=syn.pinned_launch_sets(table), candidate_backend="cutile",
-        ir_pairs=[build_ir_pair("rms_norm", syn.ir_text(ir_lines), syn.ir_text(ir_lines, generated=True),
-                                ref_label="reference.mlir", gen_label="generated_canon.mlir")],
+        kernel="rms_norm",
+        source="synthetic",
+        gpu="NVIDIA H200, 580.159.04",
+        table=table,
+        launch_sets=syn.pinned_launch_sets(table),
+        candidate_backend="cutile",
+        ir_pairs=[
+            build_ir_pair(
+                "rms_norm",
+                syn.ir_text(ir_lines),
+                syn.ir_text(ir_lines, generated=True),
+                ref_label="reference.mlir",
+                gen_label="generated_canon.mlir",
+            )
+        ],
         plan_report=lambda stage: fake_plan(stage, kdir, plan_ok),
         write_report=write,
         read_existing=lambda plan: {f.relpath: None for f in plan.files},
         runner=runner,
-        probes=syn.pinned_probes(), sol=syn.pinned_sol(table),
+        probes=syn.pinned_probes(),
+        sol=syn.pinned_sol(table),
     )
 
 
@@ -62,8 +87,9 @@ class ScriptedRunner:
         self.block = block
         self.calls: list[list[str]] = []
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
-                 cancel: threading.Event) -> int:
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> int:
         self.calls.append([r.params for r in rows])
         for ev in self.events:
             if cancel.is_set():

@@ -236,7 +236,8 @@ class _Reader:
             per[str(name)] = VariantSelection(
                 winner=self.opt_str(entry, "winner", k),
                 cutile_geomean_ms=self.opt_num(entry, "cutile_geomean_ms", k)
-                if "cutile_geomean_ms" in entry else self.opt_num(entry, "cutile_geo_mean_ms", k),
+                if "cutile_geomean_ms" in entry
+                else self.opt_num(entry, "cutile_geo_mean_ms", k),
                 triton_tileir_geomean_ms=self.opt_num(entry, "triton_tileir_geomean_ms", k),
                 note=self.opt_str(entry, "note", k),
             )
@@ -244,7 +245,8 @@ class _Reader:
             winner=self.opt_str(v, "winner", f"{key}."),
             method=self.opt_str(v, "method", f"{key}."),
             cutile_geomean_ms=self.opt_num(v, "cutile_geomean_ms", f"{key}.")
-            if "cutile_geomean_ms" in v else self.opt_num(v, "cutile_geo_mean_ms", f"{key}."),
+            if "cutile_geomean_ms" in v
+            else self.opt_num(v, "cutile_geo_mean_ms", f"{key}."),
             triton_tileir_geomean_ms=self.opt_num(v, "triton_tileir_geomean_ms", f"{key}."),
             per_variant=per,
         )
@@ -263,15 +265,17 @@ class _Reader:
             name = entry.get("variant_name")
             if not isinstance(name, str) or not name:
                 raise self.err(f"{k}.variant_name", "required non-empty string")
-            out.append(KernelVariant(
-                variant_name=name,
-                kernel_function=self.opt_str(entry, "kernel_function", f"{k}."),
-                reference_ir=self.opt_str(entry, "reference_ir", f"{k}."),
-                dispatch_condition=self.opt_str(entry, "dispatch_condition", f"{k}."),
-                reference_backend=self.opt_str(entry, "reference_backend", f"{k}."),
-                variant_type=self.opt_str(entry, "variant_type", f"{k}."),
-                autotune_configs=self.configs(entry.get("autotune_configs"), f"{k}.autotune_configs"),
-            ))
+            out.append(
+                KernelVariant(
+                    variant_name=name,
+                    kernel_function=self.opt_str(entry, "kernel_function", f"{k}."),
+                    reference_ir=self.opt_str(entry, "reference_ir", f"{k}."),
+                    dispatch_condition=self.opt_str(entry, "dispatch_condition", f"{k}."),
+                    reference_backend=self.opt_str(entry, "reference_backend", f"{k}."),
+                    variant_type=self.opt_str(entry, "variant_type", f"{k}."),
+                    autotune_configs=self.configs(entry.get("autotune_configs"), f"{k}.autotune_configs"),
+                )
+            )
         return tuple(out)
 
 

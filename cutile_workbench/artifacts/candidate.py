@@ -26,8 +26,9 @@ def run_token(session: Mapping[str, Any] | None) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
-def resolve_candidate_backend(session: Mapping[str, Any] | None, candidate_log: PerfLog | None,
-                      explicit: str | None = None) -> str | None:
+def resolve_candidate_backend(
+    session: Mapping[str, Any] | None, candidate_log: PerfLog | None, explicit: str | None = None
+) -> str | None:
     """The candidate backend (record key) by the module contract's order."""
     if explicit:
         return explicit

@@ -61,12 +61,12 @@ def check_kernel_name(kernel: object) -> str:
     if not isinstance(kernel, str):
         raise UnsafePath(f"kernel name {kernel!r} is not a string", key="kernel")
     if len(kernel) > KERNEL_NAME_MAX:
-        raise UnsafePath(f"kernel name is {len(kernel)} characters long (limit {KERNEL_NAME_MAX})", key="kernel")
+        raise UnsafePath(
+            f"kernel name is {len(kernel)} characters long (limit {KERNEL_NAME_MAX})", key="kernel"
+        )
     if not KERNEL_NAME_RE.fullmatch(kernel) or kernel in (".", ".."):
         raise UnsafePath(f"kernel name {kernel!r} is not a plain identifier ([A-Za-z0-9_.-]+)", key="kernel")
     return kernel
-
-
 
 
 def confine_read(kernel_dir: Path | str, path: Path | str) -> Path:
@@ -85,14 +85,19 @@ def confine_write(kernel_dir: Path | str, path: Path | str) -> Path:
     for name in ("reports", WORKBENCH_DIR):  # the area itself must not be a link out of the kernel dir
         area = Path(kernel_dir) / name
         if os.path.realpath(area) != os.path.join(root_real, name) and _under(real, os.path.realpath(area)):
-            raise UnsafePath(f"refused: {name}/ resolves outside the kernel dir (to {os.path.realpath(area)})",
-                             path=str(area))
+            raise UnsafePath(
+                f"refused: {name}/ resolves outside the kernel dir (to {os.path.realpath(area)})",
+                path=str(area),
+            )
     if any(_under(real, a) and real != a for a in areas):
         return Path(path)
     if os.path.dirname(real) == root_real and TOP_LEVEL_WRITES.fullmatch(os.path.basename(real)):
         return Path(path)
-    raise UnsafePath(f"refused: write target resolves outside the kernel dir's write areas (reports/, "
-                     f"workbench/, E's perf logs) of {kernel_dir} (to {real})", path=str(path))
+    raise UnsafePath(
+        f"refused: write target resolves outside the kernel dir's write areas (reports/, "
+        f"workbench/, E's perf logs) of {kernel_dir} (to {real})",
+        path=str(path),
+    )
 
 
 def recorded_sessions_dir() -> Path | None:
@@ -110,8 +115,9 @@ def in_recorded_sessions(path: Path | str) -> bool:
     return base is not None and is_inside(path, base)
 
 
-def read_regular(path: Path | str, *, kind: str, kernel_dir: Path | str | None = None,
-                 cap: int | None = None) -> bytes:
+def read_regular(
+    path: Path | str, *, kind: str, kernel_dir: Path | str | None = None, cap: int | None = None
+) -> bytes:
     """The bytes of one input file after the checks of the module contract (``InputError``/``UnsafePath``)."""
     p = Path(path)
     limit = cap if cap is not None else SIZE_CAPS.get(kind, SIZE_CAPS["JSON"])
@@ -124,10 +130,13 @@ def read_regular(path: Path | str, *, kind: str, kernel_dir: Path | str | None =
     except OSError as exc:
         raise InputError(f"cannot read {kind}: {exc.strerror or exc}", path=str(p)) from None
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{kind} is not a regular file ({_file_type(st.st_mode)}): refused unread", path=str(p))
+        raise InputError(
+            f"{kind} is not a regular file ({_file_type(st.st_mode)}): refused unread", path=str(p)
+        )
     if st.st_size > limit:
-        raise InputError(f"{kind} is {st.st_size:,} bytes, over the {limit:,}-byte limit: refused unread",
-                         path=str(p))
+        raise InputError(
+            f"{kind} is {st.st_size:,} bytes, over the {limit:,}-byte limit: refused unread", path=str(p)
+        )
     try:
         fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
@@ -135,8 +144,9 @@ def read_regular(path: Path | str, *, kind: str, kernel_dir: Path | str | None =
     try:
         st2 = os.fstat(fd)
         if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
-            raise InputError(f"{kind} changed while opening it (now {_file_type(st2.st_mode)}): refused",
-                             path=str(p))
+            raise InputError(
+                f"{kind} changed while opening it (now {_file_type(st2.st_mode)}): refused", path=str(p)
+            )
         chunks: list[bytes] = []
         total = 0
         while True:
@@ -146,7 +156,9 @@ def read_regular(path: Path | str, *, kind: str, kernel_dir: Path | str | None =
             chunks.append(chunk)
             total += len(chunk)
             if total > limit:
-                raise InputError(f"{kind} grew past the {limit:,}-byte limit while reading: refused", path=str(p))
+                raise InputError(
+                    f"{kind} grew past the {limit:,}-byte limit while reading: refused", path=str(p)
+                )
     except OSError as exc:
         raise InputError(f"cannot read {kind}: {exc.strerror or exc}", path=str(p)) from None
     finally:
@@ -154,8 +166,9 @@ def read_regular(path: Path | str, *, kind: str, kernel_dir: Path | str | None =
     return b"".join(chunks)
 
 
-def read_regular_text(path: Path | str, *, kind: str, kernel_dir: Path | str | None = None,
-                      cap: int | None = None) -> str:
+def read_regular_text(
+    path: Path | str, *, kind: str, kernel_dir: Path | str | None = None, cap: int | None = None
+) -> str:
     """:func:`read_regular` decoded as UTF-8; invalid UTF-8 is an ``InputError`` naming file and line."""
     data = read_regular(path, kind=kind, kernel_dir=kernel_dir, cap=cap)
     try:
@@ -166,8 +179,14 @@ def read_regular_text(path: Path | str, *, kind: str, kernel_dir: Path | str | N
 
 
 def _file_type(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISREG, "a regular file")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISREG, "a regular file"),
+    ):
         if test(mode):
             return name
     return "a special file"

@@ -46,7 +46,6 @@ def _read(path: Path) -> bytes:
         return b"\0unreadable"  # the parser raises the located error on a miss
 
 
-
 def module_source(name: str) -> bytes:
     """The source bytes of module ``name`` (b"" when it has none): part of a cache key."""
     spec = importlib.util.find_spec(name)
@@ -88,12 +87,12 @@ def _store(path: Path, data: bytes) -> None:
         pass
 
 
-
-
 _DERIVED: dict[str, bytes] = {}
 
 
-def cached_derivation(kind: str, inputs: list[Path], extra: str, modules: list[str], compute: Callable[[], T]) -> T:
+def cached_derivation(
+    kind: str, inputs: list[Path], extra: str, modules: list[str], compute: Callable[[], T]
+) -> T:
     """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the source of ``modules``):
     kept in memory and in ``<user cache>/<kind>/<key>.pickle`` like E's table (workbench dataclasses
     only; a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement

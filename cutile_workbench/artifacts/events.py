@@ -101,7 +101,7 @@ def clip_longrepr(text: str, limit: int = LONGREPR_LIMIT) -> str:
     head = limit // 4
     note = f"\n[... {len(text) - limit} characters omitted by cutile-workbench ...]\n"
     tail = limit - head - len(note)
-    return text[:head] + note + text[len(text) - tail:]
+    return text[:head] + note + text[len(text) - tail :]
 
 
 def encode_event(kind: str, ts: float | None = None, **fields: Any) -> str:
@@ -213,7 +213,9 @@ def _check_fields(kind: str, obj: Mapping[str, Any], src: str, lineno: int) -> N
             want = "/".join(t.__name__ for t in types)
             raise InputError(
                 f"event '{kind}' field '{key}' must be {want}, got {type(value).__name__}",
-                path=src, line=lineno, key=key,
+                path=src,
+                line=lineno,
+                key=key,
             )
 
 
@@ -251,8 +253,7 @@ def read_events(
         is_open_tail = lineno == last and not line.endswith("\n")
         try:
             if len(line) > MAX_LINE_CHARS:
-                raise InputError(f"event line longer than {MAX_LINE_CHARS} characters", path=src,
-                                 line=lineno)
+                raise InputError(f"event line longer than {MAX_LINE_CHARS} characters", path=src, line=lineno)
             events.append(_parse_line(stripped, src, lineno))
         except InputError:
             if allow_truncated_tail and is_open_tail:
@@ -265,7 +266,9 @@ def _parse_line(text: str, src: str, lineno: int) -> Event:
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError or a > 4300-digit int
-        msg = getattr(exc, "msg", None) or ("nesting too deep" if isinstance(exc, RecursionError) else str(exc))
+        msg = getattr(exc, "msg", None) or (
+            "nesting too deep" if isinstance(exc, RecursionError) else str(exc)
+        )
         raise InputError(f"malformed event line (not JSON: {msg})", path=src, line=lineno) from None
     if not isinstance(obj, dict):
         raise InputError("malformed event line (not a JSON object)", path=src, line=lineno)

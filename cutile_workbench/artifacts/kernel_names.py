@@ -24,7 +24,7 @@ def short_name(name: str) -> str:
     """A readable short form of ``name`` (see the module contract); ``name`` itself when already short."""
     m = _CUTILE_SPECIALIZATION.match(name)
     if m:
-        constants = _INT_CONSTANT.findall(name[m.end("base"):])
+        constants = _INT_CONSTANT.findall(name[m.end("base") :])
         return f"{m.group('base')} [{' '.join(constants)}]" if constants else m.group("base")
     return short_kernel_name(name)
 
@@ -42,7 +42,7 @@ def _itanium_ids(name: str) -> list[str]:
             i += 1
             continue
         n, j = int(m.group(1)), m.end()
-        ident = name[j:j + n]
+        ident = name[j : j + n]
         if n > 0 and len(ident) == n and re.fullmatch(r"[A-Za-z_]\w*", ident):
             out.append(ident)
             i = j + n

@@ -111,7 +111,13 @@ def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]
             source, calls = item.entry.source, item.entry.calls
         else:
             payload = _set_payload(item)
-            nodeid, backend, params, source, calls = item.nodeid, item.backend, item.params, item.source, len(item.calls)
+            nodeid, backend, params, source, calls = (
+                item.nodeid,
+                item.backend,
+                item.params,
+                item.source,
+                len(item.calls),
+            )
         member = _member((b"," if i else b"") + payload)
         entries.append(Entry(nodeid, backend, params, source, calls, out.tell(), len(member)))
         out.write(member)
@@ -120,8 +126,12 @@ def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]
 
 
 def _index_doc(entries: Sequence[Entry], size: int, mtime_ns: int) -> dict[str, Any]:
-    return {"version": INDEX_VERSION, "data_size": size, "data_mtime_ns": mtime_ns,
-            "entries": [[e.nodeid, e.backend, e.params, e.source, e.calls, e.offset, e.length] for e in entries]}
+    return {
+        "version": INDEX_VERSION,
+        "data_size": size,
+        "data_mtime_ns": mtime_ns,
+        "entries": [[e.nodeid, e.backend, e.params, e.source, e.calls, e.offset, e.length] for e in entries],
+    }
 
 
 def _write_atomic(path: Path, data: bytes) -> os.stat_result:
@@ -148,7 +158,9 @@ def write_store(path: Path, items: Iterable[LaunchSet | RawMember]) -> Path:
     data, entries = _encode(items)
     st = _write_atomic(path, data)
     index = index_path_for(path)
-    _write_atomic(index, json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns), separators=(",", ":")).encode())
+    _write_atomic(
+        index, json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns), separators=(",", ":")).encode()
+    )
     return index
 
 
@@ -161,12 +173,18 @@ def _load_index(index: Path, data_stat: os.stat_result) -> list[Entry] | None:
         doc = json.loads(index.read_bytes())
     except (OSError, ValueError):
         return None
-    if (not isinstance(doc, dict) or doc.get("version") != INDEX_VERSION
-            or doc.get("data_size") != data_stat.st_size or doc.get("data_mtime_ns") != data_stat.st_mtime_ns):
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != INDEX_VERSION
+        or doc.get("data_size") != data_stat.st_size
+        or doc.get("data_mtime_ns") != data_stat.st_mtime_ns
+    ):
         return None
     try:
-        entries = [Entry(str(n), str(b), str(p), str(s), int(c), int(o), int(ln))
-                   for n, b, p, s, c, o, ln in doc["entries"]]
+        entries = [
+            Entry(str(n), str(b), str(p), str(s), int(c), int(o), int(ln))
+            for n, b, p, s, c, o, ln in doc["entries"]
+        ]
     except (KeyError, TypeError, ValueError):
         return None
     if any(e.offset < 0 or e.length <= 0 or e.offset + e.length > data_stat.st_size for e in entries):
@@ -210,7 +228,7 @@ class _Splitter:
     def more(self) -> bool:
         for piece in self.chunks:
             if piece:
-                self.buf = self.buf[self.pos:] + piece
+                self.buf = self.buf[self.pos :] + piece
                 self.pos = 0
                 return True
         return False
@@ -233,7 +251,7 @@ class _Splitter:
                 if not self.more():
                     raise _Malformed from None
                 continue
-            text = self.buf[self.pos:end]
+            text = self.buf[self.pos : end]
             self.pos = end
             return obj, text
 
@@ -296,8 +314,9 @@ def _convert(path: Path) -> tuple[bytes, list[Entry]]:
 class LaunchStore(Sequence[LaunchSet]):
     """The launch sets of one launches file, decoded on access (see module contract)."""
 
-    def __init__(self, source: Path, entries: list[Entry], *, data_path: Path | None = None,
-                 data: bytes | None = None) -> None:
+    def __init__(
+        self, source: Path, entries: list[Entry], *, data_path: Path | None = None, data: bytes | None = None
+    ) -> None:
         self.source = source  # the launches file named in errors and reports
         self.entries = entries
         self._data_path = data_path
@@ -359,7 +378,7 @@ class LaunchStore(Sequence[LaunchSet]):
     def _payload(self, i: int) -> bytes:
         e = self.entries[i]
         if self._data is not None:
-            raw = self._data[e.offset:e.offset + e.length]
+            raw = self._data[e.offset : e.offset + e.length]
         else:
             assert self._data_path is not None
             try:
@@ -367,7 +386,9 @@ class LaunchStore(Sequence[LaunchSet]):
                     fh.seek(e.offset)
                     raw = fh.read(e.length)
             except OSError as exc:
-                raise InputError(f"cannot read launches file: {exc.strerror or exc}", path=str(self.source)) from None
+                raise InputError(
+                    f"cannot read launches file: {exc.strerror or exc}", path=str(self.source)
+                ) from None
         try:
             return gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
@@ -429,8 +450,10 @@ def open_store(path: Path, *, kernel_dir: Path | None = None) -> LaunchStore:
     try:
         cache.mkdir(parents=True, exist_ok=True)
         cst = _write_atomic(cached_data, data)
-        _write_atomic(index_path_for(cached_data), json.dumps(
-            _index_doc(entries, cst.st_size, cst.st_mtime_ns), separators=(",", ":")).encode())
+        _write_atomic(
+            index_path_for(cached_data),
+            json.dumps(_index_doc(entries, cst.st_size, cst.st_mtime_ns), separators=(",", ":")).encode(),
+        )
     except OSError:  # no writable cache dir: keep the conversion in memory for this process
         return LaunchStore(path, entries, data=data)
     return LaunchStore(path, entries, data_path=cached_data)

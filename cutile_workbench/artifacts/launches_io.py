@@ -36,10 +36,25 @@ _SOURCES = ("cupti", "kineto", "events")
 
 
 def launch_to_dict(launch: Launch) -> dict[str, Any]:
-    d: dict[str, Any] = {"kind": launch.kind, "name": launch.name, "start_ns": launch.start_ns,
-                         "end_ns": launch.end_ns, "correlation_id": launch.correlation_id}
-    for key in ("demangled", "registers_per_thread", "static_smem", "dynamic_smem", "stream_id", "graph_id",
-                "graph_node_id", "bytes", "copy_kind", "api_name"):
+    d: dict[str, Any] = {
+        "kind": launch.kind,
+        "name": launch.name,
+        "start_ns": launch.start_ns,
+        "end_ns": launch.end_ns,
+        "correlation_id": launch.correlation_id,
+    }
+    for key in (
+        "demangled",
+        "registers_per_thread",
+        "static_smem",
+        "dynamic_smem",
+        "stream_id",
+        "graph_id",
+        "graph_node_id",
+        "bytes",
+        "copy_kind",
+        "api_name",
+    ):
         value = getattr(launch, key)
         if value is not None:
             d[key] = value
@@ -51,13 +66,23 @@ def launch_to_dict(launch: Launch) -> dict[str, Any]:
 
 
 def call_to_dict(call: CallCapture) -> dict[str, Any]:
-    return {"index": call.index, "backend": call.backend, "host_start_ns": call.host_start_ns,
-            "host_end_ns": call.host_end_ns, "launches": [launch_to_dict(x) for x in call.launches]}
+    return {
+        "index": call.index,
+        "backend": call.backend,
+        "host_start_ns": call.host_start_ns,
+        "host_end_ns": call.host_end_ns,
+        "launches": [launch_to_dict(x) for x in call.launches],
+    }
 
 
 def set_to_dict(s: LaunchSet) -> dict[str, Any]:
-    return {"nodeid": s.nodeid, "backend": s.backend, "params": s.params, "source": s.source,
-            "calls": [call_to_dict(c) for c in s.calls]}
+    return {
+        "nodeid": s.nodeid,
+        "backend": s.backend,
+        "params": s.params,
+        "source": s.source,
+        "calls": [call_to_dict(c) for c in s.calls],
+    }
 
 
 # --------------------------------------------------------------------------- from dicts (strict)
@@ -80,8 +105,15 @@ class _Reader:
             raise self.fail(key, f"expected a list, got {type(value).__name__}")
         return value
 
-    def get(self, d: Mapping[str, Any], name: str, key: str, typ: type | tuple[type, ...], *,
-            optional: bool = False) -> Any:
+    def get(
+        self,
+        d: Mapping[str, Any],
+        name: str,
+        key: str,
+        typ: type | tuple[type, ...],
+        *,
+        optional: bool = False,
+    ) -> Any:
         if name not in d or d[name] is None:
             if optional:
                 return None
@@ -98,8 +130,11 @@ class _Reader:
         value = d.get(name)
         if value is None:
             return None
-        if (not isinstance(value, list) or len(value) != 3
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+        if (
+            not isinstance(value, list)
+            or len(value) != 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+        ):
             raise self.fail(f"{key}.{name}", "expected [x, y, z] of non-negative ints")
         return (value[0], value[1], value[2])
 
@@ -112,13 +147,30 @@ class _Reader:
         end = self.get(d, "end_ns", key, int)
         if end < start:
             raise self.fail(f"{key}.end_ns", f"end_ns {end} is before start_ns {start}")
-        opt_int = {n: self.get(d, n, key, int, optional=True) for n in (
-            "registers_per_thread", "static_smem", "dynamic_smem", "stream_id", "graph_id", "graph_node_id",
-            "bytes")}
+        opt_int = {
+            n: self.get(d, n, key, int, optional=True)
+            for n in (
+                "registers_per_thread",
+                "static_smem",
+                "dynamic_smem",
+                "stream_id",
+                "graph_id",
+                "graph_node_id",
+                "bytes",
+            )
+        }
         opt_str = {n: self.get(d, n, key, str, optional=True) for n in ("demangled", "copy_kind", "api_name")}
-        return Launch(kind=kind, name=self.get(d, "name", key, str), start_ns=start, end_ns=end,
-                      correlation_id=self.get(d, "correlation_id", key, int),
-                      grid=self.dims(d, "grid", key), block=self.dims(d, "block", key), **opt_int, **opt_str)
+        return Launch(
+            kind=kind,
+            name=self.get(d, "name", key, str),
+            start_ns=start,
+            end_ns=end,
+            correlation_id=self.get(d, "correlation_id", key, int),
+            grid=self.dims(d, "grid", key),
+            block=self.dims(d, "block", key),
+            **opt_int,
+            **opt_str,
+        )
 
     def call(self, value: Any, key: str, backend: str) -> CallCapture:
         d = self.obj(value, key)
@@ -136,12 +188,17 @@ class _Reader:
         backend = self.get(d, "backend", key, str)
         source = self.get(d, "source", key, str, optional=True) or "cupti"
         if source not in _SOURCES:
-            raise self.fail(f"{key}.source", f"unknown source {source!r} (expected one of {', '.join(_SOURCES)})")
+            raise self.fail(
+                f"{key}.source", f"unknown source {source!r} (expected one of {', '.join(_SOURCES)})"
+            )
         calls = self.list_(d.get("calls"), f"{key}.calls")
-        return LaunchSet(nodeid=self.get(d, "nodeid", key, str), backend=backend,
-                         params=self.get(d, "params", key, str),
-                         calls=[self.call(c, f"{key}.calls[{i}]", backend) for i, c in enumerate(calls)],
-                         source=source)
+        return LaunchSet(
+            nodeid=self.get(d, "nodeid", key, str),
+            backend=backend,
+            params=self.get(d, "params", key, str),
+            calls=[self.call(c, f"{key}.calls[{i}]", backend) for i, c in enumerate(calls)],
+            source=source,
+        )
 
 
 def _tname(typ: type | tuple[type, ...]) -> str:
@@ -166,8 +223,9 @@ def save_launch_sets(path: Path, sets: list[LaunchSet]) -> None:
     """Write atomically (temp file + rename), gzip when the name ends in ``.gz``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = json.dumps({"version": VERSION, "sets": [set_to_dict(s) for s in sets]},
-                      separators=(",", ":")).encode()
+    data = json.dumps(
+        {"version": VERSION, "sets": [set_to_dict(s) for s in sets]}, separators=(",", ":")
+    ).encode()
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
@@ -248,8 +306,12 @@ def to_chrome_trace(sets: list[LaunchSet]) -> dict[str, Any]:
             for x in call.launches:
                 tid = x.stream_id if x.stream_id is not None else 0
                 lanes.add((pid, tid))
-                args: dict[str, Any] = {"call": call.index, "params": s.params, "nodeid": s.nodeid,
-                                        "correlation_id": x.correlation_id}
+                args: dict[str, Any] = {
+                    "call": call.index,
+                    "params": s.params,
+                    "nodeid": s.nodeid,
+                    "correlation_id": x.correlation_id,
+                }
                 if x.grid is not None:
                     args["grid"] = list(x.grid)
                 if x.block is not None:
@@ -264,11 +326,23 @@ def to_chrome_trace(sets: list[LaunchSet]) -> dict[str, Any]:
                     args["bytes"] = x.bytes
                 if x.api_name:
                     args["launched by"] = x.api_name
-                events.append({"name": x.display_name, "cat": x.kind, "ph": "X", "pid": pid, "tid": tid,
-                               "ts": (x.start_ns - origin) / 1000.0, "dur": x.duration_ns / 1000.0, "args": args})
+                events.append(
+                    {
+                        "name": x.display_name,
+                        "cat": x.kind,
+                        "ph": "X",
+                        "pid": pid,
+                        "tid": tid,
+                        "ts": (x.start_ns - origin) / 1000.0,
+                        "dur": x.duration_ns / 1000.0,
+                        "args": args,
+                    }
+                )
     meta: list[dict[str, Any]] = []
     for backend, pid in pids.items():
         meta.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": backend}})
     for pid, tid in sorted(lanes):
-        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": f"stream {tid}"}})
+        meta.append(
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": f"stream {tid}"}}
+        )
     return {"traceEvents": meta + events, "displayTimeUnit": "ns"}

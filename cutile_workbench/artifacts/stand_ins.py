@@ -52,10 +52,14 @@ class StandIns:
     def lines(self) -> list[str]:
         out = []
         if self.candidate:
-            out.append(f"STAND-IN candidate: {', '.join(self.candidate)} ({self.candidate_source}), not cutile-rs: "
-                       "these numbers compare a stand-in, not a cutile-rs port")
+            out.append(
+                f"STAND-IN candidate: {', '.join(self.candidate)} ({self.candidate_source}), not cutile-rs: "
+                "these numbers compare a stand-in, not a cutile-rs port"
+            )
         elif not self.candidate_known:
-            out.append("candidate: unknown (no candidate log and session.json names none): it may not be cutile-rs")
+            out.append(
+                "candidate: unknown (no candidate log and session.json names none): it may not be cutile-rs"
+            )
         if self.triton_tileir == "plain":
             out.append(f"triton_tileir baseline: plain Triton, not Triton-TileIR ({self.triton_why})")
         elif self.triton_tileir == "unknown":
@@ -67,14 +71,23 @@ def _enable_tile(env: Any) -> bool:
     return isinstance(env, Mapping) and str(env.get("ENABLE_TILE", "")) == "1"
 
 
-def stand_ins_of(candidate_frameworks: Iterable[str] | None, session: Mapping[str, Any] | None,
-                 baseline_keys: Iterable[str] = (), *, frameworks_from: str = "the candidate log") -> StandIns:
+def stand_ins_of(
+    candidate_frameworks: Iterable[str] | None,
+    session: Mapping[str, Any] | None,
+    baseline_keys: Iterable[str] = (),
+    *,
+    frameworks_from: str = "the candidate log",
+) -> StandIns:
     """What is a stand-in here (module contract); ``frameworks_from`` names where the frameworks were read."""
     session = session or {}
     frameworks = sorted(set(candidate_frameworks or ()))
     if frameworks:
         others = tuple(f for f in frameworks if f not in _CUTILE_RS)
-        cand, source, known = others, f"{frameworks_from}'s framework" + ("s" if len(others) > 1 else ""), True
+        cand, source, known = (
+            others,
+            f"{frameworks_from}'s framework" + ("s" if len(others) > 1 else ""),
+            True,
+        )
     elif isinstance(session.get("candidate"), str) and session["candidate"]:
         name = str(session["candidate"])
         cand = () if name in _CUTILE_RS else (name,)
@@ -88,8 +101,9 @@ def stand_ins_of(candidate_frameworks: Iterable[str] | None, session: Mapping[st
         run = runs.get("baseline_triton_tileir") if isinstance(runs, Mapping) else None
         if session.get("baseline") == "triton":
             kind, why = "plain", "session.json: the baseline is plain Triton standing in for Triton-TileIR"
-        elif _enable_tile(session.get("harness_env")) or (isinstance(run, Mapping) and _enable_tile(
-                run.get("env_overrides"))):
+        elif _enable_tile(session.get("harness_env")) or (
+            isinstance(run, Mapping) and _enable_tile(run.get("env_overrides"))
+        ):
             kind, why = "tileir", "ENABLE_TILE=1 recorded for its run"
         else:
             kind, why = "unknown", "ENABLE_TILE=1 not recorded for its run"

@@ -9,10 +9,18 @@ from __future__ import annotations
 import re
 
 #: backend tokens as they appear in ids (``cutile-rs`` becomes ``cutile_rs`` via the conftest hook)
-BACKEND_TOKENS: tuple[str, ...] = ("cutile_rs", "cutile", "triton", "pytorch", "tilecpp",
-                                   # the workbench's own profile suites (cutile_workbench/profiles/): a hot-path-flawed
-                                   # wrapper, a second cuTile variant, and tilegym.ops
-                                   "cutile_hotpath", "cutile_row", "tilegym")
+BACKEND_TOKENS: tuple[str, ...] = (
+    "cutile_rs",
+    "cutile",
+    "triton",
+    "pytorch",
+    "tilecpp",
+    # the workbench's own profile suites (cutile_workbench/profiles/): a hot-path-flawed
+    # wrapper, a second cuTile variant, and tilegym.ops
+    "cutile_hotpath",
+    "cutile_row",
+    "tilegym",
+)
 
 _NODEID = re.compile(r"^(?P<func>[^\[\]]+?)(?:\[(?P<id>.*)\])?$")
 
@@ -45,4 +53,6 @@ _DIGIT_RUNS = re.compile(r"(\d+)")
 def natural_key(params: str) -> tuple[tuple[int, int | str], ...]:
     """Natural order of a params string: shape fields compare as numbers (4096 before 16384).
     The Ratios table and the run history order configs by it."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGIT_RUNS.split(params) if part)
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in _DIGIT_RUNS.split(params) if part
+    )

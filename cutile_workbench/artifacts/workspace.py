@@ -90,8 +90,10 @@ class Workspace:
         """``{"cutile": …, "triton_tileir": …}`` for the logs present, plus ``cutile_rs_<variant>``
         candidate logs of multi-variant kernels (consumers pick baselines by the first two keys)."""
         out: dict[str, PerfLog] = {}
-        for key, path in (("cutile", self.paths.baseline_cutile),
-                          ("triton_tileir", self.paths.baseline_triton_tileir)):
+        for key, path in (
+            ("cutile", self.paths.baseline_cutile),
+            ("triton_tileir", self.paths.baseline_triton_tileir),
+        ):
             log = self._log(key, path)
             if log is not None:
                 out[key] = log
@@ -180,11 +182,19 @@ def _gaps(paths: KernelPaths, tilegym: Path | None, kernel: str) -> list[Gap]:
     if not (paths.generated_dir.is_dir() and any(paths.generated_dir.glob("generated*.mlir"))):
         g.append(Gap(str(paths.generated_dir / "generated*.mlir"), "generated Tile IR", "warn"))
     if tilegym is None:
-        g.append(Gap("$TILEGYM_PATH", "TileGym checkout not given: no wrapper source, no real validator scripts",
-                     "info"))
+        g.append(
+            Gap(
+                "$TILEGYM_PATH",
+                "TileGym checkout not given: no wrapper source, no real validator scripts",
+                "info",
+            )
+        )
     else:
-        need(tilegym / "src" / "tilegym" / "ops" / "cutile_rs" / f"{kernel}.py", "cutile-rs wrapper source",
-             "warn")
+        need(
+            tilegym / "src" / "tilegym" / "ops" / "cutile_rs" / f"{kernel}.py",
+            "cutile-rs wrapper source",
+            "warn",
+        )
     need(paths.session_json, "workbench session metadata", "info")
     return g
 
@@ -207,8 +217,11 @@ def open_workspace(
         root = recorded_session_root(kernel)
         source = "recorded"
         if root is None:
-            raise InputError(f"no out root for kernel {kernel!r}: pass --out-root DIR or set "
-                             "CUTILE_KERNEL_OUT_ROOT (no recorded session has this kernel)", key="kernel")
+            raise InputError(
+                f"no out root for kernel {kernel!r}: pass --out-root DIR or set "
+                "CUTILE_KERNEL_OUT_ROOT (no recorded session has this kernel)",
+                key="kernel",
+            )
     tg = tilegym_checkout(tilegym, env)
     paths = KernelPaths.under(root, kernel)
     gaps = _gaps(paths, tg, kernel)
@@ -217,8 +230,13 @@ def open_workspace(
         try:
             recovery = recover(paths.root)
         except WorkbenchError as exc:
-            gaps.append(Gap(str(exc.path or paths.reports_dir), f"interrupted write not recovered: {exc.message}",
-                            "error"))
+            gaps.append(
+                Gap(
+                    str(exc.path or paths.reports_dir),
+                    f"interrupted write not recovered: {exc.message}",
+                    "error",
+                )
+            )
     analysis: Analysis | None = None
     if paths.analysis_json.is_file():
         confine_read(paths.root, paths.analysis_json)
@@ -228,5 +246,6 @@ def open_workspace(
             if strict:
                 raise
             gaps.append(Gap(str(paths.analysis_json), f"malformed: {exc}", "error"))
-    return Workspace(kernel=kernel, paths=paths, source=source, tilegym=tg, analysis=analysis, gaps=gaps,
-                     recovery=recovery)
+    return Workspace(
+        kernel=kernel, paths=paths, source=source, tilegym=tg, analysis=analysis, gaps=gaps, recovery=recovery
+    )

@@ -54,8 +54,17 @@ _TOP_LEVEL_OK = re.compile(r"^(perf_cutile_rs(_[A-Za-z0-9_.-]+)?\.txt|SKILL_METH
 KILL_ENV = "CUTILE_WORKBENCH_WRITER_KILL_AT"
 
 #: the fault points of one write, in order (the N of ``KILL_ENV`` counts calls to ``_step``)
-STEPS = ("locked", "recovered", "temp_written", "backup_made", "journal_temp", "journal_committed",
-         "renamed", "journal_removed", "unlocked")
+STEPS = (
+    "locked",
+    "recovered",
+    "temp_written",
+    "backup_made",
+    "journal_temp",
+    "journal_committed",
+    "renamed",
+    "journal_removed",
+    "unlocked",
+)
 
 
 @dataclass
@@ -97,25 +106,30 @@ def resolve_target(kernel_dir: Path, relpath: str) -> Path:
         raise UnsafePath(f"write target {relpath!r} must be a relative path", path=str(kernel_dir))
     parts = relpath.split("/")
     if any(p in ("", ".", "..") for p in parts):
-        raise UnsafePath(f"write target {relpath!r} must not contain '.', '..' or empty parts",
-                         path=str(kernel_dir))
+        raise UnsafePath(
+            f"write target {relpath!r} must not contain '.', '..' or empty parts", path=str(kernel_dir)
+        )
     root_real = os.path.realpath(kernel_dir)
     target = Path(kernel_dir, *parts)
     real = os.path.realpath(target)
     if len(parts) == 1:
         if not _TOP_LEVEL_OK.match(parts[0]):
-            raise UnsafePath(f"write target {relpath!r} is not under reports/ nor one of E's perf logs",
-                             path=str(kernel_dir))
+            raise UnsafePath(
+                f"write target {relpath!r} is not under reports/ nor one of E's perf logs",
+                path=str(kernel_dir),
+            )
         if real != os.path.join(root_real, parts[0]):
-            raise UnsafePath(f"write target {relpath!r} resolves outside the kernel dir: {real}",
-                             path=str(target))
+            raise UnsafePath(
+                f"write target {relpath!r} resolves outside the kernel dir: {real}", path=str(target)
+            )
         return target
     if parts[0] != "reports":
         raise UnsafePath(f"write target {relpath!r} is not under reports/", path=str(kernel_dir))
     reports_real = os.path.join(root_real, "reports")
     if os.path.realpath(Path(kernel_dir) / "reports") != reports_real:
-        raise UnsafePath("reports/ is a symlink pointing outside the kernel dir",
-                         path=str(Path(kernel_dir) / "reports"))
+        raise UnsafePath(
+            "reports/ is a symlink pointing outside the kernel dir", path=str(Path(kernel_dir) / "reports")
+        )
     if real != os.path.join(root_real, *parts) or not _is_under(real, reports_real):
         raise UnsafePath(f"write target {relpath!r} resolves outside reports/: {real}", path=str(target))
     if any(p.startswith(".workbench") for p in parts[1:]):
@@ -127,13 +141,17 @@ def check_plan_paths(plan: ReportPlan) -> list[Path]:
     """All targets of ``plan`` resolved, or UnsafePath; no duplicates."""
     check_kernel_name(plan.kernel)
     if Path(plan.kernel_dir).name != plan.kernel:
-        raise UnsafePath(f"kernel dir {plan.kernel_dir} does not end in the kernel name {plan.kernel!r}",
-                         path=str(plan.kernel_dir))
+        raise UnsafePath(
+            f"kernel dir {plan.kernel_dir} does not end in the kernel name {plan.kernel!r}",
+            path=str(plan.kernel_dir),
+        )
     seen: set[str] = set()
     targets = []
     for f in plan.files:
         if f.relpath in seen:
-            raise UnsafePath(f"write target {f.relpath!r} appears twice in the plan", path=str(plan.kernel_dir))
+            raise UnsafePath(
+                f"write target {f.relpath!r} appears twice in the plan", path=str(plan.kernel_dir)
+            )
         seen.add(f.relpath)
         targets.append(resolve_target(Path(plan.kernel_dir), f.relpath))
     return targets
@@ -195,8 +213,10 @@ def _check_plain_file(path: Path, what: str) -> None:
     except FileNotFoundError:
         return
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(f"refused: the {what} is a symlink or a special file, not the writer's own; remove it",
-                         path=str(path))
+        raise UnsafePath(
+            f"refused: the {what} is a symlink or a special file, not the writer's own; remove it",
+            path=str(path),
+        )
 
 
 def _read_lock(path: Path) -> dict[str, object] | None:
@@ -257,8 +277,13 @@ def kernel_lock(kernel_dir: Path, *, timeout_s: float = 30.0, blocking: bool = T
     lock = reports / LOCK_NAME
     _check_plain_file(lock, "lock file")
     _check_plain_file(lock.with_name(BREAKER_NAME), "lock breaker file")
-    payload = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                          "time": _dt.datetime.now(_dt.timezone.utc).isoformat()}).encode()
+    payload = json.dumps(
+        {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "time": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        }
+    ).encode()
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -268,8 +293,11 @@ def kernel_lock(kernel_dir: Path, *, timeout_s: float = 30.0, blocking: bool = T
             if _lock_is_stale(info, lock) and _try_break_stale(lock):
                 continue
             if not blocking or time.monotonic() > deadline:
-                raise LockBusy(f"another writer holds the lock ({info or 'unreadable'})", path=str(lock),
-                               title="Report dir locked") from None
+                raise LockBusy(
+                    f"another writer holds the lock ({info or 'unreadable'})",
+                    path=str(lock),
+                    title="Report dir locked",
+                ) from None
             time.sleep(0.02)
             continue
         try:
@@ -302,15 +330,22 @@ def _recover_locked(kernel_dir: Path) -> str:
             data = json.loads(read_regular(journal, kind="journal", kernel_dir=kernel_dir))
             entries = data["entries"]
         except (WorkbenchError, ValueError, KeyError, TypeError, RecursionError) as exc:
-            raise WorkbenchError(f"write journal is unreadable ({exc}); inspect it by hand",
-                                 path=str(journal)) from None
+            raise WorkbenchError(
+                f"write journal is unreadable ({exc}); inspect it by hand", path=str(journal)
+            ) from None
         for entry in entries:
             target = resolve_target(kernel_dir, entry["target"])  # a tampered journal cannot redirect writes
             temp = kernel_dir / entry["temp"]
-            if (not isinstance(entry["temp"], str) or ".." in entry["temp"].split("/")
-                    or temp.parent != target.parent or TEMP_MARK not in temp.name):
-                raise UnsafePath(f"write journal names a temp file outside its target's dir: {entry['temp']!r}",
-                                 path=str(journal))
+            if (
+                not isinstance(entry["temp"], str)
+                or ".." in entry["temp"].split("/")
+                or temp.parent != target.parent
+                or TEMP_MARK not in temp.name
+            ):
+                raise UnsafePath(
+                    f"write journal names a temp file outside its target's dir: {entry['temp']!r}",
+                    path=str(journal),
+                )
             if temp.exists():
                 os.replace(temp, target)
                 _fsync_dir(target.parent)
@@ -346,8 +381,10 @@ def recover(kernel_dir: Path, *, blocking: bool = False) -> str:
     if not reports.is_dir():
         return "absent"
     _check_plain_file(_journal_path(kernel_dir), "write journal")
-    if not (_journal_path(kernel_dir).exists() or any(
-            TEMP_MARK in e for d in _temp_dirs(kernel_dir) for e in _safe_listdir(d))):
+    if not (
+        _journal_path(kernel_dir).exists()
+        or any(TEMP_MARK in e for d in _temp_dirs(kernel_dir) for e in _safe_listdir(d))
+    ):
         return "clean"
     try:
         with kernel_lock(kernel_dir, blocking=blocking, timeout_s=5.0):
@@ -381,8 +418,11 @@ def _backup_root(kernel_dir: Path) -> Path:
     ``reports/``: the backup set is a write, under the same confinement rule as the reports themselves."""
     root = Path(kernel_dir) / "reports" / BACKUP_DIR_NAME
     if root.is_symlink() or (root.exists() and not root.is_dir()):
-        raise UnsafePath(f"refused: {BACKUP_DIR_NAME} is a symlink or not a directory (resolves to "
-                         f"{os.path.realpath(root)}); move it aside", path=str(root))
+        raise UnsafePath(
+            f"refused: {BACKUP_DIR_NAME} is a symlink or not a directory (resolves to "
+            f"{os.path.realpath(root)}); move it aside",
+            path=str(root),
+        )
     confine_write(kernel_dir, root / "x")
     return root
 
@@ -403,19 +443,25 @@ def write_plan(plan: ReportPlan, *, lock_timeout_s: float = 30.0) -> WriteResult
         return _write_plan(plan, lock_timeout_s)
     except OSError as exc:
         # disk full, permissions...: the journal/temps make a retry or recover() safe
-        raise WorkbenchError(f"write failed: {exc.strerror or exc}", path=exc.filename or str(plan.kernel_dir),
-                             title="Write failed") from None
+        raise WorkbenchError(
+            f"write failed: {exc.strerror or exc}",
+            path=exc.filename or str(plan.kernel_dir),
+            title="Write failed",
+        ) from None
 
 
 def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
     if not plan.ok:
-        raise ValidationRefused("validators did not all exit 0; nothing was written\n"
-                                + plan.validator_output, path=str(plan.kernel_dir))
+        raise ValidationRefused(
+            "validators did not all exit 0; nothing was written\n" + plan.validator_output,
+            path=str(plan.kernel_dir),
+        )
     targets = check_plan_paths(plan)
     kernel_dir = Path(plan.kernel_dir)
     if not kernel_dir.is_dir():
-        raise UnsafePath("kernel dir does not exist (the writer creates nothing outside it)",
-                         path=str(kernel_dir))
+        raise UnsafePath(
+            "kernel dir does not exist (the writer creates nothing outside it)", path=str(kernel_dir)
+        )
     result = WriteResult()
     with kernel_lock(kernel_dir, timeout_s=lock_timeout_s):
         _step("locked")
@@ -435,8 +481,9 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
                 resolve_target(kernel_dir, f.relpath)  # the mkdir cannot have escaped
                 temp = target.with_name(f".{target.name}{TEMP_MARK}{token}")
                 _write_fsync(temp, f.content.encode("utf-8", "surrogateescape"))
-                entries.append({"target": f.relpath,
-                                "temp": os.path.relpath(temp, kernel_dir).replace(os.sep, "/")})
+                entries.append(
+                    {"target": f.relpath, "temp": os.path.relpath(temp, kernel_dir).replace(os.sep, "/")}
+                )
             for d in {t.parent for t in targets}:
                 _fsync_dir(d)
             _step("temp_written")
@@ -452,8 +499,12 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
             _step("backup_made")
             journal = _journal_path(kernel_dir)
             jtemp = journal.with_name(f"{JOURNAL_NAME}{TEMP_MARK}{token}")
-            _write_fsync(jtemp, json.dumps({"version": 1, "entries": entries,
-                                            "backup_dir": str(result.backup_dir or "")}).encode())
+            _write_fsync(
+                jtemp,
+                json.dumps(
+                    {"version": 1, "entries": entries, "backup_dir": str(result.backup_dir or "")}
+                ).encode(),
+            )
             _step("journal_temp")
         except BaseException:
             # nothing committed: the old set is intact, so everything this attempt made goes (a full disk
@@ -485,4 +536,3 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
         result.written = list(targets)
     _step("unlocked")
     return result
-

@@ -112,15 +112,25 @@ def run_child(
                 continue
             return ChildResult(argv, str(cwd), proc.returncode, out, err)
     except subprocess.TimeoutExpired:
-        return _stop(proc, argv, cwd, f"killed after {timeout_s:g} s (timeout)", TIMEOUT_GRACE_S, timed_out=True)
+        return _stop(
+            proc, argv, cwd, f"killed after {timeout_s:g} s (timeout)", TIMEOUT_GRACE_S, timed_out=True
+        )
     except BaseException:
         # KeyboardInterrupt in the CLI, or anything else: the child's group must not outlive us
         kill_group(proc, CANCEL_GRACE_S, kill_wait_s=TIMEOUT_GRACE_S)
         raise
 
 
-def _stop(proc: subprocess.Popen[str], argv: tuple[str, ...], cwd: Path, why: str, grace_s: float, *,
-          timed_out: bool = False, cancelled: bool = False) -> ChildResult:
+def _stop(
+    proc: subprocess.Popen[str],
+    argv: tuple[str, ...],
+    cwd: Path,
+    why: str,
+    grace_s: float,
+    *,
+    timed_out: bool = False,
+    cancelled: bool = False,
+) -> ChildResult:
     kill_group(proc, grace_s, kill_wait_s=TIMEOUT_GRACE_S)
     try:
         out, err = proc.communicate(timeout=TIMEOUT_GRACE_S)
@@ -145,7 +155,12 @@ class CollectResult:
     @property
     def ok(self) -> bool:
         # pytest exit 5 = "no tests collected", a valid answer (zero cases), not a failure
-        return not self.child.timed_out and not self.child.cancelled and self.child.rc in (0, 5) and not self.errors
+        return (
+            not self.child.timed_out
+            and not self.child.cancelled
+            and self.child.rc in (0, 5)
+            and not self.errors
+        )
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -173,5 +188,3 @@ def collect_nodeids(
     args += ["--collect-only", "-q", "-p", "no:cacheprovider"]
     child = run_child(python, args, cwd=Path(tilegym), env=tilegym_env(tilegym, env), timeout_s=timeout_s)
     return CollectResult(tuple(parse_collect_output(child.stdout)), child)
-
-

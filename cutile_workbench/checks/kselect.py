@@ -117,7 +117,9 @@ def _raw_analysis(analysis: Any) -> Mapping[str, Any]:
     raw = getattr(analysis, "raw", None)
     if isinstance(raw, Mapping):
         return raw
-    raise InputError("analysis is neither a parsed analysis.json nor an Analysis object", key="test_perf_configs")
+    raise InputError(
+        "analysis is neither a parsed analysis.json nor an Analysis object", key="test_perf_configs"
+    )
 
 
 def perf_configs(analysis: Any, *, source: str | None = None) -> list[PerfConfig]:
@@ -151,12 +153,18 @@ def perf_configs(analysis: Any, *, source: str | None = None) -> list[PerfConfig
             test, k_filter = _opt_str(body, "test", key, path), _opt_str(body, "k_filter", key, path)
             for i, item in enumerate(plist):
                 out.append(
-                    _config(item, f"{key}.param_list[{i}]", str(group) if group else None, test, k_filter, path)
+                    _config(
+                        item, f"{key}.param_list[{i}]", str(group) if group else None, test, k_filter, path
+                    )
                 )
     else:
-        raise InputError("must be an object (dict form) or a list (list form)", path=path, key="test_perf_configs")
+        raise InputError(
+            "must be an object (dict form) or a list (list form)", path=path, key="test_perf_configs"
+        )
     if not out:
-        raise InputError("holds no shapes (validate_analysis.sh: '0 shapes')", path=path, key="test_perf_configs")
+        raise InputError(
+            "holds no shapes (validate_analysis.sh: '0 shapes')", path=path, key="test_perf_configs"
+        )
     return out
 
 
@@ -169,7 +177,9 @@ def _opt_str(body: Mapping[str, Any], name: str, key: str, path: Any) -> str | N
     return value.strip()
 
 
-def _config(item: Any, key: str, group: str | None, test: str | None, k_filter: str | None, path: Any) -> PerfConfig:
+def _config(
+    item: Any, key: str, group: str | None, test: str | None, k_filter: str | None, path: Any
+) -> PerfConfig:
     if isinstance(item, str):
         if not item.strip():
             raise InputError("empty config id", path=path, key=key)
@@ -184,7 +194,9 @@ def _config(item: Any, key: str, group: str | None, test: str | None, k_filter: 
         return PerfConfig(key, group, test, k_filter, None, dict(item))
     if isinstance(item, (list, tuple)):
         return PerfConfig(key, group, test, k_filter, None, tuple(item))
-    raise InputError(f"config must be an id string, an object or a list, not {type(item).__name__}", path=path, key=key)
+    raise InputError(
+        f"config must be an id string, an object or a list, not {type(item).__name__}", path=path, key=key
+    )
 
 
 def _strip_token(text: str) -> str:
@@ -233,7 +245,9 @@ def _loose_equal(actual: Any, wanted: Any) -> bool:
     if isinstance(actual, bool) or isinstance(wanted, bool):
         return actual is wanted or str(actual).lower() == str(wanted).lower()
     if isinstance(actual, (list, tuple)) and isinstance(wanted, (list, tuple)):
-        return len(actual) == len(wanted) and all(_loose_equal(a, w) for a, w in zip(actual, wanted, strict=True))
+        return len(actual) == len(wanted) and all(
+            _loose_equal(a, w) for a, w in zip(actual, wanted, strict=True)
+        )
     return actual == wanted or str(actual) == str(wanted)
 
 
@@ -322,7 +336,9 @@ def build_k_expressions(
             out.append(KTarget(test, tok, expr, unique, exact))
     for t in cand_targets:
         if not t.exact:
-            notes.append(f"{t.test or '<test>'}: some ids contain characters -k cannot spell; verify with --show")
+            notes.append(
+                f"{t.test or '<test>'}: some ids contain characters -k cannot spell; verify with --show"
+            )
     return KSelection(tuple(cand_targets), tuple(base_targets), tuple(configs), tuple(notes))
 
 

@@ -52,7 +52,9 @@ class PreconditionResult:
 def require_tilegym(tilegym: Path | str | None) -> Path:
     """The TileGym checkout path, checked (``src/tilegym`` and ``tests`` must exist)."""
     if tilegym is None or str(tilegym) == "":
-        raise InputError("no TileGym checkout given: pass --tilegym DIR or set TILEGYM_PATH", key="TILEGYM_PATH")
+        raise InputError(
+            "no TileGym checkout given: pass --tilegym DIR or set TILEGYM_PATH", key="TILEGYM_PATH"
+        )
     root = Path(tilegym).expanduser()
     if not root.is_dir():
         raise InputError("TileGym checkout not found", path=root)
@@ -76,7 +78,11 @@ def check_precondition(
     root = require_tilegym(tilegym)
     code = f"{IMPORT_STATEMENT}; print({_OK_MARK!r})"
     child = run_child(
-        python or sys.executable, ["-c", code], cwd=root, env=tilegym_env(root, env), timeout_s=timeout_s,
+        python or sys.executable,
+        ["-c", code],
+        cwd=root,
+        env=tilegym_env(root, env),
+        timeout_s=timeout_s,
         cancelled=cancelled,
     )
     ok = child.rc == 0 and not child.timed_out and not child.cancelled and _OK_MARK in child.stdout
@@ -134,7 +140,9 @@ def validator_block(result: PreconditionResult) -> str:
     )
 
 
-def plan_blocked(result: PreconditionResult, kernel: str, out_root: Path, *, now: datetime | None = None) -> ReportPlan:
+def plan_blocked(
+    result: PreconditionResult, kernel: str, out_root: Path, *, now: datetime | None = None
+) -> ReportPlan:
     """The two BLOCKED files for a failed precondition, as a plan for the guarded writer."""
     if result.ok:
         raise ValueError("plan_blocked() called for a passing precondition")

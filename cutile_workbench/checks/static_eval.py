@@ -162,7 +162,11 @@ def _safe_binop(op: type[ast.operator], left: Any, right: Any) -> Any:
             raise Unresolvable("exponent too large to evaluate statically")
     if op is ast.Mult:
         for seq, n in ((left, right), (right, left)):
-            if isinstance(seq, (str, bytes, list, tuple)) and isinstance(n, int) and len(seq) * max(n, 0) > _MAX_ITEMS:
+            if (
+                isinstance(seq, (str, bytes, list, tuple))
+                and isinstance(n, int)
+                and len(seq) * max(n, 0) > _MAX_ITEMS
+            ):
                 raise Unresolvable("repetition too large to evaluate statically")
     return _BINOPS[op](left, right)
 
@@ -436,8 +440,9 @@ class StaticEvaluator:
         if tail == "SimpleNamespace":
             if node.args or any(k.arg is None for k in node.keywords):
                 raise Unresolvable("SimpleNamespace() takes keyword arguments only here", node.lineno)
-            return Namespace(tuple((k.arg, self.eval(k.value, local)) for k in node.keywords if k.arg),
-                             node.lineno)
+            return Namespace(
+                tuple((k.arg, self.eval(k.value, local)) for k in node.keywords if k.arg), node.lineno
+            )
         if isinstance(node.func, ast.Name) and node.func.id in self.functions and node.func.id not in local:
             if kwargs:
                 raise Unresolvable(f"keyword arguments to {dotted}() are not modelled", node.lineno)
@@ -468,7 +473,6 @@ class StaticEvaluator:
             return list(result) if isinstance(result, (zip, enumerate)) else result
         raise Unresolvable(f"call to '{dotted or ast.unparse(node.func)}' is not modelled", node.lineno)
 
-
     # ------------------------------------------------------------------ function bodies
     def run_function(self, fn: ast.FunctionDef, args: Sequence[Any] = ()) -> FunctionResult:
         """Run ``fn``'s body with positional ``args`` (defaults for the rest); see the module docstring."""
@@ -477,7 +481,7 @@ class StaticEvaluator:
         if len(args) > len(params) or fn.args.vararg or fn.args.kwonlyargs or fn.args.kwarg:
             raise Unresolvable(f"call of {fn.name}() is not modelled (signature)", fn.lineno)
         local: dict[str, Any] = dict(zip(params, args, strict=False))
-        for name, default in zip(params[len(params) - len(defaults):], defaults, strict=True):
+        for name, default in zip(params[len(params) - len(defaults) :], defaults, strict=True):
             if name not in local:
                 local[name] = self.eval(default)
         if len(local) < len(params):

@@ -207,15 +207,23 @@ class TestModule:
             except (IndexError, TypeError) as exc:
                 raise Unresolvable(f"case {index} is not a parameter set: {exc}", deco.line) from exc
             if len(row) != len(deco.argnames):
-                raise Unresolvable(f"case {index} has {len(row)} values for {len(deco.argnames)} names", deco.line)
+                raise Unresolvable(
+                    f"case {index} has {len(row)} values for {len(deco.argnames)} names", deco.line
+                )
             rows.append(dict(zip(deco.argnames, row, strict=True)))
             if explicit is not None:
                 ids.append(str(explicit))
-            elif isinstance(ids_value, (list, tuple)) and index < len(ids_value) and ids_value[index] is not None:
+            elif (
+                isinstance(ids_value, (list, tuple))
+                and index < len(ids_value)
+                and ids_value[index] is not None
+            ):
                 ids.append(str(ids_value[index]))
             else:
                 idfn = ids_value if callable(ids_value) else None
-                ids.append("-".join(self._idval(v, n, index, idfn) for v, n in zip(row, deco.argnames, strict=True)))
+                ids.append(
+                    "-".join(self._idval(v, n, index, idfn) for v, n in zip(row, deco.argnames, strict=True))
+                )
         # pytest makes one decorator's ids unique before combining decorators
         return list(zip(_dedupe(ids), rows, strict=True))
 

@@ -139,7 +139,11 @@ def _style_literal(module: TestModule, fn: TestFunction) -> ast.Constant | None:
                         continue
                     candidates = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
                     for elt in candidates:
-                        if isinstance(elt, ast.Constant) and elt.value in CUTILE_RS_VALUES and not in_perf(elt):
+                        if (
+                            isinstance(elt, ast.Constant)
+                            and elt.value in CUTILE_RS_VALUES
+                            and not in_perf(elt)
+                        ):
                             return elt
     return None
 
@@ -161,7 +165,11 @@ def wrapper_style(wrapper: Path) -> tuple[str, int] | None:
         if name != "register_impl":
             continue
         for kw in node.keywords:
-            if kw.arg == "backend" and isinstance(kw.value, ast.Constant) and kw.value.value in CUTILE_RS_VALUES:
+            if (
+                kw.arg == "backend"
+                and isinstance(kw.value, ast.Constant)
+                and kw.value.value in CUTILE_RS_VALUES
+            ):
                 return _segment(source, starts, kw.value), kw.value.lineno
     return None
 
@@ -199,7 +207,11 @@ def _definition(module: TestModule, fn: TestFunction, name: str) -> ast.Assign |
             for s in body
         )
         if found:
-            return None if conditional and not isinstance(found[-1].value, (ast.List, ast.Tuple, ast.BinOp)) else found[-1]
+            return (
+                None
+                if conditional and not isinstance(found[-1].value, (ast.List, ast.Tuple, ast.BinOp))
+                else found[-1]
+            )
     return None
 
 
@@ -211,7 +223,9 @@ def _last_list_literal(node: ast.expr) -> ast.List | ast.Tuple | None:
     return None
 
 
-def _insert_into_list(source: str, starts: list[int], lst: ast.List | ast.Tuple, literal: str) -> tuple[str, int]:
+def _insert_into_list(
+    source: str, starts: list[int], lst: ast.List | ast.Tuple, literal: str
+) -> tuple[str, int]:
     """Insert ``literal`` before a "pytorch" element, else at the end; returns (new source, line)."""
     elts = lst.elts
     list_start, list_end = _span(source, starts, lst)
@@ -255,7 +269,9 @@ def analyse_wiring(module: TestModule, fn: TestFunction, *, wrapper: Path | None
     target = module.func_key(fn)
     axis = fn.backend_axis
     if axis is None:
-        return WiringStatus(target, "no_backend_axis", "test_perf has no framework/backend parametrize", line=fn.line)
+        return WiringStatus(
+            target, "no_backend_axis", "test_perf has no framework/backend parametrize", line=fn.line
+        )
     everything = Assumptions(frozenset({"cutile", "cutile-rs", "triton", "pytorch", "tilecpp"}))
     without = Assumptions(frozenset({"cutile", "triton", "pytorch", "tilecpp"}))
     try:
@@ -263,10 +279,15 @@ def analyse_wiring(module: TestModule, fn: TestFunction, *, wrapper: Path | None
         values_without = tuple(str(v) for v in module.backend_values(fn, without))
     except Unresolvable as exc:
         return WiringStatus(
-            target, "unresolvable", f"backend list not statically known: {exc} (line {exc.line})", line=axis.line
+            target,
+            "unresolvable",
+            f"backend list not statically known: {exc} (line {exc.line})",
+            line=axis.line,
         )
     if any(v in CUTILE_RS_VALUES for v in values_without):
-        return WiringStatus(target, "wired", "cutile-rs is in test_perf's backend list", values, line=axis.line)
+        return WiringStatus(
+            target, "wired", "cutile-rs is in test_perf's backend list", values, line=axis.line
+        )
     if any(v in CUTILE_RS_VALUES for v in values):
         return WiringStatus(
             target,
@@ -287,21 +308,29 @@ def analyse_wiring(module: TestModule, fn: TestFunction, *, wrapper: Path | None
                 target,
                 "no_style",
                 "the correctness test has no cutile-rs backend either and no cutile-rs wrapper registers one "
-                "(@register_impl(..., backend=\"cutile-rs\")), so there is no string style to copy "
+                '(@register_impl(..., backend="cutile-rs")), so there is no string style to copy '
                 "(Agent D's wiring is missing); the workbench will not invent one",
                 values,
                 line=axis.line,
             )
         literal, wrapper_line = registered
-        source_note = (f" (spelled {literal} as the wrapper registers it: "
-                       f"src/tilegym/ops/cutile_rs/{wrapper.name if wrapper else '?'}:{wrapper_line}, "
-                       "@register_impl; the correctness test has no cutile-rs entry)")
+        source_note = (
+            f" (spelled {literal} as the wrapper registers it: "
+            f"src/tilegym/ops/cutile_rs/{wrapper.name if wrapper else '?'}:{wrapper_line}, "
+            "@register_impl; the correctness test has no cutile-rs entry)"
+        )
     try:
         edit = _propose(module, fn, literal)
     except Unresolvable as exc:
         return WiringStatus(target, "unresolvable", str(exc), values, line=axis.line)
-    return WiringStatus(target, "missing", f"test_perf lacks cutile-rs; proposed edit: {edit.where}{source_note}",
-                        values, edit, axis.line)
+    return WiringStatus(
+        target,
+        "missing",
+        f"test_perf lacks cutile-rs; proposed edit: {edit.where}{source_note}",
+        values,
+        edit,
+        axis.line,
+    )
 
 
 def _propose(module: TestModule, fn: TestFunction, literal: str) -> WiringEdit:
@@ -325,7 +354,10 @@ def _propose(module: TestModule, fn: TestFunction, literal: str) -> WiringEdit:
         # decorator-level edit: the name is shared with correctness tests or not a plain list
         a, b = _span(source, starts, node)
         new_source = source[:a] + f"{source[a:b]} + [{literal}]" + source[b:]
-        line, where = node.lineno, f"the @parametrize argument at line {axis.line} (`{source[a:b]}` + [{literal}])"
+        line, where = (
+            node.lineno,
+            f"the @parametrize argument at line {axis.line} (`{source[a:b]}` + [{literal}])",
+        )
     edit = WiringEdit(module.path, line, literal, where, source, new_source)
     _verify(module, fn, edit)
     return edit
@@ -342,7 +374,11 @@ def _verify(module: TestModule, fn: TestFunction, edit: WiringEdit) -> None:
 
     for node in new_tree.body:
         if isinstance(node, ast.ClassDef):
-            tmp.functions += [_function(s, node) for s in node.body if isinstance(s, ast.FunctionDef) and s.name.startswith("test")]
+            tmp.functions += [
+                _function(s, node)
+                for s in node.body
+                if isinstance(s, ast.FunctionDef) and s.name.startswith("test")
+            ]
         elif isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
             tmp.functions.append(_function(node, None))
     new_fn = tmp.find(fn.qualname)
@@ -393,7 +429,9 @@ def find_test_file(tilegym: Path, kernel: str) -> Path:
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        raise InputError(f"several test files for kernel '{kernel}': {', '.join(str(h) for h in hits)}", path=ops)
+        raise InputError(
+            f"several test files for kernel '{kernel}': {', '.join(str(h) for h in hits)}", path=ops
+        )
     known = sorted(p.stem[len("test_") :] for p in ops.rglob("test_*.py")) if ops.is_dir() else []
     close = difflib.get_close_matches(kernel, known, n=3)
     hint = f" (did you mean: {', '.join(close)}?)" if close else ""
@@ -425,13 +463,24 @@ def count_cutile_rs(collect: CollectResult) -> tuple[str, ...]:
 
 
 def collect_cutile_rs(
-    tilegym: Path, targets: list[str], *, python: str, env: Mapping[str, str] | None = None, timeout_s: float = 300.0,
+    tilegym: Path,
+    targets: list[str],
+    *,
+    python: str,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = 300.0,
     cancelled: Callable[[], bool] | None = None,
 ) -> CollectResult:
     """``pytest <targets> -k cutile_rs --collect-only -q`` (several targets in one child)."""
     args = ["-m", "pytest", *targets, "-k", "cutile_rs", "--collect-only", "-q", "-p", "no:cacheprovider"]
-    child = run_child(python, args, cwd=Path(tilegym), env=tilegym_env(Path(tilegym), env), timeout_s=timeout_s,
-                      cancelled=cancelled)
+    child = run_child(
+        python,
+        args,
+        cwd=Path(tilegym),
+        env=tilegym_env(Path(tilegym), env),
+        timeout_s=timeout_s,
+        cancelled=cancelled,
+    )
     return CollectResult(tuple(parse_collect_output(child.stdout)), child)
 
 
@@ -459,8 +508,14 @@ def check_wiring(
     result = None
     cases: tuple[str, ...] = ()
     if collect:
-        result = collect_cutile_rs(tilegym, [s.target for s in statuses], python=python, env=env,
-                                   timeout_s=timeout_s, cancelled=cancelled)
+        result = collect_cutile_rs(
+            tilegym,
+            [s.target for s in statuses],
+            python=python,
+            env=env,
+            timeout_s=timeout_s,
+            cancelled=cancelled,
+        )
         cases = count_cutile_rs(result)
     return WiringCheck(path, module.relpath, statuses, result, cases)
 
@@ -496,7 +551,9 @@ def apply_wiring(
     if hashlib.sha256(current.encode("utf-8")).hexdigest() != edit.old_sha256:
         raise InputError("test file changed since the edit was proposed; re-run the check", path=path)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-    backup_root = Path(backup_dir) if backup_dir else Path(tempfile.mkdtemp(prefix="cutile-workbench-wiring-"))
+    backup_root = (
+        Path(backup_dir) if backup_dir else Path(tempfile.mkdtemp(prefix="cutile-workbench-wiring-"))
+    )
     backup_root.mkdir(parents=True, exist_ok=True)
     backup = backup_root / f"{path.name}.{stamp}.orig"
     shutil.copy2(path, backup)
@@ -504,10 +561,19 @@ def apply_wiring(
     result = collect_cutile_rs(tilegym, targets, python=python, env=env, timeout_s=timeout_s)
     cases = count_cutile_rs(result)
     if cases and result.ok:
-        return ApplyResult(True, False, backup, len(cases), f"wired: {len(cases)} cutile-rs perf case(s) collected", result)
+        return ApplyResult(
+            True, False, backup, len(cases), f"wired: {len(cases)} cutile-rs perf case(s) collected", result
+        )
     _atomic_write(path, current)
     why = "; ".join(result.errors) or f"pytest exit {result.child.rc}, 0 cutile-rs cases"
-    return ApplyResult(False, True, backup, len(cases), f"re-collect did not select a cutile-rs case ({why}); original restored", result)
+    return ApplyResult(
+        False,
+        True,
+        backup,
+        len(cases),
+        f"re-collect did not select a cutile-rs case ({why}); original restored",
+        result,
+    )
 
 
 def _atomic_write(path: Path, text: str) -> None:

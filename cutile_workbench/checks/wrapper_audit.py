@@ -132,7 +132,17 @@ _FILL_CALLS = {"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", 
 _ALLOC_CALLS = _FILL_CALLS | {"empty", "empty_like", "empty_strided"}
 _COPY_METHODS = {"clone", "contiguous", "copy_", "fill_", "zero_"}
 _LAYOUT_METHODS = {"transpose", "permute", "expand", "t", "mT", "swapaxes", "movedim"}
-_TENSOR_HINTS = {"dtype", "shape", "is_cuda", "device", "contiguous", "requires_grad", "ndim", "stride", "view"}
+_TENSOR_HINTS = {
+    "dtype",
+    "shape",
+    "is_cuda",
+    "device",
+    "contiguous",
+    "requires_grad",
+    "ndim",
+    "stride",
+    "view",
+}
 _KNOBS = {"occupancy": ("occupancy",), "num_ctas": ("num_ctas", "num_cta_in_cga", "num_cta")}
 
 
@@ -155,7 +165,11 @@ class _Wrapper:
 def _is_ffi_call(call: ast.Call) -> bool:
     """``lib.cutile_<x>(...)``: a call on the cffi library handle (the one real launch)."""
     func = call.func
-    return isinstance(func, ast.Attribute) and func.attr.startswith("cutile_") and isinstance(func.value, ast.Name)
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr.startswith("cutile_")
+        and isinstance(func.value, ast.Name)
+    )
 
 
 def _load(path: Path) -> _Wrapper:
@@ -171,7 +185,9 @@ def _load(path: Path) -> _Wrapper:
             w.functions[node.name] = node
     # launchers: functions whose body (nested closures included) reaches lib.cutile_*(...)
     direct = {
-        name for name, fn in w.functions.items() if any(isinstance(n, ast.Call) and _is_ffi_call(n) for n in ast.walk(fn))
+        name
+        for name, fn in w.functions.items()
+        if any(isinstance(n, ast.Call) and _is_ffi_call(n) for n in ast.walk(fn))
     }
     w.launchers = set(direct)
     changed = True
@@ -201,7 +217,9 @@ def audit_wrapper(path: Path, analysis: Any | None = None, *, reference: Path | 
     ref = _reference_facts(raw, reference if reference is not None else _default_reference(Path(path)))
     findings: list[Finding] = []
     entries = _entry_functions(w)
-    autotune_calls = [n for n in ast.walk(w.tree) if isinstance(n, ast.Call) and _call_name(n) == "autotune_launch"]
+    autotune_calls = [
+        n for n in ast.walk(w.tree) if isinstance(n, ast.Call) and _call_name(n) == "autotune_launch"
+    ]
     findings += _check_autotune_used(w, autotune_calls, ref)
     kernel_fns = _kernel_fn_bodies(w, autotune_calls)
     findings += _check_canary(w, entries, autotune_calls, kernel_fns)
@@ -213,7 +231,9 @@ def audit_wrapper(path: Path, analysis: Any | None = None, *, reference: Path | 
     return sorted(findings, key=lambda f: (int(f.details.get("line", 0)), str(f.details.get("rule"))))
 
 
-def _finding(w: _Wrapper, rule_id: str, node: ast.AST, summary: str, *, confidence: str = "high", **extra: Any) -> Finding:
+def _finding(
+    w: _Wrapper, rule_id: str, node: ast.AST, summary: str, *, confidence: str = "high", **extra: Any
+) -> Finding:
     # Only high-confidence findings are called fixable on source evidence alone; the others are
     # hypotheses that F's launch counts must confirm before they may drive a FIXABLE verdict.
     fixable = confidence == "high"
@@ -320,7 +340,11 @@ def _entry_functions(w: _Wrapper) -> list[ast.FunctionDef]:
         if any(isinstance(d, ast.Call) and _call_name(d) == "register_impl" for d in fn.decorator_list):
             entries.append(fn)
             for node in _walk_no_nested(fn):
-                if isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in w.functions:
+                if (
+                    isinstance(node, ast.Return)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in w.functions
+                ):
                     entries.append(w.functions[node.value.id])
     if not entries:  # unregistered wrapper: treat public functions as entries
         entries = [fn for name, fn in w.functions.items() if not name.startswith("_")]
@@ -346,7 +370,9 @@ def _kernel_fn_bodies(w: _Wrapper, autotune_calls: list[ast.Call]) -> list[ast.A
     """The functions passed as ``kernel_fn`` plus the local/module functions they call."""
     bodies: list[ast.AST] = []
     for call in autotune_calls:
-        arg = next((k.value for k in call.keywords if k.arg == "kernel_fn"), call.args[0] if call.args else None)
+        arg = next(
+            (k.value for k in call.keywords if k.arg == "kernel_fn"), call.args[0] if call.args else None
+        )
         if arg is None:
             continue
         scope = _enclosing_function(w.tree, call)
@@ -385,7 +411,10 @@ def _inside(node: ast.AST, containers: Iterable[ast.AST]) -> bool:
 def _check_autotune_used(w: _Wrapper, autotune_calls: list[ast.Call], ref: _RefFacts) -> list[Finding]:
     if autotune_calls or not ref.autotunes:
         return []
-    ffi = next((n for n in ast.walk(w.tree) if isinstance(n, ast.Call) and _is_ffi_call(n)), w.tree.body[0] if w.tree.body else w.tree)
+    ffi = next(
+        (n for n in ast.walk(w.tree) if isinstance(n, ast.Call) and _is_ffi_call(n)),
+        w.tree.body[0] if w.tree.body else w.tree,
+    )
     return [
         _finding(
             w,
@@ -404,7 +433,9 @@ def _check_canary(
     hot = _hot_functions(w, entries)
     launches_outside: list[ast.Call] = []
     for fn in hot:
-        tunes_here = any(isinstance(n, ast.Call) and _call_name(n) == "autotune_launch" for n in _walk_no_nested(fn))
+        tunes_here = any(
+            isinstance(n, ast.Call) and _call_name(n) == "autotune_launch" for n in _walk_no_nested(fn)
+        )
         pure_launcher = fn.name in w.launchers and fn not in entries and not tunes_here
         for node in _walk_no_nested(fn):
             if isinstance(node, ast.Call) and (_call_name(node) in w.launchers or _is_ffi_call(node)):
@@ -421,7 +452,8 @@ def _check_canary(
                     "canary_hot_path",
                     call,
                     f"`{ast.unparse(call.func)}(...)` launches a fixed config on the call path besides "
-                    "autotune_launch" + (" (conditional: check it runs once per process)" if guarded else " on every call"),
+                    "autotune_launch"
+                    + (" (conditional: check it runs once per process)" if guarded else " on every call"),
                     confidence="medium" if guarded else "high",
                     expected_evidence="the cutile-rs kernel with rep_num=2 (or two rows) per measured call; ~2x uniform",
                 )
@@ -467,7 +499,7 @@ def _copy_kind(call: ast.Call) -> str | None:
     """Name the GPU work a call launches: fill / copy, or None for allocation-free calls."""
     func = call.func
     if isinstance(func, ast.Attribute):
-        base = (dotted_name(func.value) or "")
+        base = dotted_name(func.value) or ""
         if base == "torch" and func.attr in _FILL_CALLS:
             return f"torch.{func.attr}"
         if func.attr in _COPY_METHODS and base != "torch":
@@ -520,14 +552,17 @@ def _check_kernel_fn(w: _Wrapper, kernel_fns: list[ast.AST]) -> list[Finding]:
                             "second_output",
                             node,
                             f"output preallocated with torch.{_call_name(node)} outside kernel_fn while kernel_fn "
-                            "allocates its own" + (" (a fill kernel every call)" if fill else " (unused memory)"),
+                            "allocates its own"
+                            + (" (a fill kernel every call)" if fill else " (unused memory)"),
                             confidence="high" if fill else "low",
                         )
                     )
     return _dedupe(out)
 
 
-def _allocation_is_output(scope: ast.FunctionDef, alloc: ast.Call, w: _Wrapper, kernel_fns: list[ast.AST]) -> bool:
+def _allocation_is_output(
+    scope: ast.FunctionDef, alloc: ast.Call, w: _Wrapper, kernel_fns: list[ast.AST]
+) -> bool:
     """A preallocation that kernel_fn launches into as output, or never uses (a would-be output).
 
     A tensor kernel_fn passes as a later FFI argument (e.g. attention_sink's ``start_q``) is an
@@ -537,7 +572,10 @@ def _allocation_is_output(scope: ast.FunctionDef, alloc: ast.Call, w: _Wrapper, 
         (
             n.targets[0].id
             for n in ast.walk(scope)
-            if isinstance(n, ast.Assign) and n.value is alloc and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+            if isinstance(n, ast.Assign)
+            and n.value is alloc
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
         ),
         None,
     )
@@ -550,11 +588,17 @@ def _allocation_is_output(scope: ast.FunctionDef, alloc: ast.Call, w: _Wrapper, 
         if isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in n.args)
     ]
     if not uses:
-        return not any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) for b in kernel_fns for n in ast.walk(b))
+        return not any(
+            isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+            for b in kernel_fns
+            for n in ast.walk(b)
+        )
     return any(isinstance(u.args[0], ast.Name) and u.args[0].id == name for u in uses if u.args)
 
 
-def _check_hot_path_copies(w: _Wrapper, entries: list[ast.FunctionDef], kernel_fns: list[ast.AST]) -> list[Finding]:
+def _check_hot_path_copies(
+    w: _Wrapper, entries: list[ast.FunctionDef], kernel_fns: list[ast.AST]
+) -> list[Finding]:
     out: list[Finding] = []
     for fn in _hot_functions(w, entries):
         for node in _walk_no_nested(fn):
@@ -566,7 +610,12 @@ def _check_hot_path_copies(w: _Wrapper, entries: list[ast.FunctionDef], kernel_f
             if kind == ".contiguous()":
                 # x.contiguous() on an already-contiguous input returns x and launches nothing
                 continue
-            if kind == ".copy_()" or kind == ".clone()" or kind.endswith(").contiguous()") or kind.startswith("torch."):
+            if (
+                kind == ".copy_()"
+                or kind == ".clone()"
+                or kind.endswith(").contiguous()")
+                or kind.startswith("torch.")
+            ):
                 out.append(
                     _finding(
                         w,
@@ -588,14 +637,20 @@ def _ffi_param_names(w: _Wrapper, call: ast.Call) -> list[str]:
         if isinstance(value, str) and name in value:
             m = re.search(rf"\b{re.escape(name)}\s*\(([^)]*)\)", value, re.S)
             if m:
-                return [re.findall(r"\w+", p)[-1] if re.findall(r"\w+", p) else "" for p in m.group(1).split(",")]
+                return [
+                    re.findall(r"\w+", p)[-1] if re.findall(r"\w+", p) else "" for p in m.group(1).split(",")
+                ]
     return []
 
 
 def _is_auto_constant(w: _Wrapper, node: ast.expr) -> bool:
     while isinstance(node, ast.Call) and _call_name(node) in ("int",) and node.args:
         node = node.args[0]
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+    ):
         return node.operand.value == 1
     if isinstance(node, ast.Constant):
         return node.value in (-1, None, 0)
@@ -635,7 +690,9 @@ def _check_compile_options(w: _Wrapper, ref: _RefFacts) -> list[Finding]:
             ref_values = {v for v in ref.knobs.get(knob, frozenset()) if v is not None}
             explicit_ref = {v for v in ref_values if isinstance(v, int) and v > 0}
             auto_slot = _is_auto_constant(w, arg)
-            wrapper_values = {v for v in _wrapper_knob_values(w, knob) if v is not None} if not auto_slot else set()
+            wrapper_values = (
+                {v for v in _wrapper_knob_values(w, knob) if v is not None} if not auto_slot else set()
+            )
             if explicit_ref and auto_slot:
                 varied = len(explicit_ref) > 1 or max(explicit_ref) > 1
                 out.append(
@@ -673,7 +730,11 @@ def _key_fields(node: ast.expr) -> list[tuple[str, ast.expr]]:
     fields: list[tuple[str, ast.expr]] = []
     for e in elts:
         inner = e
-        while isinstance(inner, ast.Call) and inner.args and _call_name(inner) in ("int", "str", "bool", "tuple"):
+        while (
+            isinstance(inner, ast.Call)
+            and inner.args
+            and _call_name(inner) in ("int", "str", "bool", "tuple")
+        ):
             inner = inner.args[0]
         if isinstance(inner, ast.Attribute):
             fields.append((inner.attr, e))
@@ -700,7 +761,9 @@ def _check_cache_key(w: _Wrapper, autotune_calls: list[ast.Call], raw: Mapping[s
     out: list[Finding] = []
     wanted = raw.get("autotune_key")
     for call in autotune_calls:
-        key = next((k.value for k in call.keywords if k.arg == "key"), call.args[2] if len(call.args) > 2 else None)
+        key = next(
+            (k.value for k in call.keywords if k.arg == "key"), call.args[2] if len(call.args) > 2 else None
+        )
         if key is None or isinstance(key, ast.Constant):
             out.append(_finding(w, "cache_key", call, "autotune_launch has no shape/dtype cache key"))
             continue
@@ -765,8 +828,13 @@ def _refused_parameters(scope: ast.FunctionDef | None) -> set[str]:
     params = {a.arg for a in scope.args.args + scope.args.kwonlyargs}
     out: set[str] = set()
     for stmt in scope.body:
-        if (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Name) and stmt.test.id in params
-                and stmt.body and all(isinstance(b, ast.Raise) for b in stmt.body)):
+        if (
+            isinstance(stmt, ast.If)
+            and isinstance(stmt.test, ast.Name)
+            and stmt.test.id in params
+            and stmt.body
+            and all(isinstance(b, ast.Raise) for b in stmt.body)
+        ):
             out.add(stmt.test.id.lower())
     return out
 
@@ -785,7 +853,10 @@ def _check_grad(w: _Wrapper, entries: list[ast.FunctionDef]) -> list[Finding]:
             p
             for p in params
             if any(
-                isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == p and n.attr in _TENSOR_HINTS
+                isinstance(n, ast.Attribute)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == p
+                and n.attr in _TENSOR_HINTS
                 for n in body_nodes
             )
         ]
@@ -835,7 +906,10 @@ def _detached_via_helper(w: _Wrapper, fn: ast.FunctionDef, param: str) -> bool:
 def _raises_on_requires_grad(fn: ast.FunctionDef, param: str) -> ast.AST | None:
     for node in ast.walk(fn):
         if isinstance(node, ast.If) and any(
-            isinstance(n, ast.Attribute) and n.attr == "requires_grad" and isinstance(n.value, ast.Name) and n.value.id == param
+            isinstance(n, ast.Attribute)
+            and n.attr == "requires_grad"
+            and isinstance(n.value, ast.Name)
+            and n.value.id == param
             for n in ast.walk(node.test)
         ):
             if any(isinstance(s, ast.Raise) for s in node.body):

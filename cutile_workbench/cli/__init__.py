@@ -85,29 +85,87 @@ class IndexedCommand:
 
 #: every command of :data:`COMMAND_MODULES`, in order (kept equal to the modules' ``COMMANDS`` by a test)
 COMMAND_INDEX: tuple[IndexedCommand, ...] = (
-    IndexedCommand("cutile_workbench.cli.tui", "open", None, "open the TUI on a kernel (also: cutile-workbench <kernel>)"),
-    IndexedCommand("cutile_workbench.cli.tui", "keys", None,
-                   "list the TUI's binding ids and default keys (the vocabulary of a --keymap file)"),
-    IndexedCommand("cutile_workbench.cli.stage_e", "table", None, "E's ratio table (candidate / winning baseline per config)"),
-    IndexedCommand("cutile_workbench.cli.stage_e", "e", "report",
-                   "Agent E: performance.md + sanitized perf log + logs (guarded write)"),
-    IndexedCommand("cutile_workbench.cli.stage_f", "f", "report", "Agent F: residual perf investigation reports"),
-    IndexedCommand("cutile_workbench.cli.ir_diff", "diff", None, "structural Tile IR diff + diff_ir.sh-parity audit"),
-    IndexedCommand("cutile_workbench.cli.run", "run", None,
-                   "run a kernel's perf suite live (TileGym or a built-in profile) and write the results"),
-    IndexedCommand("cutile_workbench.cli.timeline", "timeline", None, "launches per call and per-launch times of one config"),
-    IndexedCommand("cutile_workbench.cli.probe", "probe", None, "Nsight Compute on one profiled call of each side of a config"),
-    IndexedCommand("cutile_workbench.cli.checks", "check", None,
-                   "E preconditions: autotune_launch import + test_perf cutile-rs wiring"),
-    IndexedCommand("cutile_workbench.cli.checks", "kselect", None, "-k expressions for candidate and baseline from analysis.json"),
-    IndexedCommand("cutile_workbench.cli.checks", "audit-wrapper", None,
-                   "static audit of src/tilegym/ops/cutile_rs/<kernel>.py"),
-    IndexedCommand("cutile_workbench.cli.history", "history", None,
-                   "run history per config: medians, trend, regression flags, provenance"),
-    IndexedCommand("cutile_workbench.cli.overview", "overview", None,
-                   "every kernel dir of an out root: E verdict, geomean, worst config, F verdicts, flags"),
-    IndexedCommand("cutile_workbench.cli.calibrate", "calibrate", None,
-                   "A/A test: how many rows would a candidate identical to the baseline flag?"),
+    IndexedCommand(
+        "cutile_workbench.cli.tui", "open", None, "open the TUI on a kernel (also: cutile-workbench <kernel>)"
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.tui",
+        "keys",
+        None,
+        "list the TUI's binding ids and default keys (the vocabulary of a --keymap file)",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.stage_e",
+        "table",
+        None,
+        "E's ratio table (candidate / winning baseline per config)",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.stage_e",
+        "e",
+        "report",
+        "Agent E: performance.md + sanitized perf log + logs (guarded write)",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.stage_f", "f", "report", "Agent F: residual perf investigation reports"
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.ir_diff", "diff", None, "structural Tile IR diff + diff_ir.sh-parity audit"
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.run",
+        "run",
+        None,
+        "run a kernel's perf suite live (TileGym or a built-in profile) and write the results",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.timeline",
+        "timeline",
+        None,
+        "launches per call and per-launch times of one config",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.probe",
+        "probe",
+        None,
+        "Nsight Compute on one profiled call of each side of a config",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.checks",
+        "check",
+        None,
+        "E preconditions: autotune_launch import + test_perf cutile-rs wiring",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.checks",
+        "kselect",
+        None,
+        "-k expressions for candidate and baseline from analysis.json",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.checks",
+        "audit-wrapper",
+        None,
+        "static audit of src/tilegym/ops/cutile_rs/<kernel>.py",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.history",
+        "history",
+        None,
+        "run history per config: medians, trend, regression flags, provenance",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.overview",
+        "overview",
+        None,
+        "every kernel dir of an out root: E verdict, geomean, worst config, F verdicts, flags",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.calibrate",
+        "calibrate",
+        None,
+        "A/A test: how many rows would a candidate identical to the baseline flag?",
+    ),
 )
 OPEN_COMMAND = "open"
 #: parent commands that only group others (``report e``, ``report f``): help line of each
@@ -132,15 +190,16 @@ def _usage_of(parser: argparse.ArgumentParser, what: str) -> int:
     return 2
 
 
-def build_parser(modules: Sequence[str] = COMMAND_MODULES, *, load: Collection[str] | None = None
-                 ) -> argparse.ArgumentParser:
+def build_parser(
+    modules: Sequence[str] = COMMAND_MODULES, *, load: Collection[str] | None = None
+) -> argparse.ArgumentParser:
     """The full parser of ``modules``; with ``load``, only those modules are imported and every other
     command of :data:`COMMAND_INDEX` gets a flag-less placeholder (its name and help line)."""
     parser = argparse.ArgumentParser(
         prog="cutile-workbench",
         description="TileGym cutile-rs E (benchmark) and F (residual perf) workbench.",
         epilog="A bare kernel name opens the TUI: cutile-workbench <kernel>. "
-               "Exit codes: 0 ok, 1 BLOCKED, 2 bad input/usage, 3 validation refused.",
+        "Exit codes: 0 ok, 1 BLOCKED, 2 bad input/usage, 3 validation refused.",
     )
     parser.add_argument("--version", action="version", version=f"cutile-workbench {__version__}")
     parser.add_argument("--out-root", metavar="DIR", default=None, help=OUT_ROOT_HELP)
@@ -165,8 +224,12 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES, *, load: Collection[s
         if isinstance(command, IndexedCommand):
             where.add_parser(command.name, help=command.help)
             continue
-        sub = where.add_parser(command.name, help=command.help, description=command.description,
-                               formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub = where.add_parser(
+            command.name,
+            help=command.help,
+            description=command.description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         command.prepare_parser(sub)
         sub.set_defaults(func=command.run)
     return parser
@@ -227,8 +290,10 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
         return None
     close = difflib.get_close_matches(words[0], sorted(known), n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
-    return (f"unknown command {words[0]!r}{hint} (commands: {', '.join(sorted(known))}; a bare kernel name "
-            f"opens the TUI: cutile-workbench <kernel>)")
+    return (
+        f"unknown command {words[0]!r}{hint} (commands: {', '.join(sorted(known))}; a bare kernel name "
+        f"opens the TUI: cutile-workbench <kernel>)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,7 +325,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("out_root", "tilegym"):
             if not hasattr(args, name):
                 setattr(args, name, None)
-        if getattr(args, "kernel", None) is not None:  # every kernel command: one check, before any path is built
+        if (
+            getattr(args, "kernel", None) is not None
+        ):  # every kernel command: one check, before any path is built
             check_kernel_name(args.kernel)
         return int(func(args))
     except WorkbenchError as exc:
@@ -274,8 +341,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         if os.environ.get("CUTILE_WORKBENCH_DEBUG"):
             traceback.print_exc()
-        print(f"error: internal error: {type(exc).__name__}: {exc} (set CUTILE_WORKBENCH_DEBUG=1 for a traceback)",
-              file=sys.stderr)
+        print(
+            f"error: internal error: {type(exc).__name__}: {exc} (set CUTILE_WORKBENCH_DEBUG=1 for a traceback)",
+            file=sys.stderr,
+        )
         return 2
 
 

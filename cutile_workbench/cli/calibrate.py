@@ -30,9 +30,11 @@ def _when(ts: float) -> str:
 
 def render_calibration(rep: CalibrationReport) -> str:
     cal = rep.result
-    lines = [f"{rep.kernel}: A/A test of {cal.backend}: run {cal.second[:8]} ({_when(rep.second_when)}) as the "
-             f"candidate against run {cal.first[:8]} ({_when(rep.first_when)}); {rep.runs_of_backend} run(s) of "
-             f"{cal.backend} in the history, the last two used"]
+    lines = [
+        f"{rep.kernel}: A/A test of {cal.backend}: run {cal.second[:8]} ({_when(rep.second_when)}) as the "
+        f"candidate against run {cal.first[:8]} ({_when(rep.first_when)}); {rep.runs_of_backend} run(s) of "
+        f"{cal.backend} in the history, the last two used"
+    ]
     if rep.identity_note:
         lines.append(f"note: {rep.identity_note}")
     lines.append("")
@@ -41,17 +43,30 @@ def render_calibration(rep: CalibrationReport) -> str:
     for params, ratio in cal.ratios:
         lines.append(f"{params:<{width}}  {ratio:>8.4f}x  {'FLAG' if ratio > rep.gate else ''}".rstrip())
     worst = f"; largest deviation from 1: {cal.worst:.2%}" if cal.worst is not None else ""
-    lines += ["", f"rows an identical candidate would have flagged (ratio > {rep.gate:.2f}): {len(cal.flagged)} of "
-                  f"{len(cal.ratios)} (goal 0){worst}"]
+    lines += [
+        "",
+        f"rows an identical candidate would have flagged (ratio > {rep.gate:.2f}): {len(cal.flagged)} of "
+        f"{len(cal.ratios)} (goal 0){worst}",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def calibration_json(rep: CalibrationReport) -> dict[str, Any]:
     cal = rep.result
-    return {"kernel": rep.kernel, "backend": cal.backend, "older_run": cal.first, "newer_run": cal.second,
-            "older_at": rep.first_when, "newer_at": rep.second_when, "runs_of_backend": rep.runs_of_backend,
-            "gate": rep.gate, "ratios": [{"params": p, "ratio": r, "flagged": r > rep.gate} for p, r in cal.ratios],
-            "flagged": len(cal.flagged), "largest_deviation": cal.worst, "identity_note": rep.identity_note}
+    return {
+        "kernel": rep.kernel,
+        "backend": cal.backend,
+        "older_run": cal.first,
+        "newer_run": cal.second,
+        "older_at": rep.first_when,
+        "newer_at": rep.second_when,
+        "runs_of_backend": rep.runs_of_backend,
+        "gate": rep.gate,
+        "ratios": [{"params": p, "ratio": r, "flagged": r > rep.gate} for p, r in cal.ratios],
+        "flagged": len(cal.flagged),
+        "largest_deviation": cal.worst,
+        "identity_note": rep.identity_note,
+    }
 
 
 def _measure_twice(args: argparse.Namespace, backend: str, out: TextIO) -> int:
@@ -73,29 +88,43 @@ class CalibrateCommand(Command):
     name = "calibrate"
     group = None
     help = "A/A test: how many rows would a candidate identical to the baseline flag?"
-    description = ("Run the baseline twice (--run) or read its last two runs from the run history, and report, per "
-                   "config, the ratio the newer run scores as a 'candidate' against the older: the rows E would "
-                   "flag (> 1.05; the goal is zero) and the largest deviation. Exit 0 none flagged, 1 some flagged, "
-                   "2 bad input or fewer than two runs.")
+    description = (
+        "Run the baseline twice (--run) or read its last two runs from the run history, and report, per "
+        "config, the ratio the newer run scores as a 'candidate' against the older: the rows E would "
+        "flag (> 1.05; the goal is zero) and the largest deviation. Exit 0 none flagged, 1 some flagged, "
+        "2 bad input or fewer than two runs."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
-        parser.add_argument("--backend", "-b", metavar="B", default=None,
-                            help="the baseline's record backend (default: analysis.json's reference backend)")
-        parser.add_argument("--run", action="store_true", help="measure the baseline twice first (needs a GPU)")
-        parser.add_argument("-k", dest="k_expr", metavar="EXPR", default=None, help="with --run: pytest -k filter")
+        parser.add_argument(
+            "--backend",
+            "-b",
+            metavar="B",
+            default=None,
+            help="the baseline's record backend (default: analysis.json's reference backend)",
+        )
+        parser.add_argument(
+            "--run", action="store_true", help="measure the baseline twice first (needs a GPU)"
+        )
+        parser.add_argument(
+            "-k", dest="k_expr", metavar="EXPR", default=None, help="with --run: pytest -k filter"
+        )
         parser.add_argument("--json", action="store_true", help="machine-readable JSON")
 
     def run(self, args: argparse.Namespace, stream: TextIO | None = None) -> int:
         out = stream or sys.stdout
         if args.run:
             if not args.backend:
-                raise InputError("calibrate --run needs --backend (the baseline to measure twice)", key="--backend")
+                raise InputError(
+                    "calibrate --run needs --backend (the baseline to measure twice)", key="--backend"
+                )
             rc = _measure_twice(args, args.backend, out)
             if rc:
                 return rc
-        ws = stage_e.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
-                                 strict=False)
+        ws = stage_e.open_kernel(
+            args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), strict=False
+        )
         rep = calibration(ws, args.backend)
         if args.json:
             out.write(json.dumps(calibration_json(rep), indent=2) + "\n")

@@ -41,8 +41,12 @@ def add_checks_arguments(p: argparse.ArgumentParser) -> None:
     # SUPPRESS keeps a global --tilegym/--out-root given before the sub-command from being reset
     p.add_argument("kernel", help="op name, e.g. bmm (tests/ops/test_<kernel>.py)")
     p.add_argument("--tilegym", default=argparse.SUPPRESS, help="TileGym checkout (default: $TILEGYM_PATH)")
-    p.add_argument("--out-root", default=argparse.SUPPRESS, help="kernel out root (default: $CUTILE_KERNEL_OUT_ROOT)")
-    p.add_argument("--python", default=sys.executable, help="the TileGym environment's Python (default: this one)")
+    p.add_argument(
+        "--out-root", default=argparse.SUPPRESS, help="kernel out root (default: $CUTILE_KERNEL_OUT_ROOT)"
+    )
+    p.add_argument(
+        "--python", default=sys.executable, help="the TileGym environment's Python (default: this one)"
+    )
     p.add_argument(
         "--env",
         action="append",
@@ -50,8 +54,13 @@ def add_checks_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="extra environment for the child, e.g. CUTILE_TUTORIALS_BACKEND=triton (repeatable)",
     )
-    p.add_argument("--timeout", type=positive_seconds, default=300.0, metavar="S",
-                   help="seconds per child process (default 300)")
+    p.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=300.0,
+        metavar="S",
+        help="seconds per child process (default 300)",
+    )
 
 
 def _out_root(args: argparse.Namespace) -> Path | None:
@@ -63,7 +72,9 @@ def _env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def _analysis(args: argparse.Namespace, kernel: str) -> Any:
-    return checks.analysis_for(kernel, analysis_path=getattr(args, "analysis", None), out_root=_out_root(args))
+    return checks.analysis_for(
+        kernel, analysis_path=getattr(args, "analysis", None), out_root=_out_root(args)
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -80,7 +91,10 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"hint: {hint}", file=out)
         root = _out_root(args)
         if root is None:
-            print("note: no --out-root / CUTILE_KERNEL_OUT_ROOT, so the BLOCKED files were not written", file=out)
+            print(
+                "note: no --out-root / CUTILE_KERNEL_OUT_ROOT, so the BLOCKED files were not written",
+                file=out,
+            )
         else:
             plan = precondition.plan_blocked(pre, kernel, root)
             try:
@@ -119,9 +133,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     for edit in edits:
         print(edit.diff(check.relpath), file=out, end="")
     if len(edits) > 1:
-        print("note: several test_perf classes need wiring; each edit is re-proposed and applied in turn", file=out)
+        print(
+            "note: several test_perf classes need wiring; each edit is re-proposed and applied in turn",
+            file=out,
+        )
     if not args.apply_wiring:
-        print("not applied (the test file is unchanged): re-run with --apply-wiring to make this edit", file=out)
+        print(
+            "not applied (the test file is unchanged): re-run with --apply-wiring to make this edit", file=out
+        )
         return EXIT_BLOCKED
     out.flush()
     refused = confirm(f"Apply {len(edits)} edit(s) to {check.relpath} under {tilegym}?", yes=args.yes)
@@ -132,8 +151,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if root is not None:
         backup_dir = KernelPaths.under(root, kernel).workbench_dir / "wiring_backup"
     applied = None
-    for applied in checks.apply_wiring_edits(tilegym, kernel, check, python=args.python, backup_dir=backup_dir,
-                                             env=env, timeout_s=args.timeout):
+    for applied in checks.apply_wiring_edits(
+        tilegym, kernel, check, python=args.python, backup_dir=backup_dir, env=env, timeout_s=args.timeout
+    ):
         print(f"backup: {applied.backup}", file=out)
         print(applied.message, file=out)
         if not applied.applied:
@@ -146,8 +166,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_kselect(args: argparse.Namespace) -> int:
     kernel = args.kernel
-    inputs = checks.selection_inputs(kernel, analysis_path=getattr(args, "analysis", None),
-                                     out_root=_out_root(args), candidate=args.candidate)
+    inputs = checks.selection_inputs(
+        kernel,
+        analysis_path=getattr(args, "analysis", None),
+        out_root=_out_root(args),
+        candidate=args.candidate,
+    )
     analysis, candidate = inputs.analysis, inputs.candidate
     baseline = args.baseline
     if baseline == "auto":
@@ -165,8 +189,10 @@ def cmd_kselect(args: argparse.Namespace) -> int:
         analysis, candidate, baseline, cases_by_test=cases_by_test, default_test=default_test
     )
     out = sys.stdout
-    print(f"# {inputs.analysis_path} · candidate {candidate} ({inputs.candidate_source}) · baseline {baseline}",
-          file=out)
+    print(
+        f"# {inputs.analysis_path} · candidate {candidate} ({inputs.candidate_source}) · baseline {baseline}",
+        file=out,
+    )
     for label, targets in (("candidate", selection.candidate), ("baseline", selection.baseline)):
         for t in targets:
             print(f"{label} ({t.token}): -k {t.expr!r}", file=out)
@@ -181,13 +207,17 @@ def cmd_kselect(args: argparse.Namespace) -> int:
         for t in targets:
             if args.static:
                 if module is None or not t.test or t.test not in cases_by_test:
-                    raise InputError("--static needs --tilegym and a statically derivable test", key="--static")
+                    raise InputError(
+                        "--static needs --tilegym and a statically derivable test", key="--static"
+                    )
                 ids = [c.nodeid for c in cases_by_test[t.test]]
                 sink.extend(kselect.simulate_k(ids, t.expr))
             else:
                 tilegym = precondition.require_tilegym(tilegym_value)
                 if not t.test:
-                    raise InputError("the config group names no test; pass --tilegym so test_perf is found", key="test")
+                    raise InputError(
+                        "the config group names no test; pass --tilegym so test_perf is found", key="test"
+                    )
                 res = childproc.collect_nodeids(
                     args.python, tilegym, t.test, t.expr, env=_env(args), timeout_s=args.timeout
                 )
@@ -211,7 +241,9 @@ def cmd_kselect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _note_k_filters(selection: kselect.KSelection, cases_by_test: dict[str, list[Any]], base_ids: list[str]) -> None:
+def _note_k_filters(
+    selection: kselect.KSelection, cases_by_test: dict[str, list[Any]], base_ids: list[str]
+) -> None:
     """Say when Agent A's recorded ``k_filter`` selects other configs than its own shapes list."""
     wanted = {split_nodeid(n)[2] for n in base_ids}
     for k_filter, test in sorted({(c.k_filter, c.test) for c in selection.configs if c.k_filter and c.test}):
@@ -273,13 +305,17 @@ class CheckCommand(Command):
     name = "check"
     group = None
     help = "E preconditions: autotune_launch import + test_perf cutile-rs wiring"
-    description = ("E's preconditions on the TileGym checkout: tilegym.backend.cutile_rs.autotune_launch must import "
-                   "(else the BLOCKED files are written with --out-root), and test_perf must select cutile-rs cases "
-                   "(else the minimal edit is shown; --apply-wiring makes it, guarded).")
+    description = (
+        "E's preconditions on the TileGym checkout: tilegym.backend.cutile_rs.autotune_launch must import "
+        "(else the BLOCKED files are written with --out-root), and test_perf must select cutile-rs cases "
+        "(else the minimal edit is shown; --apply-wiring makes it, guarded)."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_checks_arguments(parser)
-        parser.add_argument("--apply-wiring", action="store_true", help="apply the proposed test_perf edit (guarded)")
+        parser.add_argument(
+            "--apply-wiring", action="store_true", help="apply the proposed test_perf edit (guarded)"
+        )
         parser.add_argument("--yes", action="store_true", help="with --apply-wiring: edit without asking")
         parser.add_argument("--max-ids", type=int, default=20, help="node ids to print (default 20)")
 
@@ -291,19 +327,32 @@ class KselectCommand(Command):
     name = "kselect"
     group = None
     help = "-k expressions for candidate and baseline from analysis.json"
-    description = ("The matching pytest -k expressions for the candidate and the baseline from analysis.json's "
-                   "test_perf_configs; --show collects both sides, --static derives the ids with ast.")
+    description = (
+        "The matching pytest -k expressions for the candidate and the baseline from analysis.json's "
+        "test_perf_configs; --show collects both sides, --static derives the ids with ast."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_checks_arguments(parser)
-        parser.add_argument("--analysis", help="analysis.json (default: <kernel>/reference/analysis.json of the out "
-                                                    "root, else of the recorded session)")
-        parser.add_argument("--candidate", default=None,
-                            help="candidate backend (default: session.json's, else the profile's, else cutile-rs)")
-        parser.add_argument("--baseline", default="auto", help="baseline backend (default: analysis.json's winner)")
-        parser.add_argument("--show", action="store_true", help="collect both sides and show/compare the node ids")
-        parser.add_argument("--static", action="store_true",
-                            help="like --show, from ids derived with ast (no torch needed)")
+        parser.add_argument(
+            "--analysis",
+            help="analysis.json (default: <kernel>/reference/analysis.json of the out "
+            "root, else of the recorded session)",
+        )
+        parser.add_argument(
+            "--candidate",
+            default=None,
+            help="candidate backend (default: session.json's, else the profile's, else cutile-rs)",
+        )
+        parser.add_argument(
+            "--baseline", default="auto", help="baseline backend (default: analysis.json's winner)"
+        )
+        parser.add_argument(
+            "--show", action="store_true", help="collect both sides and show/compare the node ids"
+        )
+        parser.add_argument(
+            "--static", action="store_true", help="like --show, from ids derived with ast (no torch needed)"
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         return cmd_kselect(args)
@@ -317,8 +366,10 @@ class AuditWrapperCommand(Command):
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_checks_arguments(parser)
-        parser.add_argument("--analysis",
-                            help="analysis.json (default: <out-root>/<kernel>/reference/analysis.json if present)")
+        parser.add_argument(
+            "--analysis",
+            help="analysis.json (default: <out-root>/<kernel>/reference/analysis.json if present)",
+        )
         parser.add_argument("--json", action="store_true", help="findings as JSON")
 
     def run(self, args: argparse.Namespace) -> int:

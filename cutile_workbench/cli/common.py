@@ -39,8 +39,10 @@ if TYPE_CHECKING:  # the write gate's types; imported where used so that --help 
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 OUT_ROOT_HELP = "dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT, else the recorded session)"
 TILEGYM_HELP = "TileGym checkout (else $TILEGYM_PATH)"
-KEYMAP_HELP = ("TUI key bindings: TOML [keymap] table of binding-id = \"key[,key]\" (else $CUTILE_WORKBENCH_KEYMAP, "
-               "else ~/.config/cutile-workbench/keymap.toml if present)")
+KEYMAP_HELP = (
+    'TUI key bindings: TOML [keymap] table of binding-id = "key[,key]" (else $CUTILE_WORKBENCH_KEYMAP, '
+    "else ~/.config/cutile-workbench/keymap.toml if present)"
+)
 
 
 class Command(abc.ABC):
@@ -53,7 +55,9 @@ class Command(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        missing = [attr for attr in ("name", "help", "description") if not isinstance(getattr(cls, attr, None), str)]
+        missing = [
+            attr for attr in ("name", "help", "description") if not isinstance(getattr(cls, attr, None), str)
+        ]
         if missing:
             raise TypeError(f"command class {cls.__name__} must set {', '.join(missing)} (a string)")
 
@@ -68,7 +72,9 @@ class Command(abc.ABC):
 
 def add_kernel_args(p: argparse.ArgumentParser, *, kernel_help: str | None = None) -> None:
     """``kernel`` positional + ``--out-root``/``--tilegym`` that do not reset the global flags."""
-    p.add_argument("kernel", help=kernel_help or "kernel name (dir under the out root, or a recorded profile session)")
+    p.add_argument(
+        "kernel", help=kernel_help or "kernel name (dir under the out root, or a recorded profile session)"
+    )
     p.add_argument("--out-root", metavar="DIR", default=argparse.SUPPRESS, help=OUT_ROOT_HELP)
     p.add_argument("--tilegym", metavar="DIR", default=argparse.SUPPRESS, help=TILEGYM_HELP)
 
@@ -103,8 +109,11 @@ def confirm(question: str, *, yes: bool) -> int | None:
     if yes:
         return None
     if not sys.stdin.isatty():
-        print("error: refusing to write without confirmation: stdin is not a terminal; pass --yes "
-              "(or --dry-run to preview)", file=sys.stderr)
+        print(
+            "error: refusing to write without confirmation: stdin is not a terminal; pass --yes "
+            "(or --dry-run to preview)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if not ask_yes_no(question):
         print("not written", file=sys.stderr)
@@ -140,8 +149,16 @@ def closing_blocks(plan: ReportPlan) -> str:
     return plan.perf_log_block + output_block(plan.validator_output)
 
 
-def finish_report(ws: Workspace, plan: ReportPlan, *, dry_run: bool, yes: bool, noun: str,
-                  write: Callable[[Workspace, ReportPlan], WriteResult], out: TextIO) -> int:
+def finish_report(
+    ws: Workspace,
+    plan: ReportPlan,
+    *,
+    dry_run: bool,
+    yes: bool,
+    noun: str,
+    write: Callable[[Workspace, ReportPlan], WriteResult],
+    out: TextIO,
+) -> int:
     """Refuse, preview or write ``plan`` (see the module contract); returns the exit code."""
     if not plan.ok:
         out.write(closing_blocks(plan))

@@ -46,25 +46,65 @@ def _rows(series: HistorySeries) -> list[tuple[str, ...]]:
         if p.change is not None:
             change = p.change.brief() + (" ⚠" if p.change.condition_flags else "")
             change += "".join(f"; {note}" for note in p.change.notes)
-        out.append((series.label if i == 0 else "", _trend(series) if i == 0 else "",
-                    p.run.when_text.removesuffix(" UTC"), p.run.short_key, p.run.gpu, p.run.harness,
-                    f"{p.median_ms:.6f}", str(p.n_samples) if p.n_samples else "-", change))
+        out.append(
+            (
+                series.label if i == 0 else "",
+                _trend(series) if i == 0 else "",
+                p.run.when_text.removesuffix(" UTC"),
+                p.run.short_key,
+                p.run.gpu,
+                p.run.harness,
+                f"{p.median_ms:.6f}",
+                str(p.n_samples) if p.n_samples else "-",
+                change,
+            )
+        )
     return out
 
 
-def _table(head: tuple[str, ...], rows: Sequence[tuple[str, ...]], right: set[int], indent: str = "  ") -> list[str]:
+def _table(
+    head: tuple[str, ...], rows: Sequence[tuple[str, ...]], right: set[int], indent: str = "  "
+) -> list[str]:
     widths = [max(len(row[i]) for row in (head, *rows)) for i in range(len(head))]
-    return [(indent + "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                                for i, (c, w) in enumerate(zip(row, widths, strict=True)))).rstrip()
-            for row in (head, *rows)]
+    return [
+        (
+            indent
+            + "  ".join(
+                c.rjust(w) if i in right else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        ).rstrip()
+        for row in (head, *rows)
+    ]
 
 
 def _runs_section(history: KernelHistory) -> list[str]:
     """Every run with its conditions (the provenance a series row stands on)."""
-    head = ("run", "run time (UTC)", "role", "GPU", "driver", "harness", "clocks SM/mem (start → end)", "throttling",
-            "source")
-    rows = [(r.short_key, r.when_text.removesuffix(" UTC"), ",".join(r.roles) or "-", r.gpu, r.driver, r.harness,
-             r.clocks, r.throttling, "runner" if r.source == "live" else "imported") for r in history.runs]
+    head = (
+        "run",
+        "run time (UTC)",
+        "role",
+        "GPU",
+        "driver",
+        "harness",
+        "clocks SM/mem (start → end)",
+        "throttling",
+        "source",
+    )
+    rows = [
+        (
+            r.short_key,
+            r.when_text.removesuffix(" UTC"),
+            ",".join(r.roles) or "-",
+            r.gpu,
+            r.driver,
+            r.harness,
+            r.clocks,
+            r.throttling,
+            "runner" if r.source == "live" else "imported",
+        )
+        for r in history.runs
+    ]
     return ["", "runs:", *_table(head, rows, set())]
 
 
@@ -84,8 +124,10 @@ def _conditions_section(history: KernelHistory) -> list[str]:
 def render_history_text(history: KernelHistory, where: str) -> str:
     """The readable form (see module contract); ``where`` names the store or the kernel dir."""
     n_runs, configs = len(history.runs), history.configs()
-    lines = [f"{history.kernel} — run history: {n_runs} run{'s' if n_runs != 1 else ''}, "
-             f"{len(configs)} config{'s' if len(configs) != 1 else ''} · {where}"]
+    lines = [
+        f"{history.kernel} — run history: {n_runs} run{'s' if n_runs != 1 else ''}, "
+        f"{len(configs)} config{'s' if len(configs) != 1 else ''} · {where}"
+    ]
     lines += [f"note: {n}" for n in history.notes if "imported into memory" not in n]
     lines += [f"not imported: {path}: {why}" for path, why in history.skipped]
     if not history.series:
@@ -102,9 +144,12 @@ def render_history_text(history: KernelHistory, where: str) -> str:
         lines += ["", params + (f"   ({func_key})" if several_tests else ""), header]
         lines += [next(body) for _row in rows]
     lines += _conditions_section(history)
-    lines += ["", "vs previous run: + regression, - improvement, = same, ~ inconclusive; decided on the raw samples "
-                  f"(Mann-Whitney U, {history.policy}), never on a bare percentage: runs with medians only are "
-                  "inconclusive; ⚠ = the two runs' conditions differ"]
+    lines += [
+        "",
+        "vs previous run: + regression, - improvement, = same, ~ inconclusive; decided on the raw samples "
+        f"(Mann-Whitney U, {history.policy}), never on a bare percentage: runs with medians only are "
+        "inconclusive; ⚠ = the two runs' conditions differ",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -119,31 +164,48 @@ class HistoryCommand(Command):
     name = "history"
     group = None
     help = "run history per config: medians, trend, regression flags, provenance"
-    description = ("Every recorded run of each config (median, raw samples kept, GPU, harness, run time) with a trend "
-                   "sparkline and, between consecutive runs, regression / improvement / same / inconclusive decided "
-                   "on the raw samples (Mann-Whitney U + bootstrap CI of the median ratio), never on a bare "
-                   "percentage. Opening imports the kernel dir's logs into <kernel>/workbench/history.sqlite; the "
-                   "recorded session is imported in memory (nothing written).")
+    description = (
+        "Every recorded run of each config (median, raw samples kept, GPU, harness, run time) with a trend "
+        "sparkline and, between consecutive runs, regression / improvement / same / inconclusive decided "
+        "on the raw samples (Mann-Whitney U + bootstrap CI of the median ratio), never on a bare "
+        "percentage. Opening imports the kernel dir's logs into <kernel>/workbench/history.sqlite; the "
+        "recorded session is imported in memory (nothing written)."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
-        parser.add_argument("--config", metavar="PARAMS", default=None,
-                            help="one config: its params string (or node id), e.g. "
-                                 "True-False-False-False-2048-2048-2048-0-0-torch.float16")
-        parser.add_argument("--backend", "-b", action="append", metavar="B", default=None,
-                            help="only this backend's runs (repeatable), e.g. cutile-rs, cutile, triton")
+        parser.add_argument(
+            "--config",
+            metavar="PARAMS",
+            default=None,
+            help="one config: its params string (or node id), e.g. "
+            "True-False-False-False-2048-2048-2048-0-0-torch.float16",
+        )
+        parser.add_argument(
+            "--backend",
+            "-b",
+            action="append",
+            metavar="B",
+            default=None,
+            help="only this backend's runs (repeatable), e.g. cutile-rs, cutile, triton",
+        )
         fmt = parser.add_mutually_exclusive_group()
-        fmt.add_argument("--json", action="store_true", help="machine-readable JSON (runs with full provenance)")
+        fmt.add_argument(
+            "--json", action="store_true", help="machine-readable JSON (runs with full provenance)"
+        )
         fmt.add_argument("--csv", action="store_true", help="CSV, one row per (config, run)")
 
     def run(self, args: argparse.Namespace, stream: TextIO | None = None) -> int:
         out = stream or sys.stdout
-        ws = stage_e.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
-                                 strict=False)
+        ws = stage_e.open_kernel(
+            args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), strict=False
+        )
         history = history_service.kernel_history(ws, config=args.config, backends=args.backend or ())
         stand_ins = workspace_stand_ins(ws).lines()  # issue 18 §5: a stand-in is named on every face
         if args.json:
-            out.write(json.dumps({**history_service.history_json(history), "stand_ins": stand_ins}, indent=2) + "\n")
+            out.write(
+                json.dumps({**history_service.history_json(history), "stand_ins": stand_ins}, indent=2) + "\n"
+            )
         elif args.csv:
             out.write(history_service.history_csv(history))
         else:

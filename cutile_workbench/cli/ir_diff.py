@@ -42,9 +42,15 @@ def _fit(s: str, width: int, spans: tuple[tuple[int, int], ...] = ()) -> str:
     return s if len(s) <= width else s[: max(width - 1, 0)] + "…"
 
 
-def render_side_by_side(sbs: SideBySide, *, width: int = 160, context: int = 3, color: bool = False,
-                        left_src: tuple[int, ...] | None = None,
-                        right_src: tuple[int, ...] | None = None) -> list[str]:
+def render_side_by_side(
+    sbs: SideBySide,
+    *,
+    width: int = 160,
+    context: int = 3,
+    color: bool = False,
+    left_src: tuple[int, ...] | None = None,
+    right_src: tuple[int, ...] | None = None,
+) -> list[str]:
     """Side-by-side lines for a terminal ``width`` columns wide (folded). Numbers are the original
     file lines when ``left_src``/``right_src`` (canonical → source maps) are given, so they match
     the audit's ``L`` numbers and an editor; else canonical line numbers."""
@@ -87,8 +93,10 @@ def audit_summary(audit: IRAudit) -> list[str]:
         if row.severity in ("CRITICAL", "WARN"):
             where = ""
             if row.ref_lines or row.gen_lines:
-                where = (f"  [ref L{','.join(map(str, row.ref_lines[:6]))}"
-                         f" gen L{','.join(map(str, row.gen_lines[:6]))}]")
+                where = (
+                    f"  [ref L{','.join(map(str, row.ref_lines[:6]))}"
+                    f" gen L{','.join(map(str, row.gen_lines[:6]))}]"
+                )
             lines.append(f"  {row.severity}: {row.message}{where}")
     return lines
 
@@ -99,8 +107,8 @@ _SHAPE_SPAN = re.compile(r"\d+x\d|num_cta")
 def _shape_first(text: str, spans: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
     """``spans`` with the first one that changes a shape (``128x512``, ``num_cta``) moved to the front."""
     for k, (a, b) in enumerate(spans):
-        if _SHAPE_SPAN.search(text[max(0, a - 16):b]):
-            return (spans[k], *spans[:k], *spans[k + 1:])
+        if _SHAPE_SPAN.search(text[max(0, a - 16) : b]):
+            return (spans[k], *spans[:k], *spans[k + 1 :])
     return spans
 
 
@@ -110,7 +118,9 @@ def _plain_rows(rows: list[SRow], width: int, color: bool) -> list[str]:
 
 
 def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[str]:
-    num_w = max(4, len(str(max([r.left_no or 0 for r in sd.rows] + [r.right_no or 0 for r in sd.rows] + [0]))))
+    num_w = max(
+        4, len(str(max([r.left_no or 0 for r in sd.rows] + [r.right_no or 0 for r in sd.rows] + [0])))
+    )
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
     hl = None
     if color:
@@ -140,19 +150,28 @@ def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[s
     return out
 
 
-def render_structural(ir: IRDiff, *, width: int = 160, color: bool = False, cosmetic: bool = False,
-                      context: int = 1) -> list[str]:
+def render_structural(
+    ir: IRDiff, *, width: int = 160, color: bool = False, cosmetic: bool = False, context: int = 1
+) -> list[str]:
     """The structural verdict, then each hunk in rank order with up to ``context`` unchanged rows
     around it."""
     sd = ir.struct
     st = sd.stats()
-    out = [f"structural diff: {sd.verdict}"
-           + ("" if sd.equivalent else f" — {len(sd.hunks)} hunk(s) ({sum(h.cosmetic for h in sd.hunks)} cosmetic): "
-              f"{st['replace']} changed, {st['delete']} only in reference, {st['insert']} only in generated")]
+    out = [
+        f"structural diff: {sd.verdict}"
+        + (
+            ""
+            if sd.equivalent
+            else f" — {len(sd.hunks)} hunk(s) ({sum(h.cosmetic for h in sd.hunks)} cosmetic): "
+            f"{st['replace']} changed, {st['delete']} only in reference, {st['insert']} only in generated"
+        )
+    ]
     out += [f"note: {n}" for n in sd.notes]
     if sd.fallback:
-        out.append("text diff of the lines not parsed (no structural claim is made about them; "
-                   f"reference L{sd.fallback_ranges('reference') or '—'}, generated L{sd.fallback_ranges('generated') or '—'}):")
+        out.append(
+            "text diff of the lines not parsed (no structural claim is made about them; "
+            f"reference L{sd.fallback_ranges('reference') or '—'}, generated L{sd.fallback_ranges('generated') or '—'}):"
+        )
         for f in sd.fallback:
             out.append(f"  {f.side} L{f.line}: {f.reason}")
         out += _plain_rows(sd.fallback_rows(), width, color)
@@ -174,16 +193,27 @@ def render_structural(ir: IRDiff, *, width: int = 160, color: bool = False, cosm
         if h.category.rank <= 1 and ir.launch_evidence:
             out += [f"   launch: {e}" for e in ir.launch_evidence]
     if folded:
-        out.append(f"⋯ {folded} cosmetic hunk(s) folded (constants, assume chains, dead ops): --cosmetic shows them")
+        out.append(
+            f"⋯ {folded} cosmetic hunk(s) folded (constants, assume chains, dead ops): --cosmetic shows them"
+        )
     return out
 
 
 def _row_json(sd: StructDiff, i: int) -> dict[str, Any]:
     r = sd.rows[i]
     lsp, rsp = sd.spans(i)
-    return {"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no, "left": r.left, "right": r.right,
-            "left_spans": [list(s) for s in lsp], "right_spans": [list(s) for s in rsp],
-            "op": r.op, "category": r.category.name if r.category else None, "hunk": r.hunk}
+    return {
+        "kind": r.kind,
+        "left_no": r.left_no,
+        "right_no": r.right_no,
+        "left": r.left,
+        "right": r.right,
+        "left_spans": [list(s) for s in lsp],
+        "right_spans": [list(s) for s in rsp],
+        "op": r.op,
+        "category": r.category.name if r.category else None,
+        "hunk": r.hunk,
+    }
 
 
 def to_json(ir: IRDiff) -> dict[str, Any]:
@@ -197,20 +227,47 @@ def to_json(ir: IRDiff) -> dict[str, Any]:
         "equivalent": sd.equivalent,
         "stats": sd.stats(),
         "notes": ir.notes + sd.notes,
-        "fallback": [{"side": f.side, "line": f.line, "text": f.text, "reason": f.reason} for f in sd.fallback],
-        "fallback_diff": [{"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no, "left": r.left,
-                           "right": r.right} for r in sd.fallback_rows()],
-        "hunks": [{"rank": k + 1, "category": h.category.name, "cosmetic": h.cosmetic, "start": h.start,
-                   "end": h.end, "audit_row": ir.audit_row_of(h.audit_check), "summary": h.summary}
-                  for k, h in enumerate(sd.hunks)],
+        "fallback": [
+            {"side": f.side, "line": f.line, "text": f.text, "reason": f.reason} for f in sd.fallback
+        ],
+        "fallback_diff": [
+            {"kind": r.kind, "left_no": r.left_no, "right_no": r.right_no, "left": r.left, "right": r.right}
+            for r in sd.fallback_rows()
+        ],
+        "hunks": [
+            {
+                "rank": k + 1,
+                "category": h.category.name,
+                "cosmetic": h.cosmetic,
+                "start": h.start,
+                "end": h.end,
+                "audit_row": ir.audit_row_of(h.audit_check),
+                "summary": h.summary,
+            }
+            for k, h in enumerate(sd.hunks)
+        ],
         "launch_evidence": ir.launch_evidence,
         "rows": [_row_json(sd, i) for i in range(len(sd.rows))],
-        "audit": {"label": "diff_ir.sh parity (byte-for-byte TileGym's script)", "verdict": audit.verdict,
-                  "exit_code": audit.exit_code, "critical": audit.critical_count,
-                  "workarounds": audit.workaround_count, "notes": audit.notes,
-                  "rows": [{"check": r.check, "severity": r.severity, "message": r.message,
-                            "ref": r.ref_value, "gen": r.gen_value, "ref_lines": list(r.ref_lines),
-                            "gen_lines": list(r.gen_lines)} for r in audit.rows]},
+        "audit": {
+            "label": "diff_ir.sh parity (byte-for-byte TileGym's script)",
+            "verdict": audit.verdict,
+            "exit_code": audit.exit_code,
+            "critical": audit.critical_count,
+            "workarounds": audit.workaround_count,
+            "notes": audit.notes,
+            "rows": [
+                {
+                    "check": r.check,
+                    "severity": r.severity,
+                    "message": r.message,
+                    "ref": r.ref_value,
+                    "gen": r.gen_value,
+                    "ref_lines": list(r.ref_lines),
+                    "gen_lines": list(r.gen_lines),
+                }
+                for r in audit.rows
+            ],
+        },
     }
 
 
@@ -218,24 +275,35 @@ class DiffCommand(Command):
     name = "diff"
     group = None
     help = "structural Tile IR diff + diff_ir.sh-parity audit"
-    description = ("Pair reference/generated IR by variant (every pair without --variant), match ops by "
-                   "structure and dataflow, rank the differences, audit with diff_ir.sh parity.")
+    description = (
+        "Pair reference/generated IR by variant (every pair without --variant), match ops by "
+        "structure and dataflow, rank the differences, audit with diff_ir.sh parity."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
         which = parser.add_mutually_exclusive_group()
-        which.add_argument("--variant", default=None,
-                           help="variant name (default: every pair, the slowest in E's table first)")
-        which.add_argument("--slowest", action="store_true",
-                           help="only the pair of the variant slowest in E's table (per-variant geomean)")
-        parser.add_argument("--cosmetic", action="store_true", help="also show the cosmetic hunks (folded by default)")
+        which.add_argument(
+            "--variant",
+            default=None,
+            help="variant name (default: every pair, the slowest in E's table first)",
+        )
+        which.add_argument(
+            "--slowest",
+            action="store_true",
+            help="only the pair of the variant slowest in E's table (per-variant geomean)",
+        )
+        parser.add_argument(
+            "--cosmetic", action="store_true", help="also show the cosmetic hunks (folded by default)"
+        )
         g = parser.add_mutually_exclusive_group()
         g.add_argument("--color", action="store_true", help="syntax-highlight both sides")
         g.add_argument("--json", action="store_true", help="print verdict, hunks, rows + audit as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        ws = open_workspace(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym),
-                            strict=False)
+        ws = open_workspace(
+            args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), strict=False
+        )
         diffs = diff_pairs(ws, args.variant, slowest=args.slowest)
         stand_ins = workspace_stand_ins(ws)  # issue 18 §5: a stand-in's "generated" IR is not cutile-rs's
         if args.json:

@@ -28,17 +28,37 @@ from cutile_workbench.errors import InputError
 from cutile_workbench.services.overview import SORT_KEYS, overview
 from cutile_workbench.stages.e.overview import SEVERITY_ORDER, Overview, OverviewRow, geomean_strip
 
-CSV_FIELDS = ("kernel", "problem", "e_source", "e_verdict", "geomean", "severity", "worst_config", "worst_ratio",
-              "configs", "matched", "missing", "f_verdicts", "candidate", "stand_in", "identity", "comparability",
-              "comparability_text", "last_run", "regression", "path")
+CSV_FIELDS = (
+    "kernel",
+    "problem",
+    "e_source",
+    "e_verdict",
+    "geomean",
+    "severity",
+    "worst_config",
+    "worst_ratio",
+    "configs",
+    "matched",
+    "missing",
+    "f_verdicts",
+    "candidate",
+    "stand_in",
+    "identity",
+    "comparability",
+    "comparability_text",
+    "last_run",
+    "regression",
+    "path",
+)
 SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 
 
 def out_root_of(args: argparse.Namespace, env: dict[str, str] | os._Environ[str] = os.environ) -> Path:
     root = getattr(args, "out_root", None) or env.get("CUTILE_KERNEL_OUT_ROOT")
     if not root:
-        raise InputError("overview needs an out root: pass --out-root DIR or set CUTILE_KERNEL_OUT_ROOT",
-                         key="--out-root")
+        raise InputError(
+            "overview needs an out root: pass --out-root DIR or set CUTILE_KERNEL_OUT_ROOT", key="--out-root"
+        )
     return Path(root)
 
 
@@ -53,14 +73,38 @@ def _cells(r: OverviewRow) -> tuple[str, ...]:
     cand = ("STAND-IN " + (r.candidate or "?")) if r.stand_in else (r.candidate or "—")
     matched = f"{r.matched}/{r.configs}" if r.configs is not None else "—"
     worst = f"{r.worst_config} {r.worst_ratio:.2f}x" if r.worst_config and r.worst_ratio is not None else "—"
-    return (r.kernel, r.e_verdict or "—", _fmt(r.geomean), r.severity or "—", SOURCE_SHORT.get(r.e_source or "", "—"),
-            worst, matched, f, cand, r.identity_mark, r.comparability or "—", (r.last_run or "—").replace("T", " "),
-            r.regression or "—")
+    return (
+        r.kernel,
+        r.e_verdict or "—",
+        _fmt(r.geomean),
+        r.severity or "—",
+        SOURCE_SHORT.get(r.e_source or "", "—"),
+        worst,
+        matched,
+        f,
+        cand,
+        r.identity_mark,
+        r.comparability or "—",
+        (r.last_run or "—").replace("T", " "),
+        r.regression or "—",
+    )
 
 
-HEAD = ("kernel", "E", "geomean", "severity", "from", "worst config", "matched", "F", "candidate", "identity",
-        "comparable",
-        "last run", "regression")
+HEAD = (
+    "kernel",
+    "E",
+    "geomean",
+    "severity",
+    "from",
+    "worst config",
+    "matched",
+    "F",
+    "candidate",
+    "identity",
+    "comparable",
+    "last run",
+    "regression",
+)
 
 
 def render_text(ov: Overview) -> str:
@@ -72,13 +116,21 @@ def render_text(ov: Overview) -> str:
     per = ov.per_severity
     g = ov.geomean_of_geomeans
     lines.append("")
-    lines.append("totals: " + ", ".join(f"{s} {per[s]}" for s in (*SEVERITY_ORDER, "none") if per[s])
-                 + f"; broken {ov.broken}; geomean of geomeans " + (f"{g:.4f}" if g else "—"))
+    lines.append(
+        "totals: "
+        + ", ".join(f"{s} {per[s]}" for s in (*SEVERITY_ORDER, "none") if per[s])
+        + f"; broken {ov.broken}; geomean of geomeans "
+        + (f"{g:.4f}" if g else "—")
+    )
     if any(r.stand_in for r in ov.rows):
-        lines.append("STAND-IN: a candidate that is not real cutile-rs (its numbers say nothing about a port)")
+        lines.append(
+            "STAND-IN: a candidate that is not real cutile-rs (its numbers say nothing about a port)"
+        )
     lines += [f"identity CHECK {r.kernel}: {r.identity}" for r in ov.rows if r.identity_mark == "CHECK"]
-    lines.append("from: md = the kernel's current performance.md; logs = computed from the perf logs "
-                 "(logs* = performance.md is older than the logs)")
+    lines.append(
+        "from: md = the kernel's current performance.md; logs = computed from the perf logs "
+        "(logs* = performance.md is older than the logs)"
+    )
     strip = geomean_strip(ov)
     if strip:
         lines += ["", *strip]
@@ -100,20 +152,33 @@ class OverviewCommand(Command):
     name = "overview"
     group = None
     help = "every kernel dir of an out root: E verdict, geomean, worst config, F verdicts, flags"
-    description = ("One row per kernel dir of the out root (--out-root, else $CUTILE_KERNEL_OUT_ROOT): E's verdict, "
-                   "geomean and severity (from the current performance.md, else computed from the logs, and "
-                   "saying which), the worst config, configs matched/missing, F verdicts, the candidate "
-                   "(STAND-IN marked), comparability, last run and a regression since the previous run. "
-                   "Writes nothing.")
+    description = (
+        "One row per kernel dir of the out root (--out-root, else $CUTILE_KERNEL_OUT_ROOT): E's verdict, "
+        "geomean and severity (from the current performance.md, else computed from the logs, and "
+        "saying which), the worst config, configs matched/missing, F verdicts, the candidate "
+        "(STAND-IN marked), comparability, last run and a regression since the previous run. "
+        "Writes nothing."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--out-root", metavar="DIR", default=argparse.SUPPRESS,
-                            help="the campaign's out root (else $CUTILE_KERNEL_OUT_ROOT)")
-        parser.add_argument("--sort", choices=SORT_KEYS, default="geomean",
-                            help="row order: geomean (worst first, the default), kernel, severity, last_run")
-        parser.add_argument("--no-cache", action="store_true",
-                            help="recompute every row (the default reuses rows whose input files are unchanged, "
-                                 "cached under ~/.cache/cutile-workbench/overview or $CUTILE_WORKBENCH_CACHE)")
+        parser.add_argument(
+            "--out-root",
+            metavar="DIR",
+            default=argparse.SUPPRESS,
+            help="the campaign's out root (else $CUTILE_KERNEL_OUT_ROOT)",
+        )
+        parser.add_argument(
+            "--sort",
+            choices=SORT_KEYS,
+            default="geomean",
+            help="row order: geomean (worst first, the default), kernel, severity, last_run",
+        )
+        parser.add_argument(
+            "--no-cache",
+            action="store_true",
+            help="recompute every row (the default reuses rows whose input files are unchanged, "
+            "cached under ~/.cache/cutile-workbench/overview or $CUTILE_WORKBENCH_CACHE)",
+        )
         fmt = parser.add_mutually_exclusive_group()
         fmt.add_argument("--json", action="store_true", help="versioned JSON document (schema_version)")
         fmt.add_argument("--csv", action="store_true", help="CSV, one row per kernel")

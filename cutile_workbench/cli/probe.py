@@ -50,53 +50,86 @@ class ProbeCommand(Command):
     name = "probe"
     group = None
     help = "Nsight Compute on one profiled call of each side of a config"
-    description = ("Run ncu on one profiled call of the candidate and the reference for one config (the kernel "
-                   "and test node from the per-launch captures; autotuning and JIT outside the profiled range), "
-                   "file the results under <kernel>/workbench/probes/ and print them side by side: duration, "
-                   "DRAM bytes and throughput, SM and tensor-pipe throughput, achieved/theoretical occupancy, "
-                   "registers, local-memory spills, shared memory. F's reports read the filed probes.\n"
-                   "Without ncu or a GPU here it exits 2 and prints the shell line to run on a GPU node; "
-                   "--csv files the CSV that line wrote.")
+    description = (
+        "Run ncu on one profiled call of the candidate and the reference for one config (the kernel "
+        "and test node from the per-launch captures; autotuning and JIT outside the profiled range), "
+        "file the results under <kernel>/workbench/probes/ and print them side by side: duration, "
+        "DRAM bytes and throughput, SM and tensor-pipe throughput, achieved/theoretical occupancy, "
+        "registers, local-memory spills, shared memory. F's reports read the filed probes.\n"
+        "Without ncu or a GPU here it exits 2 and prints the shell line to run on a GPU node; "
+        "--csv files the CSV that line wrote."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
-        parser.add_argument("--config", required=True, metavar="PARAMS",
-                            help="the params string of an E row, e.g. True-True-False-False-2048-2048-2048-0-0-"
-                                 "torch.float16")
-        parser.add_argument("--backend", "-b", action="append", metavar="B",
-                            help="only this side (the candidate or the reference backend; repeatable)")
-        parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
-                            help="seconds per ncu run (default 600); the child's process group is killed after")
-        parser.add_argument("--print-command", action="store_true",
-                            help="print each side's exact shell line and run nothing")
-        parser.add_argument("--csv", metavar="FILE", help="file this ncu CSV as the probe of the one --backend "
-                                                           "(instead of running ncu)")
-        parser.add_argument("--ncu", default="ncu", metavar="PATH", help="the ncu executable (default: ncu on PATH)")
+        parser.add_argument(
+            "--config",
+            required=True,
+            metavar="PARAMS",
+            help="the params string of an E row, e.g. True-True-False-False-2048-2048-2048-0-0-torch.float16",
+        )
+        parser.add_argument(
+            "--backend",
+            "-b",
+            action="append",
+            metavar="B",
+            help="only this side (the candidate or the reference backend; repeatable)",
+        )
+        parser.add_argument(
+            "--timeout",
+            type=positive_seconds,
+            default=600.0,
+            metavar="S",
+            help="seconds per ncu run (default 600); the child's process group is killed after",
+        )
+        parser.add_argument(
+            "--print-command", action="store_true", help="print each side's exact shell line and run nothing"
+        )
+        parser.add_argument(
+            "--csv",
+            metavar="FILE",
+            help="file this ncu CSV as the probe of the one --backend (instead of running ncu)",
+        )
+        parser.add_argument(
+            "--ncu", default="ncu", metavar="PATH", help="the ncu executable (default: ncu on PATH)"
+        )
 
     def run(self, args: argparse.Namespace, out: TextIO | None = None) -> int:
         out = out or sys.stdout
         if args.csv and len(args.backend or ()) != 1:
             raise InputError("--csv files one side: name it with exactly one --backend", key="--csv")
-        request = probe_service.ProbeRequest(args.kernel, args.config, out_root=path_arg(args.out_root),
-                                             tilegym=path_arg(args.tilegym), backends=tuple(args.backend or ()),
-                                             python=sys.executable, ncu=args.ncu)
+        request = probe_service.ProbeRequest(
+            args.kernel,
+            args.config,
+            out_root=path_arg(args.out_root),
+            tilegym=path_arg(args.tilegym),
+            backends=tuple(args.backend or ()),
+            python=sys.executable,
+            ncu=args.ncu,
+        )
         plan = probe_service.plan_probe(request)
         cand, base = plan.candidate_backend, plan.baseline_backend
-        out.write(f"probe {plan.ws.kernel} {plan.row.params}: candidate {cand} vs reference {base} "
-                  f"({'TileGym test_perf' if plan.suite == 'tilegym' else 'built-in profile'})\n")
+        out.write(
+            f"probe {plan.ws.kernel} {plan.row.params}: candidate {cand} vs reference {base} "
+            f"({'TileGym test_perf' if plan.suite == 'tilegym' else 'built-in profile'})\n"
+        )
         for why in plan.skipped:
             print(f"warning: {why}", file=sys.stderr)
         for side in plan.sides:
             out.write(f"  {side.spec.backend}: {side.spec.nodeid}  kernel {side.spec.kernel_name}\n")
         if not plan.sides:
-            raise InputError("nothing to probe: no side of this config has a recorded kernel name", key="--config")
+            raise InputError(
+                "nothing to probe: no side of this config has a recorded kernel name", key="--config"
+            )
         if args.print_command:
             self._print_lines(plan, out)
             return EXIT_OK
         read_only = probe_service.read_only(plan.ws)
         if read_only:
             raise InputError(read_only, path=str(plan.ws.kernel_dir))
-        failed = self._file_csv(plan, Path(args.csv), out) if args.csv else self._run_all(plan, args.timeout, out)
+        failed = (
+            self._file_csv(plan, Path(args.csv), out) if args.csv else self._run_all(plan, args.timeout, out)
+        )
         if failed is None:
             return EXIT_USAGE
         probes = probe_service.load(plan.ws)
@@ -112,8 +145,11 @@ class ProbeCommand(Command):
         """Run every side; True when one failed, None when ncu/GPU are missing (lines printed)."""
         why = probe_service.cannot_run(plan)
         if why:
-            print(f"error: cannot run the probe here: {why}; run these lines on a GPU node (then file each CSV "
-                  "with --backend B --csv FILE):", file=sys.stderr)
+            print(
+                f"error: cannot run the probe here: {why}; run these lines on a GPU node (then file each CSV "
+                "with --backend B --csv FILE):",
+                file=sys.stderr,
+            )
             self._print_lines(plan, out)
             return None
         failed = False

@@ -46,55 +46,121 @@ Exit: 0 all passed or skipped; 1 some config failed or did not run (results stil
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Every flag of ``run`` (its one declaration; :func:`run_request` reads them)."""
-    parser.add_argument("kernel", help="profile name (see cutile_workbench/profiles/) or TileGym kernel (tests/ops/test_<kernel>.py)")
+    parser.add_argument(
+        "kernel",
+        help="profile name (see cutile_workbench/profiles/) or TileGym kernel (tests/ops/test_<kernel>.py)",
+    )
     # SUPPRESS: these may also come before the sub-command (cutile-workbench's global flags).
-    parser.add_argument("--tilegym", metavar="DIR", default=argparse.SUPPRESS,
-                        help="run TileGym's tests/ops/test_<kernel>.py from this checkout (else $TILEGYM_PATH)")
-    parser.add_argument("--out-root", metavar="DIR", default=argparse.SUPPRESS,
-                        help="artifact root (default: $CUTILE_KERNEL_OUT_ROOT)")
-    parser.add_argument("--backend", "-b", action="append", metavar="B",
-                        help="backend (record key, e.g. cutile, triton, cutile-rs); repeatable; "
-                             "default: the profile's candidate and baseline (TileGym: cutile-rs)")
-    parser.add_argument("-k", dest="k_expr", metavar="EXPR", help="pytest -k config filter, ANDed with the backend")
-    parser.add_argument("--timeout", type=positive_seconds, default=600.0, metavar="S",
-                        help="kill a test that makes no progress for S seconds (default 600, TileGym's --timeout)")
-    parser.add_argument("--total-timeout", type=positive_seconds, default=None, metavar="S",
-                        help="wall limit of each backend's run")
-    parser.add_argument("--python", default=sys.executable, help="Python of the child pytest (default: this one)")
-    parser.add_argument("--env", action="append", default=[], metavar="K=V",
-                        help="extra environment for the child, e.g. CUPTI=1 WARMUP=100 REP=50 MIN_REP=2")
+    parser.add_argument(
+        "--tilegym",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="run TileGym's tests/ops/test_<kernel>.py from this checkout (else $TILEGYM_PATH)",
+    )
+    parser.add_argument(
+        "--out-root",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help="artifact root (default: $CUTILE_KERNEL_OUT_ROOT)",
+    )
+    parser.add_argument(
+        "--backend",
+        "-b",
+        action="append",
+        metavar="B",
+        help="backend (record key, e.g. cutile, triton, cutile-rs); repeatable; "
+        "default: the profile's candidate and baseline (TileGym: cutile-rs)",
+    )
+    parser.add_argument(
+        "-k", dest="k_expr", metavar="EXPR", help="pytest -k config filter, ANDed with the backend"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=600.0,
+        metavar="S",
+        help="kill a test that makes no progress for S seconds (default 600, TileGym's --timeout)",
+    )
+    parser.add_argument(
+        "--total-timeout",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="wall limit of each backend's run",
+    )
+    parser.add_argument(
+        "--python", default=sys.executable, help="Python of the child pytest (default: this one)"
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="extra environment for the child, e.g. CUPTI=1 WARMUP=100 REP=50 MIN_REP=2",
+    )
     harness = parser.add_mutually_exclusive_group()
-    harness.add_argument("--harness", dest="tilegym_harness", action="store_false",
-                         help="measure with the workbench CUPTI harness (the default): per-launch data, "
-                              "raw samples, bootstrap CIs, a CUDA-event self-check per config")
-    harness.add_argument("--tilegym-harness", dest="tilegym_harness", action="store_true",
-                         help="measure with TileGym's own benchmark_fn_cupti (torch.profiler per sample; "
-                              "medians only, no per-launch timeline)")
+    harness.add_argument(
+        "--harness",
+        dest="tilegym_harness",
+        action="store_false",
+        help="measure with the workbench CUPTI harness (the default): per-launch data, "
+        "raw samples, bootstrap CIs, a CUDA-event self-check per config",
+    )
+    harness.add_argument(
+        "--tilegym-harness",
+        dest="tilegym_harness",
+        action="store_true",
+        help="measure with TileGym's own benchmark_fn_cupti (torch.profiler per sample; "
+        "medians only, no per-launch timeline)",
+    )
     parser.set_defaults(tilegym_harness=False)
-    parser.add_argument("--dump-ir", action="store_true",
-                        help="dump the Tile IR both sides compile (cutile-rs CUTILE_DUMP=ir, cuTile "
-                             "CUDA_TILE_DUMP_TILEIR) and file it per config under <kernel>/workbench/ir/")
-    parser.add_argument("--compile-cache", metavar="DIR", default=None,
-                        help="one JIT compile cache for every run and scale-out shard (cuTile's "
-                             "CUDA_TILE_CACHE_DIR, TRITON_CACHE_DIR, TILECPP_CACHE_DIR under DIR; on the shared "
-                             "filesystem for --slurm); each run records its cold/warm split in session.json")
-    parser.add_argument("--profile", action="store_true",
-                        help="run the built-in profile of that name even when a TileGym checkout has the kernel")
-    parser.add_argument("--suite", metavar="FILE", help="run this TileGym-convention test file instead of the profile's")
-    parser.add_argument("--skip-gpu-check", action="store_true",
-                        help="run even where no GPU is visible (CPU-only suites, replays)")
+    parser.add_argument(
+        "--dump-ir",
+        action="store_true",
+        help="dump the Tile IR both sides compile (cutile-rs CUTILE_DUMP=ir, cuTile "
+        "CUDA_TILE_DUMP_TILEIR) and file it per config under <kernel>/workbench/ir/",
+    )
+    parser.add_argument(
+        "--compile-cache",
+        metavar="DIR",
+        default=None,
+        help="one JIT compile cache for every run and scale-out shard (cuTile's "
+        "CUDA_TILE_CACHE_DIR, TRITON_CACHE_DIR, TILECPP_CACHE_DIR under DIR; on the shared "
+        "filesystem for --slurm); each run records its cold/warm split in session.json",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="run the built-in profile of that name even when a TileGym checkout has the kernel",
+    )
+    parser.add_argument(
+        "--suite", metavar="FILE", help="run this TileGym-convention test file instead of the profile's"
+    )
+    parser.add_argument(
+        "--skip-gpu-check",
+        action="store_true",
+        help="run even where no GPU is visible (CPU-only suites, replays)",
+    )
     scaleout.add_arguments(parser)  # --gpus / --slurm (issue #13): see RunCommand.run
 
 
 def run_request(args: argparse.Namespace) -> RunRequest:
     """The flags of :func:`add_run_arguments` as the runner service's request (InputError for bad --env)."""
     return RunRequest(
-        kernel=args.kernel, out_root=path_arg(getattr(args, "out_root", None)),
-        tilegym=path_arg(getattr(args, "tilegym", None)), prefer_profile=args.profile,
+        kernel=args.kernel,
+        out_root=path_arg(getattr(args, "out_root", None)),
+        tilegym=path_arg(getattr(args, "tilegym", None)),
+        prefer_profile=args.profile,
         backends=tuple(args.backend or ()),
-        k_expr=args.k_expr, per_test_timeout_s=args.timeout, total_timeout_s=args.total_timeout,
-        python=args.python, env=parse_env_items(args.env), workbench_harness=not args.tilegym_harness,
-        suite=path_arg(args.suite), dump_ir=args.dump_ir, compile_cache=path_arg(args.compile_cache),
+        k_expr=args.k_expr,
+        per_test_timeout_s=args.timeout,
+        total_timeout_s=args.total_timeout,
+        python=args.python,
+        env=parse_env_items(args.env),
+        workbench_harness=not args.tilegym_harness,
+        suite=path_arg(args.suite),
+        dump_ir=args.dump_ir,
+        compile_cache=path_arg(args.compile_cache),
     )
 
 
@@ -129,8 +195,10 @@ class _Progress:
                 elif ev.get("source") == "runner":
                     extra = "  (killed/crashed; see the reason below)"
                 width = len(str(self.total or "?"))
-                self.stream.write(f"[{self.done:>{width}}/{self.total or '?'}] {self.backend:<14} {params:<40} "
-                                  f"{outcome:<7}{extra}\n")
+                self.stream.write(
+                    f"[{self.done:>{width}}/{self.total or '?'}] {self.backend:<14} {params:<40} "
+                    f"{outcome:<7}{extra}\n"
+                )
             elif ev.event == "runner_resume":
                 self.stream.write(f"    … resuming with {len(ev.get('remaining') or [])} config(s) left\n")
             self.stream.flush()
@@ -148,8 +216,10 @@ def _median_and_launches(ev: Event) -> tuple[float | None, int | None]:
     if isinstance(times, list) and times:
         with contextlib.suppress(TypeError):
             launches = sum(int(k.get("count", 0)) for k in times if isinstance(k, dict))
-    return (float(median) if isinstance(median, (int, float)) else None,
-            int(launches) if isinstance(launches, int) else None)
+    return (
+        float(median) if isinstance(median, (int, float)) else None,
+        int(launches) if isinstance(launches, int) else None,
+    )
 
 
 def _run_with_ctrl_c(br: BackendRun, out: KernelPaths, stream: TextIO) -> RunResult:
@@ -158,11 +228,14 @@ def _run_with_ctrl_c(br: BackendRun, out: KernelPaths, stream: TextIO) -> RunRes
     progress = _Progress(br.backend, stream)
 
     def on_signal(signum: int) -> None:
-        print(f"cancelling ({signal_name(signum)}): stopping the pytest child; nothing will be written",
-              file=sys.stderr)
+        print(
+            f"cancelling ({signal_name(signum)}): stopping the pytest child; nothing will be written",
+            file=sys.stderr,
+        )
 
-    return run_cancellable(lambda cancel: run(br.spec, out, on_event=progress, cancel=cancel),
-                           on_signal=on_signal, name="runner")
+    return run_cancellable(
+        lambda cancel: run(br.spec, out, on_event=progress, cancel=cancel), on_signal=on_signal, name="runner"
+    )
 
 
 class RunCommand(Command):
@@ -189,21 +262,28 @@ class RunCommand(Command):
                 if plan.recorded is not None:
                     rel = display_path(plan.recorded)
                     root = display_path(plan.recorded.parent)
-                    print(f"A recorded real H200 session of {args.kernel} is at {rel} (see its README); "
-                          f"open it with: cutile-workbench --out-root {root} {args.kernel}  (or: cutile-workbench "
-                          f"timeline {args.kernel} --config <params>)", file=sys.stderr)
+                    print(
+                        f"A recorded real H200 session of {args.kernel} is at {rel} (see its README); "
+                        f"open it with: cutile-workbench --out-root {root} {args.kernel}  (or: cutile-workbench "
+                        f"timeline {args.kernel} --config <params>)",
+                        file=sys.stderr,
+                    )
                 print("(--skip-gpu-check runs anyway, for CPU-only suites.)", file=sys.stderr)
                 return 2
         worst = 0
         out = plan.out
         for br in plan.runs:
-            out_stream.write(f"== {args.kernel}: {br.backend} ({br.role}) — {br.spec.test_target}"
-                             f"{' -k ' + repr(br.spec.k_expr) if br.spec.k_expr else ''}\n")
+            out_stream.write(
+                f"== {args.kernel}: {br.backend} ({br.role}) — {br.spec.test_target}"
+                f"{' -k ' + repr(br.spec.k_expr) if br.spec.k_expr else ''}\n"
+            )
             out_stream.flush()
             result = _run_with_ctrl_c(br, out, out_stream)
             if result.cancelled:
-                print(f"cancelled; nothing written (live log: {out.workbench_dir / 'runs' / (br.role + '.raw.log')})",
-                      file=sys.stderr)
+                print(
+                    f"cancelled; nothing written (live log: {out.workbench_dir / 'runs' / (br.role + '.raw.log')})",
+                    file=sys.stderr,
+                )
                 return 2
             for nodeid, reason in result.failed.items():
                 out_stream.write(f"    FAILED {split_nodeid(nodeid)[2] or nodeid}: {reason}\n")
@@ -213,15 +293,21 @@ class RunCommand(Command):
                 out_stream.write(f"    note: {note}\n")
             if not result.collected:
                 out_stream.write(f"    nothing selected (pytest rc {result.rc}):\n")
-                out_stream.write("".join(f"      {ln}\n" for ln in result.collect_output.strip().splitlines()[-15:]))
+                out_stream.write(
+                    "".join(f"      {ln}\n" for ln in result.collect_output.strip().splitlines()[-15:])
+                )
                 worst = max(worst, 2)
                 continue
             write_results(result, br.spec, out)
-            out_stream.write(f"    {result.summary_line()}; log: {display_path(raw_log_destination(br.role, out))}\n")
+            out_stream.write(
+                f"    {result.summary_line()}; log: {display_path(raw_log_destination(br.role, out))}\n"
+            )
             if not any(e.event == "record" for e in result.events):
-                out_stream.write(f"    warning: no config of {br.backend} produced a benchmark record "
-                                 f"(E would have no {'candidate' if br.role == 'candidate' else 'baseline'} "
-                                 "medians)\n")
+                out_stream.write(
+                    f"    warning: no config of {br.backend} produced a benchmark record "
+                    f"(E would have no {'candidate' if br.role == 'candidate' else 'baseline'} "
+                    "medians)\n"
+                )
                 worst = max(worst, 1)
             out_stream.flush()
             if result.failed or result.not_run or result.rc != 0:

@@ -22,52 +22,93 @@ class ReportFCommand(Command):
     name = "f"
     group = "report"
     help = "Agent F: residual perf investigation reports"
-    description = ("Diagnose slow configs and write reports/perf_investigation_*.md, agent_f.md and "
-                   "agent_logs/agent_f.md (guarded write).")
+    description = (
+        "Diagnose slow configs and write reports/perf_investigation_*.md, agent_f.md and "
+        "agent_logs/agent_f.md (guarded write)."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
         parser.add_argument("--dry-run", action="store_true", help="render and validate, write nothing")
         parser.add_argument("--yes", action="store_true", help="write without asking")
-        parser.add_argument("--no-real-scripts", action="store_true",
-                            help="skip the real validate_agent_f.sh even when a TileGym checkout is known")
-        parser.add_argument("--demonstrate", action="store_true",
-                            help="authorize F's wrapper-level fix in a throwaway copy of the TileGym tree: add the "
-                                 "reference's config to the candidate's configs, re-run the slow configs there (GPU), "
-                                 "and add the before/after to the reports (needs --tilegym; the tree is not modified)")
-        parser.add_argument("--keep-overlay", action="store_true",
-                            help="keep the throwaway copy under <kernel>/workbench/demonstrate/ (default: removed)")
-        parser.add_argument("--demonstrate-timeout", type=positive_seconds, default=900.0, metavar="S",
-                            help="limit of the demonstration's re-run in seconds (default 900)")
+        parser.add_argument(
+            "--no-real-scripts",
+            action="store_true",
+            help="skip the real validate_agent_f.sh even when a TileGym checkout is known",
+        )
+        parser.add_argument(
+            "--demonstrate",
+            action="store_true",
+            help="authorize F's wrapper-level fix in a throwaway copy of the TileGym tree: add the "
+            "reference's config to the candidate's configs, re-run the slow configs there (GPU), "
+            "and add the before/after to the reports (needs --tilegym; the tree is not modified)",
+        )
+        parser.add_argument(
+            "--keep-overlay",
+            action="store_true",
+            help="keep the throwaway copy under <kernel>/workbench/demonstrate/ (default: removed)",
+        )
+        parser.add_argument(
+            "--demonstrate-timeout",
+            type=positive_seconds,
+            default=900.0,
+            metavar="S",
+            help="limit of the demonstration's re-run in seconds (default 900)",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         out = sys.stdout
-        ws = stage_f.open_kernel(args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym))
-        argv = " ".join(["cutile-workbench", "report", "f", args.kernel] +
-                        (["--dry-run"] if args.dry_run else []) + (["--yes"] if args.yes else []))
+        ws = stage_f.open_kernel(
+            args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym)
+        )
+        argv = " ".join(
+            ["cutile-workbench", "report", "f", args.kernel]
+            + (["--dry-run"] if args.dry_run else [])
+            + (["--yes"] if args.yes else [])
+        )
         demo = None
         if args.demonstrate:
             argv += " --demonstrate"
             if args.dry_run:
-                raise InputError("--demonstrate runs the slow configs on the GPU and files its copy under the kernel's "
-                                 "workbench/: it cannot be a --dry-run", key="--demonstrate")
-            demo = stage_f.DemonstrateRequest(timeout_s=args.demonstrate_timeout, keep_overlay=args.keep_overlay)
+                raise InputError(
+                    "--demonstrate runs the slow configs on the GPU and files its copy under the kernel's "
+                    "workbench/: it cannot be a --dry-run",
+                    key="--demonstrate",
+                )
+            demo = stage_f.DemonstrateRequest(
+                timeout_s=args.demonstrate_timeout, keep_overlay=args.keep_overlay
+            )
         report = stage_f.plan(ws, command=argv, run_real_scripts=not args.no_real_scripts, demonstrate=demo)
         if report.demonstration is not None:
             d = report.demonstration
-            print(f"demonstration: {d.status}" + (f" ({d.reason})" if d.reason else "")
-                  + "".join(f"\n  {o.params}: ratio {o.before_ratio or float('nan'):.3f}x -> "
-                            f"{o.after_ratio or float('nan'):.3f}x" for o in d.outcomes), file=sys.stderr)
+            print(
+                f"demonstration: {d.status}"
+                + (f" ({d.reason})" if d.reason else "")
+                + "".join(
+                    f"\n  {o.params}: ratio {o.before_ratio or float('nan'):.3f}x -> "
+                    f"{o.after_ratio or float('nan'):.3f}x"
+                    for o in d.outcomes
+                ),
+                file=sys.stderr,
+            )
         plan = report.plan
         for inv in report.investigations:
             print(f"{inv.scope}: {inv.verdict} ({inv.pattern})", file=sys.stderr)
         table = report.inputs.table
-        if table is not None and table.verdict == "DONE" and all(i.pattern == "none" for i in report.investigations):
+        if (
+            table is not None
+            and table.verdict == "DONE"
+            and all(i.pattern == "none" for i in report.investigations)
+        ):
             gm = f"{table.geomean:.4f}" if table.geomean is not None else "n/a"
-            print(f"note: E's verdict is DONE (geomean_ratio={gm}, no config > 1.05x): TileGym runs no F after a "
-                  "DONE E; the report records that there is nothing to investigate (rule V2)", file=sys.stderr)
-        return finish_report(ws, plan, dry_run=args.dry_run, yes=args.yes, noun="reports", write=stage_f.write,
-                             out=out)
+            print(
+                f"note: E's verdict is DONE (geomean_ratio={gm}, no config > 1.05x): TileGym runs no F after a "
+                "DONE E; the report records that there is nothing to investigate (rule V2)",
+                file=sys.stderr,
+            )
+        return finish_report(
+            ws, plan, dry_run=args.dry_run, yes=args.yes, noun="reports", write=stage_f.write, out=out
+        )
 
 
 COMMANDS = (ReportFCommand(),)

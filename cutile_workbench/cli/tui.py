@@ -18,14 +18,20 @@ class OpenCommand(Command):
     name = "open"
     group = None
     help = "open the TUI on a kernel (also: cutile-workbench <kernel>)"
-    description = "Open the Textual workbench on a kernel: Ratios, Timeline, IR diff, Report and Checks screens."
+    description = (
+        "Open the Textual workbench on a kernel: Ratios, Timeline, IR diff, Report and Checks screens."
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         add_kernel_args(parser)
         parser.add_argument("--keymap", metavar="FILE", default=argparse.SUPPRESS, help=KEYMAP_HELP)
-        parser.add_argument("--gpus", metavar="all|0,1,…", default=None,
-                            help="GPU slots for G on Ratios (re-run the shown configs sharded over them); "
-                                 "default: offered when 2+ GPUs are visible, over all of them")
+        parser.add_argument(
+            "--gpus",
+            metavar="all|0,1,…",
+            default=None,
+            help="GPU slots for G on Ratios (re-run the shown configs sharded over them); "
+            "default: offered when 2+ GPUs are visible, over all of them",
+        )
 
     def run(self, args: argparse.Namespace) -> int:
         out_root, tilegym = path_arg(args.out_root), path_arg(args.tilegym)
@@ -36,8 +42,15 @@ class OpenCommand(Command):
 
             print(f"note: the TUI is unavailable ({exc}); showing the table instead", file=sys.stderr)
             return print_table(args.kernel, out_root=out_root, tilegym=tilegym, fmt="text")
-        return int(run_app(args.kernel, out_root=out_root, tilegym=tilegym,
-                           keymap=path_arg(getattr(args, "keymap", None)), gpus=args.gpus))
+        return int(
+            run_app(
+                args.kernel,
+                out_root=out_root,
+                tilegym=tilegym,
+                keymap=path_arg(getattr(args, "keymap", None)),
+                gpus=args.gpus,
+            )
+        )
 
 
 def open_overview(args: argparse.Namespace) -> int:
@@ -62,8 +75,10 @@ class KeysCommand(Command):
     name = "keys"
     group = None
     help = "list the TUI's binding ids and default keys (the vocabulary of a --keymap file)"
-    description = ("Every key binding id of the TUI with its default keys, owner and description: the names a "
-                   "keymap file ([keymap] table of binding-id = \"key[,key]\") may remap.")
+    description = (
+        "Every key binding id of the TUI with its default keys, owner and description: the names a "
+        'keymap file ([keymap] table of binding-id = "key[,key]") may remap.'
+    )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:
         pass

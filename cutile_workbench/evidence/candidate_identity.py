@@ -37,12 +37,19 @@ from cutile_workbench.model import LaunchSet, RatioRow
 IdentityKind = Literal["candidate", "reference", "library", "none", "unknown"]
 #: the kinds that mean "this row does not measure the candidate" (F: FIXABLE, E: a warning)
 NOT_CANDIDATE: frozenset[str] = frozenset({"reference", "library", "none"})
-MARKS: dict[str, str] = {"candidate": "own", "reference": "REF", "library": "LIB", "none": "NONE", "unknown": "?"}
+MARKS: dict[str, str] = {
+    "candidate": "own",
+    "reference": "REF",
+    "library": "LIB",
+    "none": "NONE",
+    "unknown": "?",
+}
 
 _CUTILE_MANGLED = re.compile(r"_K[a-z]\d+_[A-Z]")
 #: vendor-library kernel names (cuBLAS/cuBLASLt ``sm90_xmma_…``/``nvjet_…``, CUTLASS, cuDNN, cuTENSOR)
-_LIBRARY = re.compile(r"cutlass|cublas|cudnn|nvjet|xmma|cutensor|^(?:sm\d+|ampere|volta|turing|hopper)_",
-                      re.IGNORECASE)
+_LIBRARY = re.compile(
+    r"cutlass|cublas|cudnn|nvjet|xmma|cutensor|^(?:sm\d+|ampere|volta|turing|hopper)_", re.IGNORECASE
+)
 
 
 def symbol_family(name: str) -> str:
@@ -124,11 +131,16 @@ class CandidateIdentity:
         return self.kind in NOT_CANDIDATE
 
     def as_dict(self) -> dict[str, object]:
-        return {"kind": self.kind, "mark": self.mark, "why": self.why,
-                "candidate_kernel": self.candidate.symbol if self.candidate else None,
-                "baseline_kernel": self.baseline.symbol if self.baseline else None,
-                "same_launch": self.same_launch, "unknown": list(self.unknown),
-                "wrapper_calls": list(self.wrapper_calls)}
+        return {
+            "kind": self.kind,
+            "mark": self.mark,
+            "why": self.why,
+            "candidate_kernel": self.candidate.symbol if self.candidate else None,
+            "baseline_kernel": self.baseline.symbol if self.baseline else None,
+            "same_launch": self.same_launch,
+            "unknown": list(self.unknown),
+            "wrapper_calls": list(self.wrapper_calls),
+        }
 
 
 def side_launch(ls: LaunchSet) -> SideLaunch | None:
@@ -137,16 +149,33 @@ def side_launch(ls: LaunchSet) -> SideLaunch | None:
     if s is None:
         return None
     kernels = tuple(g.name for g in s.groups if g.kind == "kernel")
-    return SideLaunch(ls.backend, s.main_name, symbol_family(s.main_name), s.launches_per_call, kernels, s.grid,
-                      s.block, s.registers_per_thread, s.static_smem, s.dynamic_smem)
+    return SideLaunch(
+        ls.backend,
+        s.main_name,
+        symbol_family(s.main_name),
+        s.launches_per_call,
+        kernels,
+        s.grid,
+        s.block,
+        s.registers_per_thread,
+        s.static_smem,
+        s.dynamic_smem,
+    )
 
 
 def _sets_for(sets: Sequence[LaunchSet], params: str) -> list[LaunchSet]:
     return [s for s in sets if s.params == params]
 
 
-def identify(row: RatioRow, launch_sets: Sequence[LaunchSet], candidate_backend: str, candidate_framework: str,
-             *, wrapper_calls: Sequence[str] = (), evidence: str = "") -> CandidateIdentity:
+def identify(
+    row: RatioRow,
+    launch_sets: Sequence[LaunchSet],
+    candidate_backend: str,
+    candidate_framework: str,
+    *,
+    wrapper_calls: Sequence[str] = (),
+    evidence: str = "",
+) -> CandidateIdentity:
     """One row's identity (see the module docstring)."""
     same = _sets_for(launch_sets, row.params)
     cand_sets = [s for s in same if same_backend(s.backend, candidate_backend)]
@@ -156,19 +185,33 @@ def identify(row: RatioRow, launch_sets: Sequence[LaunchSet], candidate_backend:
     base_sets = [s for s in same if s not in cand_sets]
     calls = tuple(wrapper_calls)
     if not cand_sets:
-        why = ("no per-launch capture of the candidate for this config" if launch_sets else
-               "no per-launch capture (workbench/launches.json.gz absent)")
-        return CandidateIdentity(row.params, "unknown", why, unknown=(f"identity: {why}",), wrapper_calls=calls,
-                                 evidence=evidence)
+        why = (
+            "no per-launch capture of the candidate for this config"
+            if launch_sets
+            else "no per-launch capture (workbench/launches.json.gz absent)"
+        )
+        return CandidateIdentity(
+            row.params, "unknown", why, unknown=(f"identity: {why}",), wrapper_calls=calls, evidence=evidence
+        )
     cset = cand_sets[0]
     if cset.source == "events" or not cset.calls:
-        why = ("the candidate's capture holds CUDA-event timings only (no launch records)" if cset.source == "events"
-               else "the candidate's capture holds no calls")
-        return CandidateIdentity(row.params, "unknown", why, unknown=(f"identity: {why}",), wrapper_calls=calls,
-                                 evidence=evidence)
+        why = (
+            "the candidate's capture holds CUDA-event timings only (no launch records)"
+            if cset.source == "events"
+            else "the candidate's capture holds no calls"
+        )
+        return CandidateIdentity(
+            row.params, "unknown", why, unknown=(f"identity: {why}",), wrapper_calls=calls, evidence=evidence
+        )
     cand = side_launch(cset)
-    base = next((b for b in (side_launch(s) for s in base_sets if same_backend(s.backend, row.baseline_backend)) if b),
-                None)
+    base = next(
+        (
+            b
+            for b in (side_launch(s) for s in base_sets if same_backend(s.backend, row.baseline_backend))
+            if b
+        ),
+        None,
+    )
     ran_by: dict[str, str] = {}  # kernel symbol → the (first) other backend whose capture ran it
     for s in base_sets:
         for c in s.calls:
@@ -176,34 +219,66 @@ def identify(row: RatioRow, launch_sets: Sequence[LaunchSet], candidate_backend:
                 if x.kind == "kernel":
                     ran_by.setdefault(x.name, s.backend)
     if cand is None:
-        return CandidateIdentity(row.params, "none", f"the candidate's {len(cset.calls)} captured call(s) launched no "
-                                 "GPU kernel: nothing measurable", None, base, wrapper_calls=calls, evidence=evidence)
+        return CandidateIdentity(
+            row.params,
+            "none",
+            f"the candidate's {len(cset.calls)} captured call(s) launched no GPU kernel: nothing measurable",
+            None,
+            base,
+            wrapper_calls=calls,
+            evidence=evidence,
+        )
     unknown: list[str] = []
     if cand.grid is None or cand.registers is None:
-        unknown.append(f"launch resources: the {cset.source} capture carries no grid/registers for the candidate")
+        unknown.append(
+            f"launch resources: the {cset.source} capture carries no grid/registers for the candidate"
+        )
     if not cand.symbol:
-        return CandidateIdentity(row.params, "unknown", "the capture carries no kernel symbol for the candidate's "
-                                 "launches", cand, base, unknown=("identity: no kernel symbol", *unknown),
-                                 wrapper_calls=calls, evidence=evidence)
-    same_launch = base is not None and cand.symbol == base.symbol and cand.resources == base.resources \
+        return CandidateIdentity(
+            row.params,
+            "unknown",
+            "the capture carries no kernel symbol for the candidate's launches",
+            cand,
+            base,
+            unknown=("identity: no kernel symbol", *unknown),
+            wrapper_calls=calls,
+            evidence=evidence,
+        )
+    same_launch = (
+        base is not None
+        and cand.symbol == base.symbol
+        and cand.resources == base.resources
         and cand.grid is not None
+    )
     own = expected_family(candidate_framework)
     ref_fam = base.family if base is not None else None
     kind: IdentityKind
     if cand.family in ("PyTorch ATen", "library"):
         # a helper kernel the reference's test also ran (an ATen add in a backward) is still a library kernel
-        kind, why = "library", f"the candidate's main kernel is a {cand.family} kernel (`{cand.symbol}`), not {own}"
+        kind, why = (
+            "library",
+            f"the candidate's main kernel is a {cand.family} kernel (`{cand.symbol}`), not {own}",
+        )
     elif cand.symbol in ran_by:
         kind = "reference"
-        who = ("the reference's own kernel" if same_backend(ran_by[cand.symbol], row.baseline_backend)
-               else f"{ran_by[cand.symbol]}'s kernel")
-        why = (f"the candidate ran {who} `{cand.symbol}`"
-               + (" with the same grid, block, registers and smem" if same_launch else ""))
+        who = (
+            "the reference's own kernel"
+            if same_backend(ran_by[cand.symbol], row.baseline_backend)
+            else f"{ran_by[cand.symbol]}'s kernel"
+        )
+        why = f"the candidate ran {who} `{cand.symbol}`" + (
+            " with the same grid, block, registers and smem" if same_launch else ""
+        )
     elif cand.family == own and own != "unknown":
         kind, why = "candidate", f"a {own} kernel (`{cand.symbol}`)"
     elif ref_fam is not None and cand.family == ref_fam and cand.family != "unknown":
-        kind, why = "reference", (f"the candidate ran a {cand.family} kernel (`{cand.symbol}`), the reference's "
-                                  f"framework, not a {own} kernel")
+        kind, why = (
+            "reference",
+            (
+                f"the candidate ran a {cand.family} kernel (`{cand.symbol}`), the reference's "
+                f"framework, not a {own} kernel"
+            ),
+        )
     else:
         kind = "unknown"
         why = f"the symbol `{cand.symbol}` is of no recognisable family (expected a {own} kernel)"
@@ -211,15 +286,27 @@ def identify(row: RatioRow, launch_sets: Sequence[LaunchSet], candidate_backend:
     return CandidateIdentity(row.params, kind, why, cand, base, same_launch, tuple(unknown), calls, evidence)
 
 
-def candidate_identities(rows: Sequence[RatioRow], launch_sets: Sequence[LaunchSet], *, candidate_backend: str,
-                         candidate_framework: str, wrapper_calls: Sequence[str] = (),
-                         evidence: str = "") -> dict[str, CandidateIdentity]:
+def candidate_identities(
+    rows: Sequence[RatioRow],
+    launch_sets: Sequence[LaunchSet],
+    *,
+    candidate_backend: str,
+    candidate_framework: str,
+    wrapper_calls: Sequence[str] = (),
+    evidence: str = "",
+) -> dict[str, CandidateIdentity]:
     """``{params: identity}`` for every row that has a candidate side (NO_BASELINE rows too)."""
     out: dict[str, CandidateIdentity] = {}
     for r in rows:
         if r.params not in out:
-            out[r.params] = identify(r, launch_sets, candidate_backend, candidate_framework,
-                                     wrapper_calls=wrapper_calls, evidence=evidence)
+            out[r.params] = identify(
+                r,
+                launch_sets,
+                candidate_backend,
+                candidate_framework,
+                wrapper_calls=wrapper_calls,
+                evidence=evidence,
+            )
     return out
 
 
@@ -234,11 +321,18 @@ def summary_line(identities: Mapping[str, CandidateIdentity], candidate_framewor
     own = counts.get("candidate", 0)
     if own == n:
         return f"candidate identity: all {n} rows ran {candidate_framework}'s own kernels (captured symbols)"
-    words = {"reference": "ran the REFERENCE's kernel", "library": "ran a PyTorch/library kernel",
-             "none": "launched no kernel", "unknown": "unknown (see the row marks)"}
+    words = {
+        "reference": "ran the REFERENCE's kernel",
+        "library": "ran a PyTorch/library kernel",
+        "none": "launched no kernel",
+        "unknown": "unknown (see the row marks)",
+    }
     parts = [f"{counts[k]} {words[k]}" for k in ("reference", "library", "none", "unknown") if counts.get(k)]
     lead = "WARNING: " if any(counts.get(k) for k in NOT_CANDIDATE) else ""
-    return f"{lead}candidate identity: {own} of {n} rows ran {candidate_framework}'s own kernels; " + "; ".join(parts)
+    return (
+        f"{lead}candidate identity: {own} of {n} rows ran {candidate_framework}'s own kernels; "
+        + "; ".join(parts)
+    )
 
 
 # --------------------------------------------------------------------------- static wrapper audit
@@ -277,12 +371,18 @@ def wrapper_delegations(path: Path) -> list[str]:
         if isinstance(root, ast.Name) and root.id in imported:
             out.append(f"{display}:{node.lineno}: calls `{dotted}` ({imported[root.id]})")
             continue
-        if dotted.startswith(("tilegym.ops.", "cuda.tile.")) and not dotted.startswith("tilegym.ops.cutile_rs"):
+        if dotted.startswith(("tilegym.ops.", "cuda.tile.")) and not dotted.startswith(
+            "tilegym.ops.cutile_rs"
+        ):
             out.append(f"{display}:{node.lineno}: calls `{dotted}`")
             continue
         for kw in node.keywords:
-            if (kw.arg == "backend" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str)
-                    and kw.value.value.lower() in _OTHER_BACKENDS):
+            if (
+                kw.arg == "backend"
+                and isinstance(kw.value, ast.Constant)
+                and isinstance(kw.value.value, str)
+                and kw.value.value.lower() in _OTHER_BACKENDS
+            ):
                 out.append(f"{display}:{node.lineno}: calls `{dotted}` with backend={kw.value.value!r}")
     return sorted(set(out), key=lambda s: int(s.split(":")[1]) if s.split(":")[1].isdigit() else 0)
 
@@ -290,5 +390,5 @@ def wrapper_delegations(path: Path) -> list[str]:
 def _display(path: Path) -> str:
     parts = path.resolve().parts
     if "src" in parts:
-        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src"):])
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src") :])
     return str(path)

@@ -56,7 +56,9 @@ def _median_se_log(stats: PhaseStats) -> float | None:
     return 1.2533 * (stats.rel_std_pct / 100.0) / math.sqrt(stats.nrep)
 
 
-def interval_from_spread(ratio: float, cand: PhaseStats | None, base: PhaseStats | None) -> tuple[float, float] | None:
+def interval_from_spread(
+    ratio: float, cand: PhaseStats | None, base: PhaseStats | None
+) -> tuple[float, float] | None:
     """Basis 3 of the module docstring (None without rel_std/nrep on both sides)."""
     if cand is None or base is None:
         return None
@@ -70,29 +72,50 @@ def interval_from_spread(ratio: float, cand: PhaseStats | None, base: PhaseStats
 def noise_band(noise_floor: float | None) -> tuple[float, str]:
     """The band F calls noise: E's 1.05 gate, or the row's run-to-run A/A spread where that is wider."""
     if noise_floor is not None and 1.0 + noise_floor > NOISE_RATIO:
-        return 1.0 + noise_floor, f"the row's run-to-run A/A spread ±{noise_floor:.1%} (history), wider than E's gate"
+        return (
+            1.0 + noise_floor,
+            f"the row's run-to-run A/A spread ±{noise_floor:.1%} (history), wider than E's gate",
+        )
     return NOISE_RATIO, "E's gate"
 
 
-def _decide_in_band(ratio: float, ci: tuple[float, float] | None, basis: str,
-                    noise_floor: float | None = None) -> GapAssessment:
+def _decide_in_band(
+    ratio: float, ci: tuple[float, float] | None, basis: str, noise_floor: float | None = None
+) -> GapAssessment:
     band, why = noise_band(noise_floor)
     if ratio <= band:
         return GapAssessment("noise", ratio, ci, basis, f"within the {band:.2f}x noise band ({why})")
     if ci is None:
-        return GapAssessment("real", ratio, None, basis,
-                             f"above the {band:.2f}x band (point estimate only: no samples or spread)")
+        return GapAssessment(
+            "real",
+            ratio,
+            None,
+            basis,
+            f"above the {band:.2f}x band (point estimate only: no samples or spread)",
+        )
     if ci[0] > band:
         return GapAssessment("real", ratio, ci, basis, f"the whole 95% interval lies above {band:.2f}x")
-    return GapAssessment("unresolved", ratio, ci, basis,
-                         f"the 95% interval reaches {ci[0]:.3f}x: too noisy to call real or noise")
+    return GapAssessment(
+        "unresolved",
+        ratio,
+        ci,
+        basis,
+        f"the 95% interval reaches {ci[0]:.3f}x: too noisy to call real or noise",
+    )
 
 
-def assess_gap(*, cand_per_launch_ns: Sequence[float] = (), base_per_launch_ns: Sequence[float] = (),
-               row: RatioRow | None = None, one_launch_each: bool = False,
-               cand_stats: PhaseStats | None = None, base_stats: PhaseStats | None = None,
-               cand_per_launch_us: float | None = None, base_per_launch_us: float | None = None,
-               noise_floor: float | None = None) -> GapAssessment:
+def assess_gap(
+    *,
+    cand_per_launch_ns: Sequence[float] = (),
+    base_per_launch_ns: Sequence[float] = (),
+    row: RatioRow | None = None,
+    one_launch_each: bool = False,
+    cand_stats: PhaseStats | None = None,
+    base_stats: PhaseStats | None = None,
+    cand_per_launch_us: float | None = None,
+    base_per_launch_us: float | None = None,
+    noise_floor: float | None = None,
+) -> GapAssessment:
     """Classify one gap (see the module docstring for the bases, in order of preference); ``noise_floor``
     (the row's A/A spread) widens the noise band where it is wider than E's gate (:func:`noise_band`)."""
 
@@ -106,11 +129,20 @@ def assess_gap(*, cand_per_launch_ns: Sequence[float] = (), base_per_launch_ns: 
         if not math.isfinite(ratio):
             return GapAssessment("unknown", None, None, "captures", "reference per-launch time is zero")
         return _decide(ratio, ratio_ci(c, b), f"CUPTI per-launch times, {len(c)}/{len(b)} calls")
-    if cand_per_launch_us is not None and base_per_launch_us is not None and base_per_launch_us > 0 and not one_launch_each:
-        return _decide(cand_per_launch_us / base_per_launch_us, None, "kernel_times per-launch time of one profiled call")
+    if (
+        cand_per_launch_us is not None
+        and base_per_launch_us is not None
+        and base_per_launch_us > 0
+        and not one_launch_each
+    ):
+        return _decide(
+            cand_per_launch_us / base_per_launch_us, None, "kernel_times per-launch time of one profiled call"
+        )
     if row is not None and row.ratio is not None and one_launch_each:
         if row.ci_low is not None and row.ci_high is not None:
-            return _decide(row.ratio, (row.ci_low, row.ci_high), "E medians, one launch per call (bootstrap CI)")
+            return _decide(
+                row.ratio, (row.ci_low, row.ci_high), "E medians, one launch per call (bootstrap CI)"
+            )
         ci = interval_from_spread(row.ratio, cand_stats, base_stats)
         basis = "E medians, one launch per call" + (" (CI from rel_std and nrep)" if ci else "")
         return _decide(row.ratio, ci, basis)

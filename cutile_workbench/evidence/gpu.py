@@ -23,11 +23,25 @@ DEFAULT_CAPABILITY = (9, 0)
 
 #: GPU-name fragments (upper case) → compute capability; the first match wins (most specific first)
 CAPABILITY_BY_NAME: tuple[tuple[str, tuple[int, int]], ...] = (
-    ("GH200", (9, 0)), ("H200", (9, 0)), ("H100", (9, 0)), ("H800", (9, 0)), ("H20", (9, 0)),
-    ("GB200", (10, 0)), ("B200", (10, 0)), ("B100", (10, 0)), ("GB300", (10, 3)), ("B300", (10, 3)),
-    ("RTX PRO 6000 BLACKWELL", (12, 0)), ("RTX 50", (12, 0)),
-    ("A100", (8, 0)), ("A800", (8, 0)), ("A30", (8, 0)), ("A10", (8, 6)), ("A40", (8, 6)),
-    ("L40", (8, 9)), ("L4", (8, 9)),
+    ("GH200", (9, 0)),
+    ("H200", (9, 0)),
+    ("H100", (9, 0)),
+    ("H800", (9, 0)),
+    ("H20", (9, 0)),
+    ("GB200", (10, 0)),
+    ("B200", (10, 0)),
+    ("B100", (10, 0)),
+    ("GB300", (10, 3)),
+    ("B300", (10, 3)),
+    ("RTX PRO 6000 BLACKWELL", (12, 0)),
+    ("RTX 50", (12, 0)),
+    ("A100", (8, 0)),
+    ("A800", (8, 0)),
+    ("A30", (8, 0)),
+    ("A10", (8, 6)),
+    ("A40", (8, 6)),
+    ("L40", (8, 9)),
+    ("L4", (8, 9)),
 )
 
 
@@ -43,7 +57,9 @@ class Peak:
 MEASURED_PEAKS: dict[tuple[str, str], Peak] = {
     ("H200", "dram"): Peak(4.3e12, "gpu.md §5: H200 copy bandwidth ~4.3 TB/s read+write"),
     ("H200", "bfloat16"): Peak(790e12, "gpu.md §5: H200 dense bf16 matmul ~790 TFLOP/s"),
-    ("H200", "float16"): Peak(790e12, "gpu.md §5: H200 dense bf16 matmul ~790 TFLOP/s (fp16 runs at the bf16 rate)"),
+    ("H200", "float16"): Peak(
+        790e12, "gpu.md §5: H200 dense bf16 matmul ~790 TFLOP/s (fp16 runs at the bf16 rate)"
+    ),
 }
 
 
@@ -105,8 +121,9 @@ def gpu_facts(meta: Mapping[str, Any] | None) -> GpuFacts:
             cap = _parse_capability(src.get(key))
             if cap is not None:
                 gpu = src.get("gpu")
-                return GpuFacts(str(gpu).split(",")[0].strip() if isinstance(gpu, str) else name, cap,
-                                f"{where} {key}")
+                return GpuFacts(
+                    str(gpu).split(",")[0].strip() if isinstance(gpu, str) else name, cap, f"{where} {key}"
+                )
         gpu = src.get("gpu")
         if name is None and isinstance(gpu, str) and gpu.strip() and not gpu.startswith("unavailable"):
             name = gpu.split(",")[0].strip()

@@ -89,10 +89,15 @@ def record_kernel(rec: PerfRecord | None) -> str | None:
     return None
 
 
-def config_kernels(rows: Sequence[RatioRow], *, launch_sets: Sequence[LaunchSet], candidate_backend: str,
-                   candidate_records: Mapping[tuple[str, str], PerfRecord],
-                   baseline_records: Mapping[str, Mapping[tuple[str, str], PerfRecord]],
-                   kernel_functions: Mapping[str, str]) -> list[ConfigKernels]:
+def config_kernels(
+    rows: Sequence[RatioRow],
+    *,
+    launch_sets: Sequence[LaunchSet],
+    candidate_backend: str,
+    candidate_records: Mapping[tuple[str, str], PerfRecord],
+    baseline_records: Mapping[str, Mapping[tuple[str, str], PerfRecord]],
+    kernel_functions: Mapping[str, str],
+) -> list[ConfigKernels]:
     """One entry per matched row (see the module docstring for the single-source rule)."""
     out = []
     for row in rows:
@@ -105,12 +110,21 @@ def config_kernels(rows: Sequence[RatioRow], *, launch_sets: Sequence[LaunchSet]
             cand, base, source = cs.main_kernel, bs.main_kernel, cs.source
         else:
             cand = record_kernel(candidate_records.get((row.func_key, row.params)))
-            base = record_kernel((baseline_records.get(row.baseline_backend or "") or {}).get((row.func_key,
-                                                                                              row.params)))
+            base = record_kernel(
+                (baseline_records.get(row.baseline_backend or "") or {}).get((row.func_key, row.params))
+            )
             source = "kernel_times"
-        out.append(ConfigKernels(row.params, row.variant, cand, base, source,
-                                 variant_of_kernel(cand, kernel_functions) if cand else None,
-                                 variant_of_kernel(base, kernel_functions) if base else None))
+        out.append(
+            ConfigKernels(
+                row.params,
+                row.variant,
+                cand,
+                base,
+                source,
+                variant_of_kernel(cand, kernel_functions) if cand else None,
+                variant_of_kernel(base, kernel_functions) if base else None,
+            )
+        )
     return out
 
 
@@ -134,25 +148,49 @@ def dispatch_findings(entries: Sequence[ConfigKernels], evidence: Sequence[str] 
             flagged.add(stem)
             shown = "; ".join(f"{v}: `{', '.join(sorted(ref_stems[v]))}`" for v in variants)
             configs = [e.params for e in entries if e.variant in variants and e.candidate_stem == stem]
-            out.append(Finding(
-                "dispatch", f"dispatch picks the wrong variant: the candidate runs `{stem}` for the configs of "
-                f"variants {', '.join(variants)}, whose reference kernels differ ({shown})", True,
-                tuple(evidence), "high", {"rule": "one_kernel_for_variants", "kernel": stem,
-                                          "variants": variants, "configs": configs,
-                                          "source": entries[0].source if entries else None}))
+            out.append(
+                Finding(
+                    "dispatch",
+                    f"dispatch picks the wrong variant: the candidate runs `{stem}` for the configs of "
+                    f"variants {', '.join(variants)}, whose reference kernels differ ({shown})",
+                    True,
+                    tuple(evidence),
+                    "high",
+                    {
+                        "rule": "one_kernel_for_variants",
+                        "kernel": stem,
+                        "variants": variants,
+                        "configs": configs,
+                        "source": entries[0].source if entries else None,
+                    },
+                )
+            )
     # (b) a config of variant V hits the kernel of variant W
     for e in entries:
         if e.variant is None or e.candidate_variant is None or e.candidate_variant == e.variant:
             continue
         if e.candidate_stem in flagged:
             continue
-        out.append(Finding(
-            "dispatch", f"dispatch picks the wrong variant: config {e.params} belongs to variant {e.variant} "
-            f"(config_to_variant) but the candidate ran `{e.candidate_stem}`, the kernel of variant "
-            f"{e.candidate_variant}" + (f" (the reference ran `{e.baseline_stem}`)" if e.baseline_stem else ""),
-            True, tuple(evidence), "high", {"rule": "config_hits_other_variant", "config": e.params,
-                                            "variant": e.variant, "ran_variant": e.candidate_variant,
-                                            "kernel": e.candidate_stem, "source": e.source}))
+        out.append(
+            Finding(
+                "dispatch",
+                f"dispatch picks the wrong variant: config {e.params} belongs to variant {e.variant} "
+                f"(config_to_variant) but the candidate ran `{e.candidate_stem}`, the kernel of variant "
+                f"{e.candidate_variant}"
+                + (f" (the reference ran `{e.baseline_stem}`)" if e.baseline_stem else ""),
+                True,
+                tuple(evidence),
+                "high",
+                {
+                    "rule": "config_hits_other_variant",
+                    "config": e.params,
+                    "variant": e.variant,
+                    "ran_variant": e.candidate_variant,
+                    "kernel": e.candidate_stem,
+                    "source": e.source,
+                },
+            )
+        )
     return out
 
 
@@ -166,5 +204,8 @@ def index_records(log: PerfLog | None) -> dict[tuple[str, str], PerfRecord]:
 
 def kernel_functions_of(analysis: Any) -> dict[str, str]:
     """``{variant_name: kernel_function}`` of analysis.json (empty without variants)."""
-    return {v.variant_name: v.kernel_function for v in getattr(analysis, "kernel_variants", ()) or ()
-            if v.kernel_function}
+    return {
+        v.variant_name: v.kernel_function
+        for v in getattr(analysis, "kernel_variants", ()) or ()
+        if v.kernel_function
+    }

@@ -65,7 +65,6 @@ class LaunchSummary:
     nodeid: str = ""
 
 
-
 def is_native(name: str) -> bool:
     """A PyTorch ATen kernel (demangled ``at::native::…`` or Itanium-mangled ``_ZN2at6native…``)."""
     return "at::native" in name or name.startswith(("_ZN2at6native", "void at::"))
@@ -113,21 +112,41 @@ def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:
     main_key = max(own or kernels, key=lambda k: sum(per[k]))
     groups = []
     for key, durs in per.items():
-        groups.append(KernelGroup(key[1], key[0], counts[key], statistics.median(durs) / 1000.0,
-                                  "main" if key == main_key else classify_kernel(key[1], key[0])))
+        groups.append(
+            KernelGroup(
+                key[1],
+                key[0],
+                counts[key],
+                statistics.median(durs) / 1000.0,
+                "main" if key == main_key else classify_kernel(key[1], key[0]),
+            )
+        )
     main = next(x for x in calls[0].launches if (x.kind, x.name) == main_key)
     smem = None
     if main.static_smem is not None or main.dynamic_smem is not None:
         smem = (main.static_smem or 0) + (main.dynamic_smem or 0)
     return LaunchSummary(
-        backend=ls.backend, params=ls.params, calls_used=len(calls), calls_total=len(ls.calls),
-        launches_per_call=len(common), main_kernel=main.display_name, main_count=counts[main_key],
+        backend=ls.backend,
+        params=ls.params,
+        calls_used=len(calls),
+        calls_total=len(ls.calls),
+        launches_per_call=len(common),
+        main_kernel=main.display_name,
+        main_count=counts[main_key],
         main_per_launch_us=statistics.median(per[main_key]) / 1000.0,
         measured_sum_us=statistics.median(c.device_time_ns for c in calls) / 1000.0,
         groups=tuple(sorted(groups, key=lambda g: (g.cls != "main", -g.count * g.median_us))),
-        registers_per_thread=main.registers_per_thread, smem_bytes=smem, grid=main.grid, block=main.block,
-        source=ls.source, static_smem=main.static_smem, dynamic_smem=main.dynamic_smem,
-        main_durations_ns=tuple(per[main_key]), main_name=main_key[1], nodeid=ls.nodeid)
+        registers_per_thread=main.registers_per_thread,
+        smem_bytes=smem,
+        grid=main.grid,
+        block=main.block,
+        source=ls.source,
+        static_smem=main.static_smem,
+        dynamic_smem=main.dynamic_smem,
+        main_durations_ns=tuple(per[main_key]),
+        main_name=main_key[1],
+        nodeid=ls.nodeid,
+    )
 
 
 def _backend_key(name: str) -> str:
@@ -141,7 +160,9 @@ def same_backend(a: str | None, b: str | None) -> bool:
     return a is not None and b is not None and _backend_key(a) == _backend_key(b)
 
 
-def pick_sets(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> tuple[LaunchSet | None, LaunchSet | None]:
+def pick_sets(
+    sets: Sequence[LaunchSet], row: RatioRow, candidate: str
+) -> tuple[LaunchSet | None, LaunchSet | None]:
     """(candidate set, baseline set) for a row's params; candidate = the non-baseline backend.
 
     A per-config store (:class:`~cutile_workbench.artifacts.launch_store.LaunchStore`) decodes only this row's sets."""
@@ -183,14 +204,20 @@ def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
     if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
         memo = compute()
     else:
-        code = ["cutile_workbench.evidence.launches", "cutile_workbench.artifacts.launch_store", "cutile_workbench.artifacts.launches_io", "cutile_workbench.model"]
+        code = [
+            "cutile_workbench.evidence.launches",
+            "cutile_workbench.artifacts.launch_store",
+            "cutile_workbench.artifacts.launches_io",
+            "cutile_workbench.model",
+        ]
         memo = cached_derivation("launch_summaries", [store.data_path], str(store.source), code, compute)
     store.memo["summaries"] = memo
     return memo
 
 
-def pick_summaries(sets: Sequence[LaunchSet], row: RatioRow, candidate: str
-                   ) -> tuple[LaunchSummary | None, LaunchSummary | None]:
+def pick_summaries(
+    sets: Sequence[LaunchSet], row: RatioRow, candidate: str
+) -> tuple[LaunchSummary | None, LaunchSummary | None]:
     """``(summarize(candidate set), summarize(baseline set))`` of :func:`pick_sets`; a per-config store's
     summaries are computed once for all rows (F reads every row twice)."""
     from cutile_workbench.artifacts.launch_store import LaunchStore
@@ -205,6 +232,7 @@ def pick_summaries(sets: Sequence[LaunchSet], row: RatioRow, candidate: str
 
 def extra_launches(cand: LaunchSummary, base: LaunchSummary) -> list[str]:
     """Named extra launch classes of the candidate relative to the reference (e.g. 'fill x1')."""
+
     def classes(s: LaunchSummary) -> Counter[str]:
         c: Counter[str] = Counter()
         for g in s.groups:
@@ -214,7 +242,9 @@ def extra_launches(cand: LaunchSummary, base: LaunchSummary) -> list[str]:
     cc, bc = classes(cand), classes(base)
     out: list[str] = []
     if is_native(cand.main_kernel) and not is_native(base.main_kernel):
-        out.append(f"fallback (main kernel is `{short_kernel_name(cand.main_kernel)}`, not a {cand.backend} kernel)")
+        out.append(
+            f"fallback (main kernel is `{short_kernel_name(cand.main_kernel)}`, not a {cand.backend} kernel)"
+        )
     if cc["main"] > max(bc["main"], 1):
         out.append(f"canary (main kernel `{short_kernel_name(cand.main_kernel)}` x{cc['main']} per call)")
     for cls in sorted(k for k in cc if k != "main"):
@@ -250,8 +280,12 @@ class LaunchEvidence:
 
     @property
     def has_counts(self) -> bool:
-        return (self.candidate is not None and self.baseline is not None
-                and self.candidate.launches_per_call is not None and self.baseline.launches_per_call is not None)
+        return (
+            self.candidate is not None
+            and self.baseline is not None
+            and self.candidate.launches_per_call is not None
+            and self.baseline.launches_per_call is not None
+        )
 
     @property
     def summaries(self) -> list[LaunchSummary]:
@@ -260,9 +294,12 @@ class LaunchEvidence:
 
     @property
     def describe(self) -> str:
-        return {"cupti": "per-launch CUPTI capture", "kineto": "per-launch torch.profiler capture",
-                "kernel_times": "the perf logs' kernel_times (one profiled call per config)",
-                "none": "none"}.get(self.source, self.source)
+        return {
+            "cupti": "per-launch CUPTI capture",
+            "kineto": "per-launch torch.profiler capture",
+            "kernel_times": "the perf logs' kernel_times (one profiled call per config)",
+            "none": "none",
+        }.get(self.source, self.source)
 
 
 def _side_from_record(backend: str, rec: PerfRecord | None) -> SideLaunches | None:
@@ -271,30 +308,55 @@ def _side_from_record(backend: str, rec: PerfRecord | None) -> SideLaunches | No
         return None
     main = max(fwd.kernel_times, key=lambda k: k.self_time_us) if fwd.kernel_times else None
     per = main.self_time_us / main.count if main is not None and main.count > 0 else None
-    return SideLaunches(backend, fwd.launches_per_iter, (main.name if main else fwd.kernel_name), per,
-                        fwd.median_ms * 1000.0)
+    return SideLaunches(
+        backend, fwd.launches_per_iter, (main.name if main else fwd.kernel_name), per, fwd.median_ms * 1000.0
+    )
 
 
-def launch_evidence(row: RatioRow, *, launch_sets: Sequence[LaunchSet], candidate_backend: str,
-                    candidate_record: PerfRecord | None, baseline_record: PerfRecord | None,
-                    launches_path: str, perf_log_path: str) -> LaunchEvidence:
+def launch_evidence(
+    row: RatioRow,
+    *,
+    launch_sets: Sequence[LaunchSet],
+    candidate_backend: str,
+    candidate_record: PerfRecord | None,
+    baseline_record: PerfRecord | None,
+    launches_path: str,
+    perf_log_path: str,
+) -> LaunchEvidence:
     """The single launch-evidence source for ``row`` (captures, else kernel_times, else none)."""
     cs, bs = pick_summaries(launch_sets, row, candidate_backend)
     if cs is not None and bs is not None:
+
         def side(s: LaunchSummary) -> SideLaunches:
-            return SideLaunches(s.backend, s.launches_per_call, s.main_kernel, s.main_per_launch_us,
-                                s.measured_sum_us, s)
+            return SideLaunches(
+                s.backend, s.launches_per_call, s.main_kernel, s.main_per_launch_us, s.measured_sum_us, s
+            )
+
         return LaunchEvidence(row.params, cs.source, launches_path, side(cs), side(bs))
     cand = _side_from_record(candidate_backend, candidate_record)
     base = _side_from_record(row.baseline_backend or "baseline", baseline_record)
     # without the records, the E row still carries the same kernel_times counts (no per-launch time)
     if cand is None and row.candidate_launches is not None:
-        cand = SideLaunches(candidate_backend, row.candidate_launches, None, None,
-                            row.candidate_ms * 1000.0 if row.candidate_ms is not None else None)
+        cand = SideLaunches(
+            candidate_backend,
+            row.candidate_launches,
+            None,
+            None,
+            row.candidate_ms * 1000.0 if row.candidate_ms is not None else None,
+        )
     if base is None and row.baseline_launches is not None:
-        base = SideLaunches(row.baseline_backend or "baseline", row.baseline_launches, None, None,
-                            row.baseline_ms * 1000.0 if row.baseline_ms is not None else None)
-    if cand is not None and base is not None and cand.launches_per_call is not None \
-            and base.launches_per_call is not None:
+        base = SideLaunches(
+            row.baseline_backend or "baseline",
+            row.baseline_launches,
+            None,
+            None,
+            row.baseline_ms * 1000.0 if row.baseline_ms is not None else None,
+        )
+    if (
+        cand is not None
+        and base is not None
+        and cand.launches_per_call is not None
+        and base.launches_per_call is not None
+    ):
         return LaunchEvidence(row.params, "kernel_times", perf_log_path, cand, base)
     return LaunchEvidence(row.params, "none", "", cand, base)

@@ -68,8 +68,19 @@ METRICS: tuple[str, ...] = (
     "launch__occupancy_limit_registers",
     "launch__occupancy_limit_shared_mem",
 )
-_FIXED_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-                  "Block Size", "Grid Size", "Device", "CC")
+_FIXED_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+)
 _PREFIX = {"": 1.0, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _TIME = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
 DEFAULT_TIMEOUT_S = 600.0
@@ -161,30 +172,77 @@ def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str,
     """(argv, extra environment) of the probe (see the module docstring)."""
     from cutile_workbench.run.runner import PACKAGE_ROOT, plugin_args
 
-    argv = [spec.ncu, "--target-processes", "all", "--profile-from-start", "off",
-            "--kernel-name-base", kernel_name_base(spec.kernel_name), "-k", kernel_regex(spec.kernel_name), "-c", "1",
-            # the CSV's "Kernel Name" in the same form as the recorded name (a pasted CSV is checked against it)
-            "--print-kernel-base", kernel_name_base(spec.kernel_name),
-            "--clock-control", "none", "--metrics", ",".join(METRICS), "--csv", "--page", "raw",
-            "--print-units", "base", "--log-file", str(csv_path),
-            spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={spec.cwd}", *plugin_args(),
-            spec.nodeid, "--workbench-harness", "-q"]
+    argv = [
+        spec.ncu,
+        "--target-processes",
+        "all",
+        "--profile-from-start",
+        "off",
+        "--kernel-name-base",
+        kernel_name_base(spec.kernel_name),
+        "-k",
+        kernel_regex(spec.kernel_name),
+        "-c",
+        "1",
+        # the CSV's "Kernel Name" in the same form as the recorded name (a pasted CSV is checked against it)
+        "--print-kernel-base",
+        kernel_name_base(spec.kernel_name),
+        "--clock-control",
+        "none",
+        "--metrics",
+        ",".join(METRICS),
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        "--log-file",
+        str(csv_path),
+        spec.python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={spec.cwd}",
+        *plugin_args(),
+        spec.nodeid,
+        "--workbench-harness",
+        "-q",
+    ]
     path = os.pathsep.join([str(PACKAGE_ROOT), *spec.pythonpath])
     # WORKBENCH_CAPTURE=events: ncu holds CUPTI, so the routed autotuner times configs with CUDA
     # events (never a second CUPTI client next to ncu; seen working under ncu on the H200, call 1)
-    return argv, {**dict(spec.extra_env), PROFILE_RANGE_ENV: "1", "CUPTI": "1", "PYTHONPATH": path,
-                  "WORKBENCH_CAPTURE": "events"}
+    return argv, {
+        **dict(spec.extra_env),
+        PROFILE_RANGE_ENV: "1",
+        "CUPTI": "1",
+        "PYTHONPATH": path,
+        "WORKBENCH_CAPTURE": "events",
+    }
 
 
 def shell_line(spec: ProbeSpec, csv_path: Path) -> str:
     """The probe as one shell line to paste on the GPU node (from ``spec.cwd``)."""
     argv, env = probe_command(spec, csv_path)
-    return (f"cd {shlex.quote(str(spec.cwd))} && " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-            + " " + shlex.join(argv))
+    return (
+        f"cd {shlex.quote(str(spec.cwd))} && "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        + " "
+        + shlex.join(argv)
+    )
 
 
-def probe_specs(row: Any, *, launch_sets: Sequence[Any], candidate_backend: str, candidate_record: Any,
-                baseline_record: Any, cwd: Path, python: str = "python", ncu: str = "ncu") -> list[ProbeSpec]:
+def probe_specs(
+    row: Any,
+    *,
+    launch_sets: Sequence[Any],
+    candidate_backend: str,
+    candidate_record: Any,
+    baseline_record: Any,
+    cwd: Path,
+    python: str = "python",
+    ncu: str = "ncu",
+) -> list[ProbeSpec]:
     """(candidate, reference) :class:`ProbeSpec` s of one E row: the kernel name and node id come from
     the per-launch captures (the main kernel's CUPTI name, the set's node id), else the perf records
     (``kernel_name``, node id); a side with no kernel name is left out (it cannot be filtered)."""
@@ -193,16 +251,23 @@ def probe_specs(row: Any, *, launch_sets: Sequence[Any], candidate_backend: str,
 
     cset, bset = pick_sets(launch_sets, row, candidate_backend)
     out = []
-    for backend, lset, rec in ((candidate_backend, cset, candidate_record),
-                               (row.baseline_backend or "cutile", bset, baseline_record)):
+    for backend, lset, rec in (
+        (candidate_backend, cset, candidate_record),
+        (row.baseline_backend or "cutile", bset, baseline_record),
+    ):
         summary = summarize_launch_set(lset) if lset is not None else None
         name = summary.main_name if summary is not None else record_kernel(rec)
-        nodeid = (summary.nodeid if summary is not None and summary.nodeid else
-                  getattr(rec, "nodeid", "") or nodeid_for(row.func_key, backend, row.params))
+        nodeid = (
+            summary.nodeid
+            if summary is not None and summary.nodeid
+            else getattr(rec, "nodeid", "") or nodeid_for(row.func_key, backend, row.params)
+        )
         src = Path(cwd) / "src"
         extra = (str(src.resolve()),) if (src / "tilegym").is_dir() else ()
         if name:
-            out.append(ProbeSpec(backend, row.params, nodeid, name, cwd, python=python, ncu=ncu, pythonpath=extra))
+            out.append(
+                ProbeSpec(backend, row.params, nodeid, name, cwd, python=python, ncu=ncu, pythonpath=extra)
+            )
     return out
 
 
@@ -238,8 +303,15 @@ def _dims(text: str) -> tuple[int, int, int] | None:
     return (nums[0], nums[1], nums[2]) if len(nums) == 3 else None
 
 
-def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", params: str = "",
-                  kernel_name: str | None = None, strict_kernel: bool = False) -> ProbeResult:
+def parse_ncu_csv(
+    text: str,
+    *,
+    path: str = "<ncu csv>",
+    backend: str = "",
+    params: str = "",
+    kernel_name: str | None = None,
+    strict_kernel: bool = False,
+) -> ProbeResult:
     """Parse ``--csv --page raw`` output into a :class:`ProbeResult` (see the module docstring).
 
     ``kernel_name`` picks its row (else the first one); with ``strict_kernel`` a CSV without that
@@ -248,12 +320,14 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
         errors = [ln for ln in lines if ln.startswith("==ERROR==")]
-        why = errors[0] if errors else "no CSV header (\"ID\",…): ncu profiled nothing"
+        why = errors[0] if errors else 'no CSV header ("ID",…): ncu profiled nothing'
         raise InputError(why, path=path, line=1)
     # One CSV record per line (kernel names hold no newline), every cell quoted: a line that does not
     # start with a quote is not ncu's CSV — its own ==PROF==/==WARNING== lines, or the profiled
     # process's stdout/stderr (TileGym's logger, warnings) when ncu wrote to the same stream.
-    body = [(i + 1, next(csv.reader([ln]))) for i, ln in enumerate(lines) if i >= start and ln.startswith('"')]
+    body = [
+        (i + 1, next(csv.reader([ln]))) for i, ln in enumerate(lines) if i >= start and ln.startswith('"')
+    ]
     header = body[0][1]
     missing = [c for c in ("ID", "Kernel Name") if c not in header]
     if missing:
@@ -270,12 +344,17 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
         named = [(n, r) for n, r in kernels if r[col["Kernel Name"]] == kernel_name]
         if strict_kernel and kernels and not named:
             found = ", ".join(sorted({r[col["Kernel Name"]] for _n, r in kernels}))
-            raise InputError(f"the CSV profiles {found}, not this side's kernel {kernel_name}", path=path,
-                             line=kernels[0][0], key="Kernel Name")
+            raise InputError(
+                f"the CSV profiles {found}, not this side's kernel {kernel_name}",
+                path=path,
+                line=kernels[0][0],
+                key="Kernel Name",
+            )
         kernels = named or kernels
     if not kernels:
-        raise InputError("no kernel row: the regex matched no launch inside the profiled range", path=path,
-                         line=start + 1)
+        raise InputError(
+            "no kernel row: the regex matched no launch inside the profiled range", path=path, line=start + 1
+        )
     row_line, row = kernels[0]
     metrics: dict[str, float | None] = {}
     for name, i in col.items():
@@ -303,8 +382,14 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
     grid = _dims(row[col["Grid Size"]]) if "Grid Size" in col else None
     block = _dims(row[col["Block Size"]]) if "Block Size" in col else None
     return ProbeResult(
-        backend=backend, params=params, kernel=row[col["Kernel Name"]], device=device, duration_ns=duration,
-        dram_read_bytes=read, dram_write_bytes=write, dram_bytes_per_s=rate,
+        backend=backend,
+        params=params,
+        kernel=row[col["Kernel Name"]],
+        device=device,
+        duration_ns=duration,
+        dram_read_bytes=read,
+        dram_write_bytes=write,
+        dram_bytes_per_s=rate,
         dram_pct_of_peak=m("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
         achieved_occupancy_pct=m("sm__warps_active.avg.pct_of_peak_sustained_active"),
         theoretical_occupancy_pct=m("sm__maximum_warps_per_active_cycle_pct"),
@@ -315,8 +400,12 @@ def parse_ncu_csv(text: str, *, path: str = "<ncu csv>", backend: str = "", para
         local_store_requests=m("l1tex__t_requests_pipe_lsu_mem_local_op_st.sum"),
         static_smem=as_int(m("launch__shared_mem_per_block_static")),
         dynamic_smem=as_int(m("launch__shared_mem_per_block_dynamic")),
-        grid=grid, block=block, sm_throughput_pct=m("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
-        tensor_pipe_pct=m("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"), metrics=metrics)
+        grid=grid,
+        block=block,
+        sm_throughput_pct=m("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        tensor_pipe_pct=m("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"),
+        metrics=metrics,
+    )
 
 
 # --------------------------------------------------------------------------- run + file
@@ -326,8 +415,13 @@ def probe_path(paths: KernelPaths, backend: str, params: str) -> Path:
     return paths.workbench_dir / "probes" / f"{id_token(backend)}-{shape_token(params)}.json"
 
 
-def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-              env: Mapping[str, str] | None = None) -> tuple[ProbeResult, str]:
+def run_probe(
+    spec: ProbeSpec,
+    paths: KernelPaths,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+) -> tuple[ProbeResult, str]:
     """Run one probe in a child; (parsed result, raw CSV). Nothing is filed: see :func:`save_probe`."""
     import tempfile
 
@@ -353,33 +447,48 @@ def run_probe(spec: ProbeSpec, paths: KernelPaths, *, timeout_s: float = DEFAULT
             raise InputError(f"ncu wrote no CSV (rc={res.rc}): {tail}", path=str(csv_path))
         text = csv_path.read_text(encoding="utf-8", errors="replace")
         try:
-            result = parse_ncu_csv(text, path=str(csv_path), backend=spec.backend, params=spec.params,
-                                   kernel_name=spec.kernel_name)
+            result = parse_ncu_csv(
+                text,
+                path=str(csv_path),
+                backend=spec.backend,
+                params=spec.params,
+                kernel_name=spec.kernel_name,
+            )
         except InputError as exc:  # say what the child said: a failed test, a permission error
             tail = (res.output.strip().splitlines() or ["no output"])[-1]
-            raise InputError(f"{exc.message} (ncu rc={res.rc}; last output line: {tail})", path=exc.path,
-                             line=exc.line, key=exc.key) from None
+            raise InputError(
+                f"{exc.message} (ncu rc={res.rc}; last output line: {tail})",
+                path=exc.path,
+                line=exc.line,
+                key=exc.key,
+            ) from None
     rel = probe_path(paths, spec.backend, spec.params).with_suffix(".csv").relative_to(paths.root).as_posix()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return replace(result, command=command, captured_at=stamp, csv=rel), text
 
 
-def save_probe(paths: KernelPaths, result: ProbeResult, *, recorded: bool = False,
-               raw_csv: str | None = None) -> Path:
+def save_probe(
+    paths: KernelPaths, result: ProbeResult, *, recorded: bool = False, raw_csv: str | None = None
+) -> Path:
     """File ``result`` (and its raw CSV) under ``workbench/probes/`` atomically; refuses recorded sessions."""
     from cutile_workbench.artifacts.writer import kernel_lock
     from cutile_workbench.infra.atomicio import atomic_write_bytes
 
     if recorded:
-        raise UnsafePath(f"the recorded session is read-only; copy it (cp -r {paths.root} <dir>/) and pass "
-                         "--out-root <dir> to file probes", path=paths.root)
+        raise UnsafePath(
+            f"the recorded session is read-only; copy it (cp -r {paths.root} <dir>/) and pass "
+            "--out-root <dir> to file probes",
+            path=paths.root,
+        )
     target = probe_path(paths, result.backend, result.params)
     doc = {"version": 1, "probe": _to_json(result)}
     target.parent.mkdir(parents=True, exist_ok=True)
     with kernel_lock(paths.root):
         if raw_csv is not None:
             atomic_write_bytes(target.with_suffix(".csv"), raw_csv.encode("utf-8"), paths.root)
-        atomic_write_bytes(target, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"), paths.root)
+        atomic_write_bytes(
+            target, (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode("utf-8"), paths.root
+        )
     return target
 
 
@@ -398,7 +507,7 @@ _OPTIONAL_FIELDS = {"device": ""}  # added after version 1 was first written: ab
 def probe_from_json(doc: Any, path: str) -> ProbeResult:
     """Strict reader of one probe file (InputError naming the key)."""
     if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(doc.get("probe"), dict):
-        raise InputError("not a workbench probe file (expected {\"version\": 1, \"probe\": {...}})", path=path)
+        raise InputError('not a workbench probe file (expected {"version": 1, "probe": {...}})', path=path)
     p = doc["probe"]
     kw: dict[str, Any] = {}
     for f in ProbeResult.__dataclass_fields__:
@@ -408,11 +517,15 @@ def probe_from_json(doc: Any, path: str) -> ProbeResult:
             if not isinstance(v, str):
                 raise InputError("expected a string", path=path, key=key)
         elif f in _DIM_FIELDS:
-            if v is not None and not (isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v)):
+            if v is not None and not (
+                isinstance(v, list) and len(v) == 3 and all(isinstance(x, int) for x in v)
+            ):
                 raise InputError("expected [x, y, z] integers or null", path=path, key=key)
             v = tuple(v) if v is not None else None
         elif f == "metrics":
-            if not isinstance(v, dict) or not all(x is None or isinstance(x, (int, float)) for x in v.values()):
+            if not isinstance(v, dict) or not all(
+                x is None or isinstance(x, (int, float)) for x in v.values()
+            ):
                 raise InputError("expected an object of numbers", path=path, key=key)
         elif f in _INT_FIELDS:
             if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
@@ -440,7 +553,9 @@ def load_probes(paths: KernelPaths) -> dict[tuple[str, str], ProbeResult]:
     return out
 
 
-def probe_for(probes: Mapping[tuple[str, str], ProbeResult], backend: str | None, params: str) -> ProbeResult | None:
+def probe_for(
+    probes: Mapping[tuple[str, str], ProbeResult], backend: str | None, params: str
+) -> ProbeResult | None:
     """The probe of ``backend`` (any spelling: ``triton_tileir`` ≙ ``triton``) at ``params``."""
     if backend is None:
         return None
@@ -456,8 +571,10 @@ def _fmt(v: float | None, unit: str, scale: float = 1.0, digits: int = 1) -> str
 
 
 def _smem(p: ProbeResult) -> str:
-    return (f"{p.static_smem if p.static_smem is not None else 'n/a'} / "
-            f"{p.dynamic_smem if p.dynamic_smem is not None else 'n/a'} B")
+    return (
+        f"{p.static_smem if p.static_smem is not None else 'n/a'} / "
+        f"{p.dynamic_smem if p.dynamic_smem is not None else 'n/a'} B"
+    )
 
 
 #: (report label, compact label for a 36-column panel, value of one probe)
@@ -471,15 +588,20 @@ _SIDE_ROWS: tuple[tuple[str, str, Any], ...] = (
     ("tensor pipe % of peak", "tensor %", lambda p: _fmt(p.tensor_pipe_pct, "%")),
     ("achieved occupancy", "occ ach", lambda p: _fmt(p.achieved_occupancy_pct, "%")),
     ("theoretical occupancy", "occ theo", lambda p: _fmt(p.theoretical_occupancy_pct, "%")),
-    ("registers/thread", "regs", lambda p: "n/a" if p.registers_per_thread is None else str(p.registers_per_thread)),
+    (
+        "registers/thread",
+        "regs",
+        lambda p: "n/a" if p.registers_per_thread is None else str(p.registers_per_thread),
+    ),
     ("local-memory (spill) bytes", "spill B", lambda p: _fmt(p.spill_bytes, "B", 1.0, 0)),
     ("local-memory requests", "spill req", lambda p: _fmt(p.spill_requests, "", 1.0, 0)),
     ("static / dynamic smem", "smem s/d", _smem),
 )
 
 
-def side_by_side(cand: ProbeResult | None, base: ProbeResult | None, *,
-                 compact: bool = False) -> list[tuple[str, str, str]]:
+def side_by_side(
+    cand: ProbeResult | None, base: ProbeResult | None, *, compact: bool = False
+) -> list[tuple[str, str, str]]:
     """Rows (metric, candidate, reference) for the report; ``compact``: short labels and values
     (no unit where the label names it) for the TUI's side panel."""
     out = []

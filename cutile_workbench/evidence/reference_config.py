@@ -69,7 +69,7 @@ def decode_cutile_symbol(symbol: str) -> DecodedSymbol | None:
     m = _SUFFIX.search(symbol)
     if m is None:
         return None
-    function, rest = symbol[: m.start()], symbol[m.end():].lstrip("_")
+    function, rest = symbol[: m.start()], symbol[m.end() :].lstrip("_")
     tokens = rest.split("_") if rest else []
     args: list[SymbolArg] = []
     i = 0
@@ -107,8 +107,13 @@ def kernel_constant_names(source: Path, function: str) -> list[str] | None:
         tree = ast.parse(Path(source).read_text(encoding="utf-8"), filename=str(source))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
-    aliases = {t.id for n in tree.body if isinstance(n, ast.Assign) and "Constant" in ast.unparse(n.value)
-               for t in n.targets if isinstance(t, ast.Name)}  # ``ConstInt = ct.Constant[int]``
+    aliases = {
+        t.id
+        for n in tree.body
+        if isinstance(n, ast.Assign) and "Constant" in ast.unparse(n.value)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }  # ``ConstInt = ct.Constant[int]``
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == function:
             out = []
@@ -141,8 +146,13 @@ class ReferenceConfig:
         the named constants themselves; None when the evidence does not pin one."""
         if len(self.fits) == 1:
             return self.fits[0]
-        if (not self.space_origin and self.constants and self.constants_source and not self.fits
-                and not self.constants_source.startswith(TRITON_SOURCE)):
+        if (
+            not self.space_origin
+            and self.constants
+            and self.constants_source
+            and not self.fits
+            and not self.constants_source.startswith(TRITON_SOURCE)
+        ):
             return TuneConfig.of(dict(self.constants), self.symbol or "")
         return None
 
@@ -168,8 +178,11 @@ class ReferenceConfig:
         if len(self.fits) == 1:
             ans = f"ran {self.fits[0].label}: the one config of {self.space_origin} that fits"
         elif self.fits:
-            ans = (f"ran one of {len(self.fits)} configs of {self.space_origin} that fit: "
-                   + "; ".join(c.label for c in self.fits) + f" (open: {', '.join(self.open_knobs) or 'n/a'})")
+            ans = (
+                f"ran one of {len(self.fits)} configs of {self.space_origin} that fit: "
+                + "; ".join(c.label for c in self.fits)
+                + f" (open: {', '.join(self.open_knobs) or 'n/a'})"
+            )
         elif self.config is not None:
             ans = f"ran {self.config.label}: no configs function to choose from, the constants are the config"
         elif self.constants and self.space_origin:
@@ -199,21 +212,38 @@ def _launch_text(grid: Any, block: Any, registers: Any, smem: Any) -> tuple[str,
     return ", ".join(parts), unknown
 
 
-def reference_config(params: str, backend: str | None, symbol: str | None, *, space: ConfigSpace | None,
-                     constant_names: Sequence[str] | None = None, names_source: str = "",
-                     grid: Any = None, block: Any = None, registers: int | None = None,
-                     smem: int | None = None) -> ReferenceConfig:
+def reference_config(
+    params: str,
+    backend: str | None,
+    symbol: str | None,
+    *,
+    space: ConfigSpace | None,
+    constant_names: Sequence[str] | None = None,
+    names_source: str = "",
+    grid: Any = None,
+    block: Any = None,
+    registers: int | None = None,
+    smem: int | None = None,
+) -> ReferenceConfig:
     """See the module docstring."""
     if not symbol:
-        return ReferenceConfig(params, backend, None, unknown=(
-            "the reference's capture carries no kernel symbol for this config: its config cannot be read",))
+        return ReferenceConfig(
+            params,
+            backend,
+            None,
+            unknown=(
+                "the reference's capture carries no kernel symbol for this config: its config cannot be read",
+            ),
+        )
     launch, unknown = _launch_text(grid, block, registers, smem)
     decoded = decode_cutile_symbol(symbol)
     constants: list[tuple[str, Any]] = []
     if decoded is None:
         # Triton (or another JIT) symbol: no constants spelled; the logs carry no Triton metadata
-        unknown.append("the reference symbol spells no constants (not cuTile-mangled) and the logs carry no "
-                       "Triton kernel metadata (constexprs, num_stages)")
+        unknown.append(
+            "the reference symbol spells no constants (not cuTile-mangled) and the logs carry no "
+            "Triton kernel metadata (constexprs, num_stages)"
+        )
         if block is not None and block[0] % 32 == 0 and block[1] == block[2] == 1:
             constants.append(("num_warps", block[0] // 32))  # Triton: one CTA = num_warps warps
         source = TRITON_SOURCE if constants else ""
@@ -223,10 +253,14 @@ def reference_config(params: str, backend: str | None, symbol: str | None, *, sp
             constants = [(n, a.value) for n, a in zip(constant_names, consts, strict=True)]
             source = names_source
         else:
-            unknown.append(f"the symbol's {len(consts)} constant(s) "
-                           + ("cannot be named: no kernel signature or analysis.json constants list"
-                              if constant_names is None else
-                              f"do not line up with the {len(constant_names)} names of {names_source}"))
+            unknown.append(
+                f"the symbol's {len(consts)} constant(s) "
+                + (
+                    "cannot be named: no kernel signature or analysis.json constants list"
+                    if constant_names is None
+                    else f"do not line up with the {len(constant_names)} names of {names_source}"
+                )
+            )
             source = ""
     fits: tuple[TuneConfig, ...] = ()
     open_knobs: tuple[str, ...] = ()
@@ -238,12 +272,23 @@ def reference_config(params: str, backend: str | None, symbol: str | None, *, sp
             open_knobs = tuple(k for k in sorted(space.knobs) if len({c.get(k) for c in fits}) > 1)
     elif space is None and decoded is None and constants:
         unknown.append("no reference configs (configs function or analysis.json) to match num_warps against")
-    return ReferenceConfig(params, backend, symbol, tuple(constants), source, fits,
-                           space.origin if space is not None else "", launch, tuple(unknown), open_knobs)
+    return ReferenceConfig(
+        params,
+        backend,
+        symbol,
+        tuple(constants),
+        source,
+        fits,
+        space.origin if space is not None else "",
+        launch,
+        tuple(unknown),
+        open_knobs,
+    )
 
 
-def names_for(symbol: str | None, *, analysis: Any = None, reference_wrapper: Path | None = None
-              ) -> tuple[list[str] | None, str]:
+def names_for(
+    symbol: str | None, *, analysis: Any = None, reference_wrapper: Path | None = None
+) -> tuple[list[str] | None, str]:
     """(constant names, where they came from) for a cuTile symbol (see the module docstring)."""
     decoded = decode_cutile_symbol(symbol) if symbol else None
     if decoded is None:
@@ -254,8 +299,12 @@ def names_for(symbol: str | None, *, analysis: Any = None, reference_wrapper: Pa
     variants = raw.get("kernel_variants") if isinstance(raw, dict) else None
     for i, v in enumerate(variants if isinstance(variants, list) else []):
         names = v.get("constants") if isinstance(v, dict) else None
-        if (isinstance(names, list) and all(isinstance(x, str) for x in names) and len(names) == n
-                and v.get("kernel_function") == fn):
+        if (
+            isinstance(names, list)
+            and all(isinstance(x, str) for x in names)
+            and len(names) == n
+            and v.get("kernel_function") == fn
+        ):
             return list(names), f"analysis.json kernel_variants[{i}].constants"
     if reference_wrapper is not None:
         signature = kernel_constant_names(reference_wrapper, fn)

@@ -58,8 +58,9 @@ _ALIAS_TO_KNOB = {alias: knob for knob, aliases in KNOB_ALIASES.items() for alia
 #: knobs whose None / -1 / 0 mean "let the compiler choose"
 COMPILE_OPTION_KNOBS = frozenset({"num_ctas", "occupancy", "latency", "num_warps"})
 AUTO = "auto"
-_GENERIC_TOKENS = frozenset({"configs", "config", "autotune", "get", "cfg", "cfgs", "kernel", "tune", "tuning",
-                             "space", "search"})
+_GENERIC_TOKENS = frozenset(
+    {"configs", "config", "autotune", "get", "cfg", "cfgs", "kernel", "tune", "tuning", "space", "search"}
+)
 
 
 def canonical_knob(name: str) -> str:
@@ -111,8 +112,12 @@ class ConfigSpace:
     variant: str | None = None
     function: str | None = None
     kernel: str | None = None  # the kernel it tunes, when the source says (reference wrappers)
-    constants: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)  # canonical knob → value
-    spelling: Mapping[str, str] = field(default_factory=dict, compare=False, hash=False)  # canonical → source name
+    constants: Mapping[str, Any] = field(
+        default_factory=dict, compare=False, hash=False
+    )  # canonical knob → value
+    spelling: Mapping[str, str] = field(
+        default_factory=dict, compare=False, hash=False
+    )  # canonical → source name
 
     def spelled(self, config: TuneConfig) -> str:
         """``config`` written as this space's own source would (``SimpleNamespace(BM=128, …)``), its knobs only."""
@@ -144,8 +149,12 @@ class SpaceComparison:
     reference: ConfigSpace
     compared_on: tuple[str, ...]
     missing: tuple[TuneConfig, ...]  # reference configs no candidate config covers
-    absent_knobs: Mapping[str, tuple[Any, ...]]  # knob the reference varies → its values; candidate can't tune it
-    fixed_knobs: Mapping[str, str]  # knob the reference sets to one value, candidate lacks → how it is handled
+    absent_knobs: Mapping[
+        str, tuple[Any, ...]
+    ]  # knob the reference varies → its values; candidate can't tune it
+    fixed_knobs: Mapping[
+        str, str
+    ]  # knob the reference sets to one value, candidate lacks → how it is handled
     best: TuneConfig | None = None
     best_source: str | None = None
     best_present: bool | None = None  # None: no best config known
@@ -188,19 +197,26 @@ class SearchSpaceAudit:
             where = tuple(e for e in (c.candidate.origin, c.reference.origin, *evidence) if e)
             name = c.variant or "(single variant)"
             details: dict[str, Any] = {
-                "rule": "search_space", "variant": c.variant, "missing": [m.label for m in c.missing],
+                "rule": "search_space",
+                "variant": c.variant,
+                "missing": [m.label for m in c.missing],
                 "missing_as_candidate": [c.candidate.spelled(m) for m in c.missing],
                 "best_as_candidate": c.candidate.spelled(c.best) if c.best else None,
                 "absent_knobs": {k: list(v) for k, v in c.absent_knobs.items()},
-                "best": c.best.label if c.best else None, "best_present": c.best_present,
+                "best": c.best.label if c.best else None,
+                "best_present": c.best_present,
                 "best_index_in_missing": c.best_index_in_missing,
-                "candidate_configs": len(c.candidate.configs), "reference_configs": len(c.reference.configs),
-                "reference_origin": c.reference.origin, "candidate_origin": c.candidate.origin,
+                "candidate_configs": len(c.candidate.configs),
+                "reference_configs": len(c.reference.configs),
+                "reference_origin": c.reference.origin,
+                "candidate_origin": c.candidate.origin,
                 "capability": f"sm_{self.capability[0]}{self.capability[1]}",
             }
             if c.covers_reference:
-                text = (f"search space of {name}: the candidate's {len(c.candidate.configs)} config(s) cover the "
-                        f"reference's {len(c.reference.configs)} (knobs {', '.join(c.compared_on) or 'none'})")
+                text = (
+                    f"search space of {name}: the candidate's {len(c.candidate.configs)} config(s) cover the "
+                    f"reference's {len(c.reference.configs)} (knobs {', '.join(c.compared_on) or 'none'})"
+                )
                 if c.best_present:
                     text += f", including the reference best config ({c.best.label if c.best else ''})"
                 out.append(Finding("config", text, False, where, "high", details))
@@ -209,13 +225,19 @@ class SearchSpaceAudit:
             if c.best_present is False and c.best is not None:
                 parts.append(f"the reference best config ({c.best.label}, {c.best_source}) is absent")
             if c.missing:
-                parts.append(f"{len(c.missing)} of the reference's {len(c.reference.configs)} config(s) are absent")
+                parts.append(
+                    f"{len(c.missing)} of the reference's {len(c.reference.configs)} config(s) are absent"
+                )
             if c.absent_knobs:
-                parts.append("knob(s) the reference tunes but the candidate cannot: "
-                             + ", ".join(f"{k} {list(v)}" for k, v in c.absent_knobs.items()))
+                parts.append(
+                    "knob(s) the reference tunes but the candidate cannot: "
+                    + ", ".join(f"{k} {list(v)}" for k, v in c.absent_knobs.items())
+                )
             conf = "high" if c.best_present is False else "medium"
-            text = (f"search space of {name} ({self.capability_source}): candidate {len(c.candidate.configs)} "
-                    f"config(s) vs reference {len(c.reference.configs)}: " + "; ".join(parts))
+            text = (
+                f"search space of {name} ({self.capability_source}): candidate {len(c.candidate.configs)} "
+                f"config(s) vs reference {len(c.reference.configs)}: " + "; ".join(parts)
+            )
             out.append(Finding("config", text, True, where, conf, details))  # type: ignore[arg-type]
         return out
 
@@ -252,8 +274,11 @@ def _configs_of(ev: StaticEvaluator, fn: ast.FunctionDef, display: str) -> tuple
 
 
 def _functions_called(expr: ast.AST, functions: Mapping[str, ast.FunctionDef]) -> list[str]:
-    return [n.func.id for n in ast.walk(expr)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions]
+    return [
+        n.func.id
+        for n in ast.walk(expr)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in functions
+    ]
 
 
 def _module_constants(ev: StaticEvaluator) -> dict[str, Any]:
@@ -261,7 +286,11 @@ def _module_constants(ev: StaticEvaluator) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, value in ev.names.items():
         knob = canonical_knob(name)
-        if knob in KNOB_ALIASES and isinstance(value, (int, float, type(None))) and not isinstance(value, bool):
+        if (
+            knob in KNOB_ALIASES
+            and isinstance(value, (int, float, type(None)))
+            and not isinstance(value, bool)
+        ):
             out[knob] = _normal_value(knob, value)
     return out
 
@@ -275,46 +304,70 @@ def wrapper_spaces(path: Path, capability: tuple[int, int] = (9, 0)) -> tuple[li
     constants = _module_constants(ev)
     names: list[str] = []
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _call_name(n) == "autotune_launch"):
-        arg = next((k.value for k in call.keywords if k.arg == "configs"), call.args[1] if len(call.args) > 1 else None)
+        arg = next(
+            (k.value for k in call.keywords if k.arg == "configs"),
+            call.args[1] if len(call.args) > 1 else None,
+        )
         if arg is None:
             continue
         found = _functions_called(arg, ev.functions)
         if isinstance(arg, ast.Name):  # configs = _a() if persistent else _b()  (or an if/else)
             scope = enclosing_function(tree, call)
             for node in ast.walk(scope) if scope else ():
-                if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == arg.id
-                                                        for t in node.targets):
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == arg.id for t in node.targets
+                ):
                     found += _functions_called(node.value, ev.functions)
         names += [n for n in found if n not in names]
     notes: list[str] = []
     if not names:
         names = [n for n in ev.functions if "config" in n.lower()]
         if names:
-            notes.append(f"{display}: no autotune_launch(configs=...) resolved; read {', '.join(names)} by name")
+            notes.append(
+                f"{display}: no autotune_launch(configs=...) resolved; read {', '.join(names)} by name"
+            )
     spaces = []
     for name in names:
         fn = ev.functions[name]
         try:
-            spaces.append(ConfigSpace(f"{display}:{fn.lineno} {name}()", _configs_of(ev, fn, display),
-                                      function=name, constants=constants, spelling=_spelling(ev, fn)))
+            spaces.append(
+                ConfigSpace(
+                    f"{display}:{fn.lineno} {name}()",
+                    _configs_of(ev, fn, display),
+                    function=name,
+                    constants=constants,
+                    spelling=_spelling(ev, fn),
+                )
+            )
         except Unresolvable as exc:
-            notes.append(f"{display}:{exc.line or fn.lineno}: {name}() cannot be evaluated statically ({exc})")
+            notes.append(
+                f"{display}:{exc.line or fn.lineno}: {name}() cannot be evaluated statically ({exc})"
+            )
     if not spaces and not notes:
         notes.append(f"{display}: no autotune configs (no autotune_launch, no config function)")
     return spaces, notes
 
 
-def reference_wrapper_spaces(path: Path, capability: tuple[int, int] = (9, 0)) -> tuple[list[ConfigSpace], list[str]]:
+def reference_wrapper_spaces(
+    path: Path, capability: tuple[int, int] = (9, 0)
+) -> tuple[list[ConfigSpace], list[str]]:
     """Config spaces of a reference cuTile wrapper: ``exhaustive_search(list(F()), stream, grid, KERNEL, …)``."""
     path = Path(path)
     _src, tree = parse_python_source(path, "reference wrapper")
     display = _display(path)
     ev = _evaluator(tree, capability)
     pairs: list[tuple[str, str | None]] = []
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _call_name(n) == "exhaustive_search"):
-        first = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "configs"), None)
-        kernel_node = call.args[3] if len(call.args) > 3 else next((k.value for k in call.keywords
-                                                                    if k.arg == "kernel"), None)
+    for call in (
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and _call_name(n) == "exhaustive_search"
+    ):
+        first = (
+            call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "configs"), None)
+        )
+        kernel_node = (
+            call.args[3]
+            if len(call.args) > 3
+            else next((k.value for k in call.keywords if k.arg == "kernel"), None)
+        )
         kernel = kernel_node.id if isinstance(kernel_node, ast.Name) else None
         for name in _functions_called(first, ev.functions) if first is not None else []:
             if (name, kernel) not in pairs:
@@ -326,10 +379,18 @@ def reference_wrapper_spaces(path: Path, capability: tuple[int, int] = (9, 0)) -
     for name, kernel in pairs:
         fn = ev.functions[name]
         try:
-            spaces.append(ConfigSpace(f"{display}:{fn.lineno} {name}()", _configs_of(ev, fn, display),
-                                      function=name, kernel=kernel))
+            spaces.append(
+                ConfigSpace(
+                    f"{display}:{fn.lineno} {name}()",
+                    _configs_of(ev, fn, display),
+                    function=name,
+                    kernel=kernel,
+                )
+            )
         except Unresolvable as exc:
-            notes.append(f"{display}:{exc.line or fn.lineno}: {name}() cannot be evaluated statically ({exc})")
+            notes.append(
+                f"{display}:{exc.line or fn.lineno}: {name}() cannot be evaluated statically ({exc})"
+            )
     return spaces, notes
 
 
@@ -340,25 +401,40 @@ def analysis_spaces(analysis: Any, where: str = "reference/analysis.json") -> li
     out = []
     for i, v in enumerate(getattr(analysis, "kernel_variants", ()) or ()):
         if v.autotune_configs:
-            out.append(ConfigSpace(f"{where} kernel_variants[{i}].autotune_configs",
-                                   tuple(TuneConfig.of(c, f"{where} kernel_variants[{i}].autotune_configs[{j}]")
-                                         for j, c in enumerate(v.autotune_configs)),
-                                   variant=v.variant_name, kernel=v.kernel_function))
+            out.append(
+                ConfigSpace(
+                    f"{where} kernel_variants[{i}].autotune_configs",
+                    tuple(
+                        TuneConfig.of(c, f"{where} kernel_variants[{i}].autotune_configs[{j}]")
+                        for j, c in enumerate(v.autotune_configs)
+                    ),
+                    variant=v.variant_name,
+                    kernel=v.kernel_function,
+                )
+            )
     top = getattr(analysis, "autotune_configs", ()) or ()
     if top:
-        out.append(ConfigSpace(f"{where} autotune_configs",
-                               tuple(TuneConfig.of(c, f"{where} autotune_configs[{j}]") for j, c in enumerate(top))))
+        out.append(
+            ConfigSpace(
+                f"{where} autotune_configs",
+                tuple(TuneConfig.of(c, f"{where} autotune_configs[{j}]") for j, c in enumerate(top)),
+            )
+        )
     return out
 
 
-def best_configs(analysis: Any, where: str = "reference/analysis.json") -> dict[str | None, tuple[TuneConfig, str]]:
+def best_configs(
+    analysis: Any, where: str = "reference/analysis.json"
+) -> dict[str | None, tuple[TuneConfig, str]]:
     """analysis.json ``best_config``: ``{variant: cfg}`` or one flat cfg (key None)."""
     best = getattr(analysis, "best_config", None) if analysis is not None else None
     if not isinstance(best, Mapping) or not best:
         return {}
     if all(isinstance(v, Mapping) for v in best.values()):
-        return {str(k): (TuneConfig.of(v, f"{where} best_config.{k}"), f"{where} best_config.{k}")
-                for k, v in best.items()}
+        return {
+            str(k): (TuneConfig.of(v, f"{where} best_config.{k}"), f"{where} best_config.{k}")
+            for k, v in best.items()
+        }
     return {None: (TuneConfig.of(best, f"{where} best_config"), f"{where} best_config")}
 
 
@@ -394,8 +470,9 @@ def match_variant(function: str, variants: Sequence[str], kernel_tokens: Iterabl
     return scored[0][1]
 
 
-def _pair_by_name(cand: Sequence[ConfigSpace], refs: Sequence[ConfigSpace],
-                  kernel_tokens: Iterable[str]) -> list[tuple[ConfigSpace, ConfigSpace | None]]:
+def _pair_by_name(
+    cand: Sequence[ConfigSpace], refs: Sequence[ConfigSpace], kernel_tokens: Iterable[str]
+) -> list[tuple[ConfigSpace, ConfigSpace | None]]:
     """Candidate ↔ reference config functions by name tokens; one leftover on each side pairs up."""
     # a reference generator's own name may say nothing (``_bmm_autotune_configs``): add its kernel's
     names = [f"{r.function or ''}_{r.kernel or ''}" for r in refs]
@@ -416,8 +493,12 @@ def _pair_by_name(cand: Sequence[ConfigSpace], refs: Sequence[ConfigSpace],
     return out
 
 
-def compare_spaces(candidate: ConfigSpace, reference: ConfigSpace, variant: str | None,
-                   best: tuple[TuneConfig, str] | None = None) -> SpaceComparison:
+def compare_spaces(
+    candidate: ConfigSpace,
+    reference: ConfigSpace,
+    variant: str | None,
+    best: tuple[TuneConfig, str] | None = None,
+) -> SpaceComparison:
     """See the module docstring (coverage on shared knobs, fixed and absent knobs, best config)."""
     shared = tuple(sorted(candidate.knobs & reference.knobs))
     missing = tuple(r for r in reference.configs if not any(c.matches(r, shared) for c in candidate.configs))
@@ -431,8 +512,9 @@ def compare_spaces(candidate: ConfigSpace, reference: ConfigSpace, variant: str 
         if len(values) > 1:
             absent[knob] = tuple(values)
         elif const is not None:
-            fixed[knob] = (f"reference {values[0]}, candidate constant {const}" +
-                           ("" if const == values[0] else " (differs)"))
+            fixed[knob] = f"reference {values[0]}, candidate constant {const}" + (
+                "" if const == values[0] else " (differs)"
+            )
             if const != values[0]:
                 absent[knob] = tuple(values)
         else:
@@ -442,13 +524,22 @@ def compare_spaces(candidate: ConfigSpace, reference: ConfigSpace, variant: str 
     if best_cfg is not None:
         on = [k for k, _ in best_cfg.knobs if k in candidate.knobs]
         present = any(c.matches(best_cfg, on) for c in candidate.configs) and not any(
-            k in absent for k, _ in best_cfg.knobs)
-    return SpaceComparison(variant, candidate, reference, shared, missing, absent, fixed, best_cfg, best_src, present)
+            k in absent for k, _ in best_cfg.knobs
+        )
+    return SpaceComparison(
+        variant, candidate, reference, shared, missing, absent, fixed, best_cfg, best_src, present
+    )
 
 
-def audit_search_space(*, candidate_wrapper: Path | None, reference_wrapper: Path | None, analysis: Any,
-                       capability: tuple[int, int], capability_source: str,
-                       kernel: str = "") -> SearchSpaceAudit:
+def audit_search_space(
+    *,
+    candidate_wrapper: Path | None,
+    reference_wrapper: Path | None,
+    analysis: Any,
+    capability: tuple[int, int],
+    capability_source: str,
+    kernel: str = "",
+) -> SearchSpaceAudit:
     """Pair and compare spaces per variant (see the module docstring)."""
     audit = SearchSpaceAudit(capability, capability_source)
     cand: list[ConfigSpace] = []
@@ -457,16 +548,25 @@ def audit_search_space(*, candidate_wrapper: Path | None, reference_wrapper: Pat
         cand, notes = wrapper_spaces(candidate_wrapper, capability)
         audit.notes += notes
     else:
-        audit.notes.append("cutile-rs wrapper source unavailable (no TileGym checkout): the candidate's search "
-                           "space cannot be read")
+        audit.notes.append(
+            "cutile-rs wrapper source unavailable (no TileGym checkout): the candidate's search "
+            "space cannot be read"
+        )
     if reference_wrapper is not None and reference_wrapper.is_file():
         ref_wrapper, notes = reference_wrapper_spaces(reference_wrapper, capability)
         audit.notes += notes
     from_analysis = analysis_spaces(analysis)
     audit.candidate_spaces, audit.reference_spaces = cand, from_analysis + ref_wrapper
     variants = [v.variant_name for v in getattr(analysis, "kernel_variants", ()) or ()] if analysis else []
-    kernel_fn = {v.variant_name: v.kernel_function for v in getattr(analysis, "kernel_variants", ()) or ()
-                 if v.kernel_function} if analysis else {}
+    kernel_fn = (
+        {
+            v.variant_name: v.kernel_function
+            for v in getattr(analysis, "kernel_variants", ()) or ()
+            if v.kernel_function
+        }
+        if analysis
+        else {}
+    )
     bests = best_configs(analysis)
     ktoks = _tokens(kernel)
 
@@ -479,7 +579,9 @@ def audit_search_space(*, candidate_wrapper: Path | None, reference_wrapper: Pat
             for s in ref_wrapper:
                 if s.kernel and _kernel_stem(s.kernel) == stem:
                     return s
-            by_name = [s for s in ref_wrapper if s.function and match_variant(s.function, variants, ktoks) == variant]
+            by_name = [
+                s for s in ref_wrapper if s.function and match_variant(s.function, variants, ktoks) == variant
+            ]
             if len(by_name) == 1:
                 return by_name[0]
         top = [s for s in from_analysis if s.variant is None]
@@ -494,8 +596,10 @@ def audit_search_space(*, candidate_wrapper: Path | None, reference_wrapper: Pat
     if len(variants) == 1 or (not variants and len(cand) == 1):
         pairs = [(variants[0] if variants else None, s) for s in cand[:1]]
         if len(cand) > 1:
-            audit.notes.append(f"{len(cand)} candidate config functions for a single-variant kernel: "
-                               f"compared {cand[0].function}() only")
+            audit.notes.append(
+                f"{len(cand)} candidate config functions for a single-variant kernel: "
+                f"compared {cand[0].function}() only"
+            )
     elif not variants:
         # no analysis variants: pair candidate and reference config functions by name instead
         for s, r in _pair_by_name(cand, ref_wrapper, ktoks):
@@ -516,11 +620,20 @@ def audit_search_space(*, candidate_wrapper: Path | None, reference_wrapper: Pat
         ref = ref_for(variant)
         if ref is None:
             if any(k in KNOB_ALIASES for k in space.knobs) and (from_analysis or ref_wrapper):
-                audit.notes.append(f"variant {variant or '(single)'}: the reference lists no autotune configs for it "
-                                   "(not autotuned there): nothing to compare")
+                audit.notes.append(
+                    f"variant {variant or '(single)'}: the reference lists no autotune configs for it "
+                    "(not autotuned there): nothing to compare"
+                )
             continue
         best = bests.get(variant) or bests.get(None) if variant is not None else bests.get(None)
-        cand_space = ConfigSpace(space.origin, space.configs, variant, space.function, space.kernel, space.constants,
-                                 space.spelling)
+        cand_space = ConfigSpace(
+            space.origin,
+            space.configs,
+            variant,
+            space.function,
+            space.kernel,
+            space.constants,
+            space.spelling,
+        )
         audit.comparisons.append(compare_spaces(cand_space, ref, variant, best))
     return audit

@@ -35,11 +35,30 @@ from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.evidence.gpu import GpuFacts
 from cutile_workbench.model import RatioRow, RatioTable
 
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1,
-                 "int8": 1, "int32": 4}
-_ALIASES = {"batch": "batch_size", "b": "batch_size", "bs": "batch_size", "q": "batch_size", "hidden": "hidden_size",
-            "h": "hidden_size", "seq": "seq_len", "s": "seq_len", "n_rows": "m", "rows": "m", "cols": "n",
-            "torch_dtype": "dtype"}
+ELEMENT_BYTES = {
+    "float16": 2,
+    "bfloat16": 2,
+    "float32": 4,
+    "float64": 8,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "int8": 1,
+    "int32": 4,
+}
+_ALIASES = {
+    "batch": "batch_size",
+    "b": "batch_size",
+    "bs": "batch_size",
+    "q": "batch_size",
+    "hidden": "hidden_size",
+    "h": "hidden_size",
+    "seq": "seq_len",
+    "s": "seq_len",
+    "n_rows": "m",
+    "rows": "m",
+    "cols": "n",
+    "torch_dtype": "dtype",
+}
 FAMILIES = ("silu_and_mul", "swiglu", "rms_norm", "softmax", "matmul", "bmm")
 
 
@@ -86,9 +105,14 @@ def _dtype(value: Any) -> str | None:
     if value is None:
         return None
     text = str(value).strip().lower()
-    text = text[len("torch."):] if text.startswith("torch.") else text
-    return {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}.get(text,
-                                                                                                               text)
+    text = text[len("torch.") :] if text.startswith("torch.") else text
+    return {
+        "fp16": "float16",
+        "half": "float16",
+        "bf16": "bfloat16",
+        "fp32": "float32",
+        "float": "float32",
+    }.get(text, text)
 
 
 def _norm(shape: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,7 +157,9 @@ def shape_index(analysis: Any) -> dict[str, dict[str, Any]]:
     return index
 
 
-def shape_of(params: str, analysis: Any = None, argnames: Sequence[str] | None = None) -> dict[str, Any] | None:
+def shape_of(
+    params: str, analysis: Any = None, argnames: Sequence[str] | None = None
+) -> dict[str, Any] | None:
     """The named shape of a row (see the module docstring), or None."""
     named = shape_index(analysis).get(params)
     if named is not None:
@@ -172,39 +198,68 @@ def work_model(kernel: str, shape: Mapping[str, Any] | None) -> WorkModel | None
         if d is None:
             return None
         rows, h = d[0] * d[1], d[2]
-        return WorkModel(family, float((rows * 2 * h + rows * h) * es), float(4 * rows * h), "memory",
-                         f"read B·S·2H + write B·S·H = {rows * 3 * h:,} elements x {es} B", dtype)
+        return WorkModel(
+            family,
+            float((rows * 2 * h + rows * h) * es),
+            float(4 * rows * h),
+            "memory",
+            f"read B·S·2H + write B·S·H = {rows * 3 * h:,} elements x {es} B",
+            dtype,
+        )
     if family == "swiglu":
         d = _ints(shape, "batch_size", "seq_len", "hidden_size")
         if d is None:
             return None
         n = d[0] * d[1] * d[2]
-        return WorkModel(family, float(3 * n * es), float(4 * n), "memory",
-                         f"read a, b + write c = 3 x {n:,} elements x {es} B", dtype)
+        return WorkModel(
+            family,
+            float(3 * n * es),
+            float(4 * n),
+            "memory",
+            f"read a, b + write c = 3 x {n:,} elements x {es} B",
+            dtype,
+        )
     if family in ("rms_norm", "softmax"):
         d = _ints(shape, "m", "n")
         if d is None:
             return None
         m, n = d
         extra = n if family == "rms_norm" else 0
-        return WorkModel(family, float((2 * m * n + extra) * es), None, "memory",
-                         f"read + write M·N{' + N weights' if extra else ''} = {2 * m * n + extra:,} elements x "
-                         f"{es} B (compulsory traffic)", dtype)
+        return WorkModel(
+            family,
+            float((2 * m * n + extra) * es),
+            None,
+            "memory",
+            f"read + write M·N{' + N weights' if extra else ''} = {2 * m * n + extra:,} elements x "
+            f"{es} B (compulsory traffic)",
+            dtype,
+        )
     if family == "matmul":
         d = _ints(shape, "m", "n", "k")
         if d is None:
             return None
         m, n, k = d
-        return WorkModel(family, float((m * k + k * n + m * n) * es), 2.0 * m * n * k, "compute",
-                         f"2·M·N·K = {2 * m * n * k:,} FLOP; A + B + C = {(m * k + k * n + m * n) * es:,} B", dtype)
+        return WorkModel(
+            family,
+            float((m * k + k * n + m * n) * es),
+            2.0 * m * n * k,
+            "compute",
+            f"2·M·N·K = {2 * m * n * k:,} FLOP; A + B + C = {(m * k + k * n + m * n) * es:,} B",
+            dtype,
+        )
     if family == "bmm":
         d = _ints(shape, "batch_size", "m", "n", "k")
         if d is None:
             return None
         q, m, n, k = d
-        return WorkModel(family, float(q * (m * k + k * n + m * n) * es), 2.0 * q * m * n * k, "compute",
-                         f"2·Q·M·N·K = {2 * q * m * n * k:,} FLOP; Q·(A + B + C) = "
-                         f"{q * (m * k + k * n + m * n) * es:,} B", dtype)
+        return WorkModel(
+            family,
+            float(q * (m * k + k * n + m * n) * es),
+            2.0 * q * m * n * k,
+            "compute",
+            f"2·Q·M·N·K = {2 * q * m * n * k:,} FLOP; Q·(A + B + C) = {q * (m * k + k * n + m * n) * es:,} B",
+            dtype,
+        )
     return None
 
 
@@ -214,20 +269,33 @@ def sol_for(model: WorkModel, time_ms: float | None, gpu: GpuFacts, probe: Any =
     flop_peak = gpu.peak(model.dtype) if model.flops is not None else None
     if probe is not None and getattr(probe, "dram_bytes_per_s", None) is not None:
         rate = float(probe.dram_bytes_per_s)
-        frac = rate / bw_peak.value if bw_peak else (probe.dram_pct_of_peak / 100.0
-                                                     if probe.dram_pct_of_peak is not None else None)
+        frac = (
+            rate / bw_peak.value
+            if bw_peak
+            else (probe.dram_pct_of_peak / 100.0 if probe.dram_pct_of_peak is not None else None)
+        )
         flops = None
         if model.flops is not None and probe.duration_ns:
             flops = model.flops / (probe.duration_ns * 1e-9)
-        return Sol(rate, flops, frac, flops / flop_peak.value if flops is not None and flop_peak else None,
-                   "ncu probe")
+        return Sol(
+            rate,
+            flops,
+            frac,
+            flops / flop_peak.value if flops is not None and flop_peak else None,
+            "ncu probe",
+        )
     if time_ms is None or time_ms <= 0:
         return None
     seconds = time_ms / 1000.0
     rate = model.bytes / seconds
     flops = model.flops / seconds if model.flops is not None else None
-    return Sol(rate, flops, rate / bw_peak.value if bw_peak else None,
-               flops / flop_peak.value if flops is not None and flop_peak else None, "model")
+    return Sol(
+        rate,
+        flops,
+        rate / bw_peak.value if bw_peak else None,
+        flops / flop_peak.value if flops is not None and flop_peak else None,
+        "model",
+    )
 
 
 def test_argnames(tilegym: Path | None, func_keys: Iterable[str]) -> dict[str, tuple[str, ...]]:
@@ -261,14 +329,28 @@ def recorded_argnames(kernel: str) -> dict[str, tuple[str, ...]]:
     return {rec.test: rec.perf_argnames} if rec is not None and rec.perf_argnames else {}
 
 
-def sol_rows(table: RatioTable, kernel: str, gpu: GpuFacts, *, analysis: Any = None,
-             argnames: Mapping[str, Sequence[str]] | None = None,
-             probes: Mapping[tuple[str, str], Any] | None = None, candidate_backend: str = "cutile-rs") -> list[SolRow]:
+def sol_rows(
+    table: RatioTable,
+    kernel: str,
+    gpu: GpuFacts,
+    *,
+    analysis: Any = None,
+    argnames: Mapping[str, Sequence[str]] | None = None,
+    probes: Mapping[tuple[str, str], Any] | None = None,
+    candidate_backend: str = "cutile-rs",
+) -> list[SolRow]:
     """One :class:`SolRow` per matched row that has a work model (``argnames`` by func_key)."""
     out = []
     for row in table.matched:
-        sr = row_sol(row, kernel, gpu, analysis, (argnames or {}).get(row.func_key), probes=probes,
-                     candidate_backend=candidate_backend)
+        sr = row_sol(
+            row,
+            kernel,
+            gpu,
+            analysis,
+            (argnames or {}).get(row.func_key),
+            probes=probes,
+            candidate_backend=candidate_backend,
+        )
         if sr is not None:
             out.append(sr)
     return out
@@ -292,17 +374,28 @@ def render_sol_section(rows: Sequence[SolRow], gpu: GpuFacts) -> str:
         return ""
     compute = sorted({r.model.dtype for r in rows if r.model.bound == "compute"})
     peaks = [p for p in (gpu.peak("dram"), *(gpu.peak(d) for d in compute)) if p]
-    out = ["### Speed of light (achieved vs measured peak)\n", "\n",
-           f"GPU: {gpu.name or 'unknown'}; peaks: " + ("; ".join(p.source for p in peaks) if peaks else
-                                                       "none measured for this GPU (fractions not computed)") + ".\n",
-           "Memory-bound families use their compulsory DRAM traffic, matmul/bmm 2·M·N·K; times are E's medians "
-           "(or an ncu probe's, where filed).\n", "\n",
-           "| Config | model | cutile-rs achieved | cutile-rs SOL | baseline achieved | baseline SOL | basis |\n",
-           "|--------|-------|--------------------|---------------|-------------------|--------------|-------|\n"]
+    out = [
+        "### Speed of light (achieved vs measured peak)\n",
+        "\n",
+        f"GPU: {gpu.name or 'unknown'}; peaks: "
+        + (
+            "; ".join(p.source for p in peaks)
+            if peaks
+            else "none measured for this GPU (fractions not computed)"
+        )
+        + ".\n",
+        "Memory-bound families use their compulsory DRAM traffic, matmul/bmm 2·M·N·K; times are E's medians "
+        "(or an ncu probe's, where filed).\n",
+        "\n",
+        "| Config | model | cutile-rs achieved | cutile-rs SOL | baseline achieved | baseline SOL | basis |\n",
+        "|--------|-------|--------------------|---------------|-------------------|--------------|-------|\n",
+    ]
     for r in rows:
         basis = ", ".join(sorted({s.basis for s in (r.candidate, r.baseline) if s is not None})) or "n/a"
-        out.append(f"| {_cell(r.params)} | {_cell(r.model.family)} ({r.model.bound}) | {_rate(r.candidate, r.model)} "
-                   f"| {_pct(r.candidate)} | {_rate(r.baseline, r.model)} | {_pct(r.baseline)} | {basis} |\n")
+        out.append(
+            f"| {_cell(r.params)} | {_cell(r.model.family)} ({r.model.bound}) | {_rate(r.candidate, r.model)} "
+            f"| {_pct(r.candidate)} | {_rate(r.baseline, r.model)} | {_pct(r.baseline)} | {basis} |\n"
+        )
     return "".join(out)
 
 
@@ -310,9 +403,16 @@ def _cell(text: object) -> str:
     return str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
 
 
-def row_sol(row: RatioRow, kernel: str, gpu: GpuFacts, analysis: Any = None,
-            argnames: Sequence[str] | None = None, *, probes: Mapping[tuple[str, str], Any] | None = None,
-            candidate_backend: str = "cutile-rs") -> SolRow | None:
+def row_sol(
+    row: RatioRow,
+    kernel: str,
+    gpu: GpuFacts,
+    analysis: Any = None,
+    argnames: Sequence[str] | None = None,
+    *,
+    probes: Mapping[tuple[str, str], Any] | None = None,
+    candidate_backend: str = "cutile-rs",
+) -> SolRow | None:
     """Speed of light of one row (the Ratios screen's column): the model at E's medians, or a side's
     filed ncu probe where there is one (as :func:`sol_rows`); None without a work model."""
     from cutile_workbench.evidence.ncu import probe_for
@@ -322,5 +422,10 @@ def row_sol(row: RatioRow, kernel: str, gpu: GpuFacts, analysis: Any = None,
         return None
     cprobe = probe_for(probes or {}, candidate_backend, row.params)
     bprobe = probe_for(probes or {}, row.baseline_backend, row.params)
-    return SolRow(row.params, model, sol_for(model, row.candidate_ms, gpu, cprobe),
-                  sol_for(model, row.baseline_ms, gpu, bprobe), row.baseline_backend)
+    return SolRow(
+        row.params,
+        model,
+        sol_for(model, row.candidate_ms, gpu, cprobe),
+        sol_for(model, row.baseline_ms, gpu, bprobe),
+        row.baseline_backend,
+    )

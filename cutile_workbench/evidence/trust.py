@@ -62,11 +62,22 @@ class KernelTrust:
         return ident.mark if ident is not None else "?"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary, "warning": self.warning, "wrapper_calls": list(self.wrapper_calls),
-                "rows": {p: i.as_dict() for p, i in self.identities.items()},
-                "reference_configs": {p: {"text": r.text, "constants": dict(r.constants),
-                                          "fits": [c.label for c in r.fits], "decided": r.decided,
-                                          "unknown": list(r.unknown)} for p, r in self.reference_configs.items()}}
+        return {
+            "summary": self.summary,
+            "warning": self.warning,
+            "wrapper_calls": list(self.wrapper_calls),
+            "rows": {p: i.as_dict() for p, i in self.identities.items()},
+            "reference_configs": {
+                p: {
+                    "text": r.text,
+                    "constants": dict(r.constants),
+                    "fits": [c.label for c in r.fits],
+                    "decided": r.decided,
+                    "unknown": list(r.unknown),
+                }
+                for p, r in self.reference_configs.items()
+            },
+        }
 
 
 def _space_for_function(function: str | None, spaces: list[ConfigSpace], analysis: Any) -> ConfigSpace | None:
@@ -87,9 +98,15 @@ def _space_for_function(function: str | None, spaces: list[ConfigSpace], analysi
     return spaces[0] if len(spaces) == 1 else None
 
 
-def reference_configs_for(rows: list[RatioRow], launch_sets: Sequence[LaunchSet], *, analysis: Any,
-                          reference_wrapper: Path | None, capability: tuple[int, int],
-                          ir_entries: Mapping[str, str] | None = None) -> tuple[dict[str, ReferenceConfig], list[str]]:
+def reference_configs_for(
+    rows: list[RatioRow],
+    launch_sets: Sequence[LaunchSet],
+    *,
+    analysis: Any,
+    reference_wrapper: Path | None,
+    capability: tuple[int, int],
+    ir_entries: Mapping[str, str] | None = None,
+) -> tuple[dict[str, ReferenceConfig], list[str]]:
     """``{params: ReferenceConfig}`` for the matched rows, and notes on what could not be read."""
     notes: list[str] = []
     spaces: list[ConfigSpace] = []
@@ -103,8 +120,14 @@ def reference_configs_for(rows: list[RatioRow], launch_sets: Sequence[LaunchSet]
     for row in rows:
         if row.status != "OK":
             continue
-        base_set = next((s for s in launch_sets if s.params == row.params and s.calls
-                         and same_backend(s.backend, row.baseline_backend)), None)
+        base_set = next(
+            (
+                s
+                for s in launch_sets
+                if s.params == row.params and s.calls and same_backend(s.backend, row.baseline_backend)
+            ),
+            None,
+        )
         side = side_launch(base_set) if base_set is not None else None
         symbol = side.symbol if side is not None else None
         grid = block = regs = smem = None
@@ -114,11 +137,23 @@ def reference_configs_for(rows: list[RatioRow], launch_sets: Sequence[LaunchSet]
             symbol = ir_entries[row.params]  # the compile the IR filing matched to CUPTI's kernel
         decoded = decode_cutile_symbol(symbol) if symbol else None
         names, src = names_for(symbol, analysis=analysis, reference_wrapper=reference_wrapper)
-        space = _space_for_function(decoded.function if decoded else None, spaces, analysis) if decoded else (
-            spaces[0] if len(spaces) == 1 else None)
-        out[row.params] = reference_config(row.params, row.baseline_backend, symbol, space=space,
-                                           constant_names=names, names_source=src, grid=grid, block=block,
-                                           registers=regs, smem=smem)
+        space = (
+            _space_for_function(decoded.function if decoded else None, spaces, analysis)
+            if decoded
+            else (spaces[0] if len(spaces) == 1 else None)
+        )
+        out[row.params] = reference_config(
+            row.params,
+            row.baseline_backend,
+            symbol,
+            space=space,
+            constant_names=names,
+            names_source=src,
+            grid=grid,
+            block=block,
+            registers=regs,
+            smem=smem,
+        )
     return out, notes
 
 
@@ -133,8 +168,13 @@ def _ir_entries(kernel_dir: Path) -> dict[str, str]:
     return out
 
 
-def kernel_trust(ws: Workspace, table: RatioTable, *, candidate_framework: str,
-                 launch_sets: Sequence[LaunchSet] | None = None) -> KernelTrust:
+def kernel_trust(
+    ws: Workspace,
+    table: RatioTable,
+    *,
+    candidate_framework: str,
+    launch_sets: Sequence[LaunchSet] | None = None,
+) -> KernelTrust:
     """See the module docstring (``launch_sets`` given: the captures are not re-read)."""
     from cutile_workbench.artifacts.launch_store import open_store
     from cutile_workbench.evidence.gpu import gpu_facts
@@ -145,7 +185,11 @@ def kernel_trust(ws: Workspace, table: RatioTable, *, candidate_framework: str,
     if launch_sets is None:
         try:
             # the per-config store (issue 26), confined to the kernel dir (issue 25)
-            launch_sets = open_store(paths.launches_json, kernel_dir=paths.root) if paths.launches_json.is_file() else []
+            launch_sets = (
+                open_store(paths.launches_json, kernel_dir=paths.root)
+                if paths.launches_json.is_file()
+                else []
+            )
         except InputError as exc:  # E's table still stands; every row says why its identity is unknown
             unreadable, launch_sets = f"the per-launch capture file is malformed: {exc}", []
     evidence = "workbench/launches.json.gz" if paths.launches_json.is_file() else ""
@@ -154,19 +198,42 @@ def kernel_trust(ws: Workspace, table: RatioTable, *, candidate_framework: str,
     if wrapper is None:
         notes.append("cutile-rs wrapper source not read (no TileGym checkout): no static delegation audit")
     cand_backend = candidate_framework.replace("-", "_")
-    identities = candidate_identities(table.rows, launch_sets, candidate_backend=cand_backend,
-                                      candidate_framework=candidate_framework, wrapper_calls=calls, evidence=evidence)
+    identities = candidate_identities(
+        table.rows,
+        launch_sets,
+        candidate_backend=cand_backend,
+        candidate_framework=candidate_framework,
+        wrapper_calls=calls,
+        evidence=evidence,
+    )
     if unreadable:
         notes.append(unreadable)
-        identities = {p: CandidateIdentity(p, "unknown", unreadable, unknown=(f"identity: {unreadable}",),
-                                           wrapper_calls=calls, evidence=evidence) for p in identities}
+        identities = {
+            p: CandidateIdentity(
+                p,
+                "unknown",
+                unreadable,
+                unknown=(f"identity: {unreadable}",),
+                wrapper_calls=calls,
+                evidence=evidence,
+            )
+            for p in identities
+        }
     tilegym = getattr(ws, "tilegym", None)
-    ref_wrapper = Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if tilegym else None
+    ref_wrapper = (
+        Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if tilegym else None
+    )
     gpu = gpu_facts(ws.session_meta())
     try:
         ir_entries = _ir_entries(paths.root)
     except InputError as exc:
         ir_entries, notes = {}, [*notes, f"IR index unreadable, its entry symbols are not used: {exc}"]
-    refs, rnotes = reference_configs_for(table.rows, launch_sets, analysis=ws.analysis, reference_wrapper=ref_wrapper,
-                                         capability=gpu.capability, ir_entries=ir_entries)
+    refs, rnotes = reference_configs_for(
+        table.rows,
+        launch_sets,
+        analysis=ws.analysis,
+        reference_wrapper=ref_wrapper,
+        capability=gpu.capability,
+        ir_entries=ir_entries,
+    )
     return KernelTrust(candidate_framework, identities, refs, calls, tuple(notes + rnotes))

@@ -16,7 +16,9 @@ import subprocess
 from collections.abc import Sequence
 
 
-def run_nvidia_smi(args: Sequence[str], *, timeout_s: float) -> tuple[subprocess.CompletedProcess[str] | None, str]:
+def run_nvidia_smi(
+    args: Sequence[str], *, timeout_s: float
+) -> tuple[subprocess.CompletedProcess[str] | None, str]:
     """``nvidia-smi <args>``: the finished process, or None and why it did not run to the end."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
@@ -29,7 +31,9 @@ def run_nvidia_smi(args: Sequence[str], *, timeout_s: float) -> tuple[subprocess
 
 def query_gpu(fields: str, extra: Sequence[str] = (), *, timeout_s: float = 30.0) -> list[str] | None:
     """One csv line per GPU for ``--query-gpu=<fields>`` (see the module contract), or None."""
-    proc, _why = run_nvidia_smi([f"--query-gpu={fields}", "--format=csv,noheader", *extra], timeout_s=timeout_s)
+    proc, _why = run_nvidia_smi(
+        [f"--query-gpu={fields}", "--format=csv,noheader", *extra], timeout_s=timeout_s
+    )
     if proc is None or proc.returncode != 0 or not proc.stdout.strip():
         return None
     return [line.strip() for line in proc.stdout.strip().splitlines()]

@@ -35,16 +35,27 @@ from cutile_workbench.clock_exposure import EXPOSURE_BOUND
 from cutile_workbench.history.provenance import Provenance
 from cutile_workbench.history.provenance.gpu import ClockSnapshot
 
-DifferenceKind = Literal["gpu_model", "driver", "cuda", "mig", "throttling", "clocks", "harness", "gpu_instance",
-                         "host"]
+DifferenceKind = Literal[
+    "gpu_model", "driver", "cuda", "mig", "throttling", "clocks", "harness", "gpu_instance", "host"
+]
 #: which GPU a run used, and the runner's guard against a silent fallback to another backend (set for
 #: the candidate only, by design): neither changes what a sample measures
 _NOT_COMPARED_KNOBS = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "DISABLE_FALLBACK"})
 #: knobs that change how many samples are taken or how long the warm-up is, not what a sample
 #: measures: a difference is a note (CUPTI, CUDAGRAPH, MODE and the WORKBENCH_CUPTI_* window
 #: knobs change what is timed, and are flags)
-_SAMPLING_KNOBS = frozenset({"WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "DUMP_CUPTI_EVENTS",
-                             "WORKBENCH_CLOCKS", "WORKBENCH_DISCARD_THROTTLED"})
+_SAMPLING_KNOBS = frozenset(
+    {
+        "WARMUP",
+        "REP",
+        "MIN_REP",
+        "INITIAL_REP",
+        "MAX_REP",
+        "DUMP_CUPTI_EVENTS",
+        "WORKBENCH_CLOCKS",
+        "WORKBENCH_DISCARD_THROTTLED",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -85,10 +96,14 @@ class Comparability:
     def summary(self) -> str:
         """One line for a screen header or the CLI."""
         if self.flags:
-            return f"not comparable ({self.a_label} vs {self.b_label}): " + "; ".join(d.text for d in self.flags)
+            return f"not comparable ({self.a_label} vs {self.b_label}): " + "; ".join(
+                d.text for d in self.flags
+            )
         if not self.checked:
-            return (f"conditions unknown ({self.a_label} vs {self.b_label}): GPU model or driver not recorded, "
-                    "comparability cannot be checked")
+            return (
+                f"conditions unknown ({self.a_label} vs {self.b_label}): GPU model or driver not recorded, "
+                "comparability cannot be checked"
+            )
         facts = list(dict.fromkeys(u.split(":", 1)[0] for u in self.unknown))
         tail = f"; not recorded: {', '.join(facts)}" if facts else ""
         return f"same conditions ({self.a_label} vs {self.b_label}){tail}"
@@ -110,8 +125,14 @@ def _end_snapshot(prov: Provenance) -> ClockSnapshot | None:
     return prov.after or prov.before
 
 
-def compare_provenance(a: Provenance | None, b: Provenance | None, *, a_label: str = "candidate",
-                       b_label: str = "baseline", clock_tolerance: float = 0.05) -> Comparability:
+def compare_provenance(
+    a: Provenance | None,
+    b: Provenance | None,
+    *,
+    a_label: str = "candidate",
+    b_label: str = "baseline",
+    clock_tolerance: float = 0.05,
+) -> Comparability:
     """Differences between ``a`` and ``b`` (see module doc)."""
     diffs: list[Difference] = []
     unknown: list[str] = []
@@ -119,13 +140,19 @@ def compare_provenance(a: Provenance | None, b: Provenance | None, *, a_label: s
         missing = " and ".join(lbl for lbl, p in ((a_label, a), (b_label, b)) if p is None)
         return Comparability(a_label, b_label, (), (f"all conditions: no provenance for the {missing}",))
 
-    def fact(kind: DifferenceKind, label: str, get: Callable[[Provenance], object], severity: Literal["flag", "note"]
-             = "flag") -> None:
+    def fact(
+        kind: DifferenceKind,
+        label: str,
+        get: Callable[[Provenance], object],
+        severity: Literal["flag", "note"] = "flag",
+    ) -> None:
         va, vb = get(a), get(b)
         if va is None or vb is None:
             unknown.append(_missing(label, ((a_label, va), (b_label, vb))))
         elif va != vb:
-            diffs.append(Difference(kind, severity, f"{label}: {a_label} {va} vs {b_label} {vb}", str(va), str(vb)))
+            diffs.append(
+                Difference(kind, severity, f"{label}: {a_label} {va} vs {b_label} {vb}", str(va), str(vb))
+            )
 
     fact("gpu_model", "GPU", lambda p: p.gpu.name if p.gpu else None)
     fact("driver", "driver", lambda p: p.gpu.driver_version if p.gpu else None)
@@ -141,26 +168,49 @@ def compare_provenance(a: Provenance | None, b: Provenance | None, *, a_label: s
             throttled = True
             run = label if label.endswith(" run") else f"{label} run"  # "the newer run", "the candidate run"
             exposure = f" ({share:.1%} of the run)" if share is not None else ""
-            diffs.append(Difference("throttling", "note", f"throttling during the {run}: {text}{exposure}",
-                                    text if side == "a" else None, text if side == "b" else None))
+            diffs.append(
+                Difference(
+                    "throttling",
+                    "note",
+                    f"throttling during the {run}: {text}{exposure}",
+                    text if side == "a" else None,
+                    text if side == "b" else None,
+                )
+            )
     if throttled and ea is not None and eb is not None and abs(ea - eb) > EXPOSURE_BOUND:
-        diffs.append(Difference("throttling", "flag",
-                                f"throttle exposure: {a_label} {ea:.1%} vs {b_label} {eb:.1%} of the run under "
-                                f"power/thermal violation, {abs(ea - eb) * 100:.0f} points apart "
-                                f"(bound {EXPOSURE_BOUND * 100:.0f})", f"{ea:.1%}", f"{eb:.1%}"))
+        diffs.append(
+            Difference(
+                "throttling",
+                "flag",
+                f"throttle exposure: {a_label} {ea:.1%} vs {b_label} {eb:.1%} of the run under "
+                f"power/thermal violation, {abs(ea - eb) * 100:.0f} points apart "
+                f"(bound {EXPOSURE_BOUND * 100:.0f})",
+                f"{ea:.1%}",
+                f"{eb:.1%}",
+            )
+        )
     n_unknown = len(unknown)
     _compare_clocks(a, b, a_label, b_label, clock_tolerance, diffs, unknown)
     if throttled and len(unknown) > n_unknown:
-        unknown.append("throttling effect: a run was throttled and its clocks are not recorded, so whether "
-                       "it ran slower cannot be judged")
+        unknown.append(
+            "throttling effect: a run was throttled and its clocks are not recorded, so whether "
+            "it ran slower cannot be judged"
+        )
     _compare_harness(a, b, a_label, b_label, diffs, unknown)
     fact("gpu_instance", "GPU UUID", lambda p: p.gpu.uuid if p.gpu else None, "note")
     fact("host", "host", lambda p: p.host, "note")
     return Comparability(a_label, b_label, tuple(diffs), tuple(unknown))
 
 
-def _compare_clocks(a: Provenance, b: Provenance, a_label: str, b_label: str, tol: float,
-                    diffs: list[Difference], unknown: list[str]) -> None:
+def _compare_clocks(
+    a: Provenance,
+    b: Provenance,
+    a_label: str,
+    b_label: str,
+    tol: float,
+    diffs: list[Difference],
+    unknown: list[str],
+) -> None:
     sa, sb = _end_snapshot(a), _end_snapshot(b)
     if sa is None or sb is None:
         unknown.append(_missing("clocks", ((a_label, sa), (b_label, sb))))
@@ -168,29 +218,49 @@ def _compare_clocks(a: Provenance, b: Provenance, a_label: str, b_label: str, to
     if sa.idle or sb.idle:
         unknown.append("clocks: a snapshot was taken while the GPU was idle (idle clocks say nothing)")
         return
-    for label, va, vb in (("SM clock", sa.sm_clock_mhz, sb.sm_clock_mhz),
-                          ("memory clock", sa.mem_clock_mhz, sb.mem_clock_mhz)):
+    for label, va, vb in (
+        ("SM clock", sa.sm_clock_mhz, sb.sm_clock_mhz),
+        ("memory clock", sa.mem_clock_mhz, sb.mem_clock_mhz),
+    ):
         if va is None or vb is None:
             unknown.append(_missing(label, ((a_label, va), (b_label, vb))))
         elif abs(va - vb) > tol * max(va, vb):
-            diffs.append(Difference("clocks", "flag", f"{label}: {a_label} {va} MHz vs {b_label} {vb} MHz "
-                                                      f"(more than {tol:.0%} apart)", f"{va} MHz", f"{vb} MHz"))
+            diffs.append(
+                Difference(
+                    "clocks",
+                    "flag",
+                    f"{label}: {a_label} {va} MHz vs {b_label} {vb} MHz (more than {tol:.0%} apart)",
+                    f"{va} MHz",
+                    f"{vb} MHz",
+                )
+            )
 
 
-def _compare_harness(a: Provenance, b: Provenance, a_label: str, b_label: str, diffs: list[Difference],
-                     unknown: list[str]) -> None:
+def _compare_harness(
+    a: Provenance, b: Provenance, a_label: str, b_label: str, diffs: list[Difference], unknown: list[str]
+) -> None:
     ha, hb = a.harness, b.harness
     if ha is None or hb is None or "unknown" in (ha.name, hb.name):
         unknown.append("harness: not known for both runs")  # "unknown" = the suite's own, unnamed
         return
     if ha.name != hb.name:
-        diffs.append(Difference("harness", "flag", f"harness: {a_label} {ha.name} vs {b_label} {hb.name}", ha.name,
-                                hb.name))
+        diffs.append(
+            Difference(
+                "harness", "flag", f"harness: {a_label} {ha.name} vs {b_label} {hb.name}", ha.name, hb.name
+            )
+        )
     for knob in sorted((set(ha.settings) | set(hb.settings)) - _NOT_COMPARED_KNOBS):
         va, vb = ha.settings.get(knob), hb.settings.get(knob)
         if va is not None and vb is not None and va != vb:
-            diffs.append(Difference("harness", "note" if knob in _SAMPLING_KNOBS else "flag",
-                                    f"{knob}: {a_label} {va} vs {b_label} {vb}", f"{knob}={va}", f"{knob}={vb}"))
+            diffs.append(
+                Difference(
+                    "harness",
+                    "note" if knob in _SAMPLING_KNOBS else "flag",
+                    f"{knob}: {a_label} {va} vs {b_label} {vb}",
+                    f"{knob}={va}",
+                    f"{knob}={vb}",
+                )
+            )
         elif (va is None) != (vb is None):
             who, val = (a_label, va) if va is not None else (b_label, vb)
             diffs.append(Difference("harness", "note", f"{knob}={val} set for the {who} only"))
@@ -207,7 +277,9 @@ def _clocks(prov: Provenance) -> str:
     def one(s: ClockSnapshot | None) -> str:
         if s is None or s.sm_clock_mhz is None:
             return "?"
-        return f"{s.sm_clock_mhz}/{s.mem_clock_mhz if s.mem_clock_mhz is not None else '?'}" + (" idle" if s.idle else "")
+        return f"{s.sm_clock_mhz}/{s.mem_clock_mhz if s.mem_clock_mhz is not None else '?'}" + (
+            " idle" if s.idle else ""
+        )
 
     if prov.before is None and prov.after is None:
         return "not recorded"
@@ -245,30 +317,42 @@ def condition_rows(prov: Provenance | None) -> list[tuple[str, str]]:
     ]
 
 
-def render_conditions_section(candidate: Provenance | None,
-                              baselines: Sequence[tuple[str, Provenance | None, Comparability]]) -> str:
+def render_conditions_section(
+    candidate: Provenance | None, baselines: Sequence[tuple[str, Provenance | None, Comparability]]
+) -> str:
     """performance.md's "Measurement conditions" section: facts per run and each pair's verdict."""
     if not baselines:
         return ""
     cand_rows = condition_rows(candidate)
-    header = "| | candidate | " + " | ".join(f"baseline ({_cell(name)})" for name, _p, _c in baselines) + " |\n"
+    header = (
+        "| | candidate | " + " | ".join(f"baseline ({_cell(name)})" for name, _p, _c in baselines) + " |\n"
+    )
     rule = "|---|---|" + "---|" * len(baselines) + "\n"
     base_rows = [dict(condition_rows(p)) for _n, p, _c in baselines]
     body = ""
     for label, value in cand_rows:
-        body += f"| {label} | {_cell(value)} | " + " | ".join(_cell(r.get(label, "not recorded")) for r in base_rows)
+        body += f"| {label} | {_cell(value)} | " + " | ".join(
+            _cell(r.get(label, "not recorded")) for r in base_rows
+        )
         body += " |\n"
     lines = ["### Measurement conditions (candidate vs baseline)\n", "\n", header, rule, body, "\n"]
     for name, _p, comp in baselines:
         if comp.flags:
-            lines.append(f"- **Not comparable** with `{_cell(name)}`: " + "; ".join(_cell(d.text) for d in comp.flags)
-                         + ".\n")
+            lines.append(
+                f"- **Not comparable** with `{_cell(name)}`: "
+                + "; ".join(_cell(d.text) for d in comp.flags)
+                + ".\n"
+            )
         elif not comp.checked:
-            lines.append(f"- Comparability with `{_cell(name)}` cannot be checked: the GPU model or driver of a "
-                         "run is not recorded.\n")
+            lines.append(
+                f"- Comparability with `{_cell(name)}` cannot be checked: the GPU model or driver of a "
+                "run is not recorded.\n"
+            )
         else:
-            lines.append(f"- Comparable with `{_cell(name)}`: no difference in GPU model, driver, MIG mode, "
-                         "throttling, clocks or harness among the facts recorded for both.\n")
+            lines.append(
+                f"- Comparable with `{_cell(name)}`: no difference in GPU model, driver, MIG mode, "
+                "throttling, clocks or harness among the facts recorded for both.\n"
+            )
         notes = [d.text for d in comp.differences if d.severity == "note"]
         if notes:
             lines.append("  Notes: " + "; ".join(_cell(n) for n in notes) + ".\n")

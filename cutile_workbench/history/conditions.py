@@ -53,12 +53,19 @@ class RatioConditions:
 
     def section(self) -> str:
         """performance.md's "Measurement conditions" section ("" without baselines)."""
-        return render_conditions_section(self.candidate, [(b.baseline, b.provenance, b.comparability)
-                                                          for b in self.baselines])
+        return render_conditions_section(
+            self.candidate, [(b.baseline, b.provenance, b.comparability) for b in self.baselines]
+        )
 
 
-def _provenance(role: str, path: Path | None, log: PerfLog | None, session: Mapping[str, Any] | None,
-                evs: list[Event] | None, root: Path) -> Provenance | None:
+def _provenance(
+    role: str,
+    path: Path | None,
+    log: PerfLog | None,
+    session: Mapping[str, Any] | None,
+    evs: list[Event] | None,
+    root: Path,
+) -> Provenance | None:
     if path is None:
         return None
     try:
@@ -73,9 +80,15 @@ def _provenance(role: str, path: Path | None, log: PerfLog | None, session: Mapp
     return provenance_for_log(role, text, log, session=session, events=evs, source=rel)[0]
 
 
-def ratio_conditions(paths: KernelPaths, baseline_keys: Iterable[str], *, candidate_log: Path | None,
-                     candidate: PerfLog | None = None, baselines: Mapping[str, PerfLog] | None = None,
-                     clock_tolerance: float = 0.05) -> RatioConditions:
+def ratio_conditions(
+    paths: KernelPaths,
+    baseline_keys: Iterable[str],
+    *,
+    candidate_log: Path | None,
+    candidate: PerfLog | None = None,
+    baselines: Mapping[str, PerfLog] | None = None,
+    clock_tolerance: float = 0.05,
+) -> RatioConditions:
     """Conditions of the candidate and each used baseline, and each pair's comparability."""
     session, evs = read_context(paths, [])  # unusable files: that side's facts are "not recorded"
     cand = _provenance("candidate", candidate_log, candidate, session, evs, paths.root)
@@ -85,9 +98,20 @@ def ratio_conditions(paths: KernelPaths, baseline_keys: Iterable[str], *, candid
             continue
         role, attr = BASELINE_ROLES[key]
         path = Path(getattr(paths, attr))
-        prov = _provenance(role, path if path.is_file() else None, (baselines or {}).get(key), session, evs,
-                           paths.root)
-        out.append(BaselineConditions(key, prov, compare_provenance(cand, prov, a_label="candidate",
-                                                                    b_label=f"baseline {key}",
-                                                                    clock_tolerance=clock_tolerance)))
+        prov = _provenance(
+            role, path if path.is_file() else None, (baselines or {}).get(key), session, evs, paths.root
+        )
+        out.append(
+            BaselineConditions(
+                key,
+                prov,
+                compare_provenance(
+                    cand,
+                    prov,
+                    a_label="candidate",
+                    b_label=f"baseline {key}",
+                    clock_tolerance=clock_tolerance,
+                ),
+            )
+        )
     return RatioConditions(cand, tuple(out))

@@ -108,12 +108,23 @@ def config_results(log: PerfLog) -> tuple[list[ConfigResult], list[str]]:
             phase_raw = rec.raw.get(phase)
             raw: dict[str, Any] = phase_raw if isinstance(phase_raw, dict) else {}
             source = raw.get("capture_source")
-            rows.append(ConfigResult(
-                func_key=rec.func_key, params=rec.params, backend=rec.framework, phase=phase, nodeid=rec.nodeid,
-                median_ms=st.median_ms, samples_ms=st.samples_ms, nrep=st.nrep, rel_std_pct=st.rel_std_pct,
-                launches_per_call=st.launches_per_iter, kernel_name=st.kernel_name,
-                capture_source=str(source) if isinstance(source, str) else None, capture_check=_capture_check(raw),
-            ))
+            rows.append(
+                ConfigResult(
+                    func_key=rec.func_key,
+                    params=rec.params,
+                    backend=rec.framework,
+                    phase=phase,
+                    nodeid=rec.nodeid,
+                    median_ms=st.median_ms,
+                    samples_ms=st.samples_ms,
+                    nrep=st.nrep,
+                    rel_std_pct=st.rel_std_pct,
+                    launches_per_call=st.launches_per_iter,
+                    kernel_name=st.kernel_name,
+                    capture_source=str(source) if isinstance(source, str) else None,
+                    capture_check=_capture_check(raw),
+                )
+            )
     if log.truncated:
         notes.append(f"{log.path}: last record block was truncated and ignored")
     return rows, notes
@@ -126,23 +137,42 @@ def complete_harness(prov: Provenance, rows: Sequence[ConfigResult]) -> Provenan
     ours = all(r.capture_source is not None for r in rows)
     name: Literal["workbench", "tilegym"] = "workbench" if ours else "tilegym"
     sources = sorted({r.capture_source for r in rows if r.capture_source})
-    why = (f"records carry capture_source ({', '.join(sources)})" if ours
-           else "records carry no capture_source (TileGym's benchmark_fn_cupti / CUDA events)")
+    why = (
+        f"records carry capture_source ({', '.join(sources)})"
+        if ours
+        else "records carry no capture_source (TileGym's benchmark_fn_cupti / CUDA events)"
+    )
     old = prov.harness or HarnessInfo(name="unknown")
     detail = f"{old.detail}; {why}" if old.detail else why
     return replace(prov, harness=replace(old, name=name, detail=detail))
 
 
-def entry_from_log(kernel: str, role: str, log: PerfLog, provenance: Provenance, *, source: EntrySource,
-                   log_sha256: str, recorded_at: float | None, recorded_at_origin: str,
-                   notes: Sequence[str] = ()) -> RunEntry | None:
+def entry_from_log(
+    kernel: str,
+    role: str,
+    log: PerfLog,
+    provenance: Provenance,
+    *,
+    source: EntrySource,
+    log_sha256: str,
+    recorded_at: float | None,
+    recorded_at_origin: str,
+    notes: Sequence[str] = (),
+) -> RunEntry | None:
     """The entry for one log, or None when it holds no storable record."""
     rows, row_notes = config_results(log)
     if not rows:
         return None
     return RunEntry(
-        run_key=run_key_of(kernel, log.records), kernel=kernel, role=role, source=source,
-        recorded_at=recorded_at, recorded_at_origin=recorded_at_origin,
-        provenance=complete_harness(provenance, rows), configs=tuple(rows), log_path=log.path,
-        log_sha256=log_sha256, notes=tuple(notes) + tuple(row_notes),
+        run_key=run_key_of(kernel, log.records),
+        kernel=kernel,
+        role=role,
+        source=source,
+        recorded_at=recorded_at,
+        recorded_at_origin=recorded_at_origin,
+        provenance=complete_harness(provenance, rows),
+        configs=tuple(rows),
+        log_path=log.path,
+        log_sha256=log_sha256,
+        notes=tuple(notes) + tuple(row_notes),
     )

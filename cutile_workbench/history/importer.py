@@ -70,8 +70,10 @@ def log_sources(paths: KernelPaths, variants: Sequence[str] = ()) -> list[LogSou
             if cand.is_file():
                 out.append(LogSource("candidate", cand, v))
                 break
-    for role, cand in (("baseline_cutile", paths.baseline_cutile),
-                       ("baseline_triton_tileir", paths.baseline_triton_tileir)):
+    for role, cand in (
+        ("baseline_cutile", paths.baseline_cutile),
+        ("baseline_triton_tileir", paths.baseline_triton_tileir),
+    ):
         if cand.is_file():
             out.append(LogSource(role, cand))
     return out
@@ -80,8 +82,15 @@ def log_sources(paths: KernelPaths, variants: Sequence[str] = ()) -> list[LogSou
 # --------------------------------------------------------------------------- log header
 
 
-_NAMESPACE_KEYS = {"warmup": "WARMUP", "rep": "REP", "min_rep": "MIN_REP", "initial_rep": "INITIAL_REP",
-                   "mode": "MODE", "cudagraph": "CUDAGRAPH", "cupti": "CUPTI"}
+_NAMESPACE_KEYS = {
+    "warmup": "WARMUP",
+    "rep": "REP",
+    "min_rep": "MIN_REP",
+    "initial_rep": "INITIAL_REP",
+    "mode": "MODE",
+    "cudagraph": "CUDAGRAPH",
+    "cupti": "CUPTI",
+}
 _STAMP = re.compile(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] \[tilegym")
 _PLATFORM = re.compile(r"^platform \S+ -- Python (\S+), pytest-(\S+),")
 
@@ -114,13 +123,13 @@ def parse_log_header(text: str) -> HeaderFacts:
             facts.setdefault("python", m.group(1))
             facts.setdefault("pytest", m.group(2))
         elif line.startswith("rootdir: "):
-            facts.setdefault("rootdir", line[len("rootdir: "):].strip())
+            facts.setdefault("rootdir", line[len("rootdir: ") :].strip())
         elif line.startswith("torch = "):
-            facts.setdefault("torch", line[len("torch = "):].strip())
+            facts.setdefault("torch", line[len("torch = ") :].strip())
         elif line.startswith("device = "):
-            facts.setdefault("device", line[len("device = "):].strip())
+            facts.setdefault("device", line[len("device = ") :].strip())
         if "Namespace(" in line and not settings:
-            body = line[line.index("Namespace(") + len("Namespace("):]
+            body = line[line.index("Namespace(") + len("Namespace(") :]
             for key, value in re.findall(r"(\w+)=('[^']*'|\[[^\]]*\]|[^,()]+)", body):
                 if key in _NAMESPACE_KEYS:
                     settings[_NAMESPACE_KEYS[key]] = _norm_setting(value)
@@ -241,8 +250,15 @@ def _session_facts(meta: Mapping[str, Any], role: str, facts: _Facts) -> None:
     facts.put("harness_detail", _str(meta.get("harness")), "session.json harness")
 
 
-def provenance_for_log(role: str, log_text: str, log: PerfLog | None, *, session: Mapping[str, Any] | None,
-                       events: Sequence[Event] | None, source: str = "<log>") -> tuple[Provenance, float | None, str]:
+def provenance_for_log(
+    role: str,
+    log_text: str,
+    log: PerfLog | None,
+    *,
+    session: Mapping[str, Any] | None,
+    events: Sequence[Event] | None,
+    source: str = "<log>",
+) -> tuple[Provenance, float | None, str]:
     """(provenance, recorded_at, where recorded_at came from) of one imported log (see module doc)."""
     live: Provenance | None = None
     facts = _Facts()
@@ -263,7 +279,9 @@ def provenance_for_log(role: str, log_text: str, log: PerfLog | None, *, session
     facts.put("gpu_name", header.device, "log header (device = ...)")
     if header.settings:
         facts.put("settings", dict(header.settings), "log header (TileGym's effective Namespace settings)")
-    facts.put("started_at", header.first_stamp, "log header (first TileGym logger stamp; zone unknown, read as UTC)")
+    facts.put(
+        "started_at", header.first_stamp, "log header (first TileGym logger stamp; zone unknown, read as UTC)"
+    )
     prov = _fill(live, facts, header) if live is not None else _imported(facts)
     if log is not None:
         prov = complete_harness(prov, config_results(log)[0])
@@ -279,21 +297,48 @@ def _imported(facts: _Facts) -> Provenance:
     unknown: dict[str, str] = {}
     gpu = None
     if v.get("gpu_name") or v.get("driver"):
-        gpu = GpuIdentity(name=v.get("gpu_name"), uuid=None, pci_bus_id=None, driver_version=v.get("driver"),
-                          cuda_driver_version=None, mig_mode=None, mig_pending=None,
-                          selected_by=f"imported ({o.get('gpu_name') or o.get('driver')})")
+        gpu = GpuIdentity(
+            name=v.get("gpu_name"),
+            uuid=None,
+            pci_bus_id=None,
+            driver_version=v.get("driver"),
+            cuda_driver_version=None,
+            mig_mode=None,
+            mig_pending=None,
+            selected_by=f"imported ({o.get('gpu_name') or o.get('driver')})",
+        )
     else:
         unknown["gpu"] = "not recorded (no provenance event, session.json or device line)"
     for key in ("before", "after"):
         unknown[key] = "not recorded: no clock snapshot before provenance capture existed"
     settings = v.get("settings") or {}
-    harness = HarnessInfo(name=v.get("harness_name", "unknown"), settings=settings,
-                          detail=v.get("harness_detail") or "")
-    prov = Provenance(source="imported", gpu=gpu, harness=harness, python=v.get("python"), torch=v.get("torch"),
-                      torch_cuda=v.get("torch_cuda"), host=v.get("host"), started_at=v.get("started_at"),
-                      finished_at=v.get("finished_at"), origin=dict(o))
-    for name in ("tilegym_commit", "cutile_rs_lib_sha256", "workbench_version", "workbench_commit", "host",
-                 "python", "torch", "torch_cuda", "tilegym_dir", "tilegym_version"):
+    harness = HarnessInfo(
+        name=v.get("harness_name", "unknown"), settings=settings, detail=v.get("harness_detail") or ""
+    )
+    prov = Provenance(
+        source="imported",
+        gpu=gpu,
+        harness=harness,
+        python=v.get("python"),
+        torch=v.get("torch"),
+        torch_cuda=v.get("torch_cuda"),
+        host=v.get("host"),
+        started_at=v.get("started_at"),
+        finished_at=v.get("finished_at"),
+        origin=dict(o),
+    )
+    for name in (
+        "tilegym_commit",
+        "cutile_rs_lib_sha256",
+        "workbench_version",
+        "workbench_commit",
+        "host",
+        "python",
+        "torch",
+        "torch_cuda",
+        "tilegym_dir",
+        "tilegym_version",
+    ):
         if getattr(prov, name) is None:
             unknown[name] = "not recorded in this artifact tree"
     return replace(prov, unknown=unknown)
@@ -349,8 +394,13 @@ def _read_events(paths: KernelPaths, notes: list[str]) -> list[Event] | None:
         return None
 
 
-def import_kernel_dir(store: HistoryStore, paths: KernelPaths, *, variants: Sequence[str] = (),
-                      parsed: Mapping[str, PerfLog] | None = None) -> ImportReport:
+def import_kernel_dir(
+    store: HistoryStore,
+    paths: KernelPaths,
+    *,
+    variants: Sequence[str] = (),
+    parsed: Mapping[str, PerfLog] | None = None,
+) -> ImportReport:
     """Import every run log of ``paths`` into ``store`` (see module doc). ``parsed``: logs already
     parsed by the caller, by path string, to avoid parsing them twice."""
     from cutile_workbench.artifacts.perflog.parser import parse_perf_log
@@ -388,9 +438,17 @@ def import_kernel_dir(store: HistoryStore, paths: KernelPaths, *, variants: Sequ
             # what the lenient parse dropped (a bad value names file:line and key) is said, never silent
             notes.extend(f"not imported: {n}" for n in log.notes)
         prov, at, at_origin = provenance_for_log(src.role, text, log, session=session, events=evs, source=rel)
-        entry = entry_from_log(paths.kernel, src.role, log, prov, source="import", log_sha256=digest,
-                               recorded_at=at, recorded_at_origin=at_origin,
-                               notes=(f"variant {src.variant}",) if src.variant else ())
+        entry = entry_from_log(
+            paths.kernel,
+            src.role,
+            log,
+            prov,
+            source="import",
+            log_sha256=digest,
+            recorded_at=at,
+            recorded_at_origin=at_origin,
+            notes=(f"variant {src.variant}",) if src.variant else (),
+        )
         if entry is None:
             skipped.append((str(src.path), "no record with a finite positive median"))
             continue

@@ -57,7 +57,11 @@ class SideNoise:
 def run_identity(provenance: Any, roles: Sequence[str]) -> tuple[str, ...] | None:
     """The code a run measured (module contract); None when a part of it is not recorded."""
     candidate = "candidate" in roles
-    parts = (provenance.tilegym_commit, provenance.cutile_rs_lib_sha256) if candidate else (provenance.tilegym_commit,)
+    parts = (
+        (provenance.tilegym_commit, provenance.cutile_rs_lib_sha256)
+        if candidate
+        else (provenance.tilegym_commit,)
+    )
     return None if any(p is None for p in parts) else tuple(str(p) for p in parts)
 
 
@@ -72,16 +76,24 @@ def row_noise(candidate: SideNoise | None, baseline: SideNoise | None) -> RowNoi
     sides = [s for s in (candidate, baseline) if s is not None]
     known = [s for s in sides if s.spread is not None]
     if not known:
-        runs = ", ".join(s.why or f"{s.backend} {s.runs} run{'s' if s.runs != 1 else ''}" for s in sides) or "no run"
-        return RowNoise(None, f"no A/A estimate: fewer than 2 runs of the same code on a side in the history ({runs})")
+        runs = (
+            ", ".join(s.why or f"{s.backend} {s.runs} run{'s' if s.runs != 1 else ''}" for s in sides)
+            or "no run"
+        )
+        return RowNoise(
+            None, f"no A/A estimate: fewer than 2 runs of the same code on a side in the history ({runs})"
+        )
     floor = max(s.spread for s in known if s.spread is not None)
-    parts = [f"{s.backend} {s.spread:.1%} over {s.runs} runs" if s.spread is not None else f"{s.backend} 1 run"
-             for s in sides]
+    parts = [
+        f"{s.backend} {s.spread:.1%} over {s.runs} runs" if s.spread is not None else f"{s.backend} 1 run"
+        for s in sides
+    ]
     return RowNoise(floor, f"±{floor:.1%} run-to-run (A/A: {', '.join(parts)})")
 
 
-def spreads_by_config(results: Iterable[tuple[tuple[str, ...] | None, ConfigResult]]
-                      ) -> dict[tuple[str, str, str], SideNoise]:
+def spreads_by_config(
+    results: Iterable[tuple[tuple[str, ...] | None, ConfigResult]],
+) -> dict[tuple[str, str, str], SideNoise]:
     """(func_key, params, backend) → that side's noise over the runs of its latest run's code
     (``results``: (run identity, result) in run order; forward phase only)."""
     by_side: dict[tuple[str, str, str], list[tuple[tuple[str, ...] | None, float]]] = {}
@@ -92,8 +104,13 @@ def spreads_by_config(results: Iterable[tuple[tuple[str, ...] | None, ConfigResu
     for key, points in by_side.items():
         latest = points[-1][0]
         if latest is None:
-            out[key] = SideNoise(key[2], 1, None, f"{key[2]}: {len(points)} run(s), the latest without a recorded "
-                                                  "code identity (TileGym commit / cutile-rs library)")
+            out[key] = SideNoise(
+                key[2],
+                1,
+                None,
+                f"{key[2]}: {len(points)} run(s), the latest without a recorded "
+                "code identity (TileGym commit / cutile-rs library)",
+            )
             continue
         same = [m for identity, m in points if identity == latest]
         out[key] = SideNoise(key[2], len(same), side_spread(same))
@@ -106,7 +123,10 @@ def read_noise(paths: KernelPaths) -> tuple[dict[tuple[str, str, str], SideNoise
 
     db = Path(paths.workbench_dir) / HISTORY_FILE
     if not db.is_file():
-        return {}, "no run history here (workbench/history.sqlite absent; `run` and `history` record runs into it)"
+        return (
+            {},
+            "no run history here (workbench/history.sqlite absent; `run` and `history` record runs into it)",
+        )
     try:
         store = HistoryStore.open(db, create=False)
     except WorkbenchError as exc:
@@ -116,7 +136,9 @@ def read_noise(paths: KernelPaths) -> tuple[dict[tuple[str, str, str], SideNoise
         order = sorted(runs, key=lambda rid: (runs[rid].when, rid))
         rank = {rid: i for i, rid in enumerate(order)}
         rows = sorted(store.configs(phase="forward"), key=lambda rc: rank[rc[0]])
-        return spreads_by_config((run_identity(runs[rid].provenance, runs[rid].roles), c) for rid, c in rows), ""
+        return spreads_by_config(
+            (run_identity(runs[rid].provenance, runs[rid].roles), c) for rid, c in rows
+        ), ""
     except WorkbenchError as exc:
         return {}, f"run history unreadable ({exc})"
     finally:
@@ -126,14 +148,20 @@ def read_noise(paths: KernelPaths) -> tuple[dict[tuple[str, str, str], SideNoise
 _BASELINE_FRAMEWORK = {"cutile": "cutile", "triton_tileir": "triton"}
 
 
-def table_with_noise(table: RatioTable, paths: KernelPaths, candidate_frameworks: Iterable[str]) -> RatioTable:
+def table_with_noise(
+    table: RatioTable, paths: KernelPaths, candidate_frameworks: Iterable[str]
+) -> RatioTable:
     """E's table with the noise floors the kernel dir's run history gives (:func:`read_noise`)."""
     spreads, why = read_noise(paths)
     return with_noise_floors(table, spreads, why, candidate_frameworks)
 
 
-def with_noise_floors(table: RatioTable, spreads: Mapping[tuple[str, str, str], SideNoise], why_none: str = "",
-                      candidate_frameworks: Iterable[str] = ("cutile-rs",)) -> RatioTable:
+def with_noise_floors(
+    table: RatioTable,
+    spreads: Mapping[tuple[str, str, str], SideNoise],
+    why_none: str = "",
+    candidate_frameworks: Iterable[str] = ("cutile-rs",),
+) -> RatioTable:
     """``table`` with each matched row's ``noise_floor``/``noise_text`` (module contract)."""
     frameworks = tuple(candidate_frameworks)
     rows: list[RatioRow] = []
@@ -167,12 +195,18 @@ class Calibration:
         return max((abs(r - 1.0) for _p, r in self.ratios), default=None)
 
 
-def calibrate(backend: str, first: tuple[str, Sequence[ConfigResult]], second: tuple[str, Sequence[ConfigResult]]
-              ) -> Calibration:
+def calibrate(
+    backend: str, first: tuple[str, Sequence[ConfigResult]], second: tuple[str, Sequence[ConfigResult]]
+) -> Calibration:
     """A/A ratios of ``backend`` between two runs (module contract); configs in one run only are skipped."""
-    base = {(c.func_key, c.params): c.median_ms for c in first[1] if c.phase == "forward" and c.backend == backend}
-    ratios = tuple((c.params, c.median_ms / base[(c.func_key, c.params)]) for c in second[1]
-                   if c.phase == "forward" and c.backend == backend and base.get((c.func_key, c.params), 0) > 0)
+    base = {
+        (c.func_key, c.params): c.median_ms for c in first[1] if c.phase == "forward" and c.backend == backend
+    }
+    ratios = tuple(
+        (c.params, c.median_ms / base[(c.func_key, c.params)])
+        for c in second[1]
+        if c.phase == "forward" and c.backend == backend and base.get((c.func_key, c.params), 0) > 0
+    )
     return Calibration(backend, first[0], second[0], ratios)
 
 
@@ -185,13 +219,17 @@ def noise_lines(rows: Sequence[RatioRow]) -> list[str]:
     if not known:
         reasons = sorted({r.noise_text.removeprefix("no A/A estimate: ") for r in matched})
         return [f"noise floor: no A/A estimate for any row: {'; '.join(reasons)}"]
-    out = [f"noise floor: run-to-run spread of each side's medians across the run history (A/A) for "
-           f"{len(known)} of {len(matched)} row(s); ratio ±floor"]
+    out = [
+        f"noise floor: run-to-run spread of each side's medians across the run history (A/A) for "
+        f"{len(known)} of {len(matched)} row(s); ratio ±floor"
+    ]
     for r in known:
         assert r.ratio is not None and r.noise_floor is not None
         if r.ratio > FLAG_RATIO and r.ratio <= 1.0 + r.noise_floor:
-            out.append(f"  within noise {r.params}: {r.ratio:.3f}x is inside its ±{r.noise_floor:.1%} "
-                       f"run-to-run spread: {r.noise_text}")
+            out.append(
+                f"  within noise {r.params}: {r.ratio:.3f}x is inside its ±{r.noise_floor:.1%} "
+                f"run-to-run spread: {r.noise_text}"
+            )
     return out
 
 

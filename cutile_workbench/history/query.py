@@ -107,8 +107,15 @@ class KernelHistory:
     policy: RegressionPolicy
 
 
-def load_history(store: HistoryStore, kernel: str, *, config: str | None = None, backend: str | None = None,
-                 phase: str | None = "forward", policy: RegressionPolicy = DEFAULT_POLICY) -> KernelHistory:
+def load_history(
+    store: HistoryStore,
+    kernel: str,
+    *,
+    config: str | None = None,
+    backend: str | None = None,
+    phase: str | None = "forward",
+    policy: RegressionPolicy = DEFAULT_POLICY,
+) -> KernelHistory:
     """The kernel's history (see module doc)."""
     runs = [r for r in store.runs() if r.kernel == kernel]
     order = {r.run_id: i for i, r in enumerate(runs)}
@@ -120,8 +127,13 @@ def load_history(store: HistoryStore, kernel: str, *, config: str | None = None,
             known = sorted({c.params for _rid, c in rows})
             close = difflib.get_close_matches(config, known, n=6, cutoff=0.4)
             close += [k for k in known if config in k and k not in close][:6]
-            raise InputError(f"unknown config {config!r}" + (f"; close matches: {', '.join(close)}" if close else "")
-                             + f" ({len(known)} configs in the history)", path=store.label, key="--config")
+            raise InputError(
+                f"unknown config {config!r}"
+                + (f"; close matches: {', '.join(close)}" if close else "")
+                + f" ({len(known)} configs in the history)",
+                path=store.label,
+                key="--config",
+            )
         rows = chosen
     grouped: dict[tuple[str, str, str, str], list[SeriesPoint]] = {}
     for rid, c in rows:
@@ -133,8 +145,11 @@ def load_history(store: HistoryStore, kernel: str, *, config: str | None = None,
         ordered.append((skey, points, list(itertools.pairwise(points))))
     # each pair is decided once: cached in the store, keyed on both results, the policy and the code
     digests: dict[int, bytes] = {}
-    keys = {id(pair): comparison_key(pair[0].result, pair[1].result, policy, digests=digests)
-            for _k, _p, pairs in ordered for pair in pairs}
+    keys = {
+        id(pair): comparison_key(pair[0].result, pair[1].result, policy, digests=digests)
+        for _k, _p, pairs in ordered
+        for pair in pairs
+    }
     cached = store.cached_comparisons(sorted(set(keys.values())))
     fresh: dict[str, str] = {}
     series = []
@@ -148,15 +163,27 @@ def load_history(store: HistoryStore, kernel: str, *, config: str | None = None,
                 fresh[ckey] = flag_to_json(flag)
             flags.append(flag)
         changes = tuple(flags)
-        conds = tuple(compare_provenance(by_id[b.run_id].provenance, by_id[a.run_id].provenance,
-                                         a_label="newer run", b_label="older run") for a, b in pairs)
+        conds = tuple(
+            compare_provenance(
+                by_id[b.run_id].provenance,
+                by_id[a.run_id].provenance,
+                a_label="newer run",
+                b_label="older run",
+            )
+            for a, b in pairs
+        )
         series.append(ConfigSeries(func_key, params, be, ph, tuple(points), changes, conds))
     store.cache_comparisons(sorted(fresh.items()))
     return KernelHistory(kernel, store.label, tuple(runs), tuple(series), policy)
 
 
-def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"], variants: Sequence[str] = (),
-                 parsed: dict[str, PerfLog] | None = None) -> tuple[HistoryStore, ImportReport]:
+def open_history(
+    paths: KernelPaths,
+    *,
+    source: Literal["recorded", "out_root"],
+    variants: Sequence[str] = (),
+    parsed: dict[str, PerfLog] | None = None,
+) -> tuple[HistoryStore, ImportReport]:
     """Open the kernel's store and import its artifact tree into it (see module doc)."""
     from cutile_workbench.artifacts.confine import confine_write, in_recorded_sessions
 
@@ -168,8 +195,11 @@ def open_history(paths: KernelPaths, *, source: Literal["recorded", "out_root"],
         # the store and SQLite's side files are writes: refused (UnsafePath) when a link takes them out
         for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
             confine_write(paths.root, p)
-    writable = not recorded and paths.root.is_dir() and os.access(
-        paths.workbench_dir if paths.workbench_dir.is_dir() else paths.root, os.W_OK)
+    writable = (
+        not recorded
+        and paths.root.is_dir()
+        and os.access(paths.workbench_dir if paths.workbench_dir.is_dir() else paths.root, os.W_OK)
+    )
     created = False
     if writable:
         created = not (target.exists() or target.is_symlink())
@@ -206,33 +236,70 @@ def _remove_created_store(target: Path) -> None:
 
 def _flag_dict(flag: ChangeFlag, cond: Comparability) -> dict[str, Any]:
     return {
-        "change": flag.change, "ratio": flag.ratio, "ci": list(flag.ci) if flag.ci else None,
-        "p_value": flag.test.p_value if flag.test else None, "test": flag.test.method_text if flag.test else None,
-        "reason": flag.reason, "notes": list(flag.notes),
-        "conditions": {"comparable": cond.comparable, "differences": [d.text for d in cond.differences],
-                       "unknown": list(cond.unknown)},
+        "change": flag.change,
+        "ratio": flag.ratio,
+        "ci": list(flag.ci) if flag.ci else None,
+        "p_value": flag.test.p_value if flag.test else None,
+        "test": flag.test.method_text if flag.test else None,
+        "reason": flag.reason,
+        "notes": list(flag.notes),
+        "conditions": {
+            "comparable": cond.comparable,
+            "differences": [d.text for d in cond.differences],
+            "unknown": list(cond.unknown),
+        },
     }
 
 
 def history_to_dict(history: KernelHistory) -> dict[str, Any]:
     """The ``--json`` document: runs with provenance, series with medians, trend and flags."""
     return {
-        "kernel": history.kernel, "store": history.store,
-        "policy": {"alpha": history.policy.alpha, "min_effect": history.policy.min_effect,
-                   "ci_level": history.policy.ci_level, "n_boot": history.policy.n_boot, "seed": history.policy.seed},
-        "runs": [{"run_key": r.run_key, "when": r.when, "recorded_at": r.recorded_at,
-                  "recorded_at_origin": r.recorded_at_origin, "roles": list(r.roles), "source": r.source,
-                  "configs": r.n_configs, "notes": list(r.notes), "provenance": r.provenance.to_dict()}
-                 for r in history.runs],
-        "series": [{"func_key": s.func_key, "params": s.params, "backend": s.backend, "phase": s.phase,
-                    "trend": s.trend,
-                    "points": [{"run_key": p.run_key, "when": p.when, "median_ms": p.result.median_ms,
-                                "n_samples": len(p.result.samples_ms) if p.result.samples_ms else 0,
-                                "launches_per_call": p.result.launches_per_call,
-                                "kernel_name": p.result.kernel_name, "capture_source": p.result.capture_source}
-                               for p in s.points],
-                    "changes": [_flag_dict(f, c) for f, c in zip(s.changes, s.conditions, strict=True)]}
-                   for s in history.series],
+        "kernel": history.kernel,
+        "store": history.store,
+        "policy": {
+            "alpha": history.policy.alpha,
+            "min_effect": history.policy.min_effect,
+            "ci_level": history.policy.ci_level,
+            "n_boot": history.policy.n_boot,
+            "seed": history.policy.seed,
+        },
+        "runs": [
+            {
+                "run_key": r.run_key,
+                "when": r.when,
+                "recorded_at": r.recorded_at,
+                "recorded_at_origin": r.recorded_at_origin,
+                "roles": list(r.roles),
+                "source": r.source,
+                "configs": r.n_configs,
+                "notes": list(r.notes),
+                "provenance": r.provenance.to_dict(),
+            }
+            for r in history.runs
+        ],
+        "series": [
+            {
+                "func_key": s.func_key,
+                "params": s.params,
+                "backend": s.backend,
+                "phase": s.phase,
+                "trend": s.trend,
+                "points": [
+                    {
+                        "run_key": p.run_key,
+                        "when": p.when,
+                        "median_ms": p.result.median_ms,
+                        "n_samples": len(p.result.samples_ms) if p.result.samples_ms else 0,
+                        "launches_per_call": p.result.launches_per_call,
+                        "kernel_name": p.result.kernel_name,
+                        "capture_source": p.result.capture_source,
+                    }
+                    for p in s.points
+                ],
+                "changes": [_flag_dict(f, c) for f, c in zip(s.changes, s.conditions, strict=True)],
+            }
+            for s in history.series
+        ],
     }
 
 
@@ -240,18 +307,48 @@ def history_csv(history: KernelHistory) -> str:
     """The ``--csv`` table: one row per (config, run) with the change from the previous run."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["func_key", "params", "backend", "phase", "run_key", "when", "median_ms", "n_samples",
-                "launches_per_call", "change", "ratio", "ci_low", "ci_high", "p_value", "comparable", "differences"])
+    w.writerow(
+        [
+            "func_key",
+            "params",
+            "backend",
+            "phase",
+            "run_key",
+            "when",
+            "median_ms",
+            "n_samples",
+            "launches_per_call",
+            "change",
+            "ratio",
+            "ci_low",
+            "ci_high",
+            "p_value",
+            "comparable",
+            "differences",
+        ]
+    )
     for s in history.series:
         for i, p in enumerate(s.points):
             flag = s.changes[i - 1] if i else None
             cond = s.conditions[i - 1] if i else None
-            w.writerow([s.func_key, s.params, s.backend, s.phase, p.run_key, f"{p.when:.3f}", repr(p.result.median_ms),
-                        len(p.result.samples_ms) if p.result.samples_ms else 0,
-                        p.result.launches_per_call if p.result.launches_per_call is not None else "",
-                        flag.change if flag else "", f"{flag.ratio:.6f}" if flag else "",
-                        f"{flag.ci[0]:.6f}" if flag and flag.ci else "", f"{flag.ci[1]:.6f}" if flag and flag.ci else "",
-                        f"{flag.test.p_value:.3g}" if flag and flag.test else "",
-                        "" if cond is None else int(cond.comparable),
-                        "; ".join(d.text for d in cond.differences) if cond else ""])
+            w.writerow(
+                [
+                    s.func_key,
+                    s.params,
+                    s.backend,
+                    s.phase,
+                    p.run_key,
+                    f"{p.when:.3f}",
+                    repr(p.result.median_ms),
+                    len(p.result.samples_ms) if p.result.samples_ms else 0,
+                    p.result.launches_per_call if p.result.launches_per_call is not None else "",
+                    flag.change if flag else "",
+                    f"{flag.ratio:.6f}" if flag else "",
+                    f"{flag.ci[0]:.6f}" if flag and flag.ci else "",
+                    f"{flag.ci[1]:.6f}" if flag and flag.ci else "",
+                    f"{flag.test.p_value:.3g}" if flag and flag.test else "",
+                    "" if cond is None else int(cond.comparable),
+                    "; ".join(d.text for d in cond.differences) if cond else "",
+                ]
+            )
     return buf.getvalue()

@@ -34,8 +34,13 @@ class RecordOutcome:
     error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"store": self.store_path, "added": self.added, "run_key": self.run_key, "reason": self.reason,
-                "error": self.error}
+        return {
+            "store": self.store_path,
+            "added": self.added,
+            "run_key": self.run_key,
+            "reason": self.reason,
+            "error": self.error,
+        }
 
 
 def record_run(out: KernelPaths, role: str, raw_log: Path, events: Sequence[Event]) -> RecordOutcome:
@@ -48,16 +53,30 @@ def record_run(out: KernelPaths, role: str, raw_log: Path, events: Sequence[Even
         text = data.decode("utf-8", errors="replace")
         log = parse_perf_log(raw_log, text=text, strict=False)
         tagged = [Event(e.event, e.ts, {**e.fields, "role": role}, e.line) for e in events]
-        prov, at, origin = provenance_for_log(role, text, log, session=None, events=tagged, source=str(raw_log))
+        prov, at, origin = provenance_for_log(
+            role, text, log, session=None, events=tagged, source=str(raw_log)
+        )
         digest = hashlib.sha256(data).hexdigest()
-        entry = entry_from_log(out.kernel, role, log, prov, source="live", log_sha256=digest, recorded_at=at,
-                               recorded_at_origin=origin)
+        entry = entry_from_log(
+            out.kernel,
+            role,
+            log,
+            prov,
+            source="live",
+            log_sha256=digest,
+            recorded_at=at,
+            recorded_at_origin=origin,
+        )
         if entry is None:
             return RecordOutcome(str(store_path), False, reason="no record with a finite positive median")
         rel = str(raw_log.relative_to(out.root)) if raw_log.is_relative_to(out.root) else str(raw_log)
         with HistoryStore.open(store_path) as store:
             added = store.add(entry, source_path=rel)
-        return RecordOutcome(str(store_path), added, entry.run_key,
-                             "appended" if added else "already in the history (same measurements)")
+        return RecordOutcome(
+            str(store_path),
+            added,
+            entry.run_key,
+            "appended" if added else "already in the history (same measurements)",
+        )
     except (WorkbenchError, OSError) as exc:
         return RecordOutcome(str(store_path), False, error=str(exc))

@@ -56,8 +56,11 @@ class MannWhitney:
 
     @property
     def method_text(self) -> str:
-        return ("Mann-Whitney U, exact" if self.method == "exact"
-                else "Mann-Whitney U, normal approx." + (" (tie-corrected)" if self.ties else ""))
+        return (
+            "Mann-Whitney U, exact"
+            if self.method == "exact"
+            else "Mann-Whitney U, normal approx." + (" (tie-corrected)" if self.ties else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,10 @@ class RegressionPolicy:
     seed: int = 0
 
     def describe(self) -> str:
-        return (f"alpha={self.alpha:g}, effect threshold {self.min_effect:.0%}, "
-                f"{self.ci_level:.0%} bootstrap CI ({self.n_boot} replicates)")
+        return (
+            f"alpha={self.alpha:g}, effect threshold {self.min_effect:.0%}, "
+            f"{self.ci_level:.0%} bootstrap CI ({self.n_boot} replicates)"
+        )
 
 
 DEFAULT_POLICY = RegressionPolicy()
@@ -118,25 +123,37 @@ def min_attainable_p(n1: int, n2: int) -> float:
     return min(1.0, 2 / math.comb(n1 + n2, n1))
 
 
-def compare_results(old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY) -> ChangeFlag:
+def compare_results(
+    old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY
+) -> ChangeFlag:
     """Decide ``old`` → ``new`` for one config (see module doc)."""
     ratio = new.median_ms / old.median_ms
     notes = _notes(old, new)
     so, sn = old.samples_ms, new.samples_ms
     if not so or not sn:
         which = " and ".join(w for w, s in (("older", so), ("newer", sn)) if not s)
-        return ChangeFlag("inconclusive", ratio, f"no raw samples in the {which} run (median only): "
-                          f"ratio {ratio:.3f} is not tested", notes=notes)
+        return ChangeFlag(
+            "inconclusive",
+            ratio,
+            f"no raw samples in the {which} run (median only): ratio {ratio:.3f} is not tested",
+            notes=notes,
+        )
     if len(so) < 2 or len(sn) < 2 or min_attainable_p(len(so), len(sn)) >= policy.alpha:
-        return ChangeFlag("inconclusive", ratio, f"n={len(so)} vs {len(sn)} samples cannot reach "
-                          f"p < {policy.alpha:g} (smallest attainable p {min_attainable_p(len(so), len(sn)):.2g})",
-                          notes=notes)
+        return ChangeFlag(
+            "inconclusive",
+            ratio,
+            f"n={len(so)} vs {len(sn)} samples cannot reach "
+            f"p < {policy.alpha:g} (smallest attainable p {min_attainable_p(len(so), len(sn)):.2g})",
+            notes=notes,
+        )
     test = mann_whitney_u(sn, so)
     ci = median_ratio_ci(sn, so, n_boot=policy.n_boot, seed=policy.seed, level=policy.ci_level)
     hi_band, lo_band = 1 + policy.min_effect, 1 / (1 + policy.min_effect)
     ci_text = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "[n/a]"
-    numbers = (f"median ratio {ratio:.3f}, {policy.ci_level:.0%} CI {ci_text}; {test.method_text} "
-               f"p={test.p_value:.2g} (n={len(so)}→{len(sn)}); {policy.describe()}")
+    numbers = (
+        f"median ratio {ratio:.3f}, {policy.ci_level:.0%} CI {ci_text}; {test.method_text} "
+        f"p={test.p_value:.2g} (n={len(so)}→{len(sn)}); {policy.describe()}"
+    )
     significant = test.p_value < policy.alpha
     if ci is not None and significant and ratio >= hi_band and ci[0] > 1:
         return ChangeFlag("regression", ratio, f"slower: {numbers}", ci, test, notes)
@@ -145,20 +162,31 @@ def compare_results(old: ConfigResult, new: ConfigResult, policy: RegressionPoli
     if ci is not None and lo_band <= ci[0] and ci[1] <= hi_band:
         what = "a significant change below the effect threshold" if significant else "no significant change"
         return ChangeFlag("same", ratio, f"{what}: {numbers}", ci, test, notes)
-    return ChangeFlag("inconclusive", ratio, f"cannot tell a ≥{policy.min_effect:.0%} change from none: {numbers}",
-                      ci, test, notes)
+    return ChangeFlag(
+        "inconclusive",
+        ratio,
+        f"cannot tell a ≥{policy.min_effect:.0%} change from none: {numbers}",
+        ci,
+        test,
+        notes,
+    )
 
 
 def _notes(old: ConfigResult, new: ConfigResult) -> tuple[str, ...]:
     notes = []
-    if old.launches_per_call is not None and new.launches_per_call is not None \
-            and old.launches_per_call != new.launches_per_call:
+    if (
+        old.launches_per_call is not None
+        and new.launches_per_call is not None
+        and old.launches_per_call != new.launches_per_call
+    ):
         notes.append(f"launches/call {old.launches_per_call} → {new.launches_per_call}")
     if old.kernel_name and new.kernel_name and old.kernel_name != new.kernel_name:
         notes.append(f"top kernel changed: {old.kernel_name} → {new.kernel_name}")
     if old.capture_source != new.capture_source:
-        notes.append(f"capture source {old.capture_source or 'TileGym harness'} → "
-                     f"{new.capture_source or 'TileGym harness'}")
+        notes.append(
+            f"capture source {old.capture_source or 'TileGym harness'} → "
+            f"{new.capture_source or 'TileGym harness'}"
+        )
     return tuple(notes)
 
 
@@ -193,10 +221,16 @@ def result_digest(result: ConfigResult) -> bytes:
     return h.digest()
 
 
-def comparison_key(old: ConfigResult, new: ConfigResult, policy: RegressionPolicy = DEFAULT_POLICY, *,
-                   digests: dict[int, bytes] | None = None) -> str:
+def comparison_key(
+    old: ConfigResult,
+    new: ConfigResult,
+    policy: RegressionPolicy = DEFAULT_POLICY,
+    *,
+    digests: dict[int, bytes] | None = None,
+) -> str:
     """SHA-256 of everything :func:`compare_results` reads (both results, the policy, the code).
     ``digests`` memoizes :func:`result_digest` by object id (a run's result is in two pairs)."""
+
     def digest(r: ConfigResult) -> bytes:
         if digests is None:
             return result_digest(r)
@@ -212,9 +246,16 @@ def comparison_key(old: ConfigResult, new: ConfigResult, policy: RegressionPolic
 
 
 def flag_to_json(flag: ChangeFlag) -> str:
-    return json.dumps({"change": flag.change, "ratio": flag.ratio, "reason": flag.reason,
-                       "ci": list(flag.ci) if flag.ci is not None else None,
-                       "test": asdict(flag.test) if flag.test is not None else None, "notes": list(flag.notes)})
+    return json.dumps(
+        {
+            "change": flag.change,
+            "ratio": flag.ratio,
+            "reason": flag.reason,
+            "ci": list(flag.ci) if flag.ci is not None else None,
+            "test": asdict(flag.test) if flag.test is not None else None,
+            "notes": list(flag.notes),
+        }
+    )
 
 
 def flag_from_json(text: str) -> ChangeFlag | None:
@@ -222,10 +263,22 @@ def flag_from_json(text: str) -> ChangeFlag | None:
     try:
         d = json.loads(text)
         test = d["test"]
-        return ChangeFlag(d["change"], float(d["ratio"]), str(d["reason"]),
-                          (float(d["ci"][0]), float(d["ci"][1])) if d["ci"] is not None else None,
-                          MannWhitney(float(test["statistic"]), float(test["p_value"]), test["method"],
-                                      int(test["n1"]), int(test["n2"]), bool(test["ties"])) if test else None,
-                          tuple(str(n) for n in d["notes"]))
+        return ChangeFlag(
+            d["change"],
+            float(d["ratio"]),
+            str(d["reason"]),
+            (float(d["ci"][0]), float(d["ci"][1])) if d["ci"] is not None else None,
+            MannWhitney(
+                float(test["statistic"]),
+                float(test["p_value"]),
+                test["method"],
+                int(test["n1"]),
+                int(test["n2"]),
+                bool(test["ties"]),
+            )
+            if test
+            else None,
+            tuple(str(n) for n in d["notes"]),
+        )
     except (ValueError, KeyError, TypeError, IndexError):
         return None

@@ -49,8 +49,11 @@ class Migration:
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "runs, run_sources and configs", (
-        """CREATE TABLE runs (
+    Migration(
+        1,
+        "runs, run_sources and configs",
+        (
+            """CREATE TABLE runs (
             id INTEGER PRIMARY KEY,
             run_key TEXT NOT NULL UNIQUE,
             kernel TEXT NOT NULL,
@@ -64,7 +67,7 @@ MIGRATIONS: tuple[Migration, ...] = (
             provenance_json TEXT NOT NULL,
             notes_json TEXT NOT NULL DEFAULT '[]'
         )""",
-        """CREATE TABLE run_sources (
+            """CREATE TABLE run_sources (
             run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             role TEXT NOT NULL,
             path TEXT NOT NULL,
@@ -72,8 +75,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             seen_at REAL NOT NULL,
             PRIMARY KEY (run_id, role, path, file_sha256)
         )""",
-        "CREATE INDEX run_sources_by_file ON run_sources(file_sha256)",
-        """CREATE TABLE configs (
+            "CREATE INDEX run_sources_by_file ON run_sources(file_sha256)",
+            """CREATE TABLE configs (
             run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             func_key TEXT NOT NULL, params TEXT NOT NULL, backend TEXT NOT NULL, phase TEXT NOT NULL,
             nodeid TEXT NOT NULL,
@@ -83,17 +86,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             launches_per_call INTEGER, kernel_name TEXT, capture_source TEXT, capture_check TEXT,
             PRIMARY KEY (run_id, func_key, params, backend, phase)
         )""",
-        "CREATE INDEX configs_by_series ON configs(params, backend, phase)",
-    )),
+            "CREATE INDEX configs_by_series ON configs(params, backend, phase)",
+        ),
+    ),
     # issue 26: each comparison of two runs of a config is computed once (keyed on both results, the
     # policy and the statistics' code: cutile_workbench.history.regress.comparison_key)
-    Migration(2, "comparisons cache", (
-        """CREATE TABLE comparisons (
+    Migration(
+        2,
+        "comparisons cache",
+        (
+            """CREATE TABLE comparisons (
             key TEXT PRIMARY KEY,
             flag_json TEXT NOT NULL,
             computed_at REAL NOT NULL
         )""",
-    )),
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -132,8 +140,9 @@ class HistoryStore:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, path: Path | str, *, create: bool = True, timeout_s: float = 5.0,
-             read_only: bool = False) -> HistoryStore:
+    def open(
+        cls, path: Path | str, *, create: bool = True, timeout_s: float = 5.0, read_only: bool = False
+    ) -> HistoryStore:
         """Open (and migrate) the store at ``path``; ``create=False`` refuses a missing file.
 
         ``read_only`` (the overview): an existing store opened with SQLite's ``mode=ro``, never
@@ -149,12 +158,14 @@ class HistoryStore:
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # workbench/ is a file or FIFO, or the dir is read-only
-                raise InputError(f"cannot create the history store's dir: {exc.strerror or exc}",
-                                 path=str(p.parent)) from None
+                raise InputError(
+                    f"cannot create the history store's dir: {exc.strerror or exc}", path=str(p.parent)
+                ) from None
         try:
             if read_only:
-                conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", timeout=timeout_s, isolation_level=None,
-                                       uri=True)
+                conn = sqlite3.connect(
+                    f"{p.resolve().as_uri()}?mode=ro", timeout=timeout_s, isolation_level=None, uri=True
+                )
             else:
                 conn = sqlite3.connect(str(p), timeout=timeout_s, isolation_level=None)
         except sqlite3.Error as exc:
@@ -198,13 +209,19 @@ class HistoryStore:
             app_id = int(self._conn.execute("PRAGMA application_id").fetchone()[0])
             tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if app_id not in (0, APPLICATION_ID) or (app_id == 0 and tables):
-                raise InputError("not a cutile-workbench history store (another application's SQLite file)",
-                                 path=self.label, key="application_id")
+                raise InputError(
+                    "not a cutile-workbench history store (another application's SQLite file)",
+                    path=self.label,
+                    key="application_id",
+                )
             current = self.schema_version()
             if current > SCHEMA_VERSION:
-                raise InputError(f"history schema version {current} is newer than this cutile-workbench "
-                                 f"understands ({SCHEMA_VERSION}); upgrade cutile-workbench",
-                                 path=self.label, key="schema_migrations")
+                raise InputError(
+                    f"history schema version {current} is newer than this cutile-workbench "
+                    f"understands ({SCHEMA_VERSION}); upgrade cutile-workbench",
+                    path=self.label,
+                    key="schema_migrations",
+                )
             for migration in MIGRATIONS:
                 if migration.version > current and not self.read_only:
                     self._migrate(migration)
@@ -213,13 +230,20 @@ class HistoryStore:
         with self._transaction():
             if migration.version == 1:
                 self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-                                   "description TEXT NOT NULL, applied_at TEXT NOT NULL)")
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                    "description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
             for stmt in migration.statements:
                 self._conn.execute(stmt)
-            self._conn.execute("INSERT INTO schema_migrations VALUES (?, ?, ?)",
-                               (migration.version, migration.description,
-                                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())))
+            self._conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                (
+                    migration.version,
+                    migration.description,
+                    time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                ),
+            )
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:
@@ -235,7 +259,8 @@ class HistoryStore:
     def schema_version(self) -> int:
         with self._guard("reading the schema version"):
             exists = self._conn.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+            ).fetchone()
             if not exists:
                 return 0
             row = self._conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
@@ -248,7 +273,8 @@ class HistoryStore:
         with self._guard("reading"):
             row = self._conn.execute(
                 "SELECT r.run_key FROM run_sources s JOIN runs r ON r.id = s.run_id WHERE s.file_sha256 = ? LIMIT 1",
-                (file_sha256,)).fetchone()
+                (file_sha256,),
+            ).fetchone()
         return str(row[0]) if row else None
 
     def add(self, entry: RunEntry, *, source_path: str | None = None) -> bool:
@@ -267,32 +293,67 @@ class HistoryStore:
                     "gpu_uuid, driver_version, cuda_driver_version, mig_mode, throttled, harness, tilegym_commit, "
                     "cutile_rs_lib_sha256, workbench_version, host, provenance_json, notes_json) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (entry.run_key, entry.kernel, entry.source, entry.recorded_at, entry.recorded_at_origin, now,
-                     gpu.name if gpu else None, gpu.uuid if gpu else None, gpu.driver_version if gpu else None,
-                     gpu.cuda_driver_version if gpu else None, gpu.mig_mode if gpu else None,
-                     None if throttle is None else int(bool(throttle)),
-                     prov.harness.name if prov.harness else None, prov.tilegym_commit, prov.cutile_rs_lib_sha256,
-                     prov.workbench_version, prov.host, json.dumps(prov.to_dict(), sort_keys=True),
-                     json.dumps(list(entry.notes))))
+                    (
+                        entry.run_key,
+                        entry.kernel,
+                        entry.source,
+                        entry.recorded_at,
+                        entry.recorded_at_origin,
+                        now,
+                        gpu.name if gpu else None,
+                        gpu.uuid if gpu else None,
+                        gpu.driver_version if gpu else None,
+                        gpu.cuda_driver_version if gpu else None,
+                        gpu.mig_mode if gpu else None,
+                        None if throttle is None else int(bool(throttle)),
+                        prov.harness.name if prov.harness else None,
+                        prov.tilegym_commit,
+                        prov.cutile_rs_lib_sha256,
+                        prov.workbench_version,
+                        prov.host,
+                        json.dumps(prov.to_dict(), sort_keys=True),
+                        json.dumps(list(entry.notes)),
+                    ),
+                )
                 run_id = int(cur.lastrowid or 0)
                 self._conn.executemany(
                     "INSERT INTO configs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [(run_id, c.func_key, c.params, c.backend, c.phase, c.nodeid, c.median_ms, c.nrep,
-                      c.rel_std_pct, len(c.samples_ms) if c.samples_ms is not None else None,
-                      json.dumps(list(c.samples_ms)) if c.samples_ms is not None else None,
-                      c.launches_per_call, c.kernel_name, c.capture_source, c.capture_check)
-                     for c in entry.configs])
+                    [
+                        (
+                            run_id,
+                            c.func_key,
+                            c.params,
+                            c.backend,
+                            c.phase,
+                            c.nodeid,
+                            c.median_ms,
+                            c.nrep,
+                            c.rel_std_pct,
+                            len(c.samples_ms) if c.samples_ms is not None else None,
+                            json.dumps(list(c.samples_ms)) if c.samples_ms is not None else None,
+                            c.launches_per_call,
+                            c.kernel_name,
+                            c.capture_source,
+                            c.capture_check,
+                        )
+                        for c in entry.configs
+                    ],
+                )
             else:
                 run_id = int(row[0])
-            self._conn.execute("INSERT OR IGNORE INTO run_sources VALUES (?, ?, ?, ?, ?)",
-                               (run_id, entry.role, path, entry.log_sha256, now))
+            self._conn.execute(
+                "INSERT OR IGNORE INTO run_sources VALUES (?, ?, ?, ?, ?)",
+                (run_id, entry.role, path, entry.log_sha256, now),
+            )
         return added
 
     def note_source(self, run_key: str, role: str, path: str, file_sha256: str) -> None:
         """Record that a known run was seen again at ``path`` in ``role`` (a file imported before)."""
         with self._transaction():
-            self._conn.execute("INSERT OR IGNORE INTO run_sources SELECT id, ?, ?, ?, ? FROM runs WHERE run_key = ?",
-                               (role, path, file_sha256, time.time(), run_key))
+            self._conn.execute(
+                "INSERT OR IGNORE INTO run_sources SELECT id, ?, ?, ?, ? FROM runs WHERE run_key = ?",
+                (role, path, file_sha256, time.time(), run_key),
+            )
 
     # ------------------------------------------------------------------ reading
 
@@ -304,54 +365,102 @@ class HistoryStore:
                 "r.provenance_json, r.notes_json, "
                 "(SELECT group_concat(DISTINCT role) FROM run_sources s WHERE s.run_id = r.id), "
                 "(SELECT COUNT(*) FROM configs c WHERE c.run_id = r.id) "
-                "FROM runs r ORDER BY COALESCE(r.recorded_at, r.added_at), r.id").fetchall()
+                "FROM runs r ORDER BY COALESCE(r.recorded_at, r.added_at), r.id"
+            ).fetchall()
         out = []
-        for (run_id, key, kernel, source, rec_at, origin, added_at, prov_json, notes_json, roles, n) in rows:
+        for run_id, key, kernel, source, rec_at, origin, added_at, prov_json, notes_json, roles, n in rows:
             where = f"{self.label}: runs.id={run_id}"
             cell = _Cells(where)
             rec_at = cell.real("recorded_at", rec_at, 0.0, MAX_TIMESTAMP, nullable=True)
             added = cell.real("added_at", added_at, 0.0, MAX_TIMESTAMP)
             assert added is not None  # not nullable
-            for name, value in (("run_key", key), ("kernel", kernel), ("source", source),
-                                ("recorded_at_origin", origin), ("provenance_json", prov_json),
-                                ("notes_json", notes_json)):
+            for name, value in (
+                ("run_key", key),
+                ("kernel", kernel),
+                ("source", source),
+                ("recorded_at_origin", origin),
+                ("provenance_json", prov_json),
+                ("notes_json", notes_json),
+            ):
                 cell.text(name, value)
             prov_doc = _json(prov_json, where, "provenance_json")
             if not isinstance(prov_doc, dict):
-                raise InputError(f"must hold a JSON object, got {type(prov_doc).__name__}", path=where,
-                                 key="provenance_json")
+                raise InputError(
+                    f"must hold a JSON object, got {type(prov_doc).__name__}",
+                    path=where,
+                    key="provenance_json",
+                )
             try:
                 prov = provenance_from_dict(prov_doc, source=where)
             except InputError as exc:
                 raise InputError(exc.message, path=where, key=exc.key or "provenance_json") from None
             notes = _json(notes_json, where, "notes_json")
-            out.append(StoredRun(int(run_id), str(key), str(kernel), str(source), rec_at, str(origin),
-                                 added, prov, tuple(sorted(str(roles).split(","))) if roles else (),
-                                 tuple(str(n) for n in notes) if isinstance(notes, list) else (), int(n)))
+            out.append(
+                StoredRun(
+                    int(run_id),
+                    str(key),
+                    str(kernel),
+                    str(source),
+                    rec_at,
+                    str(origin),
+                    added,
+                    prov,
+                    tuple(sorted(str(roles).split(","))) if roles else (),
+                    tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+                    int(n),
+                )
+            )
         return out
 
-    def configs(self, *, params: str | None = None, backend: str | None = None,
-                phase: str | None = None) -> list[tuple[int, ConfigResult]]:
+    def configs(
+        self, *, params: str | None = None, backend: str | None = None, phase: str | None = None
+    ) -> list[tuple[int, ConfigResult]]:
         """``(run_id, result)`` rows, optionally filtered (exact matches), in run-id order."""
         where, args = [], []
         for column, value in (("params", params), ("backend", backend), ("phase", phase)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        sql = ("SELECT run_id, func_key, params, backend, phase, nodeid, median_ms, nrep, rel_std_pct, samples_json, "
-               "launches_per_call, kernel_name, capture_source, capture_check FROM configs"
-               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY run_id, func_key, params, backend")
+        sql = (
+            "SELECT run_id, func_key, params, backend, phase, nodeid, median_ms, nrep, rel_std_pct, samples_json, "
+            "launches_per_call, kernel_name, capture_source, capture_check FROM configs"
+            + (" WHERE " + " AND ".join(where) if where else "")
+            + " ORDER BY run_id, func_key, params, backend"
+        )
         with self._guard("reading configs"):
             rows = self._conn.execute(sql, args).fetchall()
         out = []
-        for (run_id, func_key, p, b, ph, nodeid, median, nrep, rel_std, samples_json, launches, kname, csrc,
-             check) in rows:
+        for (
+            run_id,
+            func_key,
+            p,
+            b,
+            ph,
+            nodeid,
+            median,
+            nrep,
+            rel_std,
+            samples_json,
+            launches,
+            kname,
+            csrc,
+            check,
+        ) in rows:
             cell = _Cells(f"{self.label}: configs run_id={run_id} {nodeid!r:.200}")
-            for name, value in (("func_key", func_key), ("params", p), ("backend", b), ("phase", ph),
-                                ("nodeid", nodeid)):
+            for name, value in (
+                ("func_key", func_key),
+                ("params", p),
+                ("backend", b),
+                ("phase", ph),
+                ("nodeid", nodeid),
+            ):
                 cell.text(name, value)
-            for name, value in (("samples_json", samples_json), ("kernel_name", kname), ("capture_source", csrc),
-                                ("capture_check", check)):
+            for name, value in (
+                ("samples_json", samples_json),
+                ("kernel_name", kname),
+                ("capture_source", csrc),
+                ("capture_check", check),
+            ):
                 cell.text(name, value, nullable=True)
             median = cell.real("median_ms", median, MIN_POSITIVE, MAX_MS)
             assert median is not None  # not nullable
@@ -360,14 +469,38 @@ class HistoryStore:
             launches = cell.integer("launches_per_call", launches, 0, MAX_COUNT, nullable=True)
             samples = None
             if samples_json is not None:
-                loaded = _json(samples_json, f"{self.label}: configs run_id={run_id} {nodeid}", "samples_json")
+                loaded = _json(
+                    samples_json, f"{self.label}: configs run_id={run_id} {nodeid}", "samples_json"
+                )
                 if not isinstance(loaded, list) or not all(
-                        type(v) in (int, float) and math.isfinite(v) and 0 <= v <= MAX_MS for v in loaded):
-                    raise InputError(f"samples of {nodeid} are not a list of finite times (0 to {MAX_MS:g} ms)",
-                                     path=cell.where, key="samples_json")
+                    type(v) in (int, float) and math.isfinite(v) and 0 <= v <= MAX_MS for v in loaded
+                ):
+                    raise InputError(
+                        f"samples of {nodeid} are not a list of finite times (0 to {MAX_MS:g} ms)",
+                        path=cell.where,
+                        key="samples_json",
+                    )
                 samples = tuple(float(v) for v in loaded)
-            out.append((int(run_id), ConfigResult(func_key, p, b, ph, nodeid, float(median), samples, nrep, rel_std,
-                                                  launches, kname, csrc, check)))
+            out.append(
+                (
+                    int(run_id),
+                    ConfigResult(
+                        func_key,
+                        p,
+                        b,
+                        ph,
+                        nodeid,
+                        float(median),
+                        samples,
+                        nrep,
+                        rel_std,
+                        launches,
+                        kname,
+                        csrc,
+                        check,
+                    ),
+                )
+            )
         return out
 
     def cached_comparisons(self, keys: Sequence[str]) -> dict[str, str]:
@@ -377,10 +510,13 @@ class HistoryStore:
             return out
         with self._guard("reading cached comparisons"):
             for i in range(0, len(keys), 500):
-                chunk = list(keys[i:i + 500])
+                chunk = list(keys[i : i + 500])
                 marks = ",".join("?" * len(chunk))
-                out.update(self._conn.execute(
-                    f"SELECT key, flag_json FROM comparisons WHERE key IN ({marks})", chunk).fetchall())
+                out.update(
+                    self._conn.execute(
+                        f"SELECT key, flag_json FROM comparisons WHERE key IN ({marks})", chunk
+                    ).fetchall()
+                )
         return out
 
     def cache_comparisons(self, items: Sequence[tuple[str, str]]) -> bool:
@@ -390,16 +526,21 @@ class HistoryStore:
         try:
             with self._transaction():
                 now = time.time()
-                self._conn.executemany("INSERT OR REPLACE INTO comparisons VALUES (?, ?, ?)",
-                                       [(k, v, now) for k, v in items])
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO comparisons VALUES (?, ?, ?)", [(k, v, now) for k, v in items]
+                )
         except InputError:  # a read-only store: the comparisons are recomputed next time
             return False
         return True
 
     def migrations(self) -> Sequence[tuple[int, str, str]]:
         with self._guard("reading migrations"):
-            return [(int(v), str(d), str(a)) for v, d, a in
-                    self._conn.execute("SELECT version, description, applied_at FROM schema_migrations ORDER BY version")]
+            return [
+                (int(v), str(d), str(a))
+                for v, d, a in self._conn.execute(
+                    "SELECT version, description, applied_at FROM schema_migrations ORDER BY version"
+                )
+            ]
 
 
 #: bounds of the stored values (a cell outside them is a tampered or corrupt store, named as such)
@@ -417,8 +558,9 @@ class _Cells:
         self.where = where
 
     def _bad(self, key: str, value: object, want: str) -> InputError:
-        return InputError(f"column must hold {want}, got {type(value).__name__} {value!r:.40}", path=self.where,
-                          key=key)
+        return InputError(
+            f"column must hold {want}, got {type(value).__name__} {value!r:.40}", path=self.where, key=key
+        )
 
     def text(self, key: str, value: object, *, nullable: bool = False) -> None:
         if not (isinstance(value, str) or (nullable and value is None)):
@@ -449,7 +591,9 @@ def _json(text: str, where: str, key: str) -> object:
     try:
         return json.loads(text)
     except RecursionError:
-        raise InputError("malformed JSON in the history store (nested too deeply)", path=where, key=key) from None
+        raise InputError(
+            "malformed JSON in the history store (nested too deeply)", path=where, key=key
+        ) from None
     except (TypeError, ValueError) as exc:
         raise InputError(f"malformed JSON in the history store ({exc})", path=where, key=key) from None
 

@@ -57,8 +57,14 @@ def interval(values: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *, n_boot: int = 2000,
-                    seed: int = 0, level: float = 0.95) -> tuple[float, float] | None:
+def median_ratio_ci(
+    numerator: Sequence[float],
+    denominator: Sequence[float],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
     """Percentile-bootstrap CI of ``median(numerator) / median(denominator)``, the two samples
     resampled independently (the rule E's per-row CIs use); None with < 2 valid values a side."""
     num, den = sorted_valid(numerator), sorted_valid(denominator)
@@ -69,8 +75,9 @@ def median_ratio_ci(numerator: Sequence[float], denominator: Sequence[float], *,
     return interval(ratios, level)
 
 
-def ratio_ci(candidate: Sequence[float], baseline: Sequence[float], *, n_boot: int = 2000,
-             seed: int = 0) -> tuple[float, float] | None:
+def ratio_ci(
+    candidate: Sequence[float], baseline: Sequence[float], *, n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float] | None:
     """95% percentile-bootstrap CI of median(candidate) / median(baseline), as for E's rows.
 
     None unless both sides have at least two valid (finite, positive) samples."""

@@ -34,9 +34,13 @@ T = TypeVar("T")
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def run_cancellable(work: Callable[[threading.Event], T], *,
-                    on_signal: Callable[[int], None] | None = None, name: str = "work",
-                    poll_s: float = 0.2) -> T:
+def run_cancellable(
+    work: Callable[[threading.Event], T],
+    *,
+    on_signal: Callable[[int], None] | None = None,
+    name: str = "work",
+    poll_s: float = 0.2,
+) -> T:
     """See the module contract."""
     cancel = threading.Event()
     done = threading.Event()
@@ -63,7 +67,9 @@ def run_cancellable(work: Callable[[threading.Event], T], *,
             try:
                 if done.wait(poll_s):
                     break
-            except BaseException:  # only an error of ours in this loop: never leave the work's children behind
+            except (
+                BaseException
+            ):  # only an error of ours in this loop: never leave the work's children behind
                 cancel.set()
     finally:
         restore_handlers(previous)

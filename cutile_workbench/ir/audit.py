@@ -35,8 +35,17 @@ _RULE = "=" * 64
 _DASH = "-" * 64
 
 CRITICAL_OPS: tuple[str, ...] = (
-    "load_ptr_tko", "store_ptr_tko", "load_view_tko", "store_view_tko",
-    "reduce", "exp", "exp2", "rsqrt", "fma", "mma", "for",
+    "load_ptr_tko",
+    "store_ptr_tko",
+    "load_view_tko",
+    "store_view_tko",
+    "reduce",
+    "exp",
+    "exp2",
+    "rsqrt",
+    "fma",
+    "mma",
+    "for",
 )
 ARITH_OPS: tuple[str, ...] = ("addf", "subf", "mulf", "divf", "maxf", "minf")
 INFO_OPS: tuple[str, ...] = ("select", "iota", "cmpi", "ftof", "itof", "exti")
@@ -48,7 +57,9 @@ class _Pat:
     """A grep regex plus literal substrings every matching line must contain (a cheap prefilter:
     keeps the audit linear on 10k-line files and 200k-character lines)."""
 
-    def __init__(self, regex: str, *need: str, any_of: tuple[str, ...] = (), one_line: str | None = None) -> None:
+    def __init__(
+        self, regex: str, *need: str, any_of: tuple[str, ...] = (), one_line: str | None = None
+    ) -> None:
         self.re = re.compile(regex)
         self.need = need
         self.any_of = any_of
@@ -114,17 +125,26 @@ _DIVI = _word("divi")
 _REMI = _word("remi")
 _ASSUME_PTR = _Pat(r"assume div_by.*ptr", "assume div_by", "ptr")
 _ASSUME_SCALAR = _Pat(r"assume div_by.*tile<i(32|64)>", "assume div_by", "tile<i")
-_ATTR_LINES = _Pat(r"(addf|subf|mulf|divf|exp2?|negf).*flush_to_zero|rounding", any_of=("rounding", "flush_to_zero"))
+_ATTR_LINES = _Pat(
+    r"(addf|subf|mulf|divf|exp2?|negf).*flush_to_zero|rounding", any_of=("rounding", "flush_to_zero")
+)
 _OPT_HINTS = _Pat(r"optimization_hints.*=", "optimization_hints")
 _TMA_TRUE = _Pat(r"allow_tma *= *true", "allow_tma", "true")
 _TMA_FALSE = _Pat(r"allow_tma *= *false", "allow_tma", "false")
 _LATENCY = _Pat(r"latency *=", "latency")
-_MMA_LINE = _Pat(r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>", "mma", "tile<",
-                 one_line=r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>")
+_MMA_LINE = _Pat(
+    r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>",
+    "mma",
+    "tile<",
+    one_line=r"mmaf?.*tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>",
+)
 _MMA_ACC_WORD = re.compile(r"tile<[0-9]+x[0-9]+x[A-Za-z0-9_]+>$")
 _PART_TILE = _Pat(r"tile=\([^)]+\)", "tile=(", one_line=r"tile=\([^)\n]+\)")
-_LAYOUT = _Pat(r"strides=\[[^]]+\]|dim_map=\[[^]]+\]|tile=\([^)]+\)", any_of=("strides=[", "dim_map=[", "tile=("),
-               one_line=r"strides=\[[^]\n]+\]|dim_map=\[[^]\n]+\]|tile=\([^)\n]+\)")
+_LAYOUT = _Pat(
+    r"strides=\[[^]]+\]|dim_map=\[[^]]+\]|tile=\([^)]+\)",
+    any_of=("strides=[", "dim_map=[", "tile=("),
+    one_line=r"strides=\[[^]\n]+\]|dim_map=\[[^]\n]+\]|tile=\([^)\n]+\)",
+)
 
 
 def grep_lines(text: str) -> list[str]:
@@ -209,17 +229,29 @@ class IRAudit:
                 sev = "INFO"
             else:
                 sev = "OK"
-            out.append(AuditRow(oc.op, sev, f"{oc.op} ref={oc.ref} gen={oc.gen} {oc.verdict}",
-                                str(oc.ref), str(oc.gen), oc.ref_lines, oc.gen_lines))
+            out.append(
+                AuditRow(
+                    oc.op,
+                    sev,
+                    f"{oc.op} ref={oc.ref} gen={oc.gen} {oc.verdict}",
+                    str(oc.ref),
+                    str(oc.gen),
+                    oc.ref_lines,
+                    oc.gen_lines,
+                )
+            )
         out.extend(self.checks)
         rank = {"CRITICAL": 0, "WARN": 1, "INFO": 2, "OK": 3}
         return sorted(out, key=lambda r: rank[r.severity])
 
     def key_lines(self) -> list[str]:
         """The lines F quotes in reports: the op rows that differ, then verdict and notes."""
-        table = [ln for ln in self.stdout.splitlines() if ln.split(" ", 1)[0] in _ALL_OPS
-                 and not ln.rstrip().endswith("MATCH")]
-        tail = self.stdout[self.stdout.rfind("VERDICT: "):].splitlines()
+        table = [
+            ln
+            for ln in self.stdout.splitlines()
+            if ln.split(" ", 1)[0] in _ALL_OPS and not ln.rstrip().endswith("MATCH")
+        ]
+        tail = self.stdout[self.stdout.rfind("VERDICT: ") :].splitlines()
         return table + [t for t in tail if t]
 
 
@@ -326,8 +358,9 @@ def _uniq_c(items: list[str]) -> list[str]:
     return [f"{counts[k]:7d} {k}" for k in _c_sorted(list(counts))]
 
 
-def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir",
-                gen_name: str = "generated_canon.mlir") -> IRAudit:
+def audit_texts(
+    ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir", gen_name: str = "generated_canon.mlir"
+) -> IRAudit:
     """Run diff_ir.sh's logic on two IR texts (see module docstring)."""
     ref, gen = _Side(ref_text), _Side(gen_text)
     rops, gops = _count_ops(ref), _count_ops(gen)
@@ -336,27 +369,41 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     critical = 0
     workaround = 0
 
-    def crit(msg: str, check: str, rl: tuple[int, ...] = (), gl: tuple[int, ...] = (),
-             rv: str = "", gv: str = "") -> None:
+    def crit(
+        msg: str, check: str, rl: tuple[int, ...] = (), gl: tuple[int, ...] = (), rv: str = "", gv: str = ""
+    ) -> None:
         nonlocal critical
         critical += 1
         notes.append(f"CRITICAL: {msg}")
         checks.append(AuditRow(check, "CRITICAL", msg, rv, gv, rl, gl))
 
-    def warn(msg: str, check: str, rl: tuple[int, ...] = (), gl: tuple[int, ...] = (),
-             rv: str = "", gv: str = "") -> None:
+    def warn(
+        msg: str, check: str, rl: tuple[int, ...] = (), gl: tuple[int, ...] = (), rv: str = "", gv: str = ""
+    ) -> None:
         notes.append(f"WARN: {msg}")
         checks.append(AuditRow(check, "WARN", msg, rv, gv, rl, gl))
 
-    out: list[str] = [_RULE, "IR Op Comparison", _RULE,
-                      f"{'Op':<20} {'Ref':>8} {'Gen':>8} {'Delta':>8} Verdict", _DASH]
+    out: list[str] = [
+        _RULE,
+        "IR Op Comparison",
+        _RULE,
+        f"{'Op':<20} {'Ref':>8} {'Gen':>8} {'Delta':>8} Verdict",
+        _DASH,
+    ]
     op_counts: list[OpCount] = []
     for op in _ALL_OPS:
         (r, rl), (g, gl) = rops[op], gops[op]
         delta = g - r
         verdict = "MATCH"
-        cls: OpClass = ("CRITICAL" if op in CRITICAL_OPS else "ARITH" if op in ARITH_OPS
-                        else "INFO" if op in INFO_OPS else "HINT")
+        cls: OpClass = (
+            "CRITICAL"
+            if op in CRITICAL_OPS
+            else "ARITH"
+            if op in ARITH_OPS
+            else "INFO"
+            if op in INFO_OPS
+            else "HINT"
+        )
         if delta != 0:
             if cls == "CRITICAL":
                 verdict = "CRITICAL_DIFF"
@@ -425,9 +472,12 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     # --- block swizzle
     rsw, gsw = ref.match(_SWIZZLE), gen.match(_SWIZZLE)
     rdv, gdv, rrm, grm = ref.match(_DIVI), gen.match(_DIVI), ref.match(_REMI), gen.match(_REMI)
-    out += ["", "Block mapping pattern:",
-            f"  Ref: swizzle={'true' if rsw else 'false'} divi={len(rdv)} remi={len(rrm)}",
-            f"  Gen: swizzle={'true' if gsw else 'false'} divi={len(gdv)} remi={len(grm)}"]
+    out += [
+        "",
+        "Block mapping pattern:",
+        f"  Ref: swizzle={'true' if rsw else 'false'} divi={len(rdv)} remi={len(rrm)}",
+        f"  Gen: swizzle={'true' if gsw else 'false'} divi={len(gdv)} remi={len(grm)}",
+    ]
     if rsw and not gsw:
         warn("missing block swizzle; possible L2 locality regression", "swizzle", rsw, (), "true", "false")
 
@@ -445,17 +495,38 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     if len(rap) > len(gap):
         if gen_raw_ptr > 0:
             out.append("  >> PERF_CRITICAL: generated raw-pointer path is missing pointer assume_div_by.")
-            crit(f"missing pointer assume_div_by coverage on raw-pointer generated path ref={len(rap)} gen={len(gap)}",
-                 "assume_ptr", rap, gap, str(len(rap)), str(len(gap)))
+            crit(
+                f"missing pointer assume_div_by coverage on raw-pointer generated path ref={len(rap)} gen={len(gap)}",
+                "assume_ptr",
+                rap,
+                gap,
+                str(len(rap)),
+                str(len(gap)),
+            )
         else:
             out.append("  >> PERF_WARN: generated view/TMA path has fewer pointer assume_div_by ops.")
             out.append("     Policy: this is non-blocking unless a measured perf regression points here.")
-            warn(f"missing pointer assume_div_by coverage ref={len(rap)} gen={len(gap)}; "
-                 "generated has no raw pointer load/store ops", "assume_ptr", rap, gap, str(len(rap)), str(len(gap)))
+            warn(
+                f"missing pointer assume_div_by coverage ref={len(rap)} gen={len(gap)}; "
+                "generated has no raw pointer load/store ops",
+                "assume_ptr",
+                rap,
+                gap,
+                str(len(rap)),
+                str(len(gap)),
+            )
     if gas:
-        out.append("  >> CRITICAL: generated scalar assume_div_by is deprecated and can corrupt irregular shapes.")
-        crit("generated scalar assume_div_by present; remove scalar assume hints", "assume_scalar",
-             ras, gas, str(len(ras)), str(len(gas)))
+        out.append(
+            "  >> CRITICAL: generated scalar assume_div_by is deprecated and can corrupt irregular shapes."
+        )
+        crit(
+            "generated scalar assume_div_by present; remove scalar assume hints",
+            "assume_scalar",
+            ras,
+            gas,
+            str(len(ras)),
+            str(len(gas)),
+        )
 
     # --- FTZ / approx per op
     out += ["", "Per-op attributes (flush_to_zero, rounding):", "  Reference ops with attributes:"]
@@ -465,17 +536,32 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     out.append("  Generated ops with attributes:")
     out += _block(gat, "    ")
     for op in FTZ_OPS:
-        ftz, approx = _Pat(f"{op}.*flush_to_zero", op, "flush_to_zero"), _Pat(f"{op}.*rounding<approx>", op, "rounding<approx>")
+        ftz, approx = (
+            _Pat(f"{op}.*flush_to_zero", op, "flush_to_zero"),
+            _Pat(f"{op}.*rounding<approx>", op, "rounding<approx>"),
+        )
         rf, gf = ref.match(ftz), gen.match(ftz)
         rp, gp = ref.match(approx), gen.match(approx)
         if len(rf) != len(gf) or len(rp) != len(gp):
             out.append(f"  {op}: FTZ ref={len(rf)} gen={len(gf)} | approx ref={len(rp)} gen={len(gp)}")
             if len(rf) > len(gf):
-                crit(f"{op} missing flush_to_zero ref={len(rf)} gen={len(gf)}", f"ftz:{op}", rf, gf,
-                     str(len(rf)), str(len(gf)))
+                crit(
+                    f"{op} missing flush_to_zero ref={len(rf)} gen={len(gf)}",
+                    f"ftz:{op}",
+                    rf,
+                    gf,
+                    str(len(rf)),
+                    str(len(gf)),
+                )
             if len(rp) > len(gp):
-                crit(f"{op} missing rounding<approx> ref={len(rp)} gen={len(gp)}", f"approx:{op}", rp, gp,
-                     str(len(rp)), str(len(gp)))
+                crit(
+                    f"{op} missing rounding<approx> ref={len(rp)} gen={len(gp)}",
+                    f"approx:{op}",
+                    rp,
+                    gp,
+                    str(len(rp)),
+                    str(len(gp)),
+                )
 
     # --- load/store hints
     out += ["", "Load/store optimization hints:", "  Reference:"]
@@ -487,20 +573,46 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     rtt, gtt = ref.match(_TMA_TRUE), gen.match(_TMA_TRUE)
     rtf, gtf = ref.match(_TMA_FALSE), gen.match(_TMA_FALSE)
     rlat, glat = ref.match(_LATENCY), gen.match(_LATENCY)
-    out.append(f"  Summary: Ref allow_tma_true={len(rtt)} allow_tma_false={len(rtf)} latency={len(rlat)} | "
-               f"Gen allow_tma_true={len(gtt)} allow_tma_false={len(gtf)} latency={len(glat)}")
+    out.append(
+        f"  Summary: Ref allow_tma_true={len(rtt)} allow_tma_false={len(rtf)} latency={len(rlat)} | "
+        f"Gen allow_tma_true={len(gtt)} allow_tma_false={len(gtf)} latency={len(glat)}"
+    )
     if len(rtt) > len(gtt):
-        crit(f"allow_tma=true count mismatch ref={len(rtt)} gen={len(gtt)}", "allow_tma_true", rtt, gtt,
-             str(len(rtt)), str(len(gtt)))
+        crit(
+            f"allow_tma=true count mismatch ref={len(rtt)} gen={len(gtt)}",
+            "allow_tma_true",
+            rtt,
+            gtt,
+            str(len(rtt)),
+            str(len(gtt)),
+        )
     if len(rtf) != len(gtf):
-        warn(f"allow_tma=false count mismatch ref={len(rtf)} gen={len(gtf)}", "allow_tma_false", rtf, gtf,
-             str(len(rtf)), str(len(gtf)))
+        warn(
+            f"allow_tma=false count mismatch ref={len(rtf)} gen={len(gtf)}",
+            "allow_tma_false",
+            rtf,
+            gtf,
+            str(len(rtf)),
+            str(len(gtf)),
+        )
     if len(rlat) > len(glat):
-        warn(f"latency hint count mismatch ref={len(rlat)} gen={len(glat)}", "latency", rlat, glat,
-             str(len(rlat)), str(len(glat)))
+        warn(
+            f"latency hint count mismatch ref={len(rlat)} gen={len(glat)}",
+            "latency",
+            rlat,
+            glat,
+            str(len(rlat)),
+            str(len(glat)),
+        )
     elif len(glat) > len(rlat):
-        warn(f"generated extra latency hints ref={len(rlat)} gen={len(glat)}", "latency", rlat, glat,
-             str(len(rlat)), str(len(glat)))
+        warn(
+            f"generated extra latency hints ref={len(rlat)} gen={len(glat)}",
+            "latency",
+            rlat,
+            glat,
+            str(len(rlat)),
+            str(len(glat)),
+        )
 
     # --- MMA accumulators: last tile<AxBxT> word of each matched "mma…tile<…>" span
     def mma_acc(side: _Side) -> tuple[str, tuple[int, ...]]:
@@ -512,8 +624,14 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     gen_acc, gacc_l = mma_acc(gen)
     out += ["", "MMA accumulator types:", f"  Ref: {ref_acc or 'none'}", f"  Gen: {gen_acc or 'none'}"]
     if ref_acc and gen_acc and ref_acc != gen_acc:
-        crit(f"MMA accumulator ref={ref_acc} gen={gen_acc}", "mma_acc", racc_l, gacc_l, ref_acc.strip(),
-             gen_acc.strip())
+        crit(
+            f"MMA accumulator ref={ref_acc} gen={gen_acc}",
+            "mma_acc",
+            racc_l,
+            gacc_l,
+            ref_acc.strip(),
+            gen_acc.strip(),
+        )
 
     # --- dtypes
     rb, gb, rf16, gf16 = ref.match("bf16"), gen.match("bf16"), ref.match("f16"), gen.match("f16")
@@ -533,8 +651,14 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
         rcnt, gcnt = Counter(rlay), Counter(glay)
         rl = tuple(i for i in rlay_l if any(rcnt[x] != gcnt[x] for x in _LAYOUT.findall(ref.lines[i - 1])))
         gl = tuple(i for i in glay_l if any(rcnt[x] != gcnt[x] for x in _LAYOUT.findall(gen.lines[i - 1])))
-        warn("layout attribute multiset differs; inspect dim_map/strides/tile shapes", "layout", rl, gl,
-             " ".join(_c_sorted(list(set(rlay)))), " ".join(_c_sorted(list(set(glay)))))
+        warn(
+            "layout attribute multiset differs; inspect dim_map/strides/tile shapes",
+            "layout",
+            rl,
+            gl,
+            " ".join(_c_sorted(list(set(rlay)))),
+            " ".join(_c_sorted(list(set(glay)))),
+        )
 
     out += ["", _RULE]
     final: IRVerdict
@@ -550,8 +674,9 @@ def audit_texts(ref_text: str, gen_text: str, *, ref_name: str = "reference.mlir
     if code != 0 and notes:
         out.append("")  # printf "%b\n" "$notes": notes start with "\n"
         out += notes
-    return IRAudit(ref_name, gen_name, op_counts, notes, critical, workaround, final, code,
-                   "\n".join(out) + "\n", checks)
+    return IRAudit(
+        ref_name, gen_name, op_counts, notes, critical, workaround, final, code, "\n".join(out) + "\n", checks
+    )
 
 
 def render_diff_ir_text(audit: IRAudit) -> str:

@@ -76,7 +76,7 @@ def strip_loc(line: str) -> str:
             if j < 0:
                 out.append(line[i:])
                 break
-            out.append(line[i:j + 4])
+            out.append(line[i : j + 4])
             i = j + 4
             continue
         out.append(line[i:j].rstrip(" "))
@@ -85,7 +85,9 @@ def strip_loc(line: str) -> str:
     return "".join(out)
 
 
-def scan_brackets(line: str, start: int, open_c: str, close_c: str, *, stop_at_zero: bool = False) -> tuple[int, int]:
+def scan_brackets(
+    line: str, start: int, open_c: str, close_c: str, *, stop_at_zero: bool = False
+) -> tuple[int, int]:
     """Walk ``line`` from ``start`` counting ``open_c``/``close_c`` outside ``"…"`` literals (backslash
     escapes respected): ``(depth, index)``. With ``stop_at_zero``, ``index`` is the closer that brings
     the depth back to 0 (``len(line)`` when none does); otherwise the whole line is walked."""
@@ -150,12 +152,19 @@ def canonicalize(text: str, *, unify_target: bool = True, drop_dead_constants: b
     # entry symbols, in order
     entries: list[str] = []
     for _, s in kept:
-        for name in (_ENTRY.findall(s) if "entry" in s else ()):
+        for name in _ENTRY.findall(s) if "entry" in s else ():
             if name not in entries:
                 entries.append(name)
     entry_map = {e: ("@ENTRY" if i == 0 else f"@ENTRY_{i + 1}") for i, e in enumerate(entries)}
-    entry_re = (re.compile("@(" + "|".join(re.escape(e) for e in sorted(entries, key=len, reverse=True))
-                           + r")(?![^\s(),:<>{}])") if entries else None)
+    entry_re = (
+        re.compile(
+            "@("
+            + "|".join(re.escape(e) for e in sorted(entries, key=len, reverse=True))
+            + r")(?![^\s(),:<>{}])"
+        )
+        if entries
+        else None
+    )
 
     # every line split once around its SSA values: parts[1::2] are the values, in order
     split = [_VALUE_SPLIT.split(s) for _, s in kept]
@@ -166,8 +175,11 @@ def canonicalize(text: str, *, unify_target: bool = True, drop_dead_constants: b
         for v in parts[1::2]:
             uses[v] = uses.get(v, 0) + 1
     if drop_dead_constants:
-        live = [k for k, (_, s) in enumerate(kept)
-                if not ("constant" in s and (dm := _DEAD_CONST.match(s)) and uses.get(dm.group(1), 0) <= 1)]
+        live = [
+            k
+            for k, (_, s) in enumerate(kept)
+            if not ("constant" in s and (dm := _DEAD_CONST.match(s)) and uses.get(dm.group(1), 0) <= 1)
+        ]
         if len(live) != len(kept):
             kept = [kept[k] for k in live]
             split = [split[k] for k in live]

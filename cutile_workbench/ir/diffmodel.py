@@ -115,9 +115,9 @@ class SideBySide:
             head = 0 if i == 0 else context
             tail = 0 if j == n else context
             if (j - i) > head + tail + 1:
-                out.extend(self.rows[i:i + head])
+                out.extend(self.rows[i : i + head])
                 out.append(Fold(i + head, (j - i) - head - tail))
-                out.extend(self.rows[j - tail:j])
+                out.extend(self.rows[j - tail : j])
             else:
                 out.extend(self.rows[i:j])
             i = j
@@ -138,7 +138,7 @@ def intraline_spans(a: str, b: str) -> tuple[tuple[Span, ...], tuple[Span, ...]]
     suf = 0
     while suf < len(ta) - pre and suf < len(tb) - pre and ta[-1 - suf] == tb[-1 - suf]:
         suf += 1
-    ma, mb = ta[pre:len(ta) - suf], tb[pre:len(tb) - suf]
+    ma, mb = ta[pre : len(ta) - suf], tb[pre : len(tb) - suf]
     ls: list[Span] = []
     rs: list[Span] = []
     if not ma or not mb or (len(ma) == 1 and len(mb) == 1):
@@ -217,13 +217,15 @@ def _opcodes(a: Sequence[str], b: Sequence[str], notes: list[str]) -> list[tuple
     ops: list[tuple[str, int, int, int, int]] = []
     if lo:
         ops.append(("equal", 0, lo, 0, lo))
-    mid_a, mid_b = a[lo:n - hi], b[lo:m - hi]
+    mid_a, mid_b = a[lo : n - hi], b[lo : m - hi]
     points = [(-1, -1), *_anchors(mid_a, mid_b), (len(mid_a), len(mid_b))]
     for (pi, pj), (qi, qj) in itertools.pairwise(points):
         ga1, ga2, gb1, gb2 = pi + 1, qi, pj + 1, qj
         if ga2 > ga1 or gb2 > gb1:
             if (ga2 - ga1) * (gb2 - gb1) > MAX_GAP_CELLS:
-                notes.append(f"gap of {ga2 - ga1}x{gb2 - gb1} lines shown as one replace block (too large to align)")
+                notes.append(
+                    f"gap of {ga2 - ga1}x{gb2 - gb1} lines shown as one replace block (too large to align)"
+                )
                 ops.append(("replace", lo + ga1, lo + ga2, lo + gb1, lo + gb2))
             elif ga2 == ga1:
                 ops.append(("insert", lo + ga1, lo + ga1, lo + gb1, lo + gb2))

@@ -104,8 +104,9 @@ def parse(text: str) -> DumpedRun:
             if i >= len(lines):
                 out.unterminated += 1
                 break
-            out.blocks.append(IRBlock(m.group("module"), "\n".join(body).strip("\n") + "\n", start + 1,
-                                      nodeid, cfg))
+            out.blocks.append(
+                IRBlock(m.group("module"), "\n".join(body).strip("\n") + "\n", start + 1, nodeid, cfg)
+            )
         i += 1
     return out
 
@@ -124,8 +125,10 @@ def chosen_candidate_ir(run: DumpedRun, nodeid: str) -> tuple[IRBlock | None, st
             return hits[-1], f"compiled in this test for {tail}"
         hits = [b for b in earlier if b.autotune_cfg == best_cfg]
         if hits:
-            return hits[-1], (f"compiled in an earlier test ({hits[-1].nodeid}) for the same autotune config: "
-                              f"a JIT cache hit here; {tail}")
+            return hits[-1], (
+                f"compiled in an earlier test ({hits[-1].nodeid}) for the same autotune config: "
+                f"a JIT cache hit here; {tail}"
+            )
     if own:
         return own[-1], "compiled in this test (last Tile IR compiled there)"
     if earlier:

@@ -70,8 +70,13 @@ def plan_candidate(raw_log: str) -> Filing:
         rel = f"workbench/ir/candidate/{slug(params)}.mlir"
         out.files[rel] = block.text
         out.entries.setdefault(params, {})["candidate"] = {
-            "file": rel, "how": how, "module": block.module, "nodeid": nodeid, "log_line": block.line,
-            "autotune_config": block.autotune_cfg, "dialect": "cutile-rs Tile IR printer (CUTILE_DUMP=ir)",
+            "file": rel,
+            "how": how,
+            "module": block.module,
+            "nodeid": nodeid,
+            "log_line": block.line,
+            "autotune_config": block.autotune_cfg,
+            "dialect": "cutile-rs Tile IR printer (CUTILE_DUMP=ir)",
         }
     return out
 
@@ -99,17 +104,24 @@ def plan_reference(raw_log: str, dump_dir: Path, kernel_names: dict[str, str]) -
         how = ""
         if kernel and kernel in by_entry:
             name = by_entry[kernel]
-            how = ("the compile whose entry symbol is the kernel CUPTI recorded for this config "
-                   + ("(compiled in this test)" if name in own else "(compiled in an earlier test)"))
+            how = "the compile whose entry symbol is the kernel CUPTI recorded for this config " + (
+                "(compiled in this test)" if name in own else "(compiled in an earlier test)"
+            )
         elif len(own) == 1:
             name, how = own[0], "the only Tile IR compiled in this test (kernel name not matched)"
         if name is None:
-            out.notes.append(f"{params}: no cuTile dump matches kernel {kernel!r} ({len(own)} compiled in the test)")
+            out.notes.append(
+                f"{params}: no cuTile dump matches kernel {kernel!r} ({len(own)} compiled in the test)"
+            )
             continue
         rel = f"workbench/ir/reference/{slug(params)}.mlir"
         out.files[rel] = texts[name]
         out.entries.setdefault(params, {})["reference"] = {
-            "file": rel, "how": how, "entry": entry_symbol(texts[name]), "dump_file": name, "nodeid": nodeid,
+            "file": rel,
+            "how": how,
+            "entry": entry_symbol(texts[name]),
+            "dump_file": name,
+            "nodeid": nodeid,
             "dialect": "cuTile Python tileirdisasm (CUDA_TILE_DUMP_TILEIR)",
         }
     return out
@@ -144,7 +156,9 @@ def index_file(kernel_dir: Path, entry: object, params: str, side: str) -> Path:
     if not isinstance(rel, str) or not rel or "\0" in rel:
         raise InputError("must be a non-empty relative path string", path=str(index), key=key)
     if Path(rel).is_absolute() or ".." in Path(rel).parts:
-        raise UnsafePath(f"refused: {rel!r} is outside the kernel dir (absolute or '..')", path=str(index), key=key)
+        raise UnsafePath(
+            f"refused: {rel!r} is outside the kernel dir (absolute or '..')", path=str(index), key=key
+        )
     target = Path(kernel_dir) / rel
     try:
         confine_read(kernel_dir, target)

@@ -31,7 +31,8 @@ from cutile_workbench.ir.canon import _brace_delta, strip_loc
 
 #: cuda_tile op names (the dialect's ops as both printers spell them). An op not listed here is
 #: "unparsed": its meaning is unknown, so no structural claim is made about it.
-KNOWN_OPS: frozenset[str] = frozenset("""
+KNOWN_OPS: frozenset[str] = frozenset(
+    """
 absf absi addf addi andi assert assume atan2 atomic_cas_tko atomic_rmw_tko bitcast break broadcast cat
 ceil cmpf cmpi constant continue cos cosh divf divi entry exp exp2 exti extract floor fma for ftof ftoi
 get_global get_index_space_shape get_num_tile_blocks get_tensor_shape get_tile_block_id global if
@@ -39,12 +40,15 @@ int_to_ptr iota itof join_tokens load_ptr_tko load_view_tko log log2 loop make_p
 make_tensor_view make_token maxf maxi minf mini mmaf mmai mulf mulhii muli negf negi offset ori permute
 pow print ptr_to_int ptr_to_ptr reduce remf remi reshape return rsqrt scan select shli shri sin sinh
 sqrt store_ptr_tko store_view_tko subf subi tan tanh trunci xori yield
-""".split())
+""".split()
+)
 
 REGION_OPS = frozenset({"entry", "for", "if", "loop", "reduce", "scan"})
 
 _VALUE = re.compile(r"%[A-Za-z0-9_$.]+(?:#\d+)?")
-_RESULTS = re.compile(r"^((?:%[A-Za-z0-9_$.]+(?::\d+)?\s*,\s*)*%[A-Za-z0-9_$.]+(?::\d+)?)\s*=\s*(?=[A-Za-z_\"])")
+_RESULTS = re.compile(
+    r"^((?:%[A-Za-z0-9_$.]+(?::\d+)?\s*,\s*)*%[A-Za-z0-9_$.]+(?::\d+)?)\s*=\s*(?=[A-Za-z_\"])"
+)
 _RESULT_ONE = re.compile(r"(%[A-Za-z0-9_$.]+)(?::(\d+))?")
 _KIND = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)")
 _ENTRY_SYM = re.compile(r"\bentry\s+@([^\s(),:<>{}]+)")
@@ -57,7 +61,9 @@ _HINT_EQ = re.compile(r"optimization_hints\s*=\s*<")
 _HINT_KEY = re.compile(r"(?<=[<,] )(?:sm_\d+[a-z]?|default)(?= = \{)|(?<=<)(?:sm_\d+[a-z]?|default)(?= = \{)")
 _EMPTY_HINT = re.compile(r"\s*optimization_hints=<sm_\* = \{\}>")
 _ROUNDING = re.compile(r"\brounding\s+([a-z_]+)")
-_FLOAT_LIT = re.compile(r"(<f(?:16|32|64)|<bf16|<tf32)(:\s*)([-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+))>")
+_FLOAT_LIT = re.compile(
+    r"(<f(?:16|32|64)|<bf16|<tf32)(:\s*)([-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+))>"
+)
 _SPACES = re.compile(r"\s+")
 _SPACE_BEFORE = re.compile(r"\s+([:,)\]>])")
 
@@ -77,7 +83,9 @@ class Op:
     region: int = 0  # which region of the parent (``if``: 0 then, 1 else)
     regions: list[list[int]] = field(default_factory=list)
     region_args: list[tuple[str, ...]] = field(default_factory=list)
-    region_lines: list[tuple[int, str]] = field(default_factory=list)  # (line, text) of "(args) {", "} else {", "}"
+    region_lines: list[tuple[int, str]] = field(
+        default_factory=list
+    )  # (line, text) of "(args) {", "} else {", "}"
     #: the normalized op text cut at its values: text = parts[0] + v0 + parts[1] + v1 … (values:
     #: ``fill_values``, results first), so a caller can print the op with its own value names
     fill_parts: tuple[str, ...] = ()
@@ -158,7 +166,7 @@ def _line_info(s: str, parts: list[str]) -> _LineInfo:
         for _name, count in _RESULT_ONE.findall(m.group(1)):
             res.append((n_res, int(count) if count else 0))
             n_res += 1
-        body = s[m.end():]
+        body = s[m.end() :]
     km = _KIND.match(body)
     kind = km.group(1) if km else ""
     if kind not in KNOWN_OPS:
@@ -196,8 +204,9 @@ def _line_info(s: str, parts: list[str]) -> _LineInfo:
     fill = tuple(normalize_shape(template).split("%"))
     if len(fill) != len(values) + 1:  # a literal '%' in the text: callers print the line instead
         fill = ()
-    return _LineInfo(kind, "", tuple(res), tuple(args), operands, frozenset(operands), shape, fill,
-                     any(c for _, c in res))
+    return _LineInfo(
+        kind, "", tuple(res), tuple(args), operands, frozenset(operands), shape, fill, any(c for _, c in res)
+    )
 
 
 def parse_ir(text: str) -> IRGraph:
@@ -307,8 +316,17 @@ def parse_ir(text: str) -> IRGraph:
             em = _ENTRY_SYM.search(s)
             if em and em.group(1) not in entries:
                 entries.append(em.group(1))
-        op = Op(len(ops), kind, no, s, info.shape, results_t, operands,
-                fill_parts=info.fill_parts, fill_values=fill_values)
+        op = Op(
+            len(ops),
+            kind,
+            no,
+            s,
+            info.shape,
+            results_t,
+            operands,
+            fill_parts=info.fill_parts,
+            fill_values=fill_values,
+        )
         add_op(op)
         index = op.index
         for k, r in enumerate(results_t):
@@ -325,9 +343,23 @@ def parse_ir(text: str) -> IRGraph:
                 o = ops[owner]
                 unparsed.append(Unparsed(o.line, o.text, "region never closed (truncated text?)"))
         last = ops[-1] if ops else None
-        if last is not None and last.parsed and not last.regions and not any(u.line == last.line for u in unparsed):
+        if (
+            last is not None
+            and last.parsed
+            and not last.regions
+            and not any(u.line == last.line for u in unparsed)
+        ):
             # the text stops inside a region: its last op may be cut short mid-line, so it is read as text
-            unparsed.append(Unparsed(last.line, last.text, "last line of a truncated text (may be cut short)"))
-            ops[-1] = Op(last.index, "?", last.line, last.text, normalize_shape(last.text),
-                         parent=last.parent, region=last.region)
+            unparsed.append(
+                Unparsed(last.line, last.text, "last line of a truncated text (may be cut short)")
+            )
+            ops[-1] = Op(
+                last.index,
+                "?",
+                last.line,
+                last.text,
+                normalize_shape(last.text),
+                parent=last.parent,
+                region=last.region,
+            )
     return IRGraph(ops, top, unparsed, entries, definer)

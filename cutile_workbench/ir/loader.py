@@ -57,20 +57,28 @@ def read_ir_text(path: Path | str) -> str:
     if not p.is_file():
         raise InputError("not a regular file", path=p)
     if size > MAX_IR_BYTES:
-        raise InputError(f"IR file is {size / 2**20:.1f} MiB, over the {MAX_IR_BYTES // 2**20} MiB limit "
-                         "(not a kernel dump?)", path=p)
+        raise InputError(
+            f"IR file is {size / 2**20:.1f} MiB, over the {MAX_IR_BYTES // 2**20} MiB limit "
+            "(not a kernel dump?)",
+            path=p,
+        )
     try:
         data = p.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read IR file: {exc.strerror or exc}", path=p) from None
     nul = data.find(b"\x00")
     if nul >= 0:
-        raise InputError("binary data (NUL byte): expected Tile IR text, not bytecode (.tileirbc)",
-                         path=p, line=_line_of_offset(data, nul))
+        raise InputError(
+            "binary data (NUL byte): expected Tile IR text, not bytecode (.tileirbc)",
+            path=p,
+            line=_line_of_offset(data, nul),
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"invalid UTF-8 at byte {exc.start}", path=p, line=_line_of_offset(data, exc.start)) from None
+        raise InputError(
+            f"invalid UTF-8 at byte {exc.start}", path=p, line=_line_of_offset(data, exc.start)
+        ) from None
     if not text.strip():
         raise InputError("IR file is empty", path=p)
     start = 0
@@ -79,8 +87,11 @@ def read_ir_text(path: Path | str) -> str:
         end = text.find("\n", start)
         end = len(text) if end < 0 else end
         if end - start > MAX_LINE_CHARS:
-            raise InputError(f"line is {end - start:,} characters long (limit {MAX_LINE_CHARS:,}): "
-                             "not diffable IR", path=p, line=no)
+            raise InputError(
+                f"line is {end - start:,} characters long (limit {MAX_LINE_CHARS:,}): not diffable IR",
+                path=p,
+                line=no,
+            )
         start, no = end + 1, no + 1
     if "entry @" not in text and "tt.func" not in text:
         raise InputError("no 'entry @…' found: not a Tile IR kernel", path=p)
@@ -101,8 +112,11 @@ def balance_problem(text: str, path: Path | str) -> InputError | None:
                 open_lines.pop()
     if open_lines:
         last = len(text.rstrip("\n").split("\n"))
-        return InputError(f"truncated IR: {len(open_lines)} '{{' never closed (innermost opened at line "
-                          f"{open_lines[-1]})", path=path, line=last)
+        return InputError(
+            f"truncated IR: {len(open_lines)} '{{' never closed (innermost opened at line {open_lines[-1]})",
+            path=path,
+            line=last,
+        )
     return None
 
 
@@ -131,8 +145,9 @@ class IRFile:
         return self.text.split("\n")
 
 
-def load_ir(path: Path | str, role: Role = "reference", variant: str | None = None, *,
-            damaged_ok: bool = False) -> IRFile:
+def load_ir(
+    path: Path | str, role: Role = "reference", variant: str | None = None, *, damaged_ok: bool = False
+) -> IRFile:
     """Guard-read, check balance and canonicalize one file. Unbalanced braces raise, or with
     ``damaged_ok`` are kept in :attr:`IRFile.damage` (the file still loads)."""
     p = Path(path)
@@ -224,5 +239,8 @@ def load_pair(pair: IRPairPaths, *, damaged_ok: bool = False) -> IRPair:
     """Load both sides of a pair (InputError on either bad file, naming it). With ``damaged_ok`` a
     truncated file loads, with its :attr:`IRFile.damage`, so a diff can show what is there; stage F,
     which draws conclusions from the pair, keeps the default and refuses it."""
-    return IRPair(pair.variant, load_ir(pair.reference, "reference", pair.variant, damaged_ok=damaged_ok),
-                  load_ir(pair.generated, "generated", pair.variant, damaged_ok=damaged_ok))
+    return IRPair(
+        pair.variant,
+        load_ir(pair.reference, "reference", pair.variant, damaged_ok=damaged_ok),
+        load_ir(pair.generated, "generated", pair.variant, damaged_ok=damaged_ok),
+    )

@@ -74,16 +74,50 @@ COSMETIC = Category(9, "cosmetic (constants, assume chains, dead ops)", cosmetic
 CATEGORIES = (TILE, MMA, LOOP, MEMORY, VIEW, HINTS, EXTRA, UNPARSED, OTHER, COSMETIC)
 
 _LOOP_OPS = frozenset({"for", "loop", "if", "continue", "yield", "break"})
-_MEM_OPS = frozenset({"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko",
-                      "atomic_cas_tko", "atomic_rmw_tko"})
-_VIEW_OPS = frozenset({"make_tensor_view", "make_partition_view", "offset", "get_index_space_shape",
-                       "get_tensor_shape", "int_to_ptr", "ptr_to_int", "ptr_to_ptr"})
+_MEM_OPS = frozenset(
+    {"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko", "atomic_cas_tko", "atomic_rmw_tko"}
+)
+_VIEW_OPS = frozenset(
+    {
+        "make_tensor_view",
+        "make_partition_view",
+        "offset",
+        "get_index_space_shape",
+        "get_tensor_shape",
+        "int_to_ptr",
+        "ptr_to_int",
+        "ptr_to_ptr",
+    }
+)
 _CAST_OPS = frozenset({"ftof", "itof", "ftoi", "exti", "trunci", "bitcast"})
 _PURE_COSMETIC = frozenset({"constant", "assume", "make_token"})
 #: op rows of the diff_ir.sh audit table (a hunk of one of these kinds names that row)
-_AUDIT_OPS = frozenset({"load_ptr_tko", "store_ptr_tko", "load_view_tko", "store_view_tko", "reduce", "exp",
-                        "exp2", "rsqrt", "fma", "for", "addf", "subf", "mulf", "divf", "maxf", "minf",
-                        "select", "iota", "cmpi", "ftof", "itof", "exti"})
+_AUDIT_OPS = frozenset(
+    {
+        "load_ptr_tko",
+        "store_ptr_tko",
+        "load_view_tko",
+        "store_view_tko",
+        "reduce",
+        "exp",
+        "exp2",
+        "rsqrt",
+        "fma",
+        "for",
+        "addf",
+        "subf",
+        "mulf",
+        "divf",
+        "maxf",
+        "minf",
+        "select",
+        "iota",
+        "cmpi",
+        "ftof",
+        "itof",
+        "exti",
+    }
+)
 #: tile dimensions only (``tile<128x64xf16>`` → ``128x64x``, ``tile=(64x512)``): a dtype change is not a shape change
 _TILE_SHAPE = re.compile(r"tile<((?:\d+x)+)[A-Za-z]|tile=\(([0-9x]+)\)")
 _NUM_CTA = re.compile(r"num_cta_in_cga = \d+")
@@ -189,12 +223,27 @@ class StructDiff:
                     li, gj = i1 + k, j1 + k
                     has_l, has_r = li < i2, gj < j2
                     kind: RowKind = tag if has_l and has_r else ("delete" if has_l else "insert")
-                    out.append(SRow(kind, ref[li].line if has_l else None, gen[gj].line if has_r else None,
-                                    a[li] if has_l else "", b[gj] if has_r else "", op="?", category=UNPARSED))
+                    out.append(
+                        SRow(
+                            kind,
+                            ref[li].line if has_l else None,
+                            gen[gj].line if has_r else None,
+                            a[li] if has_l else "",
+                            b[gj] if has_r else "",
+                            op="?",
+                            category=UNPARSED,
+                        )
+                    )
             elif tag == "delete":
-                out += [SRow("delete", ref[k].line, None, a[k], "", op="?", category=UNPARSED) for k in range(i1, i2)]
+                out += [
+                    SRow("delete", ref[k].line, None, a[k], "", op="?", category=UNPARSED)
+                    for k in range(i1, i2)
+                ]
             else:
-                out += [SRow("insert", None, gen[k].line, "", b[k], op="?", category=UNPARSED) for k in range(j1, j2)]
+                out += [
+                    SRow("insert", None, gen[k].line, "", b[k], op="?", category=UNPARSED)
+                    for k in range(j1, j2)
+                ]
         return out
 
     def fallback_ranges(self, side: str) -> str:
@@ -296,8 +345,13 @@ class _Matcher:
         # Only a value with no identical twin on the other side, not yet tied to another, is tied:
         # tying a generated ``constant -1`` to a reference ``constant 0`` must not merge the
         # ``constant 0`` both sides share with it.
-        if gen_name == ref_name or gen_name in self.parent or gen_name in self.ref_names \
-                or ref_name in self.gen_names or ref_name in self.tied:
+        if (
+            gen_name == ref_name
+            or gen_name in self.parent
+            or gen_name in self.ref_names
+            or ref_name in self.gen_names
+            or ref_name in self.tied
+        ):
             return
         self.parent[gen_name] = ref_name
         self.tied.add(ref_name)
@@ -389,8 +443,11 @@ class _Matcher:
         fewest = -1
         for x in set(a_ops):
             # the generated values that are ``x``: the same Merkle name, or the one tied to it
-            here = [lst for g in ((x if x in self.gen_names else None), self.tied_to.get(x))
-                    if g is not None and (lst := self.users.get((g, a.kind)))]
+            here = [
+                lst
+                for g in ((x if x in self.gen_names else None), self.tied_to.get(x))
+                if g is not None and (lst := self.users.get((g, a.kind)))
+            ]
             total = sum(len(lst) for lst in here)
             if total == 0:
                 return None
@@ -439,7 +496,7 @@ class _Matcher:
         if len(cands) > MAX_CANDIDATES:
             k = bisect.bisect_left(cands, pos, key=self.gen.rel.__getitem__)
             lo = max(0, k - MAX_CANDIDATES // 2)
-            pool = cands[lo:lo + MAX_CANDIDATES]
+            pool = cands[lo : lo + MAX_CANDIDATES]
         else:
             pool = cands
         a_ops = [self.find(self.ref.name(v)) for v in a.operands]
@@ -468,11 +525,32 @@ class _Matcher:
         return best
 
 
-_DTYPES = re.compile(r"(?<![A-Za-z0-9_])(?:bf16|tf32|f8E4M3FN|f8E5M2|f16|f32|f64|i1|i8|i16|i32|i64|token)(?![A-Za-z0-9_])")
+_DTYPES = re.compile(
+    r"(?<![A-Za-z0-9_])(?:bf16|tf32|f8E4M3FN|f8E5M2|f16|f32|f64|i1|i8|i16|i32|i64|token)(?![A-Za-z0-9_])"
+)
 #: kinds paired whenever both sides have one left (loops, terminators): their differences are the point
-_ALWAYS_PAIRED = frozenset({"continue", "yield", "return", "break", "for", "loop", "if", "reduce", "scan", "entry",
-                            "mmaf", "mmai", "load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko",
-                            "atomic_cas_tko", "atomic_rmw_tko"})
+_ALWAYS_PAIRED = frozenset(
+    {
+        "continue",
+        "yield",
+        "return",
+        "break",
+        "for",
+        "loop",
+        "if",
+        "reduce",
+        "scan",
+        "entry",
+        "mmaf",
+        "mmai",
+        "load_view_tko",
+        "store_view_tko",
+        "load_ptr_tko",
+        "store_ptr_tko",
+        "atomic_cas_tko",
+        "atomic_rmw_tko",
+    }
+)
 _TOK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|[^\sA-Za-z0-9_]")
 
 
@@ -551,8 +629,17 @@ class _Renderer:
             out = re.sub(r"\bentry\s+@[^\s(),:<>{}]+", "entry @ENTRY", out)
         return normalize_shape(out)
 
-    def emit(self, kind: RowKind, lop: Op | None, rop: Op | None, lno: int | None, rno: int | None,
-             ltext: str, rtext: str, op: str) -> None:
+    def emit(
+        self,
+        kind: RowKind,
+        lop: Op | None,
+        rop: Op | None,
+        lno: int | None,
+        rno: int | None,
+        ltext: str,
+        rtext: str,
+        op: str,
+    ) -> None:
         if kind == "replace" and ltext == rtext:
             kind = "equal"
         self.rows.append((kind, lno, rno, ltext, rtext, op))
@@ -561,20 +648,44 @@ class _Renderer:
         op = side.g.ops[i]
         t = self.op_text(side, op) if op.parsed else normalize_shape(op.text)
         left = kind == "delete"
-        self.emit(kind, None, None, op.line if left else None, None if left else op.line,
-                  t if left else "", "" if left else t, op.kind)
+        self.emit(
+            kind,
+            None,
+            None,
+            op.line if left else None,
+            None if left else op.line,
+            t if left else "",
+            "" if left else t,
+            op.kind,
+        )
         for k, region in enumerate(op.regions):
             no, s = op.region_lines[k]
             if no != op.line:
                 rt = self.text(side, s)
-                self.emit(kind, None, None, no if left else None, None if left else no,
-                          rt if left else "", "" if left else rt, op.kind)
+                self.emit(
+                    kind,
+                    None,
+                    None,
+                    no if left else None,
+                    None if left else no,
+                    rt if left else "",
+                    "" if left else rt,
+                    op.kind,
+                )
             for c in region:
                 self.one_sided(side, c, kind)
         if op.regions and len(op.region_lines) > len(op.regions):
             no, s = op.region_lines[-1]
-            self.emit(kind, None, None, no if left else None, None if left else no,
-                      s if left else "", "" if left else s, op.kind)
+            self.emit(
+                kind,
+                None,
+                None,
+                no if left else None,
+                None if left else no,
+                s if left else "",
+                "" if left else s,
+                op.kind,
+            )
 
     def region(self, A: list[int], B: list[int]) -> None:
         m = self.m
@@ -600,9 +711,16 @@ class _Renderer:
     def pair_rows(self, a: int, b: int) -> None:
         m = self.m
         ra, gb = m.ref.g.ops[a], m.gen.g.ops[b]
-        self.emit("replace", ra, gb, ra.line, gb.line,
-                  self.op_text(m.ref, ra) if ra.parsed else normalize_shape(ra.text),
-                  self.op_text(m.gen, gb) if gb.parsed else normalize_shape(gb.text), ra.kind)
+        self.emit(
+            "replace",
+            ra,
+            gb,
+            ra.line,
+            gb.line,
+            self.op_text(m.ref, ra) if ra.parsed else normalize_shape(ra.text),
+            self.op_text(m.gen, gb) if gb.parsed else normalize_shape(gb.text),
+            ra.kind,
+        )
         n = max(len(ra.regions), len(gb.regions))
         for k in range(n):
             la = ra.region_lines[k] if k < len(ra.regions) else None
@@ -610,10 +728,16 @@ class _Renderer:
             la_own = la is not None and la[0] != ra.line
             lb_own = lb is not None and lb[0] != gb.line
             if la_own or lb_own:
-                self.emit("replace" if la_own and lb_own else ("delete" if la_own else "insert"), None, None,
-                          la[0] if la_own and la else None, lb[0] if lb_own and lb else None,
-                          self.text(m.ref, la[1]) if la_own and la else "",
-                          self.text(m.gen, lb[1]) if lb_own and lb else "", ra.kind)
+                self.emit(
+                    "replace" if la_own and lb_own else ("delete" if la_own else "insert"),
+                    None,
+                    None,
+                    la[0] if la_own and la else None,
+                    lb[0] if lb_own and lb else None,
+                    self.text(m.ref, la[1]) if la_own and la else "",
+                    self.text(m.gen, lb[1]) if lb_own and lb else "",
+                    ra.kind,
+                )
             if k < len(ra.regions) and k < len(gb.regions):
                 self.region(ra.regions[k], gb.regions[k])
             elif k < len(ra.regions):
@@ -626,8 +750,16 @@ class _Renderer:
         cb = gb.region_lines[-1] if gb.regions and len(gb.region_lines) > len(gb.regions) else None
         if ca or cb:
             kind: RowKind = "replace" if ca and cb else ("delete" if ca else "insert")
-            self.emit(kind, None, None, ca[0] if ca else None, cb[0] if cb else None,
-                      ca[1] if ca else "", cb[1] if cb else "", ra.kind)
+            self.emit(
+                kind,
+                None,
+                None,
+                ca[0] if ca else None,
+                cb[0] if cb else None,
+                ca[1] if ca else "",
+                cb[1] if cb else "",
+                ra.kind,
+            )
 
 
 # ----------------------------------------------------------------------------- categories
@@ -640,7 +772,9 @@ def categorize(row: SRow, dead: bool = False) -> tuple[Category, str | None]:
     return categorize_row(row.kind, row.op, row.left, row.right, dead)
 
 
-def categorize_row(kind: RowKind, op: str, left: str, right: str, dead: bool = False) -> tuple[Category, str | None]:
+def categorize_row(
+    kind: RowKind, op: str, left: str, right: str, dead: bool = False
+) -> tuple[Category, str | None]:
     """:func:`categorize` of a row given by its fields."""
     if op == "?":
         return UNPARSED, None
@@ -703,8 +837,12 @@ def _dead_lines(side: _Side) -> set[int]:
     """Source lines of pure ops none of whose results is used."""
     out: set[int] = set()
     for op in side.g.ops:
-        if op.results and op.kind not in _MEM_OPS and not any(side.uses.get(r, 0) for r in op.results) \
-                and not any(side.uses.get(r.split("#")[0], 0) for r in op.results):
+        if (
+            op.results
+            and op.kind not in _MEM_OPS
+            and not any(side.uses.get(r, 0) for r in op.results)
+            and not any(side.uses.get(r.split("#")[0], 0) for r in op.results)
+        ):
             out.add(op.line)
     return out
 
@@ -751,8 +889,9 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
     for kind, lno, rno, left, right, op in raw:
         if kind == "equal":
             cats.append(None)
-        elif (kind == "delete" and lno is not None and lno > past_l) or \
-                (kind == "insert" and rno is not None and rno > past_r):
+        elif (kind == "delete" and lno is not None and lno > past_l) or (
+            kind == "insert" and rno is not None and rno > past_r
+        ):
             cats.append((UNPARSED, None))
             n_past += 1
         else:
@@ -806,24 +945,34 @@ def diff_graphs(rg: IRGraph, gg: IRGraph) -> StructDiff:
     rk, gk = [kernel_base(e) for e in rg.entries], [kernel_base(e) for e in gg.entries]
     same = rk == gk
     if not same:
-        notes.append(f"entry names differ (reference: {', '.join(rk) or 'none'}; generated: "
-                     f"{', '.join(gk) or 'none'})")
+        notes.append(
+            f"entry names differ (reference: {', '.join(rk) or 'none'}; generated: {', '.join(gk) or 'none'})"
+        )
     core = [r for r in rows if r.left_no is not None and r.op not in _PURE_COSMETIC and r.op != "?"]
     same_rows = sum(1 for r in core if r.kind == "equal")
     if core and same_rows < 0.25 * len(core) and not _same_family(rk, gk):
-        notes.append(f"only {same_rows} of {len(core)} reference rows (constants and assumes aside) are unchanged: "
-                     "a dump of another kernel?")
+        notes.append(
+            f"only {same_rows} of {len(core)} reference rows (constants and assumes aside) are unchanged: "
+            "a dump of another kernel?"
+        )
     if n_past:
-        short, other, at = (("generated", "reference", past_l) if past_l != big else ("reference", "generated", past_r))
-        notes.append(f"the {short} text is truncated: {n_past} {other} row(s) past line {at} have nothing to "
-                     "compare with and are shown as text (unparsed), not as differences")
+        short, other, at = (
+            ("generated", "reference", past_l) if past_l != big else ("reference", "generated", past_r)
+        )
+        notes.append(
+            f"the {short} text is truncated: {n_past} {other} row(s) past line {at} have nothing to "
+            "compare with and are shown as text (unparsed), not as differences"
+        )
     if fallback:
         for side in ("reference", "generated"):
             where = [f for f in fallback if f.side == side]
             if where:
                 reasons = sorted({f.reason for f in where})
-                notes.append(f"text diff (not parsed) for {side} line(s) {_ranges(sorted({f.line for f in where}))}: "
-                             + "; ".join(reasons[:3]) + ("…" if len(reasons) > 3 else ""))
+                notes.append(
+                    f"text diff (not parsed) for {side} line(s) {_ranges(sorted({f.line for f in where}))}: "
+                    + "; ".join(reasons[:3])
+                    + ("…" if len(reasons) > 3 else "")
+                )
     return StructDiff(rows, hunks, fallback, notes, same)
 
 

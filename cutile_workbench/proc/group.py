@@ -38,8 +38,9 @@ def kill_group(proc: subprocess.Popen[Any], grace_s: float, *, kill_wait_s: floa
     return kill_groups([proc], grace_s, kill_wait_s=kill_wait_s)[0]
 
 
-def kill_groups(procs: Sequence[subprocess.Popen[Any]], grace_s: float, *,
-                kill_wait_s: float | None = None) -> list[str]:
+def kill_groups(
+    procs: Sequence[subprocess.Popen[Any]], grace_s: float, *, kill_wait_s: float | None = None
+) -> list[str]:
     """:func:`kill_group` for every child in ``procs``, with one shared ``grace_s`` deadline."""
     for proc in procs:
         _signal_group(proc.pid, signal.SIGTERM)

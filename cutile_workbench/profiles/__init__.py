@@ -49,8 +49,15 @@ class Profile:
         return f"{rel}::{self.test_class}::test_perf"
 
 
-def _profile(kernel: str, suite_dir: str, test_class: str, candidate: str, baseline: str, description: str,
-             backends: tuple[str, ...] = BACKENDS) -> Profile:
+def _profile(
+    kernel: str,
+    suite_dir: str,
+    test_class: str,
+    candidate: str,
+    baseline: str,
+    description: str,
+    backends: tuple[str, ...] = BACKENDS,
+) -> Profile:
     return Profile(
         kernel=kernel,
         suite=_HERE / suite_dir / f"test_{suite_dir}.py",
@@ -64,12 +71,31 @@ def _profile(kernel: str, suite_dir: str, test_class: str, candidate: str, basel
 
 
 _PROFILES: tuple[Profile, ...] = (
-    _profile("rms_norm", "rms_norm", "Test_RMSNorm", "cutile", "triton",
-             "bf16 RMSNorm: our cuTile (static persistent) kernel vs our Triton kernel"),
-    _profile("rms_norm_hotpath", "rms_norm", "Test_RMSNorm", "cutile-hotpath", "cutile",
-             "bf16 RMSNorm: a wrapper that allocates in its hot path (zeros_like + add_) vs the clean cuTile one"),
-    _profile("softmax", "softmax", "Test_Softmax", "cutile", "triton",
-             "bf16 row softmax: our cuTile kernel vs our Triton kernel", SOFTMAX_BACKENDS),
+    _profile(
+        "rms_norm",
+        "rms_norm",
+        "Test_RMSNorm",
+        "cutile",
+        "triton",
+        "bf16 RMSNorm: our cuTile (static persistent) kernel vs our Triton kernel",
+    ),
+    _profile(
+        "rms_norm_hotpath",
+        "rms_norm",
+        "Test_RMSNorm",
+        "cutile-hotpath",
+        "cutile",
+        "bf16 RMSNorm: a wrapper that allocates in its hot path (zeros_like + add_) vs the clean cuTile one",
+    ),
+    _profile(
+        "softmax",
+        "softmax",
+        "Test_Softmax",
+        "cutile",
+        "triton",
+        "bf16 row softmax: our cuTile kernel vs our Triton kernel",
+        SOFTMAX_BACKENDS,
+    ),
 )
 
 
@@ -97,15 +123,35 @@ class RecordedSession:
 
 
 _TILEGYM_SESSIONS: tuple[RecordedSession, ...] = (
-    RecordedSession("silu_and_mul", "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf", "cutile-rs",
-                    "cutile", _HERE / "tilegym" / "session",
-                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 64x1024x{512..8192} (H200)",
-                    ("batch_size", "seq_len", "hidden_size", "dtype")),
-    RecordedSession("matmul", "tests/ops/test_matmul.py::Test_Matmul::test_perf", "cutile-rs", "cutile",
-                    _HERE / "tilegym" / "session",
-                    "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 2048-8192 cubed, both variants (H200)",
-                    ("use_tma", "static_persistent", "transpose_b", "transpose_a", "m", "n", "k", "offset_a",
-                     "offset_b", "dtype")),
+    RecordedSession(
+        "silu_and_mul",
+        "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf",
+        "cutile-rs",
+        "cutile",
+        _HERE / "tilegym" / "session",
+        "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 64x1024x{512..8192} (H200)",
+        ("batch_size", "seq_len", "hidden_size", "dtype"),
+    ),
+    RecordedSession(
+        "matmul",
+        "tests/ops/test_matmul.py::Test_Matmul::test_perf",
+        "cutile-rs",
+        "cutile",
+        _HERE / "tilegym" / "session",
+        "REAL cutile-rs vs cuTile Python, TileGym's test_perf, fp16 2048-8192 cubed, both variants (H200)",
+        (
+            "use_tma",
+            "static_persistent",
+            "transpose_b",
+            "transpose_a",
+            "m",
+            "n",
+            "k",
+            "offset_a",
+            "offset_b",
+            "dtype",
+        ),
+    ),
 )
 
 

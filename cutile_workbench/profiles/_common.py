@@ -45,15 +45,23 @@ def need_module(name: str, why: str) -> None:
         pytest.skip(f"{why}: module '{name}' is not installed")
 
 
-def assert_close(torch: Any, out: Any, ref64: Any, what: str, atol: float = BF16_TOL["atol"],
-                 rtol: float = BF16_TOL["rtol"]) -> None:
+def assert_close(
+    torch: Any,
+    out: Any,
+    ref64: Any,
+    what: str,
+    atol: float = BF16_TOL["atol"],
+    rtol: float = BF16_TOL["rtol"],
+) -> None:
     """Fail the test (before timing) when ``out`` differs from the float64 reference."""
     got = out.to(torch.float64)
     err = (got - ref64).abs()
     bound = atol + rtol * ref64.abs()
     bad = int((err > bound).sum().item())
-    assert bad == 0, (f"{what}: {bad} of {ref64.numel()} elements outside atol={atol} "
-                      f"rtol={rtol} vs float64 (max abs err {err.max().item():.3e})")
+    assert bad == 0, (
+        f"{what}: {bad} of {ref64.numel()} elements outside atol={atol} "
+        f"rtol={rtol} vs float64 (max abs err {err.max().item():.3e})"
+    )
 
 
 def benchmark_framework(framework: str, fn: Callable[[], Any]) -> dict[str, Any]:

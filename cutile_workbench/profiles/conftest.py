@@ -14,8 +14,12 @@ from typing import Any
 
 def pytest_addoption(parser: Any) -> None:
     try:
-        parser.addoption("--print-record", action="store_true", default=False,
-                         help="Print record_property content in tests")
+        parser.addoption(
+            "--print-record",
+            action="store_true",
+            default=False,
+            help="Print record_property content in tests",
+        )
     except ValueError:
         pass  # already registered by a parent conftest
 

@@ -80,5 +80,5 @@ def display_path(path: Path) -> str:
     """A checkout file as TileGym names it (from its last ``src/`` on), else the path as given."""
     parts = Path(path).resolve().parts
     if "src" in parts:
-        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src"):])
+        return "/".join(parts[len(parts) - 1 - parts[::-1].index("src") :])
     return str(path)

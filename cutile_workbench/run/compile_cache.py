@@ -27,8 +27,11 @@ from pathlib import Path
 from typing import Any
 
 #: toolchain subdir → the environment variable that moves its disk cache
-TOOLCHAINS: Mapping[str, str] = {"cuda_tile": "CUDA_TILE_CACHE_DIR", "triton": "TRITON_CACHE_DIR",
-                                 "tilecpp": "TILECPP_CACHE_DIR"}
+TOOLCHAINS: Mapping[str, str] = {
+    "cuda_tile": "CUDA_TILE_CACHE_DIR",
+    "triton": "TRITON_CACHE_DIR",
+    "tilecpp": "TILECPP_CACHE_DIR",
+}
 
 
 def cache_env(root: Path | str, explicit: Mapping[str, str] = {}) -> dict[str, str]:
@@ -59,8 +62,9 @@ def census(root: Path | str) -> dict[str, dict[str, int]]:
     return out
 
 
-def split(root: Path | str, before: Mapping[str, Mapping[str, int]],
-          after: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+def split(
+    root: Path | str, before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]
+) -> dict[str, Any]:
     """What one run did to the cache (see module contract)."""
     added = {sub: max(0, after[sub]["files"] - before[sub]["files"]) for sub in TOOLCHAINS}
     had = sum(v["files"] for v in before.values())
@@ -69,6 +73,11 @@ def split(root: Path | str, before: Mapping[str, Mapping[str, int]],
         state = "warm" if had else "unused"
     else:
         state = "cold" if had == 0 else "partial"
-    return {"dir": str(Path(root).resolve()), "state": state, "before": {k: dict(v) for k, v in before.items()},
-            "after": {k: dict(v) for k, v in after.items()}, "added_files": added,
-            "note": "cutile-rs (tileiras) keeps no disk cache: its compiles are paid in every process"}
+    return {
+        "dir": str(Path(root).resolve()),
+        "state": state,
+        "before": {k: dict(v) for k, v in before.items()},
+        "after": {k: dict(v) for k, v in after.items()},
+        "added_files": added,
+        "note": "cutile-rs (tileiras) keeps no disk cache: its compiles are paid in every process",
+    }

@@ -131,7 +131,9 @@ class RunSpec:
     compile_cache: str | None = None
 
     def describe(self) -> str:
-        return f"{self.kernel}/{self.role}: {self.test_target}" + (f" -k {self.k_expr!r}" if self.k_expr else "")
+        return f"{self.kernel}/{self.role}: {self.test_target}" + (
+            f" -k {self.k_expr!r}" if self.k_expr else ""
+        )
 
 
 @dataclass(frozen=True)
@@ -235,8 +237,15 @@ def plugin_args() -> list[str]:
 def pytest_base_argv(spec: RunSpec) -> list[str]:
     # -p no:cacheprovider: never write .pytest_cache into a (possibly read-only) TileGym checkout.
     # --rootdir=cwd: node ids are relative to cwd, so they can be passed back as arguments.
-    return [spec.python, "-m", "pytest", "-p", "no:cacheprovider", f"--rootdir={Path(spec.cwd).resolve()}",
-            *plugin_args()]
+    return [
+        spec.python,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={Path(spec.cwd).resolve()}",
+        *plugin_args(),
+    ]
 
 
 def collect_argv(spec: RunSpec) -> list[str]:
@@ -270,8 +279,9 @@ def backend_k_expr(token: str, user_k: str | None = None) -> str:
 # --------------------------------------------------------------------------- collection
 
 
-def collect(spec: RunSpec, *, timeout_s: float | None = None,
-            cancel: threading.Event | None = None) -> tuple[int, list[str], str]:
+def collect(
+    spec: RunSpec, *, timeout_s: float | None = None, cancel: threading.Event | None = None
+) -> tuple[int, list[str], str]:
     """Run the collection child; returns ``(pytest rc, node ids, output)``. Never raises on rc.
 
     rc is 124 when it was killed at ``timeout_s`` (default ``startup_timeout_s``), 130 when
@@ -281,12 +291,18 @@ def collect(spec: RunSpec, *, timeout_s: float | None = None,
     with tempfile.TemporaryFile() as buf:
         try:
             proc = subprocess.Popen(
-                collect_argv(spec), cwd=spec.cwd, env=child_env(spec), stdin=subprocess.DEVNULL,
-                stdout=buf, stderr=subprocess.STDOUT, start_new_session=True,
+                collect_argv(spec),
+                cwd=spec.cwd,
+                env=child_env(spec),
+                stdin=subprocess.DEVNULL,
+                stdout=buf,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         except OSError as exc:
-            raise InputError(f"cannot start {spec.python!r} in {spec.cwd}: {exc.strerror or exc}",
-                             key="python") from None
+            raise InputError(
+                f"cannot start {spec.python!r} in {spec.cwd}: {exc.strerror or exc}", key="python"
+            ) from None
         deadline = time.monotonic() + limit
         rc: int | None = None
         extra = ""
@@ -492,8 +508,12 @@ class _StdoutTracker:
         if self.current is not None:
             word = line.rstrip().rsplit(" ", 1)[-1] if line.strip() else ""
             if word in _OUTCOME_WORDS:
-                outcome = {"PASSED": "passed", "XPASS": "passed", "SKIPPED": "skipped",
-                           "XFAIL": "skipped"}.get(word, "failed")
+                outcome = {
+                    "PASSED": "passed",
+                    "XPASS": "passed",
+                    "SKIPPED": "skipped",
+                    "XFAIL": "skipped",
+                }.get(word, "failed")
                 self.finished[self.current] = outcome
                 self.current = None
                 self.changed_at = time.monotonic()
@@ -519,8 +539,12 @@ def run(
     compile_cache.prepare(spec.compile_cache)
     before = compile_cache.census(spec.compile_cache)
     result = _run(spec, out, on_event=on_event, cancel=cancel)
-    return replace(result, compile_cache=compile_cache.split(
-        spec.compile_cache, before, compile_cache.census(spec.compile_cache)))
+    return replace(
+        result,
+        compile_cache=compile_cache.split(
+            spec.compile_cache, before, compile_cache.census(spec.compile_cache)
+        ),
+    )
 
 
 def _run(
@@ -556,9 +580,11 @@ def _run(
             # Nothing selected or collection broke: the collection output *is* the log.
             sink.write(collect_text.encode("utf-8"))
             rc = rc_c if rc_c not in (0,) else 5
-            note = ("collection failed" if rc_c not in (0, 5) else "no test matched the selection")
+            note = "collection failed" if rc_c not in (0, 5) else "no test matched the selection"
             state.notes.append(f"{note} (pytest rc {rc_c})")
-            return _result(spec, rc, sink, state, attempts, (), started_at, t0, collect_text, False, dispatcher)
+            return _result(
+                spec, rc, sink, state, attempts, (), started_at, t0, collect_text, False, dispatcher
+            )
         state.expected = ids
         total_deadline = t0 + spec.total_timeout_s if spec.total_timeout_s else None
         # The canonical ``<target> -k`` form unless the exact-token filter dropped some -k matches.
@@ -578,8 +604,17 @@ def _run(
             if index > 1:
                 explicit = remaining
             ev_path = runs_dir / f"{spec.role}.events.{index}.jsonl"
-            att = _run_attempt(spec, index, run_argv(spec, ev_path, explicit), ev_path, sink, state,
-                               dispatcher, cancel, total_deadline)
+            att = _run_attempt(
+                spec,
+                index,
+                run_argv(spec, ev_path, explicit),
+                ev_path,
+                sink,
+                state,
+                dispatcher,
+                cancel,
+                total_deadline,
+            )
             attempts.append(att)
             if att.ended == "cancelled":
                 cancelled = True
@@ -587,8 +622,11 @@ def _run(
             if att.ended in ("total_timeout", "spawn_failed", "finished"):
                 if att.ended == "finished" or att.ended == "spawn_failed":
                     for n in state.remaining():
-                        state.not_run[n] = (f"not run: {att.detail}" if att.ended == "spawn_failed"
-                                            else "not run: pytest finished without running it")
+                        state.not_run[n] = (
+                            f"not run: {att.detail}"
+                            if att.ended == "spawn_failed"
+                            else "not run: pytest finished without running it"
+                        )
                 break
             # killed_hang / crashed: resume only if this attempt moved forward.
             if state.started_tests == 0 and state.finished_tests == 0:
@@ -605,18 +643,32 @@ def _run(
         if cancelled:
             for n in state.remaining():
                 state.not_run[n] = "not run: cancelled"
-        rc = 2 if (cancelled or any(a.ended == "total_timeout" for a in attempts)) else (
-            1 if state.failed or state.not_run else 0)
-        return _result(spec, rc, sink, state, attempts, tuple(ids), started_at, t0, collect_text,
-                       cancelled, dispatcher)
+        rc = (
+            2
+            if (cancelled or any(a.ended == "total_timeout" for a in attempts))
+            else (1 if state.failed or state.not_run else 0)
+        )
+        return _result(
+            spec, rc, sink, state, attempts, tuple(ids), started_at, t0, collect_text, cancelled, dispatcher
+        )
     finally:
         dispatcher.close()
         sink.close()
 
 
-def _result(spec: RunSpec, rc: int, sink: _LogSink, state: _State, attempts: list[Attempt],
-            ids: tuple[str, ...], started_at: float, t0: float, collect_text: str, cancelled: bool,
-            dispatcher: _Dispatcher) -> RunResult:
+def _result(
+    spec: RunSpec,
+    rc: int,
+    sink: _LogSink,
+    state: _State,
+    attempts: list[Attempt],
+    ids: tuple[str, ...],
+    started_at: float,
+    t0: float,
+    collect_text: str,
+    cancelled: bool,
+    dispatcher: _Dispatcher,
+) -> RunResult:
     duration = time.monotonic() - t0
     counts = _count_outcomes(state.outcomes)
     if attempts:
@@ -625,15 +677,35 @@ def _result(spec: RunSpec, rc: int, sink: _LogSink, state: _State, attempts: lis
             f"{counts['skipped']} skipped, {len(state.not_run)} not run in {len(attempts)} "
             f"attempt(s) ({duration:.2f}s) ====="
         )
-    _emit(state, dispatcher, _synthetic("runner_finish", rc=rc, failed=dict(state.failed),
-                                        not_run=dict(state.not_run), cancelled=cancelled))
+    _emit(
+        state,
+        dispatcher,
+        _synthetic(
+            "runner_finish",
+            rc=rc,
+            failed=dict(state.failed),
+            not_run=dict(state.not_run),
+            cancelled=cancelled,
+        ),
+    )
     dispatcher.close()  # all callbacks done before run() returns
     launch_sets = _launch_sets(state.events, state.notes)
     return RunResult(
-        spec=spec, rc=rc, raw_log_path=sink.path, events=tuple(state.events), collected=ids,
-        outcomes=dict(state.outcomes), failed=dict(state.failed), not_run=dict(state.not_run),
-        attempts=tuple(attempts), launch_sets=tuple(launch_sets), cancelled=cancelled,
-        started_at=started_at, duration_s=duration, collect_output=collect_text, notes=tuple(state.notes),
+        spec=spec,
+        rc=rc,
+        raw_log_path=sink.path,
+        events=tuple(state.events),
+        collected=ids,
+        outcomes=dict(state.outcomes),
+        failed=dict(state.failed),
+        not_run=dict(state.not_run),
+        attempts=tuple(attempts),
+        launch_sets=tuple(launch_sets),
+        cancelled=cancelled,
+        started_at=started_at,
+        duration_s=duration,
+        collect_output=collect_text,
+        notes=tuple(state.notes),
     )
 
 
@@ -703,9 +775,17 @@ class _Dispatcher:
             self._thread.join()
 
 
-def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink: _LogSink,
-                 state: _State, dispatcher: _Dispatcher, cancel: threading.Event | None,
-                 total_deadline: float | None) -> Attempt:
+def _run_attempt(
+    spec: RunSpec,
+    index: int,
+    argv: list[str],
+    ev_path: Path,
+    sink: _LogSink,
+    state: _State,
+    dispatcher: _Dispatcher,
+    cancel: threading.Event | None,
+    total_deadline: float | None,
+) -> Attempt:
     """One child process: spawn, tee, tail events, watch for hangs/crashes/cancel, classify the end."""
     t0 = time.monotonic()
     state.current = None
@@ -719,8 +799,15 @@ def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink
     tracker = _StdoutTracker(state.expected)
     ev_path.write_bytes(b"")
     try:
-        proc = subprocess.Popen(argv, cwd=spec.cwd, env=child_env(spec), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv,
+            cwd=spec.cwd,
+            env=child_env(spec),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     except OSError as exc:
         return Attempt(index, tuple(argv), None, "spawn_failed", f"could not start: {exc}", 0.0, str(ev_path))
     assert proc.stdout is not None
@@ -777,8 +864,17 @@ def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink
             pending = b""
 
     try:
-        ended, detail = _watch(proc, spec, state, tracker, tracker_lock, drain_events, cancel, total_deadline,
-                               lambda: first_event_seen)
+        ended, detail = _watch(
+            proc,
+            spec,
+            state,
+            tracker,
+            tracker_lock,
+            drain_events,
+            cancel,
+            total_deadline,
+            lambda: first_event_seen,
+        )
     except BaseException:
         # KeyboardInterrupt or a bug of ours: the child runs in its own session and would keep
         # the GPU busy after we are gone.
@@ -791,8 +887,10 @@ def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink
     drain_events(final=True)
     with tracker_lock:
         running = _running_test(state, tracker)
-        last_line = next((ln.strip() for ln in reversed(out_tail.decode("utf-8", "replace").splitlines())
-                          if ln.strip()), "")
+        last_line = next(
+            (ln.strip() for ln in reversed(out_tail.decode("utf-8", "replace").splitlines()) if ln.strip()),
+            "",
+        )
     if ended == "finished" and state.session_finished is None:
         if not first_event_seen and running is None and rc in (0, 1):
             # No event stream at all (plugin without --workbench-events support): pytest's own
@@ -811,8 +909,11 @@ def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink
             state.outcomes.pop(running, None)
             sink.write_line(f"FAILED {running} - {reason}")
             _emit(state, dispatcher, _synthetic("test_failed", nodeid=running, when="call", longrepr=reason))
-            _emit(state, dispatcher, _synthetic("test_finish", nodeid=running, outcome="failed",
-                                                duration_s=0.0, killed=True))
+            _emit(
+                state,
+                dispatcher,
+                _synthetic("test_finish", nodeid=running, outcome="failed", duration_s=0.0, killed=True),
+            )
     if not state.saw_event_test_start:
         # No plugin events: take outcomes from the -v lines instead.
         for nodeid, outcome in tracker.finished.items():
@@ -827,23 +928,42 @@ def _run_attempt(spec: RunSpec, index: int, argv: list[str], ev_path: Path, sink
         for nodeid in state.casualties:
             state.failed.pop(nodeid, None)
             state.outcomes.pop(nodeid, None)
-        state.notes.append(f"attempt {index}: {len(state.casualties)} test(s) after the sticky CUDA error "
-                           f"in {state.poisoned_by} are run again")
+        state.notes.append(
+            f"attempt {index}: {len(state.casualties)} test(s) after the sticky CUDA error "
+            f"in {state.poisoned_by} are run again"
+        )
         if ended == "finished" and state.remaining():
             ended, detail = "poisoned", f"hit a sticky CUDA error in {state.poisoned_by}"
     if ended == "total_timeout":
         for n in state.remaining():
             state.not_run[n] = "not run: total timeout reached"
-    _emit(state, dispatcher, _synthetic("runner_attempt_end", attempt=index, rc=rc, ended=ended,
-                                        detail=detail, running=running))
-    return Attempt(index, tuple(argv), rc, ended, detail or f"exited with status {rc}",
-                   time.monotonic() - t0, str(ev_path))
+    _emit(
+        state,
+        dispatcher,
+        _synthetic("runner_attempt_end", attempt=index, rc=rc, ended=ended, detail=detail, running=running),
+    )
+    return Attempt(
+        index,
+        tuple(argv),
+        rc,
+        ended,
+        detail or f"exited with status {rc}",
+        time.monotonic() - t0,
+        str(ev_path),
+    )
 
 
-def _watch(proc: subprocess.Popen[bytes], spec: RunSpec, state: _State, tracker: _StdoutTracker,
-           tracker_lock: threading.Lock, drain_events: Callable[[bool], None],
-           cancel: threading.Event | None, total_deadline: float | None,
-           first_event_seen: Callable[[], bool]) -> tuple[str, str]:
+def _watch(
+    proc: subprocess.Popen[bytes],
+    spec: RunSpec,
+    state: _State,
+    tracker: _StdoutTracker,
+    tracker_lock: threading.Lock,
+    drain_events: Callable[[bool], None],
+    cancel: threading.Event | None,
+    total_deadline: float | None,
+    first_event_seen: Callable[[], bool],
+) -> tuple[str, str]:
     """Poll the child until it exits or must be killed; returns ``(ended, detail)``."""
     while True:
         rc = proc.poll()
@@ -857,19 +977,25 @@ def _watch(proc: subprocess.Popen[bytes], spec: RunSpec, state: _State, tracker:
             return "finished", ""
         if state.poison_done and state.remaining():
             how = kill_group(proc, spec.kill_grace_s)
-            return "poisoned", (f"was restarted after a sticky CUDA error in {state.poisoned_by} "
-                                f"(later CUDA calls in that process would all fail; {how})")
+            return "poisoned", (
+                f"was restarted after a sticky CUDA error in {state.poisoned_by} "
+                f"(later CUDA calls in that process would all fail; {how})"
+            )
         if cancel is not None and cancel.is_set():
             return "cancelled", f"was cancelled ({kill_group(proc, spec.kill_grace_s)})"
         if total_deadline is not None and now >= total_deadline:
             how = kill_group(proc, spec.kill_grace_s)
             return "total_timeout", f"was killed at the total timeout of {spec.total_timeout_s}s ({how})"
-        limit = spec.per_test_timeout_s if first_event_seen() or in_test else max(
-            spec.per_test_timeout_s, spec.startup_timeout_s)
+        limit = (
+            spec.per_test_timeout_s
+            if first_event_seen() or in_test
+            else max(spec.per_test_timeout_s, spec.startup_timeout_s)
+        )
         if now - state.progress_at > limit:
             how = kill_group(proc, spec.kill_grace_s)
             return "killed_hang", f"was killed after {limit:.1f}s without progress ({how})"
         time.sleep(_POLL_S)
+
 
 def _running_test(state: _State, tracker: _StdoutTracker) -> str | None:
     if state.saw_event_test_start:
@@ -932,8 +1058,9 @@ def raw_log_destination(role: str, out: KernelPaths) -> Path:
     return Path(getattr(out, RAW_LOG_TARGET[role]))
 
 
-def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
-                  metadata_overrides: Mapping[str, Any] | None = None) -> list[Path]:
+def write_results(
+    result: RunResult, spec: RunSpec, out: KernelPaths, *, metadata_overrides: Mapping[str, Any] | None = None
+) -> list[Path]:
     """Lay a run into the artifact layout; returns the written paths. All reads/validation first.
 
     raw log → the role's log file; events → ``workbench/events.jsonl`` (this role's previous lines
@@ -953,10 +1080,15 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
     merged_sets: list[LaunchSet | RawMember] | None = None
     if result.launch_sets:
         from cutile_workbench.artifacts.launch_store import index_path_for, open_store
+
         # per-config members: the kept ones are copied as bytes (nothing of them is parsed)
         old = open_store(out.launches_json) if out.launches_json.exists() else None
         new_keys = {(s.nodeid, s.backend) for s in result.launch_sets}
-        keep = [] if old is None else [i for i, e in enumerate(old.entries) if (e.nodeid, e.backend) not in new_keys]
+        keep = (
+            []
+            if old is None
+            else [i for i, e in enumerate(old.entries) if (e.nodeid, e.backend) not in new_keys]
+        )
         merged_sets = [*(old.raw_members(keep) if old is not None else ()), *result.launch_sets]
         _ensure_inside(index_path_for(out.launches_json), root)
     for p in (log_dest, out.events_jsonl, out.session_json, out.launches_json):
@@ -966,19 +1098,29 @@ def write_results(result: RunResult, spec: RunSpec, out: KernelPaths, *,
 
     root.mkdir(parents=True, exist_ok=True)
     with kernel_lock(root):
-        return _write_locked(result, spec, out, log_dest, kept_lines, merged_sets, session,
-                             dict(metadata_overrides or {}))
+        return _write_locked(
+            result, spec, out, log_dest, kept_lines, merged_sets, session, dict(metadata_overrides or {})
+        )
 
 
-def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: Path, kept_lines: list[str],
-                  merged_sets: list[LaunchSet | RawMember] | None, session: dict[str, Any],
-                  metadata_overrides: dict[str, Any]) -> list[Path]:
+def _write_locked(
+    result: RunResult,
+    spec: RunSpec,
+    out: KernelPaths,
+    log_dest: Path,
+    kept_lines: list[str],
+    merged_sets: list[LaunchSet | RawMember] | None,
+    session: dict[str, Any],
+    metadata_overrides: dict[str, Any],
+) -> list[Path]:
     root = out.root
     written: list[Path] = []
     atomic_write_bytes(log_dest, result.raw_log_path.read_bytes(), root)
     written.append(log_dest)
-    new_lines = [json.dumps({**ev.to_dict(), "role": spec.role}, default=str, ensure_ascii=True)
-                 for ev in result.events]
+    new_lines = [
+        json.dumps({**ev.to_dict(), "role": spec.role}, default=str, ensure_ascii=True)
+        for ev in result.events
+    ]
     atomic_write_bytes(out.events_jsonl, ("".join(ln + "\n" for ln in kept_lines + new_lines)).encode(), root)
     written.append(out.events_jsonl)
     if merged_sets is not None:
@@ -991,12 +1133,14 @@ def _write_locked(result: RunResult, spec: RunSpec, out: KernelPaths, log_dest: 
     session.setdefault("runs", {})[spec.role] = {**session_metadata(result, spec), **metadata_overrides}
     # issue #15: one history entry per run (workbench/history.sqlite); never blocks the results
     from cutile_workbench.history.record import record_run
+
     history = record_run(out, spec.role, log_dest, result.events)
     session["runs"][spec.role]["history"] = history.as_dict()
     if history.added:
         written.append(Path(history.store_path))
-    atomic_write_bytes(out.session_json, (json.dumps(session, indent=2, sort_keys=True, default=str) + "\n").encode(),
-                       root)
+    atomic_write_bytes(
+        out.session_json, (json.dumps(session, indent=2, sort_keys=True, default=str) + "\n").encode(), root
+    )
     written.append(out.session_json)
     if spec.dump_ir_dir:
         written += _file_ir(result, spec, out)
@@ -1042,8 +1186,14 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "total_timeout_s": spec.total_timeout_s,
         "commands": [shlex.join(a.argv) for a in result.attempts],
         "attempts": [
-            {"index": a.index, "rc": a.rc, "ended": a.ended, "detail": a.detail,
-             "duration_s": round(a.duration_s, 3)} for a in result.attempts
+            {
+                "index": a.index,
+                "rc": a.rc,
+                "ended": a.ended,
+                "detail": a.detail,
+                "duration_s": round(a.duration_s, 3),
+            }
+            for a in result.attempts
         ],
         "rc": result.rc,
         "collected": len(result.collected),
@@ -1053,9 +1203,13 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "cancelled": result.cancelled,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(result.started_at)),
         "duration_s": round(result.duration_s, 3),
-        "compile_cache": dict(result.compile_cache) if result.compile_cache is not None else {
-            "dir": None, "state": "not recorded",
-            "note": "no --compile-cache: the toolchains used their default caches, which are not counted"},
+        "compile_cache": dict(result.compile_cache)
+        if result.compile_cache is not None
+        else {
+            "dir": None,
+            "state": "not recorded",
+            "note": "no --compile-cache: the toolchains used their default caches, which are not counted",
+        },
         "host": socket.gethostname(),
         "gpu": gpu_description(child_env, result.events),
         "compute_capability": gpu_query("compute_cap", child_env),
@@ -1141,13 +1295,14 @@ def _existing_session(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("runs", {}), dict):
-        raise InputError("session metadata must be a JSON object with an object 'runs'", path=path, key="runs")
+        raise InputError(
+            "session metadata must be a JSON object with an object 'runs'", path=path, key="runs"
+        )
     return data
 
 
 def _check_kernel_dir(out: KernelPaths) -> None:
     if not _KERNEL_NAME.match(out.kernel) or out.kernel in (".", ".."):
-        raise UnsafePath(f"refusing kernel name {out.kernel!r} (letters, digits, '_', '.', '-' only)",
-                         key="kernel")
-
-
+        raise UnsafePath(
+            f"refusing kernel name {out.kernel!r} (letters, digits, '_', '.', '-' only)", key="kernel"
+        )

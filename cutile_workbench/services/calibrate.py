@@ -41,7 +41,9 @@ def _default_backend(ws: Workspace, backends_by_role: dict[str, set[str]], prese
     ref = ws.analysis.reference_backend if ws.analysis is not None else None
     if ref is not None and _FRAMEWORK.get(ref, ref) in present:
         return _FRAMEWORK.get(ref, ref)
-    baseline = sorted(set().union(*(b for role, b in backends_by_role.items() if role.startswith("baseline"))))
+    baseline = sorted(
+        set().union(*(b for role, b in backends_by_role.items() if role.startswith("baseline")))
+    )
     return baseline[0] if len(baseline) == 1 else None
 
 
@@ -62,21 +64,36 @@ def calibration(ws: Workspace, backend: str | None = None) -> CalibrationReport:
         store.close()
     chosen = backend or _default_backend(ws, backends_by_role, present)
     if chosen is None:
-        raise InputError(f"which baseline? name one with --backend (present: {', '.join(sorted(present)) or 'none'})",
-                         path=str(ws.kernel_dir), key="--backend")
+        raise InputError(
+            f"which baseline? name one with --backend (present: {', '.join(sorted(present)) or 'none'})",
+            path=str(ws.kernel_dir),
+            key="--backend",
+        )
     if chosen not in present:
-        raise InputError(f"no run of backend {chosen!r} in the history (present: {', '.join(sorted(present)) or 'none'})",
-                         path=str(ws.kernel_dir), key="--backend")
-    holding = sorted((runs[rid] for rid, cs in by_run.items() if any(c.backend == chosen for c in cs)),
-                     key=lambda r: (r.when, r.run_id))
+        raise InputError(
+            f"no run of backend {chosen!r} in the history (present: {', '.join(sorted(present)) or 'none'})",
+            path=str(ws.kernel_dir),
+            key="--backend",
+        )
+    holding = sorted(
+        (runs[rid] for rid, cs in by_run.items() if any(c.backend == chosen for c in cs)),
+        key=lambda r: (r.when, r.run_id),
+    )
     if len(holding) < 2:
-        raise InputError(f"the history holds {len(holding)} run of {chosen}: the A/A test needs two (measure it "
-                         f"again: `cutile-workbench calibrate {ws.kernel} --run -b {chosen}` on a GPU node)",
-                         path=str(ws.kernel_dir), key="runs")
+        raise InputError(
+            f"the history holds {len(holding)} run of {chosen}: the A/A test needs two (measure it "
+            f"again: `cutile-workbench calibrate {ws.kernel} --run -b {chosen}` on a GPU node)",
+            path=str(ws.kernel_dir),
+            key="runs",
+        )
     older, newer = holding[-2], holding[-1]
     result = calibrate(chosen, (older.run_key, by_run[older.run_id]), (newer.run_key, by_run[newer.run_id]))
     ids = [run_identity(r.provenance, r.roles) for r in (older, newer)]
-    note = ("" if ids[0] is not None and ids[0] == ids[1] else
-            "the two runs' code identity (TileGym commit) is not recorded: same code not shown"
-            if None in ids else f"the two runs measured different code ({ids[0]} vs {ids[1]}): not a clean A/A test")
+    note = (
+        ""
+        if ids[0] is not None and ids[0] == ids[1]
+        else "the two runs' code identity (TileGym commit) is not recorded: same code not shown"
+        if None in ids
+        else f"the two runs measured different code ({ids[0]} vs {ids[1]}): not a clean A/A test"
+    )
     return CalibrationReport(ws.kernel, result, older.when, newer.when, len(holding), identity_note=note)

@@ -106,8 +106,14 @@ class SelectionInputs:
     candidate_source: str  # where the candidate came from, for the output
 
 
-def selection_inputs(kernel: str, *, analysis_path: Path | str | None, out_root: Path | str | None,
-                     candidate: str | None = None, env: Mapping[str, str] = os.environ) -> SelectionInputs:
+def selection_inputs(
+    kernel: str,
+    *,
+    analysis_path: Path | str | None,
+    out_root: Path | str | None,
+    candidate: str | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> SelectionInputs:
     """analysis.json — ``analysis_path``, else the kernel's workspace resolved like every command
     (``out_root`` → ``$CUTILE_KERNEL_OUT_ROOT`` → the recorded session) — and the candidate: the
     given one, else the workspace's ``session.json`` candidate, else the built-in profile's, else
@@ -122,8 +128,10 @@ def selection_inputs(kernel: str, *, analysis_path: Path | str | None, out_root:
         ws = open_workspace(kernel, out_root=Path(out_root) if out_root else None, env=env)
         path = ws.paths.analysis_json
         if ws.analysis is None:
-            raise InputError(f"analysis.json not found (source: {ws.source}); pass --analysis PATH or --out-root DIR",
-                             path=path)
+            raise InputError(
+                f"analysis.json not found (source: {ws.source}); pass --analysis PATH or --out-root DIR",
+                path=path,
+            )
         analysis = ws.analysis
         try:
             meta = ws.session_meta() or {}
@@ -146,7 +154,9 @@ def reference_winner(analysis: Any) -> str | None:
     """The baseline backend analysis.json names (``reference_backend`` or the selection's winner)."""
     raw = analysis if isinstance(analysis, Mapping) else getattr(analysis, "raw", {}) or {}
     selection = raw.get("reference_backend_selection")
-    winner = raw.get("reference_backend") or (selection.get("winner") if isinstance(selection, Mapping) else None)
+    winner = raw.get("reference_backend") or (
+        selection.get("winner") if isinstance(selection, Mapping) else None
+    )
     return str(winner) if winner in ("cutile", "triton") else None
 
 
@@ -176,8 +186,16 @@ def wrapper_source(tilegym: Path, kernel: str) -> Path:
     return tilegym / "src" / "tilegym" / "ops" / "cutile_rs" / f"{kernel}.py"
 
 
-def apply_wiring_edits(tilegym: Path, kernel: str, check: WiringCheck, *, python: str,
-                       backup_dir: Path | None, env: Mapping[str, str], timeout_s: float) -> Iterator[ApplyResult]:
+def apply_wiring_edits(
+    tilegym: Path,
+    kernel: str,
+    check: WiringCheck,
+    *,
+    python: str,
+    backup_dir: Path | None,
+    env: Mapping[str, str],
+    timeout_s: float,
+) -> Iterator[ApplyResult]:
     """Apply each proposed ``test_perf`` edit of ``check`` in turn (the one source edit the workbench makes).
 
     Each edit is re-proposed against the current file so a second class sees the first edit;
@@ -190,12 +208,14 @@ def apply_wiring_edits(tilegym: Path, kernel: str, check: WiringCheck, *, python
         if status.edit is None:
             continue
         module = load_test_module(test_path, tilegym)
-        fresh = analyse_wiring(module, module.find(status.target.split("::", 1)[1]),
-                               wrapper=wrapper_source(tilegym, kernel))
+        fresh = analyse_wiring(
+            module, module.find(status.target.split("::", 1)[1]), wrapper=wrapper_source(tilegym, kernel)
+        )
         if fresh.edit is None:
             continue
-        applied = apply_wiring(fresh.edit, tilegym, targets, python=python, backup_dir=backup_dir, env=env,
-                               timeout_s=timeout_s)
+        applied = apply_wiring(
+            fresh.edit, tilegym, targets, python=python, backup_dir=backup_dir, env=env, timeout_s=timeout_s
+        )
         yield applied
         if not applied.applied:
             return
@@ -233,30 +253,53 @@ def _error_item(section: str, error: WorkbenchError, cli: str) -> CheckItem:
 
 
 def _cancelled_item(section: str) -> CheckItem:
-    return CheckItem(section, "CANCELLED", "stopped: the checks were cancelled (its child process was killed)")
+    return CheckItem(
+        section, "CANCELLED", "stopped: the checks were cancelled (its child process was killed)"
+    )
 
 
-def _precondition(kernel: str, root: Path, python: str, env: Mapping[str, str] | None,
-                  timeout_s: float, cancelled: Callable[[], bool] | None = None) -> CheckItem:
+def _precondition(
+    kernel: str,
+    root: Path,
+    python: str,
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    cancelled: Callable[[], bool] | None = None,
+) -> CheckItem:
     cli = _cli(kernel, root, "check")
     pre = check_precondition(root, python=python, env=env, timeout_s=timeout_s, cancelled=cancelled)
     if pre.child.cancelled:
         return _cancelled_item("precondition")
     if pre.ok:
-        return CheckItem("precondition", "OK", "tilegym.backend.cutile_rs.autotune_launch imports",
-                         detail=f"$ {pre.display_command}   (cwd {root})", cli=cli)
+        return CheckItem(
+            "precondition",
+            "OK",
+            "tilegym.backend.cutile_rs.autotune_launch imports",
+            detail=f"$ {pre.display_command}   (cwd {root})",
+            cli=cli,
+        )
     tail = pre.traceback.splitlines()[-TRACEBACK_TAIL:]
     detail = [f"$ {pre.display_command}   (cwd {root})", f"exit={pre.child.rc}", *tail]
     detail += [f"hint: {h}" for h in pre.hints]
     return CheckItem(
-        "precondition", "BLOCKED", f"import failed: {pre.reason}", detail="\n".join(detail),
+        "precondition",
+        "BLOCKED",
+        f"import failed: {pre.reason}",
+        detail="\n".join(detail),
         action="E stops here (VERDICT: BLOCKED); the CLI twin writes reports/agent_logs/agent_e.md "
-               "and SKILL_METHODOLOGY_BLOCKED.txt with --out-root (this screen writes nothing)",
-        cli=cli)
+        "and SKILL_METHODOLOGY_BLOCKED.txt with --out-root (this screen writes nothing)",
+        cli=cli,
+    )
 
 
-def _wiring(kernel: str, root: Path, python: str, env: Mapping[str, str] | None,
-            timeout_s: float, cancelled: Callable[[], bool] | None = None) -> list[CheckItem]:
+def _wiring(
+    kernel: str,
+    root: Path,
+    python: str,
+    env: Mapping[str, str] | None,
+    timeout_s: float,
+    cancelled: Callable[[], bool] | None = None,
+) -> list[CheckItem]:
     cli = _cli(kernel, root, "check")
     check = check_wiring(root, kernel, python=python, env=env, timeout_s=timeout_s, cancelled=cancelled)
     collect = check.collect
@@ -268,54 +311,97 @@ def _wiring(kernel: str, root: Path, python: str, env: Mapping[str, str] | None,
         ids = list(check.cutile_rs_cases[:MAX_IDS])
         more = check.selected - len(ids)
         detail = "\n".join([command, *ids, *([f"… {more} more"] if more > 0 else [])])
-        return [CheckItem("wiring", "OK", f"{check.selected} cutile-rs perf case(s) selected",
-                          detail=detail, location=check.relpath, cli=cli)]
+        return [
+            CheckItem(
+                "wiring",
+                "OK",
+                f"{check.selected} cutile-rs perf case(s) selected",
+                detail=detail,
+                location=check.relpath,
+                cli=cli,
+            )
+        ]
     items: list[CheckItem] = []
     lines = [command]
     if not collect.ok:
         lines.append("collection problem (pytest output tail):")
         lines += collect.child.output.splitlines()[-10:]
-    items.append(CheckItem("wiring", "MISSING" if collect.ok else "ERROR",
-                           f"{check.selected} cutile-rs perf cases selected", detail="\n".join(lines),
-                           location=check.relpath, cli=cli))
+    items.append(
+        CheckItem(
+            "wiring",
+            "MISSING" if collect.ok else "ERROR",
+            f"{check.selected} cutile-rs perf cases selected",
+            detail="\n".join(lines),
+            location=check.relpath,
+            cli=cli,
+        )
+    )
     for status in check.statuses:
         loc = f"{check.relpath}:{status.line}" if status.line else check.relpath
         if status.edit is None:
-            items.append(CheckItem("wiring", "INFO" if status.state.startswith("wired") else "BLOCKED",
-                                   f"{status.target}: {status.state}: {status.message}", location=loc, cli=cli))
+            items.append(
+                CheckItem(
+                    "wiring",
+                    "INFO" if status.state.startswith("wired") else "BLOCKED",
+                    f"{status.target}: {status.state}: {status.message}",
+                    location=loc,
+                    cli=cli,
+                )
+            )
             continue
         edit = status.edit
-        items.append(CheckItem(
-            "wiring", "MISSING", f"{status.target}: {status.message}",
-            location=f"{check.relpath}:{edit.line}",
-            action=f"add {edit.literal} to {edit.where} (no tolerance, shape or assertion touched); "
-                   "not applied here — run the CLI twin, which keeps a backup, re-collects to prove ≥ 1 "
-                   "case and reverts if not",
-            diff=edit.diff(check.relpath), cli=_cli(kernel, root, "check", "--apply-wiring")))
+        items.append(
+            CheckItem(
+                "wiring",
+                "MISSING",
+                f"{status.target}: {status.message}",
+                location=f"{check.relpath}:{edit.line}",
+                action=f"add {edit.literal} to {edit.where} (no tolerance, shape or assertion touched); "
+                "not applied here — run the CLI twin, which keeps a backup, re-collects to prove ≥ 1 "
+                "case and reverts if not",
+                diff=edit.diff(check.relpath),
+                cli=_cli(kernel, root, "check", "--apply-wiring"),
+            )
+        )
     return items
 
 
 def _kselect(kernel: str, root: Path, analysis: Any, candidate: str) -> list[CheckItem]:
     if analysis is None:
-        return [CheckItem("kselect", "SKIPPED", "no reference/analysis.json in the out root: the -k expressions "
-                          "are built from its test_perf_configs", cli=_cli(kernel, root, "kselect", "--analysis",
-                                                                            "ANALYSIS.json", "--show"))]
+        return [
+            CheckItem(
+                "kselect",
+                "SKIPPED",
+                "no reference/analysis.json in the out root: the -k expressions "
+                "are built from its test_perf_configs",
+                cli=_cli(kernel, root, "kselect", "--analysis", "ANALYSIS.json", "--show"),
+            )
+        ]
     baseline = reference_winner(analysis)
     if baseline is None:
-        return [CheckItem("kselect", "ERROR", "analysis.json names no reference backend (cutile or triton)",
-                          location="reference/analysis.json: reference_backend",
-                          cli=_cli(kernel, root, "kselect", "--baseline", "triton", "--show"))]
+        return [
+            CheckItem(
+                "kselect",
+                "ERROR",
+                "analysis.json names no reference backend (cutile or triton)",
+                location="reference/analysis.json: reference_backend",
+                cli=_cli(kernel, root, "kselect", "--baseline", "triton", "--show"),
+            )
+        ]
     cli = _cli(kernel, root, "kselect", "--show")
     cases = static_cases(root, kernel)
     cases_by_test = cases.cases_by_test
-    selection = kselect.build_k_expressions(analysis, candidate, baseline, cases_by_test=cases_by_test,
-                                            default_test=cases.default_test)
+    selection = kselect.build_k_expressions(
+        analysis, candidate, baseline, cases_by_test=cases_by_test, default_test=cases.default_test
+    )
     lines: list[str] = []
     cand_ids: list[str] = []
     base_ids: list[str] = []
     unresolved: list[str] = []
-    for label, targets, sink in (("candidate", selection.candidate, cand_ids),
-                                 ("baseline", selection.baseline, base_ids)):
+    for label, targets, sink in (
+        ("candidate", selection.candidate, cand_ids),
+        ("baseline", selection.baseline, base_ids),
+    ):
         for t in targets:
             lines.append(f"{label} ({t.token}): -k {t.expr}")
             if t.test and t.test in cases_by_test:
@@ -329,38 +415,72 @@ def _kselect(kernel: str, root: Path, analysis: Any, candidate: str) -> list[Che
     lines += [f"note: {n}" for n in selection.notes]
     if unresolved:
         lines.append("ids not derivable statically for: " + ", ".join(sorted(set(unresolved))))
-        return [CheckItem("kselect", "INFO", f"{baseline} baseline; selection not proven statically",
-                          detail="\n".join(lines), action="prove it with collect-only (the CLI twin)", cli=cli)]
+        return [
+            CheckItem(
+                "kselect",
+                "INFO",
+                f"{baseline} baseline; selection not proven statically",
+                detail="\n".join(lines),
+                action="prove it with collect-only (the CLI twin)",
+                cli=cli,
+            )
+        ]
     diff = kselect.compare_selections(cand_ids, base_ids)
     lines += diff.describe().splitlines()
     if diff.ok:
-        return [CheckItem("kselect", "OK", f"both sides select the same {len(diff.common)} config(s) "
-                          f"(candidate {candidate} vs baseline {baseline})", detail="\n".join(lines), cli=cli)]
+        return [
+            CheckItem(
+                "kselect",
+                "OK",
+                f"both sides select the same {len(diff.common)} config(s) "
+                f"(candidate {candidate} vs baseline {baseline})",
+                detail="\n".join(lines),
+                cli=cli,
+            )
+        ]
     if not cand_ids and base_ids:
-        action = (f"test_perf has no {candidate} case for these configs yet: make the wiring edit above "
-                  "(CLI twin), then re-run the checks")
+        action = (
+            f"test_perf has no {candidate} case for these configs yet: make the wiring edit above "
+            "(CLI twin), then re-run the checks"
+        )
     else:
         action = "make analysis.json's test_perf_configs name configs both sides of test_perf parametrize"
-    return [CheckItem("kselect", "REFUSED", "candidate and baseline select different config sets: a run "
-                      "would be refused", detail="\n".join(lines), action=action, cli=cli)]
+    return [
+        CheckItem(
+            "kselect",
+            "REFUSED",
+            "candidate and baseline select different config sets: a run would be refused",
+            detail="\n".join(lines),
+            action=action,
+            cli=cli,
+        )
+    ]
 
 
 def _audit(kernel: str, root: Path, analysis: Any) -> list[CheckItem]:
     path = wrapper_source(root, kernel)
     cli = _cli(kernel, root, "audit-wrapper")
     if not path.is_file():
-        return [CheckItem("audit", "ERROR", "no cutile-rs wrapper to audit", location=_rel(path, root), cli=cli)]
+        return [
+            CheckItem("audit", "ERROR", "no cutile-rs wrapper to audit", location=_rel(path, root), cli=cli)
+        ]
     findings = audit_wrapper(path, analysis)
     if not findings:
         return [CheckItem("audit", "OK", "no wrapper findings", location=_rel(path, root), cli=cli)]
     items = []
     for f in findings:
         d = f.details
-        items.append(CheckItem(
-            "audit", "FINDING", f"[{d.get('rule', f.kind)}] ({f.confidence}) {f.summary}",
-            location=f.evidence[0] if f.evidence else _rel(path, root),
-            rule=f"{d.get('rule_text', '')} ({d.get('source', '')})".strip(" ()"),
-            action=str(d.get("action", "")), cli=cli))
+        items.append(
+            CheckItem(
+                "audit",
+                "FINDING",
+                f"[{d.get('rule', f.kind)}] ({f.confidence}) {f.summary}",
+                location=f.evidence[0] if f.evidence else _rel(path, root),
+                rule=f"{d.get('rule_text', '')} ({d.get('source', '')})".strip(" ()"),
+                action=str(d.get("action", "")),
+                cli=cli,
+            )
+        )
     return items
 
 
@@ -387,10 +507,17 @@ def gather_checks(
     except WorkbenchError as e:
         return ChecksResult((CheckItem("precondition", "ERROR", str(e)),), (e,), tilegym=str(tilegym))
     steps: list[tuple[str, str, Callable[[], list[CheckItem]]]] = [
-        ("precondition", _cli(kernel, root, "check"),
-         lambda: [_precondition(kernel, root, py, env, timeout_s, cancelled)]),
+        (
+            "precondition",
+            _cli(kernel, root, "check"),
+            lambda: [_precondition(kernel, root, py, env, timeout_s, cancelled)],
+        ),
         ("wiring", _cli(kernel, root, "check"), lambda: _wiring(kernel, root, py, env, timeout_s, cancelled)),
-        ("kselect", _cli(kernel, root, "kselect", "--show"), lambda: _kselect(kernel, root, analysis, candidate)),
+        (
+            "kselect",
+            _cli(kernel, root, "kselect", "--show"),
+            lambda: _kselect(kernel, root, analysis, candidate),
+        ),
         ("audit", _cli(kernel, root, "audit-wrapper"), lambda: _audit(kernel, root, analysis)),
     ]
     for section, cli, step in steps:

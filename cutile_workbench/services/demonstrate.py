@@ -51,14 +51,20 @@ RunFn = Callable[[RunSpec, object], RunResult]
 
 
 def slow_rows(inputs: FInputs) -> list[RatioRow]:
-    return [r for r in (inputs.table.rows if inputs.table else ()) if r.ratio is not None and round4(r.ratio) > DONE_MAX]
+    return [
+        r
+        for r in (inputs.table.rows if inputs.table else ())
+        if r.ratio is not None and round4(r.ratio) > DONE_MAX
+    ]
 
 
 def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[str]]:
     """(edits in application order, notes on what is not tried and why) — module contract."""
     notes: list[str] = []
     if ws.tilegym is None:
-        return [], ["no TileGym checkout (pass --tilegym DIR or set TILEGYM_PATH): the wrapper cannot be copied"]
+        return [], [
+            "no TileGym checkout (pass --tilegym DIR or set TILEGYM_PATH): the wrapper cannot be copied"
+        ]
     rows = slow_rows(inputs)
     if not rows:
         return [], ["no slow config (every matched ratio ≤ 1.05): nothing to demonstrate"]
@@ -69,23 +75,36 @@ def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[
         name = variant or "(single variant)"
         cmp = audit.for_variant(variant) if audit is not None else None
         if cmp is None:
-            notes.append(f"{name}: the candidate's search space was not compared with the reference's "
-                         + (f"({'; '.join(audit.notes)})" if audit and audit.notes else "(no audit)"))
+            notes.append(
+                f"{name}: the candidate's search space was not compared with the reference's "
+                + (f"({'; '.join(audit.notes)})" if audit and audit.notes else "(no audit)")
+            )
             continue
         if cmp.best is None:
-            notes.append(f"{name}: the config the reference ran is not known (analysis.json names no best_config): "
-                         "no config to add")
+            notes.append(
+                f"{name}: the config the reference ran is not known (analysis.json names no best_config): "
+                "no config to add"
+            )
             continue
         if cmp.best_present is not False:
-            notes.append(f"{name}: the reference's config ({cmp.best.label}) is already in the candidate's space: "
-                         "no wrapper-level config edit to demonstrate")
+            notes.append(
+                f"{name}: the reference's config ({cmp.best.label}) is already in the candidate's space: "
+                "no wrapper-level config edit to demonstrate"
+            )
             continue
-        origin = cmp.candidate.origin.split(" ", 1)[0].rsplit(":", 1)[0]  # src/tilegym/ops/cutile_rs/matmul.py
+        origin = cmp.candidate.origin.split(" ", 1)[0].rsplit(":", 1)[
+            0
+        ]  # src/tilegym/ops/cutile_rs/matmul.py
         path = ws.tilegym / origin
         try:
             text = texts.get(origin) or path.read_text(encoding="utf-8")
-            edit = add_config_edit(text, origin, cmp.candidate, cmp.best,
-                                   reference_source=cmp.best_source or "reference/analysis.json best_config")
+            edit = add_config_edit(
+                text,
+                origin,
+                cmp.candidate,
+                cmp.best,
+                reference_source=cmp.best_source or "reference/analysis.json best_config",
+            )
         except (OSError, UnicodeDecodeError) as exc:
             notes.append(f"{name}: cannot read {path}: {exc}")
             continue
@@ -150,7 +169,7 @@ def _main_launch(sets: Iterable[LaunchSet], params: str, backend_token: str) -> 
                 return "no kernel launch captured"
             k = max(kernels, key=lambda ln: ln.end_ns - ln.start_ns)
             smem = (k.static_smem or 0) + (k.dynamic_smem or 0)
-            return (f"{k.name[:48]} grid {k.grid} block {k.block} regs {k.registers_per_thread} smem {smem} B")
+            return f"{k.name[:48]} grid {k.grid} block {k.block} regs {k.registers_per_thread} smem {smem} B"
     return ""
 
 
@@ -162,9 +181,16 @@ def _samples(rec: object) -> tuple[float | None, tuple[float, ...]]:
     return fwd.median_ms, tuple(fwd.samples_ms or ())
 
 
-def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, keep_overlay: bool = False,
-                python: str = sys.executable, run_fn: RunFn | None = None,
-                env: dict[str, str] | None = None) -> Demonstration:
+def demonstrate(
+    ws: Workspace,
+    inputs: FInputs,
+    *,
+    timeout_s: float = 900.0,
+    keep_overlay: bool = False,
+    python: str = sys.executable,
+    run_fn: RunFn | None = None,
+    env: dict[str, str] | None = None,
+) -> Demonstration:
     """Apply the edits in a throwaway copy and re-run the slow configs (module contract)."""
     from cutile_workbench.services.runs import RunRequest, plan_runs
     from cutile_workbench.services.stage_e import read_only_reason
@@ -182,6 +208,7 @@ def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, kee
     base = ws.paths.workbench_dir / "demonstrate"
     overlay = base / stamp
     log = base / f"{stamp}.log"
+
     def rel(p: Path) -> str:
         return p.relative_to(ws.kernel_dir).as_posix()
 
@@ -200,13 +227,31 @@ def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, kee
             lines.append(f"edited {e.relpath}:\n{e.diff}")
         child_env = dict(env or {})
         child_env["PYTHONPATH"] = os.pathsep.join(
-            [str(overlay / "TileGym" / "src"), *(p for p in (child_env.get("PYTHONPATH")
-                                                            or os.environ.get("PYTHONPATH", "")).split(os.pathsep)
-                                                 if p)])
+            [
+                str(overlay / "TileGym" / "src"),
+                *(
+                    p
+                    for p in (child_env.get("PYTHONPATH") or os.environ.get("PYTHONPATH", "")).split(
+                        os.pathsep
+                    )
+                    if p
+                ),
+            ]
+        )
         k_expr = " or ".join(dict.fromkeys(r.params for r in rows))
-        plan = plan_runs(RunRequest(ws.kernel, out_root=overlay / "out", tilegym=overlay / "TileGym",
-                                    backends=("cutile-rs",), k_expr=k_expr, per_test_timeout_s=timeout_s,
-                                    total_timeout_s=timeout_s, python=python, env=child_env))
+        plan = plan_runs(
+            RunRequest(
+                ws.kernel,
+                out_root=overlay / "out",
+                tilegym=overlay / "TileGym",
+                backends=("cutile-rs",),
+                k_expr=k_expr,
+                per_test_timeout_s=timeout_s,
+                total_timeout_s=timeout_s,
+                python=python,
+                env=child_env,
+            )
+        )
         from cutile_workbench.run.runner import run as run_suite
 
         runner = run_fn or (lambda spec, out: run_suite(spec, out))  # type: ignore[arg-type]
@@ -217,11 +262,19 @@ def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, kee
             write_results(result, br.spec, plan.out)
             after_sets += list(result.launch_sets)
             if result.rc == 2:
-                status, reason = "timed_out", f"the re-run stopped after {timeout_s:g} s (rc 2): {'; '.join(result.notes)}"
+                status, reason = (
+                    "timed_out",
+                    f"the re-run stopped after {timeout_s:g} s (rc 2): {'; '.join(result.notes)}",
+                )
             elif result.rc != 0:
-                status, reason = "failed", (f"the re-run exited {result.rc}: "
-                                            + "; ".join(f"{n}: {w}" for n, w in {**result.failed, **result.not_run}.items())
-                                            or "; ".join(result.notes))
+                status, reason = (
+                    "failed",
+                    (
+                        f"the re-run exited {result.rc}: "
+                        + "; ".join(f"{n}: {w}" for n, w in {**result.failed, **result.not_run}.items())
+                        or "; ".join(result.notes)
+                    ),
+                )
         from cutile_workbench.artifacts.workspace import open_workspace
         from cutile_workbench.stages.e.report import load_candidate
 
@@ -240,22 +293,53 @@ def demonstrate(ws: Workspace, inputs: FInputs, *, timeout_s: float = 900.0, kee
     outcomes = []
     for r in rows:
         before_ms, before_s = _samples(inputs.candidate_records.get((r.func_key, r.params)))
-        ref_rec = (inputs.baseline_records.get(r.baseline_backend or "", {}) or {}).get((r.func_key, r.params))
+        ref_rec = (inputs.baseline_records.get(r.baseline_backend or "", {}) or {}).get(
+            (r.func_key, r.params)
+        )
         ref_ms, ref_s = _samples(ref_rec)
         after_ms, after_s = _samples(after_records.get(r.params))
-        outcomes.append(ConfigOutcome(
-            r.params, r.baseline_backend or "?", before_ms, after_ms, ref_ms,
-            before_ci=ratio_ci(before_s, ref_s) if before_s and ref_s else None,
-            after_ci=ratio_ci(after_s, ref_s) if after_s and ref_s else None,
-            after_launches=getattr(getattr(after_records.get(r.params), "phases", {}).get("forward"),
-                                   "launches_per_iter", None) if r.params in after_records else None,
-            after_kernel=getattr(getattr(after_records.get(r.params), "phases", {}).get("forward"),
-                                 "kernel_name", None) if r.params in after_records else None,
-            after_resources=_main_launch(after_sets, r.params, "cutile_rs"),
-            reference_resources=_main_launch(inputs.launch_sets, r.params, (r.baseline_backend or "").replace("-", "_"))))
+        outcomes.append(
+            ConfigOutcome(
+                r.params,
+                r.baseline_backend or "?",
+                before_ms,
+                after_ms,
+                ref_ms,
+                before_ci=ratio_ci(before_s, ref_s) if before_s and ref_s else None,
+                after_ci=ratio_ci(after_s, ref_s) if after_s and ref_s else None,
+                after_launches=getattr(
+                    getattr(after_records.get(r.params), "phases", {}).get("forward"),
+                    "launches_per_iter",
+                    None,
+                )
+                if r.params in after_records
+                else None,
+                after_kernel=getattr(
+                    getattr(after_records.get(r.params), "phases", {}).get("forward"), "kernel_name", None
+                )
+                if r.params in after_records
+                else None,
+                after_resources=_main_launch(after_sets, r.params, "cutile_rs"),
+                reference_resources=_main_launch(
+                    inputs.launch_sets, r.params, (r.baseline_backend or "").replace("-", "_")
+                ),
+            )
+        )
     if status == "done" and not after_records:
         status, reason = "failed", "the re-run wrote no candidate record for the slow configs"
     if before_hash != after_hash:
         status, reason = "failed", "the real TileGym tree changed during the demonstration (see the hashes)"
-    return Demonstration(status, reason, tuple(edits), tuple(outcomes), rel(overlay), keep_overlay, rel(log),
-                         str(tilegym), before_hash, after_hash, command, time.monotonic() - t0)
+    return Demonstration(
+        status,
+        reason,
+        tuple(edits),
+        tuple(outcomes),
+        rel(overlay),
+        keep_overlay,
+        rel(log),
+        str(tilegym),
+        before_hash,
+        after_hash,
+        command,
+        time.monotonic() - t0,
+    )

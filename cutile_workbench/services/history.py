@@ -188,13 +188,25 @@ class KernelHistory:
     def ordered_series(self) -> list[HistorySeries]:
         """Per config (natural order of its params, as on Ratios), the candidate's series first, then the
         baselines'."""
-        return sorted(self.series, key=lambda s: (natural_key(s.params), s.func_key, not s.is_candidate, s.backend,
-                                                  s.phase != "forward", s.phase))
+        return sorted(
+            self.series,
+            key=lambda s: (
+                natural_key(s.params),
+                s.func_key,
+                not s.is_candidate,
+                s.backend,
+                s.phase != "forward",
+                s.phase,
+            ),
+        )
 
     def series_for(self, params: str, func_key: str | None = None) -> tuple[HistorySeries, ...]:
         """The series of one config (candidate first)."""
-        return tuple(s for s in self.ordered_series()
-                     if s.params == params and (func_key is None or s.func_key == func_key))
+        return tuple(
+            s
+            for s in self.ordered_series()
+            if s.params == params and (func_key is None or s.func_key == func_key)
+        )
 
 
 def _snapshot_facts(prov: Provenance) -> list[tuple[str, str]]:
@@ -206,7 +218,9 @@ def _snapshot_facts(prov: Provenance) -> list[tuple[str, str]]:
         if snap.temperature_c is not None:
             bits.append(f"{snap.temperature_c} °C")
         if snap.power_w is not None:
-            bits.append(f"{snap.power_w:.0f} W" + (f" of {snap.power_limit_w:.0f} W" if snap.power_limit_w else ""))
+            bits.append(
+                f"{snap.power_w:.0f} W" + (f" of {snap.power_limit_w:.0f} W" if snap.power_limit_w else "")
+            )
         if snap.pstate is not None:
             bits.append(f"P{snap.pstate}")
         if snap.clock_event_reasons is not None:
@@ -233,41 +247,102 @@ def run_facts(run: StoredRun) -> RunFacts:
         ("GPU UUID", (gpu.uuid or NOT_RECORDED) if gpu else NOT_RECORDED),
         *_snapshot_facts(prov),
         ("TileGym commit", prov.tilegym_commit[:12] if prov.tilegym_commit else NOT_RECORDED),  # --json: full
-        ("cutile-rs lib", f"sha256 {prov.cutile_rs_lib_sha256[:16]}…" if prov.cutile_rs_lib_sha256 else NOT_RECORDED),
+        (
+            "cutile-rs lib",
+            f"sha256 {prov.cutile_rs_lib_sha256[:16]}…" if prov.cutile_rs_lib_sha256 else NOT_RECORDED,
+        ),
         ("workbench", workbench or NOT_RECORDED),
-        ("python / torch", f"{prov.python or '?'} / {prov.torch or '?'}"
-                           + (f" (CUDA {prov.torch_cuda})" if prov.torch_cuda else "")),
+        (
+            "python / torch",
+            f"{prov.python or '?'} / {prov.torch or '?'}"
+            + (f" (CUDA {prov.torch_cuda})" if prov.torch_cuda else ""),
+        ),
         ("host", base.get("host", NOT_RECORDED)),
     ]
     not_recorded = tuple(f"{k}: {v}" for k, v in sorted(prov.unknown.items()))
     harness = prov.harness.name if prov.harness else "unknown"
-    return RunFacts(run.run_key, run.recorded_at, when_text(run.recorded_at), run.recorded_at_origin, run.roles,
-                    run.source, base.get("GPU", NOT_RECORDED), base.get("driver", NOT_RECORDED), harness,
-                    base.get("SM/memory clock (start → end)", NOT_RECORDED), base.get("throttling", NOT_RECORDED),
-                    tuple(facts), not_recorded, run.notes)
+    return RunFacts(
+        run.run_key,
+        run.recorded_at,
+        when_text(run.recorded_at),
+        run.recorded_at_origin,
+        run.roles,
+        run.source,
+        base.get("GPU", NOT_RECORDED),
+        base.get("driver", NOT_RECORDED),
+        harness,
+        base.get("SM/memory clock (start → end)", NOT_RECORDED),
+        base.get("throttling", NOT_RECORDED),
+        tuple(facts),
+        not_recorded,
+        run.notes,
+    )
 
 
 def _change(flag: ChangeFlag, cond: Comparability, previous: str, ci_level: float) -> Change:
-    return Change(flag.change, previous, flag.symbol, flag.ratio, flag.reason, flag.ci, ci_level,
-                  flag.test.p_value if flag.test else None, flag.test.method_text if flag.test else None,
-                  flag.notes, cond.comparable, tuple(d.text for d in cond.flags), cond.unknown)
+    return Change(
+        flag.change,
+        previous,
+        flag.symbol,
+        flag.ratio,
+        flag.reason,
+        flag.ci,
+        ci_level,
+        flag.test.p_value if flag.test else None,
+        flag.test.method_text if flag.test else None,
+        flag.notes,
+        cond.comparable,
+        tuple(d.text for d in cond.flags),
+        cond.unknown,
+    )
 
 
-def _view(core: CoreHistory, ws: Workspace, store: str, persisted: bool, added: int,
-          skipped: tuple[tuple[str, str], ...], notes: tuple[str, ...]) -> KernelHistory:
+def _view(
+    core: CoreHistory,
+    ws: Workspace,
+    store: str,
+    persisted: bool,
+    added: int,
+    skipped: tuple[tuple[str, str], ...],
+    notes: tuple[str, ...],
+) -> KernelHistory:
     facts = {r.run_id: run_facts(r) for r in core.runs}
     series = []
     for s in core.series:
         points = []
         for i, p in enumerate(s.points):
-            change = (_change(s.changes[i - 1], s.conditions[i - 1], s.points[i - 1].run_key, core.policy.ci_level)
-                      if i else None)
+            change = (
+                _change(s.changes[i - 1], s.conditions[i - 1], s.points[i - 1].run_key, core.policy.ci_level)
+                if i
+                else None
+            )
             r = p.result
-            points.append(HistoryPoint(facts[p.run_id], r.median_ms, len(r.samples_ms or ()), r.launches_per_call,
-                                       r.kernel_name, r.capture_source, change))
+            points.append(
+                HistoryPoint(
+                    facts[p.run_id],
+                    r.median_ms,
+                    len(r.samples_ms or ()),
+                    r.launches_per_call,
+                    r.kernel_name,
+                    r.capture_source,
+                    change,
+                )
+            )
         series.append(HistorySeries(s.func_key, s.params, s.backend, s.phase, tuple(points)))
-    return KernelHistory(ws.kernel, ws.source, ws.kernel_dir, store, persisted, tuple(facts.values()), tuple(series),
-                         core.policy.describe(), added, skipped, notes, core)
+    return KernelHistory(
+        ws.kernel,
+        ws.source,
+        ws.kernel_dir,
+        store,
+        persisted,
+        tuple(facts.values()),
+        tuple(series),
+        core.policy.describe(),
+        added,
+        skipped,
+        notes,
+        core,
+    )
 
 
 def _check_backends(backends: Sequence[str], present: Iterable[str], label: str) -> list[str]:
@@ -279,14 +354,18 @@ def _check_backends(backends: Sequence[str], present: Iterable[str], label: str)
         tokens = {id_token(want), id_token(want.removesuffix("_tileir"))}
         hits = [b for b in have if id_token(b) in tokens]
         if not hits:
-            raise InputError(f"no runs of backend {want!r} in the history (backends: {', '.join(have) or 'none'})",
-                             path=label, key="--backend")
+            raise InputError(
+                f"no runs of backend {want!r} in the history (backends: {', '.join(have) or 'none'})",
+                path=label,
+                key="--backend",
+            )
         chosen += [h for h in hits if h not in chosen]
     return chosen
 
 
-def kernel_history(ws: Workspace, *, config: str | None = None, backends: Sequence[str] = (),
-                   phase: str | None = None) -> KernelHistory:
+def kernel_history(
+    ws: Workspace, *, config: str | None = None, backends: Sequence[str] = (), phase: str | None = None
+) -> KernelHistory:
     """Open, import, load and close the workspace's history (see module contract)."""
     store, report = open_history(ws.paths, source=ws.source, variants=ws.variant_names())
     try:
@@ -297,11 +376,14 @@ def kernel_history(ws: Workspace, *, config: str | None = None, backends: Sequen
         raise
     finally:
         store.close()
-    return _view(core, ws, store.label, store.path is not None, len(report.added), report.skipped, report.notes)
+    return _view(
+        core, ws, store.label, store.path is not None, len(report.added), report.skipped, report.notes
+    )
 
 
-def _load(kernel: str, store: HistoryStore, config: str | None, backends: Sequence[str],
-          phase: str | None) -> CoreHistory:
+def _load(
+    kernel: str, store: HistoryStore, config: str | None, backends: Sequence[str], phase: str | None
+) -> CoreHistory:
     if not backends:
         return load_history(store, kernel, config=config, phase=phase)
     rows = [c for _run, c in store.configs(phase=phase)]
@@ -309,20 +391,34 @@ def _load(kernel: str, store: HistoryStore, config: str | None, backends: Sequen
     if config is not None:
         with_config = {c.backend for c in rows if config in (c.params, c.nodeid)}
         if with_config and not with_config & set(chosen):
-            raise InputError(f"config {config!r} has no runs of backend(s) {', '.join(backends)} "
-                             f"(it has: {', '.join(sorted(with_config))})", path=store.label, key="--backend")
-        chosen = [b for b in chosen if b in with_config] or chosen  # an unknown config: load names close matches
+            raise InputError(
+                f"config {config!r} has no runs of backend(s) {', '.join(backends)} "
+                f"(it has: {', '.join(sorted(with_config))})",
+                path=store.label,
+                key="--backend",
+            )
+        chosen = [
+            b for b in chosen if b in with_config
+        ] or chosen  # an unknown config: load names close matches
     parts = [load_history(store, kernel, config=config, backend=b, phase=phase) for b in chosen]
-    return CoreHistory(kernel, store.label, parts[0].runs, tuple(s for c in parts for s in c.series), parts[0].policy)
+    return CoreHistory(
+        kernel, store.label, parts[0].runs, tuple(s for c in parts for s in c.series), parts[0].policy
+    )
 
 
 def history_json(history: KernelHistory) -> dict[str, Any]:
     """The ``--json`` document: the core's (runs with provenance, series, flags) plus where it came from."""
     doc = history_to_dict(history.core)
-    return {"kernel": history.kernel, "source": history.source, "kernel_dir": str(history.kernel_dir),
-            "persisted": history.persisted, "imported_now": history.added,
-            "skipped": [{"path": p, "why": w} for p, w in history.skipped], "notes": list(history.notes),
-            **{k: v for k, v in doc.items() if k != "kernel"}}
+    return {
+        "kernel": history.kernel,
+        "source": history.source,
+        "kernel_dir": str(history.kernel_dir),
+        "persisted": history.persisted,
+        "imported_now": history.added,
+        "skipped": [{"path": p, "why": w} for p, w in history.skipped],
+        "notes": list(history.notes),
+        **{k: v for k, v in doc.items() if k != "kernel"},
+    }
 
 
 def history_csv(history: KernelHistory) -> str:
@@ -382,21 +478,39 @@ class RatioComparability:
     def lines(self) -> tuple[str, ...]:
         out = tuple(b.line() for b in self.baselines)
         if self.mixed_gpu_rows:
-            out += (f"{len(self.mixed_gpu_rows)} row(s) measured on different GPU models: "
-                    + "; ".join(self.mixed_gpu_rows),)
+            out += (
+                f"{len(self.mixed_gpu_rows)} row(s) measured on different GPU models: "
+                + "; ".join(self.mixed_gpu_rows),
+            )
         if self.clock_rows:
-            out += (f"{len(self.clock_rows)} row(s) measured at different clocks or throttle exposure: "
-                    + "; ".join(self.clock_rows),)
+            out += (
+                f"{len(self.clock_rows)} row(s) measured at different clocks or throttle exposure: "
+                + "; ".join(self.clock_rows),
+            )
         return out
 
     def for_baseline(self, key: str | None) -> BaselineComparability | None:
         return next((b for b in self.baselines if b.baseline == key), None)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "short": self.short, "lines": list(self.lines),
-                "baselines": [{"baseline": b.baseline, "state": b.state, "short": b.short, "flags": list(b.flags),
-                               "notes": list(b.notes), "unknown": list(b.unknown)} for b in self.baselines],
-                "mixed_gpu_rows": list(self.mixed_gpu_rows), "clock_rows": list(self.clock_rows)}
+        return {
+            "state": self.state,
+            "short": self.short,
+            "lines": list(self.lines),
+            "baselines": [
+                {
+                    "baseline": b.baseline,
+                    "state": b.state,
+                    "short": b.short,
+                    "flags": list(b.flags),
+                    "notes": list(b.notes),
+                    "unknown": list(b.unknown),
+                }
+                for b in self.baselines
+            ],
+            "mixed_gpu_rows": list(self.mixed_gpu_rows),
+            "clock_rows": list(self.clock_rows),
+        }
 
 
 def _short_flag(d: Difference, who: str) -> str:
@@ -422,9 +536,11 @@ def _same_facts(cand: Provenance | None, base: Provenance | None) -> tuple[str, 
     if cand is None or base is None or cand.gpu is None or base.gpu is None:
         return ()
     out = []
-    for label, va, vb in (("GPU model", cand.gpu.name, base.gpu.name),
-                          ("driver", cand.gpu.driver_version, base.gpu.driver_version),
-                          ("MIG mode", cand.gpu.mig_mode, base.gpu.mig_mode)):
+    for label, va, vb in (
+        ("GPU model", cand.gpu.name, base.gpu.name),
+        ("driver", cand.gpu.driver_version, base.gpu.driver_version),
+        ("MIG mode", cand.gpu.mig_mode, base.gpu.mig_mode),
+    ):
         if va is not None and va == vb:
             out.append(f"{label} ({va})")
     if cand.throttling() == () and base.throttling() == ():
@@ -438,22 +554,37 @@ def _per_row_clocks_decide(comp: Comparability, rows_measured: bool) -> Comparab
     if not rows_measured or not any(d.kind == "clocks" and d.severity == "flag" for d in comp.differences):
         return comp
     why = " (a snapshot outside the measured calls; every row's measured clocks are within the bound)"
-    return replace(comp, differences=tuple(replace(d, severity="note", text=d.text + why)
-                                           if d.kind == "clocks" and d.severity == "flag" else d
-                                           for d in comp.differences))
+    return replace(
+        comp,
+        differences=tuple(
+            replace(d, severity="note", text=d.text + why)
+            if d.kind == "clocks" and d.severity == "flag"
+            else d
+            for d in comp.differences
+        ),
+    )
 
 
-def _baseline_state(key: str, comp: Comparability, cand: Provenance | None,
-                    base: Provenance | None) -> BaselineComparability:
+def _baseline_state(
+    key: str, comp: Comparability, cand: Provenance | None, base: Provenance | None
+) -> BaselineComparability:
     who = f"baseline {key}"
     notes = tuple(d.text for d in comp.differences if d.severity == "note")
     same = _same_facts(cand, base)
-    missing = [f for f in REQUIRED_FACTS
-               if any(u.split(":", 1)[0] in (f, "all conditions") for u in comp.unknown)]
+    missing = [
+        f for f in REQUIRED_FACTS if any(u.split(":", 1)[0] in (f, "all conditions") for u in comp.unknown)
+    ]
     if comp.flags:
         more = f" (+{len(comp.flags) - 1} more)" if len(comp.flags) > 1 else ""
-        return BaselineComparability(key, "not_comparable", _short_flag(comp.flags[0], who) + more,
-                                     tuple(d.text for d in comp.flags), same, notes, comp.unknown)
+        return BaselineComparability(
+            key,
+            "not_comparable",
+            _short_flag(comp.flags[0], who) + more,
+            tuple(d.text for d in comp.flags),
+            same,
+            notes,
+            comp.unknown,
+        )
     if missing:
         short = f"? comparability unknown: {', '.join(missing)} not recorded"
         return BaselineComparability(key, "unknown", short, (), same, notes, comp.unknown)
@@ -474,8 +605,9 @@ def _all_rows_same_clocks(rows: Sequence[RatioRow]) -> bool:
     return bool(rows) and all(r.clocks.state == "comparable" for r in rows)
 
 
-def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
-                        used: set[str] | None = None) -> RatioComparability:
+def ratio_comparability(
+    ws: Workspace, table: RatioTable | None, *, used: set[str] | None = None
+) -> RatioComparability:
     """Were the candidate and each used baseline measured under the same conditions? (module contract)
 
     ``used`` names the baselines directly when no table was built (the overview reads E's report).
@@ -488,31 +620,66 @@ def ratio_comparability(ws: Workspace, table: RatioTable | None, *,
         used = {r.baseline_backend for r in (table.matched if table else []) if r.baseline_backend}
     paths = ws.paths
     raw = ws.raw_log_path()
-    inputs = [p for p in (raw, paths.baseline_cutile, paths.baseline_triton_tileir, paths.session_json,
-                          paths.events_jsonl) if p is not None]
-    code = ["cutile_workbench.services.history", "cutile_workbench.history.conditions", "cutile_workbench.history.importer",
-            "cutile_workbench.history.provenance", "cutile_workbench.run.scaleout.provenance", "cutile_workbench.clock_exposure",
-            "cutile_workbench.stages.e.stats", "cutile_workbench.model"]
+    inputs = [
+        p
+        for p in (
+            raw,
+            paths.baseline_cutile,
+            paths.baseline_triton_tileir,
+            paths.session_json,
+            paths.events_jsonl,
+        )
+        if p is not None
+    ]
+    code = [
+        "cutile_workbench.services.history",
+        "cutile_workbench.history.conditions",
+        "cutile_workbench.history.importer",
+        "cutile_workbench.history.provenance",
+        "cutile_workbench.run.scaleout.provenance",
+        "cutile_workbench.clock_exposure",
+        "cutile_workbench.stages.e.stats",
+        "cutile_workbench.model",
+    ]
     rows = len(table.matched) if table is not None else -1
-    return cached_derivation("comparability", inputs, f"{raw}\0{sorted(used)}\0{rows}", code,
-                             lambda: _ratio_comparability(ws, used, table))
+    return cached_derivation(
+        "comparability",
+        inputs,
+        f"{raw}\0{sorted(used)}\0{rows}",
+        code,
+        lambda: _ratio_comparability(ws, used, table),
+    )
 
 
 def _ratio_comparability(ws: Workspace, used: set[str], table: RatioTable | None) -> RatioComparability:
     conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
     matched = table.matched if table else []
-    baselines = tuple(_baseline_state(b.baseline, _per_row_clocks_decide(b.comparability, _all_rows_same_clocks(
-        [r for r in matched if r.baseline_backend == b.baseline])), conds.candidate, b.provenance)
-                      for b in conds.baselines)
+    baselines = tuple(
+        _baseline_state(
+            b.baseline,
+            _per_row_clocks_decide(
+                b.comparability,
+                _all_rows_same_clocks([r for r in matched if r.baseline_backend == b.baseline]),
+            ),
+            conds.candidate,
+            b.provenance,
+        )
+        for b in conds.baselines
+    )
     mixed = _mixed_rows(ws)
     # issue 18: the per-row clock exposure (NVML readings around each call) decides, when the records carry it
-    clocks = tuple(f"{r.params}: {r.clocks.text}" for r in (table.matched if table else [])
-                   if r.clocks.state == "not_comparable")
+    clocks = tuple(
+        f"{r.params}: {r.clocks.text}"
+        for r in (table.matched if table else [])
+        if r.clocks.state == "not_comparable"
+    )
     if mixed:  # a scale-out run: rows whose two sides ran on different GPU models
         short = f"⚠ {len(mixed)} row(s): candidate and baseline measured on different GPU models"
         return RatioComparability("not_comparable", short, baselines, mixed, clocks)
     if clocks:
-        short = f"⚠ {len(clocks)} row(s) measured at different clocks or throttle exposure (first {clocks[0]})"
+        short = (
+            f"⚠ {len(clocks)} row(s) measured at different clocks or throttle exposure (first {clocks[0]})"
+        )
         return RatioComparability("not_comparable", short, baselines, (), clocks)
     if not baselines:
         return RatioComparability("no_baseline", "", ())

@@ -51,7 +51,9 @@ class IRDiff:
     def struct(self) -> StructDiff:
         """The structural diff (computed on first use when a caller built this object without it)."""
         if self.structure is None:
-            object.__setattr__(self, "structure", structural_diff(self.pair.reference.text, self.pair.generated.text))
+            object.__setattr__(
+                self, "structure", structural_diff(self.pair.reference.text, self.pair.generated.text)
+            )
         assert self.structure is not None
         return self.structure
 
@@ -66,21 +68,35 @@ def _full_path(p: Path) -> str:
     return str(p)
 
 
-def diff_pair(paths: IRPairPaths, *, name: Callable[[Path], str] = _full_path,
-              notes: list[str] | None = None) -> IRDiff:
+def diff_pair(
+    paths: IRPairPaths, *, name: Callable[[Path], str] = _full_path, notes: list[str] | None = None
+) -> IRDiff:
     """Load, diff and audit one pair; InputError naming the bad file and line."""
     pair = load_pair(paths, damaged_ok=True)  # a truncated file is diffed, its damage reported
     sbs = diff_lines(pair.reference.canon.lines, pair.generated.canon.lines)
-    audit = audit_texts(pair.reference.text, pair.generated.text, ref_name=name(pair.reference.path),
-                        gen_name=name(pair.generated.path))
+    audit = audit_texts(
+        pair.reference.text,
+        pair.generated.text,
+        ref_name=name(pair.reference.path),
+        gen_name=name(pair.generated.path),
+    )
     damaged = [f.damage for f in (pair.reference, pair.generated) if f.damage is not None]
     notes = list(notes or [])
     for d in damaged:
         where = f"{name(Path(d.path))}:{d.line}" if d.path is not None and d.line else str(d.path)
-        notes.append(f"{where}: {d.message}; the structural diff reads what is there and text-diffs the "
-                     "lines it cannot parse (no structural claim about them)")
-    return IRDiff(paths.label, pair, sbs, audit, notes,
-                  structural_diff(pair.reference.text, pair.generated.text), file_problems=list(damaged))
+        notes.append(
+            f"{where}: {d.message}; the structural diff reads what is there and text-diffs the "
+            "lines it cannot parse (no structural claim about them)"
+        )
+    return IRDiff(
+        paths.label,
+        pair,
+        sbs,
+        audit,
+        notes,
+        structural_diff(pair.reference.text, pair.generated.text),
+        file_problems=list(damaged),
+    )
 
 
 def variant_slowness(ws: Workspace) -> dict[str, float]:
@@ -108,19 +124,27 @@ def diff_pairs(ws: Workspace, variant: str | None, *, slowest: bool = False) -> 
     ranked = [v for v in order if v in have]
     if slowest:
         if not ranked:
-            raise InputError("--slowest: E's table gives no per-variant ratio for the IR pairs "
-                             f"({', '.join(have) or 'none'}); name one with --variant", path=ws.paths.root,
-                             key="--slowest")
+            raise InputError(
+                "--slowest: E's table gives no per-variant ratio for the IR pairs "
+                f"({', '.join(have) or 'none'}); name one with --variant",
+                path=ws.paths.root,
+                key="--slowest",
+            )
         v = ranked[0]
         note = f"slowest variant in E's table: {v} (geomean {order[v]:.3f}x candidate/baseline)"
         return [diff_pair(have[v], notes=[*inv.notes, note])]
     pairs = [have[v] for v in ranked] + [p for p in inv.pairs if p.label not in order]
     notes = list(inv.notes)
     if ranked:
-        notes.append("ordered by E's table (slowest variant first): "
-                     + ", ".join(f"{v} {order[v]:.3f}x" for v in ranked)
-                     + (f"; not in the table: {', '.join(p.label for p in pairs[len(ranked):])}"
-                        if len(pairs) > len(ranked) else ""))
+        notes.append(
+            "ordered by E's table (slowest variant first): "
+            + ", ".join(f"{v} {order[v]:.3f}x" for v in ranked)
+            + (
+                f"; not in the table: {', '.join(p.label for p in pairs[len(ranked) :])}"
+                if len(pairs) > len(ranked)
+                else ""
+            )
+        )
     else:
         notes.append("E's table gives no per-variant ratio here: pairs in name order")
     return [diff_pair(p, notes=notes) for p in pairs]
@@ -133,13 +157,18 @@ def diff_variant(ws: Workspace, variant: str | None) -> IRDiff:
     if paths is None:
         have = ", ".join(p.label for p in inv.pairs) or "none"
         extra = [str(p) for p in inv.unpaired_reference + inv.unpaired_generated]
-        raise InputError(f"no IR pair for variant {variant or '(single)'}; pairs: {have}"
-                         + (f"; unpaired: {', '.join(extra)}" if extra else ""), path=ws.paths.root,
-                         key="--variant")
+        raise InputError(
+            f"no IR pair for variant {variant or '(single)'}; pairs: {have}"
+            + (f"; unpaired: {', '.join(extra)}" if extra else ""),
+            path=ws.paths.root,
+            key="--variant",
+        )
     return diff_pair(paths, notes=inv.notes)
 
 
-def diff_all(ws: Workspace, *, name: Callable[[Path], str] = _full_path) -> tuple[list[IRDiff], list[WorkbenchError]]:
+def diff_all(
+    ws: Workspace, *, name: Callable[[Path], str] = _full_path
+) -> tuple[list[IRDiff], list[WorkbenchError]]:
     """Every pair of the workspace, and the problems of the pairs that could not be loaded."""
     diffs: list[IRDiff] = []
     problems: list[WorkbenchError] = []
@@ -164,8 +193,9 @@ class ConfigIRDiff:
     diff: IRDiff
 
 
-def diff_configs(ws: Workspace, *, name: Callable[[Path], str] = _full_path
-                 ) -> tuple[list[ConfigIRDiff], list[WorkbenchError]]:
+def diff_configs(
+    ws: Workspace, *, name: Callable[[Path], str] = _full_path
+) -> tuple[list[ConfigIRDiff], list[WorkbenchError]]:
     """One diff per config of ``workbench/ir/index.json`` (both sides present); bad entries are problems."""
     from cutile_workbench.ir.filing import INDEX_RELPATH, index_file, read_index
 
@@ -178,20 +208,40 @@ def diff_configs(ws: Workspace, *, name: Callable[[Path], str] = _full_path
     for params, sides in index.items():
         try:
             ref, gen = sides["reference"], sides["candidate"]
-            paths = IRPairPaths(None, index_file(ws.paths.root, ref, str(params), "reference"),
-                                index_file(ws.paths.root, gen, str(params), "candidate"))
+            paths = IRPairPaths(
+                None,
+                index_file(ws.paths.root, ref, str(params), "reference"),
+                index_file(ws.paths.root, gen, str(params), "candidate"),
+            )
             d = diff_pair(paths, name=name)
             evidence = launch_evidence(ws, str(params), d.pair)
-            out.append(ConfigIRDiff(str(params), f"reference: {ref.get('how', '')}; candidate: {gen.get('how', '')}",
-                                    str(ref.get("dialect", "reference")), str(gen.get("dialect", "generated")),
-                                    IRDiff(f"config {params}", d.pair, d.diff, d.audit, d.notes, d.structure,
-                                           evidence, d.file_problems)))
+            out.append(
+                ConfigIRDiff(
+                    str(params),
+                    f"reference: {ref.get('how', '')}; candidate: {gen.get('how', '')}",
+                    str(ref.get("dialect", "reference")),
+                    str(gen.get("dialect", "generated")),
+                    IRDiff(
+                        f"config {params}",
+                        d.pair,
+                        d.diff,
+                        d.audit,
+                        d.notes,
+                        d.structure,
+                        evidence,
+                        d.file_problems,
+                    ),
+                )
+            )
             problems.extend(d.file_problems)
         except WorkbenchError as e:
             problems.append(e)
         except (KeyError, TypeError) as e:
-            problems.append(InputError(f"malformed IR index entry for {params!r}: {e}",
-                                       path=ws.paths.root / INDEX_RELPATH))
+            problems.append(
+                InputError(
+                    f"malformed IR index entry for {params!r}: {e}", path=ws.paths.root / INDEX_RELPATH
+                )
+            )
     return out, problems
 
 
@@ -220,8 +270,10 @@ def launch_evidence(ws: Workspace, params: str, pair: IRPair) -> list[str]:
             grid = "x".join(map(str, hit.grid)) if hit.grid else "?"
             block = "x".join(map(str, hit.block)) if hit.block else "?"
             smem = (hit.static_smem or 0) + (hit.dynamic_smem or 0)
-            out.append(f"{role} ({s.backend}): grid {grid}, block {block}, "
-                       f"{hit.registers_per_thread if hit.registers_per_thread is not None else '?'} regs/thread, "
-                       f"smem {smem} B (launch capture, {path.name})")
+            out.append(
+                f"{role} ({s.backend}): grid {grid}, block {block}, "
+                f"{hit.registers_per_thread if hit.registers_per_thread is not None else '?'} regs/thread, "
+                f"smem {smem} B (launch capture, {path.name})"
+            )
             break
     return out

@@ -75,7 +75,11 @@ def _last_run(ws: Workspace) -> str | None:
     runs = meta.get("runs") if isinstance(meta, dict) else None
     if not isinstance(runs, dict):
         return None
-    starts = [str(r["started_at"]) for r in runs.values() if isinstance(r, dict) and isinstance(r.get("started_at"), str)]
+    starts = [
+        str(r["started_at"])
+        for r in runs.values()
+        if isinstance(r, dict) and isinstance(r.get("started_at"), str)
+    ]
     return max(starts) if starts else None
 
 
@@ -94,8 +98,11 @@ def _regression(ws: Workspace) -> str:
     if len(hist.runs) < 2:
         return "one run only"
     last = hist.runs[-1].run_key
-    regressed = [s for s in hist.series if s.latest is not None and s.points[-1].run_key == last
-                 and s.latest.change == "regression"]
+    regressed = [
+        s
+        for s in hist.series
+        if s.latest is not None and s.points[-1].run_key == last and s.latest.change == "regression"
+    ]
     return f"{len(regressed)} config(s) regressed" if regressed else "none"
 
 
@@ -103,14 +110,20 @@ def _from_table(table: RatioTable) -> dict[str, object]:
     valid = [r for r in table.rows if r.ratio is not None]
     worst = max(valid, key=lambda r: r.ratio or 0.0) if valid else None
     return {
-        "e_verdict": table.verdict, "geomean": round4(table.geomean) if table.geomean is not None else None,
-        "severity": table.severity, "configs": len(table.rows), "matched": len(valid),
+        "e_verdict": table.verdict,
+        "geomean": round4(table.geomean) if table.geomean is not None else None,
+        "severity": table.severity,
+        "configs": len(table.rows),
+        "matched": len(valid),
         "missing": len(table.rows) - len(valid),
-        "worst_config": worst.params if worst else None, "worst_ratio": worst.ratio if worst else None,
+        "worst_config": worst.params if worst else None,
+        "worst_ratio": worst.ratio if worst else None,
     }
 
 
-def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioTable] | None = None) -> OverviewRow:
+def kernel_row(
+    root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioTable] | None = None
+) -> OverviewRow:
     """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
     from cutile_workbench.services import stage_e
     from cutile_workbench.services.history import ratio_comparability
@@ -123,12 +136,16 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
     except WorkbenchError as exc:
         return OverviewRow(kernel, path, problem=str(exc))
     notes: list[str] = [f"{g.what}: {g.path}" for g in ws.gaps if g.severity == "error"]
-    fields: dict[str, object] = {"f_verdicts": f_verdicts(ws.paths.reports_dir, _first_line),
-                                 "last_run": _last_run(ws)}
+    fields: dict[str, object] = {
+        "f_verdicts": f_verdicts(ws.paths.reports_dir, _first_line),
+        "last_run": _last_run(ws),
+    }
     try:
         candidate = load_candidate(ws)[0]
         stand_in = stand_in_frameworks(candidate)
-        fields["candidate"] = ", ".join(stand_in) if stand_in else ("cutile-rs" if candidate.records else None)
+        fields["candidate"] = (
+            ", ".join(stand_in) if stand_in else ("cutile-rs" if candidate.records else None)
+        )
         fields["stand_in"] = bool(stand_in)
     except WorkbenchError as exc:
         return OverviewRow(kernel, path, problem=f"candidate log: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
@@ -136,16 +153,27 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
     # E reads the full tee when the runner left one (perf_cutile_rs.txt is then E's own sanitized
     # output, rewritten in the same write set as performance.md), else perf_cutile_rs.txt itself
     full = ws.paths.perf_full_log
-    inputs = [full if full.exists() else ws.paths.perf_cutile_rs, ws.paths.baseline_cutile,
-              ws.paths.baseline_triton_tileir]
+    inputs = [
+        full if full.exists() else ws.paths.perf_cutile_rs,
+        ws.paths.baseline_cutile,
+        ws.paths.baseline_triton_tileir,
+    ]
     same_write = () if full.exists() else (ws.paths.perf_cutile_rs,)
     summary = read_performance_md(_read_small(report) or "") if report.is_file() else None
     table: RatioTable | None = None
     if summary is not None and performance_md_is_current(report, inputs, written_with=same_write):
-        fields.update(e_source="performance.md", e_verdict=summary.verdict, geomean=summary.geomean,
-                      severity=summary.severity, configs=summary.rows, matched=summary.matched,
-                      missing=summary.missing, worst_config=summary.worst_config, worst_ratio=summary.worst_ratio,
-                      identity=summary.identity)
+        fields.update(
+            e_source="performance.md",
+            e_verdict=summary.verdict,
+            geomean=summary.geomean,
+            severity=summary.severity,
+            configs=summary.rows,
+            matched=summary.matched,
+            missing=summary.missing,
+            worst_config=summary.worst_config,
+            worst_ratio=summary.worst_ratio,
+            identity=summary.identity,
+        )
     else:
         try:
             table = (table_of or (lambda w: ratio_table(w, n_boot=0)))(ws)
@@ -153,8 +181,11 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
             return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
         fields.update(_from_table(table))
         try:  # who the candidate's launches really are (issue 18's trust rules), from the captures
-            fields["identity"] = stage_e.trust(ws, table).summary.removeprefix("WARNING: ").removeprefix(
-                "candidate identity: ")
+            fields["identity"] = (
+                stage_e.trust(ws, table)
+                .summary.removeprefix("WARNING: ")
+                .removeprefix("candidate identity: ")
+            )
         except WorkbenchError as exc:
             fields["identity"] = f"unknown: {exc}"
         fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
@@ -168,10 +199,18 @@ def kernel_row(root: Path, kdir: Path, *, table_of: Callable[[Workspace], RatioT
 
 
 #: what a row is computed from, relative to the kernel dir (globs): any change recomputes the row
-SIGNATURE_GLOBS = ("perf_cutile_rs*.txt", "baseline_perf_*.txt", "reports/performance.md",
-                   "reports/perf_investigation_*.md", "reports/agent_logs/perf_cutile_rs*.full.txt",
-                   "workbench/session.json", "workbench/history.sqlite", "workbench/launches.json.gz",
-                   "reference/analysis.json", "reports/.workbench-journal*")
+SIGNATURE_GLOBS = (
+    "perf_cutile_rs*.txt",
+    "baseline_perf_*.txt",
+    "reports/performance.md",
+    "reports/perf_investigation_*.md",
+    "reports/agent_logs/perf_cutile_rs*.full.txt",
+    "workbench/session.json",
+    "workbench/history.sqlite",
+    "workbench/launches.json.gz",
+    "reference/analysis.json",
+    "reports/.workbench-journal*",
+)
 
 
 def row_signature(kdir: Path) -> list[list[object]]:
@@ -219,15 +258,24 @@ def _store_row(kdir: Path, signature: list[list[object]], row: OverviewRow, env:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "signature": signature,
-                                   "row": {**asdict(row), "notes": list(row.notes)}}), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "signature": signature,
+                    "row": {**asdict(row), "notes": list(row.notes)},
+                }
+            ),
+            encoding="utf-8",
+        )
         os.replace(tmp, path)
     except OSError:
         pass
 
 
-def overview(root: Path, *, sort: str = "geomean", cache: bool = True,
-             env: Mapping[str, str] = os.environ) -> Overview:
+def overview(
+    root: Path, *, sort: str = "geomean", cache: bool = True, env: Mapping[str, str] = os.environ
+) -> Overview:
     """Every kernel dir of ``root`` as a row (module contract)."""
     if sort not in SORT_KEYS:
         raise InputError(f"unknown sort key {sort!r} (one of: {', '.join(SORT_KEYS)})", key="--sort")
@@ -249,6 +297,11 @@ def overview(root: Path, *, sort: str = "geomean", cache: bool = True,
         except (OSError, ValueError, json.JSONDecodeError) as exc:  # a dir changing under us: say so, go on
             rows.append(OverviewRow(kdir.name, str(kdir), problem=f"{type(exc).__name__}: {exc}"))
         except Exception as exc:  # a bug on one kernel's content must not hide the other kernels
-            rows.append(OverviewRow(kdir.name, str(kdir),
-                                    problem=f"internal error (please report): {type(exc).__name__}: {exc}"))
+            rows.append(
+                OverviewRow(
+                    kdir.name,
+                    str(kdir),
+                    problem=f"internal error (please report): {type(exc).__name__}: {exc}",
+                )
+            )
     return Overview(str(root), tuple(sort_rows(rows, sort)))

@@ -108,8 +108,11 @@ def _find_row(rows: Sequence[RatioRow], config: str) -> RatioRow:
         return next((r for r in hits if r.status == "OK"), hits[0])
     known = sorted({r.params for r in rows})
     close = difflib.get_close_matches(config, known, n=5, cutoff=0.5)
-    raise InputError(f"no config {config!r} in the E table" + (f"; close matches: {', '.join(close)}" if close else
-                                                               f" ({len(known)} configs)"), key="--config")
+    raise InputError(
+        f"no config {config!r} in the E table"
+        + (f"; close matches: {', '.join(close)}" if close else f" ({len(known)} configs)"),
+        key="--config",
+    )
 
 
 def _suite_dir(ws: Workspace, row: RatioRow) -> tuple[str, Path]:
@@ -118,17 +121,21 @@ def _suite_dir(ws: Workspace, row: RatioRow) -> tuple[str, Path]:
     if test_file and (PACKAGE_ROOT / "cutile_workbench" / test_file).is_file():
         return "profile", PACKAGE_ROOT / "cutile_workbench"
     if ws.tilegym is None:
-        raise InputError(f"{ws.kernel} is a TileGym kernel (its E rows come from {test_file or 'TileGym'}'s "
-                         "test_perf): the probe runs that test, so it needs the checkout: pass --tilegym DIR or set "
-                         "$TILEGYM_PATH (a checkout whose cutile-rs library is built)", key="--tilegym")
+        raise InputError(
+            f"{ws.kernel} is a TileGym kernel (its E rows come from {test_file or 'TileGym'}'s "
+            "test_perf): the probe runs that test, so it needs the checkout: pass --tilegym DIR or set "
+            "$TILEGYM_PATH (a checkout whose cutile-rs library is built)",
+            key="--tilegym",
+        )
     root = Path(ws.tilegym).expanduser().resolve()
     if test_file and not (root / test_file).is_file():
         raise InputError(f"the TileGym checkout has no {test_file}", path=root / test_file, key="--tilegym")
     return "tilegym", root
 
 
-def plan_probe(request: ProbeRequest, env: Mapping[str, str] = os.environ,
-               ws: Workspace | None = None) -> ProbePlan:
+def plan_probe(
+    request: ProbeRequest, env: Mapping[str, str] = os.environ, ws: Workspace | None = None
+) -> ProbePlan:
     """The probe of one config (see the module contract); nothing is run or written."""
     from cutile_workbench.services import stage_f
     from cutile_workbench.stages.f.diagnosis import same_backend
@@ -136,32 +143,58 @@ def plan_probe(request: ProbeRequest, env: Mapping[str, str] = os.environ,
     ws = ws or open_kernel(request, env)
     inputs = stage_f.collect(ws)
     if inputs.table is None or not inputs.table.rows:
-        raise InputError("no E ratio table: the probe needs E's rows and their captures (run E first)",
-                         path=str(ws.kernel_dir))
+        raise InputError(
+            "no E ratio table: the probe needs E's rows and their captures (run E first)",
+            path=str(ws.kernel_dir),
+        )
     row = _find_row(inputs.table.rows, request.config)
     suite, cwd = _suite_dir(ws, row)
     cand = inputs.candidate_records.get((row.func_key, row.params))
     base = inputs.baseline_records.get(row.baseline_backend or "", {}).get((row.func_key, row.params))
-    specs = probe_specs(row, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
-                        candidate_record=cand, baseline_record=base, cwd=cwd, python=request.python,
-                        ncu=request.ncu)
+    specs = probe_specs(
+        row,
+        launch_sets=inputs.launch_sets,
+        candidate_backend=inputs.candidate_backend,
+        candidate_record=cand,
+        baseline_record=base,
+        cwd=cwd,
+        python=request.python,
+        ncu=request.ncu,
+    )
     sides_named = [(inputs.candidate_backend, cand), (row.baseline_backend or "cutile", base)]
-    skipped = [f"{b}: no recorded kernel name (no per-launch capture and no kernel_name in its perf record): "
-               "ncu's -k filter cannot be built" for b, _r in sides_named
-               if not any(same_backend(s.backend, b) for s in specs)]
+    skipped = [
+        f"{b}: no recorded kernel name (no per-launch capture and no kernel_name in its perf record): "
+        "ncu's -k filter cannot be built"
+        for b, _r in sides_named
+        if not any(same_backend(s.backend, b) for s in specs)
+    ]
     if request.backends:
         unknown = [b for b in request.backends if not any(same_backend(b, x) for x, _r in sides_named)]
         if unknown:
-            raise InputError(f"backend {unknown[0]!r} is neither side of {row.params} (candidate "
-                             f"{inputs.candidate_backend}, reference {row.baseline_backend or 'n/a'})", key="--backend")
+            raise InputError(
+                f"backend {unknown[0]!r} is neither side of {row.params} (candidate "
+                f"{inputs.candidate_backend}, reference {row.baseline_backend or 'n/a'})",
+                key="--backend",
+            )
         specs = [s for s in specs if any(same_backend(s.backend, b) for b in request.backends)]
         skipped = [x for x in skipped if any(same_backend(x.split(":", 1)[0], b) for b in request.backends)]
     if suite == "tilegym":
-        specs = [replace(s, extra_env=tuple(NO_SILENT_FALLBACK.items())) if id_token(s.backend) == "cutile_rs"
-                 else s for s in specs]
+        specs = [
+            replace(s, extra_env=tuple(NO_SILENT_FALLBACK.items()))
+            if id_token(s.backend) == "cutile_rs"
+            else s
+            for s in specs
+        ]
     writable = not read_only(ws)
-    sides = [ProbeSide(s, probe_path(ws.paths, s.backend, s.params).with_suffix(".csv") if writable else
-                       Path.cwd() / f"ncu-{id_token(s.backend)}-{shape_token(s.params)}.csv") for s in specs]
+    sides = [
+        ProbeSide(
+            s,
+            probe_path(ws.paths, s.backend, s.params).with_suffix(".csv")
+            if writable
+            else Path.cwd() / f"ncu-{id_token(s.backend)}-{shape_token(s.params)}.csv",
+        )
+        for s in specs
+    ]
     return ProbePlan(ws, row, inputs.candidate_backend, sides, suite, skipped)
 
 
@@ -183,8 +216,13 @@ def cannot_run(plan: ProbePlan, python: str = sys.executable) -> str:
     return "" if present else f"no GPU visible ({how})"
 
 
-def run_side(plan: ProbePlan, side: ProbeSide, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-             env: Mapping[str, str] | None = None) -> tuple[ProbeResult, Path]:
+def run_side(
+    plan: ProbePlan,
+    side: ProbeSide,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+) -> tuple[ProbeResult, Path]:
     """Run one side under ncu and file it; (result, probe file). InputError when ncu fails or is killed."""
     why = read_only(plan.ws)
     if why:
@@ -203,12 +241,22 @@ def file_csv(plan: ProbePlan, side: ProbeSide, csv_file: Path) -> tuple[ProbeRes
     try:
         raw = Path(csv_file).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise InputError(f"cannot read the ncu CSV: {exc.strerror or exc}", path=str(csv_file), key="--csv") from None
-    result = parse_ncu_csv(raw, path=str(csv_file), backend=side.spec.backend, params=side.spec.params,
-                           kernel_name=side.spec.kernel_name, strict_kernel=True)
+        raise InputError(
+            f"cannot read the ncu CSV: {exc.strerror or exc}", path=str(csv_file), key="--csv"
+        ) from None
+    result = parse_ncu_csv(
+        raw,
+        path=str(csv_file),
+        backend=side.spec.backend,
+        params=side.spec.params,
+        kernel_name=side.spec.kernel_name,
+        strict_kernel=True,
+    )
     rel = probe_path(plan.ws.paths, side.spec.backend, side.spec.params).with_suffix(".csv")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(Path(csv_file).stat().st_mtime))
-    result = replace(result, command=side.shell, captured_at=stamp, csv=rel.relative_to(plan.ws.paths.root).as_posix())
+    result = replace(
+        result, command=side.shell, captured_at=stamp, csv=rel.relative_to(plan.ws.paths.root).as_posix()
+    )
     return result, save_probe(plan.ws.paths, result, raw_csv=raw)
 
 
@@ -217,8 +265,13 @@ def load(ws: Workspace) -> dict[tuple[str, str], ProbeResult]:
     return load_probes(ws.paths)
 
 
-def probe_rows(probes: Mapping[tuple[str, str], ProbeResult], candidate_backend: str, row: RatioRow, *,
-               compact: bool = False) -> list[tuple[str, str, str]]:
+def probe_rows(
+    probes: Mapping[tuple[str, str], ProbeResult],
+    candidate_backend: str,
+    row: RatioRow,
+    *,
+    compact: bool = False,
+) -> list[tuple[str, str, str]]:
     """(metric, candidate, reference) of the filed probes of ``row``; [] when neither side was probed."""
     cand = probe_for(probes, candidate_backend, row.params)
     base = probe_for(probes, row.baseline_backend, row.params)
@@ -227,5 +280,15 @@ def probe_rows(probes: Mapping[tuple[str, str], ProbeResult], candidate_backend:
     return side_by_side(cand, base, compact=compact)
 
 
-__all__ = ["ProbePlan", "ProbeRequest", "ProbeSide", "cannot_run", "file_csv", "load", "plan_probe", "probe_rows",
-           "read_only", "run_side"]
+__all__ = [
+    "ProbePlan",
+    "ProbeRequest",
+    "ProbeSide",
+    "cannot_run",
+    "file_csv",
+    "load",
+    "plan_probe",
+    "probe_rows",
+    "read_only",
+    "run_side",
+]

@@ -114,14 +114,18 @@ def role_for_backend(backend: str, candidate: str) -> Role:
         return "baseline_triton_tileir"
     raise InputError(
         f"backend {backend!r} has no slot in the TileGym layout (candidate is {candidate!r}; baselines: "
-        "cutile → baseline_perf_cutile.txt, triton → baseline_perf_triton_tileir.txt)", key="--backend")
+        "cutile → baseline_perf_cutile.txt, triton → baseline_perf_triton_tileir.txt)",
+        key="--backend",
+    )
 
 
 def artifact_root(out_root: Path | None, env: Mapping[str, str] = os.environ) -> Path:
     """Where a run's results go: ``out_root``, else ``$CUTILE_KERNEL_OUT_ROOT``; InputError if neither."""
     root = out_root or (Path(env["CUTILE_KERNEL_OUT_ROOT"]) if env.get("CUTILE_KERNEL_OUT_ROOT") else None)
     if root is None:
-        raise InputError("no artifact root: pass --out-root DIR or set CUTILE_KERNEL_OUT_ROOT", key="--out-root")
+        raise InputError(
+            "no artifact root: pass --out-root DIR or set CUTILE_KERNEL_OUT_ROOT", key="--out-root"
+        )
     return root
 
 
@@ -159,9 +163,12 @@ def _unknown_profile(kernel: str) -> InputError:
 
     names = [p.kernel for p in list_profiles()]
     close = difflib.get_close_matches(kernel, names, n=5)
-    return InputError(f"no profile {kernel!r} (known: {', '.join(names)})"
-                      + (f"; did you mean {', '.join(close)}?" if close else "")
-                      + "; use --tilegym DIR (or $TILEGYM_PATH) to run TileGym's own tests", key="kernel")
+    return InputError(
+        f"no profile {kernel!r} (known: {', '.join(names)})"
+        + (f"; did you mean {', '.join(close)}?" if close else "")
+        + "; use --tilegym DIR (or $TILEGYM_PATH) to run TileGym's own tests",
+        key="kernel",
+    )
 
 
 def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPlan:
@@ -169,15 +176,22 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
     from cutile_workbench.profiles import get_profile
 
     if request.per_test_timeout_s <= 0:
-        raise InputError(f"--timeout must be > 0 seconds, got {request.per_test_timeout_s:g}", key="--timeout")
+        raise InputError(
+            f"--timeout must be > 0 seconds, got {request.per_test_timeout_s:g}", key="--timeout"
+        )
     if request.total_timeout_s is not None and request.total_timeout_s <= 0:
-        raise InputError(f"--total-timeout must be > 0 seconds, got {request.total_timeout_s:g}",
-                         key="--total-timeout")
+        raise InputError(
+            f"--total-timeout must be > 0 seconds, got {request.total_timeout_s:g}", key="--total-timeout"
+        )
     kernel = check_kernel_name(request.kernel)
     out = KernelPaths.under(artifact_root(request.out_root, env), kernel)
     if in_recorded_sessions(out.root):  # however it is named (--out-root, env, a link): never written
-        raise InputError("the out root is a recorded session shipped with cutile-workbench (read-only): pass "
-                         "--out-root DIR outside the package", path=str(out.root), key="--out-root")
+        raise InputError(
+            "the out root is a recorded session shipped with cutile-workbench (read-only): pass "
+            "--out-root DIR outside the package",
+            path=str(out.root),
+            key="--out-root",
+        )
     profile = get_profile(kernel)
     # an explicit --suite file is its own suite: an exported $TILEGYM_PATH does not redirect it
     checkout = tilegym_checkout(request.tilegym, env if request.suite is None else {})
@@ -192,15 +206,21 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
         if has_test or request.tilegym is not None or profile is None:
             use_tilegym = True  # an explicit checkout without the file reports it (close matches)
             if profile is not None and has_test:
-                note = (f"running TileGym's {tilegym_test_file(checkout, kernel).relative_to(checkout)} from "
-                        f"{checkout} ({'--tilegym' if request.tilegym is not None else '$TILEGYM_PATH'}); "
-                        f"a built-in profile {kernel!r} exists too: add --profile to run it instead")
+                note = (
+                    f"running TileGym's {tilegym_test_file(checkout, kernel).relative_to(checkout)} from "
+                    f"{checkout} ({'--tilegym' if request.tilegym is not None else '$TILEGYM_PATH'}); "
+                    f"a built-in profile {kernel!r} exists too: add --profile to run it instead"
+                )
         else:
-            note = (f"$TILEGYM_PATH={checkout} has no tests/ops/test_{kernel}.py: running the built-in "
-                    f"profile {kernel!r}")
+            note = (
+                f"$TILEGYM_PATH={checkout} has no tests/ops/test_{kernel}.py: running the built-in "
+                f"profile {kernel!r}"
+            )
     elif checkout is not None and profile is not None:
-        note = (f"running the built-in profile {kernel!r} (--profile); TileGym's tests/ops/test_{kernel}.py "
-                f"in {checkout} is not run")
+        note = (
+            f"running the built-in profile {kernel!r} (--profile); TileGym's tests/ops/test_{kernel}.py "
+            f"in {checkout} is not run"
+        )
     recorded: Path | None = None
     if use_tilegym:
         assert checkout is not None
@@ -221,11 +241,15 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
             raise InputError(
                 f"{kernel!r} is a recorded run of TileGym's own {recorded_tg.test} (real cutile-rs); re-run it "
                 "with --tilegym DIR (or $TILEGYM_PATH): a TileGym checkout whose cutile-rs library is built "
-                "(README: 'Running against real cutile-rs')", key="kernel")
+                "(README: 'Running against real cutile-rs')",
+                key="kernel",
+            )
         if profile is None and request.suite is None:
             raise _unknown_profile(kernel)
         candidate = profile.candidate if profile else (list(request.backends) or ["cutile"])[0]
-        backends = list(request.backends) or ([profile.candidate, profile.baseline] if profile else [candidate])
+        backends = list(request.backends) or (
+            [profile.candidate, profile.baseline] if profile else [candidate]
+        )
         suite = request.suite.resolve() if request.suite is not None else None
         target = str(suite) if suite is not None else str(profile.suite) if profile else ""
         extra_k = None
@@ -244,14 +268,27 @@ def plan_runs(request: RunRequest, env: Mapping[str, str] = os.environ) -> RunPl
         spec_env = dict(request.env)
         if use_tilegym and role == "candidate":
             spec_env = {**NO_SILENT_FALLBACK, **spec_env}
-        runs.append(BackendRun(backend, role, RunSpec(
-            kernel=kernel, test_target=target, k_expr=backend_k_expr(token, user_k), cwd=cwd, role=role,
-            python=request.python, env=spec_env, workbench_harness=request.workbench_harness,
-            per_test_timeout_s=request.per_test_timeout_s, total_timeout_s=request.total_timeout_s,
-            backend_token=token,
-            dump_ir_dir=str(out.workbench_dir / "tileir_raw" / role) if request.dump_ir else None,
-            compile_cache=str(request.compile_cache.resolve()) if request.compile_cache else None,
-        )))
+        runs.append(
+            BackendRun(
+                backend,
+                role,
+                RunSpec(
+                    kernel=kernel,
+                    test_target=target,
+                    k_expr=backend_k_expr(token, user_k),
+                    cwd=cwd,
+                    role=role,
+                    python=request.python,
+                    env=spec_env,
+                    workbench_harness=request.workbench_harness,
+                    per_test_timeout_s=request.per_test_timeout_s,
+                    total_timeout_s=request.total_timeout_s,
+                    backend_token=token,
+                    dump_ir_dir=str(out.workbench_dir / "tileir_raw" / role) if request.dump_ir else None,
+                    compile_cache=str(request.compile_cache.resolve()) if request.compile_cache else None,
+                ),
+            )
+        )
     return RunPlan(runs, out, kind, recorded, note)
 
 
@@ -267,8 +304,9 @@ def gpu_probe(python: str) -> tuple[bool, str]:
         proc = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
         if proc.returncode == 0 and proc.stdout.strip() == "True":
             return True, f"torch.cuda is available in {python}"
-        torch_note = ("torch.cuda.is_available() is False" if proc.returncode == 0
-                      else "torch is not importable") + f" in {python}"
+        torch_note = (
+            "torch.cuda.is_available() is False" if proc.returncode == 0 else "torch is not importable"
+        ) + f" in {python}"
     except (OSError, subprocess.TimeoutExpired) as exc:
         torch_note = f"cannot run {python} ({exc})"
     return False, f"{smi_note}; {torch_note}"
@@ -301,8 +339,12 @@ def rerun_targets(row: RatioRow, candidate_backend: str) -> tuple[RerunTarget, R
     base = row.baseline_backend or "cutile"
     base_role: Role = "baseline_triton_tileir" if _id_token_of(base) == "triton" else "baseline_cutile"
     sides: tuple[tuple[Role, str], tuple[Role, str]] = (("candidate", candidate_backend), (base_role, base))
-    cand, baseline = (RerunTarget(role, backend, _id_token_of(backend),
-                                  f"{row.func_key}[{_id_token_of(backend)}-{row.params}]") for role, backend in sides)
+    cand, baseline = (
+        RerunTarget(
+            role, backend, _id_token_of(backend), f"{row.func_key}[{_id_token_of(backend)}-{row.params}]"
+        )
+        for role, backend in sides
+    )
     return cand, baseline
 
 
@@ -316,8 +358,9 @@ def rerun_env(token: str) -> dict[str, str]:
     return {"CUPTI": "1", **(NO_SILENT_FALLBACK if token == "cutile_rs" else {})}
 
 
-def config_rerunner(kernel: str, candidate_backend: str, cwd: Path,
-                    out: KernelPaths) -> Callable[[Sequence[RatioRow], Callable[[Any], None], threading.Event], int]:
+def config_rerunner(
+    kernel: str, candidate_backend: str, cwd: Path, out: KernelPaths
+) -> Callable[[Sequence[RatioRow], Callable[[Any], None], threading.Event], int]:
     """Live re-run of chosen configs' node ids (candidate, then baseline) through ``cutile_workbench.run.runner.run``
     (child pytest, CUPTI harness, JSON-lines events).
 
@@ -331,8 +374,15 @@ def config_rerunner(kernel: str, candidate_backend: str, cwd: Path,
             for target in rerun_targets(row, candidate_backend):
                 if cancel.is_set():
                     return 130
-                spec = RunSpec(kernel=kernel, test_target=target.nodeid, cwd=cwd, role=target.role,
-                               backend_token=target.token, env=rerun_env(target.token), workbench_harness=True)
+                spec = RunSpec(
+                    kernel=kernel,
+                    test_target=target.nodeid,
+                    cwd=cwd,
+                    role=target.role,
+                    backend_token=target.token,
+                    env=rerun_env(target.token),
+                    workbench_harness=True,
+                )
                 result = run_suite(spec, out, on_event=on_event, cancel=cancel)
                 rc = rc or result.rc
         return rc
@@ -352,8 +402,10 @@ def rerun_cwd(ws: Workspace) -> tuple[Path | None, str]:
 
         if profiles.get_recorded_tilegym(ws.kernel) is not None:
             if ws.tilegym is None:
-                return None, ("this is a recorded run of TileGym's own test_perf (real cutile-rs): a live re-run "
-                              "needs --tilegym DIR (a checkout with the cutile-rs library built)")
+                return None, (
+                    "this is a recorded run of TileGym's own test_perf (real cutile-rs): a live re-run "
+                    "needs --tilegym DIR (a checkout with the cutile-rs library built)"
+                )
             return ws.tilegym, ""
         return Path(profiles.__file__).resolve().parent.parent, ""
     return None, ""

@@ -90,9 +90,11 @@ class ShardedRerun:
         roles = self._ids(rows)
         backends = " + ".join(b for b, _t, _ids in roles.values())
         ids = sum(len(i) for _b, _t, i in roles.values())
-        return (f"Re-run {len(rows)} config(s) ({backends}: {ids} node ids) over {self.slot_label()}: one worker per "
-                "slot, each config's candidate and baseline on the same GPU, then merged into a new scratch out "
-                "root (this session is not changed).")
+        return (
+            f"Re-run {len(rows)} config(s) ({backends}: {ids} node ids) over {self.slot_label()}: one worker per "
+            "slot, each config's candidate and baseline on the same GPU, then merged into a new scratch out "
+            "root (this session is not changed)."
+        )
 
     def devices(self) -> tuple[Device, ...]:
         entries = list(self.gpus) if self.gpus is not None else None
@@ -105,7 +107,9 @@ class ShardedRerun:
             for t in rerun_targets(row, self.candidate_backend):
                 backend, _token, ids = by_role.setdefault(t.role, (t.backend, t.token, []))
                 if backend != t.backend:
-                    raise InputError(f"rows name two backends for {t.role}: {backend} and {t.backend}", key=t.role)
+                    raise InputError(
+                        f"rows name two backends for {t.role}: {backend} and {t.backend}", key=t.role
+                    )
                 if t.nodeid not in ids:
                     ids.append(t.nodeid)
         return by_role
@@ -121,36 +125,65 @@ class ShardedRerun:
         for role, (backend, token, ids) in self._ids(rows).items():
             ids_file = id_dir / f"ids.{role}.txt"
             ids_file.write_text("".join(f"{n}\n" for n in ids), encoding="utf-8")
-            spec = RunSpec(kernel=self.kernel, test_target=files[0], cwd=self.cwd, role=role, python=self.python,
-                           env={**rerun_env(token), **self.env}, workbench_harness=True, backend_token=token,
-                           per_test_timeout_s=self.per_test_timeout_s,
-                           extra_args=(*self.extra_args, *files[1:], "-p", SELECT_PLUGIN, "--workbench-only-ids",
-                                       str(ids_file)))
+            spec = RunSpec(
+                kernel=self.kernel,
+                test_target=files[0],
+                cwd=self.cwd,
+                role=role,
+                python=self.python,
+                env={**rerun_env(token), **self.env},
+                workbench_harness=True,
+                backend_token=token,
+                per_test_timeout_s=self.per_test_timeout_s,
+                extra_args=(
+                    *self.extra_args,
+                    *files[1:],
+                    "-p",
+                    SELECT_PLUGIN,
+                    "--workbench-only-ids",
+                    str(ids_file),
+                ),
+            )
             out.append(RoleRun(backend=backend, role=role, spec=spec))
         return tuple(out)
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
-                 cancel: threading.Event) -> ShardedOutcome:
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> ShardedOutcome:
         devices = self.devices()
         scratch = Path(tempfile.mkdtemp(prefix="cutile-workbench-sharded-", dir=self.scratch_parent))
         out = KernelPaths.under(scratch, self.kernel)
-        req = ScaleoutRequest(kernel=self.kernel, out=out, roles=self.roles(rows, out), mode="local",
-                              devices=devices)
+        req = ScaleoutRequest(
+            kernel=self.kernel, out=out, roles=self.roles(rows, out), mode="local", devices=devices
+        )
         result = run_scaled(req, on_event=on_event, cancel=cancel)
         return outcome_of(result, scratch, self.kernel, rows)
 
 
-def outcome_of(result: ScaleoutResult, scratch: Path, kernel: str, shown: Sequence[RatioRow]) -> ShardedOutcome:
+def outcome_of(
+    result: ScaleoutResult, scratch: Path, kernel: str, shown: Sequence[RatioRow]
+) -> ShardedOutcome:
     """The outcome's summary: where it merged and E's ratios there against the rows as shown."""
     if result.cancelled:
-        return ShardedOutcome(result.rc, True, (
-            "cancelled: every worker was stopped; nothing merged",
-            f"shards finished so far are kept under {result.paths.root}"), result=result)
+        return ShardedOutcome(
+            result.rc,
+            True,
+            (
+                "cancelled: every worker was stopped; nothing merged",
+                f"shards finished so far are kept under {result.paths.root}",
+            ),
+            result=result,
+        )
     if result.merged is None:
         bad = ", ".join(str(i) for i in result.not_complete)
-        return ShardedOutcome(result.rc, False, (
-            f"shard(s) {bad} did not complete; nothing merged (each shard's worker.log is under {result.paths.root})",
-        ), result=result)
+        return ShardedOutcome(
+            result.rc,
+            False,
+            (
+                f"shard(s) {bad} did not complete; nothing merged (each shard's worker.log is under {result.paths.root})",
+            ),
+            result=result,
+        )
     lines = [f"merged into {scratch / kernel}; open it with: cutile-workbench --out-root {scratch} {kernel}"]
     for role, r in result.merged.results.items():
         backend = result.plan.role_run(role).backend
@@ -173,29 +206,38 @@ def outcome_of(result: ScaleoutResult, scratch: Path, kernel: str, shown: Sequen
 def compare_line(shown: Sequence[RatioRow], table: RatioTable) -> str:
     """``geomean 1.083x → 1.079x over N rows with a ratio`` (the same rows on both sides)."""
     before = {(r.func_key, r.params): r.ratio for r in shown if r.ratio is not None}
-    pairs = [(before[(r.func_key, r.params)], r.ratio) for r in table.rows
-             if (r.func_key, r.params) in before and r.ratio is not None]
+    pairs = [
+        (before[(r.func_key, r.params)], r.ratio)
+        for r in table.rows
+        if (r.func_key, r.params) in before and r.ratio is not None
+    ]
     if not pairs:
         return f"re-run: {len(table.matched)} row(s) with a ratio; none to compare with the rows shown"
     old = geomean([b for b, _ in pairs])
     new = geomean([a for _, a in pairs])
-    return f"geomean {old:.3f}x (shown) → {new:.3f}x (re-run) over the {len(pairs)} row(s) both have a ratio for"
+    return (
+        f"geomean {old:.3f}x (shown) → {new:.3f}x (re-run) over the {len(pairs)} row(s) both have a ratio for"
+    )
 
 
-def sharded_rerunner(ws: Workspace, candidate_backend: str, gpus: str | None = None, *,
-                     environ: Mapping[str, str] = os.environ) -> tuple[ShardedRerun | None, str]:
+def sharded_rerunner(
+    ws: Workspace, candidate_backend: str, gpus: str | None = None, *, environ: Mapping[str, str] = os.environ
+) -> tuple[ShardedRerun | None, str]:
     """See the module contract."""
     cwd, why = rerun_cwd(ws)
     if gpus is not None:
         entries = parse_gpus(gpus)
         if not nvidia_smi_gpus():
-            raise InputError("--gpus: nvidia-smi lists no GPU on this machine (the sharded re-run needs GPUs)",
-                             key="--gpus")
+            raise InputError(
+                "--gpus: nvidia-smi lists no GPU on this machine (the sharded re-run needs GPUs)",
+                key="--gpus",
+            )
         devices = resolve_devices(entries)  # InputError naming an unknown GPU
         if cwd is None:
             return None, why or "this workspace has no suite to re-run (open it with --tilegym DIR)"
-        return ShardedRerun(ws.kernel, candidate_backend, cwd, tuple(str(d.visible) for d in devices),
-                            slots=len(devices)), ""
+        return ShardedRerun(
+            ws.kernel, candidate_backend, cwd, tuple(str(d.visible) for d in devices), slots=len(devices)
+        ), ""
     slots = count_visible_gpus(environ)
     if cwd is None or slots < 2:
         return None, ""

@@ -18,8 +18,13 @@ from cutile_workbench.evidence.sol import SolRow
 from cutile_workbench.model import RatioTable
 
 
-def speed_of_light(ws: Workspace, table: RatioTable, *, candidate_backend: str = "cutile-rs",
-                   probes: Mapping[tuple[str, str], Any] | None = None) -> dict[tuple[str, str], SolRow]:
+def speed_of_light(
+    ws: Workspace,
+    table: RatioTable,
+    *,
+    candidate_backend: str = "cutile-rs",
+    probes: Mapping[tuple[str, str], Any] | None = None,
+) -> dict[tuple[str, str], SolRow]:
     """SOL per E row (see the module contract)."""
     from cutile_workbench.evidence.gpu import gpu_facts
     from cutile_workbench.evidence.sol import recorded_argnames, row_sol, test_argnames
@@ -28,8 +33,15 @@ def speed_of_light(ws: Workspace, table: RatioTable, *, candidate_backend: str =
     argnames = {**recorded_argnames(ws.kernel), **test_argnames(ws.tilegym, {r.func_key for r in table.rows})}
     out: dict[tuple[str, str], SolRow] = {}
     for row in table.rows:
-        sr = row_sol(row, ws.kernel, gpu, ws.analysis, argnames.get(row.func_key), probes=probes,
-                     candidate_backend=candidate_backend)
+        sr = row_sol(
+            row,
+            ws.kernel,
+            gpu,
+            ws.analysis,
+            argnames.get(row.func_key),
+            probes=probes,
+            candidate_backend=candidate_backend,
+        )
         if sr is not None:
             out[(row.func_key, row.params)] = sr
     return out

@@ -45,8 +45,14 @@ class EReportRequest:
     run_real_scripts: bool = True  # also run TileGym's validator scripts when a checkout is known
 
 
-def open_kernel(kernel: str, *, out_root: Path | None, tilegym: Path | None,
-                env: Mapping[str, str] = os.environ, strict: bool = True) -> Workspace:
+def open_kernel(
+    kernel: str,
+    *,
+    out_root: Path | None,
+    tilegym: Path | None,
+    env: Mapping[str, str] = os.environ,
+    strict: bool = True,
+) -> Workspace:
     """The kernel's workspace; ``InputError`` when its dir does not exist (see module contract)."""
     ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym, env=env, strict=strict)
     require_kernel_dir(ws)
@@ -56,8 +62,10 @@ def open_kernel(kernel: str, *, out_root: Path | None, tilegym: Path | None,
 def require_kernel_dir(ws: Workspace) -> None:
     """A kernel dir that does not exist is a usage error (typo in kernel or out root), not BLOCKED."""
     if not ws.kernel_dir.is_dir():
-        raise InputError(f"kernel dir does not exist (source: {ws.source}); check the kernel name and --out-root",
-                         path=str(ws.kernel_dir))
+        raise InputError(
+            f"kernel dir does not exist (source: {ws.source}); check the kernel name and --out-root",
+            path=str(ws.kernel_dir),
+        )
 
 
 def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000) -> RatioTable:
@@ -87,9 +95,15 @@ def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]
         session = ws.session_meta()
     except WorkbenchError:
         session = None  # the loaders report a malformed session.json already
-    labels = stand_ins_of(frameworks, session, {r.baseline_backend for r in table.matched if r.baseline_backend})
-    rows = [dataclasses.replace(r, baseline_label=label) if r.baseline_backend and
-            (label := labels.baseline_label(r.baseline_backend)) != r.baseline_backend else r for r in table.rows]
+    labels = stand_ins_of(
+        frameworks, session, {r.baseline_backend for r in table.matched if r.baseline_backend}
+    )
+    rows = [
+        dataclasses.replace(r, baseline_label=label)
+        if r.baseline_backend and (label := labels.baseline_label(r.baseline_backend)) != r.baseline_backend
+        else r
+        for r in table.rows
+    ]
     return dataclasses.replace(table, rows=rows)
 
 
@@ -102,7 +116,9 @@ def trust(ws: Workspace, table: RatioTable) -> KernelTrust:
     return workspace_trust(ws, table, load_e_table(ws).candidate)
 
 
-def row_samples(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> dict[tuple[str, str], RowSamples]:
+def row_samples(
+    ws: Workspace, table: RatioTable, candidate: PerfLog | None = None
+) -> dict[tuple[str, str], RowSamples]:
     """The raw forward samples behind each ``OK`` row of ``table`` (the candidate's, and those of the
     baseline E chose for the row), from the same logs as :func:`ratio_table` (``candidate``: that
     log when the caller parsed it already); rows whose logs carry no samples (TileGym's own harness
@@ -145,8 +161,14 @@ def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPla
         from cutile_workbench.artifacts.confine import read_regular
 
         raw_text = read_regular(request.raw_log, kind="perf log").decode("utf-8", "surrogateescape")
-    return plan_e_report(ws, raw_log_text=raw_text, pytest_rc=request.pytest_rc, command=request.command,
-                         run_real_scripts=request.run_real_scripts, raw_log_path=request.raw_log)
+    return plan_e_report(
+        ws,
+        raw_log_text=raw_text,
+        pytest_rc=request.pytest_rc,
+        command=request.command,
+        run_real_scripts=request.run_real_scripts,
+        raw_log_path=request.raw_log,
+    )
 
 
 def read_only_reason(ws: Workspace, *, preview: str = "--dry-run") -> str:
@@ -154,8 +176,10 @@ def read_only_reason(ws: Workspace, *, preview: str = "--dry-run") -> str:
     package — opened as the default, or named with ``--out-root`` — and are never modified in place.
     ``preview`` is the flag that shows the work without writing (``--dry-run``; ``probe``: ``--print-command``)."""
     if ws.source == "recorded" or inside_recorded_sessions(ws.kernel_dir):
-        return (f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
-                f"--out-root <dir>, or use {preview}")
+        return (
+            f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
+            f"--out-root <dir>, or use {preview}"
+        )
     return ""
 
 

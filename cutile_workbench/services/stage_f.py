@@ -52,8 +52,9 @@ class DemonstrateRequest:
     run_fn: Any = None  # tests: a stand-in for cutile_workbench.run.runner.run (labelled where used)
 
 
-def open_kernel(kernel: str, *, out_root: Path | None, tilegym: Path | None,
-                env: Mapping[str, str] = os.environ) -> Workspace:
+def open_kernel(
+    kernel: str, *, out_root: Path | None, tilegym: Path | None, env: Mapping[str, str] = os.environ
+) -> Workspace:
     """The kernel's workspace (a malformed analysis.json is a missing input, not an error)."""
     ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False)
     if not ws.paths.root.is_dir():
@@ -61,8 +62,14 @@ def open_kernel(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     return ws
 
 
-def plan(ws: Workspace, *, command: str | None = None, run_real_scripts: bool = True,
-         candidate_backend: str | None = None, demonstrate: DemonstrateRequest | None = None) -> FReport:
+def plan(
+    ws: Workspace,
+    *,
+    command: str | None = None,
+    run_real_scripts: bool = True,
+    candidate_backend: str | None = None,
+    demonstrate: DemonstrateRequest | None = None,
+) -> FReport:
     """Collect, diagnose, render and validate (see module contract); nothing is written.
 
     ``demonstrate`` (the caller's explicit authorization, ``report f --demonstrate``) first tries F's
@@ -74,10 +81,21 @@ def plan(ws: Workspace, *, command: str | None = None, run_real_scripts: bool = 
     if demonstrate is not None:
         from cutile_workbench.services.demonstrate import demonstrate as run_demonstration
 
-        demo = run_demonstration(ws, inputs, timeout_s=demonstrate.timeout_s, keep_overlay=demonstrate.keep_overlay,
-                                 run_fn=demonstrate.run_fn)
-    report = plan_f_reports(ws, investigations, inputs=inputs, command=command, run_real_scripts=run_real_scripts,
-                            demonstration=demo)
+        demo = run_demonstration(
+            ws,
+            inputs,
+            timeout_s=demonstrate.timeout_s,
+            keep_overlay=demonstrate.keep_overlay,
+            run_fn=demonstrate.run_fn,
+        )
+    report = plan_f_reports(
+        ws,
+        investigations,
+        inputs=inputs,
+        command=command,
+        run_real_scripts=run_real_scripts,
+        demonstration=demo,
+    )
     return FReport(inputs, investigations, report, demo)
 
 
@@ -87,7 +105,6 @@ def write(ws: Workspace, report: ReportPlan) -> WriteResult:
     if why:
         raise InputError(why, path=str(ws.kernel_dir))
     return write_plan(report)
-
 
 
 def collect(ws: Workspace, *, candidate_backend: str | None = None) -> FInputs:

@@ -42,8 +42,9 @@ from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
 
 
-def find_launches(kernel: str, out_root: str | Path | None,
-                  env: Mapping[str, str] = os.environ) -> tuple[Path, Path | None]:
+def find_launches(
+    kernel: str, out_root: str | Path | None, env: Mapping[str, str] = os.environ
+) -> tuple[Path, Path | None]:
     """``(launches file, session.json or None)``: the out-root kernel dir first, then the recording
     (any recorded session the workspace would open: a profile's or a recorded TileGym run's)."""
     from cutile_workbench.artifacts.confine import check_kernel_name, confine_read
@@ -66,8 +67,11 @@ def find_launches(kernel: str, out_root: str | Path | None,
                 confine_read(kp.root, session)
             return kp.launches_json, session
         looked.append(str(kp.launches_json))
-    raise InputError(f"no per-launch captures for {kernel!r} (looked at: {', '.join(looked) or 'nothing'}); "
-                     "run `cutile-workbench run --harness` on a GPU node first", key="kernel")
+    raise InputError(
+        f"no per-launch captures for {kernel!r} (looked at: {', '.join(looked) or 'nothing'}); "
+        "run `cutile-workbench run --harness` on a GPU node first",
+        key="kernel",
+    )
 
 
 def backend_roles(session_json: Path | None, kernel: str) -> dict[str, str]:
@@ -80,15 +84,23 @@ def backend_roles(session_json: Path | None, kernel: str) -> dict[str, str]:
 
         data = loads_located(read_regular_text(session_json, kind="session.json"), str(session_json))
         if not isinstance(data, dict):
-            raise InputError(f"top level must be a JSON object, not {type(data).__name__}", path=str(session_json))
+            raise InputError(
+                f"top level must be a JSON object, not {type(data).__name__}", path=str(session_json)
+            )
         runs = data.get("runs") or {}
         if not isinstance(runs, dict):
-            raise InputError(f"must be an object of role → run, not {type(runs).__name__}", path=str(session_json),
-                             key="runs")
+            raise InputError(
+                f"must be an object of role → run, not {type(runs).__name__}",
+                path=str(session_json),
+                key="runs",
+            )
         for role, meta in runs.items():
             if not isinstance(meta, dict):
-                raise InputError(f"must be an object, not {type(meta).__name__}", path=str(session_json),
-                                 key=f"runs.{role}")
+                raise InputError(
+                    f"must be an object, not {type(meta).__name__}",
+                    path=str(session_json),
+                    key=f"runs.{role}",
+                )
             token = meta.get("backend_token")
             if token is not None and not isinstance(token, str):
                 raise InputError("must be a string", path=str(session_json), key=f"runs.{role}.backend_token")
@@ -98,8 +110,9 @@ def backend_roles(session_json: Path | None, kernel: str) -> dict[str, str]:
             for name in (key, f"{key}_backend"):
                 value = data.get(name)
                 if value is not None and not isinstance(value, str):
-                    raise InputError(f"must be a string, not {type(value).__name__}", path=str(session_json),
-                                     key=name)
+                    raise InputError(
+                        f"must be a string, not {type(value).__name__}", path=str(session_json), key=name
+                    )
             value = data.get(key) or data.get(f"{key}_backend")
             if isinstance(value, str):
                 roles.setdefault(id_token(value), key)
@@ -130,8 +143,13 @@ def measurement_labels(sets: Sequence[LaunchSet]) -> list[str]:
         key = (s.nodeid, s.backend)
         index = seen.get(key, 0)
         seen[key] = index + 1
-        labels.append("" if totals[key] < 2 else ("forward", "backward")[index] if index < 2
-                      else f"measurement {index + 1}")
+        labels.append(
+            ""
+            if totals[key] < 2
+            else ("forward", "backward")[index]
+            if index < 2
+            else f"measurement {index + 1}"
+        )
     return labels
 
 
@@ -143,37 +161,60 @@ def summarize_set(s: LaunchSet, role: str, measurement: str = "") -> dict[str, A
     for c in s.calls:
         counts: dict[str, int] = {}
         for x in c.launches:
-            k = kernels.setdefault(x.display_name, {
-                "name": x.display_name, "kind": x.kind, "durations_us": [], "counts": [],
-                "grid": list(x.grid) if x.grid else None, "block": list(x.block) if x.block else None,
-                "registers_per_thread": x.registers_per_thread,
-                "shared_memory_bytes": (None if x.static_smem is None and x.dynamic_smem is None
-                                        else (x.static_smem or 0) + (x.dynamic_smem or 0)),
-            })
+            k = kernels.setdefault(
+                x.display_name,
+                {
+                    "name": x.display_name,
+                    "kind": x.kind,
+                    "durations_us": [],
+                    "counts": [],
+                    "grid": list(x.grid) if x.grid else None,
+                    "block": list(x.block) if x.block else None,
+                    "registers_per_thread": x.registers_per_thread,
+                    "shared_memory_bytes": (
+                        None
+                        if x.static_smem is None and x.dynamic_smem is None
+                        else (x.static_smem or 0) + (x.dynamic_smem or 0)
+                    ),
+                },
+            )
             k["durations_us"].append(x.duration_ns / 1000.0)
             counts[x.display_name] = counts.get(x.display_name, 0) + 1
         for name in kernels:
             kernels[name]["counts"].append(counts.get(name, 0))
     rows = []
     for k in kernels.values():
-        rows.append({
-            "name": k["name"], "kind": k["kind"],
-            "launches_per_call": statistics.median(k["counts"]) if k["counts"] else 0,
-            "per_launch_us": _stats(k["durations_us"]),
-            "grid": k["grid"], "block": k["block"], "registers_per_thread": k["registers_per_thread"],
-            "shared_memory_bytes": k["shared_memory_bytes"],
-        })
+        rows.append(
+            {
+                "name": k["name"],
+                "kind": k["kind"],
+                "launches_per_call": statistics.median(k["counts"]) if k["counts"] else 0,
+                "per_launch_us": _stats(k["durations_us"]),
+                "grid": k["grid"],
+                "block": k["block"],
+                "registers_per_thread": k["registers_per_thread"],
+                "shared_memory_bytes": k["shared_memory_bytes"],
+            }
+        )
     rows.sort(key=lambda r: -(r["per_launch_us"].get("median", 0.0) * r["launches_per_call"]))
     return {
-        "backend": s.backend, "role": role, "measurement": measurement, "nodeid": s.nodeid, "params": s.params,
+        "backend": s.backend,
+        "role": role,
+        "measurement": measurement,
+        "nodeid": s.nodeid,
+        "params": s.params,
         "source": s.source,
-        "calls": len(s.calls), "launches_per_call": _stats([float(n) for n in per_call]),
-        "device_time_per_call_us": _stats(device_us), "kernels": rows,
+        "calls": len(s.calls),
+        "launches_per_call": _stats([float(n) for n in per_call]),
+        "device_time_per_call_us": _stats(device_us),
+        "kernels": rows,
         "no_launch_data": s.source == "events",
     }
 
 
-def select_sets(sets: Sequence[LaunchSet], config: str, backends: list[str] | None, path: Path) -> list[LaunchSet]:
+def select_sets(
+    sets: Sequence[LaunchSet], config: str, backends: list[str] | None, path: Path
+) -> list[LaunchSet]:
     """One config's sets (params or node id); a :class:`~cutile_workbench.artifacts.launch_store.LaunchStore` decodes only those."""
     from cutile_workbench.artifacts.launch_store import LaunchStore
 
@@ -187,15 +228,22 @@ def select_sets(sets: Sequence[LaunchSet], config: str, backends: list[str] | No
         close = difflib.get_close_matches(config, known, n=6, cutoff=0.4)
         close += [k for k in known if config in k and k not in close][:6]
         raise InputError(
-            f"unknown config {config!r}" + (f"; close matches: {', '.join(close)}" if close else "")
-            + f" ({len(known)} configs recorded)", path=path, key="--config")
+            f"unknown config {config!r}"
+            + (f"; close matches: {', '.join(close)}" if close else "")
+            + f" ({len(known)} configs recorded)",
+            path=path,
+            key="--config",
+        )
     if backends:
         want = {id_token(b) for b in backends}
         picked = [s for s in chosen if id_token(s.backend) in want]
         if not picked:
             have = sorted({s.backend for s in chosen})
-            raise InputError(f"no captures of backend(s) {', '.join(backends)} for {config!r} "
-                             f"(have: {', '.join(have)})", path=path, key="--backend")
+            raise InputError(
+                f"no captures of backend(s) {', '.join(backends)} for {config!r} (have: {', '.join(have)})",
+                path=path,
+                key="--backend",
+            )
         chosen = picked
     return chosen
 
@@ -209,8 +257,9 @@ def write_perfetto(path: Path, trace: dict[str, Any], *, force: bool) -> None:
         try:
             json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
-            raise InputError("exists and is not JSON; refusing to replace it (use --force)",
-                             path=path, key="--perfetto") from None
+            raise InputError(
+                "exists and is not JSON; refusing to replace it (use --force)", path=path, key="--perfetto"
+            ) from None
     if not path.parent.is_dir():  # a typo in the directory must not create a tree of new ones
         raise InputError("directory does not exist (create it first)", path=path.parent, key="--perfetto")
     # a file the user named (--perfetto FILE): no kernel dir to stay inside
@@ -230,18 +279,29 @@ class ConfigTimeline:
     stand_ins: list[str] = field(default_factory=list)
 
 
-def config_timeline(kernel: str, config: str, *, backends: list[str] | None = None,
-                    out_root: str | Path | None = None, env: Mapping[str, str] = os.environ) -> ConfigTimeline:
+def config_timeline(
+    kernel: str,
+    config: str,
+    *,
+    backends: list[str] | None = None,
+    out_root: str | Path | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> ConfigTimeline:
     """Find, load and summarize one config's captures (see module contract); InputError for bad input."""
     from cutile_workbench.artifacts.launch_store import open_store
 
     path, session_json = find_launches(kernel, out_root, env)
-    chosen = select_sets(open_store(path, kernel_dir=path.parents[1]), config, backends, path)  # this config's sets only
+    chosen = select_sets(
+        open_store(path, kernel_dir=path.parents[1]), config, backends, path
+    )  # this config's sets only
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
     labels = measurement_labels(chosen)  # after the stable sort: forward still before backward
-    summaries = [summarize_set(s, roles.get(id_token(s.backend), "-"), label) for s, label in zip(chosen, labels, strict=True)]
+    summaries = [
+        summarize_set(s, roles.get(id_token(s.backend), "-"), label)
+        for s, label in zip(chosen, labels, strict=True)
+    ]
     return ConfigTimeline(kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json))
 
 
@@ -256,8 +316,12 @@ def _stand_in_lines(summaries: list[dict[str, Any]], session_json: Path | None) 
             session = data if isinstance(data, dict) else None
     candidates = {str(s["backend"]) for s in summaries if s["role"] == "candidate"}
     triton = any(s["role"] == "baseline" and id_token(str(s["backend"])) == "triton" for s in summaries)
-    return stand_ins_of(candidates or None, session, {"triton_tileir"} if triton else set(),
-                        frameworks_from="the captures' candidate").lines()
+    return stand_ins_of(
+        candidates or None,
+        session,
+        {"triton_tileir"} if triton else set(),
+        frameworks_from="the captures' candidate",
+    ).lines()
 
 
 @dataclass(frozen=True)
@@ -281,14 +345,28 @@ class ConfigTrust:
 
     def as_dict(self) -> dict[str, Any]:
         ref = self.reference
-        return {"identity": self.identity.as_dict() if self.identity else None, "why": self.why,
-                "reference_config": None if ref is None else {
-                    "text": ref.text, "config": ref.config.label if ref.config else None,
-                    "fits": [c.label for c in ref.fits], "unknown": list(ref.unknown)}}
+        return {
+            "identity": self.identity.as_dict() if self.identity else None,
+            "why": self.why,
+            "reference_config": None
+            if ref is None
+            else {
+                "text": ref.text,
+                "config": ref.config.label if ref.config else None,
+                "fits": [c.label for c in ref.fits],
+                "unknown": list(ref.unknown),
+            },
+        }
 
 
-def config_trust(kernel: str, config: str, *, out_root: str | Path | None = None, tilegym: Path | None = None,
-                 env: Mapping[str, str] = os.environ) -> ConfigTrust:
+def config_trust(
+    kernel: str,
+    config: str,
+    *,
+    out_root: str | Path | None = None,
+    tilegym: Path | None = None,
+    env: Mapping[str, str] = os.environ,
+) -> ConfigTrust:
     """See the module contract; InputError only for malformed inputs (an absent one gives ``why``)."""
     from cutile_workbench.artifacts.workspace import open_workspace
     from cutile_workbench.errors import WorkbenchError
@@ -297,8 +375,9 @@ def config_trust(kernel: str, config: str, *, out_root: str | Path | None = None
     from cutile_workbench.stages.e.report import candidate_framework, load_candidate
     from cutile_workbench.stages.e.stats import build_ratio_table
 
-    ws = open_workspace(kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env,
-                        strict=False)
+    ws = open_workspace(
+        kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
+    )
     try:
         cand, _parsed, _notes = load_candidate(ws)
     except WorkbenchError as exc:

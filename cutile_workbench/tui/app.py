@@ -98,25 +98,66 @@ class WorkbenchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
-        Binding("i", "info", "Info", show=False, tooltip="The whole header: session, GPU, out root, "
-                "comparability of the ratios", id="app-info"),
+        Binding(
+            "i",
+            "info",
+            "Info",
+            show=False,
+            tooltip="The whole header: session, GPU, out root, comparability of the ratios",
+            id="app-info",
+        ),
         # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
-        Binding("1", "mode('ratios')", "Screens", key_display="1-6", tooltip="1 Ratios · 2 Timeline · "
-                "3 IR diff · 4 Report · 5 Checks · 6 History", id="app-ratios"),
-        Binding("2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"),
-        Binding("3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"),
-        Binding("4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports",
-                id="app-report"),
-        Binding("5", "mode('checks')", "Checks", show=False, tooltip="TileGym checks: import, wiring, -k, audit",
-                id="app-checks"),
-        Binding("6", "mode('history')", "History", show=False, tooltip="Run history of the selected config",
-                id="app-history"),
-        Binding("escape", "back_to_overview", "Overview", tooltip="Back to the out root's overview",
-                id="app-overview"),
+        Binding(
+            "1",
+            "mode('ratios')",
+            "Screens",
+            key_display="1-6",
+            tooltip="1 Ratios · 2 Timeline · 3 IR diff · 4 Report · 5 Checks · 6 History",
+            id="app-ratios",
+        ),
+        Binding(
+            "2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"
+        ),
+        Binding(
+            "3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"
+        ),
+        Binding(
+            "4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports", id="app-report"
+        ),
+        Binding(
+            "5",
+            "mode('checks')",
+            "Checks",
+            show=False,
+            tooltip="TileGym checks: import, wiring, -k, audit",
+            id="app-checks",
+        ),
+        Binding(
+            "6",
+            "mode('history')",
+            "History",
+            show=False,
+            tooltip="Run history of the selected config",
+            id="app-history",
+        ),
+        Binding(
+            "escape",
+            "back_to_overview",
+            "Overview",
+            tooltip="Back to the out root's overview",
+            id="app-overview",
+        ),
     ]
 
-    def __init__(self, data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
-                 keymap: LoadedKeymap | None = None, back_code: int | None = None) -> None:
+    def __init__(
+        self,
+        data: AppData,
+        *,
+        initial_mode: str = "ratios",
+        prewarm: bool = True,
+        keymap: LoadedKeymap | None = None,
+        back_code: int | None = None,
+    ) -> None:
         super().__init__()
         #: opened from the overview (``cutile-workbench --out-root DIR``): Escape returns this code to it
         self.back_code = back_code
@@ -141,12 +182,20 @@ class WorkbenchApp(App[int]):
         if self.user_keymap is not None:
             self.set_keymap(self.user_keymap.bindings)
             for keymap_problem in self.user_keymap.notifications():
-                self.notify(str(keymap_problem), title=keymap_problem.title, severity="error", timeout=30, markup=False)
+                self.notify(
+                    str(keymap_problem),
+                    title=keymap_problem.title,
+                    severity="error",
+                    timeout=30,
+                    markup=False,
+                )
         self.switch_mode(self.initial_mode)
         self._initial_shown = True
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
-            self.notify(Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False)
+            self.notify(
+                Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False
+            )
         if self.data.runner is not None and self.data.source != "synthetic":
             self.notify("a live runner is available: L on a row re-runs it live", timeout=8)
 
@@ -237,8 +286,13 @@ class WorkbenchApp(App[int]):
         self._reported_clashes.add(names)
         where = self.user_keymap.path if self.user_keymap and self.user_keymap.path else "keymap"
         keys = ", ".join(sorted({b.key for b in clashed_bindings}))
-        self.notify(f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
-                    title="Keymap", severity="warning", timeout=15, markup=False)
+        self.notify(
+            f"{where}: key {keys} now replaces {', '.join(sorted(names))} on {type(node).__name__}",
+            title="Keymap",
+            severity="warning",
+            timeout=15,
+            markup=False,
+        )
 
     async def on_event(self, event: events.Event) -> None:
         """Characters typed right after a key that opens an input (``/`` filter, ``/`` search) are
@@ -282,8 +336,10 @@ class WorkbenchApp(App[int]):
             about = screen.ABOUT
             if self.user_keymap is not None and self.user_keymap.path is not None:
                 # the keys below are already the remapped ones (active bindings); say where they came from
-                about += (f"\n\nKeymap: {self.user_keymap.path} ({len(self.user_keymap.bindings)} binding(s) "
-                          "remapped; Ctrl+Q always quits).")
+                about += (
+                    f"\n\nKeymap: {self.user_keymap.path} ({len(self.user_keymap.bindings)} binding(s) "
+                    "remapped; Ctrl+Q always quits)."
+                )
             self.push_screen(HelpScreen(f"{screen.SCREEN_TITLE} — help", about, keys))
 
     def action_info(self) -> None:
@@ -312,15 +368,27 @@ class WorkbenchApp(App[int]):
         self.push_screen(ErrorModal(error, title))
 
 
-def make_app(data: AppData, *, initial_mode: str = "ratios", prewarm: bool = True,
-             keymap: LoadedKeymap | None = None, back_code: int | None = None) -> WorkbenchApp:
+def make_app(
+    data: AppData,
+    *,
+    initial_mode: str = "ratios",
+    prewarm: bool = True,
+    keymap: LoadedKeymap | None = None,
+    back_code: int | None = None,
+) -> WorkbenchApp:
     """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap;
     ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it."""
     return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap, back_code=back_code)
 
 
-def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap: Path | None = None,
-            gpus: str | None = None) -> int:
+def run_app(
+    kernel: str,
+    *,
+    out_root: Path | None,
+    tilegym: Path | None,
+    keymap: Path | None = None,
+    gpus: str | None = None,
+) -> int:
     """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``.
 
     ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read.
@@ -335,10 +403,13 @@ def run_app(kernel: str, *, out_root: Path | None, tilegym: Path | None, keymap:
         return e.exit_code
     except MemoryError:
         gc.collect()
-        print(f"cutile-workbench: the session of {kernel!r} does not fit in memory (a memory limit on this "
-              "shell?); nothing was opened. What reads one config at a time still works: "
-              f"`cutile-workbench table {kernel}`, `cutile-workbench timeline {kernel} --config PARAMS`, "
-              f"`cutile-workbench history {kernel} --config PARAMS`.", file=sys.stderr)
+        print(
+            f"cutile-workbench: the session of {kernel!r} does not fit in memory (a memory limit on this "
+            "shell?); nothing was opened. What reads one config at a time still works: "
+            f"`cutile-workbench table {kernel}`, `cutile-workbench timeline {kernel} --config PARAMS`, "
+            f"`cutile-workbench history {kernel} --config PARAMS`.",
+            file=sys.stderr,
+        )
         return 2
     rc = make_app(data, keymap=load_keymap(keymap)).run()
     return int(rc or 0)

@@ -15,7 +15,9 @@ from textual.widgets import Static
 class WorkbenchHeader(Static):
     """One line; user strings are plain Text (paths may contain markup characters)."""
 
-    def __init__(self, screen_title: str, *, notice: str = "", urgent: bool = False, **kwargs: object) -> None:
+    def __init__(
+        self, screen_title: str, *, notice: str = "", urgent: bool = False, **kwargs: object
+    ) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.screen_title = screen_title
         self.notice = notice
@@ -60,12 +62,14 @@ def header_lines(app: object) -> list[str]:
     if data is None:
         return ["no data loaded"]
     source = "live" if getattr(app, "live", False) else data.source
-    lines = [f"kernel      {data.kernel}",
-             f"candidate   {data.candidate_backend}" + ("  (STAND-IN, not cutile-rs)" if data.stand_in else ""),
-             f"harness     {data.harness or 'unknown'}",
-             f"source      {source}" + (f"  (read-only: {data.read_only})" if data.read_only else ""),
-             f"GPU         {data.gpu}",
-             f"out root    {data.out_root if data.out_root else '(no out root)'}"]
+    lines = [
+        f"kernel      {data.kernel}",
+        f"candidate   {data.candidate_backend}" + ("  (STAND-IN, not cutile-rs)" if data.stand_in else ""),
+        f"harness     {data.harness or 'unknown'}",
+        f"source      {source}" + (f"  (read-only: {data.read_only})" if data.read_only else ""),
+        f"GPU         {data.gpu}",
+        f"out root    {data.out_root if data.out_root else '(no out root)'}",
+    ]
     cond = getattr(data, "conditions", None)
     if cond is not None and cond.short:
         lines += ["", "comparability of the ratios:", *cond.lines]

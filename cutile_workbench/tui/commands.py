@@ -25,10 +25,16 @@ def available_commands(app: WorkbenchHost, screen: object) -> list[PaletteComman
         ("view: timeline", "Show launch timelines", partial(app.switch_mode, "timeline")),
         ("view: ir diff", "Show the reference vs generated IR diff", partial(app.switch_mode, "irdiff")),
         ("view: report", "Plan and write E/F reports", partial(app.switch_mode, "report")),
-        ("view: checks", "TileGym checks: precondition, wiring, -k selection, wrapper audit",
-         partial(app.switch_mode, "checks")),
-        ("view: history", "Run history of the selected config: medians, trend, regression flags, provenance",
-         partial(app.switch_mode, "history")),
+        (
+            "view: checks",
+            "TileGym checks: precondition, wiring, -k selection, wrapper audit",
+            partial(app.switch_mode, "checks"),
+        ),
+        (
+            "view: history",
+            "Run history of the selected config: medians, trend, regression flags, provenance",
+            partial(app.switch_mode, "history"),
+        ),
     ]
     if isinstance(screen, WorkbenchScreen):
         out += screen.palette_commands()
@@ -39,8 +45,13 @@ def available_commands(app: WorkbenchHost, screen: object) -> list[PaletteComman
         for title, help_text, cb in other.palette_commands():
             if title not in seen:
                 seen.add(title)
-                out.append((title, f"{help_text} ({other.SCREEN_TITLE} screen)".strip(),
-                            partial(_on_screen, app, mode, cb)))
+                out.append(
+                    (
+                        title,
+                        f"{help_text} ({other.SCREEN_TITLE} screen)".strip(),
+                        partial(_on_screen, app, mode, cb),
+                    )
+                )
     out.append(("app: help", "Keys of this screen", app.action_help))
     out.append(("app: quit", "Quit cutile-workbench", app.exit))
     return out

@@ -38,8 +38,9 @@ class LiveRunner(Protocol):
     An optional ``events_source`` attribute (the events file) names the file in error messages.
     """
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
-                 cancel: threading.Event) -> int: ...
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> int: ...
 
 
 class ShardedRunner(Protocol):
@@ -52,8 +53,9 @@ class ShardedRunner(Protocol):
 
     def slot_label(self) -> str: ...
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
-                 cancel: threading.Event) -> Any: ...
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class AppData:
     def stand_in(self) -> bool:
         """The candidate is not cutile-rs (e.g. our cuTile kernel in the cutile-rs slot)."""
         return self.candidate_backend != "cutile-rs"
+
     ir_pairs: list[IRPair] = field(default_factory=list)
     #: deferred IR loading (parse + structural diff + audit; the diff alone took 0.5-1.3 s for two
     #: 10k-line files on the loaded CPU box, BENCHMARKS §2b): the app runs it in a thread after the

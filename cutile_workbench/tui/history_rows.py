@@ -18,20 +18,41 @@ def run_row(point: HistoryPoint) -> RunRow:
     run, change = point.run, point.change
     origin = "appended by the runner" if run.source == "live" else "imported"
     facts = (*run.facts, ("source", f"{origin} ({', '.join(run.roles) or 'no role'})"))
-    row = RunRow(key=run.run_key, when=run.when_text.removesuffix(" UTC"), median_ms=point.median_ms,
-                 n_samples=point.n_samples, gpu=run.gpu, driver=run.driver, harness=run.harness,
-                 clocks=run.clocks.removesuffix(" MHz"), throttling=run.throttling, facts=facts)
+    row = RunRow(
+        key=run.run_key,
+        when=run.when_text.removesuffix(" UTC"),
+        median_ms=point.median_ms,
+        n_samples=point.n_samples,
+        gpu=run.gpu,
+        driver=run.driver,
+        harness=run.harness,
+        clocks=run.clocks.removesuffix(" MHz"),
+        throttling=run.throttling,
+        facts=facts,
+    )
     if change is None:
         return row
-    return replace(row, change=change.kind, symbol=change.symbol, ratio=change.ratio, ci=change.ci,
-                   p_value=change.p_value, reason=change.reason, condition_flags=change.condition_flags,
-                   notes=change.notes)
+    return replace(
+        row,
+        change=change.kind,
+        symbol=change.symbol,
+        ratio=change.ratio,
+        ci=change.ci,
+        p_value=change.p_value,
+        reason=change.reason,
+        condition_flags=change.condition_flags,
+        notes=change.notes,
+    )
 
 
 def series_row(series: HistorySeries) -> SeriesRow:
-    return SeriesRow(key=f"{series.func_key}\x1f{series.params}\x1f{series.backend}\x1f{series.phase}",
-                     label=series.label, role="candidate" if series.is_candidate else "baseline",
-                     trend=series.trend, runs=tuple(run_row(p) for p in series.points))
+    return SeriesRow(
+        key=f"{series.func_key}\x1f{series.params}\x1f{series.backend}\x1f{series.phase}",
+        label=series.label,
+        role="candidate" if series.is_candidate else "baseline",
+        trend=series.trend,
+        runs=tuple(run_row(p) for p in series.points),
+    )
 
 
 def series_rows(history: KernelHistory, params: str, func_key: str | None = None) -> list[SeriesRow]:

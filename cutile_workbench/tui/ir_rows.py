@@ -32,8 +32,9 @@ def _snap(line: int | None, shown: Sequence[int]) -> int | None:
     return shown[min(i, len(shown) - 1)]
 
 
-def build_ir_pair(name: str, ref: str, gen: str, *, ref_label: str = "reference",
-                  gen_label: str = "generated") -> IRPair:
+def build_ir_pair(
+    name: str, ref: str, gen: str, *, ref_label: str = "reference", gen_label: str = "generated"
+) -> IRPair:
     """Rows + audit for one pair of texts."""
     audit = audit_texts(ref, gen, ref_name=ref_label, gen_name=gen_label)
     return screen_pair(name, ref_label, gen_label, structural_diff(ref, gen), audit)
@@ -45,8 +46,9 @@ def from_ir_diff(ir: IRDiff) -> IRPair:
     return screen_pair(ir.label, ref.path.name, gen.path.name, ir.struct, ir.audit, launch=ir.launch_evidence)
 
 
-def screen_pair(name: str, ref_label: str, gen_label: str, sd: StructDiff, audit: IRAudit,
-                launch: Sequence[str] = ()) -> IRPair:
+def screen_pair(
+    name: str, ref_label: str, gen_label: str, sd: StructDiff, audit: IRAudit, launch: Sequence[str] = ()
+) -> IRPair:
     """The structural rows as display rows; audit rows linked to their hunks and snapped to lines."""
     rows = [
         DiffLine(
@@ -64,8 +66,9 @@ def screen_pair(name: str, ref_label: str, gen_label: str, sd: StructDiff, audit
         for r in sd.rows
     ]
     checks = {row.check for row in audit.rows}
-    hunks = tuple((h.category.name, h.audit_check if h.audit_check in checks else None, h.cosmetic)
-                  for h in sd.hunks)
+    hunks = tuple(
+        (h.category.name, h.audit_check if h.audit_check in checks else None, h.cosmetic) for h in sd.hunks
+    )
     first_hunk: dict[str, int] = {}
     for k, (_cat, check, _cos) in enumerate(hunks):
         if check is not None:
@@ -85,6 +88,16 @@ def screen_pair(name: str, ref_label: str, gen_label: str, sd: StructDiff, audit
         )
         for r in audit.rows
     ]
-    return IRPair(name=name, ref_label=ref_label, gen_label=gen_label, rows=tuple(rows),
-                  audit=tuple(items), lexer=get_lexer(), verdict=audit.verdict, structure=sd.verdict,
-                  structure_notes=tuple(sd.notes), hunks=hunks, launch=tuple(launch))
+    return IRPair(
+        name=name,
+        ref_label=ref_label,
+        gen_label=gen_label,
+        rows=tuple(rows),
+        audit=tuple(items),
+        lexer=get_lexer(),
+        verdict=audit.verdict,
+        structure=sd.verdict,
+        structure_notes=tuple(sd.notes),
+        hunks=hunks,
+        launch=tuple(launch),
+    )

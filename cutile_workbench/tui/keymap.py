@@ -77,11 +77,17 @@ class LoadedKeymap:
         if len(self.problems) <= limit:
             return self.problems
         more = len(self.problems) - (limit - 1)
-        return (*self.problems[: limit - 1],
-                _problem(f"{more} more keymap problems not shown (fix the ones above first)", self.path or Path()))
+        return (
+            *self.problems[: limit - 1],
+            _problem(
+                f"{more} more keymap problems not shown (fix the ones above first)", self.path or Path()
+            ),
+        )
 
 
-def keymap_path(explicit: Path | str | None = None, environ: Mapping[str, str] | None = None) -> tuple[Path, bool]:
+def keymap_path(
+    explicit: Path | str | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Path, bool]:
     """The keymap file to read and whether the user named it (then it must exist)."""
     env = os.environ if environ is None else environ
     if explicit:
@@ -117,7 +123,9 @@ def load_keymap(
 def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> LoadedKeymap:
     """Validate the TOML text of a keymap file against the ``known`` binding ids."""
     if _toml is None:  # pragma: no cover - Python 3.10 without tomli
-        return LoadedKeymap(path, {}, (_problem("reading TOML needs Python 3.11+ or the tomli package", path),))
+        return LoadedKeymap(
+            path, {}, (_problem("reading TOML needs Python 3.11+ or the tomli package", path),)
+        )
     try:
         doc = _toml.loads(text)
     except _toml.TOMLDecodeError as exc:
@@ -132,12 +140,24 @@ def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> Loa
     problems: list[InputError] = []
     for name in doc:
         if name != TABLE:
-            problems.append(_problem(f"unknown top-level key (the file holds one [{TABLE}] table)", path,
-                                     lines.line_of(name, None), name))
+            problems.append(
+                _problem(
+                    f"unknown top-level key (the file holds one [{TABLE}] table)",
+                    path,
+                    lines.line_of(name, None),
+                    name,
+                )
+            )
     table = doc.get(TABLE, {})
     if not isinstance(table, dict):
-        return LoadedKeymap(path, {}, (*problems, _problem(f"'{TABLE}' must be a table: [{TABLE}]", path,
-                                                           lines.line_of(TABLE, None), TABLE)))
+        return LoadedKeymap(
+            path,
+            {},
+            (
+                *problems,
+                _problem(f"'{TABLE}' must be a table: [{TABLE}]", path, lines.line_of(TABLE, None), TABLE),
+            ),
+        )
     if not table and TABLE not in doc:
         problems.append(_problem(f"no [{TABLE}] table: nothing remapped", path))
     accepted: dict[str, str] = {}
@@ -146,12 +166,26 @@ def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> Loa
         if binding_id not in known:
             hint = _closest(binding_id, known) if hints_left > 0 else None  # difflib per id is not cheap
             hints_left -= 1
-            problems.append(_problem("unknown binding id" + (f" (did you mean '{hint}'?)" if hint else "")
-                                     + "; F1 lists the keys of each screen", path, line, binding_id))
+            problems.append(
+                _problem(
+                    "unknown binding id"
+                    + (f" (did you mean '{hint}'?)" if hint else "")
+                    + "; F1 lists the keys of each screen",
+                    path,
+                    line,
+                    binding_id,
+                )
+            )
             continue
         if not isinstance(value, str):
-            problems.append(_problem(f'the keys must be a string such as "ctrl+t" or "f2,t", '
-                                     f"not {type(value).__name__}", path, line, binding_id))
+            problems.append(
+                _problem(
+                    f'the keys must be a string such as "ctrl+t" or "f2,t", not {type(value).__name__}',
+                    path,
+                    line,
+                    binding_id,
+                )
+            )
             continue
         keys, errors = normalize_keys(value)
         for error in errors:
@@ -160,8 +194,9 @@ def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> Loa
             if QUIT_KEY not in keys:
                 keys.append(QUIT_KEY)  # adding keys to quit is fine; ctrl+q stays
         elif QUIT_KEY in keys:
-            problems.append(_problem(f"{QUIT_KEY} is reserved for quit and cannot be remapped", path, line,
-                                     binding_id))
+            problems.append(
+                _problem(f"{QUIT_KEY} is reserved for quit and cannot be remapped", path, line, binding_id)
+            )
             keys = [k for k in keys if k != QUIT_KEY]
         if keys:
             accepted[binding_id] = ",".join(keys)
@@ -169,14 +204,16 @@ def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> Loa
     return LoadedKeymap(path, accepted, tuple(problems))
 
 
-def _stolen_keys(lines: _LineIndex, path: Path, accepted: Mapping[str, str],
-                 known: Mapping[str, BindingInfo]) -> list[InputError]:
+def _stolen_keys(
+    lines: _LineIndex, path: Path, accepted: Mapping[str, str], known: Mapping[str, BindingInfo]
+) -> list[InputError]:
     """Warn when a remapped key replaces another binding of the same screen/widget (it is applied:
     Textual drops the other binding's use of that key, which is rarely what the user wants)."""
     from textual.keys import _normalize_key_list
 
-    effective = {bid: (accepted.get(bid) or _normalize_key_list(info.keys)).split(",")
-                 for bid, info in known.items()}
+    effective = {
+        bid: (accepted.get(bid) or _normalize_key_list(info.keys)).split(",") for bid, info in known.items()
+    }
     out: list[InputError] = []
     for bid, keys in accepted.items():
         owner = known[bid].owner
@@ -184,9 +221,15 @@ def _stolen_keys(lines: _LineIndex, path: Path, accepted: Mapping[str, str],
             if other == bid or info.owner != owner:
                 continue
             for key in set(keys.split(",")) & set(effective[other]):
-                out.append(_problem(f"'{key}' is also a key of '{other}' on {owner}, which loses it "
-                                    f"(applied; rebind '{other}' too to keep both)",
-                                    path, lines.line_of(bid, TABLE), bid))
+                out.append(
+                    _problem(
+                        f"'{key}' is also a key of '{other}' on {owner}, which loses it "
+                        f"(applied; rebind '{other}' too to keep both)",
+                        path,
+                        lines.line_of(bid, TABLE),
+                        bid,
+                    )
+                )
     return out
 
 
@@ -216,8 +259,10 @@ def normalize_keys(value: str) -> tuple[list[str], list[str]]:
                 continue
             base = _character_to_key(base)
         elif not _is_key_name(base):
-            errors.append(f"invalid key {part!r}: {base!r} is not a key name (e.g. f2, escape, tab, "
-                          "question_mark; `textual keys` shows what your terminal sends)")
+            errors.append(
+                f"invalid key {part!r}: {base!r} is not a key name (e.g. f2, escape, tab, "
+                "question_mark; `textual keys` shows what your terminal sends)"
+            )
             continue
         key = "+".join([*[m for m in MODIFIERS if m in mods], base])
         if key.lower() == QUIT_KEY:
@@ -322,11 +367,12 @@ def _closest(name: str, known: Mapping[str, BindingInfo]) -> str | None:
     return hits[0] if hits else None
 
 
-
 def describe_bindings(known: Mapping[str, BindingInfo] | None = None) -> str:
     """Every binding id with its default keys, owner and description (a keymap file's vocabulary)."""
-    rows = sorted((known if known is not None else known_bindings()).values(), key=lambda b: (b.owner, b.binding_id))
+    rows = sorted(
+        (known if known is not None else known_bindings()).values(), key=lambda b: (b.owner, b.binding_id)
+    )
     width = max((len(b.binding_id) for b in rows), default=0)
-    lines = [f"# {len(rows)} binding ids: put `id = \"key[,key]\"` lines under [{TABLE}] in {DEFAULT_PATH}"]
+    lines = [f'# {len(rows)} binding ids: put `id = "key[,key]"` lines under [{TABLE}] in {DEFAULT_PATH}']
     lines += [f"{b.binding_id:<{width}}  {b.keys:<24}  {b.owner}: {b.description or b.action}" for b in rows]
     return "\n".join(lines) + "\n"

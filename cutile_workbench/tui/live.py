@@ -68,10 +68,17 @@ def dispatch_event(ev: Any, batch: Batcher, source: str = "<live events>") -> No
             median = float(bench[framework]["forward"]["median"])  # benchmark_fn_cupti key, ms
         except (KeyError, TypeError, ValueError):
             median = None
-        batch.post(LiveRecord(str(fields.get("nodeid", "")), framework, str(fields.get("params", "")), median))
+        batch.post(
+            LiveRecord(str(fields.get("nodeid", "")), framework, str(fields.get("params", "")), median)
+        )
     elif kind == "launches":
-        doc = {"version": VERSION, "sets": [{k: fields[k] for k in ("nodeid", "backend", "params", "calls")
-                                             if k in fields} | {"source": fields.get("source", "cupti")}]}
+        doc = {
+            "version": VERSION,
+            "sets": [
+                {k: fields[k] for k in ("nodeid", "backend", "params", "calls") if k in fields}
+                | {"source": fields.get("source", "cupti")}
+            ],
+        }
         where = f"{source}:{line}" if line is not None else source
         batch.add(sets_from_document(doc, where))  # InputError names the event line
     elif kind == "session_finish":
@@ -87,8 +94,9 @@ class ReplayRunner:
         self.speed = speed
         self.max_gap_s = max_gap_s
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
-                 cancel: threading.Event) -> int:
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> int:
         from cutile_workbench.artifacts.events import read_events
 
         wanted = {r.params for r in rows}

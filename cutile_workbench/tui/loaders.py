@@ -65,8 +65,14 @@ def _write_report(ws: Workspace) -> Callable[[ReportPlan], Any]:
     return write
 
 
-def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
-                  env: Mapping[str, str] = os.environ, gpus: str | None = None) -> AppData:
+def load_app_data(
+    kernel: str,
+    *,
+    out_root: Path | None,
+    tilegym: Path | None,
+    env: Mapping[str, str] = os.environ,
+    gpus: str | None = None,
+) -> AppData:
     """``gpus``: the app's ``--gpus`` (a bad selection raises InputError, as the CLI's does)."""
     ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False)
     problems: list[WorkbenchError] = []
@@ -81,8 +87,14 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         problems.append(e)
 
     source = "recorded" if ws.source == "recorded" else ("tilegym" if ws.tilegym else "out_root")
-    data = AppData(kernel=kernel, source=source, out_root=ws.paths.root.parent,
-                   gpu=find_gpu(session) or "GPU unknown", session=session, problems=problems)
+    data = AppData(
+        kernel=kernel,
+        source=source,
+        out_root=ws.paths.root.parent,
+        gpu=find_gpu(session) or "GPU unknown",
+        session=session,
+        problems=problems,
+    )
 
     # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)
     try:
@@ -95,7 +107,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
             from cutile_workbench.services.stage_e import row_samples
 
             data.samples = row_samples(ws, data.table)  # the cached E table's candidate log, not parsed again
-            used = sorted({h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h})
+            used = sorted(
+                {h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h}
+            )
             data.harness = "+".join(used)
     except Blocked:
         pass  # no candidate log yet: the Ratios screen says so; not a malformed input
@@ -129,7 +143,9 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         try:
             from cutile_workbench.services.sol import speed_of_light
 
-            data.sol = speed_of_light(ws, data.table, candidate_backend=data.candidate_backend, probes=data.probes)
+            data.sol = speed_of_light(
+                ws, data.table, candidate_backend=data.candidate_backend, probes=data.probes
+            )
         except WorkbenchError as e:
             problems.append(e)
 
@@ -155,8 +171,10 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
     from cutile_workbench.services.stage_e import inside_recorded_sessions
 
     if ws.source == "recorded" or inside_recorded_sessions(ws.paths.root):  # the CLI's read_only_reason
-        data.read_only = ("this is the recorded session shipped in the package (read-only): copy "
-                          f"{ws.paths.root} to a dir of yours and open it with --out-root")
+        data.read_only = (
+            "this is the recorded session shipped in the package (read-only): copy "
+            f"{ws.paths.root} to a dir of yours and open it with --out-root"
+        )
     data.read_existing = read_existing_files
     if ws.tilegym is not None:  # the Checks screen (mode 5); it runs only when asked
         from cutile_workbench.services.checks import gather_checks
@@ -164,7 +182,8 @@ def load_app_data(kernel: str, *, out_root: Path | None, tilegym: Path | None,
         tilegym_root, analysis, candidate = ws.tilegym, ws.analysis, data.candidate_backend
         data.tilegym = tilegym_root
         data.run_checks = lambda cancelled: gather_checks(
-            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled)
+            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled
+        )
     from cutile_workbench.services.runs import live_rerunner
 
     data.runner, data.live_unavailable = live_rerunner(ws, data.candidate_backend)
@@ -189,6 +208,13 @@ def load_ir_pairs(ws: Workspace, problems: list[WorkbenchError]) -> list[IRPair]
     problems.extend(found)
     for c in configs:
         pair = from_ir_diff(c.diff)
-        pairs.append(replace(pair, ref_label=f"reference: {c.ref_dialect}", gen_label=f"candidate: {c.gen_dialect}",
-                             config=c.params, how=c.how))
+        pairs.append(
+            replace(
+                pair,
+                ref_label=f"reference: {c.ref_dialect}",
+                gen_label=f"candidate: {c.gen_dialect}",
+                config=c.params,
+                how=c.how,
+            )
+        )
     return pairs

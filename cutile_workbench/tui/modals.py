@@ -105,9 +105,12 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         rows = "\n".join(
-            f"| `{k.replace('|', '/')}` | {d.replace('|', '/')} | {t.replace('|', '/')} |" for k, d, t in self.keys
+            f"| `{k.replace('|', '/')}` | {d.replace('|', '/')} | {t.replace('|', '/')} |"
+            for k, d, t in self.keys
         )
-        md = f"# {self.help_title}\n\n{self.about}\n\n| key | action | what it does |\n|---|---|---|\n{rows}\n"
+        md = (
+            f"# {self.help_title}\n\n{self.about}\n\n| key | action | what it does |\n|---|---|---|\n{rows}\n"
+        )
         with VerticalScroll(id="dialog", classes="help"):
             yield Markdown(md)
 

@@ -57,9 +57,16 @@ class OverviewApp(App[str | None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q,q", "quit_overview", "Quit", id="overview-quit"),
-        Binding("enter", "open_kernel", "Open", tooltip="Open the kernel's Ratios screen (Escape there returns)",
-                id="overview-open"),
-        Binding("s", "cycle_sort", "Sort", tooltip="geomean → kernel → severity → last run", id="overview-sort"),
+        Binding(
+            "enter",
+            "open_kernel",
+            "Open",
+            tooltip="Open the kernel's Ratios screen (Escape there returns)",
+            id="overview-open",
+        ),
+        Binding(
+            "s", "cycle_sort", "Sort", tooltip="geomean → kernel → severity → last run", id="overview-sort"
+        ),
         Binding("slash", "filter", "Filter", key_display="/", id="overview-filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="overview-clear-filter"),
         Binding("r", "reload", "Reload", tooltip="Read the out root again", id="overview-reload"),
@@ -102,11 +109,13 @@ class OverviewApp(App[str | None]):
             except Exception:  # filtered out: the cursor stays on the first row
                 pass
         self.query_one("#ov-totals", Static).update(totals_text(ov))
-        self.query_one("#ov-strip", Static).update(Text("\n".join(geomean_strip(ov, legend=False)), no_wrap=True,
-                                                        overflow="ellipsis"))
+        self.query_one("#ov-strip", Static).update(
+            Text("\n".join(geomean_strip(ov, legend=False)), no_wrap=True, overflow="ellipsis")
+        )
         self.query_one("#ov-status", Static).update(
             f"{shown} of {len(ov.rows)} shown · geomeans on a log scale, | = E's 1.05 band · from: md = current "
-            "performance.md, logs = computed (logs* = md stale)")
+            "performance.md, logs = computed (logs* = md stale)"
+        )
 
     def action_cycle_sort(self) -> None:
         self.sort = SORT_KEYS[(SORT_KEYS.index(self.sort) + 1) % len(SORT_KEYS)]
@@ -148,8 +157,13 @@ class OverviewApp(App[str | None]):
             return
         row = next(r for r in self.overview.rows if r.kernel == kernel)
         if row.problem:
-            self.notify(f"{kernel}: {row.problem}", title="cannot open a broken kernel dir", severity="error",
-                        markup=False, timeout=10)
+            self.notify(
+                f"{kernel}: {row.problem}",
+                title="cannot open a broken kernel dir",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
             return
         self.exit(kernel)
 
@@ -161,7 +175,9 @@ class OverviewApp(App[str | None]):
         self.exit(None)
 
 
-def run_overview(root: Path, *, tilegym: Path | None, keymap: Path | None = None, gpus: str | None = None) -> int:
+def run_overview(
+    root: Path, *, tilegym: Path | None, keymap: Path | None = None, gpus: str | None = None
+) -> int:
     """Overview → kernel → back, until the user quits (module contract); the exit code of the CLI."""
     from cutile_workbench.tui.app import make_app
     from cutile_workbench.tui.keymap import load_keymap

@@ -48,9 +48,16 @@ def _table(kernel: str, rows: list[RatioRow]) -> RatioTable:
         sev = "MISSING_DATA"
     verdict = "BLOCKED" if not ok else ("DONE" if sev == "DONE" else "INVESTIGATE")
     ci = (g * 0.97, g * 1.03) if g else None  # synthetic CI (±3%)
-    return RatioTable(kernel=kernel, rows=rows, geomean=g, severity=sev, verdict=verdict,  # type: ignore[arg-type]
-                      geomean_ci=ci, inconclusive=bool(ci and ci[0] <= 1.05 < ci[1]),
-                      notes=["SYNTHETIC data (pinned gpu.md §4 medians; CIs synthetic)"])
+    return RatioTable(
+        kernel=kernel,
+        rows=rows,
+        geomean=g,
+        severity=sev,
+        verdict=verdict,  # type: ignore[arg-type]
+        geomean_ci=ci,
+        inconclusive=bool(ci and ci[0] <= 1.05 < ci[1]),
+        notes=["SYNTHETIC data (pinned gpu.md §4 medians; CIs synthetic)"],
+    )
 
 
 def pinned_table(kernel: str = "rms_norm") -> RatioTable:
@@ -58,11 +65,35 @@ def pinned_table(kernel: str = "rms_norm") -> RatioTable:
     rows: list[RatioRow] = []
     for params, cand_us, base_us, launches in _PINNED:
         ratio = cand_us / base_us
-        rows.append(RatioRow(FUNC, params, params.split("-")[0], "triton", base_us / 1000, cand_us / 1000,
-                             ratio, "OK", ci_low=ratio * 0.98, ci_high=ratio * 1.02,
-                             candidate_launches=launches, baseline_launches=1))
-    rows.append(RatioRow(FUNC, "static_persistent-1-65536-torch.bfloat16", "static_persistent", "triton",
-                         0.0123, None, None, "NA", reason="failed"))
+        rows.append(
+            RatioRow(
+                FUNC,
+                params,
+                params.split("-")[0],
+                "triton",
+                base_us / 1000,
+                cand_us / 1000,
+                ratio,
+                "OK",
+                ci_low=ratio * 0.98,
+                ci_high=ratio * 1.02,
+                candidate_launches=launches,
+                baseline_launches=1,
+            )
+        )
+    rows.append(
+        RatioRow(
+            FUNC,
+            "static_persistent-1-65536-torch.bfloat16",
+            "static_persistent",
+            "triton",
+            0.0123,
+            None,
+            None,
+            "NA",
+            reason="failed",
+        )
+    )
     return _table(kernel, rows)
 
 
@@ -74,15 +105,40 @@ def big_table(n: int, kernel: str = "rms_norm", seed: int = 7) -> RatioTable:
         base = m * k * 2 * 2 / 4.3e12 * 1e3 + 0.004  # ms at copy bandwidth + launch floor
         ratio = rnd.lognormvariate(0.02, 0.15)
         variant = ("static_persistent", "persistent")[i % 2]
-        rows.append(RatioRow(FUNC, f"{variant}-{m}-{k}-torch.bfloat16-{i}", variant, "triton", base, base * ratio,
-                             ratio, "OK", ratio * 0.98, ratio * 1.02, 1 + (i % 37 == 0), 1))
+        rows.append(
+            RatioRow(
+                FUNC,
+                f"{variant}-{m}-{k}-torch.bfloat16-{i}",
+                variant,
+                "triton",
+                base,
+                base * ratio,
+                ratio,
+                "OK",
+                ratio * 0.98,
+                ratio * 1.02,
+                1 + (i % 37 == 0),
+                1,
+            )
+        )
     return _table(kernel, rows)
 
 
 def _kernel(name: str, t: int, dur: int, cid: int, regs: int, smem: int) -> Launch:
-    return Launch("kernel", name, t, t + dur, cid, grid=(132, 1, 1), block=(256, 1, 1),
-                  registers_per_thread=regs, static_smem=0, dynamic_smem=smem, stream_id=7,
-                  api_name="cuLaunchKernel")
+    return Launch(
+        "kernel",
+        name,
+        t,
+        t + dur,
+        cid,
+        grid=(132, 1, 1),
+        block=(256, 1, 1),
+        registers_per_thread=regs,
+        static_smem=0,
+        dynamic_smem=smem,
+        stream_id=7,
+        api_name="cuLaunchKernel",
+    )
 
 
 def pinned_launch_sets(table: RatioTable, calls: int = 4) -> list[LaunchSet]:
@@ -92,22 +148,28 @@ def pinned_launch_sets(table: RatioTable, calls: int = 4) -> list[LaunchSet]:
     for row in table.rows:
         if row.candidate_ms is None:
             continue
-        for backend, total_ms, n in (("cutile", row.candidate_ms, row.candidate_launches or 1),
-                                     (row.baseline_backend or "triton", row.baseline_ms or 0.0, 1)):
+        for backend, total_ms, n in (
+            ("cutile", row.candidate_ms, row.candidate_launches or 1),
+            (row.baseline_backend or "triton", row.baseline_ms or 0.0, 1),
+        ):
             caps = []
             for c in range(calls):
                 host = 1_000_000 * (c + 1)
                 t = host + 6_000  # ~6 us host launch latency
                 launches = []
                 if n == 3:  # the allocating wrapper: fill (memset-like) + add + the op
-                    launches.append(Launch("memset", "fill", t, t + 2_100, cid, bytes=67_108_864, stream_id=7))
+                    launches.append(
+                        Launch("memset", "fill", t, t + 2_100, cid, bytes=67_108_864, stream_id=7)
+                    )
                     t += 2_100 + 3_000
                     launches.append(_kernel("elementwise_add", t, 21_000, cid + 1, 32, 0))
                     t += 21_000 + 3_000
                     dur = int(total_ms * 1e6) - 2_100 - 21_000
                 else:
                     dur = int(total_ms * 1e6)
-                regs, smem = (255, 217_088) if "16384-2048" in row.params and backend == "cutile" else (175, 65_536)
+                regs, smem = (
+                    (255, 217_088) if "16384-2048" in row.params and backend == "cutile" else (175, 65_536)
+                )
                 launches.append(_kernel(f"rms_norm_kernel_{backend}", t, dur, cid + 2, regs, smem))
                 cid += 3
                 caps.append(CallCapture(c, backend, host, launches[-1].end_ns + 2_000, tuple(launches)))
@@ -130,8 +192,18 @@ def many_launches(params: str, total: int, calls: int = 20, seed: int = 3) -> li
             for i in range(per_call):
                 d = rnd.randint(1_000, 30_000)
                 kind = kinds[i % len(kinds)]
-                launches.append(Launch(kind, f"k{i % 13}", t, t + d, i, grid=(64, 1, 1), block=(128, 1, 1),  # type: ignore[arg-type]
-                                       registers_per_thread=64))
+                launches.append(
+                    Launch(
+                        kind,
+                        f"k{i % 13}",
+                        t,
+                        t + d,
+                        i,
+                        grid=(64, 1, 1),
+                        block=(128, 1, 1),  # type: ignore[arg-type]
+                        registers_per_thread=64,
+                    )
+                )
                 t += d + rnd.randint(200, 4_000)
             caps.append(CallCapture(c, backend, host, t, tuple(launches)))
         out.append(LaunchSet(f"{FUNC}[{backend}-{params}]", backend, params, caps))
@@ -150,7 +222,9 @@ def ir_text(lines: int, *, generated: bool = False, seed: int = 11) -> str:
         extra = f" optimization_hints = <sm_90 = {{latency = {lat}}}>" if op.startswith("load") else ""
         if generated and i % 211 == 0:
             out.append(f"  %t{i} = ftof %v{i - 1} : tile<128xf32> -> tile<128xbf16>")
-        out.append(f"  %v{i} = {op} %v{max(0, i - 1)}, %arg1 : tile<{128 * (1 + rnd.randint(0, 1))}xf32>{extra}")
+        out.append(
+            f"  %v{i} = {op} %v{max(0, i - 1)}, %arg1 : tile<{128 * (1 + rnd.randint(0, 1))}xf32>{extra}"
+        )
     out.append("}")
     return "\n".join(out) + "\n"
 
@@ -189,13 +263,36 @@ def _probes_of(params: str) -> dict[tuple[str, str], Any]:
     moved = (16384 * 2048 * 2 + 2048 * 2, 16384 * 2048 * 2)
 
     def probe(backend: str, us: float, regs: int, smem: int, occ: float, sm: float) -> ProbeResult:
-        return ProbeResult(backend, params, f"rms_norm_kernel_{backend}", us * 1e3, float(moved[0]), float(moved[1]),
-                           sum(moved) / (us * 1e-6), sum(moved) / (us * 1e-6) / 4.8e12 * 100, occ, 12.5, regs,
-                           0.0, 0.0, 0.0, 0.0, 0, smem, (132, 1, 1), (256, 1, 1), sm, 0.0,
-                           device="NVIDIA H200", csv=f"workbench/probes/{backend}-{params}.csv")
+        return ProbeResult(
+            backend,
+            params,
+            f"rms_norm_kernel_{backend}",
+            us * 1e3,
+            float(moved[0]),
+            float(moved[1]),
+            sum(moved) / (us * 1e-6),
+            sum(moved) / (us * 1e-6) / 4.8e12 * 100,
+            occ,
+            12.5,
+            regs,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0,
+            smem,
+            (132, 1, 1),
+            (256, 1, 1),
+            sm,
+            0.0,
+            device="NVIDIA H200",
+            csv=f"workbench/probes/{backend}-{params}.csv",
+        )
 
-    return {("cutile", params): probe("cutile", 82.78, 255, 217_088, 11.9, 38.2),
-            ("triton", params): probe("triton", 44.16, 175, 65_536, 12.3, 61.5)}
+    return {
+        ("cutile", params): probe("cutile", 82.78, 255, 217_088, 11.9, 38.2),
+        ("triton", params): probe("triton", 44.16, 175, 65_536, 12.3, 61.5),
+    }
 
 
 def pinned_sol(table: RatioTable) -> dict[tuple[str, str], Any]:

@@ -34,22 +34,31 @@ _wspec.loader.exec_module(wrappers)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(
-        ["shapes", "param_list", "id", "test", "k_filter", "q", "dtype", "x"]), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["shapes", "param_list", "id", "test", "k_filter", "q", "dtype", "x"]),
+            inner,
+            max_size=4,
+        )
+    ),
     max_leaves=20,
 )
 
 
 def _assert_selects_exactly(sel, ids: list[str]) -> None:
-    nodeids = [f"tests/ops/test_x.py::T::test_perf[{tok}-{i}]" for tok in ("cutile_rs", "cutile") for i in ids]
+    nodeids = [
+        f"tests/ops/test_x.py::T::test_perf[{tok}-{i}]" for tok in ("cutile_rs", "cutile") for i in ids
+    ]
     nodeids += [f"tests/ops/test_x.py::T::test_perf[cutile_rs-{i}-other]" for i in ids]  # near misses
     for side, tok in ((sel.candidate, "cutile_rs"), (sel.baseline, "cutile")):
         chosen = {n for target in side for n in simulate_k(nodeids, target.expr)}
         assert chosen == {f"tests/ops/test_x.py::T::test_perf[{tok}-{i}]" for i in ids}, (side, ids)
 
 
-ids = st.lists(st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,3}", fullmatch=True), min_size=1, max_size=5,
-               unique=True)
+ids = st.lists(
+    st.from_regex(r"[a-z0-9]{1,6}(-[a-z0-9]{1,6}){0,3}", fullmatch=True), min_size=1, max_size=5, unique=True
+)
 
 
 @given(ids, st.booleans())
@@ -76,8 +85,11 @@ def test_backend_tokens_k_cannot_spell_are_refused(token: str, as_candidate: boo
         raise AssertionError(f"accepted backend token {token!r}")
 
 
-@given(st.dictionaries(st.sampled_from(["reference_backend", "x"]), json_values, max_size=2),
-       st.none() | st.booleans() | st.integers() | st.text(max_size=12), st.booleans())
+@given(
+    st.dictionaries(st.sampled_from(["reference_backend", "x"]), json_values, max_size=2),
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    st.booleans(),
+)
 def test_documents_without_a_config_container(doc: dict, container: object, present: bool) -> None:
     if present:
         doc = {**doc, "test_perf_configs": container}
@@ -102,13 +114,19 @@ def test_random_analysis_documents(doc: dict) -> None:
 
 def _damaged(text: str, start: int, length: int, insert: str) -> str:
     start %= max(len(text), 1)
-    return text[:start] + insert + text[start + length:]
+    return text[:start] + insert + text[start + length :]
 
 
-@given(st.integers(0, 5000), st.integers(0, 80), st.sampled_from(["", "(", "]", "2**99999", "*", ":", "\x00", "if 1:\n"]))
+@given(
+    st.integers(0, 5000),
+    st.integers(0, 80),
+    st.sampled_from(["", "(", "]", "2**99999", "*", ":", "\x00", "if 1:\n"]),
+)
 def test_damaged_test_files(start: int, length: int, insert: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        root = fake.make_tree(Path(tmp), tests={"test_bmm.py": _damaged(fake.TEST_BMM_MISSING, start, length, insert)})
+        root = fake.make_tree(
+            Path(tmp), tests={"test_bmm.py": _damaged(fake.TEST_BMM_MISSING, start, length, insert)}
+        )
         try:
             module = load_test_module(root / "tests/ops/test_bmm.py", root)
         except InputError as exc:  # a damaged test file is bad input, located in that file
@@ -122,7 +140,11 @@ def test_damaged_test_files(start: int, length: int, insert: str) -> None:
                 pass
 
 
-@given(st.integers(0, 5000), st.integers(0, 80), st.sampled_from(["", "(", "torch.zeros(1)", "\n    _run_ffi(a, b, c)\n"]))
+@given(
+    st.integers(0, 5000),
+    st.integers(0, 80),
+    st.sampled_from(["", "(", "torch.zeros(1)", "\n    _run_ffi(a, b, c)\n"]),
+)
 def test_damaged_wrappers(start: int, length: int, insert: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "toy.py"

@@ -40,8 +40,14 @@ def _run_child(cases: list[tuple[str, str, str]]) -> subprocess.CompletedProcess
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE.parent), str(HERE)]))
     for name in ("CUTILE_KERNEL_OUT_ROOT", "TILEGYM_PATH"):
         env.pop(name, None)
-    return subprocess.run([sys.executable, "-m", "fuzzing.hostile", *(":".join(c) for c in cases)],
-                          capture_output=True, text=True, env=env, cwd=HERE, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "fuzzing.hostile", *(":".join(c) for c in cases)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=HERE,
+        timeout=600,
+    )
 
 
 def test_hostile_placements_fixed_and_random() -> None:

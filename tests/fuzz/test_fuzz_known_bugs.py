@@ -73,15 +73,28 @@ def test_failed_test_with_a_record_never_yields_done() -> None:
 
     session = Path(__file__).resolve().parents[2] / "cutile_workbench/profiles/rms_norm/session/rms_norm"
     cand_text = (session / "reports/agent_logs/perf_cutile_rs.full.txt").read_text()
-    edits = {p: Edit("scale", factor=0.5) for p in ("4096-1024-torch.bfloat16", "16384-2048-torch.bfloat16",
-                                                     "8192-8192-torch.bfloat16", "4096-4096-torch.bfloat16",
-                                                     "16384-1024-torch.bfloat16", "8192-2048-torch.bfloat16",
-                                                     "32768-4096-torch.bfloat16")}
+    edits = {
+        p: Edit("scale", factor=0.5)
+        for p in (
+            "4096-1024-torch.bfloat16",
+            "16384-2048-torch.bfloat16",
+            "8192-8192-torch.bfloat16",
+            "4096-4096-torch.bfloat16",
+            "16384-1024-torch.bfloat16",
+            "8192-2048-torch.bfloat16",
+            "32768-4096-torch.bfloat16",
+        )
+    }
     edits["16384-1024-torch.bfloat16"] = Edit("fail_keep_record")
     cand = parse_perf_log("perf_cutile_rs.full.txt", text=edit_log(cand_text, edits))
     base = parse_perf_log(session / "baseline_perf_triton_tileir.txt")
-    table = build_ratio_table("rms_norm", cand, {"triton_tileir": base},
-                              load_analysis(session / "reference/analysis.json"), n_boot=10)
+    table = build_ratio_table(
+        "rms_norm",
+        cand,
+        {"triton_tileir": base},
+        load_analysis(session / "reference/analysis.json"),
+        n_boot=10,
+    )
     failed = [r for r in table.rows if r.params == "16384-1024-torch.bfloat16"]
     assert failed and failed[0].status == "NA"
     assert table.verdict != "DONE"
@@ -104,8 +117,13 @@ def test_absurd_median_gives_a_finite_geomean_or_an_na_row() -> None:
     edited = edit_log(cand_text, {"8192-8192-torch.bfloat16": Edit("value", token="1e308")})
     cand = parse_perf_log("perf_cutile_rs.full.txt", text=edited)
     base = parse_perf_log(session / "baseline_perf_triton_tileir.txt")
-    table = build_ratio_table("rms_norm", cand, {"triton_tileir": base},
-                              load_analysis(session / "reference/analysis.json"), n_boot=10)
+    table = build_ratio_table(
+        "rms_norm",
+        cand,
+        {"triton_tileir": base},
+        load_analysis(session / "reference/analysis.json"),
+        n_boot=10,
+    )
     row = next(r for r in table.rows if r.params == "8192-8192-torch.bfloat16")
     assert row.status == "NA" or (table.geomean is not None and math.isfinite(table.geomean))
 
@@ -119,6 +137,7 @@ def test_tui_loader_survives_a_huge_integer_in_analysis_json(tmp_path: Path) -> 
     session = Path(__file__).resolve().parents[2] / "cutile_workbench/profiles/rms_norm/session/rms_norm"
     shutil.copytree(session, tmp_path / "rms_norm", ignore=shutil.ignore_patterns("launches.json.gz"))
     (tmp_path / "rms_norm/reference/analysis.json").write_text(
-        '{"autotune_key": [], "best_config": {"BLOCK": ' + HUGE_INT + "}}\n")
+        '{"autotune_key": [], "best_config": {"BLOCK": ' + HUGE_INT + "}}\n"
+    )
     data = load_app_data("rms_norm", out_root=tmp_path, tilegym=None, env={})
     assert any("analysis.json" in str(p) for p in data.problems)

@@ -47,7 +47,9 @@ def test_every_target_has_real_seed_files() -> None:
 
 
 def test_mutator_is_deterministic_and_changes_input() -> None:
-    data = (REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm/baseline_perf_cutile.txt").read_bytes()
+    data = (
+        REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm/baseline_perf_cutile.txt"
+    ).read_bytes()
     changed = 0
     for seed in range(200):
         a, ops_a = mutate(data, seed)
@@ -95,12 +97,18 @@ def test_rule_rejects_an_untyped_exception_an_unlocated_error_and_the_wrong_kind
     def located(_p: Path) -> None:
         raise InputError("bad value", path=str(_p), line=3)
 
-    for fn, why in ((crash, "untyped KeyError"), (unlocated, "names no line or key"),
-                    (wrong_kind, "ValidationRefused, expected InputError")):
+    for fn, why in (
+        (crash, "untyped KeyError"),
+        (unlocated, "names no line or key"),
+        (wrong_kind, "ValidationRefused, expected InputError"),
+    ):
         with pytest.raises(RuleViolation, match=why):
             check_case(Target("t", (p,), fn), p, "repro")
     assert check_case(Target("t", (p,), located), p, "repro").outcome == "InputError"
-    assert check_case(Target("t", (p,), wrong_kind, expected=(ValidationRefused,)), p, "r").outcome == "ValidationRefused"
+    assert (
+        check_case(Target("t", (p,), wrong_kind, expected=(ValidationRefused,)), p, "r").outcome
+        == "ValidationRefused"
+    )
 
 
 # ----------------------------------------------------------------------------- mutation of real files
@@ -146,7 +154,9 @@ def test_structured_perf_logs(text: str) -> None:
         _check_text(name, text, ".txt")
 
 
-_ANALYSIS = json.loads((REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm/reference/analysis.json").read_text())
+_ANALYSIS = json.loads(
+    (REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm/reference/analysis.json").read_text()
+)
 _LAUNCHES = json.loads((REPO / "tests/fixtures/f/rms_norm_16384x2048.launches.json").read_text())
 
 

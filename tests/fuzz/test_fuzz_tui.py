@@ -55,14 +55,20 @@ def test_loader_turns_bad_files_into_named_problems(seed: int, tmp_path: Path) -
     try:
         _data, problems = _load(root)
     except WorkbenchError as exc:  # a refusal is fine if it is the bad-input kind and says where
-        assert isinstance(exc, InputError) and exc.path is not None, f"seed {seed} ({rel}): {type(exc).__name__} {exc}"
+        assert isinstance(exc, InputError) and exc.path is not None, (
+            f"seed {seed} ({rel}): {type(exc).__name__} {exc}"
+        )
         return
     except Exception as exc:
         if _is_known_bug(exc):  # tracked by tests/fuzz/test_fuzz_known_bugs.py
             return
-        raise AssertionError(f"seed {seed} ({rel}): load_app_data crashed: {type(exc).__name__}: {exc}") from exc
+        raise AssertionError(
+            f"seed {seed} ({rel}): load_app_data crashed: {type(exc).__name__}: {exc}"
+        ) from exc
     for p in problems:
-        assert isinstance(p, InputError) and p.path is not None, f"seed {seed} ({rel}): not a located InputError: {p!r}"
+        assert isinstance(p, InputError) and p.path is not None, (
+            f"seed {seed} ({rel}): not a located InputError: {p!r}"
+        )
 
 
 def _seeds_with_problems(base: Path, want: int) -> list[int]:

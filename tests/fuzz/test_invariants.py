@@ -45,7 +45,9 @@ BAD_TOKENS = ("nan", "-1", "0", "inf", "1e308")
 
 edits = st.one_of(
     st.just(Edit("keep")),
-    st.builds(Edit, st.just("scale"), st.floats(0.5, 1.6)),  # real ratios are 1.11-1.33: some draws reach DONE
+    st.builds(
+        Edit, st.just("scale"), st.floats(0.5, 1.6)
+    ),  # real ratios are 1.11-1.33: some draws reach DONE
     st.sampled_from(BAD_TOKENS).map(lambda t: Edit("value", token=t)),
     st.just(Edit("fail")),
     st.just(Edit("drop")),
@@ -54,11 +56,15 @@ cand_edits = st.fixed_dictionaries({p: edits for p in PARAMS})
 # for the write path: invalid medians are refused up front by E's strict read, so keep them rare
 # enough that about a third of the draws get through to a written report set
 _valid_edits = st.one_of(
-    st.just(Edit("keep")), st.builds(Edit, st.just("scale"), st.floats(0.5, 1.6)),
-    st.builds(Edit, st.just("scale"), st.floats(0.5, 1.0)), st.just(Edit("fail")), st.just(Edit("drop")),
+    st.just(Edit("keep")),
+    st.builds(Edit, st.just("scale"), st.floats(0.5, 1.6)),
+    st.builds(Edit, st.just("scale"), st.floats(0.5, 1.0)),
+    st.just(Edit("fail")),
+    st.just(Edit("drop")),
 )
 write_edits = st.integers(0, 24).flatmap(
-    lambda i: st.sampled_from(BAD_TOKENS).map(lambda t: Edit("value", token=t)) if i == 0 else _valid_edits)
+    lambda i: st.sampled_from(BAD_TOKENS).map(lambda t: Edit("value", token=t)) if i == 0 else _valid_edits
+)
 # half the draws only rescale medians (real ratios 1.11-1.33 × 0.5-1.0): the DONE side of the gate
 cand_write_edits = st.one_of(
     st.fixed_dictionaries({p: write_edits for p in PARAMS}),
@@ -98,7 +104,9 @@ def test_table_invariants(ce: dict[str, Edit], be: dict[str, Edit]) -> None:
         assert not na, "VERDICT: DONE with a missing or failed config"
     for p, e in ce.items():
         if _broken(e):
-            assert any(r.params == p and r.status == "NA" for r in t.rows), f"{p} ({e}) vanished from the table"
+            assert any(r.params == p and r.status == "NA" for r in t.rows), (
+                f"{p} ({e}) vanished from the table"
+            )
     assert all(r.ratio is None for r in na), "an NA row carries a ratio"
     if not ok:
         assert t.verdict == "BLOCKED" and t.geomean is None
@@ -108,8 +116,11 @@ def test_table_invariants(ce: dict[str, Edit], be: dict[str, Edit]) -> None:
     assert t.geomean is not None
     if all(math.isfinite(x) for x in ratios):
         assert math.isfinite(t.geomean)
-    expect = math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if all(
-        0 < x < math.inf for x in ratios) else geomean(ratios)
+    expect = (
+        math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        if all(0 < x < math.inf for x in ratios)
+        else geomean(ratios)
+    )
     assert t.geomean == pytest.approx(expect, rel=1e-12, nan_ok=True)
     if na:
         assert t.verdict == "INVESTIGATE" and t.severity == "MISSING_DATA"
@@ -157,7 +168,9 @@ def _plan_and_write(ce: dict[str, Edit], be: dict[str, Edit], out_root: Path) ->
         assert snapshot(out_root) == before
         # known bug ratio-overflow (tests/fuzz/test_fuzz_known_bugs.py): a finite but absurd median (1e308 ms)
         # overflows the ratio to inf and the set is refused instead of the row being NA
-        assert "geomean_ratio=inf" in md, f"validators refused a set built from a real log:\n{plan.validator_output}"
+        assert "geomean_ratio=inf" in md, (
+            f"validators refused a set built from a real log:\n{plan.validator_output}"
+        )
         _note("known bug ratio-overflow: refused, nothing written")
         return
     assert len(re.findall(r"^geomean_ratio=", md, re.M)) == 1
@@ -226,7 +239,9 @@ def test_written_sets_pass_the_real_tilegym_validators(case: str, tmp_path: Path
     kdir = tmp_path / "rms_norm"
     md = (kdir / "reports/performance.md").read_text()
     assert md.startswith("VERDICT: DONE" if case == "done" else "VERDICT: INVESTIGATE")
-    for script, args in (("validate_agent_e.sh", ["rms_norm"]),
-                         ("validate_perf_log.sh", ["{BASE}/perf_cutile_rs.txt", "perf_cutile_rs.txt"])):
+    for script, args in (
+        ("validate_agent_e.sh", ["rms_norm"]),
+        ("validate_perf_log.sh", ["{BASE}/perf_cutile_rs.txt", "perf_cutile_rs.txt"]),
+    ):
         res = run_real_validator(TILEGYM, script, args, kdir, None)
         assert res is not None and res.exit_code == 0, f"{script}:\n{res and res.output}"

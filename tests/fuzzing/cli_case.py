@@ -31,9 +31,14 @@ PRISTINE = REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm"
 KERNEL = "rms_norm"
 # the files E and F read (launches.json.gz is left alone: 1.2 MB inflated, fuzzed directly elsewhere)
 MUTABLE = (
-    "baseline_perf_cutile.txt", "baseline_perf_triton_tileir.txt", "reports/agent_logs/perf_cutile_rs.full.txt",
-    "reference/analysis.json", "reference/reference.mlir", "generated/generated_canon.mlir",
-    "workbench/events.jsonl", "workbench/session.json",
+    "baseline_perf_cutile.txt",
+    "baseline_perf_triton_tileir.txt",
+    "reports/agent_logs/perf_cutile_rs.full.txt",
+    "reference/analysis.json",
+    "reference/reference.mlir",
+    "generated/generated_canon.mlir",
+    "workbench/events.jsonl",
+    "workbench/session.json",
 )
 COMMANDS = {
     "e": ["report", "e", KERNEL, "--yes", "--no-real-scripts"],
@@ -45,8 +50,11 @@ _GEOMEAN_RE = re.compile(r"^geomean_ratio=([0-9.]+)$", re.M)
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @dataclass(frozen=True)
@@ -90,8 +98,9 @@ def check_verdict_agrees(md: str, geomean: float, repro: str) -> None:
     missing = int(m.group(1))
     expected = "DONE" if geomean <= 1.05 and missing == 0 else "INVESTIGATE"
     if first != f"VERDICT: {expected}":
-        raise RuleViolation(f"{repro}: {first!r} disagrees with geomean_ratio={geomean:.4f} "
-                            f"and missing/failed={missing}")
+        raise RuleViolation(
+            f"{repro}: {first!r} disagrees with geomean_ratio={geomean:.4f} and missing/failed={missing}"
+        )
 
 
 def run_cli_case(stage: str, seed: int, workdir: Path) -> CliResult:
@@ -122,7 +131,9 @@ def run_cli_case(stage: str, seed: int, workdir: Path) -> CliResult:
             if changed:
                 raise RuleViolation(f"{repro}: known bug {ident} but the tree changed: {changed[:5]}")
             return CliResult(rc, rel, changed, stderr, ident)
-        raise RuleViolation(f"{repro}: untyped exception reached the CLI (exit {rc}): {stderr.strip()[-600:]}")
+        raise RuleViolation(
+            f"{repro}: untyped exception reached the CLI (exit {rc}): {stderr.strip()[-600:]}"
+        )
     if rc not in (0, 1, 2, 3):
         raise RuleViolation(f"{repro}: exit status {rc}")
     may_write = rc == 0 or (stage == "f" and rc == 1)

@@ -35,17 +35,44 @@ CONFIG = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
 CASE_TIMEOUT_S = 30
 #: every path (relative to the kernel dir) that some command reads or writes
 PLACES: tuple[str, ...] = (
-    "reports", "reports/.workbench-backup", "reports/agent_logs", "reports/performance.md",
-    "reports/.workbench.lock", "reports/.workbench-journal.json", "reports/agent_logs/perf_cutile_rs.full.txt",
-    "perf_cutile_rs.txt", "baseline_perf_cutile.txt", "reference", "reference/analysis.json",
-    "reference/reference_static_persistent.mlir", "generated", "generated/generated_static_persistent.mlir",
-    "workbench", "workbench/session.json", "workbench/launches.json.gz", "workbench/events.jsonl",
-    "cutile_workbench/ir", "workbench/ir/index.json", f"workbench/ir/candidate/{CONFIG}.mlir",
-    f"workbench/ir/reference/{CONFIG}.mlir", "workbench/history.sqlite", "workbench/history.sqlite-journal",
+    "reports",
+    "reports/.workbench-backup",
+    "reports/agent_logs",
+    "reports/performance.md",
+    "reports/.workbench.lock",
+    "reports/.workbench-journal.json",
+    "reports/agent_logs/perf_cutile_rs.full.txt",
+    "perf_cutile_rs.txt",
+    "baseline_perf_cutile.txt",
+    "reference",
+    "reference/analysis.json",
+    "reference/reference_static_persistent.mlir",
+    "generated",
+    "generated/generated_static_persistent.mlir",
+    "workbench",
+    "workbench/session.json",
+    "workbench/launches.json.gz",
+    "workbench/events.jsonl",
+    "cutile_workbench/ir",
+    "workbench/ir/index.json",
+    f"workbench/ir/candidate/{CONFIG}.mlir",
+    f"workbench/ir/reference/{CONFIG}.mlir",
+    "workbench/history.sqlite",
+    "workbench/history.sqlite-journal",
     "workbench/probes",
 )
-DIR_PLACES = frozenset({"reports", "reports/.workbench-backup", "reports/agent_logs", "reference", "generated",
-                        "workbench", "cutile_workbench/ir", "workbench/probes"})
+DIR_PLACES = frozenset(
+    {
+        "reports",
+        "reports/.workbench-backup",
+        "reports/agent_logs",
+        "reference",
+        "generated",
+        "workbench",
+        "cutile_workbench/ir",
+        "workbench/probes",
+    }
+)
 PLANTS: tuple[str, ...] = ("link_out", "fifo", "dev_zero", "dir", "dangling")
 COMMANDS: dict[str, list[str]] = {
     "report_e": ["report", "e", KERNEL, "--yes", "--no-real-scripts"],
@@ -179,7 +206,9 @@ def run_hostile_case(place: str, how: str, command: str, workdir: Path) -> Hosti
         if real == outside_real or real.startswith(outside_real + os.sep) or real.startswith("/dev/"):
             raise RuleViolation(f"{repro}: {event} of {path} (resolves to {real}, outside the kernel dir)")
     if "internal error" in stderr:
-        raise RuleViolation(f"{repro}: untyped exception reached the CLI (exit {rc}): {stderr.strip()[-500:]}")
+        raise RuleViolation(
+            f"{repro}: untyped exception reached the CLI (exit {rc}): {stderr.strip()[-500:]}"
+        )
     if rc not in (0, 1, 2, 3):
         raise RuleViolation(f"{repro}: exit status {rc}")
     if tree(outside) != before_out:
@@ -188,8 +217,11 @@ def run_hostile_case(place: str, how: str, command: str, workdir: Path) -> Hosti
     changed = tuple(sorted(k for k in set(before_in) | set(after_in) if before_in.get(k) != after_in.get(k)))
     may_write = rc == 0 or (command == "report_f" and rc == 1)
     for c in changed:
-        allowed = (c.startswith("reports/") or _E_PERF_LOG.match(c)
-                   or (command == "history" and c.startswith("workbench/history.sqlite")))
+        allowed = (
+            c.startswith("reports/")
+            or _E_PERF_LOG.match(c)
+            or (command == "history" and c.startswith("workbench/history.sqlite"))
+        )
         if not (allowed and may_write):
             raise RuleViolation(f"{repro}: exit {rc} changed {c}")
     if rc == 2 and str(out_root) not in stderr and "key '" not in stderr:

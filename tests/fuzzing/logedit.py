@@ -54,7 +54,7 @@ def _blocks(lines: list[str]) -> list[tuple[int, int, str]]:
             params = ""
             while j < len(lines) and not lines[j].startswith("-----") and MARKER not in lines[j]:
                 if lines[j].startswith("params: "):
-                    params = lines[j][len("params: "):].strip()
+                    params = lines[j][len("params: ") :].strip()
                 j += 1
             out.append((i, min(j, len(lines) - 1), params))
             i = j
@@ -69,8 +69,10 @@ def edit_log(text: str, edits: dict[str, Edit]) -> str:
         edit = edits.get(params)
         if edit is None or edit.kind == "keep":
             continue
-        status = next((k for k in range(first - 1, max(-1, first - 4), -1) if lines[k].rstrip().endswith("PASSED")),
-                      None)
+        status = next(
+            (k for k in range(first - 1, max(-1, first - 4), -1) if lines[k].rstrip().endswith("PASSED")),
+            None,
+        )
         if edit.kind == "drop":
             drop.update(range(first, last + 1))
             if status is not None:

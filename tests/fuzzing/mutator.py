@@ -17,9 +17,28 @@ from collections.abc import Callable
 _NUMBER_RE = re.compile(rb"-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 # Replacement tokens for a number: the values that break naive float()/int() handling or ratios.
 BAD_NUMBERS: tuple[bytes, ...] = (
-    b"NaN", b"nan", b"-nan", b"Infinity", b"-Infinity", b"inf", b"-1", b"0", b"-0.0", b"1e308",
-    b"-1e308", b"1e-320", b"99999999999999999999999", b"x", b'"x"', b"null", b"true", b"[]", b"{}",
-    b"0x1f", b"1_000", b"",
+    b"NaN",
+    b"nan",
+    b"-nan",
+    b"Infinity",
+    b"-Infinity",
+    b"inf",
+    b"-1",
+    b"0",
+    b"-0.0",
+    b"1e308",
+    b"-1e308",
+    b"1e-320",
+    b"99999999999999999999999",
+    b"x",
+    b'"x"',
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b"0x1f",
+    b"1_000",
+    b"",
 )
 _ANSI = (b"\x1b[31m", b"\x1b[0m", b"\x1b[1;32m", b"\x1b[2K", b"\x1b]0;title\x07", b"\x1b[", b"\r")
 _INVALID_UTF8 = (b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x28\x8c\x28", b"\x80\x80", b"\xfe\xff")
@@ -142,7 +161,7 @@ def delete_span(data: bytes, rng: random.Random) -> bytes:
     if not data:
         return data
     i = rng.randrange(len(data))
-    return data[:i] + data[i + rng.randint(1, 64):]
+    return data[:i] + data[i + rng.randint(1, 64) :]
 
 
 def splice_self(data: bytes, rng: random.Random) -> bytes:
@@ -150,7 +169,7 @@ def splice_self(data: bytes, rng: random.Random) -> bytes:
     if not data:
         return data
     i = rng.randrange(len(data))
-    chunk = data[i:i + rng.randint(1, 400)]
+    chunk = data[i : i + rng.randint(1, 400)]
     return _insert(data, rng, chunk)
 
 

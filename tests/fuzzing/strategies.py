@@ -23,13 +23,18 @@ from hypothesis import strategies as st
 
 AWKWARD_FLOATS = st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, -0.0, 0.0, -1.0])
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True, allow_infinity=True),
-    AWKWARD_FLOATS, st.text(max_size=20),
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    AWKWARD_FLOATS,
+    st.text(max_size=20),
 )
 json_values = st.recursive(
     scalars,
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(st.text(max_size=10), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
@@ -83,7 +88,14 @@ def dumps_loose(doc: Any) -> str:
 # ----------------------------------------------------------------------------- perf logs
 
 _FRAMEWORKS = ("cutile", "Cutile", "triton", "cutile_rs", "cutile-rs", "pytorch", "", "x y")
-_PARAMS = ("4096-1024-torch.bfloat16", "16384-2048-torch.bfloat16", "8192-8192-torch.float16", "", "a b", "[x]")
+_PARAMS = (
+    "4096-1024-torch.bfloat16",
+    "16384-2048-torch.bfloat16",
+    "8192-8192-torch.float16",
+    "",
+    "a b",
+    "[x]",
+)
 _MARKER = "-------------------- Performance Test Results --------------------"
 _TERMINATOR = "-------------------------------------------------------------------"
 _num = st.one_of(st.floats(min_value=1e-6, max_value=10.0), AWKWARD_FLOATS, st.integers(-5, 10**6))
@@ -99,23 +111,51 @@ def perf_blocks(draw: st.DrawFn) -> list[str]:
     params = draw(st.sampled_from(_PARAMS))
     nodeid = f"tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[{fw}-{params}]"
     stats: dict[str, Any] = {}
-    for key in draw(st.lists(st.sampled_from(["median", "mean", "min", "max", "std", "nrep", "samples",
-                                              "kernel_times", "launches_per_call", "peak_mem_mb"]),
-                             max_size=6, unique=True)):
+    for key in draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "median",
+                    "mean",
+                    "min",
+                    "max",
+                    "std",
+                    "nrep",
+                    "samples",
+                    "kernel_times",
+                    "launches_per_call",
+                    "peak_mem_mb",
+                ]
+            ),
+            max_size=6,
+            unique=True,
+        )
+    ):
         if key == "samples":
             stats[key] = draw(st.one_of(st.lists(_num, max_size=5), json_values))
         elif key == "kernel_times":
-            stats[key] = draw(st.one_of(
-                st.lists(st.fixed_dictionaries({"name": st.text(max_size=8), "self_time_us": _num,
-                                                "count": st.integers(-1, 3)}), max_size=3),
-                json_values))
+            stats[key] = draw(
+                st.one_of(
+                    st.lists(
+                        st.fixed_dictionaries(
+                            {"name": st.text(max_size=8), "self_time_us": _num, "count": st.integers(-1, 3)}
+                        ),
+                        max_size=3,
+                    ),
+                    json_values,
+                )
+            )
         else:
             stats[key] = draw(st.one_of(_num, json_values))
     phase = draw(st.sampled_from(["forward", "backward", "fwd", ""]))
     payload = {phase: stats}
-    lines = [f"{nodeid} " + draw(st.sampled_from(["PASSED", "FAILED", "SKIPPED", "", "PASSED [ 50%]"])), _MARKER]
-    for field in draw(st.lists(st.sampled_from(["nodeid", "framework", "params", "repr", "json"]),
-                               min_size=0, max_size=6)):
+    lines = [
+        f"{nodeid} " + draw(st.sampled_from(["PASSED", "FAILED", "SKIPPED", "", "PASSED [ 50%]"])),
+        _MARKER,
+    ]
+    for field in draw(
+        st.lists(st.sampled_from(["nodeid", "framework", "params", "repr", "json"]), min_size=0, max_size=6)
+    ):
         if field == "nodeid":
             lines.append(f"nodeid: {nodeid}")
         elif field == "framework":
@@ -125,8 +165,12 @@ def perf_blocks(draw: st.DrawFn) -> list[str]:
         elif field == "repr":
             lines.append(f"{fw.capitalize() or 'X'}: {_pyrepr(payload)} ms")
         else:
-            lines.append("record_json: " + dumps_loose({"benchmark": {fw: payload}, "framework": fw,
-                                                        "nodeid": nodeid, "params": params}))
+            lines.append(
+                "record_json: "
+                + dumps_loose(
+                    {"benchmark": {fw: payload}, "framework": fw, "nodeid": nodeid, "params": params}
+                )
+            )
     if draw(st.booleans()):
         lines.append(_TERMINATOR)
     return lines
@@ -145,14 +189,29 @@ def perf_log_texts(draw: st.DrawFn) -> str:
 
 # ----------------------------------------------------------------------------- Tile IR
 
-_IR_LINES = st.sampled_from([
-    "cuda_tile.module @kernels {", "entry @rms_norm_kernel(%arg0: !cuda_tile.tile<ptr<bf16>>) {",
-    "}", "{", "  %0 = constant <i32: 0> : !cuda_tile.tile<i32>", "  %1 = addi %0, %0 : tile<i32>",
-    "  %2 = mmaf %a, %b, %c : tile<16x16xf32>", "  %3 = load_ptr_tko weak %p : tile<128xbf16> loc(#loc3)",
-    "  for %i in (%c0 to %n, step %c1) : tile<i32> {", "  return", "  %4 = reduce %x dim=0 {", "}) ",
-    '#loc3 = loc("kernels.py":14:5)', "  %5 = exp2 %4 flush_to_zero : tile<f32>", "  continue",
-    "  %6 = assume div_by<16>, %p", '  "unterminated', "%%%", "  %7 = select %c, %a, %b loc(",
-])
+_IR_LINES = st.sampled_from(
+    [
+        "cuda_tile.module @kernels {",
+        "entry @rms_norm_kernel(%arg0: !cuda_tile.tile<ptr<bf16>>) {",
+        "}",
+        "{",
+        "  %0 = constant <i32: 0> : !cuda_tile.tile<i32>",
+        "  %1 = addi %0, %0 : tile<i32>",
+        "  %2 = mmaf %a, %b, %c : tile<16x16xf32>",
+        "  %3 = load_ptr_tko weak %p : tile<128xbf16> loc(#loc3)",
+        "  for %i in (%c0 to %n, step %c1) : tile<i32> {",
+        "  return",
+        "  %4 = reduce %x dim=0 {",
+        "}) ",
+        '#loc3 = loc("kernels.py":14:5)',
+        "  %5 = exp2 %4 flush_to_zero : tile<f32>",
+        "  continue",
+        "  %6 = assume div_by<16>, %p",
+        '  "unterminated',
+        "%%%",
+        "  %7 = select %c, %a, %b loc(",
+    ]
+)
 
 
 @st.composite
@@ -183,4 +242,4 @@ def event_objects(draw: st.DrawFn) -> Any:
 def event_lines(draw: st.DrawFn) -> str:
     objs = draw(st.lists(event_objects(), max_size=6))
     text = "\n".join(dumps_loose(o) for o in objs)
-    return text + draw(st.sampled_from(["", "\n", "\n\n", "{\"event\": "]))
+    return text + draw(st.sampled_from(["", "\n", "\n\n", '{"event": ']))

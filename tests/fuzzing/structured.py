@@ -17,15 +17,33 @@ from .mutator import mutate
 
 #: values that break naive handling: each JSON type, the int/float edges, huge and negative numbers
 SWAP_VALUES: tuple[tuple[str, Any], ...] = (
-    ("null", None), ("true", True), ("false", False), ("zero", 0), ("minus_one", -1), ("negative", -343),
-    ("neg_float", -1.0), ("int_2_63", 2**63), ("int_2_64", 2**64), ("int_400_digits", int("9" * 400)),
-    ("float_max", 1e308), ("float_tiny", 5e-324), ("string", "x"), ("empty_string", ""),
-    ("numeric_string", "1.5"), ("list", [1, 2]), ("empty_list", []), ("dict", {"a": 1}), ("empty_dict", {}),
+    ("null", None),
+    ("true", True),
+    ("false", False),
+    ("zero", 0),
+    ("minus_one", -1),
+    ("negative", -343),
+    ("neg_float", -1.0),
+    ("int_2_63", 2**63),
+    ("int_2_64", 2**64),
+    ("int_400_digits", int("9" * 400)),
+    ("float_max", 1e308),
+    ("float_tiny", 5e-324),
+    ("string", "x"),
+    ("empty_string", ""),
+    ("numeric_string", "1.5"),
+    ("list", [1, 2]),
+    ("empty_list", []),
+    ("dict", {"a": 1}),
+    ("empty_dict", {}),
     ("nested_list", [[[[]]]]),
 )
 #: raw JSON tokens json.dumps cannot produce (non-finite numbers, ints over CPython's 4300-digit guard)
 RAW_TOKENS: tuple[tuple[str, str], ...] = (
-    ("nan", "NaN"), ("inf", "Infinity"), ("neg_inf", "-Infinity"), ("int_5000_digits", "7" * 5000),
+    ("nan", "NaN"),
+    ("inf", "Infinity"),
+    ("neg_inf", "-Infinity"),
+    ("int_5000_digits", "7" * 5000),
     ("nest_3000", "[" * 3000 + "]" * 3000),
 )
 _RAW_MARK = "\x00raw\x00"
@@ -122,7 +140,10 @@ _TOML_EDITS = (
     ("type_list", lambda rng: 'app-report = ["f4"]'),
     ("type_table", lambda rng: "[keymap.app-report]\nkey = 1"),
     ("keymap_not_table", lambda rng: "keymap = 3"),
-    ("many_lines", lambda rng: "".join(f'unknown-{i} = "f{i % 12 + 1}"\n' for i in range(rng.choice((1000, 5000))))),
+    (
+        "many_lines",
+        lambda rng: "".join(f'unknown-{i} = "f{i % 12 + 1}"\n' for i in range(rng.choice((1000, 5000)))),
+    ),
     ("long_key_value", lambda rng: 'app-report = "' + "ctrl+" * 20_000 + 'f4"'),
     ("dup_key", lambda rng: 'app-report = "f4"\napp-report = "f5"'),
 )
@@ -146,19 +167,46 @@ def mutate_keymap(data: bytes, seed: int) -> tuple[bytes, tuple[str, ...]]:
 
 #: (table, column) cells of the history store a mutation may overwrite (every column the readers convert)
 HISTORY_CELLS: tuple[tuple[str, str], ...] = (
-    ("runs", "run_key"), ("runs", "kernel"), ("runs", "source"), ("runs", "recorded_at"),
-    ("runs", "recorded_at_origin"), ("runs", "added_at"), ("runs", "provenance_json"), ("runs", "notes_json"),
-    ("configs", "func_key"), ("configs", "params"), ("configs", "backend"), ("configs", "phase"),
-    ("configs", "nodeid"), ("configs", "median_ms"), ("configs", "nrep"), ("configs", "rel_std_pct"),
-    ("configs", "samples_json"), ("configs", "launches_per_call"), ("configs", "kernel_name"),
-    ("configs", "capture_source"), ("configs", "capture_check"),
+    ("runs", "run_key"),
+    ("runs", "kernel"),
+    ("runs", "source"),
+    ("runs", "recorded_at"),
+    ("runs", "recorded_at_origin"),
+    ("runs", "added_at"),
+    ("runs", "provenance_json"),
+    ("runs", "notes_json"),
+    ("configs", "func_key"),
+    ("configs", "params"),
+    ("configs", "backend"),
+    ("configs", "phase"),
+    ("configs", "nodeid"),
+    ("configs", "median_ms"),
+    ("configs", "nrep"),
+    ("configs", "rel_std_pct"),
+    ("configs", "samples_json"),
+    ("configs", "launches_per_call"),
+    ("configs", "kernel_name"),
+    ("configs", "capture_source"),
+    ("configs", "capture_check"),
 )
 #: SQL literals of every storage class, the numeric edges and malformed JSON text
 CELL_VALUES: tuple[tuple[str, str], ...] = (
-    ("null", "NULL"), ("text", "'abc'"), ("date_text", "'yesterday'"), ("blob", "X'01'"), ("empty_blob", "X''"),
-    ("int_neg", "-5"), ("int_max", "9223372036854775807"), ("real_huge", "9e18"), ("real_max", "1e308"),
-    ("real_neg", "-1.0"), ("zero", "0"), ("json_list_text", "'[1, \"x\"]'"), ("json_bad", "'{'"),
-    ("json_deep", "'" + "[" * 3000 + "]" * 3000 + "'"), ("json_nan", "'[NaN]'"), ("json_obj", "'{\"a\": 1}'"),
+    ("null", "NULL"),
+    ("text", "'abc'"),
+    ("date_text", "'yesterday'"),
+    ("blob", "X'01'"),
+    ("empty_blob", "X''"),
+    ("int_neg", "-5"),
+    ("int_max", "9223372036854775807"),
+    ("real_huge", "9e18"),
+    ("real_max", "1e308"),
+    ("real_neg", "-1.0"),
+    ("zero", "0"),
+    ("json_list_text", "'[1, \"x\"]'"),
+    ("json_bad", "'{'"),
+    ("json_deep", "'" + "[" * 3000 + "]" * 3000 + "'"),
+    ("json_nan", "'[NaN]'"),
+    ("json_obj", "'{\"a\": 1}'"),
 )
 
 

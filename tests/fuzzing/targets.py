@@ -285,45 +285,80 @@ def _session_files(rel: str) -> tuple[Path, ...]:
     return tuple(p for s in SESSIONS for p in sorted(s.glob(rel)))
 
 
-_PERF_LOGS = (*_session_files("*.txt"), *_session_files("reports/agent_logs/*.txt"),
-              *sorted((REPO / "tests/fixtures/e/real").glob("**/*.txt")),
-              *sorted((REPO / "tests/fixtures/perflog/logs").glob("*.txt")))
-_IR = (*_session_files("reference/*.mlir"), *_session_files("generated/*.mlir"),
-       *sorted((REPO / "tests/fixtures/ir").glob("*.mlir")))
+_PERF_LOGS = (
+    *_session_files("*.txt"),
+    *_session_files("reports/agent_logs/*.txt"),
+    *sorted((REPO / "tests/fixtures/e/real").glob("**/*.txt")),
+    *sorted((REPO / "tests/fixtures/perflog/logs").glob("*.txt")),
+)
+_IR = (
+    *_session_files("reference/*.mlir"),
+    *_session_files("generated/*.mlir"),
+    *sorted((REPO / "tests/fixtures/ir").glob("*.mlir")),
+)
 _LAUNCH_JSON = tuple(sorted((REPO / "tests/fixtures/f").glob("*.launches.json")))
 
-TARGETS: dict[str, Target] = {t.name: t for t in (
-    Target("perflog", _PERF_LOGS, _perflog),
-    Target("perflog_strict", _PERF_LOGS, _perflog_strict),
-    Target("junit", tuple(sorted(SEEDS_DIR.glob("*.xml"))), _junit, suffix=".xml"),
-    Target("junit_strict", tuple(sorted(SEEDS_DIR.glob("*.xml"))), _junit_strict, suffix=".xml"),
-    Target("sanitizer", _PERF_LOGS, _sanitize),
-    Target("analysis_json", _session_files("reference/analysis.json"), _analysis, suffix=".json"),
-    Target("ir_load", _IR, _ir_load, suffix=".mlir"),
-    Target("ir_canon", _IR, _ir_canon, suffix=".mlir"),
-    Target("ir_audit", _IR, _ir_audit, suffix=".mlir"),
-    Target("ir_diff", _IR, _ir_diff, suffix=".mlir"),
-    Target("ir_structdiff", _IR, _ir_structdiff, suffix=".mlir"),
-    Target("events", _session_files("workbench/events.jsonl"), _events, suffix=".jsonl"),
-    Target("events_tail", _session_files("workbench/events.jsonl"), _events_tail, suffix=".jsonl"),
-    Target("launches_json", _LAUNCH_JSON, _launches, suffix=".json"),
-    # real recorded gz files are 1-3 MB once inflated: mutate the (small, real) fixture JSON and
-    # gzip it, so the gzip path is fuzzed at the same case rate
-    Target("launches_gz", _LAUNCH_JSON, _launches, suffix=".json.gz", encode=_gzip),
-    # structure-aware (issue 25): JSON type swaps, huge/negative numbers, nesting bombs, cell swaps
-    Target("perflog_record_json", _PERF_LOGS, _perflog_strict, mutator=mutate_record_json),
-    Target("analysis_json_struct", _session_files("reference/analysis.json"), _analysis, suffix=".json",
-           mutator=mutate_json),
-    Target("launches_struct", _LAUNCH_JSON, _launches, suffix=".json", mutator=mutate_json),
-    Target("session_json_struct", _session_files("workbench/session.json"), _session_roles, suffix=".json",
-           mutator=mutate_json),
-    Target("ir_index_struct", _session_files("workbench/ir/index.json"), _ir_index,
-           suffix="/workbench/ir/index.json", mutator=mutate_json),
-    Target("keymap_struct", tuple(sorted(SEEDS_DIR.glob("*.toml"))), _keymap, suffix=".toml",
-           mutator=mutate_keymap),
-    Target("history_cells", (REPO / "cutile_workbench/profiles/tilegym/session/matmul/baseline_perf_cutile.txt",), _history_store,
-           suffix=".sqlite", decode_seed=_history_store_seed, mutator=mutate_history_cells),
-)}
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("perflog", _PERF_LOGS, _perflog),
+        Target("perflog_strict", _PERF_LOGS, _perflog_strict),
+        Target("junit", tuple(sorted(SEEDS_DIR.glob("*.xml"))), _junit, suffix=".xml"),
+        Target("junit_strict", tuple(sorted(SEEDS_DIR.glob("*.xml"))), _junit_strict, suffix=".xml"),
+        Target("sanitizer", _PERF_LOGS, _sanitize),
+        Target("analysis_json", _session_files("reference/analysis.json"), _analysis, suffix=".json"),
+        Target("ir_load", _IR, _ir_load, suffix=".mlir"),
+        Target("ir_canon", _IR, _ir_canon, suffix=".mlir"),
+        Target("ir_audit", _IR, _ir_audit, suffix=".mlir"),
+        Target("ir_diff", _IR, _ir_diff, suffix=".mlir"),
+        Target("ir_structdiff", _IR, _ir_structdiff, suffix=".mlir"),
+        Target("events", _session_files("workbench/events.jsonl"), _events, suffix=".jsonl"),
+        Target("events_tail", _session_files("workbench/events.jsonl"), _events_tail, suffix=".jsonl"),
+        Target("launches_json", _LAUNCH_JSON, _launches, suffix=".json"),
+        # real recorded gz files are 1-3 MB once inflated: mutate the (small, real) fixture JSON and
+        # gzip it, so the gzip path is fuzzed at the same case rate
+        Target("launches_gz", _LAUNCH_JSON, _launches, suffix=".json.gz", encode=_gzip),
+        # structure-aware (issue 25): JSON type swaps, huge/negative numbers, nesting bombs, cell swaps
+        Target("perflog_record_json", _PERF_LOGS, _perflog_strict, mutator=mutate_record_json),
+        Target(
+            "analysis_json_struct",
+            _session_files("reference/analysis.json"),
+            _analysis,
+            suffix=".json",
+            mutator=mutate_json,
+        ),
+        Target("launches_struct", _LAUNCH_JSON, _launches, suffix=".json", mutator=mutate_json),
+        Target(
+            "session_json_struct",
+            _session_files("workbench/session.json"),
+            _session_roles,
+            suffix=".json",
+            mutator=mutate_json,
+        ),
+        Target(
+            "ir_index_struct",
+            _session_files("workbench/ir/index.json"),
+            _ir_index,
+            suffix="/workbench/ir/index.json",
+            mutator=mutate_json,
+        ),
+        Target(
+            "keymap_struct",
+            tuple(sorted(SEEDS_DIR.glob("*.toml"))),
+            _keymap,
+            suffix=".toml",
+            mutator=mutate_keymap,
+        ),
+        Target(
+            "history_cells",
+            (REPO / "cutile_workbench/profiles/tilegym/session/matmul/baseline_perf_cutile.txt",),
+            _history_store,
+            suffix=".sqlite",
+            decode_seed=_history_store_seed,
+            mutator=mutate_history_cells,
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -347,10 +382,14 @@ def check_case(target: Target, path: Path, reproducer: str, *, tolerate_known: b
     except WorkbenchError as err:
         text = str(err)
         if not isinstance(err, target.expected):
-            raise RuleViolation(f"{reproducer}: {type(err).__name__}, expected "
-                                f"{' or '.join(t.__name__ for t in target.expected)}: {text!r}") from err
+            raise RuleViolation(
+                f"{reproducer}: {type(err).__name__}, expected "
+                f"{' or '.join(t.__name__ for t in target.expected)}: {text!r}"
+            ) from err
         if err.path is None or str(path) not in text:
-            raise RuleViolation(f"{reproducer}: {type(err).__name__} does not name the file: {text!r}") from err
+            raise RuleViolation(
+                f"{reproducer}: {type(err).__name__} does not name the file: {text!r}"
+            ) from err
         has_where = err.line is not None or err.key is not None
         whole = not has_where and bool(WHOLE_FILE_REJECTIONS.search(err.message))
         if not has_where and not whole:
@@ -383,6 +422,8 @@ def run_mutation_case(target: Target, seed: int, workdir: Path, *, tolerate_know
     path = workdir / f"case{target.suffix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(target.encode(data))
-    reproducer = (f"target={target.name} seed={seed} file={seed_file.relative_to(REPO)} ops={','.join(ops)} "
-                  f"(tests/fuzzing/mutator.py)")
+    reproducer = (
+        f"target={target.name} seed={seed} file={seed_file.relative_to(REPO)} ops={','.join(ops)} "
+        f"(tests/fuzzing/mutator.py)"
+    )
     return check_case(target, path, reproducer, tolerate_known=tolerate_known)

@@ -34,13 +34,24 @@ REPO = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 PLACEHOLDER = "{TMP}"
 SCRIPT_NAMES = ("validate_perf_log.sh", "validate_agent_e.sh", "validate_agent_f.sh", "diff_ir.sh")
-SCRIPTS = REPO / ".fetched" / "TileGym" / "skills" / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts"
+SCRIPTS = (
+    REPO / ".fetched" / "TileGym" / "skills" / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts"
+)
 #: the locale each script ran under (the same as the real-script comparisons in test_validators.py
 #: and test_ir_audit.py): grep's [[:space:]] and sort order depend on it
-LOCALES = {"validate_perf_log.sh": "C.UTF-8", "validate_agent_e.sh": "C.UTF-8",
-           "validate_agent_f.sh": "C.UTF-8", "diff_ir.sh": "C"}
+LOCALES = {
+    "validate_perf_log.sh": "C.UTF-8",
+    "validate_agent_e.sh": "C.UTF-8",
+    "validate_agent_f.sh": "C.UTF-8",
+    "diff_ir.sh": "C",
+}
 #: floor on the number of recorded cases per script, so an emptied golden file cannot pass silently
-MIN_CASES = {"validate_perf_log.sh": 30, "validate_agent_e.sh": 30, "validate_agent_f.sh": 12, "diff_ir.sh": 40}
+MIN_CASES = {
+    "validate_perf_log.sh": 30,
+    "validate_agent_e.sh": 30,
+    "validate_agent_f.sh": 12,
+    "diff_ir.sh": 40,
+}
 
 
 # --------------------------------------------------------------------------- shared with make_golden.py
@@ -75,8 +86,10 @@ def content(spec: dict[str, Any], doc: dict[str, Any]) -> bytes:
         return _unz(spec["zb64"], zdict_of(doc))
     data = (REPO / spec["repo"]).read_bytes()
     if hashlib.sha256(data).hexdigest()[: len(spec["sha256"])] != spec["sha256"]:
-        raise AssertionError(f"{spec['repo']} changed since the golden was recorded: "
-                             "re-run tests/golden/make_golden.py (needs the TileGym snapshot)")
+        raise AssertionError(
+            f"{spec['repo']} changed since the golden was recorded: "
+            "re-run tests/golden/make_golden.py (needs the TileGym snapshot)"
+        )
     return data
 
 
@@ -120,8 +133,13 @@ def run_real(script: str, case: dict[str, Any], root: Path, scripts_dir: Path = 
     env = {"PATH": os.environ["PATH"], "LC_ALL": LOCALES[script]}
     if case.get("env_root"):
         env["CUTILE_KERNEL_OUT_ROOT"] = expand(case["env_root"], root)
-    proc = subprocess.run(["bash", str(scripts_dir / script), *(expand(a, root) for a in case["args"])],
-                          capture_output=True, env=env, check=False, timeout=120)
+    proc = subprocess.run(
+        ["bash", str(scripts_dir / script), *(expand(a, root) for a in case["args"])],
+        capture_output=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
     return normalise(proc.stdout, root), proc.returncode
 
 
@@ -182,8 +200,9 @@ def test_recordings_are_current_with_snapshot(tmp_path: Path, script: str) -> No
     """With the snapshot present: the real scripts still print what was recorded (else regenerate).
     diff_ir.sh is slow in bash (~0.3 s a pair), so only every 8th of its cases is re-run here."""
     doc = load_golden(script)
-    assert hashlib.sha256((SCRIPTS / script).read_bytes()).hexdigest() == doc["script_sha256"], \
+    assert hashlib.sha256((SCRIPTS / script).read_bytes()).hexdigest() == doc["script_sha256"], (
         f"the snapshot's {script} is not the one recorded: regenerate with tests/golden/make_golden.py"
+    )
     cases = doc["cases"][::8] if script == "diff_ir.sh" else doc["cases"]
     for i, case in enumerate(cases):
         root = tmp_path / str(i)

@@ -34,12 +34,15 @@ def test_demonstrated_fix_closes_the_matmul_static_persistent_gap(tmp_path: Path
     shutil.copytree(REC, root / "matmul")
     before = tree_sha256(tg)
     ws = stage_f.open_kernel("matmul", out_root=root, tilegym=tg)
-    report = stage_f.plan(ws, run_real_scripts=False,
-                          demonstrate=stage_f.DemonstrateRequest(timeout_s=420, keep_overlay=False))
+    report = stage_f.plan(
+        ws, run_real_scripts=False, demonstrate=stage_f.DemonstrateRequest(timeout_s=420, keep_overlay=False)
+    )
     demo = report.demonstration
     assert demo is not None
     if os.environ.get("WB_DEMO_OUT"):
-        Path(os.environ["WB_DEMO_OUT"]).write_text(json.dumps(dataclasses.asdict(demo), indent=1, default=str))
+        Path(os.environ["WB_DEMO_OUT"]).write_text(
+            json.dumps(dataclasses.asdict(demo), indent=1, default=str)
+        )
         (root / "matmul" / demo.run_log).replace(Path(os.environ["WB_DEMO_OUT"]).with_suffix(".log"))
     assert demo.status == "done", demo.reason
     assert tree_sha256(tg) == before == demo.tree_sha256_after

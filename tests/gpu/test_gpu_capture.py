@@ -95,10 +95,24 @@ def test_harness_keys_and_sample_semantics(xw):
     from cutile_workbench.run.capture.harness import benchmark
 
     x, w = xw
-    res = benchmark(lambda: _triton_rms(x, w), backend="triton", warmup_ms=20, rep_ms=10, max_rep=200,
-                    publish=False)
-    for key in ("mean", "std", "rel_std", "median", "min", "max", "nrep", "peak_mem_mb", "kernel_name",
-                "kernel_times", "samples", "launches_per_call", "capture_source"):
+    res = benchmark(
+        lambda: _triton_rms(x, w), backend="triton", warmup_ms=20, rep_ms=10, max_rep=200, publish=False
+    )
+    for key in (
+        "mean",
+        "std",
+        "rel_std",
+        "median",
+        "min",
+        "max",
+        "nrep",
+        "peak_mem_mb",
+        "kernel_name",
+        "kernel_times",
+        "samples",
+        "launches_per_call",
+        "capture_source",
+    ):
         assert key in res, key
     assert res["capture_source"] == "cupti"
     assert res["nrep"] == len(res["samples"]) >= 2
@@ -113,8 +127,15 @@ def test_benchmark_pair_interleaves_and_separates_backends(xw):
     from cutile_workbench.run.capture.harness import benchmark_pair
 
     x, w = xw
-    a, b = benchmark_pair(lambda: _triton_rms(x, w), lambda: _triton_rms(torch.zeros_like(x).add_(x), w),
-                          backends=("clean", "hotpath"), warmup_ms=20, rep_ms=10, max_rep=100, publish=False)
+    a, b = benchmark_pair(
+        lambda: _triton_rms(x, w),
+        lambda: _triton_rms(torch.zeros_like(x).add_(x), w),
+        backends=("clean", "hotpath"),
+        warmup_ms=20,
+        rep_ms=10,
+        max_rep=100,
+        publish=False,
+    )
     assert a["launches_per_call"] == 1 and b["launches_per_call"] == 3
     assert a["nrep"] == b["nrep"]
     assert b["median"] > a["median"]
@@ -124,16 +145,28 @@ def test_events_fallback_is_flagged_without_launch_data(xw):
     from cutile_workbench.run.capture.harness import benchmark
 
     x, w = xw
-    res = benchmark(lambda: _triton_rms(x, w), backend="triton", warmup_ms=10, rep_ms=5, max_rep=50,
-                    capture="events", publish=False)
+    res = benchmark(
+        lambda: _triton_rms(x, w),
+        backend="triton",
+        warmup_ms=10,
+        rep_ms=5,
+        max_rep=50,
+        capture="events",
+        publish=False,
+    )
     assert res["capture_source"] == "events"
     assert res["launches_per_call"] is None and "kernel_times" not in res
     assert res["median"] > 0
 
 
 def _run_py(code: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_capture_after_kineto_session_restores_the_clock_or_refuses():
@@ -192,14 +225,20 @@ def test_refuses_while_torch_profiler_is_active():
                 print("REFUSED " + str(e))
     """)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "REFUSED refusing to start a CUPTI capture: torch.profiler (Kineto) is active" in proc.stdout, proc.stdout
+    assert "REFUSED refusing to start a CUPTI capture: torch.profiler (Kineto) is active" in proc.stdout, (
+        proc.stdout
+    )
 
 
 def test_kineto_fallback_runs_in_its_own_process():
     from cutile_workbench.run.capture.kineto_child import run_kineto_fallback
 
-    res, launch_set = run_kineto_fallback("cutile_workbench.profiles.rms_norm.backends:factory",
-                                          {"framework": "triton", "m": 4096, "n": 1024}, backend="triton", nrep=20)
+    res, launch_set = run_kineto_fallback(
+        "cutile_workbench.profiles.rms_norm.backends:factory",
+        {"framework": "triton", "m": 4096, "n": 1024},
+        backend="triton",
+        nrep=20,
+    )
     assert res["capture_source"] == "kineto" and launch_set.source == "kineto"
     assert res["nrep"] == 20 and res["launches_per_call"] == 1
     assert "rms_norm_fwd_kernel" in launch_set.calls[0].launches[0].name
@@ -214,8 +253,15 @@ def test_launches_reach_the_event_stream_and_side_file(tmp_path, monkeypatch, xw
     writer = events.EventWriter(tmp_path / "ev.jsonl")
     events.set_active(writer, None)
     try:
-        benchmark(lambda: _triton_rms(x, w), backend="triton", warmup_ms=5, rep_ms=2, max_rep=20,
-                  nodeid="p::T::test_perf[triton-4096-1024]", params="4096-1024")
+        benchmark(
+            lambda: _triton_rms(x, w),
+            backend="triton",
+            warmup_ms=5,
+            rep_ms=2,
+            max_rep=20,
+            nodeid="p::T::test_perf[triton-4096-1024]",
+            params="4096-1024",
+        )
     finally:
         events.set_active(None, None)
         writer.close()

@@ -48,11 +48,18 @@ def test_switched_off_and_discard_on_throttle(xw, monkeypatch):
     x, w = xw
     monkeypatch.setenv("WORKBENCH_CLOCKS", "0")
     assert benchmark(lambda: _rms(x, w), backend="triton", publish=False)["clocks"] == {
-        "source": "nvml", "unavailable": "clock sampling switched off (WORKBENCH_CLOCKS=0)"}
+        "source": "nvml",
+        "unavailable": "clock sampling switched off (WORKBENCH_CLOCKS=0)",
+    }
     monkeypatch.setenv("WORKBENCH_CLOCKS", "1")
     monkeypatch.setenv("WORKBENCH_DISCARD_THROTTLED", "1")
     res = benchmark(lambda: _rms(x, w), backend="triton", publish=False)
     clocks = res["clocks"]
     assert clocks["throttled"] == 0  # what is kept ran unthrottled; what was dropped is counted
     assert clocks["samples"] == len(res["samples"]) and res["nrep"] == len(res["samples"])
-    print("discarded on throttle:", clocks.get("discarded", 0), "of", clocks["samples"] + clocks.get("discarded", 0))
+    print(
+        "discarded on throttle:",
+        clocks.get("discarded", 0),
+        "of",
+        clocks["samples"] + clocks.get("discarded", 0),
+    )

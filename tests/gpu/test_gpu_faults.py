@@ -26,10 +26,29 @@ NODE = "profiles/faults/test_faults.py::Test_Faults::test_perf"
 def _child(kexpr: str, tmp: Path, timeout: float) -> tuple[int | None, str, list[dict]]:
     events = tmp / f"ev_{kexpr.replace(' ', '_')}.jsonl"
     env = dict(os.environ, WORKBENCH_FAULTS="1", MAX_REP="50", REP="5", WARMUP="5")
-    cmd = [sys.executable, "-m", "pytest", NODE, "-k", kexpr, "-sv", "-p", "cutile_workbench.run.plugins.perflog",
-           "--workbench-print-record", "--workbench-events", str(events)]
-    proc = subprocess.Popen(cmd, cwd=ROOT / "cutile_workbench", env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        NODE,
+        "-k",
+        kexpr,
+        "-sv",
+        "-p",
+        "cutile_workbench.run.plugins.perflog",
+        "--workbench-print-record",
+        "--workbench-events",
+        str(events),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT / "cutile_workbench",
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
         rc: int | None = proc.returncode
@@ -37,7 +56,11 @@ def _child(kexpr: str, tmp: Path, timeout: float) -> tuple[int | None, str, list
         os.killpg(proc.pid, 9)  # the child and anything it started; nothing else
         out, _ = proc.communicate()
         rc = None
-    evs = [json.loads(line) for line in events.read_text().splitlines() if line.strip()] if events.exists() else []
+    evs = (
+        [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+        if events.exists()
+        else []
+    )
     return rc, out, evs
 
 
@@ -47,7 +70,9 @@ def test_raising_backend_fails_alone_and_healthy_config_completes(tmp_path):
     assert "test_perf[pytorch-1024-1024-torch.float32] PASSED" in out
     assert "FAILED" in out and "failed on purpose" in out
     failed = [e for e in evs if e["event"] == "test_failed"]
-    assert len(failed) == 1 and "raises" in failed[0]["nodeid"] and "failed on purpose" in failed[0]["longrepr"]
+    assert (
+        len(failed) == 1 and "raises" in failed[0]["nodeid"] and "failed on purpose" in failed[0]["longrepr"]
+    )
     assert any(e["event"] == "record" and e["framework"] == "pytorch" for e in evs)
 
 

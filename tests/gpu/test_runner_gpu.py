@@ -29,8 +29,15 @@ def test_real_gpu_faults_are_isolated_and_other_configs_complete(tmp_path):
     shutil.copy(FIXTURES / "perf_cuda_faults.py", suite / "test_rms_norm.py")
     shutil.copy(FIXTURES / "host_conftest.py", suite / "conftest.py")
     out = KernelPaths.under(tmp_path / "out", "rms_norm")
-    spec = RunSpec(kernel="rms_norm", test_target="test_rms_norm.py", cwd=suite, per_test_timeout_s=20,
-                   kill_grace_s=5, startup_timeout_s=120, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    spec = RunSpec(
+        kernel="rms_norm",
+        test_target="test_rms_norm.py",
+        cwd=suite,
+        per_test_timeout_s=20,
+        kill_grace_s=5,
+        startup_timeout_s=120,
+        env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
     t0 = time.monotonic()
     result = run(spec, out)
     wall = time.monotonic() - t0
@@ -47,8 +54,10 @@ def test_real_gpu_faults_are_isolated_and_other_configs_complete(tmp_path):
         print(f"  FAILED {nodeid}: {reason}")
     for e in result.events:
         if e.event == "record":
-            print(f"  record {e['params']} {e['framework']}: median "
-                  f"{e['benchmark'][e['framework']]['forward']['median'] * 1000:.2f} us")
+            print(
+                f"  record {e['params']} {e['framework']}: median "
+                f"{e['benchmark'][e['framework']]['forward']['median'] * 1000:.2f} us"
+            )
 
     ids = {n.split("[", 1)[1].split("-", 1)[0]: [] for n in result.collected}
     for n in result.collected:

@@ -40,14 +40,30 @@ def test_two_gpus_each_config_on_one_gpu_and_provenance_names_it(tmp_path):
     shutil.copy(FIXTURES / "scaleout" / "perf_gpu_identity.py", suite / "test_rms_norm.py")
     shutil.copy(FIXTURES / "runner" / "host_conftest.py", suite / "conftest.py")
     roles = tuple(
-        RoleRun(backend, role, RunSpec(kernel="rms_norm", test_target="test_rms_norm.py", cwd=suite, role=role,
-                                       k_expr=backend_k_expr(token), backend_token=token, per_test_timeout_s=120,
-                                       env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}))
-        for backend, token, role in (("cutile-rs", "cutile_rs", "candidate"),
-                                     ("triton", "triton", "baseline_triton_tileir")))
+        RoleRun(
+            backend,
+            role,
+            RunSpec(
+                kernel="rms_norm",
+                test_target="test_rms_norm.py",
+                cwd=suite,
+                role=role,
+                k_expr=backend_k_expr(token),
+                backend_token=token,
+                per_test_timeout_s=120,
+                env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            ),
+        )
+        for backend, token, role in (
+            ("cutile-rs", "cutile_rs", "candidate"),
+            ("triton", "triton", "baseline_triton_tileir"),
+        )
+    )
     out = KernelPaths.under(tmp_path / "out", "rms_norm")
     devices = tuple(resolve_devices(gpus[:2]))  # probed: names and UUIDs from nvidia-smi
-    result = run_scaled(ScaleoutRequest(kernel="rms_norm", out=out, roles=roles, mode="local", devices=devices))
+    result = run_scaled(
+        ScaleoutRequest(kernel="rms_norm", out=out, roles=roles, mode="local", devices=devices)
+    )
     if os.environ.get("OUT"):
         shutil.copytree(out.root, Path(os.environ["OUT"]) / "scaleout_gpu_kernel_dir", dirs_exist_ok=True)
     assert result.merged is not None and result.rc == 0, [s.detail for s in result.statuses.values()]

@@ -49,8 +49,10 @@ async def test_live_rerun_from_the_ratios_screen_streams_real_launches() -> None
         tl = screen.query_one(LaunchTimeline)
         lanes = {(ln.role, ln.backend): len(ln.launches) for ln in tl.lanes}
         notes = [str(n.message) for n in app._notifications]
-        print(f"\nlive re-run {PARAMS}: {wall:.1f}s; medians ms {results}; lanes {lanes}; "
-              f"timeline launches {tl.launch_count}; notes {notes[-2:]}")
+        print(
+            f"\nlive re-run {PARAMS}: {wall:.1f}s; medians ms {results}; lanes {lanes}; "
+            f"timeline launches {tl.launch_count}; notes {notes[-2:]}"
+        )
         assert set(results) == {"cutile", "triton"}
         assert all(m is not None and 0.001 < m < 1.0 for m in results.values())
         assert {role for role, _ in lanes} == {"candidate", "baseline"}

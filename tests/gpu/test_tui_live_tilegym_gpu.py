@@ -51,7 +51,8 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
         while screen.live_running and time.monotonic() - t0 < 300:
             tl = screen.query_one(LaunchTimeline)
             if first_candidate_launch_s is None and any(
-                    ln.role == "candidate" and ln.launches for ln in tl.lanes):
+                ln.role == "candidate" and ln.launches for ln in tl.lanes
+            ):
                 first_candidate_launch_s = time.monotonic() - t0
             await asyncio.sleep(0.25)
         await pilot.pause()
@@ -61,11 +62,14 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
         tl = screen.query_one(LaunchTimeline)
         names = {(ln.role, x.display_name) for ln in tl.lanes for x in ln.launches}
         notes = [str(n.message) for n in app._notifications]
-        print(f"\nlive re-run matmul {PARAMS}: {wall:.1f}s, first candidate launch on screen after "
-              f"{first_candidate_launch_s}s; medians ms {results}; launches {tl.launch_count}; notes {notes[-2:]}")
+        print(
+            f"\nlive re-run matmul {PARAMS}: {wall:.1f}s, first candidate launch on screen after "
+            f"{first_candidate_launch_s}s; medians ms {results}; launches {tl.launch_count}; notes {notes[-2:]}"
+        )
         assert set(results) == {"cutile-rs", "cutile"}
         assert all(m is not None and 0.005 < m < 1.0 for m in results.values())
         assert ("candidate", "non_persistent_matmul_kernel_entry") in names
-        assert first_candidate_launch_s is not None and first_candidate_launch_s < wall, \
+        assert first_candidate_launch_s is not None and first_candidate_launch_s < wall, (
             "candidate launches must appear while the run is still going (live), not only at the end"
+        )
         assert any("live run finished (exit 0)" in n for n in notes)

@@ -36,13 +36,26 @@ from cutile_workbench.stages.e.validators import validate_perf_log
 
 pytestmark = pytest.mark.slurm
 ID = "test_rms_norm.py::Test_RMSNorm::test_perf[{}-torch.bfloat16]"
-OPTS = SlurmOptions(nodes=2, gpus_per_node=0, poll_s=0.3, manifest_grace_s=10, cancel_wait_s=60,
-                    time="10", job_name="cutile-wb-test")
+OPTS = SlurmOptions(
+    nodes=2,
+    gpus_per_node=0,
+    poll_s=0.3,
+    manifest_grace_s=10,
+    cancel_wait_s=60,
+    time="10",
+    job_name="cutile-wb-test",
+)
 
 
 def slurm_request(roles, out_root: Path, **kw) -> ScaleoutRequest:
-    return ScaleoutRequest(kernel="rms_norm", out=KernelPaths.under(out_root, "rms_norm"), roles=roles, mode="slurm",
-                           slurm=kw.pop("slurm", OPTS), **kw)
+    return ScaleoutRequest(
+        kernel="rms_norm",
+        out=KernelPaths.under(out_root, "rms_norm"),
+        roles=roles,
+        mode="slurm",
+        slurm=kw.pop("slurm", OPTS),
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +104,9 @@ def test_report_e_on_the_merged_layout_validates_like_the_single_run(slurm_pair)
     assert plans["sharded"].ok and plans["single"].ok
     norm = {k: p.validator_output.replace(str(root / k), "<root>") for k, p in plans.items()}
     assert norm["sharded"] == norm["single"]
-    perf = {k: next(f.content for f in p.files if f.relpath == "reports/performance.md") for k, p in plans.items()}
+    perf = {
+        k: next(f.content for f in p.files if f.relpath == "reports/performance.md") for k, p in plans.items()
+    }
     assert perf["sharded"] == perf["single"]
 
 
@@ -109,7 +124,9 @@ def test_provenance_names_the_slurm_task_host_of_each_row(slurm_pair):
 
 
 def test_a_cancelled_task_is_the_only_one_a_rerun_submits(tmp_path, monkeypatch):
-    monkeypatch.setenv("RUNNER_FIXTURE_FAULTS", "cutile-8192-8192:hang")  # SYNTHETIC: shard 1 hangs at its end
+    monkeypatch.setenv(
+        "RUNNER_FIXTURE_FAULTS", "cutile-8192-8192:hang"
+    )  # SYNTHETIC: shard 1 hangs at its end
     roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
     job: list[str] = []
 
@@ -178,9 +195,29 @@ def test_cli_run_slurm_submits_watches_and_merges(tmp_path, monkeypatch):
     suite = faults_suite(tmp_path)
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")  # exported to the jobs (fast children)
     parser = build_parser()
-    args = parser.parse_args(["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root",
-                              str(tmp_path / "o"), "-b", "triton", "-b", "cutile", "--slurm", "--nodes", "2",
-                              "--gpus-per-node", "0", "--poll", "0.3", "--time", "10"])
+    args = parser.parse_args(
+        [
+            "run",
+            "rms_norm",
+            "--suite",
+            str(suite / "test_rms_norm.py"),
+            "--out-root",
+            str(tmp_path / "o"),
+            "-b",
+            "triton",
+            "-b",
+            "cutile",
+            "--slurm",
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "0",
+            "--poll",
+            "0.3",
+            "--time",
+            "10",
+        ]
+    )
     args.tilegym = getattr(args, "tilegym", None)
     buf = io.StringIO()
     rc = args.func(args, buf)
@@ -194,13 +231,36 @@ def test_cli_run_slurm_submits_watches_and_merges(tmp_path, monkeypatch):
 def test_ctrl_c_in_the_real_cli_scancels_the_array(tmp_path):
     suite = faults_suite(tmp_path)
     rc, err, pids = interrupt_cli_once_running(
-        ["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
-         "-b", "triton", "-b", "cutile", "--slurm", "--nodes", "2", "--gpus-per-node", "0", "--poll", "0.3"],
+        [
+            "run",
+            "rms_norm",
+            "--suite",
+            str(suite / "test_rms_norm.py"),
+            "--out-root",
+            str(tmp_path / "o"),
+            "-b",
+            "triton",
+            "-b",
+            "cutile",
+            "--slurm",
+            "--nodes",
+            "2",
+            "--gpus-per-node",
+            "0",
+            "--poll",
+            "0.3",
+        ],
         tmp_path / "o",
-        {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang,triton-8192-8192:hang"})
+        {
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang,triton-8192-8192:hang",
+        },
+    )
     assert rc == 2, err
     assert "cancelling (SIGINT)" in err and "cancelled; nothing merged" in err
-    jobs = json.loads(next((tmp_path / "o").glob("rms_norm/workbench/shards/*/slurm/jobs.json")).read_text())["jobs"]
+    jobs = json.loads(next((tmp_path / "o").glob("rms_norm/workbench/shards/*/slurm/jobs.json")).read_text())[
+        "jobs"
+    ]
     assert squeue_tasks(jobs[0]["job_id"]) == {}  # no orphaned job
     deadline = time.monotonic() + 15
     while any(alive(p) for p in pids) and time.monotonic() < deadline:

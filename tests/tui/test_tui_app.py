@@ -27,7 +27,12 @@ async def test_mode_keys_switch_screens_and_ctrl_q_quits() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, RatiosScreen)
-        for key, cls in (("2", TimelineScreen), ("3", IRDiffScreen), ("4", ReportScreen), ("1", RatiosScreen)):
+        for key, cls in (
+            ("2", TimelineScreen),
+            ("3", IRDiffScreen),
+            ("4", ReportScreen),
+            ("1", RatiosScreen),
+        ):
             await pilot.press(key)
             await pilot.pause()
             assert isinstance(app.screen, cls), key
@@ -342,8 +347,11 @@ async def test_bad_data_problem_notifies_with_file_and_line() -> None:
     from cutile_workbench.errors import InputError
 
     data = make_data()
-    data.problems.append(InputError("invalid JSON: Expecting ',' [bold]x[/]", path="/o/rms_norm/workbench/session.json",
-                                    line=3))
+    data.problems.append(
+        InputError(
+            "invalid JSON: Expecting ',' [bold]x[/]", path="/o/rms_norm/workbench/session.json", line=3
+        )
+    )
     app = make_app(data)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()

@@ -45,23 +45,30 @@ CHILD_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def _tree(tmp_path: Path, *, autotuner: str | None = None, wrapper: str = CANARY) -> Path:
-    root = fake.make_tree(tmp_path / "TileGym", autotuner=autotuner or fake.AUTOTUNER_BROKEN,
-                          tests={"test_bmm.py": fake.TEST_BMM_MISSING})
+    root = fake.make_tree(
+        tmp_path / "TileGym",
+        autotuner=autotuner or fake.AUTOTUNER_BROKEN,
+        tests={"test_bmm.py": fake.TEST_BMM_MISSING},
+    )
     fake.write(root / "src" / "tilegym" / "ops" / "cutile_rs" / "bmm.py", wrapper)
     return root
 
 
 def _fingerprint(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _data(root: Path, analysis: Any = ANALYSIS) -> Any:
     data = make_data()
     data.kernel = "bmm"
     data.tilegym = root
-    data.run_checks = lambda cancelled: gather_checks("bmm", root, analysis, python=sys.executable,
-                                                      env=CHILD_ENV, cancelled=cancelled)
+    data.run_checks = lambda cancelled: gather_checks(
+        "bmm", root, analysis, python=sys.executable, env=CHILD_ENV, cancelled=cancelled
+    )
     return data
 
 
@@ -120,9 +127,14 @@ async def test_checks_show_blocked_import_wiring_diff_selection_and_findings(tmp
         assert canary.cli.startswith("cutile-workbench audit-wrapper bmm")
         # what the user sees: all four sections with their CLI twins, the diff lines included
         shown = screen.query_one(ChecksPanel).plain()
-        for text in ("BLOCKED", "import failed", '+    _perf_frameworks = ["cutile", "cutile-rs", "pytorch"]',
-                     f"src/tilegym/ops/cutile_rs/bmm.py:{line}", "CLI twin: $ cutile-workbench check bmm",
-                     "--apply-wiring"):
+        for text in (
+            "BLOCKED",
+            "import failed",
+            '+    _perf_frameworks = ["cutile", "cutile-rs", "pytorch"]',
+            f"src/tilegym/ops/cutile_rs/bmm.py:{line}",
+            "CLI twin: $ cutile-workbench check bmm",
+            "--apply-wiring",
+        ):
             assert text in shown, text
         # nothing offers to apply the edit inside the TUI
         titles = [t for t, _, _ in available_commands(app, screen)]
@@ -136,8 +148,12 @@ def _wired_tree(tmp_path: Path) -> Path:
     root = _tree(tmp_path, autotuner=fake.AUTOTUNER_OK, wrapper=clean)
     test = root / "tests/ops/test_bmm.py"
     # the tree after the wiring edit (SYNTHETIC: the edit the CLI twin would make)
-    test.write_text(test.read_text().replace('_perf_frameworks = ["cutile", "pytorch"]',
-                                             '_perf_frameworks = ["cutile", "cutile-rs", "pytorch"]'))
+    test.write_text(
+        test.read_text().replace(
+            '_perf_frameworks = ["cutile", "pytorch"]',
+            '_perf_frameworks = ["cutile", "cutile-rs", "pytorch"]',
+        )
+    )
     return root
 
 
@@ -162,9 +178,12 @@ def test_without_analysis_the_selection_is_skipped_with_its_cli_twin(tmp_path: P
 
 
 def test_cancel_before_a_step_stops_there(tmp_path: Path) -> None:
-    result = gather_checks("bmm", _tree(tmp_path), ANALYSIS, python=sys.executable, env=CHILD_ENV,
-                           cancelled=lambda: True)
-    assert result.cancelled and [(i.section, i.status) for i in result.items] == [("precondition", "CANCELLED")]
+    result = gather_checks(
+        "bmm", _tree(tmp_path), ANALYSIS, python=sys.executable, env=CHILD_ENV, cancelled=lambda: True
+    )
+    assert result.cancelled and [(i.section, i.status) for i in result.items] == [
+        ("precondition", "CANCELLED")
+    ]
 
 
 async def test_bad_wrapper_becomes_an_error_row_and_notification_naming_file_and_line(tmp_path: Path) -> None:
@@ -202,7 +221,9 @@ async def test_without_tilegym_the_screen_says_how_and_r_says_why() -> None:
         assert "view: checks" in titles and "checks: run TileGym checks" not in titles
 
 
-def _blocking_runner(started: threading.Event, release: threading.Event) -> Callable[[Callable[[], bool]], Any]:
+def _blocking_runner(
+    started: threading.Event, release: threading.Event
+) -> Callable[[Callable[[], bool]], Any]:
     """SYNTHETIC runner: waits until released or cancelled (stands in for a slow child process)."""
 
     def run(cancelled: Callable[[], bool]) -> ChecksResult:

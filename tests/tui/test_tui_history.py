@@ -62,13 +62,21 @@ async def test_history_follows_the_ratios_selection_on_the_recorded_session() ->
         screen = app.screen
         assert isinstance(screen, HistoryScreen) and screen.params == SP_2048
         series = screen.query_one(SeriesTable).series
-        assert [(s.label, s.role, len(s.runs)) for s in series] == [("cutile-rs", "candidate", 1),
-                                                                    ("cutile", "baseline", 1)]
+        assert [(s.label, s.role, len(s.runs)) for s in series] == [
+            ("cutile-rs", "candidate", 1),
+            ("cutile", "baseline", 1),
+        ]
         run = screen.query_one(RunsTable).current_run
         assert run is not None and run.median_ms == 0.049089 and run.n_samples == 371 and run.change is None
         panel = _panel(app)
-        for fact in ("GPU             NVIDIA H200", "driver          580.159.04", "clocks SM/mem   not recorded",
-                     "throttling      not recorded", "harness         workbench", "recorded        2026-12-01 09:20 UTC"):
+        for fact in (
+            "GPU             NVIDIA H200",
+            "driver          580.159.04",
+            "clocks SM/mem   not recorded",
+            "throttling      not recorded",
+            "harness         workbench",
+            "recorded        2026-12-01 09:20 UTC",
+        ):
             assert fact in panel, fact
         status = str(screen.query_one("#history-status", Static).render())
         assert "recorded session imported in memory (nothing written)" in status
@@ -127,8 +135,12 @@ async def test_narrow_history_puts_the_provenance_under_the_runs(tmp_path: Path)
         await _settle(pilot, app)
         screen = app.screen
         runs = screen.query_one(RunsTable)
-        assert runs.compact and [str(c.label) for c in runs.columns.values()] == ["run time (UTC)", "median ms", "n",
-                                                                                  "vs previous run"]
+        assert runs.compact and [str(c.label) for c in runs.columns.values()] == [
+            "run time (UTC)",
+            "median ms",
+            "n",
+            "vs previous run",
+        ]
         panel = screen.query_one(ProvenancePanel).region
         assert panel.y > runs.region.y and panel.width == 80
         assert [r.change for r in runs.runs] == [None, "same", "same"]
@@ -154,8 +166,11 @@ async def test_ratios_header_flags_another_driver_and_details_it(tmp_path: Path)
         assert line.startswith(" Ratios  matmul cutile-rs ⚠ baseline cutile measured on another driver")
         assert line.rstrip().endswith("…") and len(line) == 80
         details = screen.query_one("#conditions", Static)
-        assert details.display and "NOT COMPARABLE: driver: candidate 580.159.04 vs baseline cutile 575.51.03" in str(
-            details.render())
+        assert (
+            details.display
+            and "NOT COMPARABLE: driver: candidate 580.159.04 vs baseline cutile 575.51.03"
+            in str(details.render())
+        )
 
 
 async def test_ratios_header_is_quiet_when_comparable_and_says_unknown_otherwise(tmp_path: Path) -> None:
@@ -164,7 +179,9 @@ async def test_ratios_header_is_quiet_when_comparable_and_says_unknown_otherwise
     app = make_app(load_app_data("matmul", out_root=None, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        assert "│ ? comparability unknown: MIG mode, throttling not recorded" in str(app.screen.query_one("#header").render())
+        assert "│ ? comparability unknown: MIG mode, throttling not recorded" in str(
+            app.screen.query_one("#header").render()
+        )
         assert app.screen.query_one("#conditions").display
     paths = copy_matmul(tmp_path)
     at = utc("2026-12-01 09:20")
@@ -190,12 +207,16 @@ async def test_history_key_palette_help_and_keymap_id() -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
-        assert "no run history for this data source" in str(screen.query_one("#history-title", Static).render())
+        assert "no run history for this data source" in str(
+            screen.query_one("#history-title", Static).render()
+        )
         assert "history: reload" not in [t for t, _h, _cb in available_commands(app, screen)]
         keys = {k for k, _d, _t in screen.help_keys()}
         assert "1-6" in keys
     ids = known_bindings()
-    assert ids["app-history"].keys == "6" and {"history-config", "history-backend", "history-reload"} <= set(ids)
+    assert ids["app-history"].keys == "6" and {"history-config", "history-backend", "history-reload"} <= set(
+        ids
+    )
 
 
 async def test_a_history_that_cannot_be_read_is_an_error_modal_naming_the_file() -> None:
@@ -203,7 +224,9 @@ async def test_a_history_that_cannot_be_read_is_an_error_modal_naming_the_file()
     data = make_data()
 
     def broken() -> object:
-        raise InputError("history store is corrupt or not a SQLite file", path="/x/rms_norm/workbench/history.sqlite")
+        raise InputError(
+            "history store is corrupt or not a SQLite file", path="/x/rms_norm/workbench/history.sqlite"
+        )
 
     data.history_loader = broken  # type: ignore[assignment]
     app = make_app(data, prewarm=False)

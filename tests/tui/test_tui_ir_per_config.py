@@ -14,7 +14,9 @@ async def test_ir_screen_follows_the_ratios_selection_to_its_recorded_pair() -> 
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         table = app.screen.query_one(RatioTable)
-        while table.current_row is not None and not table.current_row.params.startswith("True-True-False-False-4096"):
+        while table.current_row is not None and not table.current_row.params.startswith(
+            "True-True-False-False-4096"
+        ):
             await pilot.press("down")
         assert app.selected_row is not None
         await pilot.press("3")
@@ -42,7 +44,9 @@ async def test_shape_hunks_of_a_config_pair_show_its_launch_evidence() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         table = app.screen.query_one(RatioTable)
-        while table.current_row is not None and not table.current_row.params.startswith("True-True-False-False-4096"):
+        while table.current_row is not None and not table.current_row.params.startswith(
+            "True-True-False-False-4096"
+        ):
             await pilot.press("down")
         await pilot.press("3")
         while app.ir_loading:

@@ -18,9 +18,13 @@ MATMUL = Path(__file__).resolve().parents[2] / "cutile_workbench/profiles/tilegy
 
 
 def _data() -> AppData:
-    pair = build_ir_pair("static_persistent", (MATMUL / "reference/reference_static_persistent.mlir").read_text(),
-                         (MATMUL / "generated/generated_static_persistent.mlir").read_text(),
-                         ref_label="reference_static_persistent.mlir", gen_label="generated_static_persistent.mlir")
+    pair = build_ir_pair(
+        "static_persistent",
+        (MATMUL / "reference/reference_static_persistent.mlir").read_text(),
+        (MATMUL / "generated/generated_static_persistent.mlir").read_text(),
+        ref_label="reference_static_persistent.mlir",
+        gen_label="generated_static_persistent.mlir",
+    )
     return replace(make_data(), ir_pairs=[pair])
 
 
@@ -34,7 +38,9 @@ async def test_n_walks_hunks_in_rank_order_z_folds_cosmetic_and_search_marks_bot
         assert pair.structure == "different" and view.folded
         assert not any(r.cosmetic for r in view.rows)  # cosmetic hunks folded by default
         row = view.rows[view.cursor]  # the screen opens on the top-ranked hunk
-        assert view.current_hunk == 0 and "num_cta_in_cga = 1" in row.left and "num_cta_in_cga = 4" in row.right
+        assert (
+            view.current_hunk == 0 and "num_cta_in_cga = 1" in row.left and "num_cta_in_cga = 4" in row.right
+        )
         await pilot.press("n", "N")
         title = str(app.screen.query_one("#pair-title").render())
         assert "hunk 1/" in title and "tile/CTA shape" in title and "audit: num_cta" in title

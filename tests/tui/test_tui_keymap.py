@@ -78,16 +78,18 @@ def test_malformed_toml_names_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_bad_entries_are_reported_with_line_and_key_and_good_ones_kept(tmp_path: Path) -> None:
-    text = "\n".join([
-        "# my keys",
-        "[keymap]",
-        'app-help = "f2"',
-        'app-hlep = "f3"',
-        'app-report = "ctrl+nope"',
-        'ratios-filter = 7',
-        'report-write = "W, ctrl+w"',
-        "",
-    ])
+    text = "\n".join(
+        [
+            "# my keys",
+            "[keymap]",
+            'app-help = "f2"',
+            'app-hlep = "f3"',
+            'app-report = "ctrl+nope"',
+            "ratios-filter = 7",
+            'report-write = "W, ctrl+w"',
+            "",
+        ]
+    )
     loaded = parse_keymap(text, Path("k.toml"), KNOWN)
     assert loaded.bindings == {"app-help": "f2", "report-write": "W,ctrl+w"}
     found = {(p.line, p.key): p.message for p in loaded.problems}
@@ -115,10 +117,19 @@ def test_a_key_taken_from_a_sibling_binding_is_a_warning_but_applied() -> None:
     assert not swap.problems
 
 
-@pytest.mark.parametrize(("value", "keys"), [
-    ("?", ["question_mark"]), ("ctrl+t", ["ctrl+t"]), ("shift+tab", ["shift+tab"]), ("f12", ["f12"]),
-    ("alt+ctrl+x", ["ctrl+alt+x"]), ("slash,/", ["slash"]), ("G", ["G"]), ("escape", ["escape"]),
-])
+@pytest.mark.parametrize(
+    ("value", "keys"),
+    [
+        ("?", ["question_mark"]),
+        ("ctrl+t", ["ctrl+t"]),
+        ("shift+tab", ["shift+tab"]),
+        ("f12", ["f12"]),
+        ("alt+ctrl+x", ["ctrl+alt+x"]),
+        ("slash,/", ["slash"]),
+        ("G", ["G"]),
+        ("escape", ["escape"]),
+    ],
+)
 def test_valid_keys_normalize_to_textual_names(value: str, keys: list[str]) -> None:
     assert normalize_keys(value) == (keys, [])
 
@@ -150,7 +161,11 @@ def test_binding_ids_are_unique_and_every_workbench_binding_has_one() -> None:
 
 def test_cli_keymap_flag_in_either_position() -> None:
     parser = build_parser()
-    for argv in (["--keymap", "k.toml", "bmm"], ["bmm", "--keymap", "k.toml"], ["open", "bmm", "--keymap", "k.toml"]):
+    for argv in (
+        ["--keymap", "k.toml", "bmm"],
+        ["bmm", "--keymap", "k.toml"],
+        ["open", "bmm", "--keymap", "k.toml"],
+    ):
         args = parser.parse_args(_rewrite_bare_kernel(parser, argv))
         assert (args.command, args.kernel, args.keymap) == ("open", "bmm", "k.toml"), argv
 
@@ -217,18 +232,23 @@ async def test_valid_entries_apply_next_to_a_reported_unknown_id(tmp_path: Path)
     app = make_app(make_data(), prewarm=False, keymap=load_keymap(path, environ={}))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert _messages(app) == [f"{path}:3: key 'no-such-binding': unknown binding id; "
-                                  "F1 lists the keys of each screen"]
+        assert _messages(app) == [
+            f"{path}:3: key 'no-such-binding': unknown binding id; F1 lists the keys of each screen"
+        ]
         await pilot.press("f5")
         await pilot.pause()
         assert isinstance(app.screen, TimelineScreen)
 
 
-@pytest.mark.parametrize("text", [
-    '[keymap]\napp-quit = "ctrl+x"\n',
-    '[keymap]\napp-help = "ctrl+q"\n',
-    '[keymap]\nratios-filter = "ctrl+q"\napp-quit = "f10"\n',
-], ids=["quit-remapped", "help-takes-ctrl-q", "screen-key-takes-ctrl-q"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[keymap]\napp-quit = "ctrl+x"\n',
+        '[keymap]\napp-help = "ctrl+q"\n',
+        '[keymap]\nratios-filter = "ctrl+q"\napp-quit = "f10"\n',
+    ],
+    ids=["quit-remapped", "help-takes-ctrl-q", "screen-key-takes-ctrl-q"],
+)
 async def test_ctrl_q_survives_any_keymap(text: str) -> None:
     keymap = parse_keymap(text, Path("k.toml"), KNOWN)
     app = make_app(make_data(), prewarm=False, keymap=keymap)
@@ -263,7 +283,12 @@ def test_binding_list_names_every_id_with_its_default_keys() -> None:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "cutile_workbench", "keys"], capture_output=True, text=True,
-                         check=True, timeout=60).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", "keys"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:]}
     assert rows == {bid: info.keys for bid, info in KNOWN.items()}

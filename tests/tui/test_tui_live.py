@@ -32,12 +32,35 @@ def _events(params: str = PARAMS) -> list[dict[str, Any]]:
     # the hot-path wrapper (3 launches/call) is the candidate; the clean kernel stands in as baseline
     for i, (s, backend, median) in enumerate(((sets[1], "cutile", 0.1509), (sets[0], "triton", 0.08278))):
         out.append({"event": "test_start", "ts": 2.0 + i, "nodeid": s["nodeid"]})
-        out.append({"event": "launches", "ts": 2.1 + i, "nodeid": s["nodeid"], "backend": backend,
-                    "params": params, "calls": s["calls"]})
-        out.append({"event": "record", "ts": 2.2 + i, "nodeid": s["nodeid"], "framework": backend,
-                    "params": params, "benchmark": {backend: {"forward": {"median": median}}}})
-        out.append({"event": "test_finish", "ts": 2.3 + i, "nodeid": s["nodeid"], "outcome": "passed",
-                    "duration_s": 0.5})
+        out.append(
+            {
+                "event": "launches",
+                "ts": 2.1 + i,
+                "nodeid": s["nodeid"],
+                "backend": backend,
+                "params": params,
+                "calls": s["calls"],
+            }
+        )
+        out.append(
+            {
+                "event": "record",
+                "ts": 2.2 + i,
+                "nodeid": s["nodeid"],
+                "framework": backend,
+                "params": params,
+                "benchmark": {backend: {"forward": {"median": median}}},
+            }
+        )
+        out.append(
+            {
+                "event": "test_finish",
+                "ts": 2.3 + i,
+                "nodeid": s["nodeid"],
+                "outcome": "passed",
+                "duration_s": 0.5,
+            }
+        )
     out.append({"event": "session_finish", "ts": 9.0, "exitstatus": 0})
     return out
 
@@ -65,7 +88,10 @@ async def test_live_run_streams_bars_results_and_progress() -> None:
         assert roles == {"candidate", "baseline"}
         cand = [ln for ln in tl.lanes if ln.role == "candidate"]
         assert cand and all(len(ln.launches) == 3 for ln in cand)  # fill + add + rms_norm per call
-        assert [(r.framework, r.median_ms) for r in screen.live_results] == [("cutile", 0.1509), ("triton", 0.08278)]
+        assert [(r.framework, r.median_ms) for r in screen.live_results] == [
+            ("cutile", 0.1509),
+            ("triton", 0.08278),
+        ]
         assert not screen.live_running
         assert screen.query_one("#progress").has_class("hidden")
         assert any("live run finished" in str(n.message) for n in app._notifications)
@@ -90,10 +116,21 @@ async def test_escape_cancels_a_running_live_run() -> None:
 async def test_malformed_launch_event_shows_error_naming_line() -> None:
     from cutile_workbench.artifacts.events import read_events
 
-    bad = encode_event("launches", ts=1.0, nodeid="n", backend="cutile", params=PARAMS,
-                       calls=[{"index": 0, "host_start_ns": 0, "host_end_ns": 5,
-                               "launches": [{"kind": "warp", "name": "x", "start_ns": 1, "end_ns": 2,
-                                             "correlation_id": 1}]}])
+    bad = encode_event(
+        "launches",
+        ts=1.0,
+        nodeid="n",
+        backend="cutile",
+        params=PARAMS,
+        calls=[
+            {
+                "index": 0,
+                "host_start_ns": 0,
+                "host_end_ns": 5,
+                "launches": [{"kind": "warp", "name": "x", "start_ns": 1, "end_ns": 2, "correlation_id": 1}],
+            }
+        ],
+    )
     events = read_events([encode_event("collected", ts=0.0, nodeids=["n"]), bad], source="events.jsonl")
     app = make_app(make_data(runner=ScriptedRunner(events)))  # type: ignore[arg-type]
     async with app.run_test(size=(160, 48)) as pilot:
@@ -110,8 +147,9 @@ def test_replay_runner_filters_and_paces(tmp_path: Path) -> None:
 
     path = tmp_path / "events.jsonl"
     lines = [encode_event(e.pop("event"), **e) for e in _events()]
-    lines += [encode_event("record", ts=10.0, nodeid="other", framework="triton", params="other-1",
-                           benchmark={})]
+    lines += [
+        encode_event("record", ts=10.0, nodeid="other", framework="triton", params="other-1", benchmark={})
+    ]
     path.write_text("".join(lines))
     seen: list[str] = []
     row = RatioRow("f", PARAMS, None, "triton", 1.0, 1.0, 1.0, "OK")
@@ -145,7 +183,10 @@ def test_real_record_events_carry_their_median_into_live_results() -> None:
     from cutile_workbench.tui.live import Batcher, dispatch_event
     from cutile_workbench.tui.messages import LiveRecord
 
-    events = Path(__file__).parents[2] / "cutile_workbench/profiles/rms_norm/session/rms_norm/workbench/events.jsonl"
+    events = (
+        Path(__file__).parents[2]
+        / "cutile_workbench/profiles/rms_norm/session/rms_norm/workbench/events.jsonl"
+    )
     posted: list[Any] = []
     batch = Batcher(posted.append)
     records = [json.loads(line) for line in events.read_text().splitlines() if '"event": "record"' in line]

@@ -106,7 +106,14 @@ def test_find_gpu_in_runs() -> None:
     assert find_gpu({}) is None and find_gpu(None) is None
 
 
-RECORDED = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm"
+RECORDED = (
+    Path(__file__).resolve().parents[2]
+    / "cutile_workbench"
+    / "profiles"
+    / "rms_norm"
+    / "session"
+    / "rms_norm"
+)
 
 
 @pytest.mark.skipif(not RECORDED.is_dir(), reason="recorded rms_norm session not in this checkout")
@@ -140,7 +147,9 @@ async def test_embedded_default_opens_recorded_session_read_only() -> None:
         assert isinstance(app.screen, ErrorModal) and "read-only" in app.screen.error_text
 
 
-def test_gpu_runner_reruns_candidate_then_baseline_node_ids(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gpu_runner_reruns_candidate_then_baseline_node_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The live runner's RunSpecs (the child pytest itself is covered by the runner's own tests)."""
     import threading
     from dataclasses import dataclass
@@ -162,8 +171,16 @@ def test_gpu_runner_reruns_candidate_then_baseline_node_ids(tmp_path: Path, monk
     monkeypatch.setattr(runs_service, "run_suite", fake_run)
     out = KernelPaths.under(tmp_path, "rms_norm")
     run = runs_service.config_rerunner("rms_norm", "cutile", tmp_path, out)
-    row = RatioRow("profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf", "16384-2048-torch.bfloat16",
-                   None, "triton_tileir", 0.0345, 0.0384, 1.11, "OK")
+    row = RatioRow(
+        "profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf",
+        "16384-2048-torch.bfloat16",
+        None,
+        "triton_tileir",
+        0.0345,
+        0.0384,
+        1.11,
+        "OK",
+    )
     assert run([row], lambda ev: None, threading.Event()) == 0
     assert [(s.role, s.test_target, s.backend_token) for s in specs] == [  # type: ignore[attr-defined]
         ("candidate", f"{row.func_key}[cutile-16384-2048-torch.bfloat16]", "cutile"),

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 
-def test_out_of_memory_while_loading_is_a_clear_message(monkeypatch: pytest.MonkeyPatch,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_out_of_memory_while_loading_is_a_clear_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from cutile_workbench.tui import app as app_mod
     from cutile_workbench.tui import loaders
 

@@ -26,8 +26,23 @@ from cutile_workbench.tui.widgets.launch_timeline import LaunchTimeline, phase_t
 from cutile_workbench.tui.widgets.ratio_table import visible_rows
 
 #: descriptions of Textual's own generic bindings (scrolling, cursor, focus, copy)
-GENERIC = {"Cursor up", "Cursor down", "Scroll Up", "Scroll Down", "Up", "Down", "Page up", "Page Up",
-           "Focus Next", "Focus Previous", "Copy selected text", "Home", "End", "Scroll Home", "Scroll End"}
+GENERIC = {
+    "Cursor up",
+    "Cursor down",
+    "Scroll Up",
+    "Scroll Down",
+    "Up",
+    "Down",
+    "Page up",
+    "Page Up",
+    "Focus Next",
+    "Focus Previous",
+    "Copy selected text",
+    "Home",
+    "End",
+    "Scroll Home",
+    "Scroll End",
+}
 
 
 @pytest.mark.parametrize("screen_cls", [RatiosScreen, ReportScreen, IRDiffScreen])
@@ -40,8 +55,12 @@ async def test_f1_help_starts_with_the_screens_own_actions(screen_cls: type) -> 
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         rows = [(k, d) for k, d, _t in app.screen.keys]
-        own = {(b.key_display or typed_key(k.strip()), b.description) for b in screen_cls.BINDINGS if b.description
-               for k in b.key.split(",")}
+        own = {
+            (b.key_display or typed_key(k.strip()), b.description)
+            for b in screen_cls.BINDINGS
+            if b.description
+            for k in b.key.split(",")
+        }
         own_at = [i for i, row in enumerate(rows) if row in own]
         assert own_at and own_at == list(range(len(own_at))), rows[:8]  # the screen's own keys come first
         last_own = own_at[-1]
@@ -55,32 +74,48 @@ def _row(params: str) -> RatioRow:
 
 
 def test_configs_sort_numerically_by_shape_fields() -> None:
-    params = ["16384-1024-torch.bfloat16", "4096-1024-torch.bfloat16", "8192-8192-torch.bfloat16",
-              "4096-4096-torch.bfloat16", "static_persistent-262144-1024-torch.float16",
-              "static_persistent-65536-8192-torch.float16"]
+    params = [
+        "16384-1024-torch.bfloat16",
+        "4096-1024-torch.bfloat16",
+        "8192-8192-torch.bfloat16",
+        "4096-4096-torch.bfloat16",
+        "static_persistent-262144-1024-torch.float16",
+        "static_persistent-65536-8192-torch.float16",
+    ]
     shown = [r.params for r in visible_rows([_row(p) for p in params], sort_key="config")]
-    assert shown == ["4096-1024-torch.bfloat16", "4096-4096-torch.bfloat16", "8192-8192-torch.bfloat16",
-                     "16384-1024-torch.bfloat16", "static_persistent-65536-8192-torch.float16",
-                     "static_persistent-262144-1024-torch.float16"]
-    assert [r.params for r in visible_rows([_row(p) for p in params], sort_key="config", reverse=True)] == shown[::-1]
+    assert shown == [
+        "4096-1024-torch.bfloat16",
+        "4096-4096-torch.bfloat16",
+        "8192-8192-torch.bfloat16",
+        "16384-1024-torch.bfloat16",
+        "static_persistent-65536-8192-torch.float16",
+        "static_persistent-262144-1024-torch.float16",
+    ]
+    assert [
+        r.params for r in visible_rows([_row(p) for p in params], sort_key="config", reverse=True)
+    ] == shown[::-1]
 
 
 RECORDED = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / "rms_norm" / "session"
 
 
-@pytest.mark.skipif(not (RECORDED / "rms_norm_hotpath").is_dir(), reason="recorded session not in this checkout")
+@pytest.mark.skipif(
+    not (RECORDED / "rms_norm_hotpath").is_dir(), reason="recorded session not in this checkout"
+)
 def test_raw_cupti_rows_show_short_kernel_names_and_list_the_full_ones() -> None:
     from cutile_workbench.services import stage_e
 
     ws = stage_e.open_kernel("rms_norm_hotpath", out_root=None, tilegym=None)
     md = next(f.content for f in stage_e.plan(ws).files if f.relpath == "reports/performance.md")
-    table = md[md.index("### Raw CUPTI rows"):md.index("Top kernels in full")]
+    table = md[md.index("### Raw CUPTI rows") : md.index("Top kernels in full")]
     assert "| vectorized_elementwise_kernel<CUDAFunctor_add> |" in table
     assert "| rms_norm_tile_kernel [I16 I1024] |" in table
     assert "_Kt1_" not in table and "std::array" not in table  # the mangled/long names left the table
-    legend = md[md.index("Top kernels in full"):]
-    assert ("- `rms_norm_tile_kernel [I16 I1024]`: `rms_norm_tile_kernel_Kt1_A2bf16_1v8l0_2t1_3i16_p16_A1bf16_"
-            "1i16t1_p16_A2bf16_1v8l0_2t1_3i16_p16_I16_I1024_F3ee4f8b588e368f1`") in legend
+    legend = md[md.index("Top kernels in full") :]
+    assert (
+        "- `rms_norm_tile_kernel [I16 I1024]`: `rms_norm_tile_kernel_Kt1_A2bf16_1v8l0_2t1_3i16_p16_A1bf16_"
+        "1i16t1_p16_A2bf16_1v8l0_2t1_3i16_p16_I16_I1024_F3ee4f8b588e368f1`"
+    ) in legend
     assert "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add" in legend
 
 
@@ -98,9 +133,16 @@ def test_distinct_full_names_never_share_a_short_name() -> None:
 
 def _set(backend: str, start: int, n_calls: int = 2) -> LaunchSet:
     """SYNTHETIC: ``n_calls`` calls of one launch each, for one test's measurement set."""
-    calls = [CallCapture(i, backend, start + i * 1000, start + i * 1000 + 900,
-                         (Launch("kernel", f"k_{backend}", start + i * 1000 + 10, start + i * 1000 + 500, i),))
-             for i in range(n_calls)]
+    calls = [
+        CallCapture(
+            i,
+            backend,
+            start + i * 1000,
+            start + i * 1000 + 900,
+            (Launch("kernel", f"k_{backend}", start + i * 1000 + 10, start + i * 1000 + 500, i),),
+        )
+        for i in range(n_calls)
+    ]
     return LaunchSet("t.py::T::test_perf[x-1]", backend, "1", calls)
 
 
@@ -123,7 +165,12 @@ async def test_forward_and_backward_sets_are_labelled_lanes() -> None:
 
 
 async def test_live_sets_of_one_test_get_tagged_as_they_arrive() -> None:
-    assert phase_tag(0, 1) == "" and phase_tag(0, 2) == "fwd" and phase_tag(1, 2) == "bwd" and phase_tag(2, 3) == "m3"
+    assert (
+        phase_tag(0, 1) == ""
+        and phase_tag(0, 2) == "fwd"
+        and phase_tag(1, 2) == "bwd"
+        and phase_tag(2, 3) == "m3"
+    )
     data = make_data()
     row = data.table.rows[0] if data.table else None
     assert row is not None
@@ -149,9 +196,12 @@ def test_cli_timeline_labels_the_measurement_sets(tmp_path: Path) -> None:
 
     sets = [_set("cutile", 0), _set("triton", 5000), _set("cutile", 10_000)]
     assert measurement_labels(sets) == ["forward", "", "backward"]
-    summaries = [summarize_set(s, role, label)
-                 for s, role, label in zip(sets, ("candidate", "baseline", "candidate"), measurement_labels(sets),
-                                           strict=True)]
+    summaries = [
+        summarize_set(s, role, label)
+        for s, role, label in zip(
+            sets, ("candidate", "baseline", "candidate"), measurement_labels(sets), strict=True
+        )
+    ]
     text = render_timeline_text("k", "1", "launches.json.gz", summaries)
     assert "candidate forward" in text and "candidate backward" in text
     assert "cutile (candidate backward): per launch" in text

@@ -33,10 +33,16 @@ def silu_with_probes(tmp_path: Path) -> Path:
     shutil.copytree(SESSION / "silu_and_mul", root / "silu_and_mul")
     tg = tmp_path / "tilegym" / "tests" / "ops"
     tg.mkdir(parents=True)
-    shutil.copyfile(FIX / "tilegym_75a1430" / "tests" / "ops" / "test_silu_and_mul.py", tg / "test_silu_and_mul.py")
+    shutil.copyfile(
+        FIX / "tilegym_75a1430" / "tests" / "ops" / "test_silu_and_mul.py", tg / "test_silu_and_mul.py"
+    )
     for backend, name in (("cutile-rs", "cutile_rs"), ("cutile", "cutile")):
-        plan = probe_service.plan_probe(probe_service.ProbeRequest(
-            "silu_and_mul", PROBED, out_root=root, tilegym=tmp_path / "tilegym", backends=(backend,)), env={})
+        plan = probe_service.plan_probe(
+            probe_service.ProbeRequest(
+                "silu_and_mul", PROBED, out_root=root, tilegym=tmp_path / "tilegym", backends=(backend,)
+            ),
+            env={},
+        )
         probe_service.file_csv(plan, plan.sides[0], FIX / f"ncu_silu_and_mul_{name}.csv.log")
     return root
 

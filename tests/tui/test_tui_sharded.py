@@ -67,7 +67,9 @@ class Spy:
     def slot_label(self) -> str:
         return self.inner.slot_label()
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event) -> Any:
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> Any:
         def tap(ev: Any) -> None:
             if ev.event in ("shard_start", "session_start") and isinstance(ev.get("pid"), int):
                 self.pids.append(ev["pid"])
@@ -82,8 +84,19 @@ def _app(session: tuple[Path, Path], tmp_path: Path, faults: str = "") -> tuple[
     suite, out_root = session
     data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
     env = {**CHILD_ENV, **({"RUNNER_FIXTURE_FAULTS": faults} if faults else {})}
-    spy = Spy(ShardedRerun("rms_norm", data.candidate_backend, suite, ("0", "1"), slots=2, probe=False,
-                           scratch_parent=tmp_path, env=env, extra_args=("-p", "visible_header")))
+    spy = Spy(
+        ShardedRerun(
+            "rms_norm",
+            data.candidate_backend,
+            suite,
+            ("0", "1"),
+            slots=2,
+            probe=False,
+            scratch_parent=tmp_path,
+            env=env,
+            extra_args=("-p", "visible_header"),
+        )
+    )
     data.sharded = spy
     return make_app(data, prewarm=False), spy
 
@@ -120,7 +133,9 @@ async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scra
         assert screen.state == "finished" and outcome is not None and not outcome.cancelled, outcome
         panel = screen.query_one(ShardPanel)
         assert [(s.index, s.state, s.device, s.finished, s.planned) for s in panel.shards] == [
-            (0, "complete", "0", 4, 4), (1, "complete", "1", 2, 2)]
+            (0, "complete", "0", 4, 4),
+            (1, "complete", "1", 2, 2),
+        ]
         assert "6/6 configs finished, 0 failed · 2/2 shard(s) complete" in panel.totals()
         log = "\n".join(screen.query_one("#sharded-log", Log).lines)
         assert sum(1 for ln in log.splitlines() if ln.startswith("[")) == 6  # the CLI's own progress lines
@@ -137,7 +152,9 @@ async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scra
     line = next(s for s in outcome.summary if s.startswith("geomean"))
     old, new = (float(w.rstrip("x")) for w in line.split() if w.endswith("x") and w[0].isdigit())
     assert old == new  # the fixture replays the same recorded medians
-    measured = json.loads((scratch / "rms_norm/workbench/session.json").read_text())["runs"]["candidate"]["measured_on"]
+    measured = json.loads((scratch / "rms_norm/workbench/session.json").read_text())["runs"]["candidate"][
+        "measured_on"
+    ]
     assert sorted({w["device"] for w in measured.values()}) == ["0", "1"]
 
 
@@ -154,7 +171,9 @@ async def test_escape_cancels_every_worker_and_merges_nothing(session, tmp_path)
         await pilot.pause()
         assert screen.outcome.cancelled and screen.outcome.rc == 2
         assert {s.state for s in screen.query_one(ShardPanel).shards} == {"cancelled"}
-        assert "cancelled: every worker was stopped; nothing merged" in str(screen.query_one("#sharded-status").render())
+        assert "cancelled: every worker was stopped; nothing merged" in str(
+            screen.query_one("#sharded-status").render()
+        )
     scratch = next(tmp_path.glob("cutile-workbench-sharded-*"))
     assert not (scratch / "rms_norm/reports").exists()  # nothing merged
     time.sleep(0.3)
@@ -204,8 +223,11 @@ async def test_g_without_a_sharded_runner_says_why(session, tmp_path):
         assert ratios.check_action("sharded_rerun", ()) is True
         await pilot.press("G")
         await pilot.pause()
-        assert any("G shards the shown configs over 2 or more GPUs" in str(n.message) or "no GPU visible"
-                   in str(n.message) for n in app._notifications)
+        assert any(
+            "G shards the shown configs over 2 or more GPUs" in str(n.message)
+            or "no GPU visible" in str(n.message)
+            for n in app._notifications
+        )
         app.data.sharded_unavailable = "this workspace has no suite to re-run (open it with --tilegym DIR)"
         assert ratios.check_action("sharded_rerun", ()) is True
         await pilot.press("G")
@@ -262,7 +284,9 @@ def test_sharded_rerunner_refuses_a_recorded_tilegym_session_without_a_checkout(
 def test_the_app_takes_gpus_on_the_command_line(tmp_path, monkeypatch):
     from cutile_workbench.cli import main
 
-    monkeypatch.setattr("cutile_workbench.tui.app.WorkbenchApp.run", lambda self: int(self.data.sharded.slots))
+    monkeypatch.setattr(
+        "cutile_workbench.tui.app.WorkbenchApp.run", lambda self: int(self.data.sharded.slots)
+    )
     fake_nvidia_smi(tmp_path, monkeypatch, "0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200")
     monkeypatch.delenv("CUTILE_KERNEL_OUT_ROOT", raising=False)
     monkeypatch.delenv("TILEGYM_PATH", raising=False)

@@ -18,11 +18,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
 def test_tmux_drive_script_passes() -> None:
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "tmux_drive.sh")], capture_output=True, text=True,
-                          timeout=240, env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "HOME": "/tmp"})
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "tmux_drive.sh")],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable, "HOME": "/tmp"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = proc.stdout
-    for step in ("sort by ratio", "filter '16384'", "opens the selected row's timeline", "IR diff of",
-                 "E report written: VERDICT: ", "Ctrl+Q quits with exit 0"):
+    for step in (
+        "sort by ratio",
+        "filter '16384'",
+        "opens the selected row's timeline",
+        "IR diff of",
+        "E report written: VERDICT: ",
+        "Ctrl+Q quits with exit 0",
+    ):
         assert step in out, out
     assert out.rstrip().endswith("PASS")

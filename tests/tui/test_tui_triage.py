@@ -41,20 +41,34 @@ def config_labels(params: list[str]) -> dict[str, str]:
 
 # ---------------------------------------------------------------------- 1 layout by priority
 def test_config_labels_keep_only_the_varying_fields() -> None:
-    params = ["True-False-False-False-2048-2048-2048-0-0-torch.float16",
-              "True-True-False-False-8192-8192-8192-0-0-torch.float16"]
+    params = [
+        "True-False-False-False-2048-2048-2048-0-0-torch.float16",
+        "True-True-False-False-8192-8192-8192-0-0-torch.float16",
+    ]
     assert config_labels(params) == {params[0]: "False-2048-2048-2048", params[1]: "True-8192-8192-8192"}
     # different field counts: the common prefix and suffix fields go
     odd = ["static_persistent-262144-1024-torch.float16", "65536-8192-torch.float16"]
     assert config_labels(odd) == {odd[0]: "static_persistent-262144-1024", odd[1]: "65536-8192"}
-    assert config_labels(["4096-1024-torch.bfloat16"]) == {"4096-1024-torch.bfloat16": "4096-1024-torch.bfloat16"}
+    assert config_labels(["4096-1024-torch.bfloat16"]) == {
+        "4096-1024-torch.bfloat16": "4096-1024-torch.bfloat16"
+    }
 
 
 def test_columns_drop_in_the_stated_order() -> None:
     from cutile_workbench.tui.widgets.ratio_table import fit_columns
 
-    widths = {"config": 20, "variant": 14, "baseline": 8, "base_ms": 8, "cand_ms": 8, "ratio": 8, "ci": 12,
-              "launches": 10, "sol": 8, "verdict": 11}
+    widths = {
+        "config": 20,
+        "variant": 14,
+        "baseline": 8,
+        "base_ms": 8,
+        "cand_ms": 8,
+        "ratio": 8,
+        "ci": 12,
+        "launches": 10,
+        "sol": 8,
+        "verdict": 11,
+    }
     assert fit_columns(widths, 1000) == list(widths)
     kept = fit_columns(widths, 80)
     assert {"config", "ratio", "verdict"} <= set(kept)
@@ -202,8 +216,12 @@ async def test_ratio_chart_has_whiskers_and_the_band() -> None:
         labels = config_labels([r.params for r in table.shown_rows])
         lines = screen_lines(pilot.app)
         for row in table.shown_rows:  # one bar per config, its ratio written at the end
-            assert any(ln.lstrip().startswith(labels[row.params]) and f"{row.ratio:.3f}x" in ln
-                       and ("█" in ln or "│" in ln or "┤" in ln) for ln in lines), (row.params, lines)
+            assert any(
+                ln.lstrip().startswith(labels[row.params])
+                and f"{row.ratio:.3f}x" in ln
+                and ("█" in ln or "│" in ln or "┤" in ln)
+                for ln in lines
+            ), (row.params, lines)
         assert any("1.05" in ln and "95% CI" in ln for ln in lines)
         assert any(ln.lstrip().startswith("cand") for ln in lines)  # the highlighted config's samples
         assert any(ln.lstrip().startswith("base") for ln in lines)
@@ -236,12 +254,15 @@ async def test_f1_shows_keys_as_typed() -> None:
         assert "/" in keys and "slash" not in keys
 
 
-@pytest.mark.parametrize(("keys", "says"), [
-    (("L",), "no GPU visible"),
-    (("G",), "no GPU visible"),
-    (("4", "w"), "recorded session shipped in the package (read-only): copy"),
-    (("5", "r"), "no TileGym checkout attached: open with --tilegym DIR"),
-])
+@pytest.mark.parametrize(
+    ("keys", "says"),
+    [
+        (("L",), "no GPU visible"),
+        (("G",), "no GPU visible"),
+        (("4", "w"), "recorded session shipped in the package (read-only): copy"),
+        (("5", "r"), "no TileGym checkout attached: open with --tilegym DIR"),
+    ],
+)
 async def test_keys_say_why_not(keys: tuple[str, ...], says: str) -> None:
     async with make_app(_data("matmul"), prewarm=False).run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -338,4 +359,8 @@ async def test_characters_typed_ahead_of_the_filter_reach_it() -> None:
         await pilot.pause()
         assert screen.query_one("#filter", Input).value == "4096"
         shown = table.shown_rows
-        assert shown and all("4096" in r.params for r in shown) and len(shown) < len(_data("rms_norm").table.rows)
+        assert (
+            shown
+            and all("4096" in r.params for r in shown)
+            and len(shown) < len(_data("rms_norm").table.rows)
+        )

@@ -49,7 +49,9 @@ async def test_real_session_shows_own_and_the_reference_config_on_timeline_and_i
         await pilot.press("enter")
         await pilot.pause()
         title = str(app.screen.query_one("#title", Static).render())
-        ran = "reference ran group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128"
+        ran = (
+            "reference ran group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128"
+        )
         assert ran in title
         await pilot.press("3")
         while app.ir_loading:

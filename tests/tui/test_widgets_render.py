@@ -25,11 +25,17 @@ class _Host(App[None]):
 
 
 async def test_timeline_kinds_have_distinct_glyphs_and_positions() -> None:
-    call = CallCapture(0, "cutile", 0, 100_000, (
-        Launch("memset", "fill", 0, 10_000, 1),
-        Launch("kernel", "add", 20_000, 40_000, 2),
-        Launch("memcpy", "copy", 50_000, 60_000, 3),
-    ))
+    call = CallCapture(
+        0,
+        "cutile",
+        0,
+        100_000,
+        (
+            Launch("memset", "fill", 0, 10_000, 1),
+            Launch("kernel", "add", 20_000, 40_000, 2),
+            Launch("memcpy", "copy", 50_000, 60_000, 3),
+        ),
+    )
     tl = LaunchTimeline()
     async with _Host(tl).run_test(size=(16 + 100, 5)) as pilot:
         tl.set_sets(LaunchSet("n", "cutile", "p", [call]), None)

@@ -22,7 +22,8 @@ def test_visible_rows_filter_sort_slow_variant() -> None:
     assert all(is_slow(r) for r in visible_rows(rows, slow_only=True))
     assert len(visible_rows(rows, slow_only=True)) == 3
     assert [r.params for r in visible_rows(rows, filter_text="WRAPPER")] == [
-        "wrapper_alloc-16384-2048-torch.bfloat16"]
+        "wrapper_alloc-16384-2048-torch.bfloat16"
+    ]
     assert len(visible_rows(rows, filter_text="investigate")) == 2  # matches the verdict too
     assert len(visible_rows(rows, variant="static_persistent")) == 4
     assert visible_rows(rows, sort_key="launches", reverse=True)[0].candidate_launches == 3
@@ -44,14 +45,24 @@ def test_fold_keeps_context_and_counts_hidden() -> None:
 
 
 def test_number_hunks_counts_runs() -> None:
-    rows = [*_eq(2), DiffLine("delete", 3, "x", None, ""), DiffLine("insert", None, "", 3, "y"), *_eq(2), DiffLine("replace", 6, "a", 6, "b")]
+    rows = [
+        *_eq(2),
+        DiffLine("delete", 3, "x", None, ""),
+        DiffLine("insert", None, "", 3, "y"),
+        *_eq(2),
+        DiffLine("replace", 6, "a", 6, "b"),
+    ]
     numbered = number_hunks(rows)
     assert [r.hunk for r in numbered] == [-1, -1, 0, 0, -1, -1, 1]
 
 
 def test_audit_order_critical_first_stable() -> None:
-    items = [AuditItem("ok", "a", "1", "1"), AuditItem("critical", "mma", "2", "1"),
-             AuditItem("warn", "occupancy", "2", "0"), AuditItem("CRITICAL", "for", "1", "2")]
+    items = [
+        AuditItem("ok", "a", "1", "1"),
+        AuditItem("critical", "mma", "2", "1"),
+        AuditItem("warn", "occupancy", "2", "0"),
+        AuditItem("CRITICAL", "for", "1", "2"),
+    ]
     assert [i.attribute for i in ordered(items)] == ["mma", "for", "occupancy", "a"]
 
 
@@ -63,10 +74,25 @@ def test_unified_diff_new_changed_unchanged() -> None:
 
 
 def test_launch_details_fields() -> None:
-    k = Launch("kernel", "k", 0, 82_780, 1, grid=(132, 1, 1), block=(256, 1, 1), registers_per_thread=255,
-               static_smem=0, dynamic_smem=217_088)
+    k = Launch(
+        "kernel",
+        "k",
+        0,
+        82_780,
+        1,
+        grid=(132, 1, 1),
+        block=(256, 1, 1),
+        registers_per_thread=255,
+        static_smem=0,
+        dynamic_smem=217_088,
+    )
     text = launch_details(k)
-    assert text.startswith("kernel 82.8µs") and text.endswith("  k") and "grid 132x1x1" in text and "block 256x1x1" in text
+    assert (
+        text.startswith("kernel 82.8µs")
+        and text.endswith("  k")
+        and "grid 132x1x1" in text
+        and "block 256x1x1" in text
+    )
     assert "regs 255" in text and "smem 0+217088 B" in text
     m = Launch("memcpy", "copy", 0, 2_000, 2, bytes=4096, copy_kind="DtoD")
     assert "4096 B DtoD" in launch_details(m)

@@ -35,7 +35,9 @@ print(json.dumps({"mods": mods, "failed": failed,
 
 
 def test_core_modules_import_no_textual() -> None:
-    proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "cutile_workbench.model" in out["mods"] and "cutile_workbench.stages.e.stats" in out["mods"]
@@ -46,8 +48,21 @@ def test_core_modules_import_no_textual() -> None:
 
 
 _FORBIDDEN_CALLS = {"open"}
-_FORBIDDEN_ATTRS = {"read_text", "write_text", "read_bytes", "write_bytes", "open", "unlink", "mkdir",
-                    "rename", "replace", "rmdir", "touch", "iterdir", "glob"}
+_FORBIDDEN_ATTRS = {
+    "read_text",
+    "write_text",
+    "read_bytes",
+    "write_bytes",
+    "open",
+    "unlink",
+    "mkdir",
+    "rename",
+    "replace",
+    "rmdir",
+    "touch",
+    "iterdir",
+    "glob",
+}
 _FORBIDDEN_IMPORTS = {"subprocess", "shutil", "socket", "torch", "cupti", "pathlib", "gzip", "io", "tempfile"}
 
 
@@ -59,8 +74,13 @@ def _violations(path: Path) -> list[str]:
             f = node.func
             if isinstance(f, ast.Name) and f.id in _FORBIDDEN_CALLS:
                 bad.append(f"{path.name}:{node.lineno}: {f.id}()")
-            if isinstance(f, ast.Attribute) and f.attr in _FORBIDDEN_ATTRS and not (
-                isinstance(f.value, ast.Name) and f.value.id in {"str", "self"}  # str.replace / own methods
+            if (
+                isinstance(f, ast.Attribute)
+                and f.attr in _FORBIDDEN_ATTRS
+                and not (
+                    isinstance(f.value, ast.Name)
+                    and f.value.id in {"str", "self"}  # str.replace / own methods
+                )
             ):
                 # ``x.replace(...)`` on strings/dataclasses is common: only flag Path-like receivers
                 if f.attr == "replace":
@@ -90,12 +110,19 @@ def test_violation_detector_catches_io(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------------------- import contracts
 
-_LINT = "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports({config!r}, no_cache=True))"
+_LINT = (
+    "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports({config!r}, no_cache=True))"
+)
 
 
 def _lint_imports(cwd: Path, config: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", _LINT.format(config=config)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", _LINT.format(config=config)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 def test_import_contracts_hold() -> None:
@@ -114,15 +141,20 @@ def test_every_workbench_module_is_in_a_layer() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     layers = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")["layers"]
     named = {name.strip().strip("()") for layer in layers for name in layer.split(":")}  # (x) = optional
-    present = {p.stem if p.is_file() else p.name for p in (ROOT / "cutile_workbench").iterdir()
-               if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").is_file())}
+    present = {
+        p.stem if p.is_file() else p.name
+        for p in (ROOT / "cutile_workbench").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").is_file())
+    }
     assert present - named == set(), f"add these to the layers contract in pyproject.toml: {present - named}"
 
 
 #: the faces' and the widgets' direct imports of the core listed as debt when their contracts were added
 #: (issue 21): the lists may only shrink — a new import goes behind a service instead
-DEBT_CEILING = {"Faces (cli, tui) import only services, the model and errors": 59,
-                "Widgets import only the model (and errors)": 6}
+DEBT_CEILING = {
+    "Faces (cli, tui) import only services, the model and errors": 59,
+    "Widgets import only the model (and errors)": 6,
+}
 
 
 def test_contract_debt_only_shrinks() -> None:
@@ -147,9 +179,11 @@ def test_forbidden_contracts_catch_a_direct_face_import(tmp_path: Path) -> None:
     (pkg / "stages" / "e.py").write_text("")
     (pkg / "services" / "s.py").write_text("import demo.stages.e\n")
     (pkg / "cli" / "ok.py").write_text("import demo.services.s\n")
-    contracts = ('[tool.importlinter]\nroot_packages = ["demo"]\n\n'
-                 '[[tool.importlinter.contracts]]\nname = "faces"\ntype = "forbidden"\n'
-                 'source_modules = ["demo.cli"]\nforbidden_modules = ["demo.stages"]\nallow_indirect_imports = true\n')
+    contracts = (
+        '[tool.importlinter]\nroot_packages = ["demo"]\n\n'
+        '[[tool.importlinter.contracts]]\nname = "faces"\ntype = "forbidden"\n'
+        'source_modules = ["demo.cli"]\nforbidden_modules = ["demo.stages"]\nallow_indirect_imports = true\n'
+    )
     (tmp_path / "contracts.toml").write_text(contracts)
     assert _lint_imports(tmp_path, "contracts.toml").returncode == 0
     (pkg / "cli" / "bad.py").write_text("import demo.stages.e\n")
@@ -170,7 +204,8 @@ def test_import_contracts_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> 
         '[tool.importlinter]\nroot_packages = ["demo"]\n\n'
         '[[tool.importlinter.contracts]]\nname = "cycles"\ntype = "acyclic_siblings"\nancestors = ["demo"]\n\n'
         '[[tool.importlinter.contracts]]\nname = "layers"\ntype = "layers"\ncontainers = ["demo"]\n'
-        'layers = ["cli", "a : b : core"]\n')
+        'layers = ["cli", "a : b : core"]\n'
+    )
     proc = _lint_imports(tmp_path, "contracts.toml")
     assert proc.returncode == 1 and "0 kept, 2 broken" in proc.stdout, proc.stdout[-3000:]
 
@@ -182,6 +217,10 @@ def test_a_workspace_parameter_is_typed_as_one() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-                    if arg.arg == "ws" and isinstance(arg.annotation, ast.Name) and arg.annotation.id == "Any":
+                    if (
+                        arg.arg == "ws"
+                        and isinstance(arg.annotation, ast.Name)
+                        and arg.annotation.id == "Any"
+                    ):
                         loose.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
     assert loose == []

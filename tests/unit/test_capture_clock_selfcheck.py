@@ -49,8 +49,10 @@ def test_ensure_clock_refuses_when_the_clock_stays_replaced() -> None:
 
 
 def test_loaded_libcupti_is_found_in_proc_maps_text() -> None:
-    maps = ("7f00-7f10 r-xp 00000000 fd:00 123 /usr/lib/libc.so.6\n"
-            "7f20-7f30 r-xp 00000000 fd:00 456 /opt/venv/nvidia/cu13/lib/libcupti.so.13\n")
+    maps = (
+        "7f00-7f10 r-xp 00000000 fd:00 123 /usr/lib/libc.so.6\n"
+        "7f20-7f30 r-xp 00000000 fd:00 456 /opt/venv/nvidia/cu13/lib/libcupti.so.13\n"
+    )
     assert clock.loaded_libcupti(maps) == "/opt/venv/nvidia/cu13/lib/libcupti.so.13"
     assert clock.loaded_libcupti("7f00-7f10 r-xp 0 fd:00 1 /usr/lib/libc.so.6\n") is None
 

@@ -17,14 +17,38 @@ from cutile_workbench.model import CallCapture, Launch, LaunchSet
 
 
 def sample_sets() -> list[LaunchSet]:
-    k = Launch(kind="kernel", name="_Z4fillv", start_ns=1_000, end_ns=4_000, correlation_id=7, demangled="fill()",
-               grid=(132, 1, 1), block=(256, 1, 1), registers_per_thread=40, static_smem=1024, dynamic_smem=0,
-               stream_id=7, api_name="cudaLaunchKernel_v7000")
-    m = Launch(kind="memcpy", name="Memcpy DtoD", start_ns=5_000, end_ns=5_500, correlation_id=8, bytes=4096,
-               copy_kind="DtoD", stream_id=13)
+    k = Launch(
+        kind="kernel",
+        name="_Z4fillv",
+        start_ns=1_000,
+        end_ns=4_000,
+        correlation_id=7,
+        demangled="fill()",
+        grid=(132, 1, 1),
+        block=(256, 1, 1),
+        registers_per_thread=40,
+        static_smem=1024,
+        dynamic_smem=0,
+        stream_id=7,
+        api_name="cudaLaunchKernel_v7000",
+    )
+    m = Launch(
+        kind="memcpy",
+        name="Memcpy DtoD",
+        start_ns=5_000,
+        end_ns=5_500,
+        correlation_id=8,
+        bytes=4096,
+        copy_kind="DtoD",
+        stream_id=13,
+    )
     calls = [CallCapture(index=0, backend="cutile", host_start_ns=0, host_end_ns=9_000, launches=(k, m))]
-    return [LaunchSet(nodeid="p::T::test_perf[cutile-1-2]", backend="cutile", params="1-2", calls=calls),
-            LaunchSet(nodeid="p::T::test_perf[triton-1-2]", backend="triton", params="1-2", calls=[], source="events")]
+    return [
+        LaunchSet(nodeid="p::T::test_perf[cutile-1-2]", backend="cutile", params="1-2", calls=calls),
+        LaunchSet(
+            nodeid="p::T::test_perf[triton-1-2]", backend="triton", params="1-2", calls=[], source="events"
+        ),
+    ]
 
 
 def test_round_trip_gzip_and_plain(tmp_path):
@@ -35,19 +59,37 @@ def test_round_trip_gzip_and_plain(tmp_path):
     assert (tmp_path / "l.json.gz").read_bytes()[:2] == b"\x1f\x8b"
 
 
-@pytest.mark.parametrize("mutate,key", [
-    (lambda d: d.update(version=2), "version"),
-    (lambda d: d.pop("sets"), "sets"),
-    (lambda d: d["sets"][0].pop("backend"), "sets[0].backend"),
-    (lambda d: d["sets"][0].update(source="nsys"), "sets[0].source"),
-    (lambda d: d["sets"][0]["calls"][0]["launches"][0].update(start_ns="1"), "sets[0].calls[0].launches[0].start_ns"),
-    (lambda d: d["sets"][0]["calls"][0]["launches"][0].update(end_ns=True), "sets[0].calls[0].launches[0].end_ns"),
-    (lambda d: d["sets"][0]["calls"][0]["launches"][0].update(end_ns=10), "sets[0].calls[0].launches[0].end_ns"),
-    (lambda d: d["sets"][0]["calls"][0]["launches"][0].update(kind="graph"), "sets[0].calls[0].launches[0].kind"),
-    (lambda d: d["sets"][0]["calls"][0]["launches"][0].update(grid=[1, 2]), "sets[0].calls[0].launches[0].grid"),
-    (lambda d: d["sets"][0]["calls"][0].update(launches={}), "sets[0].calls[0].launches"),
-    (lambda d: d["sets"][0]["calls"].append(3), "sets[0].calls[1]"),
-])
+@pytest.mark.parametrize(
+    "mutate,key",
+    [
+        (lambda d: d.update(version=2), "version"),
+        (lambda d: d.pop("sets"), "sets"),
+        (lambda d: d["sets"][0].pop("backend"), "sets[0].backend"),
+        (lambda d: d["sets"][0].update(source="nsys"), "sets[0].source"),
+        (
+            lambda d: d["sets"][0]["calls"][0]["launches"][0].update(start_ns="1"),
+            "sets[0].calls[0].launches[0].start_ns",
+        ),
+        (
+            lambda d: d["sets"][0]["calls"][0]["launches"][0].update(end_ns=True),
+            "sets[0].calls[0].launches[0].end_ns",
+        ),
+        (
+            lambda d: d["sets"][0]["calls"][0]["launches"][0].update(end_ns=10),
+            "sets[0].calls[0].launches[0].end_ns",
+        ),
+        (
+            lambda d: d["sets"][0]["calls"][0]["launches"][0].update(kind="graph"),
+            "sets[0].calls[0].launches[0].kind",
+        ),
+        (
+            lambda d: d["sets"][0]["calls"][0]["launches"][0].update(grid=[1, 2]),
+            "sets[0].calls[0].launches[0].grid",
+        ),
+        (lambda d: d["sets"][0]["calls"][0].update(launches={}), "sets[0].calls[0].launches"),
+        (lambda d: d["sets"][0]["calls"].append(3), "sets[0].calls[1]"),
+    ],
+)
 def test_malformed_documents_name_the_key(tmp_path, mutate, key):
     doc = {"version": 1, "sets": [launches_io.set_to_dict(s) for s in sample_sets()]}
     mutate(doc)
@@ -58,13 +100,16 @@ def test_malformed_documents_name_the_key(tmp_path, mutate, key):
     assert err.value.key == key and str(path) in str(err.value)
 
 
-@pytest.mark.parametrize("payload,needle", [
-    (b"\x1f\x8b\x08\x00garbage", "corrupt gzip"),
-    (b"{not json", "invalid JSON"),
-    (b"\xff\xfe", "UTF-8"),
-    (b"[" * 100_000, "nested"),
-    (b"[]", "expected an object"),
-])
+@pytest.mark.parametrize(
+    "payload,needle",
+    [
+        (b"\x1f\x8b\x08\x00garbage", "corrupt gzip"),
+        (b"{not json", "invalid JSON"),
+        (b"\xff\xfe", "UTF-8"),
+        (b"[" * 100_000, "nested"),
+        (b"[]", "expected an object"),
+    ],
+)
 def test_garbage_files_raise_input_error(tmp_path, payload, needle):
     path = tmp_path / "g.json"
     path.write_bytes(payload)

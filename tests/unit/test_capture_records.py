@@ -33,16 +33,27 @@ def api(cid: int, start: int, kind: int = KIND_DRIVER) -> ApiRec:
 def two_calls():
     windows = [Window(10_000, 50_000), Window(60_000, 100_000)]
     apis = [api(1, 11_000), api(2, 12_000, KIND_RUNTIME), api(3, 55_000), api(4, 61_000)]
-    kernels = [kernel(1, 15_000, 20_000, "fill"), kernel(2, 21_000, 30_000, "_Z3foov"),
-               kernel(3, 56_000, 58_000, "l2_flush"), kernel(4, 65_000, 90_000, "main")]
+    kernels = [
+        kernel(1, 15_000, 20_000, "fill"),
+        kernel(2, 21_000, 30_000, "_Z3foov"),
+        kernel(3, 56_000, 58_000, "l2_flush"),
+        kernel(4, 65_000, 90_000, "main"),
+    ]
     return windows, kernels, apis
 
 
 def test_attributes_by_correlation_id_within_windows():
     windows, kernels, apis = two_calls()
     names = {307: "cuLaunchKernel"}
-    calls = attribute_calls(windows, kernels, apis, [], backend="b", api_name=lambda a: names.get(a.cbid),
-                            demangle=lambda n: "foo()" if n == "_Z3foov" else None)
+    calls = attribute_calls(
+        windows,
+        kernels,
+        apis,
+        [],
+        backend="b",
+        api_name=lambda a: names.get(a.cbid),
+        demangle=lambda n: "foo()" if n == "_Z3foov" else None,
+    )
     assert [len(c.launches) for c in calls] == [2, 1]
     first = calls[0].launches
     assert [x.name for x in first] == ["fill", "_Z3foov"]
@@ -50,17 +61,23 @@ def test_attributes_by_correlation_id_within_windows():
     assert first[0].api_name == "cuLaunchKernel"
     assert first[0].grid == (132, 1, 1) and first[0].dynamic_smem == 1024
     assert calls[0].device_time_ns == 5_000 + 9_000
-    assert calls[1].launches[0].name == "main"  # the flush kernel (cid 3, API outside windows) is not attributed
+    assert (
+        calls[1].launches[0].name == "main"
+    )  # the flush kernel (cid 3, API outside windows) is not attributed
 
 
 def test_memcpy_and_memset_are_attributed_with_bytes():
     windows = [Window(0, 100_000)]
     apis = [api(9, 1_000, KIND_RUNTIME), api(10, 2_000, KIND_RUNTIME)]
-    copies = [CopyRec(KIND_MEMCPY, 9, 5_000, 6_000, 4096, 7, "DtoD", 0),
-              CopyRec(KIND_MEMSET, 10, 7_000, 7_500, 512, 7, None, 0)]
+    copies = [
+        CopyRec(KIND_MEMCPY, 9, 5_000, 6_000, 4096, 7, "DtoD", 0),
+        CopyRec(KIND_MEMSET, 10, 7_000, 7_500, 512, 7, None, 0),
+    ]
     (call,) = attribute_calls(windows, [], apis, copies, backend="b")
-    assert [(x.kind, x.name, x.bytes) for x in call.launches] == [("memcpy", "Memcpy DtoD", 4096),
-                                                                 ("memset", "Memset", 512)]
+    assert [(x.kind, x.name, x.bytes) for x in call.launches] == [
+        ("memcpy", "Memcpy DtoD", 4096),
+        ("memset", "Memset", 512),
+    ]
 
 
 def test_refuses_duplicate_api_correlation_ids():

@@ -66,7 +66,9 @@ class FakeCupti:
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeCupti:
     cupti = FakeCupti()
     monkeypatch.setitem(sys.modules, "cupti", types.SimpleNamespace(cupti=cupti))
-    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: cupti.log.append(("sync", None))))
+    torch = types.SimpleNamespace(
+        cuda=types.SimpleNamespace(synchronize=lambda: cupti.log.append(("sync", None)))
+    )
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(conflicts, "active_profiler", lambda: None)
     monkeypatch.setattr(conflicts, "kineto_starts", lambda: cupti.kineto_starts)
@@ -90,7 +92,8 @@ def _run(mode: str, calls: int = 2) -> S.CuptiSession:
 
 
 def test_per_call_all_enables_before_each_window_and_flushes_then_disables_after(
-        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake: FakeCupti, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "all")
     s = _run("per_call")
     kinds = set(S._KINDS)
@@ -101,8 +104,8 @@ def test_per_call_all_enables_before_each_window_and_flushes_then_disables_after
         before = log[:start]
         # every kind switched on since the last flush+disable, right before the window opens
         last_off = max((i for i, (op, _) in enumerate(before) if op == "disable"), default=-1)
-        assert {k for op, k in before[last_off + 1:] if op == "enable"} == kinds
-        after = log[end + 1:end + 2 + len(kinds)]
+        assert {k for op, k in before[last_off + 1 :] if op == "enable"} == kinds
+        after = log[end + 1 : end + 2 + len(kinds)]
         assert after[0] == ("flush", 1) and {k for op, k in after[1:] if op == "disable"} == kinds
         assert log[end - 1] == ("sync", None)  # the window closes after the device finished
     assert fake.enabled == set(), "nothing may stay enabled after a per_call session"
@@ -127,13 +130,14 @@ def test_per_call_default_toggles_only_the_kernel_kind_around_a_forced_flush(fak
     ts = [i for i, (op, _) in enumerate(log) if op == "ts"]
     for start, end in zip(ts[0::2], ts[1::2], strict=True):
         assert log[start - 1] == ("enable", K)
-        assert log[end + 1:end + 3] == [("flush", 1), ("disable", K)]
+        assert log[end + 1 : end + 3] == [("flush", 1), ("disable", K)]
     assert [k for op, k in log if op == "enable" and k != K] == [k for k in S._KINDS if k != K]
     assert fake.enabled == set(S._KINDS) - {K}
 
 
 def test_per_call_after_a_session_that_left_kinds_on_switches_them_off_first(
-        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake: FakeCupti, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _run("session")
     assert fake.enabled == set(S._KINDS)
     monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "all")
@@ -168,7 +172,8 @@ def test_keep_enabled_false_leaves_nothing_enabled(fake: FakeCupti, mode: str) -
 
 
 def test_per_call_kernel_only_keeps_api_kinds_on_for_the_session(
-        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake: FakeCupti, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_FLUSH", "none")
     s = _run("per_call", calls=3)
     toggles = [k for op, k in fake.log if op == "enable" and k == S.KIND_CONCURRENT_KERNEL]
@@ -179,7 +184,8 @@ def test_per_call_kernel_only_keeps_api_kinds_on_for_the_session(
 
 
 def test_per_call_flush_only_toggles_nothing_and_flushes_each_window(
-        fake: FakeCupti, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake: FakeCupti, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_KINDS", "none")
     monkeypatch.setenv("WORKBENCH_CUPTI_PER_CALL_FLUSH", "completed")
     s = _run("per_call", calls=3)
@@ -201,8 +207,10 @@ def test_kineto_session_during_a_window_contaminates_it_and_rearms_before_the_ne
         registers_before = sum(1 for op, _ in fake.log if op == "register")
         with s.call():
             pass
-    assert s.contaminated == {0: "measured before a torch.profiler (Kineto) session took CUPTI",
-                              1: "a torch.profiler (Kineto) session started during this call"}
+    assert s.contaminated == {
+        0: "measured before a torch.profiler (Kineto) session took CUPTI",
+        1: "a torch.profiler (Kineto) session started during this call",
+    }
     # the third window re-took CUPTI (callbacks) before opening, and is the only clean one
     assert sum(1 for op, _ in fake.log if op == "register") == registers_before + 1
     assert s.rearms == 1 and s.clean_windows() == [s.windows[2]]

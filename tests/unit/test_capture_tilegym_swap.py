@@ -46,8 +46,9 @@ def test_install_patches_on_import_and_uninstall_restores(tmp_path):
         assert c.benchmark_fn_cupti(None) == 'original'
         print('ok')
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]
+    )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
 
 
@@ -64,10 +65,13 @@ def test_install_patches_already_imported_module(monkeypatch):
 
 
 @pytest.mark.skipif(not (TILEGYM / "src").exists(), reason="TileGym snapshot absent")
-@pytest.mark.parametrize(("relpath", "name", "twin"), [
-    ("tests/common.py", "_extract_kernel_times_from_profile", "extract_kernel_times"),
-    ("src/tilegym/backend/cutile_rs/autotuner.py", "_bench_config_cupti", "bench_config_cupti"),
-])
+@pytest.mark.parametrize(
+    ("relpath", "name", "twin"),
+    [
+        ("tests/common.py", "_extract_kernel_times_from_profile", "extract_kernel_times"),
+        ("src/tilegym/backend/cutile_rs/autotuner.py", "_bench_config_cupti", "bench_config_cupti"),
+    ],
+)
 def test_twins_keep_tilegym_signatures(relpath: str, name: str, twin: str) -> None:
     from cutile_workbench.run.capture import tilegym_timing
 

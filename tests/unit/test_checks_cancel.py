@@ -36,7 +36,7 @@ CHILD_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 PIDS_VAR = "CUTILE_WB_TEST_PIDS"
 
 # SYNTHETIC autotuner whose import is slow; IGNORE_TERM (formatted in) makes it ignore SIGTERM
-SLEEPING_AUTOTUNER = '''\
+SLEEPING_AUTOTUNER = """\
 import os, signal, subprocess, sys, time
 from pathlib import Path
 if {ignore_term}:
@@ -49,19 +49,24 @@ time.sleep(30)
 
 def autotune_launch(kernel_fn, configs, key, kernel_name="unknown"):
     return None
-'''
+"""
 
 
 def _sleeping_tree(tmp_path: Path, *, ignore_term: bool = False, slow_collect: bool = False) -> Path:
     code = SLEEPING_AUTOTUNER.format(ignore_term=ignore_term, pids_var=PIDS_VAR)
     # with slow_collect the test file imports the backend, so pytest's collection sleeps in it too
-    test = ("import tilegym.backend.cutile_rs  # noqa: F401\n" if slow_collect else "") + fake.TEST_BMM_MISSING
+    test = (
+        "import tilegym.backend.cutile_rs  # noqa: F401\n" if slow_collect else ""
+    ) + fake.TEST_BMM_MISSING
     return fake.make_tree(tmp_path / "TileGym", autotuner=code, tests={"test_bmm.py": test})
 
 
 def _fingerprint(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _wait_for_pids(pid_file: Path, timeout_s: float = 20.0) -> list[int]:
@@ -112,13 +117,20 @@ def pid_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["sigterm", "sigterm-ignored-sigkill"])
 def test_run_child_cancel_kills_the_process_group_within_a_second(
-        tmp_path: Path, pid_file: Path, ignore_term: bool) -> None:
+    tmp_path: Path, pid_file: Path, ignore_term: bool
+) -> None:
     root = _sleeping_tree(tmp_path, ignore_term=ignore_term)
     before = _fingerprint(root)
     cancelled, seen = _cancel_when_started(pid_file)
     code = "from tilegym.backend.cutile_rs import autotune_launch"
-    child = run_child(sys.executable, ["-c", code], cwd=root, env=tilegym_env(root, CHILD_ENV),
-                      timeout_s=60, cancelled=cancelled)
+    child = run_child(
+        sys.executable,
+        ["-c", code],
+        cwd=root,
+        env=tilegym_env(root, CHILD_ENV),
+        timeout_s=60,
+        cancelled=cancelled,
+    )
     took = time.monotonic() - seen["at"]
     assert child.cancelled and not child.timed_out and child.rc != 0
     assert "cancelled by the user" in child.stderr
@@ -139,10 +151,21 @@ def test_without_cancel_hook_the_child_runs_and_a_timeout_still_kills(tmp_path: 
 def test_a_hook_that_never_fires_changes_nothing(tmp_path: Path) -> None:
     """The polling loop must return the child's output and status exactly as communicate() did."""
     code = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
-    polled = run_child(sys.executable, ["-c", code], cwd=tmp_path, env=dict(os.environ), timeout_s=30,
-                       cancelled=lambda: False, poll_s=0.01)
+    polled = run_child(
+        sys.executable,
+        ["-c", code],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout_s=30,
+        cancelled=lambda: False,
+        poll_s=0.01,
+    )
     plain = run_child(sys.executable, ["-c", code], cwd=tmp_path, env=dict(os.environ), timeout_s=30)
-    assert (polled.rc, polled.stdout, polled.stderr) == (plain.rc, plain.stdout, plain.stderr) == (3, "out\n", "err\n")
+    assert (
+        (polled.rc, polled.stdout, polled.stderr)
+        == (plain.rc, plain.stdout, plain.stderr)
+        == (3, "out\n", "err\n")
+    )
     assert not polled.cancelled and not polled.timed_out
 
 
@@ -159,8 +182,14 @@ def test_check_wiring_collect_is_cancelled(tmp_path: Path, pid_file: Path) -> No
     root = _sleeping_tree(tmp_path, slow_collect=True)
     before = _fingerprint(root)
     cancelled, seen = _cancel_when_started(pid_file)
-    check = check_wiring(root, "bmm", python=sys.executable, env={**CHILD_ENV, "PYTHONDONTWRITEBYTECODE": "1"},
-                         timeout_s=60, cancelled=cancelled)
+    check = check_wiring(
+        root,
+        "bmm",
+        python=sys.executable,
+        env={**CHILD_ENV, "PYTHONDONTWRITEBYTECODE": "1"},
+        timeout_s=60,
+        cancelled=cancelled,
+    )
     assert check.collect is not None and check.collect.child.cancelled and not check.collect.ok
     assert time.monotonic() - seen["at"] < 1.5
     _assert_gone(_wait_for_pids(pid_file))
@@ -236,8 +265,14 @@ def test_thread_safety_of_cancel_from_another_thread(tmp_path: Path, pid_file: P
     timer = threading.Thread(target=cancel_once_started)
     timer.start()
     code = "from tilegym.backend.cutile_rs import autotune_launch"
-    child = run_child(sys.executable, ["-c", code], cwd=root, env=tilegym_env(root, CHILD_ENV),
-                      timeout_s=60, cancelled=flag.is_set)
+    child = run_child(
+        sys.executable,
+        ["-c", code],
+        cwd=root,
+        env=tilegym_env(root, CHILD_ENV),
+        timeout_s=60,
+        cancelled=flag.is_set,
+    )
     timer.join()
     assert child.cancelled
     _assert_gone(_wait_for_pids(pid_file))

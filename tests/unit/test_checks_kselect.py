@@ -33,8 +33,9 @@ from cutile_workbench.errors import InputError
 REPO = Path(__file__).resolve().parents[2]
 TILEGYM = REPO / ".fetched" / "TileGym"
 CONTRACT = Path("/work/shared/docs/tilegym-contract.md")
-needs_tilegym = pytest.mark.skipif(not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched")
-
+needs_tilegym = pytest.mark.skipif(
+    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -42,6 +43,7 @@ def _fast_children(monkeypatch: pytest.MonkeyPatch) -> None:
     """Child pytest runs collect synthetic trees that need no plugins; autoloading this venv's
     plugins (textual snapshots, hypothesis, ...) costs ~4 s per child on the shared CI box."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+
 
 BMM_IDS = ["2-2048-2048-2048-False-False-torch.float16", "8-4096-4096-4096-False-False-torch.float16"]
 
@@ -62,7 +64,10 @@ def _list_form() -> dict:
     # list form (validate_analysis.sh counts c["param_list"]); element contents are free-form
     return {
         "test_perf_configs": [
-            {"test": "tests/ops/test_bmm.py::Test_BMM_FWD::test_perf", "param_list": [BMM_IDS[0], "cutile-" + BMM_IDS[1]]}
+            {
+                "test": "tests/ops/test_bmm.py::Test_BMM_FWD::test_perf",
+                "param_list": [BMM_IDS[0], "cutile-" + BMM_IDS[1]],
+            }
         ]
     }
 
@@ -87,7 +92,9 @@ def test_expressions_anchor_on_token_and_guard_cutile_prefix() -> None:
     assert "not" not in cand.expr  # no other token contains cutile_rs
     assert base.expr.endswith("and not cutile_rs")  # "cutile" also matches "cutile_rs" (§3.4)
     assert f"[cutile-{BMM_IDS[1]}]" in base.expr
-    assert cand.command("python").startswith("python -m pytest tests/ops/test_bmm.py::Test_BMM_FWD::test_perf -k ")
+    assert cand.command("python").startswith(
+        "python -m pytest tests/ops/test_bmm.py::Test_BMM_FWD::test_perf -k "
+    )
 
 
 def test_value_only_configs_resolve_through_static_cases(tmp_path: Path) -> None:
@@ -98,8 +105,20 @@ def test_value_only_configs_resolve_through_static_cases(tmp_path: Path) -> None
     cases = {test: module.derive_cases(fn, Assumptions())}
     analysis = {
         "test_perf_configs": [
-            {"param_list": [{"q": 2, "m": 2048, "n": 2048, "k": 2048, "transpose_a": False, "transpose_b": False,
-                             "dtype": "float16"}, [8, 4096, 4096, 4096, True, False, "torch.float16"]]}
+            {
+                "param_list": [
+                    {
+                        "q": 2,
+                        "m": 2048,
+                        "n": 2048,
+                        "k": 2048,
+                        "transpose_a": False,
+                        "transpose_b": False,
+                        "dtype": "float16",
+                    },
+                    [8, 4096, 4096, 4096, True, False, "torch.float16"],
+                ]
+            }
         ]
     }
     sel = build_k_expressions(analysis, "cutile_rs", "cutile", cases_by_test=cases, default_test=test)
@@ -294,25 +313,49 @@ def test_false_false_trap_on_matmul() -> None:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
 
 
 def test_cli_kselect_show_collects_both_sides(tmp_path: Path) -> None:
     root = fake.make_tree(tmp_path / "tg", tests={"test_matmul.py": fake.TEST_MATMUL})
-    params = ["True-False-False-False-2048-2048-2048-torch.float16", "True-True-False-True-4096-4096-4096-torch.float16"]
+    params = [
+        "True-False-False-False-2048-2048-2048-torch.float16",
+        "True-True-False-True-4096-4096-4096-torch.float16",
+    ]
     analysis = tmp_path / "analysis.json"
-    analysis.write_text(json.dumps({"reference_backend": "cutile", "test_perf_configs": [{"param_list": params}]}))
-    proc = _cli("kselect", "matmul", "--tilegym", str(root), "--analysis", str(analysis), "--show", cwd=tmp_path)
+    analysis.write_text(
+        json.dumps({"reference_backend": "cutile", "test_perf_configs": [{"param_list": params}]})
+    )
+    proc = _cli(
+        "kselect", "matmul", "--tilegym", str(root), "--analysis", str(analysis), "--show", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matched configs: 2" in proc.stdout
     shown = [ln.strip() for ln in proc.stdout.splitlines() if ln.strip().startswith("tests/ops/")]
     assert sorted(shown) == sorted(
-        f"tests/ops/test_matmul.py::Test_Matmul::test_perf[{tok}-{p}]" for tok in ("cutile_rs", "cutile") for p in params
+        f"tests/ops/test_matmul.py::Test_Matmul::test_perf[{tok}-{p}]"
+        for tok in ("cutile_rs", "cutile")
+        for p in params
     )
     # a baseline backend the test does not parametrize selects nothing: the run is refused
-    refused = _cli("kselect", "matmul", "--tilegym", str(root), "--analysis", str(analysis), "--show",
-                   "--baseline", "triton", cwd=tmp_path)
+    refused = _cli(
+        "kselect",
+        "matmul",
+        "--tilegym",
+        str(root),
+        "--analysis",
+        str(analysis),
+        "--show",
+        "--baseline",
+        "triton",
+        cwd=tmp_path,
+    )
     assert refused.returncode == 3 and "REFUSED" in refused.stdout and "candidate only" in refused.stdout
 
 
@@ -332,8 +375,13 @@ def test_cli_kselect_bad_input(tmp_path: Path) -> None:
 def test_cli_kselect_static_on_real_tilegym(tmp_path: Path) -> None:
     analysis = tmp_path / "analysis.json"
     analysis.write_text(json.dumps(_contract_analysis()))
-    proc = _cli("kselect", "bmm", "--tilegym", str(TILEGYM), "--analysis", str(analysis), "--static", cwd=tmp_path)
+    proc = _cli(
+        "kselect", "bmm", "--tilegym", str(TILEGYM), "--analysis", str(analysis), "--static", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "matched configs: 2" in proc.stdout
     assert "k_filter 'cutile and not cutile_rs and False-False' selects 6 node ids (6 configs)" in proc.stdout
-    assert "tests/ops/test_bmm.py::Test_BMM_FWD::test_perf[cutile_rs-8-4096-4096-4096-False-False-torch.float16]" in proc.stdout
+    assert (
+        "tests/ops/test_bmm.py::Test_BMM_FWD::test_perf[cutile_rs-8-4096-4096-4096-False-False-torch.float16]"
+        in proc.stdout
+    )

@@ -59,10 +59,14 @@ def test_unimportable_package_fails_with_the_traceback(tmp_path: Path) -> None:
 
 def test_backend_selector_failure_hints_and_env_override(tmp_path: Path) -> None:
     root = fake.make_tree(tmp_path, tilegym_init=fake.TILEGYM_INIT_SELECTOR)
-    failed = check_precondition(root, python=sys.executable, timeout_s=60, env={"CUTILE_TUTORIALS_BACKEND": ""})
+    failed = check_precondition(
+        root, python=sys.executable, timeout_s=60, env={"CUTILE_TUTORIALS_BACKEND": ""}
+    )
     assert not failed.ok and failed.reason.startswith("ValueError: Unknown backend")
     assert any("CUTILE_TUTORIALS_BACKEND" in h for h in failed.hints)
-    ok = check_precondition(root, python=sys.executable, timeout_s=60, env={"CUTILE_TUTORIALS_BACKEND": "triton"})
+    ok = check_precondition(
+        root, python=sys.executable, timeout_s=60, env={"CUTILE_TUTORIALS_BACKEND": "triton"}
+    )
     assert ok.ok
 
 
@@ -90,7 +94,10 @@ def test_plan_has_exactly_the_two_blocked_files(tmp_path: Path) -> None:
     root = fake.make_tree(tmp_path / "tg", autotuner=fake.AUTOTUNER_BROKEN)
     result = check_precondition(root, python=sys.executable, timeout_s=60)
     plan = plan_blocked(result, "bmm", tmp_path / "out")
-    assert [f.relpath for f in plan.files] == ["reports/agent_logs/agent_e.md", "SKILL_METHODOLOGY_BLOCKED.txt"]
+    assert [f.relpath for f in plan.files] == [
+        "reports/agent_logs/agent_e.md",
+        "SKILL_METHODOLOGY_BLOCKED.txt",
+    ]
     log, marker = (f.content for f in plan.files)
     assert log.startswith("# Agent E log: bmm\n") and "No module named 'cffi_is_not_installed_here'" in log
     assert "VERDICT: BLOCKED" in log
@@ -99,8 +106,13 @@ def test_plan_has_exactly_the_two_blocked_files(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
 
 
 def test_cli_blocked_writes_only_the_two_files(tmp_path: Path) -> None:
@@ -133,7 +145,9 @@ TILEGYM = REPO / ".fetched" / "TileGym"
 
 
 @pytest.mark.skipif(not (TILEGYM / "src").is_dir(), reason="TileGym snapshot not fetched")
-@pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch installed: the import may succeed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is not None, reason="torch installed: the import may succeed"
+)
 def test_real_tilegym_without_torch_is_blocked() -> None:
     result = check_precondition(TILEGYM, python=sys.executable, timeout_s=120)
     assert not result.ok

@@ -20,8 +20,9 @@ from cutile_workbench.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 TILEGYM = REPO / ".fetched" / "TileGym"
-needs_tilegym = pytest.mark.skipif(not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched")
-
+needs_tilegym = pytest.mark.skipif(
+    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -54,15 +55,23 @@ def test_missing_cutile_rs_gets_a_one_line_edit_in_test_op_style(tmp_path: Path)
     ("test_op_literal", "perf_decorator", "expected_plus"),
     [
         # single quotes and the underscore spelling are copied verbatim from test_op
-        ("'cutile_rs'", '@pytest.mark.parametrize("framework", ["cutile", "pytorch"])',
-         "+    @pytest.mark.parametrize(\"framework\", [\"cutile\", 'cutile_rs', \"pytorch\"])"),
+        (
+            "'cutile_rs'",
+            '@pytest.mark.parametrize("framework", ["cutile", "pytorch"])',
+            '+    @pytest.mark.parametrize("framework", ["cutile", \'cutile_rs\', "pytorch"])',
+        ),
         # no "pytorch" entry: appended at the end
-        ('"cutile-rs"', '@pytest.mark.parametrize("framework", ("cutile",))',
-         '+    @pytest.mark.parametrize("framework", ("cutile", "cutile-rs",))'),
+        (
+            '"cutile-rs"',
+            '@pytest.mark.parametrize("framework", ("cutile",))',
+            '+    @pytest.mark.parametrize("framework", ("cutile", "cutile-rs",))',
+        ),
     ],
 )
-def test_literal_axis_styles(tmp_path: Path, test_op_literal: str, perf_decorator: str, expected_plus: str) -> None:
-    text = f'''\
+def test_literal_axis_styles(
+    tmp_path: Path, test_op_literal: str, perf_decorator: str, expected_plus: str
+) -> None:
+    text = f"""\
 import pytest
 
 
@@ -75,7 +84,7 @@ class Test_Op:
     {perf_decorator}
     def test_perf(self, m, framework):
         pass
-'''
+"""
     root = fake.make_tree(tmp_path, tests={"test_op.py": text})
     status = _status(root, "test_op.py", "Test_Op::test_perf")
     assert status.state == "missing" and status.edit is not None
@@ -83,7 +92,7 @@ class Test_Op:
 
 
 def test_multiline_list_and_shared_name(tmp_path: Path) -> None:
-    multiline = '''\
+    multiline = """\
 import pytest
 
 _BACKENDS = ["cutile", "cutile-rs"]
@@ -101,8 +110,8 @@ class Test_A:
     @pytest.mark.parametrize("framework", _PERF)
     def test_perf(self, framework):
         pass
-'''
-    shared = '''\
+"""
+    shared = """\
 import pytest
 
 
@@ -118,14 +127,17 @@ class Test_B:
     @pytest.mark.parametrize("backend", _backends)
     def test_perf(self, backend):
         pass
-'''
+"""
     root = fake.make_tree(tmp_path, tests={"test_a.py": multiline, "test_b.py": shared})
     a = _status(root, "test_a.py", "Test_A::test_perf")
     assert a.edit is not None and _changed_lines(a.edit.diff()) == ['+    "cutile-rs",']
     b = _status(root, "test_b.py", "Test_B::test_perf")
     # _backends is shared with a correctness test, so the edit stays on test_perf's decorator
     assert b.edit is not None
-    assert _changed_lines(b.edit.diff())[1] == '+    @pytest.mark.parametrize("backend", _backends + ["cutile-rs"])'
+    assert (
+        _changed_lines(b.edit.diff())[1]
+        == '+    @pytest.mark.parametrize("backend", _backends + ["cutile-rs"])'
+    )
 
 
 def test_conditional_and_no_style_states(tmp_path: Path) -> None:
@@ -136,14 +148,14 @@ def test_conditional_and_no_style_states(tmp_path: Path) -> None:
     assert s.state == "no_style" and s.edit is None
 
 
-WRAPPER = '''\
+WRAPPER = """\
 from tilegym.backend import register_impl
 
 
 @register_impl("bmm", backend='cutile-rs')
 def bmm(a, b):
     return a @ b
-'''
+"""
 
 
 def test_no_style_in_the_test_takes_the_wrappers_register_impl_spelling(tmp_path: Path) -> None:
@@ -156,8 +168,10 @@ def test_no_style_in_the_test_takes_the_wrappers_register_impl_spelling(tmp_path
     assert s.state == "missing" and s.edit is not None, s.message
     assert s.edit.literal == "'cutile-rs'"  # spelled exactly as the wrapper spells it
     assert "register_impl" in s.message and "bmm.py:4" in s.message
-    assert _changed_lines(s.edit.diff()) == ['-    _perf_frameworks = ["cutile", "pytorch"]',
-                                             '+    _perf_frameworks = ["cutile", \'cutile-rs\', "pytorch"]']
+    assert _changed_lines(s.edit.diff()) == [
+        '-    _perf_frameworks = ["cutile", "pytorch"]',
+        '+    _perf_frameworks = ["cutile", \'cutile-rs\', "pytorch"]',
+    ]
     # a wrapper that registers another backend is no source for the spelling
     fake.write(root / "src/tilegym/ops/cutile_rs/bmm.py", WRAPPER.replace("cutile-rs", "cutile"))
     assert check_wiring(root, "bmm", python=sys.executable, collect=False).statuses[0].state == "no_style"
@@ -169,7 +183,9 @@ def test_apply_then_recollect_proves_cases(tmp_path: Path) -> None:
     assert check.selected == 0 and check.collect is not None and check.collect.ok
     edit = check.statuses[0].edit
     assert edit is not None
-    result = apply_wiring(edit, root, [check.statuses[0].target], python=sys.executable, backup_dir=tmp_path / "bk")
+    result = apply_wiring(
+        edit, root, [check.statuses[0].target], python=sys.executable, backup_dir=tmp_path / "bk"
+    )
     assert result.applied and not result.reverted and result.selected == 16
     assert result.backup is not None and result.backup.read_text() == edit.old_source
     assert (root / "tests/ops/test_bmm.py").read_text() == edit.new_source
@@ -182,8 +198,13 @@ def test_apply_reverts_when_recollect_fails(tmp_path: Path) -> None:
     original = path.read_text()
     edit = _status(root).edit
     assert edit is not None
-    result = apply_wiring(edit, root, ["tests/ops/test_bmm.py::NoSuchClass::test_perf"], python=sys.executable,
-                          backup_dir=tmp_path / "bk")
+    result = apply_wiring(
+        edit,
+        root,
+        ["tests/ops/test_bmm.py::NoSuchClass::test_perf"],
+        python=sys.executable,
+        backup_dir=tmp_path / "bk",
+    )
     assert not result.applied and result.reverted and "original restored" in result.message
     assert path.read_text() == original
 
@@ -201,8 +222,13 @@ def test_apply_refuses_a_file_changed_since_the_proposal(tmp_path: Path) -> None
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args],
-                          capture_output=True, text=True, timeout=300, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
 
 
 def test_cli_check_shows_the_diff_and_edits_only_with_apply(tmp_path: Path) -> None:
@@ -216,8 +242,17 @@ def test_cli_check_shows_the_diff_and_edits_only_with_apply(tmp_path: Path) -> N
     assert "re-run with --apply-wiring" in shown.stdout
     assert path.read_text() == original  # nothing edited without confirmation
     out_root = tmp_path / "out"
-    applied = _cli("check", "bmm", "--tilegym", str(root), "--out-root", str(out_root), "--apply-wiring", "--yes",
-                   cwd=tmp_path)
+    applied = _cli(
+        "check",
+        "bmm",
+        "--tilegym",
+        str(root),
+        "--out-root",
+        str(out_root),
+        "--apply-wiring",
+        "--yes",
+        cwd=tmp_path,
+    )
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "wired: 16 cutile-rs perf case(s) collected" in applied.stdout
     backups = list((out_root / "bmm" / "workbench" / "wiring_backup").iterdir())
@@ -245,17 +280,27 @@ def test_find_test_file_searches_subdirectories(tmp_path: Path) -> None:
 
 @needs_tilegym
 def test_real_tilegym_wiring_states() -> None:
-    states = {k: check_wiring(TILEGYM, k, python=sys.executable, collect=False).statuses[0].state
-              for k in ("bmm", "matmul", "silu_and_mul", "swiglu", "attention_sink", "rms_norm", "dropout")}
+    states = {
+        k: check_wiring(TILEGYM, k, python=sys.executable, collect=False).statuses[0].state
+        for k in ("bmm", "matmul", "silu_and_mul", "swiglu", "attention_sink", "rms_norm", "dropout")
+    }
     # upstream lists cutile-rs behind is_backend_available("cutile-rs") in _backends → _perf_frameworks
-    assert states == {"bmm": "wired_conditional", "matmul": "wired_conditional", "silu_and_mul": "wired_conditional",
-                      "swiglu": "wired_conditional", "attention_sink": "wired_conditional",
-                      "rms_norm": "no_style", "dropout": "no_style"}
+    assert states == {
+        "bmm": "wired_conditional",
+        "matmul": "wired_conditional",
+        "silu_and_mul": "wired_conditional",
+        "swiglu": "wired_conditional",
+        "attention_sink": "wired_conditional",
+        "rms_norm": "no_style",
+        "dropout": "no_style",
+    }
 
 
 @needs_tilegym
-@pytest.mark.parametrize(("kernel", "perf_list"), [("bmm", "_perf_frameworks"), ("matmul", "_perf_backends"),
-                                                   ("attention_sink", "_perf_backends")])
+@pytest.mark.parametrize(
+    ("kernel", "perf_list"),
+    [("bmm", "_perf_frameworks"), ("matmul", "_perf_backends"), ("attention_sink", "_perf_backends")],
+)
 def test_real_test_files_with_perf_unwired(tmp_path: Path, kernel: str, perf_list: str) -> None:
     """SYNTHETIC variant of a real file: test_perf's list no longer derives from _backends."""
     (tmp_path / "src" / "tilegym").mkdir(parents=True)
@@ -270,10 +315,18 @@ def test_real_test_files_with_perf_unwired(tmp_path: Path, kernel: str, perf_lis
     edit = check.statuses[0].edit
     assert check.statuses[0].state == "missing" and edit is not None
     assert [ln[0] + ln[1:].strip() for ln in _changed_lines(edit.diff())] == [
-        f'-{perf_list} = ["cutile", "pytorch"]', f'+{perf_list} = ["cutile", "cutile-rs", "pytorch"]']
+        f'-{perf_list} = ["cutile", "pytorch"]',
+        f'+{perf_list} = ["cutile", "cutile-rs", "pytorch"]',
+    ]
     if importlib.util.find_spec("torch") is None:
         # collection needs torch here: the guarded edit must be undone byte-for-byte
-        result = apply_wiring(edit, tmp_path, [check.statuses[0].target], python=sys.executable,
-                              backup_dir=tmp_path / "bk", timeout_s=120)
+        result = apply_wiring(
+            edit,
+            tmp_path,
+            [check.statuses[0].target],
+            python=sys.executable,
+            backup_dir=tmp_path / "bk",
+            timeout_s=120,
+        )
         assert result.reverted and not result.applied
         assert path.read_text() == unwired

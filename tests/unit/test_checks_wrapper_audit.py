@@ -54,7 +54,9 @@ def _run_ffi(out, x, cfg):
     return out
 '''
 
-CLEAN = HEADER + '''
+CLEAN = (
+    HEADER
+    + """
 
 @register_impl("toy", backend="cutile-rs")
 def toy(x, **kwargs):
@@ -68,10 +70,13 @@ def toy(x, **kwargs):
         return out
 
     return autotune_launch(kernel_fn=kernel_fn, configs=_configs(), key=(n, x.dtype), kernel_name=_KERNEL).output
-'''
+"""
+)
 
 # SYNTHETIC defect: a fixed-config canary before autotune_launch on every call (contract §7.2)
-CANARY = HEADER + '''
+CANARY = (
+    HEADER
+    + """
 
 _CANARY = SimpleNamespace(BLOCK=128, NUM_CTA_IN_CGA=1, OCCUPANCY=1)
 
@@ -89,10 +94,13 @@ def toy(x, **kwargs):
         return out
 
     return autotune_launch(kernel_fn=kernel_fn, configs=_configs(), key=(n, x.dtype), kernel_name=_KERNEL).output
-'''
+"""
+)
 
 # SYNTHETIC defect: torch.zeros + .clone() + expand().contiguous() inside kernel_fn(cfg)
-ZEROS = HEADER + '''
+ZEROS = (
+    HEADER
+    + """
 
 @register_impl("toy", backend="cutile-rs")
 def toy(x, **kwargs):
@@ -108,10 +116,16 @@ def toy(x, **kwargs):
         return out
 
     return autotune_launch(kernel_fn=kernel_fn, configs=_configs(), key=(n, x.dtype), kernel_name=_KERNEL).output
-'''
+"""
+)
 
 # SYNTHETIC defects: no autotune, compile options left auto, rejects requires_grad
-DIRECT = HEADER.replace("int(cfg.NUM_CTA_IN_CGA),\n        int(cfg.OCCUPANCY),", "_AUTO_COMPILE_OPTION,\n        _AUTO_COMPILE_OPTION,") + '''
+DIRECT = (
+    HEADER.replace(
+        "int(cfg.NUM_CTA_IN_CGA),\n        int(cfg.OCCUPANCY),",
+        "_AUTO_COMPILE_OPTION,\n        _AUTO_COMPILE_OPTION,",
+    )
+    + """
 
 @register_impl("toy", backend="cutile-rs")
 def toy(x, **kwargs):
@@ -119,12 +133,16 @@ def toy(x, **kwargs):
         raise NotImplementedError("backward not implemented")
     out = torch.empty_like(x)
     return _run_ffi(out, x, SimpleNamespace(BLOCK=128))
-'''
+"""
+)
 
 ANALYSIS = {
     "launch_path": "autotune",
     "autotune_key": ["N", "dtype", "transpose_b"],
-    "autotune_configs": [{"BLOCK": 128, "num_ctas": 2, "occupancy": 1}, {"BLOCK": 256, "num_ctas": 4, "occupancy": 2}],
+    "autotune_configs": [
+        {"BLOCK": 128, "num_ctas": 2, "occupancy": 1},
+        {"BLOCK": 256, "num_ctas": 4, "occupancy": 2},
+    ],
 }
 
 
@@ -173,7 +191,9 @@ def test_direct_ffi_canary_in_the_entry_is_flagged(tmp_path: Path) -> None:
     )
     path = _write(tmp_path, text)
     findings = [f for f in audit_wrapper(path, None) if f.details["rule"] == "canary_hot_path"]
-    assert [f.details["line"] for f in findings] == [_line_of(path, "lib.cutile_toy(make_tensor_desc(ffi, x)")]
+    assert [f.details["line"] for f in findings] == [
+        _line_of(path, "lib.cutile_toy(make_tensor_desc(ffi, x)")
+    ]
 
 
 def test_fills_and_copies_inside_kernel_fn(tmp_path: Path) -> None:
@@ -208,7 +228,11 @@ def test_cache_key_missing_fields(tmp_path: Path) -> None:
 
 
 def test_pinned_options_when_reference_is_auto(tmp_path: Path) -> None:
-    analysis = {"launch_path": "autotune", "autotune_configs": [{"BLOCK": 128}], "autotune_key": ["N", "dtype"]}
+    analysis = {
+        "launch_path": "autotune",
+        "autotune_configs": [{"BLOCK": 128}],
+        "autotune_key": ["N", "dtype"],
+    }
     findings = audit_wrapper(_write(tmp_path, CLEAN), analysis)
     assert _rules(findings) == ["compile_options", "compile_options"]
     assert all(f.confidence == "medium" for f in findings)
@@ -255,10 +279,14 @@ def test_real_wrappers_known_findings() -> None:
     bmm_analysis = {  # the autotune fields of the contract's §2.2 bmm analysis.json
         "launch_path": "autotune",
         "autotune_key": ["Q", "M", "N", "K", "transpose_a", "transpose_b", "dtype", "device"],
-        "autotune_configs": [{"TILE_M": 128, "TILE_N": 256, "TILE_K": 64, "GROUP_SIZE_M": 8, "occupancy": 1, "num_ctas": 2}],
+        "autotune_configs": [
+            {"TILE_M": 128, "TILE_N": 256, "TILE_K": 64, "GROUP_SIZE_M": 8, "occupancy": 1, "num_ctas": 2}
+        ],
     }
     bmm = audit_wrapper(ops / "bmm.py", bmm_analysis)
-    assert [(f.details["rule"], f.details["missing"], f.confidence) for f in bmm] == [("cache_key", ["device"], "low")]
+    assert [(f.details["rule"], f.details["missing"], f.confidence) for f in bmm] == [
+        ("cache_key", ["device"], "low")
+    ]
     assert not bmm[0].fixable and bmm[0].details["needs_confirmation"]  # a hypothesis, not a verdict
     # attention_sink: transposes made contiguous on every call, outside kernel_fn
     sink = audit_wrapper(ops / "attention_sink.py", None)
@@ -272,15 +300,30 @@ def test_real_wrappers_known_findings() -> None:
 @needs_tilegym
 def test_audit_cli_json() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "cutile_workbench", "audit-wrapper", "silu_and_mul", "--tilegym", str(TILEGYM), "--json"],
-        capture_output=True, text=True, timeout=120, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "cutile_workbench",
+            "audit-wrapper",
+            "silu_and_mul",
+            "--tilegym",
+            str(TILEGYM),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert rows[0]["details"]["rule"] == "hot_path_copy"
     bad = subprocess.run(
         [sys.executable, "-m", "cutile_workbench", "audit-wrapper", "nosuchop", "--tilegym", str(TILEGYM)],
-        capture_output=True, text=True, timeout=120, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
     )
     assert bad.returncode == 2 and "unknown kernel 'nosuchop'" in bad.stderr
 
@@ -290,11 +333,16 @@ def test_cache_key_counts_derived_names_and_refused_parameters(tmp_path: Path) -
     persistent)`` covers ``static_persistent`` (``persistent = 1 if static_persistent else 0``), and
     ``trans_a``/``trans_b`` are refused with NotImplementedError, so they need no key slot."""
     path = Path(__file__).parent.parent / "fixtures" / "f" / "tilegym_75a1430" / "cutile_rs" / "matmul.py"
-    analysis = {"launch_path": "autotune", "autotune_key": ["M", "N", "K", "dtype", "static_persistent",
-                                                            "transpose_a", "transpose_b"]}
+    analysis = {
+        "launch_path": "autotune",
+        "autotune_key": ["M", "N", "K", "dtype", "static_persistent", "transpose_a", "transpose_b"],
+    }
     assert [f for f in audit_wrapper(path, analysis) if f.details["rule"] == "cache_key"] == []
     # SYNTHETIC counter-check: the same key without `persistent` does lack static_persistent
-    copy = _write(tmp_path, path.read_text().replace("key=(m, n, k, a.dtype, persistent)", "key=(m, n, k, a.dtype)"),
-                  "matmul.py")
+    copy = _write(
+        tmp_path,
+        path.read_text().replace("key=(m, n, k, a.dtype, persistent)", "key=(m, n, k, a.dtype)"),
+        "matmul.py",
+    )
     (f,) = [f for f in audit_wrapper(copy, analysis) if f.details["rule"] == "cache_key"]
     assert f.details["missing"] == ["static_persistent"]

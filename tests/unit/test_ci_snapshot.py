@@ -34,8 +34,11 @@ def _tarball(path: Path, members: dict[str, bytes], symlink: str | None = None) 
     return path
 
 
-SYNTHETIC = {"TileGym/TILEGYM_COMMIT": b"75a1430\n", "TileGym/src/tilegym/__init__.py": b"",
-             "TileGym/tests/common.py": b"# synthetic\n"}
+SYNTHETIC = {
+    "TileGym/TILEGYM_COMMIT": b"75a1430\n",
+    "TileGym/src/tilegym/__init__.py": b"",
+    "TileGym/tests/common.py": b"# synthetic\n",
+}
 
 
 def test_unpacks_when_missing_and_leaves_a_present_snapshot_alone(tmp_path: Path) -> None:
@@ -79,7 +82,7 @@ def test_the_shared_tarball_unpacks_to_tilegym_75a1430(tmp_path: Path) -> None:
     assert (scripts / "validate_agent_e.sh").is_file() and (got / "tests" / "common.py").is_file()
 
 
-PARITY_LIKE = '''
+PARITY_LIKE = """
 import pytest
 
 @pytest.mark.skipif(True, reason="TileGym snapshot absent")
@@ -92,7 +95,7 @@ def test_unrelated_skip():
 
 def test_parity_in_body():
     pytest.skip("TileGym snapshot not present")
-'''
+"""
 
 
 def _run_with_conftest(tmp_path: Path, required: bool) -> subprocess.CompletedProcess[str]:
@@ -101,9 +104,25 @@ def _run_with_conftest(tmp_path: Path, required: bool) -> subprocess.CompletedPr
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")])
     if required:
         env[ts.REQUIRE_ENV] = "1"
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q",
-                           "-rA", str(tmp_path / "test_parity_like.py")], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rA",
+            str(tmp_path / "test_parity_like.py"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_required_snapshot_turns_its_skips_into_failures(tmp_path: Path) -> None:
@@ -112,7 +131,10 @@ def test_required_snapshot_turns_its_skips_into_failures(tmp_path: Path) -> None
     assert proc.returncode == 1, out
     # a skipif skip happens at setup, so pytest reports that one as an error: either way the run fails
     assert "1 failed, 1 skipped, 1 error" in out, out
-    assert "ERROR test_parity_like.py::test_parity\n" in out and "FAILED test_parity_like.py::test_parity_in_body" in out
+    assert (
+        "ERROR test_parity_like.py::test_parity\n" in out
+        and "FAILED test_parity_like.py::test_parity_in_body" in out
+    )
     assert "SKIPPED [1] test_parity_like.py:8: no GPU here" in out, out
     assert "2 parity test(s) skipped for want of it" in out, out
 
@@ -127,4 +149,6 @@ def test_ci_requires_the_snapshot() -> None:
     text = (HERE.parent / ".ci" / "run").read_text()
     assert "export WORKBENCH_REQUIRE_TILEGYM=1" in text
     unpack = text.index("python3 tests/tilegym_snapshot.py")
-    assert unpack < text.index('bash -c "$cmd"') and "exit 2" in text[unpack:text.index("slurm-up.sh", unpack)]
+    assert (
+        unpack < text.index('bash -c "$cmd"') and "exit 2" in text[unpack : text.index("slurm-up.sh", unpack)]
+    )

@@ -17,7 +17,9 @@ import pytest
 
 from cutile_workbench.cli import _rewrite_bare_kernel, build_parser, main
 
-_spec = importlib.util.spec_from_file_location("e_builders", Path(__file__).parent.parent / "fixtures/e/builders.py")
+_spec = importlib.util.spec_from_file_location(
+    "e_builders", Path(__file__).parent.parent / "fixtures/e/builders.py"
+)
 assert _spec and _spec.loader
 B = importlib.util.module_from_spec(_spec)
 sys.modules["e_builders"] = B
@@ -25,15 +27,25 @@ _spec.loader.exec_module(B)
 
 
 def run_cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args], capture_output=True, text=True,
-                          input=stdin, check=False, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_table_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     B.copy_real(tmp_path, "rms_norm")
     assert main(["table", "rms_norm", "--out-root", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "static_persistent-16384-2048-torch.bfloat16" in text and "1.875x" in text and "geomean 0.9989" in text
+    assert (
+        "static_persistent-16384-2048-torch.bfloat16" in text
+        and "1.875x" in text
+        and "geomean 0.9989" in text
+    )
     assert main(["--out-root", str(tmp_path), "table", "rms_norm", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["verdict"] == "DONE" and data["geomean_ratio"] == "0.9989" and len(data["rows"]) == 5
@@ -49,10 +61,10 @@ def test_report_e_writes_and_prints_closing_contract(tmp_path: Path) -> None:
     out = p.stdout
     assert out.endswith("VERDICT: INVESTIGATE\n")
     assert out.count("\nVERDICT:") + out.startswith("VERDICT:") == 1
-    block = out[out.index("<PERF_LOG>"):out.index("</PERF_LOG>")]
+    block = out[out.index("<PERF_LOG>") : out.index("</PERF_LOG>")]
     assert "geomean_ratio=1.82x" in block and "severity=LARGE_GAP" in block
     assert "report=" in block and "perf_log=" in block and "investigation_log=" in block
-    vo = out[out.index("<VALIDATOR_OUTPUT>"):out.index("</VALIDATOR_OUTPUT>")]
+    vo = out[out.index("<VALIDATOR_OUTPUT>") : out.index("</VALIDATOR_OUTPUT>")]
     assert vo.count("$ ") == 3 and vo.count("exit=0") == 3
     assert out.index("</PERF_LOG>") < out.index("<VALIDATOR_OUTPUT>")
     perf = (tmp_path / "rms_norm_hotpath/reports/performance.md").read_text()
@@ -68,7 +80,9 @@ def test_dry_run_and_confirmation_write_nothing(tmp_path: Path) -> None:
     p = run_cli("report", "e", "rms_norm", "--out-root", str(tmp_path), "--dry-run", "--no-real-scripts")
     assert p.returncode == 0 and "DRY RUN: would write" in p.stdout and "reports/performance.md (" in p.stdout
     assert "\nVERDICT:" not in p.stdout and "exit=0" in p.stdout
-    p = run_cli("report", "e", "rms_norm", "--out-root", str(tmp_path), "--no-real-scripts")  # stdin not a TTY
+    p = run_cli(
+        "report", "e", "rms_norm", "--out-root", str(tmp_path), "--no-real-scripts"
+    )  # stdin not a TTY
     assert p.returncode == 2 and "--yes" in p.stderr
     assert B.listing(tmp_path) == before
 
@@ -83,7 +97,16 @@ def test_blocked_exit_1_nothing_written(tmp_path: Path) -> None:
     assert main(["table", "k", "--out-root", str(tmp_path)]) == 1
 
 
-BAD_CASES = ["empty", "garbage", "truncated", "duplicate", "nan", "negative", "analysis_types", "analysis_json"]
+BAD_CASES = [
+    "empty",
+    "garbage",
+    "truncated",
+    "duplicate",
+    "nan",
+    "negative",
+    "analysis_types",
+    "analysis_json",
+]
 
 
 @pytest.mark.parametrize("case", BAD_CASES)
@@ -107,8 +130,9 @@ def test_bad_inputs_exit_2_name_location_and_write_nothing(tmp_path: Path, case:
         raw.write_text(B.perf_log("cutile-rs", [("a-1", B.stats(-0.2))]))
     elif case == "analysis_types":
         (k / "reference").mkdir()
-        (k / "reference/analysis.json").write_text(json.dumps(
-            {"test_perf_configs": {"static_persistent": {"shapes": [{"id": "a-1"}, 42]}}}))
+        (k / "reference/analysis.json").write_text(
+            json.dumps({"test_perf_configs": {"static_persistent": {"shapes": [{"id": "a-1"}, 42]}}})
+        )
         expect = "key 'test_perf_configs.static_persistent.shapes[1]'"
     elif case == "analysis_json":
         (k / "reference").mkdir()
@@ -152,7 +176,12 @@ def test_usage_errors_and_help(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_bare_kernel_opens_tui_and_plugin_registry() -> None:
     parser = build_parser()
     assert _rewrite_bare_kernel(parser, ["rms_norm"]) == ["open", "rms_norm"]
-    assert _rewrite_bare_kernel(parser, ["--out-root", "x", "rms_norm"]) == ["--out-root", "x", "open", "rms_norm"]
+    assert _rewrite_bare_kernel(parser, ["--out-root", "x", "rms_norm"]) == [
+        "--out-root",
+        "x",
+        "open",
+        "rms_norm",
+    ]
     assert _rewrite_bare_kernel(parser, ["table", "rms_norm"]) == ["table", "rms_norm"]
     # the command registry: a parser of only stage E's module registers table + report e
     p2 = build_parser(("cutile_workbench.cli.stage_e",))
@@ -178,8 +207,9 @@ def test_recorded_session_is_read_only() -> None:
     assert B.listing(root / "rms_norm_hotpath") == before
 
 
-def test_bare_kernel_without_tui_prints_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_bare_kernel_without_tui_prints_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     B.copy_real(tmp_path, "rms_norm")
     monkeypatch.setitem(sys.modules, "cutile_workbench.tui.app", None)  # import fails like a missing Textual
     assert main(["--out-root", str(tmp_path), "rms_norm"]) == 0

@@ -19,7 +19,7 @@ import pytest
 from checks_helpers import fake
 
 REPO = Path(__file__).resolve().parents[2]
-TEST_RMS_NORM = '''\
+TEST_RMS_NORM = """\
 import pytest
 
 
@@ -28,14 +28,23 @@ class Test_RMSNorm:
     @pytest.mark.parametrize("backend", ["cutile", "cutile-rs", "pytorch"])
     def test_perf(self, m, n, backend):
         pass
-'''
+"""
 
 
-def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in ("TILEGYM_PATH", "CUTILE_KERNEL_OUT_ROOT")}
     base["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # child collections of synthetic trees need no plugins
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args], capture_output=True, text=True,
-                          timeout=300, env={**base, **(env or {})}, cwd=cwd or REPO, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**base, **(env or {})},
+        cwd=cwd or REPO,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 # --------------------------------------------------------------------------- run: one TileGym resolution
@@ -45,7 +54,9 @@ def test_run_honours_tilegym_path_and_says_which_suite_runs(tmp_path: Path) -> N
     tree = fake.make_tree(tmp_path / "tg", tests={"test_rms_norm.py": TEST_RMS_NORM})
     p = cli("run", "rms_norm", "--out-root", str(tmp_path / "out"), env={"TILEGYM_PATH": str(tree)})
     # a built-in profile rms_norm exists too: the run says it runs TileGym's suite, and how to pick the profile
-    assert "running TileGym's tests/ops/test_rms_norm.py" in p.stderr and "$TILEGYM_PATH" in p.stderr, p.stderr
+    assert "running TileGym's tests/ops/test_rms_norm.py" in p.stderr and "$TILEGYM_PATH" in p.stderr, (
+        p.stderr
+    )
     assert "--profile" in p.stderr
     assert "no test matched" not in p.stdout + p.stderr
 
@@ -69,7 +80,9 @@ def test_run_plan_resolves_tilegym_like_every_command(tmp_path: Path) -> None:
     # an explicit --tilegym without the file is an error naming it
     with pytest.raises(InputError, match="no TileGym test file for kernel 'softmax'"):
         plan_runs(RunRequest("softmax", out_root=out, tilegym=tree), {})
-    assert plan_runs(RunRequest("rms_norm", out_root=out), {}).suite_note == ""  # only a profile: nothing to say
+    assert (
+        plan_runs(RunRequest("rms_norm", out_root=out), {}).suite_note == ""
+    )  # only a profile: nothing to say
 
 
 # --------------------------------------------------------------------------- --yes for every writing command
@@ -93,7 +106,9 @@ def test_check_apply_wiring_takes_yes_and_refuses_without_it(tmp_path: Path) -> 
 def test_kselect_with_no_flags_uses_the_recorded_session_and_its_candidate() -> None:
     p = cli("kselect", "rms_norm")
     assert p.returncode == 0, p.stderr
-    assert "cutile_rs-" not in p.stdout and "-k 'cutile_rs" not in p.stdout  # the profile has no cutile-rs ids
+    assert (
+        "cutile_rs-" not in p.stdout and "-k 'cutile_rs" not in p.stdout
+    )  # the profile has no cutile-rs ids
     assert "candidate (cutile): -k 'cutile and ([cutile-4096-1024-torch.bfloat16]" in p.stdout
     assert "baseline (triton): -k 'triton and ([triton-4096-1024-torch.bfloat16]" in p.stdout
     assert "workbench/session.json" in p.stdout  # says where the candidate came from
@@ -127,7 +142,14 @@ def test_perfetto_into_a_missing_directory_is_refused_and_creates_nothing(tmp_pa
     p = cli("timeline", "rms_norm", "--config", "16384-2048-torch.bfloat16", "--perfetto", str(target))
     assert p.returncode == 2 and "directory does not exist" in p.stderr and str(target.parent) in p.stderr
     assert not (tmp_path / "no").exists()
-    ok = cli("timeline", "rms_norm", "--config", "16384-2048-torch.bfloat16", "--perfetto", str(tmp_path / "t.json"))
+    ok = cli(
+        "timeline",
+        "rms_norm",
+        "--config",
+        "16384-2048-torch.bfloat16",
+        "--perfetto",
+        str(tmp_path / "t.json"),
+    )
     assert ok.returncode == 0 and (tmp_path / "t.json").is_file()
 
 

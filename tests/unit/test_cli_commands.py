@@ -20,6 +20,7 @@ def test_every_registered_command_is_a_command() -> None:
 
 def test_a_command_without_a_name_is_refused_when_declared() -> None:
     with pytest.raises(TypeError, match="name"):
+
         class Nameless(Command):  # the class statement itself must fail
             help = "h"
 

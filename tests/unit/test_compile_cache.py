@@ -18,7 +18,7 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.run import compile_cache
 from cutile_workbench.run.runner import child_env, run, write_results
 
-STAND_IN_JIT = '''
+STAND_IN_JIT = """
 
 def pytest_sessionfinish(session):  # SYNTHETIC stand-in for a JIT toolchain's disk cache
     import os, pathlib
@@ -28,21 +28,25 @@ def pytest_sessionfinish(session):  # SYNTHETIC stand-in for a JIT toolchain's d
         if not cubin.exists():
             cubin.parent.mkdir(parents=True, exist_ok=True)
             cubin.write_bytes(b"\\0" * 64)
-'''
+"""
 
 
 def test_cache_env_points_every_toolchain_and_keeps_explicit_ones(tmp_path: Path) -> None:
     env = compile_cache.cache_env(tmp_path / "cc", {"TRITON_CACHE_DIR": "/mine"})
-    assert env == {"CUDA_TILE_CACHE_DIR": str((tmp_path / "cc" / "cuda_tile").resolve()),
-                   "TILECPP_CACHE_DIR": str((tmp_path / "cc" / "tilecpp").resolve())}
+    assert env == {
+        "CUDA_TILE_CACHE_DIR": str((tmp_path / "cc" / "cuda_tile").resolve()),
+        "TILECPP_CACHE_DIR": str((tmp_path / "cc" / "tilecpp").resolve()),
+    }
 
 
 def test_child_env_carries_the_cache_and_user_env_wins(tmp_path: Path) -> None:
     suite = make_suite(tmp_path)
     env = child_env(spec_for(suite, compile_cache=str(tmp_path / "cc"), env={"TRITON_CACHE_DIR": "/mine"}))
     assert env["CUDA_TILE_CACHE_DIR"].endswith("cc/cuda_tile") and env["TRITON_CACHE_DIR"] == "/mine"
-    assert "CUDA_TILE_CACHE_DIR" not in child_env(spec_for(suite)) or \
-        child_env(spec_for(suite))["CUDA_TILE_CACHE_DIR"] != env["CUDA_TILE_CACHE_DIR"]
+    assert (
+        "CUDA_TILE_CACHE_DIR" not in child_env(spec_for(suite))
+        or child_env(spec_for(suite))["CUDA_TILE_CACHE_DIR"] != env["CUDA_TILE_CACHE_DIR"]
+    )
 
 
 @pytest.mark.parametrize("split", [("unused",), ("cold", "warm")])
@@ -85,7 +89,8 @@ def test_the_flag_reaches_every_backend_and_every_shard(tmp_path: Path) -> None:
     from cutile_workbench.services.runs import plan_runs
 
     args = build_parser(("cutile_workbench.cli.run",)).parse_args(
-        ["run", "rms_norm", "--out-root", str(tmp_path), "--compile-cache", str(tmp_path / "cc")])
+        ["run", "rms_norm", "--out-root", str(tmp_path), "--compile-cache", str(tmp_path / "cc")]
+    )
     request = run_request(args)
     assert request.compile_cache == tmp_path / "cc"
     plan = plan_runs(request)
@@ -103,5 +108,10 @@ def test_a_merged_scale_out_run_records_its_shards_split() -> None:
     warm = {"dir": "/shared/cc", "state": "warm"}
     assert _merged_compile_cache([{"compile_cache": warm}, {"compile_cache": warm}])["state"] == "warm"
     both = _merged_compile_cache([{"compile_cache": cold}, {"compile_cache": warm}])
-    assert both["state"] == "mixed" and both["shard_states"] == ["cold", "warm"] and both["dir"] == "/shared/cc"
-    assert _merged_compile_cache([{"compile_cache": {"dir": None, "state": "not recorded"}}])["state"] == "not recorded"
+    assert (
+        both["state"] == "mixed" and both["shard_states"] == ["cold", "warm"] and both["dir"] == "/shared/cc"
+    )
+    assert (
+        _merged_compile_cache([{"compile_cache": {"dir": None, "state": "not recorded"}}])["state"]
+        == "not recorded"
+    )

@@ -17,17 +17,31 @@ GPU = GpuFacts(name="H200 (synthetic facts)", capability=(9, 0), capability_sour
 
 
 def _analysis(n: int) -> Analysis:
-    shapes = tuple(ShapeConfig(id=f"{i}-1024-torch.float16", params={"m": i + 1, "n": 1024, "dtype": "float16"})
-                   for i in range(n))
-    return Analysis(path="synthetic", kernel_name="softmax", launch_path=None, pattern=None, reference_backend="cutile",
-                    reference_backend_selection=None,
-                    test_perf_configs=(ConfigGroup("g", "t.py::T::test_perf", None, shapes),),
-                    kernel_variants=(), config_to_variant={}, autotune_configs=(), autotune_key=(), best_config=None)
+    shapes = tuple(
+        ShapeConfig(id=f"{i}-1024-torch.float16", params={"m": i + 1, "n": 1024, "dtype": "float16"})
+        for i in range(n)
+    )
+    return Analysis(
+        path="synthetic",
+        kernel_name="softmax",
+        launch_path=None,
+        pattern=None,
+        reference_backend="cutile",
+        reference_backend_selection=None,
+        test_perf_configs=(ConfigGroup("g", "t.py::T::test_perf", None, shapes),),
+        kernel_variants=(),
+        config_to_variant={},
+        autotune_configs=(),
+        autotune_key=(),
+        best_config=None,
+    )
 
 
 def _table(n: int) -> RatioTable:
-    rows = [RatioRow("t.py::T::test_perf", f"{i}-1024-torch.float16", None, "cutile", 1.0, 1.1, 1.1, "OK")
-            for i in range(n)]
+    rows = [
+        RatioRow("t.py::T::test_perf", f"{i}-1024-torch.float16", None, "cutile", 1.0, 1.1, 1.1, "OK")
+        for i in range(n)
+    ]
     return RatioTable(kernel="softmax", rows=rows, geomean=1.1, severity="MILD_GAP", verdict="INVESTIGATE")
 
 
@@ -54,11 +68,25 @@ def test_sol_rows_parse_each_selected_id_once(n: int, monkeypatch: pytest.Monkey
 def test_indexed_lookup_keeps_the_first_match_rule() -> None:
     """SYNTHETIC: a shape id with a backend token and a bare one for the same params: the first wins,
     a shape without named dimensions is skipped (as the scan did)."""
-    shapes = (ShapeConfig(id="x-1", params={}), ShapeConfig(id="cutile-x-1", params={"m": 7, "dtype": "float16"}),
-              ShapeConfig(id="x-1", params={"m": 9, "dtype": "float16"}))
-    a = Analysis(path="s", kernel_name=None, launch_path=None, pattern=None, reference_backend=None,
-                 reference_backend_selection=None, test_perf_configs=(ConfigGroup("g", None, None, shapes),),
-                 kernel_variants=(), config_to_variant={}, autotune_configs=(), autotune_key=(), best_config=None)
+    shapes = (
+        ShapeConfig(id="x-1", params={}),
+        ShapeConfig(id="cutile-x-1", params={"m": 7, "dtype": "float16"}),
+        ShapeConfig(id="x-1", params={"m": 9, "dtype": "float16"}),
+    )
+    a = Analysis(
+        path="s",
+        kernel_name=None,
+        launch_path=None,
+        pattern=None,
+        reference_backend=None,
+        reference_backend_selection=None,
+        test_perf_configs=(ConfigGroup("g", None, None, shapes),),
+        kernel_variants=(),
+        config_to_variant={},
+        autotune_configs=(),
+        autotune_key=(),
+        best_config=None,
+    )
     assert sol_mod.shape_of("x-1", a) == {"m": 7, "dtype": "float16"}
     assert sol_mod.shape_of("y-2", a, ["m", "n"]) == {"m": "y", "n": 2}
     assert sol_mod.shape_of("y-2", a) is None

@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TILEGYM = ROOT / ".fetched" / "TileGym"
 WRAPPER = "src/tilegym/ops/cutile_rs/matmul.py"
 REC = ROOT / "cutile_workbench/profiles/tilegym/session/matmul"
-needs_tilegym = pytest.mark.skipif(not (TILEGYM / WRAPPER).is_file(), reason="TileGym snapshot absent (.fetched)")
+needs_tilegym = pytest.mark.skipif(
+    not (TILEGYM / WRAPPER).is_file(), reason="TileGym snapshot absent (.fetched)"
+)
 
 
 def _static_space(text: str, tmp_path: Path, name: str = "matmul.py") -> Any:
@@ -47,7 +49,8 @@ def test_edit_adds_the_reference_config_in_the_candidates_spelling(tmp_path: Pat
     assert edit.config == "SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)"
     assert [ln for ln in edit.diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")] == [
         "+        SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1),  # added by cutile-workbench "
-        "(the reference's config)"]
+        "(the reference's config)"
+    ]
     assert any("NUM_CTAS=1" in f for f in edit.filled)
     # the edited wrapper, read back by F's own audit, now covers the reference's config
     after = _static_space(edit.after, tmp_path, "matmul_edited.py")
@@ -57,19 +60,29 @@ def test_edit_adds_the_reference_config_in_the_candidates_spelling(tmp_path: Pat
 
 def test_edit_rebinds_a_function_without_a_list_literal_and_refuses_unknown_knobs(tmp_path: Path) -> None:
     # SYNTHETIC wrapper: the configs come from a comprehension (no list literal to extend)
-    source = ("from types import SimpleNamespace\n\n\ndef _cfgs():\n"
-              "    return [SimpleNamespace(BM=b, BN=128, NUM_CTAS=2) for b in (64, 256)]\n\n\n"
-              "def op(x):\n    return autotune_launch(kernel_fn=None, configs=_cfgs(), key=1)\n")
+    source = (
+        "from types import SimpleNamespace\n\n\ndef _cfgs():\n"
+        "    return [SimpleNamespace(BM=b, BN=128, NUM_CTAS=2) for b in (64, 256)]\n\n\n"
+        "def op(x):\n    return autotune_launch(kernel_fn=None, configs=_cfgs(), key=1)\n"
+    )
     p = tmp_path / "w.py"
     p.write_text(source)
     space = wrapper_spaces(p)[0][0]
-    edit = add_config_edit(source, "w.py", space, TuneConfig.of({"tile_m": 128, "tile_n": 128}), reference_source="t")
+    edit = add_config_edit(
+        source, "w.py", space, TuneConfig.of({"tile_m": 128, "tile_n": 128}), reference_source="t"
+    )
     ns: dict[str, Any] = {}
     exec(compile(edit.after, "w.py", "exec"), ns)
     got = ns["_cfgs"]()
     assert (got[0].BM, got[0].BN, got[0].NUM_CTAS) == (128, 128, 1) and len(got) == 3
     with pytest.raises(EditRefused, match="cannot express"):
-        add_config_edit(source, "w.py", space, TuneConfig.of({"tile_m": 128, "tile_n": 64, "latency": 3}), reference_source="t")
+        add_config_edit(
+            source,
+            "w.py",
+            space,
+            TuneConfig.of({"tile_m": 128, "tile_n": 64, "latency": 3}),
+            reference_source="t",
+        )
 
 
 def _workspace_copy(tmp_path: Path) -> Path:
@@ -79,8 +92,11 @@ def _workspace_copy(tmp_path: Path) -> Path:
 
 
 def _files_sha(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def replay_run(seen: dict[str, Any], rc: int = 0) -> Any:
@@ -107,28 +123,37 @@ def test_demonstrate_runs_in_an_overlay_and_reports_before_after(tmp_path: Path)
     logs_before = {k: v for k, v in _files_sha(root / "matmul").items() if not k.startswith("workbench/")}
     ws = stage_f.open_kernel("matmul", out_root=root, tilegym=TILEGYM)
     edits, notes = plan_edits(ws, stage_f.collect(ws))
-    assert [(e.variant, e.function) for e in edits] == [("static_persistent", "_static_persistent_configs")], notes
+    assert [(e.variant, e.function) for e in edits] == [
+        ("static_persistent", "_static_persistent_configs")
+    ], notes
     seen: dict[str, Any] = {}
-    report = stage_f.plan(ws, run_real_scripts=False,
-                          demonstrate=stage_f.DemonstrateRequest(run_fn=replay_run(seen)))
+    report = stage_f.plan(
+        ws, run_real_scripts=False, demonstrate=stage_f.DemonstrateRequest(run_fn=replay_run(seen))
+    )
     demo = report.demonstration
     assert demo is not None and demo.status == "done", demo
     assert "SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)" in seen["wrapper"]
     assert seen["k"] is not None and "True-True-False-False-2048-2048-2048-0-0-torch.float16" in seen["k"]
     assert "True-False-False-False" not in seen["k"]  # only the slow configs re-run
-    assert demo.configs == tuple(f"True-True-False-False-{n}-{n}-{n}-0-0-torch.float16" for n in (2048, 4096, 8192))
+    assert demo.configs == tuple(
+        f"True-True-False-False-{n}-{n}-{n}-0-0-torch.float16" for n in (2048, 4096, 8192)
+    )
     o = demo.outcomes[0]
     assert o.before_ratio == pytest.approx(2.04, abs=0.01) and o.after_ratio == pytest.approx(o.before_ratio)
     assert tree_sha256(TILEGYM) == tree_before == demo.tree_sha256_after
     assert not (root / "matmul" / demo.overlay).exists() and (root / "matmul" / demo.run_log).is_file()
-    assert {k: v for k, v in _files_sha(root / "matmul").items() if not k.startswith("workbench/")} == logs_before
+    assert {
+        k: v for k, v in _files_sha(root / "matmul").items() if not k.startswith("workbench/")
+    } == logs_before
     files = {f.relpath: f.content for f in report.plan.files}
     inv = files["reports/perf_investigation_True-True-False-False-2048-2048-2048-0-0-torch.float16.md"]
     assert inv.startswith("VERDICT: FIXABLE\n") and "## Demonstrated in a throwaway copy" in inv
     assert "+        SimpleNamespace(BM=128, BN=128, BK=64" in inv and "unchanged after" in inv
     assert "| True-True-False-False-2048-2048-2048-0-0-torch.float16 | cutile | 24.06 | 49.09 | 2.040x" in inv
     section = inv.split("## Demonstrated in a throwaway copy")[1]
-    assert not any(ln.startswith("| True-True-False-False-4096") for ln in section.splitlines())  # its own row only
+    assert not any(
+        ln.startswith("| True-True-False-False-4096") for ln in section.splitlines()
+    )  # its own row only
     assert report.plan.ok
 
 
@@ -136,8 +161,11 @@ def test_demonstrate_runs_in_an_overlay_and_reports_before_after(tmp_path: Path)
 def test_a_failed_rerun_is_reported_with_its_log_and_the_overlay_can_be_kept(tmp_path: Path) -> None:
     root = _workspace_copy(tmp_path)
     ws = stage_f.open_kernel("matmul", out_root=root, tilegym=TILEGYM)
-    report = stage_f.plan(ws, run_real_scripts=False, demonstrate=stage_f.DemonstrateRequest(
-        run_fn=replay_run({}, rc=1), keep_overlay=True))
+    report = stage_f.plan(
+        ws,
+        run_real_scripts=False,
+        demonstrate=stage_f.DemonstrateRequest(run_fn=replay_run({}, rc=1), keep_overlay=True),
+    )
     demo = report.demonstration
     assert demo is not None and demo.status == "failed" and "exited 1" in demo.reason
     assert (root / "matmul" / demo.overlay / "TileGym" / WRAPPER).is_file()
@@ -146,8 +174,9 @@ def test_a_failed_rerun_is_reported_with_its_log_and_the_overlay_can_be_kept(tmp
 
 
 @needs_tilegym
-def test_demonstrate_refuses_the_recorded_session_and_dry_run(capsys: pytest.CaptureFixture[str],
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demonstrate_refuses_the_recorded_session_and_dry_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("CUTILE_KERNEL_OUT_ROOT", raising=False)
     assert main(["report", "f", "matmul", "--demonstrate", "--yes", "--tilegym", str(TILEGYM)]) == 2
     err = capsys.readouterr().err
@@ -161,7 +190,12 @@ def test_nothing_to_demonstrate_says_why(tmp_path: Path) -> None:
     root = tmp_path / "out"
     shutil.copytree(ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul", root / "silu_and_mul")
     ws = stage_f.open_kernel("silu_and_mul", out_root=root, tilegym=TILEGYM)
-    report = stage_f.plan(ws, run_real_scripts=False, demonstrate=stage_f.DemonstrateRequest(run_fn=replay_run({})))
+    report = stage_f.plan(
+        ws, run_real_scripts=False, demonstrate=stage_f.DemonstrateRequest(run_fn=replay_run({}))
+    )
     assert report.demonstration is not None and report.demonstration.status == "not_applicable"
     assert "no slow config" in report.demonstration.reason
-    assert "Not demonstrated: no slow config" in {f.relpath: f.content for f in report.plan.files}["reports/agent_f.md"]
+    assert (
+        "Not demonstrated: no slow config"
+        in {f.relpath: f.content for f in report.plan.files}["reports/agent_f.md"]
+    )

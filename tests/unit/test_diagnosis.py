@@ -40,7 +40,9 @@ def _table(rows: list[RatioRow]) -> RatioTable:
     return RatioTable("rms_norm", rows, g, None, "INVESTIGATE")
 
 
-def _set(backend: str, params: str, kernels: list[tuple[str, str, float]], n: int = 5, **res: object) -> LaunchSet:
+def _set(
+    backend: str, params: str, kernels: list[tuple[str, str, float]], n: int = 5, **res: object
+) -> LaunchSet:
     """Synthetic launch set: each call launches ``kernels`` (kind, name, us) in order."""
     calls = []
     t = 0
@@ -48,7 +50,9 @@ def _set(backend: str, params: str, kernels: list[tuple[str, str, float]], n: in
         launches = []
         for k, (kind, name, us) in enumerate(kernels):
             d = int(us * 1000)
-            launches.append(Launch(kind, name, t, t + d, 1000 * i + k, **(res if k == len(kernels) - 1 else {})))  # type: ignore[arg-type]
+            launches.append(
+                Launch(kind, name, t, t + d, 1000 * i + k, **(res if k == len(kernels) - 1 else {}))
+            )  # type: ignore[arg-type]
             t += d + 1000
         calls.append(CallCapture(i, backend, t - 10_000, t, tuple(launches)))
         t += 10_000
@@ -76,8 +80,11 @@ def test_hotpath_wrapper_is_fixable_with_extra_kernels_named() -> None:
 
 def test_rms_norm_16384x2048_is_shape_specific_with_resources() -> None:
     sets = load_launch_sets(FIX / "f" / "rms_norm_16384x2048.launches.json")
-    rows = [_row("static_persistent-4096-1024-torch.bfloat16", 0.01014, 0.00701), _row(P, 0.04416, 0.08278),
-            _row("static_persistent-8192-8192-torch.bfloat16", 0.07624, 0.07466)]
+    rows = [
+        _row("static_persistent-4096-1024-torch.bfloat16", 0.01014, 0.00701),
+        _row(P, 0.04416, 0.08278),
+        _row("static_persistent-8192-8192-torch.bfloat16", 0.07624, 0.07466),
+    ]
     invs = diagnose(FInputs("rms_norm", _table(rows), sets, candidate_backend="cutile"))
     assert [(i.scope, i.pattern) for i in invs] == [(P, "shape_specific")]
     inv = invs[0]
@@ -95,7 +102,9 @@ def test_shape_specific_with_ir_audit_adds_ir_finding() -> None:
     sets = load_launch_sets(FIX / "f" / "rms_norm_16384x2048.launches.json")
     audit = audit_files(FIX / "ir" / "rms_norm_ref_16x1024.mlir", FIX / "ir" / "rms_norm_ref_4x8192.mlir")
     rows = [_row("static_persistent-4096-1024-torch.bfloat16", 0.01014, 0.00701), _row(P, 0.04416, 0.08278)]
-    inv = diagnose(FInputs("rms_norm", _table(rows), sets, ir_audits={None: audit}, candidate_backend="cutile"))[0]
+    inv = diagnose(
+        FInputs("rms_norm", _table(rows), sets, ir_audits={None: audit}, candidate_backend="cutile")
+    )[0]
     ir = next(f for f in inv.findings if f.kind == "ir")
     assert ir.fixable and "tile shape set differs" in ir.summary
     assert ir.evidence == (audit.ref_name, audit.gen_name)
@@ -115,8 +124,15 @@ def test_slow_but_same_kernel_time_is_aligned() -> None:
     from cutile_workbench.ir.audit import audit_texts
 
     sets = [_set("triton", P, [("kernel", "tri", 50.0)]), _set("cutile", P, [("kernel", "cut", 51.0)])]
-    inv = diagnose(FInputs("k", _table([_row(P, 0.050, 0.054)]), sets, ir_audits={None: audit_texts(text, text)},
-                           candidate_backend="cutile"))[0]
+    inv = diagnose(
+        FInputs(
+            "k",
+            _table([_row(P, 0.050, 0.054)]),
+            sets,
+            ir_audits={None: audit_texts(text, text)},
+            candidate_backend="cutile",
+        )
+    )[0]
     assert inv.verdict == "ALIGNED" and inv.details["confidence"] == "high"
 
 
@@ -137,12 +153,17 @@ def test_slow_without_any_evidence_is_blocked() -> None:
 def test_canary_and_fallback_are_named() -> None:
     """Synthetic: a fixed-config canary (the main kernel twice) and a hidden PyTorch fallback."""
     base = _set("cutile", P, [("kernel", "softmax_kernel_entry", 40.0)])
-    canary = _set("cutile-rs", P, [("kernel", "softmax_kernel_entry", 40.0), ("kernel", "softmax_kernel_entry", 40.0)])
+    canary = _set(
+        "cutile-rs", P, [("kernel", "softmax_kernel_entry", 40.0), ("kernel", "softmax_kernel_entry", 40.0)]
+    )
     inv = diagnose(FInputs("k", _table([_row(P, 0.04, 0.08, backend="cutile")]), [base, canary]))[0]
     lc = next(f for f in inv.findings if f.kind == "launch_count")
     assert inv.verdict == "FIXABLE" and any(e.startswith("canary") for e in lc.details["extra"])
-    fb = _set("cutile-rs", P, [("kernel", "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4>(float*)",
-                                   60.0)])
+    fb = _set(
+        "cutile-rs",
+        P,
+        [("kernel", "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4>(float*)", 60.0)],
+    )
     inv = diagnose(FInputs("k", _table([_row(P, 0.04, 0.06, backend="cutile")]), [base, fb]))[0]
     lc = next(f for f in inv.findings if f.kind == "launch_count")
     assert inv.verdict == "FIXABLE" and any(e.startswith("fallback") for e in lc.details["extra"])
@@ -151,7 +172,10 @@ def test_canary_and_fallback_are_named() -> None:
 def test_memset_and_copy_classes() -> None:
     assert classify_kernel("Memset", "memset") == "memset"
     assert classify_kernel("Memcpy DtoD", "memcpy") == "copy"
-    assert classify_kernel("void at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)", "kernel") == "copy"
+    assert (
+        classify_kernel("void at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)", "kernel")
+        == "copy"
+    )
     assert classify_kernel("my_kernel_entry", "kernel") == "kernel"
 
 
@@ -174,19 +198,34 @@ def test_uniform_rule() -> None:
 
 
 def test_config_audit_best_config_and_key() -> None:
-    a = parse_analysis({
-        "kernel_name": "bmm", "launch_path": "autotune",
-        "test_perf_configs": {"g": {"shapes": [{"id": "2-2048", "q": 2, "m": 2048, "transpose_a": False,
-                                                "dtype": "float16"}]}},
-        "autotune_configs": [{"TILE_M": 128, "TILE_N": 256}], "autotune_key": ["Q", "M"],
-        "best_config": {"static_persistent": {"TILE_M": 256}}})
+    a = parse_analysis(
+        {
+            "kernel_name": "bmm",
+            "launch_path": "autotune",
+            "test_perf_configs": {
+                "g": {
+                    "shapes": [{"id": "2-2048", "q": 2, "m": 2048, "transpose_a": False, "dtype": "float16"}]
+                }
+            },
+            "autotune_configs": [{"TILE_M": 128, "TILE_N": 256}],
+            "autotune_key": ["Q", "M"],
+            "best_config": {"static_persistent": {"TILE_M": 256}},
+        }
+    )
     fs = config_findings(a, "reference/analysis.json")
     assert any("not in analysis.json's autotune configs" in f.summary and f.fixable for f in fs)
     key = next(f for f in fs if "autotune_key" in f.summary)
     assert key.details["missing_key_fields"] == ["transpose_a", "dtype"]
-    ok = parse_analysis({"kernel_name": "bmm", "launch_path": "autotune", "test_perf_configs": {},
-                         "autotune_configs": [{"TILE_M": 256}], "autotune_key": ["Q"],
-                         "best_config": {"TILE_M": 256}})
+    ok = parse_analysis(
+        {
+            "kernel_name": "bmm",
+            "launch_path": "autotune",
+            "test_perf_configs": {},
+            "autotune_configs": [{"TILE_M": 256}],
+            "autotune_key": ["Q"],
+            "best_config": {"TILE_M": 256},
+        }
+    )
     assert config_findings(ok, "a.json") == []
     assert config_findings(None, "a.json") == []
 
@@ -204,19 +243,38 @@ def test_static_wrapper_findings_are_cross_checked_with_launch_counts() -> None:
     """Synthetic wrapper findings (as cutile_workbench.checks.wrapper_audit emits them)."""
     from cutile_workbench.model import Finding
 
-    canary = Finding("wrapper", "fixed-config canary before autotune_launch", True, ("ops/cutile_rs/k.py:12",),
-                     "high", {"rule": "canary_hot_path"})
-    key = Finding("wrapper", "cache key lacks dtype", True, ("ops/cutile_rs/k.py:30",), "medium",
-                  {"rule": "cache_key"})
+    canary = Finding(
+        "wrapper",
+        "fixed-config canary before autotune_launch",
+        True,
+        ("ops/cutile_rs/k.py:12",),
+        "high",
+        {"rule": "canary_hot_path"},
+    )
+    key = Finding(
+        "wrapper", "cache key lacks dtype", True, ("ops/cutile_rs/k.py:30",), "medium", {"rule": "cache_key"}
+    )
     equal = [_set("triton", P, [("kernel", "tri", 50.0)]), _set("cutile", P, [("kernel", "cut", 50.5)])]
-    inv = diagnose(FInputs("k", _table([_row(P, 0.05, 0.06)]), equal, wrapper_findings=[canary],
-                           candidate_backend="cutile"))[0]
+    inv = diagnose(
+        FInputs(
+            "k", _table([_row(P, 0.05, 0.06)]), equal, wrapper_findings=[canary], candidate_backend="cutile"
+        )
+    )[0]
     w = next(f for f in inv.findings if f.kind == "wrapper")
     assert not w.fixable and "not confirmed" in w.summary and inv.verdict == "ALIGNED"
-    extra = [_set("triton", P, [("kernel", "tri", 50.0)]),
-             _set("cutile", P, [("kernel", "cut", 50.0), ("kernel", "cut", 50.0)])]
-    inv = diagnose(FInputs("k", _table([_row(P, 0.05, 0.10)]), extra, wrapper_findings=[canary, key],
-                           candidate_backend="cutile"))[0]
+    extra = [
+        _set("triton", P, [("kernel", "tri", 50.0)]),
+        _set("cutile", P, [("kernel", "cut", 50.0), ("kernel", "cut", 50.0)]),
+    ]
+    inv = diagnose(
+        FInputs(
+            "k",
+            _table([_row(P, 0.05, 0.10)]),
+            extra,
+            wrapper_findings=[canary, key],
+            candidate_backend="cutile",
+        )
+    )[0]
     ws = [f for f in inv.findings if f.kind == "wrapper"]
     assert ws[0].fixable and ws[0].confidence == "high" and "confirmed" in ws[0].summary
     assert ws[1] == key  # not a hot-path rule: passed through unchanged

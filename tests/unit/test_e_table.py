@@ -73,14 +73,17 @@ def test_table_report_e_and_report_f_compute_it_once(tmp_path: Path, builds: lis
     assert inputs.table == table and plan.files
 
 
-def test_cached_on_the_inputs_hash_and_invalidated_when_a_log_changes(tmp_path: Path, fresh: Path,
-                                                                      builds: list[str]) -> None:
+def test_cached_on_the_inputs_hash_and_invalidated_when_a_log_changes(
+    tmp_path: Path, fresh: Path, builds: list[str]
+) -> None:
     root = copy_of(MATMUL, "matmul", tmp_path)
     before = sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*"))
     ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
     first = e_table.load_e_table(ws)
     assert not first.from_cache and (fresh / "e_tables" / f"{first.key}.pickle").is_file()
-    assert sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*")) == before  # nothing written
+    assert (
+        sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*")) == before
+    )  # nothing written
     e_table._MEMORY.clear()  # a new process
     again = e_table.load_e_table(stage_e.open_kernel("matmul", out_root=root, tilegym=None))
     assert again.from_cache and again.table == first.table and builds == ["matmul"]
@@ -124,7 +127,9 @@ def test_a_foreign_cache_file_is_data_never_code(tmp_path: Path, fresh: Path, bu
     assert e_table.load_e_table(ws).from_cache  # replaced by a good one
 
 
-def test_measurement_conditions_are_read_once_per_content(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_measurement_conditions_are_read_once_per_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The ratios' comparability parses both logs: computed once per content of its inputs."""
     from cutile_workbench.services import history as history_service
 

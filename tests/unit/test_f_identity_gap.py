@@ -32,8 +32,10 @@ def test_kernel_stems_of_real_names() -> None:
     assert kernel_stem(record_kernel(cutile) or "") == "rms_norm_kernel_static_persistent"
     assert kernel_stem(record_kernel(triton) or "") == "rms_norm_kernel_static_persistent"
     assert kernel_stem("silu_and_mul_kernel_entry") == "silu_and_mul_kernel"
-    assert kernel_stem("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)") \
+    assert (
+        kernel_stem("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)")
         == "vectorized_elementwise_kernel"
+    )
 
 
 def test_variant_of_kernel_prefers_exact_then_longest_suffix() -> None:
@@ -44,15 +46,28 @@ def test_variant_of_kernel_prefers_exact_then_longest_suffix() -> None:
 
 
 def _ck(params: str, variant: str, cand: str, base: str) -> ConfigKernels:
-    return ConfigKernels(params, variant, cand, base, "kernel_times", variant_of_kernel(cand, KFN),
-                         variant_of_kernel(base, KFN))
+    return ConfigKernels(
+        params,
+        variant,
+        cand,
+        base,
+        "kernel_times",
+        variant_of_kernel(cand, KFN),
+        variant_of_kernel(base, KFN),
+    )
 
 
 def test_one_candidate_kernel_for_two_variants_is_a_wrong_dispatch() -> None:
     """SYNTHETIC: both variants' configs run the persistent cutile-rs entry; the references differ."""
-    entries = [_ck("a", "static_persistent", "static_persistent_matmul_kernel_entry",
-                   "_static_persistent_matmul_kernel_Kt1_A2f16_I256"),
-               _ck("b", "non_persistent", "static_persistent_matmul_kernel_entry", "_matmul_kernel_Kt1_A2f16_I128")]
+    entries = [
+        _ck(
+            "a",
+            "static_persistent",
+            "static_persistent_matmul_kernel_entry",
+            "_static_persistent_matmul_kernel_Kt1_A2f16_I256",
+        ),
+        _ck("b", "non_persistent", "static_persistent_matmul_kernel_entry", "_matmul_kernel_Kt1_A2f16_I128"),
+    ]
     (f,) = dispatch_findings(entries, ["perf_cutile_rs.txt"])
     assert f.kind == "dispatch" and f.fixable and f.confidence == "high"
     assert f.details["rule"] == "one_kernel_for_variants" and f.details["configs"] == ["a", "b"]
@@ -60,14 +75,23 @@ def test_one_candidate_kernel_for_two_variants_is_a_wrong_dispatch() -> None:
 
 
 def test_a_config_hitting_another_variants_kernel_is_a_wrong_dispatch() -> None:
-    entries = [_ck("a", "non_persistent", "static_persistent_matmul_kernel_entry", "_matmul_kernel_Kt1_A2f16")]
+    entries = [
+        _ck("a", "non_persistent", "static_persistent_matmul_kernel_entry", "_matmul_kernel_Kt1_A2f16")
+    ]
     (f,) = dispatch_findings(entries)
     assert f.details == {**f.details, "rule": "config_hits_other_variant", "ran_variant": "static_persistent"}
 
 
 def test_same_kernel_on_both_sides_or_shared_reference_kernel_is_no_finding() -> None:
-    ok = [_ck("a", "static_persistent", "static_persistent_matmul_kernel_entry", "_static_persistent_matmul_kernel"),
-          _ck("b", "non_persistent", "non_persistent_matmul_kernel_entry", "_matmul_kernel")]
+    ok = [
+        _ck(
+            "a",
+            "static_persistent",
+            "static_persistent_matmul_kernel_entry",
+            "_static_persistent_matmul_kernel",
+        ),
+        _ck("b", "non_persistent", "non_persistent_matmul_kernel_entry", "_matmul_kernel"),
+    ]
     assert dispatch_findings(ok) == []
     shared = [_ck("a", "v1", "k_entry", "ref_kernel"), _ck("b", "v2", "k_entry", "ref_kernel")]
     assert dispatch_findings(shared) == []
@@ -88,8 +112,18 @@ def test_gap_from_captures_real_noise_and_unresolved() -> None:
 
 
 def _row(ratio: float, ci: tuple[float, float] | None = None) -> RatioRow:
-    return RatioRow(FUNC, "p", None, "cutile", 0.1, 0.1 * ratio, ratio, "OK",
-                    ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None)
+    return RatioRow(
+        FUNC,
+        "p",
+        None,
+        "cutile",
+        0.1,
+        0.1 * ratio,
+        ratio,
+        "OK",
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+    )
 
 
 def test_gap_from_e_medians_uses_the_row_ci_then_rel_std() -> None:
@@ -99,7 +133,10 @@ def test_gap_from_e_medians_uses_the_row_ci_then_rel_std() -> None:
     loose = PhaseStats(median_ms=0.1, rel_std_pct=80.0, nrep=5)
     g = assess_gap(row=_row(1.2), one_launch_each=True, cand_stats=tight, base_stats=tight)
     assert g.status == "real" and g.ci is not None and "rel_std" in g.basis
-    assert assess_gap(row=_row(1.2), one_launch_each=True, cand_stats=loose, base_stats=loose).status == "unresolved"
+    assert (
+        assess_gap(row=_row(1.2), one_launch_each=True, cand_stats=loose, base_stats=loose).status
+        == "unresolved"
+    )
     point = assess_gap(row=_row(1.2), one_launch_each=True)
     assert point.status == "real" and point.ci is None and "point estimate" in point.reason
     lo, hi = interval_from_spread(1.0, tight, tight) or (0, 0)

@@ -42,14 +42,21 @@ H200 = gpu_facts({"versions": {"gpu": "NVIDIA H200"}})
 
 def test_parse_the_real_h200_capture_into_a_typed_result() -> None:
     """REAL: ncu on one call of TileGym's cutile-rs and cuTile silu_and_mul, 64x1024x4096 fp16."""
-    r = parse_ncu_csv((FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text(), backend="cutile-rs",
-                      params="64-1024-4096-torch.float16")
+    r = parse_ncu_csv(
+        (FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text(),
+        backend="cutile-rs",
+        params="64-1024-4096-torch.float16",
+    )
     assert r.kernel == "silu_and_mul_kernel_entry" and r.duration_ns == 382_720 and r.device == "NVIDIA H200"
     assert (r.dram_read_bytes, r.dram_write_bytes) == (1_073_767_936, 522_987_520)
     assert r.dram_gb_per_s == pytest.approx((1_073_767_936 + 522_987_520) / 382_720e-9 / 1e9)  # derived
     assert (r.dram_pct_of_peak, r.sm_throughput_pct, r.tensor_pipe_pct) == (86.71, 35.76, 1.61)
     assert (r.achieved_occupancy_pct, r.theoretical_occupancy_pct, r.registers_per_thread) == (21.37, 25, 104)
-    assert (r.spill_bytes, r.static_smem, r.dynamic_smem) == (0, 0, 0, )
+    assert (r.spill_bytes, r.static_smem, r.dynamic_smem) == (
+        0,
+        0,
+        0,
+    )
     assert r.spill_requests is None  # that session read instruction counts, not l1tex requests
     assert (r.grid, r.block) == ((65536, 1, 1), (128, 1, 1))
     assert r.metrics["launch__occupancy_limit_registers"] == 4  # 104 regs x 128 threads: 4 blocks/SM
@@ -60,7 +67,9 @@ def test_parse_the_real_h200_capture_into_a_typed_result() -> None:
     assert rows["duration"] == ("382.72 us", "397.73 us") and rows["DRAM % of peak"] == ("86.7 %", "83.5 %")
     compact = {m: (c, b) for m, c, b in side_by_side(r, ref, compact=True)}
     assert compact["time"] == ("382.72us", "397.73us") and compact["DRAM GB/s"] == ("4,172", "4,014")
-    assert max(len(m) + len(c) + len(b) for m, c, b in side_by_side(r, ref, compact=True)) <= 28  # 36-col panel
+    assert (
+        max(len(m) + len(c) + len(b) for m, c, b in side_by_side(r, ref, compact=True)) <= 28
+    )  # 36-col panel
 
 
 def test_log_lines_between_the_records_are_skipped() -> None:
@@ -69,16 +78,25 @@ def test_log_lines_between_the_records_are_skipped() -> None:
     lines = (FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text().splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith('"ID",'))
     noise = "[2026-12-01 09:22:55] [tilegym.backend.cutile_rs.autotuner] [INFO] [logger.py:195] best=..."
-    mixed = [*lines[:head + 1], noise, "==PROF== Disconnected from process 1180", lines[head + 1], "", noise,
-             lines[head + 2]]
+    mixed = [
+        *lines[: head + 1],
+        noise,
+        "==PROF== Disconnected from process 1180",
+        lines[head + 1],
+        "",
+        noise,
+        lines[head + 2],
+    ]
     assert parse_ncu_csv("\n".join(mixed)).duration_ns == 382_720
 
 
 def test_scaled_units_are_converted_to_base_units() -> None:
-    text = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-            '"Device","CC","gpu__time_duration.sum","dram__bytes_read.sum","dram__bytes_write.sum"\n'
-            '"","","","","","","","","","","","usecond","Mbyte","Kbyte"\n'
-            '"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","2.5","1.5","3"\n')
+    text = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+        '"Device","CC","gpu__time_duration.sum","dram__bytes_read.sum","dram__bytes_write.sum"\n'
+        '"","","","","","","","","","","","usecond","Mbyte","Kbyte"\n'
+        '"0","1","p","h","k","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","2.5","1.5","3"\n'
+    )
     r = parse_ncu_csv(text)
     assert r.duration_ns == pytest.approx(2500) and r.dram_read_bytes == pytest.approx(1.5e6)
     assert r.dram_bytes_per_s == pytest.approx((1.5e6 + 3e3) / 2.5e-6)  # derived when not measured
@@ -91,35 +109,50 @@ def test_bad_csv_is_refused_with_file_and_line() -> None:
         parse_ncu_csv("==ERROR== ERR_NVGPUCTRPERM - no permission\n", path="p.csv")
     good = (FIX / "ncu_silu_and_mul_cutile_rs.csv.log").read_text().splitlines()
     head = next(i for i, ln in enumerate(good) if ln.startswith('"ID",'))
-    broken = "\n".join(good[:head + 2]) + '\n"1","2"\n'
+    broken = "\n".join(good[: head + 2]) + '\n"1","2"\n'
     with pytest.raises(InputError) as exc:
         parse_ncu_csv(broken, path="p.csv")
     assert exc.value.line == head + 3
-    no_rows = "\n".join(good[head:head + 2])
+    no_rows = "\n".join(good[head : head + 2])
     with pytest.raises(InputError, match="no kernel row"):
         parse_ncu_csv(no_rows)
-    bad_number = "\n".join(good[:head + 2]) + "\n" + good[head + 2].replace('"382,720"', '"fast"')
+    bad_number = "\n".join(good[: head + 2]) + "\n" + good[head + 2].replace('"382,720"', '"fast"')
     with pytest.raises(InputError) as exc2:
         parse_ncu_csv(bad_number, path="p.csv")
     assert exc2.value.key == "gpu__time_duration.sum" and exc2.value.line == head + 3
 
 
 def test_probe_command_profiles_one_tuned_call() -> None:
-    spec = ProbeSpec("cutile-rs", "64-1024-4096-torch.float16",
-                     "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-64-1024-4096-torch.float16]",
-                     "silu_and_mul_kernel_entry", Path("/tg"), python="/venv/bin/python")
+    spec = ProbeSpec(
+        "cutile-rs",
+        "64-1024-4096-torch.float16",
+        "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-64-1024-4096-torch.float16]",
+        "silu_and_mul_kernel_entry",
+        Path("/tg"),
+        python="/venv/bin/python",
+    )
     argv, env = probe_command(spec, Path("/tmp/x.csv"))
     assert argv[0] == "ncu" and env["WORKBENCH_PROFILE_RANGE"] == "1" and env["CUPTI"] == "1"
     assert env["PYTHONPATH"].split(":")[0] == str(Path(__file__).resolve().parents[2])  # our plugin first
     joined = " ".join(argv)
-    for part in ("--profile-from-start off", "-k regex:^silu_and_mul_kernel_entry$", "-c 1", "--clock-control none",
-                 "--csv --page raw --print-units base", "--log-file /tmp/x.csv", "--kernel-name-base function",
-                 "--print-kernel-base function",
-                 "-m pytest -p no:cacheprovider --rootdir=/tg -p no:cutile_workbench -p cutile_workbench.run.plugins.perflog "
-                 "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-", "--workbench-harness"):
+    for part in (
+        "--profile-from-start off",
+        "-k regex:^silu_and_mul_kernel_entry$",
+        "-c 1",
+        "--clock-control none",
+        "--csv --page raw --print-units base",
+        "--log-file /tmp/x.csv",
+        "--kernel-name-base function",
+        "--print-kernel-base function",
+        "-m pytest -p no:cacheprovider --rootdir=/tg -p no:cutile_workbench -p cutile_workbench.run.plugins.perflog "
+        "tests/ops/test_silu_and_mul.py::Test_SiLUAndMul::test_perf[cutile_rs-",
+        "--workbench-harness",
+    ):
         assert part in joined, part
     assert argv[argv.index("--metrics") + 1] == ",".join(METRICS)
-    assert shell_line(spec, Path("/tmp/x.csv")).startswith("cd /tg && WORKBENCH_PROFILE_RANGE=1 CUPTI=1 PYTHONPATH=")
+    assert shell_line(spec, Path("/tmp/x.csv")).startswith(
+        "cd /tg && WORKBENCH_PROFILE_RANGE=1 CUPTI=1 PYTHONPATH="
+    )
 
 
 def test_probe_specs_come_from_the_recorded_captures() -> None:
@@ -131,12 +164,25 @@ def test_probe_specs_come_from_the_recorded_captures() -> None:
     inputs = collect_inputs(ws)
     assert inputs.table is not None
     row = max(inputs.table.matched, key=lambda r: r.ratio or 0)
-    specs = probe_specs(row, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
-                        candidate_record=None, baseline_record=None, cwd=PROFILES.parent)
+    specs = probe_specs(
+        row,
+        launch_sets=inputs.launch_sets,
+        candidate_backend=inputs.candidate_backend,
+        candidate_record=None,
+        baseline_record=None,
+        cwd=PROFILES.parent,
+    )
     assert [s.backend for s in specs] == ["cutile", "triton_tileir"]
-    assert specs[0].kernel_name.startswith("rms_norm_tile_kernel_Kt1_") and specs[1].kernel_name == "rms_norm_fwd_kernel"
-    assert specs[0].nodeid == f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[cutile-{row.params}]"
-    assert specs[1].nodeid == f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[triton-{row.params}]"
+    assert (
+        specs[0].kernel_name.startswith("rms_norm_tile_kernel_Kt1_")
+        and specs[1].kernel_name == "rms_norm_fwd_kernel"
+    )
+    assert (
+        specs[0].nodeid == f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[cutile-{row.params}]"
+    )
+    assert (
+        specs[1].nodeid == f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[triton-{row.params}]"
+    )
     assert kernel_name_base("_ZN2at6native18elementwise_kernelEv") == "mangled"
     assert kernel_name_base("void at::native::fill<float>(float*)") == "demangled"
 
@@ -174,9 +220,14 @@ def test_probe_end_to_end_on_the_gpu(tmp_path: Path) -> None:
     import sys
 
     repo = Path(__file__).parent.parent.parent
-    spec = ProbeSpec("triton", "4096-1024-torch.bfloat16",
-                     "profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[triton-4096-1024-torch.bfloat16]",
-                     "rms_norm_fwd_kernel", repo, python=sys.executable)
+    spec = ProbeSpec(
+        "triton",
+        "4096-1024-torch.bfloat16",
+        "profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf[triton-4096-1024-torch.bfloat16]",
+        "rms_norm_fwd_kernel",
+        repo,
+        python=sys.executable,
+    )
     paths = KernelPaths.under(tmp_path, "rms_norm")
     paths.root.mkdir()
     result, raw = run_probe(spec, paths, timeout_s=300)
@@ -190,12 +241,19 @@ def test_probe_end_to_end_on_the_gpu(tmp_path: Path) -> None:
 
 
 def test_work_models_per_family() -> None:
-    silu = work_model("silu_and_mul", {"batch_size": 64, "seq_len": 1024, "hidden_size": 4096, "dtype": "torch.float16"})
+    silu = work_model(
+        "silu_and_mul", {"batch_size": 64, "seq_len": 1024, "hidden_size": 4096, "dtype": "torch.float16"}
+    )
     assert silu is not None and silu.bytes == 64 * 1024 * 3 * 4096 * 2 and silu.bound == "memory"
     mm = work_model("matmul", {"m": 2048, "n": 2048, "k": 2048, "dtype": "float16"})
     assert mm is not None and mm.flops == 2 * 2048**3 and mm.bytes == 3 * 2048 * 2048 * 2
-    bmm = work_model("bmm", shape_of("2-2048-2048-2048-False-False-torch.float16", argnames=[
-        "q", "m", "n", "k", "transpose_a", "transpose_b", "dtype"]))
+    bmm = work_model(
+        "bmm",
+        shape_of(
+            "2-2048-2048-2048-False-False-torch.float16",
+            argnames=["q", "m", "n", "k", "transpose_a", "transpose_b", "dtype"],
+        ),
+    )
     assert bmm is not None and bmm.flops == 2 * 2 * 2048**3
     assert work_model("attention_sink", {"m": 1, "dtype": "float16"}) is None  # not well-defined here
     assert work_model("matmul", {"m": 2048, "n": 2048, "dtype": "float16"}) is None  # a dimension missing
@@ -203,7 +261,9 @@ def test_work_models_per_family() -> None:
 
 
 def test_sol_against_measured_peaks_only() -> None:
-    silu = work_model("silu_and_mul", {"batch_size": 64, "seq_len": 1024, "hidden_size": 4096, "dtype": "float16"})
+    silu = work_model(
+        "silu_and_mul", {"batch_size": 64, "seq_len": 1024, "hidden_size": 4096, "dtype": "float16"}
+    )
     assert silu is not None
     s = sol_for(silu, 0.38963, H200)  # gpu.md §6: cutile-rs median 389.63 us
     assert s is not None and s.bw_fraction == pytest.approx(silu.bytes / 389.63e-6 / 4.3e12)
@@ -238,8 +298,14 @@ def test_performance_md_gets_a_speed_of_light_section_without_a_second_validated
     md = next(f.content for f in plan.files if f.relpath == "reports/performance.md")
     assert md.count("\ngeomean_ratio=") == 1 and md.startswith("VERDICT: ")
     section = md.split("### Speed of light (achieved vs measured peak)\n", 1)[1]
-    assert "| 32768-4096-torch.bfloat16 | rms_norm (memory) | 3,141 GB/s | 73% | 4,062 GB/s | 94% | model |" in section
-    assert plan.ok and validate_agent_e(root / "rms_norm", {f.relpath: f.content for f in plan.files}).exit_code == 0
+    assert (
+        "| 32768-4096-torch.bfloat16 | rms_norm (memory) | 3,141 GB/s | 73% | 4,062 GB/s | 94% | model |"
+        in section
+    )
+    assert (
+        plan.ok
+        and validate_agent_e(root / "rms_norm", {f.relpath: f.content for f in plan.files}).exit_code == 0
+    )
     rows = sol_rows(plan_table(ws), "rms_norm", gpu_facts(ws.session_meta()), analysis=ws.analysis)
     text = render_sol_section(rows, H200)
     assert not any(ln.startswith(("geomean_ratio=", "VERDICT:")) for ln in text.splitlines())
@@ -264,7 +330,8 @@ def test_shapes_from_the_tilegym_test_files_parametrize_names() -> None:
     names = test_argnames(tg, [key, "tests/ops/test_missing.py::T::test_perf"])
     assert names == {key: ("batch_size", "seq_len", "hidden_size", "dtype")}
     ids = load_test_module(tg / "tests/ops/test_silu_and_mul.py", tg).derive_nodeids(
-        load_test_module(tg / "tests/ops/test_silu_and_mul.py", tg).find("Test_SiLUAndMul::test_perf"))
+        load_test_module(tg / "tests/ops/test_silu_and_mul.py", tg).find("Test_SiLUAndMul::test_perf")
+    )
     params = ids[0].split("[cutile-", 1)[1].rstrip("]")
     assert params == "64-1024-512-torch.float16"  # the id the argnames are zipped with
     model = work_model("silu_and_mul", shape_of("64-1024-4096-torch.float16", argnames=names[key]))

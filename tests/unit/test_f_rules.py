@@ -123,34 +123,59 @@ def _matmul_tree(tmp_path: Path, ratio: float, *, dispatch_bug: bool = False) ->
         d.mkdir(parents=True)
         shutil.copyfile(TG / side / "matmul.py", d / "matmul.py")
     func = "tests/ops/test_matmul.py::Test_Matmul::test_perf"
-    sp, np_ = "True-True-False-False-4096-4096-4096-0-0-torch.float16", "True-False-False-False-4096-4096-4096-0-0-torch.float16"
+    sp, np_ = (
+        "True-True-False-False-4096-4096-4096-0-0-torch.float16",
+        "True-False-False-False-4096-4096-4096-0-0-torch.float16",
+    )
     base_k = {sp: "_static_persistent_matmul_kernel_Kt1_A2f16_I256", np_: "_matmul_kernel_Kt1_A2f16_I128"}
-    cand_k = {sp: "static_persistent_matmul_kernel_entry",
-              np_: "static_persistent_matmul_kernel_entry" if dispatch_bug else "non_persistent_matmul_kernel_entry"}
+    cand_k = {
+        sp: "static_persistent_matmul_kernel_entry",
+        np_: "static_persistent_matmul_kernel_entry"
+        if dispatch_bug
+        else "non_persistent_matmul_kernel_entry",
+    }
 
     def st(ms: float, kernel: str) -> dict:
         s = B.stats(ms, samples=[ms * (1 + 0.0005 * (i % 9)) for i in range(60)])
         s["kernel_name"] = kernel
-        s["kernel_times"] = [{"name": kernel, "self_time_us": ms * 1000, "total_time_us": ms * 1000, "count": 1}]
+        s["kernel_times"] = [
+            {"name": kernel, "self_time_us": ms * 1000, "total_time_us": ms * 1000, "count": 1}
+        ]
         return s
 
     k = tmp_path / "out" / "matmul"
     (k / "reports" / "agent_logs").mkdir(parents=True)
     (k / "reports/agent_logs/perf_cutile_rs.full.txt").write_text(
-        B.perf_log("cutile-rs", [(p, st(0.25 * ratio, cand_k[p])) for p in (sp, np_)], func=func))
-    (k / "baseline_perf_cutile.txt").write_text(B.perf_log("cutile", [(p, st(0.25, base_k[p])) for p in (sp, np_)],
-                                                           func=func))
+        B.perf_log("cutile-rs", [(p, st(0.25 * ratio, cand_k[p])) for p in (sp, np_)], func=func)
+    )
+    (k / "baseline_perf_cutile.txt").write_text(
+        B.perf_log("cutile", [(p, st(0.25, base_k[p])) for p in (sp, np_)], func=func)
+    )
     (k / "reference").mkdir()
     import json
 
-    (k / "reference" / "analysis.json").write_text(json.dumps({
-        "kernel_name": "matmul", "launch_path": "autotune", "reference_backend": "cutile",
-        "kernel_variants": [
-            {"variant_name": "static_persistent", "kernel_function": "_static_persistent_matmul_kernel",
-             "reference_ir": "reference/reference_static_persistent.mlir"},
-            {"variant_name": "non_persistent", "kernel_function": "_matmul_kernel",
-             "reference_ir": "reference/reference_non_persistent.mlir"}],
-        "config_to_variant": {sp: "static_persistent", np_: "non_persistent"}}))
+    (k / "reference" / "analysis.json").write_text(
+        json.dumps(
+            {
+                "kernel_name": "matmul",
+                "launch_path": "autotune",
+                "reference_backend": "cutile",
+                "kernel_variants": [
+                    {
+                        "variant_name": "static_persistent",
+                        "kernel_function": "_static_persistent_matmul_kernel",
+                        "reference_ir": "reference/reference_static_persistent.mlir",
+                    },
+                    {
+                        "variant_name": "non_persistent",
+                        "kernel_function": "_matmul_kernel",
+                        "reference_ir": "reference/reference_non_persistent.mlir",
+                    },
+                ],
+                "config_to_variant": {sp: "static_persistent", np_: "non_persistent"},
+            }
+        )
+    )
     (k / "workbench").mkdir()
     (k / "workbench" / "session.json").write_text(json.dumps({"versions": {"gpu": "NVIDIA H200"}}))
     return k.parent, tg
@@ -166,7 +191,10 @@ def test_v3_missing_reference_config_with_a_real_gap_is_fixable(tmp_path: Path) 
     rep = render_investigation(inv, inputs)
     assert "Agent B/D (autotune search space" in rep and "tile_m=128 tile_n=128" in rep
     # the action names the config in the wrapper's own spelling, at the wrapper's config function
-    assert "_static_persistent_configs()" in rep and "`SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)`" in rep
+    assert (
+        "_static_persistent_configs()" in rep
+        and "`SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)`" in rep
+    )
     assert "sm_90" in rep and "## Config parity" in rep
 
 
@@ -176,12 +204,29 @@ def test_v3_gap_gated_findings_do_not_decide_within_noise(tmp_path: Path) -> Non
     assert [i.verdict for i in invs] == ["ALIGNED"]  # V2: nothing above the gate
     root2, tg2 = _matmul_tree(tmp_path / "b", 1.3)
     inputs = collect_inputs(open_workspace("matmul", out_root=root2, tilegym=tg2))
-    rows = [RatioRow(r.func_key, r.params, r.variant, r.baseline_backend, r.baseline_ms, r.baseline_ms * 1.3, 1.3, "OK",
-                     ci_low=1.0, ci_high=1.6) for r in inputs.table.matched]  # type: ignore[union-attr]
+    rows = [
+        RatioRow(
+            r.func_key,
+            r.params,
+            r.variant,
+            r.baseline_backend,
+            r.baseline_ms,
+            r.baseline_ms * 1.3,
+            1.3,
+            "OK",
+            ci_low=1.0,
+            ci_high=1.6,
+        )
+        for r in inputs.table.matched
+    ]  # type: ignore[union-attr]
     inputs.table = _table(rows)
     inputs.candidate_records = {}  # per-call medians only, with a wide interval
     (inv,) = diagnose(inputs)
-    gated = [f for f in inv.findings if f.details.get("rule") == "search_space" and "1 of the reference" in f.summary]
+    gated = [
+        f
+        for f in inv.findings
+        if f.details.get("rule") == "search_space" and "1 of the reference" in f.summary
+    ]
     assert gated and not gated[0].fixable and "not decisive" in gated[0].summary
     assert inv.verdict == "BLOCKED"
 
@@ -200,7 +245,9 @@ def test_v3_one_candidate_kernel_for_both_variants_is_a_wrong_dispatch(tmp_path:
 def test_v3_extra_launches_from_kernel_times_only(tmp_path: Path) -> None:
     """REAL logs of the recorded hot-path session without its captures: 3 vs 1 launches/iter."""
     k = tmp_path / "rms_norm_hotpath"
-    shutil.copytree(HERE.parent / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm_hotpath", k)
+    shutil.copytree(
+        HERE.parent / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm_hotpath", k
+    )
     shutil.rmtree(k / "workbench")
     inputs, invs = _diagnose(tmp_path, "rms_norm_hotpath")
     (inv,) = invs
@@ -217,8 +264,11 @@ def _set(backend: str, params: str, per_launch_us: list[float], **res: object) -
     calls, t = [], 0
     for i, us in enumerate(per_launch_us):
         d = int(us * 1000)
-        calls.append(CallCapture(i, backend, t, t + d + 500,
-                                 (Launch("kernel", f"{backend}_kernel", t, t + d, i, **res),)))  # type: ignore[arg-type]
+        calls.append(
+            CallCapture(
+                i, backend, t, t + d + 500, (Launch("kernel", f"{backend}_kernel", t, t + d, i, **res),)
+            )
+        )  # type: ignore[arg-type]
         t += d + 10_000
     return LaunchSet(f"f[{backend}-{params}]", backend, params, calls)
 
@@ -240,12 +290,25 @@ def test_v4_named_backend_limitation_needs_the_whole_evidence_chain() -> None:
     """SYNTHETIC: a real 1.3x gap with the same IR, the same resources and no autotuning anywhere."""
     text = (IR / "synthetic_softmax_cpp.mlir").read_text()
     rows = [RatioRow("f", "p", None, "triton", 0.050, 0.065, 1.3, "OK")]
-    res = {"grid": (132, 1, 1), "block": (256, 1, 1), "registers_per_thread": 64, "static_smem": 0, "dynamic_smem": 0}
+    res = {
+        "grid": (132, 1, 1),
+        "block": (256, 1, 1),
+        "registers_per_thread": 64,
+        "static_smem": 0,
+        "dynamic_smem": 0,
+    }
     base = [50.0 + (i % 5) * 0.1 for i in range(40)]
     sets = [_set("triton", "p", base, **res), _set("cutile", "p", [x * 1.3 for x in base], **res)]
     no_tuning = SearchSpaceAudit((9, 0), "test")
-    inp = FInputs("k", _table(rows), sets, ir_audits={None: audit_texts(text, text)}, candidate_backend="cutile",
-                  search_space=no_tuning, wrapper_read=True)
+    inp = FInputs(
+        "k",
+        _table(rows),
+        sets,
+        ir_audits={None: audit_texts(text, text)},
+        candidate_backend="cutile",
+        search_space=no_tuning,
+        wrapper_read=True,
+    )
     (inv,) = diagnose(inp)
     assert (inv.verdict, inv.details["rule"], inv.details["confidence"]) == ("ALIGNED", "V4", "medium")
     assert any(f.kind == "limitation" and "tileiras" in f.summary for f in inv.findings)
@@ -281,15 +344,24 @@ def test_v3_probe_spills_with_a_real_gap_are_fixable_without_captures(tmp_path: 
     root = _tilegym_pair(tmp_path, "plain")
     paths = KernelPaths.under(root, "rms_norm")
     clean = parse_ncu_csv((HERE / "fixtures" / "f" / "ncu_silu_and_mul_cutile.csv.log").read_text())
-    spilling = replace(clean, local_load_bytes=2_097_152.0, local_store_bytes=2_097_152.0,
-                       local_load_requests=65_536.0, local_store_requests=65_536.0, achieved_occupancy_pct=10.7)
+    spilling = replace(
+        clean,
+        local_load_bytes=2_097_152.0,
+        local_store_bytes=2_097_152.0,
+        local_load_requests=65_536.0,
+        local_store_requests=65_536.0,
+        achieved_occupancy_pct=10.7,
+    )
     save_probe(paths, replace(spilling, backend="triton", params=SLOW, csv="workbench/probes/triton.csv"))
     save_probe(paths, replace(clean, backend="cutile", params=SLOW, csv="workbench/probes/cutile.csv"))
     inputs, invs = _diagnose(root)
     (inv,) = invs
     res = next(f for f in inv.findings if f.kind == "resources")
     assert inv.verdict == "FIXABLE" and res.fixable and inv.details["rule"] == "V3"
-    assert "spills 4,194,304 B to local memory" in res.summary and "achieved occupancy 10.7% vs 21.9%" in res.summary
+    assert (
+        "spills 4,194,304 B to local memory" in res.summary
+        and "achieved occupancy 10.7% vs 21.9%" in res.summary
+    )
     assert "workbench/probes/triton.csv" in res.evidence
     rep = render_investigation(inv, inputs)
     assert f"## ncu probe (`{SLOW}`)" in rep and "| local-memory (spill) bytes | 4,194,304 B | 0 B |" in rep
@@ -300,8 +372,11 @@ def test_v2_does_not_hide_extra_launches_within_the_gate(tmp_path: Path) -> None
     k = tmp_path / "k"
     (k / "reports" / "agent_logs").mkdir(parents=True)
     (k / "reports/agent_logs/perf_cutile_rs.full.txt").write_text(
-        B.perf_log("cutile-rs", [("a-1", B.stats(0.0100, count=2)), ("b-2", B.stats(0.0200))]))
-    (k / "baseline_perf_cutile.txt").write_text(B.perf_log("cutile", [("a-1", B.stats(0.0101)), ("b-2", B.stats(0.0200))]))
+        B.perf_log("cutile-rs", [("a-1", B.stats(0.0100, count=2)), ("b-2", B.stats(0.0200))])
+    )
+    (k / "baseline_perf_cutile.txt").write_text(
+        B.perf_log("cutile", [("a-1", B.stats(0.0101)), ("b-2", B.stats(0.0200))])
+    )
     _inputs, invs = _diagnose(tmp_path, "k")
     assert [(i.scope, i.verdict) for i in invs] == [("a-1", "FIXABLE")]
     assert any(f.kind == "launch_count" and f.fixable for f in invs[0].findings)

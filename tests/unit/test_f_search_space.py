@@ -32,16 +32,34 @@ RS, REF = TG / "cutile_rs", TG / "cutile"
 
 def _variants(kernel: str) -> object:
     """SYNTHETIC analysis.json: the two structural variants with TileGym's real kernel function names."""
-    return parse_analysis({"kernel_name": kernel, "kernel_variants": [
-        {"variant_name": "static_persistent", "kernel_function": f"_static_persistent_{kernel}_kernel",
-         "reference_ir": "reference/reference_static_persistent.mlir"},
-        {"variant_name": "non_persistent", "kernel_function": f"_{kernel}_kernel",
-         "reference_ir": "reference/reference_non_persistent.mlir"}]})
+    return parse_analysis(
+        {
+            "kernel_name": kernel,
+            "kernel_variants": [
+                {
+                    "variant_name": "static_persistent",
+                    "kernel_function": f"_static_persistent_{kernel}_kernel",
+                    "reference_ir": "reference/reference_static_persistent.mlir",
+                },
+                {
+                    "variant_name": "non_persistent",
+                    "kernel_function": f"_{kernel}_kernel",
+                    "reference_ir": "reference/reference_non_persistent.mlir",
+                },
+            ],
+        }
+    )
 
 
 def _audit(kernel: str, analysis: object = None, cap: tuple[int, int] = (9, 0)):  # type: ignore[no-untyped-def]
-    return audit_search_space(candidate_wrapper=RS / f"{kernel}.py", reference_wrapper=REF / f"{kernel}.py",
-                              analysis=analysis, capability=cap, capability_source="test", kernel=kernel)
+    return audit_search_space(
+        candidate_wrapper=RS / f"{kernel}.py",
+        reference_wrapper=REF / f"{kernel}.py",
+        analysis=analysis,
+        capability=cap,
+        capability_source="test",
+        kernel=kernel,
+    )
 
 
 def test_static_evaluator_runs_config_generators_with_the_sessions_capability() -> None:
@@ -71,8 +89,11 @@ def test_cutile_rs_wrapper_configs_are_read_statically() -> None:
     sp = by_fn["_static_persistent_configs"]
     assert len(sp.configs) == 4 and sp.knobs == {"tile_m", "tile_n", "tile_k", "num_ctas", "occupancy"}
     assert sp.constants["group_size_m"] == 8  # _GROUP_SIZE_M = 8, a module constant
-    first = next(i for i, ln in enumerate((RS / "matmul.py").read_text().splitlines(), 1)
-                 if "SimpleNamespace(BM=128, BN=512" in ln)
+    first = next(
+        i
+        for i, ln in enumerate((RS / "matmul.py").read_text().splitlines(), 1)
+        if "SimpleNamespace(BM=128, BN=512" in ln
+    )
     assert sp.configs[0].where.endswith(f"matmul.py:{first}")  # each config cites its source line
     silu, _ = wrapper_spaces(RS / "silu_and_mul.py")
     assert [c.knobs for c in silu[0].configs] == [(("num_ctas", AUTO), ("occupancy", AUTO))]
@@ -83,7 +104,8 @@ def test_reference_spaces_pair_each_generator_with_its_kernel() -> None:
     assert notes == []
     assert {(s.function, s.kernel, len(s.configs)) for s in spaces} == {
         ("_matmul_autotune_configs", "_matmul_kernel", 4),
-        ("_static_persistent_matmul_autotune_configs", "_static_persistent_matmul_kernel", 5)}
+        ("_static_persistent_matmul_autotune_configs", "_static_persistent_matmul_kernel", 5),
+    }
 
 
 def test_matmul_sm90_static_persistent_lacks_the_small_tile_config() -> None:
@@ -91,7 +113,8 @@ def test_matmul_sm90_static_persistent_lacks_the_small_tile_config() -> None:
     comps = {c.variant: c for c in audit.comparisons}
     sp, np_ = comps["static_persistent"], comps["non_persistent"]
     assert [m.label for m in sp.missing] == [
-        "group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128"]
+        "group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128"
+    ]
     assert sp.fixed_knobs["group_size_m"].startswith("reference 8, candidate constant 8")
     assert "latency" not in sp.absent_knobs  # LOAD_LATENCY=-1 everywhere: compiler-inferred on both sides
     assert np_.covers_reference and np_.missing == ()
@@ -121,13 +144,35 @@ def test_without_analysis_variants_spaces_pair_by_name() -> None:
 
 def test_best_config_from_analysis_is_checked_against_the_wrapper() -> None:
     """SYNTHETIC analysis.json: best_config of the static_persistent variant = the config the wrapper lacks."""
-    a = parse_analysis({"kernel_name": "matmul", "kernel_variants": [
-        {"variant_name": "static_persistent", "kernel_function": "_static_persistent_matmul_kernel", "reference_ir": "x"},
-        {"variant_name": "non_persistent", "kernel_function": "_matmul_kernel", "reference_ir": "y"}],
-        "best_config": {"static_persistent": {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 64,
-                                              "num_ctas": 1, "occupancy": 1},
-                        "non_persistent": {"TILE_SIZE_M": 256, "TILE_SIZE_N": 256, "TILE_SIZE_K": 64,
-                                           "num_ctas": 2, "occupancy": 1}}})
+    a = parse_analysis(
+        {
+            "kernel_name": "matmul",
+            "kernel_variants": [
+                {
+                    "variant_name": "static_persistent",
+                    "kernel_function": "_static_persistent_matmul_kernel",
+                    "reference_ir": "x",
+                },
+                {"variant_name": "non_persistent", "kernel_function": "_matmul_kernel", "reference_ir": "y"},
+            ],
+            "best_config": {
+                "static_persistent": {
+                    "TILE_SIZE_M": 128,
+                    "TILE_SIZE_N": 128,
+                    "TILE_SIZE_K": 64,
+                    "num_ctas": 1,
+                    "occupancy": 1,
+                },
+                "non_persistent": {
+                    "TILE_SIZE_M": 256,
+                    "TILE_SIZE_N": 256,
+                    "TILE_SIZE_K": 64,
+                    "num_ctas": 2,
+                    "occupancy": 1,
+                },
+            },
+        }
+    )
     audit = _audit("matmul", a)
     comps = {c.variant: c for c in audit.comparisons}
     assert comps["static_persistent"].best_present is False and comps["non_persistent"].best_present is True
@@ -137,10 +182,19 @@ def test_best_config_from_analysis_is_checked_against_the_wrapper() -> None:
 
 def test_analysis_configs_win_over_the_reference_wrapper() -> None:
     """SYNTHETIC analysis.json listing a latency knob the cutile-rs wrapper cannot tune."""
-    a = parse_analysis({"kernel_name": "silu_and_mul", "autotune_configs": [
-        {"OCCUPANCY": 1, "num_stages": 2}, {"OCCUPANCY": 2, "num_stages": 3}]})
-    audit = audit_search_space(candidate_wrapper=RS / "silu_and_mul.py", reference_wrapper=None, analysis=a,
-                               capability=(9, 0), capability_source="test")
+    a = parse_analysis(
+        {
+            "kernel_name": "silu_and_mul",
+            "autotune_configs": [{"OCCUPANCY": 1, "num_stages": 2}, {"OCCUPANCY": 2, "num_stages": 3}],
+        }
+    )
+    audit = audit_search_space(
+        candidate_wrapper=RS / "silu_and_mul.py",
+        reference_wrapper=None,
+        analysis=a,
+        capability=(9, 0),
+        capability_source="test",
+    )
     (comp,) = audit.comparisons
     assert comp.reference.origin == "reference/analysis.json autotune_configs"
     assert dict(comp.absent_knobs) == {"latency": (2, 3)} and len(comp.missing) == 2
@@ -150,7 +204,10 @@ def test_knob_spellings_and_auto_values() -> None:
     assert {canonical_knob(n) for n in ("BM", "TILE_M", "TILE_SIZE_M", "_BLOCK_M")} == {"tile_m"}
     assert {canonical_knob(n) for n in ("NUM_CTAS", "NUM_CTA_IN_CGA", "num_ctas")} == {"num_ctas"}
     assert canonical_knob("LOAD_LATENCY") == canonical_knob("num_stages") == "latency"
-    assert TuneConfig.of({"OCCUPANCY": None, "NUM_CTA_IN_CGA": -1}).knobs == (("num_ctas", AUTO), ("occupancy", AUTO))
+    assert TuneConfig.of({"OCCUPANCY": None, "NUM_CTA_IN_CGA": -1}).knobs == (
+        ("num_ctas", AUTO),
+        ("occupancy", AUTO),
+    )
     cand = ConfigSpace("c", (TuneConfig.of({"BM": 128, "NUM_CTAS": 2}),))
     ref = ConfigSpace("r", (TuneConfig.of({"TILE_SIZE_M": 128, "num_ctas": 2}),))
     assert compare_spaces(cand, ref, None).covers_reference

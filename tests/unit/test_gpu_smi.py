@@ -12,8 +12,10 @@ from scaleout_helpers import fake_nvidia_smi
 
 from cutile_workbench.gpu.smi import query_gpu, run_nvidia_smi
 
-GPUS = ("0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200\n"
-        "1, GPU-1b1b1b1b-1111-1111-1111-111111111111, NVIDIA A100-SXM4-80GB, 8.0")
+GPUS = (
+    "0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200\n"
+    "1, GPU-1b1b1b1b-1111-1111-1111-111111111111, NVIDIA A100-SXM4-80GB, 8.0"
+)
 
 
 def test_query_rows_and_a_selected_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -30,7 +32,9 @@ def test_no_nvidia_smi_is_an_answer_not_an_error(tmp_path: Path, monkeypatch: py
     assert proc is None and why == "nvidia-smi not found"
 
 
-def test_the_runner_and_the_shard_devices_ask_through_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_runner_and_the_shard_devices_ask_through_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from cutile_workbench.run import runner
     from cutile_workbench.run.scaleout import devices
 
@@ -38,12 +42,17 @@ def test_the_runner_and_the_shard_devices_ask_through_it(tmp_path: Path, monkeyp
     asked: list[str] = []
     real = query_gpu
 
-    def spy(fields: str, extra: list[str] | tuple[str, ...] = (), *, timeout_s: float = 30.0) -> list[str] | None:
+    def spy(
+        fields: str, extra: list[str] | tuple[str, ...] = (), *, timeout_s: float = 30.0
+    ) -> list[str] | None:
         asked.append(fields)
         return real(fields, extra, timeout_s=timeout_s)
 
     monkeypatch.setattr(runner, "query_gpu", spy)
     monkeypatch.setattr(devices, "query_gpu", spy)
-    assert runner.gpu_query("compute_cap", {"CUDA_VISIBLE_DEVICES": "GPU-1b1b1b1b-1111-1111-1111-111111111111"}) == "8.0"
+    assert (
+        runner.gpu_query("compute_cap", {"CUDA_VISIBLE_DEVICES": "GPU-1b1b1b1b-1111-1111-1111-111111111111"})
+        == "8.0"
+    )
     assert [g.name for g in devices.nvidia_smi_gpus()] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB"]
     assert asked == ["compute_cap", "index,uuid,name"]

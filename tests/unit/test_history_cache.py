@@ -57,7 +57,9 @@ def test_another_policy_or_a_corrupt_entry_is_recomputed(tmp_path: Path, counted
         con.execute("UPDATE comparisons SET flag_json = '{\"change\": 1}'")
     con.close()
     again = _load(paths)
-    assert len(counted) == 3 * pairs and [s.changes for s in again.series] == [s.changes for s in first.series]
+    assert len(counted) == 3 * pairs and [s.changes for s in again.series] == [
+        s.changes for s in first.series
+    ]
 
 
 def test_flag_json_round_trip(tmp_path: Path) -> None:
@@ -73,12 +75,19 @@ def test_the_key_names_every_field_of_both_results() -> None:
     from cutile_workbench.history.entries import ConfigResult
     from cutile_workbench.history.regress import comparison_key
 
-    a = ConfigResult("t::T::test_perf", "p", "cutile-rs", "forward", "t::T::test_perf[x]", 1.0, (1.0, 1.1, 0.9))
-    b = ConfigResult("t::T::test_perf", "p", "cutile-rs", "forward", "t::T::test_perf[x]", 1.0, (1.0, 1.1, 0.9))
+    a = ConfigResult(
+        "t::T::test_perf", "p", "cutile-rs", "forward", "t::T::test_perf[x]", 1.0, (1.0, 1.1, 0.9)
+    )
+    b = ConfigResult(
+        "t::T::test_perf", "p", "cutile-rs", "forward", "t::T::test_perf[x]", 1.0, (1.0, 1.1, 0.9)
+    )
     assert comparison_key(a, b) == comparison_key(a, b, digests={})
-    for changed in (ConfigResult(*[*list(b.__dict__.values())[:6], (1.0, 1.1, 0.91)]),
-                    ConfigResult(*list(b.__dict__.values())[:7], launches_per_call=2)):
+    for changed in (
+        ConfigResult(*[*list(b.__dict__.values())[:6], (1.0, 1.1, 0.91)]),
+        ConfigResult(*list(b.__dict__.values())[:7], launches_per_call=2),
+    ):
         assert comparison_key(a, changed) != comparison_key(a, b)
-    assert comparison_key(a, b) != comparison_key(b, a.__class__(*[*list(a.__dict__.values())[:5], 1.01,
-                                                                    a.samples_ms]))
+    assert comparison_key(a, b) != comparison_key(
+        b, a.__class__(*[*list(a.__dict__.values())[:5], 1.01, a.samples_ms])
+    )
     assert comparison_key(a, b, RegressionPolicy(min_effect=0.05)) != comparison_key(a, b)

@@ -39,7 +39,9 @@ from cutile_workbench.services import stage_e
 from cutile_workbench.services.history import _short_flag, kernel_history, ratio_comparability
 
 H200 = ROOT / "tests" / "fixtures" / "tilegym_h200"
-RECORDED_KERNELS = sorted({p.parent.parent.name for p in ROOT.glob("cutile_workbench/profiles/*/session/*/workbench/session.json")})
+RECORDED_KERNELS = sorted(
+    {p.parent.parent.name for p in ROOT.glob("cutile_workbench/profiles/*/session/*/workbench/session.json")}
+)
 
 
 def files(root: Path) -> dict[str, int]:
@@ -47,9 +49,19 @@ def files(root: Path) -> dict[str, int]:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in __import__("os").environ.items() if k not in ("CUTILE_KERNEL_OUT_ROOT", "TILEGYM_PATH")}
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args], capture_output=True, text=True, check=False,
-                          timeout=120, env=env)
+    env = {
+        k: v
+        for k, v in __import__("os").environ.items()
+        if k not in ("CUTILE_KERNEL_OUT_ROOT", "TILEGYM_PATH")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=env,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -61,7 +73,9 @@ def _no_env_out_root(monkeypatch: pytest.MonkeyPatch) -> None:
 # --------------------------------------------------------------------------- the history command
 
 
-def test_history_of_the_embedded_default_is_the_recorded_cutile_rs_session(capsys: pytest.CaptureFixture[str]):
+def test_history_of_the_embedded_default_is_the_recorded_cutile_rs_session(
+    capsys: pytest.CaptureFixture[str],
+):
     """REAL: `cutile-workbench history matmul` with no out root imports the shipped session in memory."""
     before = files(RECORDED_TILEGYM)
     assert main(["history", "matmul"]) == 0
@@ -73,7 +87,7 @@ def test_history_of_the_embedded_default_is_the_recorded_cutile_rs_session(capsy
     assert "56cb411a  2026-12-01 09:20  candidate        NVIDIA H200  580.159.04  workbench" in out
     assert "8277b280  2026-12-01 09:21  baseline_cutile  NVIDIA H200  580.159.04  workbench" in out
     # per config, the candidate first; the recorded medians and how many raw samples each kept
-    block = out[out.index(SP_2048):]
+    block = out[out.index(SP_2048) :]
     assert block.index("cutile-rs") < block.index("cutile ")
     assert "0.049089   371  (first run)" in block and "0.024064   921  (first run)" in block
     assert "never on a bare percentage" in out
@@ -87,7 +101,9 @@ def test_every_recorded_session_becomes_history_with_its_gpu(kernel: str):
     assert not history.persisted and history.store == ":memory:" and history.runs and history.series
     assert all(r.gpu == "NVIDIA H200" and r.driver == "580.159.04" for r in history.runs)
     assert all(r.when_text.startswith("2026-") for r in history.runs)
-    assert all(p.n_samples > 1 for s in history.series for p in s.points)  # the workbench harness keeps samples
+    assert all(
+        p.n_samples > 1 for s in history.series for p in s.points
+    )  # the workbench harness keeps samples
     assert {s.params for s in history.series} >= {r.params for r in stage_e.ratio_table(ws).rows}
 
 
@@ -98,7 +114,10 @@ def test_unknown_config_or_backend_exits_2_naming_what_there_is():
     assert "True-True-False-False-4096-4096-4096-0-0-torch.float16" in bad.stderr
     assert "cutile_workbench/profiles/tilegym/session/matmul" in bad.stderr  # not ":memory:"
     bad = run_cli("history", "matmul", "-b", "triton")
-    assert bad.returncode == 2 and "no runs of backend 'triton' in the history (backends: cutile, cutile-rs)" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and "no runs of backend 'triton' in the history (backends: cutile, cutile-rs)" in bad.stderr
+    )
     assert run_cli("history", "nosuchkernel").returncode == 2
 
 
@@ -113,8 +132,9 @@ def test_one_config_and_one_backend(capsys: pytest.CaptureFixture[str]):
     assert [s["backend"] for s in doc["series"]] == ["cutile"] and doc["persisted"] is False
 
 
-def test_out_root_history_is_stored_once_and_reimported_idempotently(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]):
+def test_out_root_history_is_stored_once_and_reimported_idempotently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """REAL: the first `history` on an out root creates its store; the second imports nothing new."""
     copy_matmul(tmp_path)
     assert main(["history", "matmul", "--out-root", str(tmp_path), "--json"]) == 0
@@ -128,17 +148,19 @@ def test_out_root_history_is_stored_once_and_reimported_idempotently(tmp_path: P
     assert f"store {store}" in capsys.readouterr().out
 
 
-def test_flags_between_runs_with_p_ci_and_condition_changes(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_flags_between_runs_with_p_ci_and_condition_changes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """SYNTHETIC follow-ups of the REAL matmul run (history_helpers): a 0.80x fix, then 1.12x back after a
     driver update on a power-capped GPU; the other configs resampled unchanged."""
     matmul_with_followups(tmp_path)
     assert main(["history", "matmul", "--out-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    sp = out[out.index(SP_2048):].split("\n\n")[0]
+    sp = out[out.index(SP_2048) :].split("\n\n")[0]
     assert "- improvement ×0.801 99% CI [0.799, 0.802] p=" in sp
     regression = next(ln for ln in sp.splitlines() if "+ regression" in ln)
     assert "+ regression ×1.120 99% CI [1.118, 1.121] p=" in regression and regression.endswith(" ⚠")
-    np = out[out.index(NP_4096):].split("\n\n")[0]
+    np = out[out.index(NP_4096) :].split("\n\n")[0]
     assert np.count("= same ×") == 2 and "regression" not in np and "improvement" not in np
     # the conditions behind the ⚠, once per pair of runs
     assert out.count("⚠ run ") == 1
@@ -146,7 +168,7 @@ def test_flags_between_runs_with_p_ci_and_condition_changes(tmp_path: Path, caps
     assert "driver: newer run 590.44.01 vs older run 580.159.04" in line
     # the power cap is no flag of its own (issue 18): the lower clock it caused is, and the runs table names the cap
     assert "throttling" not in line and "SM clock: newer run 1755 MHz" in line
-    assert "sw_power_cap@end" in out[out.index("runs:"):]
+    assert "sw_power_cap@end" in out[out.index("runs:") :]
     assert "1980/3201 → 1755/3201 MHz    sw_power_cap@end" in out  # the runs table
     # the machine forms carry the same decisions
     assert main(["history", "matmul", "--out-root", str(tmp_path), "--config", SP_2048, "--json"]) == 0
@@ -159,8 +181,9 @@ def test_flags_between_runs_with_p_ci_and_condition_changes(tmp_path: Path, caps
     assert len(rows) == 6 * 3 and {r["change"] for r in rows} == {"", "same", "improvement", "regression"}
 
 
-def test_median_only_runs_are_inconclusive_and_the_harness_change_is_named(tmp_path: Path,
-                                                                           capsys: pytest.CaptureFixture[str]):
+def test_median_only_runs_are_inconclusive_and_the_harness_change_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """REAL: TileGym's harness (medians only), then ours on the same configs: never decided on the ratio."""
     kdir = tmp_path / "rms_norm"
     kdir.mkdir()
@@ -172,7 +195,10 @@ def test_median_only_runs_are_inconclusive_and_the_harness_change_is_named(tmp_p
         shutil.copy(H200 / "harness" / name, kdir / name)
     assert main(["history", "rms_norm", "--out-root", str(tmp_path), "-b", "cutile"]) == 0
     out = capsys.readouterr().out
-    assert out.count("~ inconclusive ×") == 5 and out.count("(no raw samples in the older run (median only)) ⚠") == 5
+    assert (
+        out.count("~ inconclusive ×") == 5
+        and out.count("(no raw samples in the older run (median only)) ⚠") == 5
+    )
     tables = out.split("\nvs previous run:")[0]  # the legend names every flag
     assert "+ regression" not in tables and "- improvement" not in tables and "= same" not in tables
     assert "harness: newer run workbench vs older run tilegym" in out
@@ -196,8 +222,18 @@ def _provenance_events(kdir: Path, **by_role: object) -> None:
     with open(ev, "a", encoding="utf-8") as fh:
         for role, prov in by_role.items():
             for phase in ("start", "finish"):
-                fh.write(json.dumps({"event": "provenance", "ts": 1.0, "phase": phase, "role": role,
-                                     "provenance": prov.to_dict()}) + "\n")  # type: ignore[attr-defined]
+                fh.write(
+                    json.dumps(
+                        {
+                            "event": "provenance",
+                            "ts": 1.0,
+                            "phase": phase,
+                            "role": role,
+                            "provenance": prov.to_dict(),
+                        }
+                    )
+                    + "\n"
+                )  # type: ignore[attr-defined]
 
 
 def test_table_says_comparability_is_unknown_for_the_recorded_session(capsys: pytest.CaptureFixture[str]):
@@ -212,7 +248,9 @@ def test_table_says_comparability_is_unknown_for_the_recorded_session(capsys: py
     assert {r["conditions"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))} == {"unknown"}
 
 
-def test_table_flags_a_baseline_measured_on_another_driver(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_table_flags_a_baseline_measured_on_another_driver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """SYNTHETIC edit of the REAL session: session.json says the cuTile baseline ran on driver 575.51.03."""
     paths = copy_matmul(tmp_path)
     meta = json.loads(paths.session_json.read_text())
@@ -220,15 +258,21 @@ def test_table_flags_a_baseline_measured_on_another_driver(tmp_path: Path, capsy
     paths.session_json.write_text(json.dumps(meta))
     assert main(["table", "matmul", "--out-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "conditions: ⚠ baseline cutile measured on another driver (575.51.03 vs candidate 580.159.04)\n" in out
+    assert (
+        "conditions: ⚠ baseline cutile measured on another driver (575.51.03 vs candidate 580.159.04)\n"
+        in out
+    )
     assert "NOT COMPARABLE: driver: candidate 580.159.04 vs baseline cutile 575.51.03" in out
     assert main(["table", "matmul", "--out-root", str(tmp_path), "--csv"]) == 0
-    assert {r["conditions"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))} == {"not_comparable"}
+    assert {r["conditions"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))} == {
+        "not_comparable"
+    }
     assert not (paths.workbench_dir / HISTORY_FILE).exists()  # `table` reads conditions, imports nothing
 
 
-def test_table_says_nothing_when_comparable_and_flags_throttling(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]):
+def test_table_says_nothing_when_comparable_and_flags_throttling(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """SYNTHETIC provenance events (NVML facts written by hand) on a copy of the REAL session."""
     paths = copy_matmul(tmp_path)
     at = utc("2026-12-01 09:20")
@@ -238,21 +282,31 @@ def test_table_says_nothing_when_comparable_and_flags_throttling(tmp_path: Path,
     ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
     comp = ratio_comparability(ws, stage_e.ratio_table(ws))
     assert comp.state == "comparable" and comp.short == ""
-    assert "same GPU model (NVIDIA H200), driver (580.159.04), MIG mode (disabled), no throttling" in comp.lines[0]
+    assert (
+        "same GPU model (NVIDIA H200), driver (580.159.04), MIG mode (disabled), no throttling"
+        in comp.lines[0]
+    )
     # the baseline hit the power cap at the same end clocks (1980 MHz): comparable, the cap named as a note
     shutil.rmtree(tmp_path / "matmul")
     paths = copy_matmul(tmp_path)
-    _provenance_events(paths.root, candidate=provenance(at),
-                       baseline_cutile=provenance(at + 60, throttle=("sw_power_cap",)))
+    _provenance_events(
+        paths.root, candidate=provenance(at), baseline_cutile=provenance(at + 60, throttle=("sw_power_cap",))
+    )
     ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
     comp = ratio_comparability(ws, stage_e.ratio_table(ws))
     assert comp.state == "comparable", comp.short
-    assert "throttling during the baseline cutile run: sw_power_cap@end (0.0% of the run)" in comp.baselines[0].notes
+    assert (
+        "throttling during the baseline cutile run: sw_power_cap@end (0.0% of the run)"
+        in comp.baselines[0].notes
+    )
     # ... and at lower clocks: flagged by the clocks, both values named
     shutil.rmtree(tmp_path / "matmul")
     paths = copy_matmul(tmp_path)
-    _provenance_events(paths.root, candidate=provenance(at),
-                       baseline_cutile=provenance(at + 60, throttle=("sw_power_cap",), sm_end=1755))
+    _provenance_events(
+        paths.root,
+        candidate=provenance(at),
+        baseline_cutile=provenance(at + 60, throttle=("sw_power_cap",), sm_end=1755),
+    )
     ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
     comp = ratio_comparability(ws, stage_e.ratio_table(ws))
     assert comp.state == "not_comparable"
@@ -266,12 +320,15 @@ def test_scaleout_rows_measured_on_two_gpu_models_are_flagged(tmp_path: Path):
     nodeid = next(iter(meta["runs"]["candidate"]["outcomes"]))
     for role, gpu in (("candidate", "NVIDIA H200"), ("baseline_cutile", "NVIDIA H100 80GB HBM3")):
         base_id = nodeid.replace("[cutile_rs-", "[cutile-") if role != "candidate" else nodeid
-        meta["runs"][role]["measured_on"] = {base_id: {"shard": 0, "host": "n1", "gpu_name": gpu, "gpu_uuid": "GPU-x",
-                                                       "device": 0}}
+        meta["runs"][role]["measured_on"] = {
+            base_id: {"shard": 0, "host": "n1", "gpu_name": gpu, "gpu_uuid": "GPU-x", "device": 0}
+        }
     paths.session_json.write_text(json.dumps(meta))
     ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
     comp = ratio_comparability(ws, stage_e.ratio_table(ws))
-    assert comp.state == "not_comparable" and comp.short.startswith("⚠ 1 row(s): candidate and baseline measured")
+    assert comp.state == "not_comparable" and comp.short.startswith(
+        "⚠ 1 row(s): candidate and baseline measured"
+    )
     assert "candidate on NVIDIA H200, baseline_cutile on NVIDIA H100 80GB HBM3" in comp.lines[-1]
 
 
@@ -281,17 +338,24 @@ def test_short_flags_name_each_difference_with_both_values():
     gpu = base.gpu
     assert gpu is not None
     cases = {
-        "⚠ baseline cutile measured on another GPU model (NVIDIA H100 80GB HBM3 vs candidate NVIDIA H200)":
-            replace(base, gpu=replace(gpu, name="NVIDIA H100 80GB HBM3")),
-        "⚠ baseline cutile measured on another driver (575.51.03 vs candidate 580.159.04)":
-            replace(base, gpu=replace(gpu, driver_version="575.51.03")),
-        "⚠ baseline cutile measured with MIG enabled (candidate: disabled)": replace(base, gpu=replace(gpu, mig_mode="enabled")),
-        "⚠ baseline cutile measured at another SM clock (1500 MHz vs candidate 1980 MHz)":
-            provenance(1.0, sm_end=1500),
-        "⚠ baseline cutile measured by another harness (tilegym vs candidate workbench)":
-            replace(base, harness=replace(base.harness, name="tilegym")),  # type: ignore[type-var]
-        "⚠ baseline cutile measured with CUPTI=0 (candidate CUPTI=1)":
-            replace(base, harness=replace(base.harness, settings={**base.harness.settings, "CUPTI": "0"})),  # type: ignore[union-attr, type-var]
+        "⚠ baseline cutile measured on another GPU model (NVIDIA H100 80GB HBM3 vs candidate NVIDIA H200)": replace(
+            base, gpu=replace(gpu, name="NVIDIA H100 80GB HBM3")
+        ),
+        "⚠ baseline cutile measured on another driver (575.51.03 vs candidate 580.159.04)": replace(
+            base, gpu=replace(gpu, driver_version="575.51.03")
+        ),
+        "⚠ baseline cutile measured with MIG enabled (candidate: disabled)": replace(
+            base, gpu=replace(gpu, mig_mode="enabled")
+        ),
+        "⚠ baseline cutile measured at another SM clock (1500 MHz vs candidate 1980 MHz)": provenance(
+            1.0, sm_end=1500
+        ),
+        "⚠ baseline cutile measured by another harness (tilegym vs candidate workbench)": replace(
+            base, harness=replace(base.harness, name="tilegym")
+        ),  # type: ignore[type-var]
+        "⚠ baseline cutile measured with CUPTI=0 (candidate CUPTI=1)": replace(
+            base, harness=replace(base.harness, settings={**base.harness.settings, "CUPTI": "0"})
+        ),  # type: ignore[union-attr, type-var]
     }
     cand = replace(base, harness=replace(base.harness, settings={**base.harness.settings, "CUPTI": "1"}))  # type: ignore[union-attr, type-var]
     for expected, other in cases.items():

@@ -46,7 +46,10 @@ def test_recorded_session_imports_with_its_gpu_and_time():
     assert prov.harness is not None and prov.harness.name == "workbench"
     assert prov.harness.settings == {"WORKBENCH_SETTLE_US": "0"}
     # time of the run: its pytest session's session_start event (2026-11-29 16:44 UTC)
-    assert cutile.recorded_at == pytest.approx(1795970675.07, abs=0.01) and "session_start" in cutile.recorded_at_origin
+    assert (
+        cutile.recorded_at == pytest.approx(1795970675.07, abs=0.01)
+        and "session_start" in cutile.recorded_at_origin
+    )
     assert cutile.n_configs == 7
     again = import_kernel_dir(store, KernelPaths.under(RECORDED, "rms_norm"))
     assert again.added == () and len(again.known) == 3 and len(store.runs()) == 2
@@ -61,16 +64,28 @@ def test_tilegym_logs_without_session_json_use_the_header():
     assert prov.gpu is not None and prov.gpu.name == "NVIDIA H200" and prov.gpu.driver_version is None
     assert prov.origin["gpu_name"] == "log header (device = ...)"
     assert prov.harness is not None and prov.harness.name == "tilegym"
-    assert prov.harness.settings == {"CUDAGRAPH": "0", "CUPTI": "1", "INITIAL_REP": "5", "MIN_REP": "2",
-                                     "MODE": "auto", "REP": "50", "WARMUP": "100"}
+    assert prov.harness.settings == {
+        "CUDAGRAPH": "0",
+        "CUPTI": "1",
+        "INITIAL_REP": "5",
+        "MIN_REP": "2",
+        "MODE": "auto",
+        "REP": "50",
+        "WARMUP": "100",
+    }
     assert runs[0].recorded_at == 1795977391.0 and "zone unknown" in runs[0].recorded_at_origin  # 18:36:31
 
 
 def test_log_header_facts():
     text = (H200 / "harness" / "baseline_perf_cutile.txt").read_text()
     h = parse_log_header(text)
-    assert (h.python, h.pytest, h.rootdir, h.torch, h.device) == ("3.12.3", "9.1.1", "/tmp/tg/TileGym",
-                                                                  "2.11.0+cu130", "NVIDIA H200")
+    assert (h.python, h.pytest, h.rootdir, h.torch, h.device) == (
+        "3.12.3",
+        "9.1.1",
+        "/tmp/tg/TileGym",
+        "2.11.0+cu130",
+        "NVIDIA H200",
+    )
     assert h.settings["CUPTI"] == "1" and h.first_stamp is not None
 
 
@@ -112,8 +127,9 @@ def test_series_across_two_real_runs_flags_what_the_data_can_decide(tmp_path):
     assert flag.change == "inconclusive" and "no raw samples in the older run" in flag.reason
     assert flag.ratio == pytest.approx(0.278814 / 0.278654)
     # the two runs used different harnesses: named
-    assert not cond.comparable and any("harness: newer run workbench vs older run tilegym" in d.text
-                                       for d in cond.flags)
+    assert not cond.comparable and any(
+        "harness: newer run workbench vs older run tilegym" in d.text for d in cond.flags
+    )
     assert len(cut.trend) == 2
     doc = history_to_dict(hist)
     json.dumps(doc)  # plain JSON
@@ -136,7 +152,9 @@ def test_broken_events_file_is_a_note_not_a_failure(tmp_path):
     ev.write_text(ev.read_text() + "{not json\n" + '{"event": "x", "ts": 1}\n')
     store = HistoryStore.in_memory()
     report = import_kernel_dir(store, KernelPaths.under(tmp_path, "rms_norm"))
-    assert len(report.added) == 2 and any("events not used" in n and "events.jsonl" in n for n in report.notes)
+    assert len(report.added) == 2 and any(
+        "events not used" in n and "events.jsonl" in n for n in report.notes
+    )
     assert all(r.provenance.gpu_name == "NVIDIA H200" for r in store.runs())  # session.json still used
 
 
@@ -165,7 +183,11 @@ def test_runner_appends_one_entry_per_run_and_import_adds_nothing(tmp_path):
         assert prov.source == "live" and prov.host and prov.started_at and prov.finished_at
         assert prov.gpu is not None or prov.unknown["gpu"].startswith("unavailable: ")
         # the fixture suite replays TileGym-style records (no capture_source): named from the records
-        assert prov.harness is not None and prov.harness.name == "tilegym" and "capture_source" in prov.harness.detail
+        assert (
+            prov.harness is not None
+            and prov.harness.name == "tilegym"
+            and "capture_source" in prov.harness.detail
+        )
     write_results(result, spec, out)  # the same run laid out again: no second entry
     assert json.loads(out.session_json.read_text())["runs"]["candidate"]["history"]["added"] is False
     with HistoryStore.open(store_path) as store:

@@ -40,15 +40,38 @@ from cutile_workbench.history.provenance.gpu import (
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def snap(reasons: tuple[str, ...] | None = (), sm: int | None = 1980, power_v: int | None = 0,
-         thermal_v: int | None = 0) -> ClockSnapshot:
-    return ClockSnapshot(taken_at=1.0, sm_clock_mhz=sm, mem_clock_mhz=3201, graphics_clock_mhz=sm, max_sm_clock_mhz=1980,
-                         clock_event_reasons=reasons, temperature_c=40, power_w=120.0, power_limit_w=700.0, pstate=0,
-                         power_violation_ns=power_v, thermal_violation_ns=thermal_v)
+def snap(
+    reasons: tuple[str, ...] | None = (),
+    sm: int | None = 1980,
+    power_v: int | None = 0,
+    thermal_v: int | None = 0,
+) -> ClockSnapshot:
+    return ClockSnapshot(
+        taken_at=1.0,
+        sm_clock_mhz=sm,
+        mem_clock_mhz=3201,
+        graphics_clock_mhz=sm,
+        max_sm_clock_mhz=1980,
+        clock_event_reasons=reasons,
+        temperature_c=40,
+        power_w=120.0,
+        power_limit_w=700.0,
+        pstate=0,
+        power_violation_ns=power_v,
+        thermal_violation_ns=thermal_v,
+    )
 
 
-H200 = GpuIdentity(name="NVIDIA H200", uuid="GPU-1111", pci_bus_id="00000000:19:00.0", driver_version="580.159.04",
-                   cuda_driver_version="13.0", mig_mode="disabled", mig_pending="disabled", selected_by="test")
+H200 = GpuIdentity(
+    name="NVIDIA H200",
+    uuid="GPU-1111",
+    pci_bus_id="00000000:19:00.0",
+    driver_version="580.159.04",
+    cuda_driver_version="13.0",
+    mig_mode="disabled",
+    mig_pending="disabled",
+    selected_by="test",
+)
 
 
 # --------------------------------------------------------------------------- NVML
@@ -146,8 +169,11 @@ def test_static_facts_of_a_tilegym_tree(tmp_path):
     prov = collect_provenance("start", rootdir=tg / "tests", workbench_harness=True, env=env)
     assert prov.tilegym_dir == str(tg) and prov.tilegym_commit == "c" * 40
     assert prov.cutile_rs_lib_sha256 == hashlib.sha256(b"\x7fELF stand-in").hexdigest()
-    assert prov.harness == HarnessInfo("workbench", {"CUPTI": "1", "WARMUP": "100", "WORKBENCH_CUPTI_WINDOW": "session"},
-                                       prov.harness.detail if prov.harness else "")
+    assert prov.harness == HarnessInfo(
+        "workbench",
+        {"CUPTI": "1", "WARMUP": "100", "WORKBENCH_CUPTI_WINDOW": "session"},
+        prov.harness.detail if prov.harness else "",
+    )
     assert prov.workbench_version == cutile_workbench.__version__ and prov.host == socket.gethostname()
     assert prov.started_at is not None and "torch" in prov.unknown
     lib.unlink()
@@ -161,9 +187,18 @@ def test_static_facts_of_a_tilegym_tree(tmp_path):
 
 
 def test_round_trip_and_malformed_dicts():
-    prov = Provenance(source="live", gpu=H200, before=snap(("gpu_idle",)), after=snap(("sw_power_cap",)),
-                      harness=HarnessInfo("tilegym", {"CUPTI": "1"}), host="node7", started_at=10.0, finished_at=20.5,
-                      unknown={"torch": "not loaded"}, origin={"gpu": "nvml"})
+    prov = Provenance(
+        source="live",
+        gpu=H200,
+        before=snap(("gpu_idle",)),
+        after=snap(("sw_power_cap",)),
+        harness=HarnessInfo("tilegym", {"CUPTI": "1"}),
+        host="node7",
+        started_at=10.0,
+        finished_at=20.5,
+        unknown={"torch": "not loaded"},
+        origin={"gpu": "nvml"},
+    )
     assert provenance_from_dict(prov.to_dict()) == prov
     bad = prov.to_dict()
     bad["gpu"]["name"] = 3
@@ -185,22 +220,46 @@ def test_throttling_evidence():
 
 
 def test_events_merge_start_and_finish():
-    start = Provenance(source="live", gpu=H200, before=snap(), host="n1", started_at=1.0,
-                       unknown={"torch": "torch not imported yet", "after": "x"})
-    finish = Provenance(source="live", gpu=H200, after=snap(sm=1755), torch="2.11.0+cu130", torch_cuda="13.0",
-                        finished_at=9.0, unknown={})
-    evs = [Event("provenance", 1.0, {"phase": "start", "provenance": start.to_dict()}, 1),
-           Event("provenance", 9.0, {"phase": "finish", "provenance": finish.to_dict()}, 5)]
+    start = Provenance(
+        source="live",
+        gpu=H200,
+        before=snap(),
+        host="n1",
+        started_at=1.0,
+        unknown={"torch": "torch not imported yet", "after": "x"},
+    )
+    finish = Provenance(
+        source="live",
+        gpu=H200,
+        after=snap(sm=1755),
+        torch="2.11.0+cu130",
+        torch_cuda="13.0",
+        finished_at=9.0,
+        unknown={},
+    )
+    evs = [
+        Event("provenance", 1.0, {"phase": "start", "provenance": start.to_dict()}, 1),
+        Event("provenance", 9.0, {"phase": "finish", "provenance": finish.to_dict()}, 5),
+    ]
     merged = provenance_from_events(evs)
     assert merged is not None and merged.before == start.before and merged.after == finish.after
     assert merged.torch == "2.11.0+cu130" and merged.started_at == 1.0 and merged.finished_at == 9.0
     assert "torch" not in merged.unknown and "after" not in merged.unknown
     # the start snapshot was of another GPU than the one torch used: it is dropped, with the reason
     other = GpuIdentity(**{**H200.__dict__, "uuid": "GPU-2222"})
-    evs[1] = Event("provenance", 9.0, {"phase": "finish", "provenance":
-                                       Provenance(source="live", gpu=other, after=snap()).to_dict()}, 5)
+    evs[1] = Event(
+        "provenance",
+        9.0,
+        {"phase": "finish", "provenance": Provenance(source="live", gpu=other, after=snap()).to_dict()},
+        5,
+    )
     moved = provenance_from_events(evs)
-    assert moved is not None and moved.gpu == other and moved.before is None and "GPU-2222" in moved.unknown["before"]
+    assert (
+        moved is not None
+        and moved.gpu == other
+        and moved.before is None
+        and "GPU-2222" in moved.unknown["before"]
+    )
     assert provenance_from_events([Event("record", 1.0, {})]) is None
 
 
@@ -217,6 +276,10 @@ def test_plugin_emits_provenance_at_start_and_finish(monkeypatch):
     assert merged is not None and merged.source == "live" and merged.host == socket.gethostname()
     assert merged.harness is not None and merged.harness.settings["WORKBENCH_CUPTI_WINDOW"] == "session"
     assert merged.harness.settings["CUPTI"] == "1" and merged.harness.name == "unknown"
-    assert merged.started_at is not None and merged.finished_at is not None and merged.started_at <= merged.finished_at
+    assert (
+        merged.started_at is not None
+        and merged.finished_at is not None
+        and merged.started_at <= merged.finished_at
+    )
     if merged.gpu is None:  # no GPU here: the reason, never a made-up value
         assert merged.unknown["gpu"].startswith("unavailable: ")

@@ -24,13 +24,28 @@ from cutile_workbench.history.regress import (
 )
 from cutile_workbench.stages.e.stats import median_ratio_ci
 
-SESSION = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm"
+SESSION = (
+    Path(__file__).resolve().parents[2]
+    / "cutile_workbench"
+    / "profiles"
+    / "rms_norm"
+    / "session"
+    / "rms_norm"
+)
 
 
 def result(samples: list[float] | None, median: float | None = None, **kw: object) -> ConfigResult:
     med = median if median is not None else sorted(samples or [1.0])[(len(samples or [1.0]) - 1) // 2]
-    return ConfigResult("t.py::T::test_perf", "4096-1024", "cutile", "forward", "t.py::T::test_perf[x]", med,
-                        tuple(samples) if samples is not None else None, **kw)  # type: ignore[arg-type]
+    return ConfigResult(
+        "t.py::T::test_perf",
+        "4096-1024",
+        "cutile",
+        "forward",
+        "t.py::T::test_perf[x]",
+        med,
+        tuple(samples) if samples is not None else None,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def real_samples(log_name: str, params: str) -> tuple[float, ...]:
@@ -84,8 +99,13 @@ def test_matches_scipy_on_synthetic_series():
             x = [rng.gauss(1.0, 0.05) for _ in range(n1)]
             y = [rng.gauss(1.02, 0.05) for _ in range(n2)]
         ours = mann_whitney_u(x, y)
-        ref = stats.mannwhitneyu(x, y, alternative="two-sided", use_continuity=True,
-                                 method="exact" if ours.method == "exact" else "asymptotic")
+        ref = stats.mannwhitneyu(
+            x,
+            y,
+            alternative="two-sided",
+            use_continuity=True,
+            method="exact" if ours.method == "exact" else "asymptotic",
+        )
         assert ours.statistic == pytest.approx(float(ref.statistic))
         assert ours.p_value == pytest.approx(float(ref.pvalue), rel=1e-9, abs=1e-15)
 
@@ -106,7 +126,9 @@ def test_median_only_is_inconclusive_whatever_the_percentage():
 
 def test_too_few_samples_is_inconclusive():
     """SYNTHETIC: 6 vs 6 perfectly separated samples cannot reach p < 0.002."""
-    flag = compare_results(result([1.0, 1.01, 1.02, 1.03, 1.04, 1.05]), result([2.0, 2.1, 2.2, 2.3, 2.4, 2.5]))
+    flag = compare_results(
+        result([1.0, 1.01, 1.02, 1.03, 1.04, 1.05]), result([2.0, 2.1, 2.2, 2.3, 2.4, 2.5])
+    )
     assert flag.change == "inconclusive" and "cannot reach" in flag.reason
 
 
@@ -153,8 +175,10 @@ def test_false_regression_rate_under_the_null_is_small():
 
 
 def test_launch_and_kernel_changes_are_noted():
-    flag = compare_results(result(None, 1.0, launches_per_call=1, kernel_name="k1"),
-                           result(None, 1.2, launches_per_call=3, kernel_name="k2"))
+    flag = compare_results(
+        result(None, 1.0, launches_per_call=1, kernel_name="k1"),
+        result(None, 1.2, launches_per_call=3, kernel_name="k2"),
+    )
     assert "launches/call 1 → 3" in flag.notes and any("top kernel changed" in n for n in flag.notes)
 
 
@@ -168,7 +192,9 @@ def test_real_same_run_halves_are_same():
         half = len(samples) // 2
         flag = compare_results(result(samples[:half]), result(samples[half:]))
         assert flag.change == "same", (rec.params, flag.reason)
-        assert flag.test is not None and flag.test.method == "normal" and flag.test.ties  # quantised timestamps
+        assert (
+            flag.test is not None and flag.test.method == "normal" and flag.test.ties
+        )  # quantised timestamps
 
 
 def test_real_cutile_vs_triton_is_decided_on_the_samples():

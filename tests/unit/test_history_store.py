@@ -19,15 +19,35 @@ from cutile_workbench.history.entries import RunEntry, entry_from_log
 from cutile_workbench.history.provenance import HarnessInfo, Provenance
 from cutile_workbench.history.store import APPLICATION_ID, SCHEMA_VERSION, HistoryStore
 
-LOG = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm" / \
-    "baseline_perf_triton_tileir.txt"
+LOG = (
+    Path(__file__).resolve().parents[2]
+    / "cutile_workbench"
+    / "profiles"
+    / "rms_norm"
+    / "session"
+    / "rms_norm"
+    / "baseline_perf_triton_tileir.txt"
+)
 
 
 def real_entry(role: str = "baseline_triton_tileir") -> RunEntry:
-    prov = Provenance(source="imported", harness=HarnessInfo("workbench", {"WORKBENCH_SETTLE_US": "0"}),
-                      host="vm", started_at=1795970661.0, unknown={"gpu": "not recorded"})
-    entry = entry_from_log("rms_norm", role, parse_perf_log(LOG), prov, source="import", log_sha256="ab" * 32,
-                           recorded_at=1795970661.0, recorded_at_origin="test")
+    prov = Provenance(
+        source="imported",
+        harness=HarnessInfo("workbench", {"WORKBENCH_SETTLE_US": "0"}),
+        host="vm",
+        started_at=1795970661.0,
+        unknown={"gpu": "not recorded"},
+    )
+    entry = entry_from_log(
+        "rms_norm",
+        role,
+        parse_perf_log(LOG),
+        prov,
+        source="import",
+        log_sha256="ab" * 32,
+        recorded_at=1795970661.0,
+        recorded_at_origin="test",
+    )
     assert entry is not None
     return entry
 
@@ -49,8 +69,9 @@ def test_round_trip_keeps_every_number_and_the_provenance(tmp_path):
     assert stored == first and stored.samples_ms is not None and len(stored.samples_ms) == 200
     assert stored.capture_source == "cupti" and stored.launches_per_call == 1
     raw = sqlite3.connect(path)  # queryable with plain SQL, samples included (json_each)
-    n = raw.execute("SELECT COUNT(*) FROM configs c, json_each(c.samples_json) WHERE c.params = ?",
-                    (first.params,)).fetchone()[0]
+    n = raw.execute(
+        "SELECT COUNT(*) FROM configs c, json_each(c.samples_json) WHERE c.params = ?", (first.params,)
+    ).fetchone()[0]
     assert n == 200 and raw.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     raw.close()
 
@@ -104,7 +125,9 @@ def test_newer_schema_is_refused_for_reading_and_writing(tmp_path):
     conn.close()
     with pytest.raises(InputError) as err:
         HistoryStore.open(path)
-    assert "newer" in err.value.message and err.value.key == "schema_migrations" and str(path) in str(err.value)
+    assert (
+        "newer" in err.value.message and err.value.key == "schema_migrations" and str(path) in str(err.value)
+    )
 
 
 def test_locked_store_times_out_with_a_clear_error(tmp_path):

@@ -58,8 +58,9 @@ def tree(path: Path) -> list[str]:
 # ----------------------------------------------------------------- 1-5: writes that escape
 
 
-def test_1_backup_dir_symlinked_outside_is_refused(out_root: Path, tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_1_backup_dir_symlinked_outside_is_refused(
+    out_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     assert cli(capsys, "report", "e", KERNEL, "--out-root", str(out_root), "--yes")[0] == 0
@@ -73,8 +74,9 @@ def test_1_backup_dir_symlinked_outside_is_refused(out_root: Path, tmp_path: Pat
 
 
 @pytest.mark.parametrize("plant", ["store", "workbench_dir"])
-def test_2_history_store_symlinked_outside_is_refused(out_root: Path, tmp_path: Path, plant: str,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_2_history_store_symlinked_outside_is_refused(
+    out_root: Path, tmp_path: Path, plant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     kdir = out_root / KERNEL
@@ -92,9 +94,9 @@ def test_2_history_store_symlinked_outside_is_refused(out_root: Path, tmp_path: 
 
 
 @pytest.mark.parametrize("how", ["flag", "env", "symlink"])
-def test_3_history_never_writes_into_the_recorded_session(how: str, tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_3_history_never_writes_into_the_recorded_session(
+    how: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = RECORDED / KERNEL / "workbench" / "history.sqlite"
     assert not store.exists()
     root = str(RECORDED)
@@ -115,17 +117,29 @@ def test_3_history_never_writes_into_the_recorded_session(how: str, tmp_path: Pa
             Path(str(store) + suffix).unlink(missing_ok=True)
 
 
-def test_3_run_never_writes_into_the_recorded_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_3_run_never_writes_into_the_recorded_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The rule holds for every command: ``run`` named at a recorded session (here through a link) is refused."""
-    before = sorted(p.name for p in (ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm").rglob("*"))
+    before = sorted(
+        p.name
+        for p in (ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm").rglob("*")
+    )
     (tmp_path / "link").symlink_to(ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session")
     rc, text = cli(capsys, "run", "rms_norm", "--out-root", str(tmp_path / "link"), "--profile")
     assert rc == 2 and "read-only" in text, text
-    assert sorted(p.name for p in (ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm").rglob("*")) == before
+    assert (
+        sorted(
+            p.name
+            for p in (ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm").rglob("*")
+        )
+        == before
+    )
 
 
-def test_4_ir_index_entry_outside_the_kernel_dir_is_refused(out_root: Path, tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_4_ir_index_entry_outside_the_kernel_dir_is_refused(
+    out_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     kdir = out_root / KERNEL
     index_path = kdir / "workbench" / "ir" / "index.json"
     index = json.loads(index_path.read_text())
@@ -153,8 +167,9 @@ def test_4b_ir_index_absolute_and_symlinked_entries_are_refused(out_root: Path, 
         index_file(kdir, {"file": "workbench/ir/link.mlir"}, CONFIG, "candidate")
 
 
-def test_5_kernel_name_with_trailing_newline_is_refused(out_root: Path,
-                                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_5_kernel_name_with_trailing_newline_is_refused(
+    out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     shutil.copytree(out_root / KERNEL, out_root / "nl\n")
     rc, text = cli(capsys, "report", "e", "nl\n", "--out-root", str(out_root), "--yes")
     assert rc == 2 and "kernel" in text
@@ -162,18 +177,33 @@ def test_5_kernel_name_with_trailing_newline_is_refused(out_root: Path,
 
 
 @pytest.mark.parametrize("name", ["../elsewhere", "/abs/matmul"])
-def test_5_timeline_checks_the_kernel_name(name: str, out_root: Path, tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_5_timeline_checks_the_kernel_name(
+    name: str, out_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     target = tmp_path / "elsewhere"
     shutil.copytree(out_root / KERNEL, target)
     rc, text = cli(capsys, "timeline", name, "--config", CONFIG, "--out-root", str(out_root))
     assert rc == 2 and "kernel name" in text
 
 
-@pytest.mark.parametrize("argv", [["table"], ["report", "e"], ["report", "f"], ["diff"], ["timeline"],
-                                  ["history"], ["kselect"], ["check"], ["audit-wrapper"], ["probe"]])
-def test_5_overlong_kernel_name_is_a_clean_error(argv: list[str], out_root: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["table"],
+        ["report", "e"],
+        ["report", "f"],
+        ["diff"],
+        ["timeline"],
+        ["history"],
+        ["kselect"],
+        ["check"],
+        ["audit-wrapper"],
+        ["probe"],
+    ],
+)
+def test_5_overlong_kernel_name_is_a_clean_error(
+    argv: list[str], out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     name = "k" * 300
     extra = ["--config", CONFIG] if argv[0] in ("timeline", "probe") else []
     rc, text = cli(capsys, "--out-root", str(out_root), "--tilegym", str(out_root), *argv, name, *extra)
@@ -192,8 +222,15 @@ def _limit_memory() -> None:  # a regression must fail, not take the shared mach
 def _run_cli(args: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CUTILE_KERNEL_OUT_ROOT", "TILEGYM_PATH")}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.run([sys.executable, "-m", "cutile_workbench", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT, preexec_fn=_limit_memory)
+    return subprocess.run(
+        [sys.executable, "-m", "cutile_workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+        preexec_fn=_limit_memory,
+    )
 
 
 def test_6_fifo_at_the_ir_index_does_not_hang(out_root: Path) -> None:
@@ -238,7 +275,7 @@ def test_7_deeply_nested_keymap_is_a_notification(tmp_path: Path) -> None:
     from cutile_workbench.tui.keymap import load_keymap
 
     p = tmp_path / "keymap.toml"
-    p.write_text("[keymap]\napp-report = \"f4\"\nx = " + "[" * 3000 + "]" * 3000 + "\n")
+    p.write_text('[keymap]\napp-report = "f4"\nx = ' + "[" * 3000 + "]" * 3000 + "\n")
     loaded = load_keymap(p)  # must not raise
     assert loaded.problems and str(p) in str(loaded.problems[0])
 
@@ -269,7 +306,7 @@ def _mutate_log(path: Path, pattern: str, repl: str) -> None:
 PERF_MUTATIONS = {  # name: (pattern, replacement, the key the error names)
     "samples_400_digits": (r'"samples": \[', '"samples": [' + "9" * 400 + ", ", "samples"),
     "nrep_5000_digits": (r'"nrep": \d+', '"nrep": ' + "7" * 5000, "record_json"),
-    "nrep_2_63": (r'"nrep": \d+', f'"nrep": {2 ** 63}', "nrep"),
+    "nrep_2_63": (r'"nrep": \d+', f'"nrep": {2**63}', "nrep"),
     "nrep_negative": (r'"nrep": \d+', '"nrep": -343', "nrep"),
     "rel_std_negative": (r'"rel_std": [0-9.]+', '"rel_std": -1.0', "rel_std"),
     "harness_not_string": (r'"harness": "workbench"', '"harness": 7', "harness"),
@@ -277,8 +314,9 @@ PERF_MUTATIONS = {  # name: (pattern, replacement, the key the error names)
 
 
 @pytest.mark.parametrize("mutation", sorted(PERF_MUTATIONS))
-def test_8_bad_numbers_in_the_baseline_log_name_file_line_and_key(mutation: str, out_root: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_8_bad_numbers_in_the_baseline_log_name_file_line_and_key(
+    mutation: str, out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = out_root / KERNEL / "baseline_perf_cutile.txt"
     pattern, repl, key = PERF_MUTATIONS[mutation]
     _mutate_log(log, pattern, repl)
@@ -288,8 +326,9 @@ def test_8_bad_numbers_in_the_baseline_log_name_file_line_and_key(mutation: str,
 
 
 @pytest.mark.parametrize("mutation", sorted(PERF_MUTATIONS))
-def test_8_history_imports_no_bad_value_and_says_where_it_was(mutation: str, out_root: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_8_history_imports_no_bad_value_and_says_where_it_was(
+    mutation: str, out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The history import is lenient by contract (a bad record is dropped, the run kept): the drop is a
     note naming file, line and key, and nothing bad reaches the store (2**63 overflowed SQLite's INTEGER)."""
     log = out_root / KERNEL / "baseline_perf_cutile.txt"
@@ -298,15 +337,18 @@ def test_8_history_imports_no_bad_value_and_says_where_it_was(mutation: str, out
     rc, text = cli(capsys, "history", KERNEL, "--out-root", str(out_root))
     assert rc == 0, text
     assert re.search(r"note: not imported: " + re.escape(str(log)) + r":\d+: [^\n]*" + key, text), text
-    rc, text = cli(capsys, "history", KERNEL, "--out-root", str(out_root), "--json")  # read back from the store
+    rc, text = cli(
+        capsys, "history", KERNEL, "--out-root", str(out_root), "--json"
+    )  # read back from the store
     assert rc == 0, text
     doc = json.loads(text)
     assert all(0 < p["median_ms"] < 1e6 for s in doc["series"] for p in s["points"])
 
 
 @pytest.mark.parametrize("mutation", ["nrep_negative", "rel_std_negative", "harness_not_string"])
-def test_8_bad_values_are_never_published(mutation: str, out_root: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_8_bad_values_are_never_published(
+    mutation: str, out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = out_root / KERNEL / "reports" / "agent_logs" / "perf_cutile_rs.full.txt"
     _mutate_log(log, *PERF_MUTATIONS[mutation][:2])
     rc, text = cli(capsys, "report", "e", KERNEL, "--out-root", str(out_root), "--yes")
@@ -314,20 +356,32 @@ def test_8_bad_values_are_never_published(mutation: str, out_root: Path,
     assert not (out_root / KERNEL / "reports" / "performance.md").exists()
 
 
-@pytest.mark.parametrize("doc", ["[]", "0", '{"runs": 1.5}', '{"runs": {"candidate": 3}}', '{"candidate": 5}'])
-def test_9_session_json_of_the_wrong_shape_names_the_file(doc: str, out_root: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "doc", ["[]", "0", '{"runs": 1.5}', '{"runs": {"candidate": 3}}', '{"candidate": 5}']
+)
+def test_9_session_json_of_the_wrong_shape_names_the_file(
+    doc: str, out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     session = out_root / KERNEL / "workbench" / "session.json"
     session.write_text(doc)
     rc, text = cli(capsys, "timeline", KERNEL, "--config", CONFIG, "--out-root", str(out_root))
     assert rc == 2 and str(session) in text, text
 
 
-@pytest.mark.parametrize("column,value", [("median_ms", "'abc'"), ("added_at", "'yesterday'"),
-                                          ("recorded_at", "X'01'"), ("recorded_at", "9e18"),
-                                          ("nrep", "'many'"), ("nrep", "-5")])
-def test_10_history_cells_of_the_wrong_type_name_row_and_key(column: str, value: str, out_root: Path,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "column,value",
+    [
+        ("median_ms", "'abc'"),
+        ("added_at", "'yesterday'"),
+        ("recorded_at", "X'01'"),
+        ("recorded_at", "9e18"),
+        ("nrep", "'many'"),
+        ("nrep", "-5"),
+    ],
+)
+def test_10_history_cells_of_the_wrong_type_name_row_and_key(
+    column: str, value: str, out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert cli(capsys, "history", KERNEL, "--out-root", str(out_root))[0] == 0
     store = out_root / KERNEL / "workbench" / "history.sqlite"
     table = "runs" if column in ("added_at", "recorded_at") else "configs"
@@ -341,9 +395,9 @@ def test_10_history_cells_of_the_wrong_type_name_row_and_key(column: str, value:
 # ----------------------------------------------------------------- 11: disk full
 
 
-def test_11_failed_write_removes_its_temp_files_and_empty_backup_dir(out_root: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_11_failed_write_removes_its_temp_files_and_empty_backup_dir(
+    out_root: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import errno
 
     from cutile_workbench.artifacts import writer
@@ -394,7 +448,9 @@ def test_fuzz_analysis_json_400_digit_number_is_located(tmp_path: Path) -> None:
     from cutile_workbench.artifacts.analysis import load_analysis
     from cutile_workbench.errors import InputError
 
-    doc = json.loads((ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm/reference/analysis.json").read_text())
+    doc = json.loads(
+        (ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm/reference/analysis.json").read_text()
+    )
     p = tmp_path / "analysis.json"
     text = json.dumps(doc)
     number = re.search(r'"(\w+)": (\d+\.\d+)', text)
@@ -405,8 +461,9 @@ def test_fuzz_analysis_json_400_digit_number_is_located(tmp_path: Path) -> None:
     assert str(p) in str(ei.value) and ei.value.key
 
 
-def test_fuzz_launches_linked_out_is_not_read_by_report_f(out_root: Path, tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzz_launches_linked_out_is_not_read_by_report_f(
+    out_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     launches = out_root / KERNEL / "workbench" / "launches.json.gz"
     shutil.move(str(launches), str(tmp_path / "elsewhere.json.gz"))
     launches.symlink_to(tmp_path / "elsewhere.json.gz")

@@ -18,10 +18,18 @@ import pytest
 from cutile_workbench.ir.audit import audit_files, audit_texts, grep_lines, render_diff_ir_text
 
 FIX = Path(__file__).parent.parent / "fixtures" / "ir"
-SCRIPT = (Path(__file__).resolve().parents[2] / ".fetched" / "TileGym" / "skills"
-          / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts" / "diff_ir.sh")
-needs_script = pytest.mark.skipif(not SCRIPT.is_file() or shutil.which("bash") is None,
-                                  reason="TileGym snapshot (diff_ir.sh) not present")
+SCRIPT = (
+    Path(__file__).resolve().parents[2]
+    / ".fetched"
+    / "TileGym"
+    / "skills"
+    / "tilegym-converting-cutile-triton-to-cutile-rs"
+    / "scripts"
+    / "diff_ir.sh"
+)
+needs_script = pytest.mark.skipif(
+    not SCRIPT.is_file() or shutil.which("bash") is None, reason="TileGym snapshot (diff_ir.sh) not present"
+)
 
 PAIRS = [
     ("rms_norm_ref_16x1024.mlir", "rms_norm_ref_4x8192.mlir"),
@@ -35,8 +43,9 @@ PAIRS = [
 
 def run_script(ref: Path, gen: Path) -> tuple[str, int]:
     env = dict(os.environ, LC_ALL="C")
-    p = subprocess.run(["bash", str(SCRIPT), str(ref), str(gen)], capture_output=True, env=env, check=False,
-                       timeout=60)
+    p = subprocess.run(
+        ["bash", str(SCRIPT), str(ref), str(gen)], capture_output=True, env=env, check=False, timeout=60
+    )
     return p.stdout.decode("utf-8", "surrogateescape"), p.returncode
 
 
@@ -60,17 +69,27 @@ def _mutate(lines: list[str], rnd: random.Random) -> list[str]:
         elif op < 0.5:
             out.insert(k, rnd.choice(lines))
         elif op < 0.7 and out:
-            out[k] = out[k].replace("f32", "f16").replace("true", "false").replace("latency = 10", "latency = 3")
+            out[k] = (
+                out[k].replace("f32", "f16").replace("true", "false").replace("latency = 10", "latency = 3")
+            )
         elif op < 0.85 and out:
             out[k] = out[k].replace("flush_to_zero", "").replace("occupancy = 1", "occupancy = 4")
         else:
-            out.insert(k, rnd.choice([
-                "  %x = addf %a, %b : tile<16x1024xf32>", "  %y = exp %a : tile<8xf32>",
-                "  %z = assume div_by<16>, %p : tile<i64>", "  reduce %a dim=0 identities=[1.0 : f32] : tile<4xf32>",
-                "  %m = mma %a, %b, %c : tile<64x16xbf16>, tile<16x64xbf16>, tile<64x64xf32>",
-                "  %q = remi %blockId_x, %c : tile<i32>", "\tfor %i in (%a to %b, step %c) : tile<i32> {",
-                "  %w = load_ptr_tko weak %p token = %0 : tile<ptr<f16>> -> tile<16xf16>, token",
-            ]))
+            out.insert(
+                k,
+                rnd.choice(
+                    [
+                        "  %x = addf %a, %b : tile<16x1024xf32>",
+                        "  %y = exp %a : tile<8xf32>",
+                        "  %z = assume div_by<16>, %p : tile<i64>",
+                        "  reduce %a dim=0 identities=[1.0 : f32] : tile<4xf32>",
+                        "  %m = mma %a, %b, %c : tile<64x16xbf16>, tile<16x64xbf16>, tile<64x64xf32>",
+                        "  %q = remi %blockId_x, %c : tile<i32>",
+                        "\tfor %i in (%a to %b, step %c) : tile<i32> {",
+                        "  %w = load_ptr_tko weak %p token = %0 : tile<ptr<f16>> -> tile<16xf16>, token",
+                    ]
+                ),
+            )
     return out
 
 
@@ -109,7 +128,11 @@ def test_tile_shape_difference_is_critical_with_jump_lines() -> None:
 def test_gemm_checks_each_flag_the_right_lines() -> None:
     audit = audit_files(FIX / "synthetic_gemm_ref.mlir", FIX / "synthetic_gemm_gen.mlir")
     by = {r.check: r for r in audit.rows}
-    assert by["num_cta"].severity == "CRITICAL" and by["num_cta"].ref_value == "2" and by["num_cta"].gen_value == "1"
+    assert (
+        by["num_cta"].severity == "CRITICAL"
+        and by["num_cta"].ref_value == "2"
+        and by["num_cta"].gen_value == "1"
+    )
     assert by["mma_acc"].ref_value == "tile<128x128xf32>" and by["mma_acc"].gen_value == "tile<128x128xf16>"
     assert by["assume_scalar"].gen_lines == (8,)
     assert by["ftz:exp2"].severity == "CRITICAL" and by["ftz:exp2"].ref_lines == (24,)
@@ -146,8 +169,10 @@ def test_key_lines_are_the_differing_rows_and_verdict() -> None:
 
 # --------------------------------------------------------------------------- recorded H200 dumps
 
-SESSIONS = [Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / p / "session" / k
-            for p, k in (("rms_norm", "rms_norm"), ("rms_norm", "rms_norm_hotpath"), ("softmax", "softmax"))]
+SESSIONS = [
+    Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / p / "session" / k
+    for p, k in (("rms_norm", "rms_norm"), ("rms_norm", "rms_norm_hotpath"), ("softmax", "softmax"))
+]
 
 
 def _real_pair(d: Path) -> tuple[Path, Path]:

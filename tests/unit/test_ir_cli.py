@@ -13,8 +13,12 @@ from cutile_workbench.cli import main
 FIX = Path(__file__).parent.parent / "fixtures" / "ir"
 
 
-def _kernel(tmp_path: Path, ref: str = "rms_norm_ref_16x1024.mlir", gen: str = "rms_norm_ref_4x8192.mlir",
-            variant: str | None = None) -> Path:
+def _kernel(
+    tmp_path: Path,
+    ref: str = "rms_norm_ref_16x1024.mlir",
+    gen: str = "rms_norm_ref_4x8192.mlir",
+    variant: str | None = None,
+) -> Path:
     root = tmp_path / "out"
     k = root / "rms_norm"
     (k / "reference").mkdir(parents=True)
@@ -25,8 +29,9 @@ def _kernel(tmp_path: Path, ref: str = "rms_norm_ref_16x1024.mlir", gen: str = "
     return root
 
 
-def test_text_diff_fits_width_and_ends_with_audit(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_text_diff_fits_width_and_ends_with_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     root = _kernel(tmp_path)
     assert main(["diff", "rms_norm", "--out-root", str(root)]) == 0
@@ -60,7 +65,9 @@ def test_color_output_has_ansi(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "\x1b[" in out and "── hunk 1/" in out
 
 
-def test_printer_spellings_of_one_kernel_show_no_hunks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_printer_spellings_of_one_kernel_show_no_hunks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _kernel(tmp_path, "synthetic_softmax_cpp.mlir", "synthetic_softmax_rust.mlir")
     assert main(["diff", "rms_norm", "--out-root", str(root)]) == 0
     out = capsys.readouterr().out

@@ -100,8 +100,10 @@ def test_random_pairs_reconstruct() -> None:
     hypothesis = pytest.importorskip("hypothesis")
     st = hypothesis.strategies
 
-    @hypothesis.given(st.lists(st.sampled_from(["}", "a", "b", "  %x = op", "c d"]), max_size=40),
-                      st.lists(st.sampled_from(["}", "a", "e", "  %x = op", "c d"]), max_size=40))
+    @hypothesis.given(
+        st.lists(st.sampled_from(["}", "a", "b", "  %x = op", "c d"]), max_size=40),
+        st.lists(st.sampled_from(["}", "a", "e", "  %x = op", "c d"]), max_size=40),
+    )
     def check(a: list[str], b: list[str]) -> None:
         sbs = diff_lines(a, b)
         assert _reconstruct(sbs) == (a, b)
@@ -113,7 +115,14 @@ def test_random_pairs_reconstruct() -> None:
 
 def test_recorded_dumps_align_changed_partition_views() -> None:
     """REAL: the H200 rms_norm dumps (tile 16x1024 vs 4x8192) of cutile_workbench/profiles/rms_norm/session/rms_norm."""
-    d = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm"
+    d = (
+        Path(__file__).resolve().parents[2]
+        / "cutile_workbench"
+        / "profiles"
+        / "rms_norm"
+        / "session"
+        / "rms_norm"
+    )
     ref, gen = d / "reference" / "reference.mlir", d / "generated" / "generated_canon.mlir"
     if not (ref.is_file() and gen.is_file()):
         pytest.skip("recorded dumps not present")

@@ -25,9 +25,11 @@ def test_lossless_and_no_error_tokens(name: str) -> None:
 
 
 def test_token_kinds() -> None:
-    line = ('  %tile_37, %tok = load_view_tko weak %pview_36[%loopIdx] token = %0 optimization_hints = '
-            '<sm_90 = {allow_tma = false, latency = 10}> : partition_view<tile=(16x1024), padding_value = zero, '
-            'tensor_view<?x?xf16, strides=[?,1]>> -> tile<16x1024xf16>, token  // note\n')
+    line = (
+        "  %tile_37, %tok = load_view_tko weak %pview_36[%loopIdx] token = %0 optimization_hints = "
+        "<sm_90 = {allow_tma = false, latency = 10}> : partition_view<tile=(16x1024), padding_value = zero, "
+        "tensor_view<?x?xf16, strides=[?,1]>> -> tile<16x1024xf16>, token  // note\n"
+    )
     toks = [(t, v) for t, v in _tokens(line) if v.strip()]
     kinds = dict((v, t) for t, v in toks)
     assert kinds["%tile_37"] in Name.Variable

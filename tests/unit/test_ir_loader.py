@@ -103,8 +103,15 @@ def test_cpp_and_rust_printer_spellings_canonicalize_identically() -> None:
     assert a.canon.lines == b.canon.lines
     # attributes are kept
     text = a.canon.text
-    for attr in ("latency = 10", "flush_to_zero", "rounding<approx>", "identities=[0xFF800000 : f32]",
-                 "padding_value = neg_inf", "strides=[?,1]", "occupancy = 2"):
+    for attr in (
+        "latency = 10",
+        "flush_to_zero",
+        "rounding<approx>",
+        "identities=[0xFF800000 : f32]",
+        "padding_value = neg_inf",
+        "strides=[?,1]",
+        "occupancy = 2",
+    ):
         assert attr in text
     assert "loc(" not in text and "#loc" not in text
     # jump-to map: canonical line -> original line
@@ -114,8 +121,10 @@ def test_cpp_and_rust_printer_spellings_canonicalize_identically() -> None:
 
 
 def test_ssa_renumbered_by_definition_order() -> None:
-    c = canonicalize("entry @f(%arg0: tile<i32>) {\n  %z = addi %arg0, %arg0 : tile<i32>\n"
-                     "  %a = muli %z, %z : tile<i32>\n  return\n}\n")
+    c = canonicalize(
+        "entry @f(%arg0: tile<i32>) {\n  %z = addi %arg0, %arg0 : tile<i32>\n"
+        "  %a = muli %z, %z : tile<i32>\n  return\n}\n"
+    )
     assert c.lines[1] == "  %v1 = addi %v0, %v0 : tile<i32>"
     assert c.lines[2] == "  %v2 = muli %v1, %v1 : tile<i32>"
     assert c.value_names == {"%arg0": "%v0", "%z": "%v1", "%a": "%v2"}
@@ -140,13 +149,21 @@ def _kernel(tmp_path: Path, ref: list[str], gen: list[str]) -> KernelPaths:
 
 
 def test_variant_pairing_by_name(tmp_path: Path) -> None:
-    paths = _kernel(tmp_path, ["reference_persistent.mlir", "reference_direct.mlir"],
-                    ["generated_persistent_canon.mlir", "generated_persistent.mlir", "generated_direct.mlir",
-                     "generated_direct.tileirbc"])
+    paths = _kernel(
+        tmp_path,
+        ["reference_persistent.mlir", "reference_direct.mlir"],
+        [
+            "generated_persistent_canon.mlir",
+            "generated_persistent.mlir",
+            "generated_direct.mlir",
+            "generated_direct.tileirbc",
+        ],
+    )
     inv = discover_ir(paths)
     assert [(p.variant, p.reference.name, p.generated.name) for p in inv.pairs] == [
         ("direct", "reference_direct.mlir", "generated_direct.mlir"),
-        ("persistent", "reference_persistent.mlir", "generated_persistent_canon.mlir")]
+        ("persistent", "reference_persistent.mlir", "generated_persistent_canon.mlir"),
+    ]
     assert any("no canonical" in n for n in inv.notes)
     assert inv.pair("persistent") is not None and inv.pair("nope") is None
     assert load_pair(inv.pairs[0]).generated.role == "generated"

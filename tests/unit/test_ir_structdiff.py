@@ -35,9 +35,13 @@ def alpha_copy(text: str) -> str:
 
     lines = text.split("\n")
     entry = next(i for i, ln in enumerate(lines) if "entry @" in ln)
-    depth_one = [i for i, ln in enumerate(lines)
-                 if i > entry and re.match(r"^\s*%\S+ = (constant|make_token)\b", ln)
-                 and len(ln) - len(ln.lstrip()) == len(lines[entry + 1]) - len(lines[entry + 1].lstrip())]
+    depth_one = [
+        i
+        for i, ln in enumerate(lines)
+        if i > entry
+        and re.match(r"^\s*%\S+ = (constant|make_token)\b", ln)
+        and len(ln) - len(ln.lstrip()) == len(lines[entry + 1]) - len(lines[entry + 1].lstrip())
+    ]
     moved = [lines[i] for i in reversed(depth_one)]
     rest = [ln for i, ln in enumerate(lines) if i not in set(depth_one)]
     k = next(i for i, ln in enumerate(rest) if "entry @" in ln) + 1
@@ -45,7 +49,9 @@ def alpha_copy(text: str) -> str:
     return re.sub(r"%[A-Za-z0-9_$.]+", rename, "\n".join(out))
 
 
-@pytest.mark.parametrize("text", [REF_SP, GEN_SP, REF_NP], ids=["cuTile-printer", "cutile-rs-printer", "cuTile-np"])
+@pytest.mark.parametrize(
+    "text", [REF_SP, GEN_SP, REF_NP], ids=["cuTile-printer", "cutile-rs-printer", "cuTile-np"]
+)
 def test_alpha_equivalent_programs_diff_as_equivalent(text: str) -> None:
     copy = alpha_copy(text)
     assert copy != text
@@ -62,10 +68,11 @@ def test_static_persistent_tile_and_num_cta_are_the_first_hunks_each_on_one_row(
     row = d.rows[first.start]
     assert row.kind == "replace" and "num_cta_in_cga = 1" in row.left and "num_cta_in_cga = 4" in row.right
     tile_hunks = [h for h in d.hunks if h.category.name == "tile/CTA shape"]
-    assert d.hunks[:len(tile_hunks)] == tile_hunks  # all tile/CTA hunks come first
+    assert d.hunks[: len(tile_hunks)] == tile_hunks  # all tile/CTA hunks come first
     pv = [d.rows[h.start] for h in tile_hunks if d.rows[h.start].op == "make_partition_view"]
-    assert {(r.left.split("tile=(")[1].split(")")[0], r.right.split("tile=(")[1].split(")")[0]) for r in pv} == \
-        {("64x128", "64x512"), ("128x128", "128x512")}
+    assert {
+        (r.left.split("tile=(")[1].split(")")[0], r.right.split("tile=(")[1].split(")")[0]) for r in pv
+    } == {("64x128", "64x512"), ("128x128", "128x512")}
     assert all(r.kind == "replace" for r in pv)  # one aligned row each
     mma = next(d.rows[h.start] for h in tile_hunks if d.rows[h.start].op == "mmaf")
     assert "tile<128x128xf32>" in mma.left and "tile<128x512xf32>" in mma.right
@@ -85,7 +92,9 @@ def test_unknown_op_falls_back_to_text_and_is_never_equivalent() -> None:
 
 
 def test_generic_form_truncated_and_other_kernel_inputs_never_crash() -> None:
-    generic = GEN_SP.replace("%69 = muli %60, %64 : tile<i32>", '%69 = "cuda_tile.muli"(%60, %64) : tile<i32>')
+    generic = GEN_SP.replace(
+        "%69 = muli %60, %64 : tile<i32>", '%69 = "cuda_tile.muli"(%60, %64) : tile<i32>'
+    )
     d = structural_diff(REF_SP, generic)
     assert d.verdict == "not fully parsed" and "another dialect version" in d.fallback[0].reason
     truncated = "\n".join(GEN_SP.split("\n")[:60])
@@ -119,8 +128,9 @@ def test_cli_json_says_equivalent_for_alpha_copy(tmp_path: Path, capsys: pytest.
     assert "structural diff: equivalent" in capsys.readouterr().out
 
 
-def test_cli_without_variant_shows_every_pair(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_without_variant_shows_every_pair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "120")
     root = tmp_path / "out"
     shutil.copytree(MATMUL / "reference", root / "matmul" / "reference")
@@ -134,7 +144,11 @@ def test_cli_without_variant_shows_every_pair(tmp_path: Path, capsys: pytest.Cap
     assert "cosmetic hunk(s) folded" in sp
     assert "diff_ir.sh-parity audit (TileGym's script, byte-for-byte):" in sp
     # the side-by-side fits the terminal (the audit's own lines are the script's, unchanged)
-    assert all(len(ln) <= 120 for ln in out.splitlines() if not ln.startswith(("  CRITICAL", "  WARN", "reference:", "generated:", "note:")))
+    assert all(
+        len(ln) <= 120
+        for ln in out.splitlines()
+        if not ln.startswith(("  CRITICAL", "  WARN", "reference:", "generated:", "note:"))
+    )
 
 
 def test_config_pairs_carry_the_launch_evidence_of_that_config() -> None:
@@ -154,13 +168,14 @@ def test_config_pairs_carry_the_launch_evidence_of_that_config() -> None:
 
 
 def test_truncated_generated_file_is_diffed_with_a_labelled_text_fallback(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Synthetic edit of the real pair: the generated file cut inside the entry body (a dump that
     stopped early). The pair is shown (exit 0), never refused and never called equivalent; the lines
     the parser could not read are named and text-diffed under their own label."""
     lines = GEN_SP.split("\n")
     cut = next(i for i, ln in enumerate(lines) if "mmaf" in ln) + 1  # keep up to the mma
-    truncated = "\n".join([*lines[:cut - 1], lines[cut - 1][:40]])  # last line cut mid-op
+    truncated = "\n".join([*lines[: cut - 1], lines[cut - 1][:40]])  # last line cut mid-op
     root = _kernel(tmp_path, {"static_persistent": (REF_SP, truncated)})
     args = ["diff", "matmul", "--out-root", str(root), "--variant", "static_persistent"]
     assert main(args) == 0
@@ -174,8 +189,9 @@ def test_truncated_generated_file_is_diffed_with_a_labelled_text_fallback(
     assert doc["verdict"] == "not fully parsed" and doc["equivalent"] is False
     assert any(f["side"] == "generated" and f["line"] == cut for f in doc["fallback"])
     assert any("generated_static_persistent_canon.mlir" in n and "truncated" in n for n in doc["notes"])
-    assert doc["fallback_diff"] and all(set(r) >= {"kind", "left_no", "right_no", "left", "right"}
-                                        for r in doc["fallback_diff"])
+    assert doc["fallback_diff"] and all(
+        set(r) >= {"kind", "left_no", "right_no", "left", "right"} for r in doc["fallback_diff"]
+    )
 
 
 def test_the_same_truncated_text_on_both_sides_is_not_equivalent() -> None:
@@ -197,18 +213,23 @@ def test_service_keeps_a_truncated_pair_and_reports_the_file(tmp_path: Path) -> 
     sp = next(d for d in diffs if d.label == "static_persistent")
     assert sp.struct.verdict == "not fully parsed"
     assert len(problems) == 1 and problems[0].path is not None
-    assert problems[0].path.name == "generated_static_persistent_canon.mlir" and "truncated" in str(problems[0])
+    assert problems[0].path.name == "generated_static_persistent_canon.mlir" and "truncated" in str(
+        problems[0]
+    )
 
 
 def test_diff_without_variant_puts_the_slowest_variant_of_e_first(
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The recorded real matmul session: E's table has static_persistent at 1.895x (geomean) and
     non_persistent at 1.00x, so static_persistent's pair comes first; --slowest shows only it."""
     monkeypatch.setenv("COLUMNS", "120")
     assert main(["diff", "matmul"]) == 0
     out = capsys.readouterr().out
     assert out.index("══ static_persistent ══") < out.index("══ non_persistent ══")
-    assert "ordered by E's table (slowest variant first): static_persistent 1.895x, non_persistent 0.999x" in out
+    assert (
+        "ordered by E's table (slowest variant first): static_persistent 1.895x, non_persistent 0.999x" in out
+    )
     assert main(["diff", "matmul", "--slowest", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["variant"] == "static_persistent"
@@ -225,8 +246,10 @@ def test_a_literal_percent_with_the_template_of_an_op_line_does_not_crash() -> N
     """Found by the ir_structdiff fuzz target (seed 27882444, number_swap+splice_self on the real
     generated matmul file): ``addi %, %`` has the text-without-values of ``addi %1, %2`` but no
     values, and the per-template parse cache gave it the other line's operand positions."""
-    for first, second in (("%3 = addi %1, %2 : tile<i32>", "%4 = addi %, % : tile<i32>"),
-                          ("%4 = addi %, % : tile<i32>", "%3 = addi %1, %2 : tile<i32>")):
+    for first, second in (
+        ("%3 = addi %1, %2 : tile<i32>", "%4 = addi %, % : tile<i32>"),
+        ("%4 = addi %, % : tile<i32>", "%3 = addi %1, %2 : tile<i32>"),
+    ):
         text = "entry @k(%1: tile<i32>, %2: tile<i32>) {\n  " + first + "\n  " + second + "\n  return\n}\n"
         d = structural_diff(text, text)
         assert d.verdict != "different" and d.changed_rows == 0

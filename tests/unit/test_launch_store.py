@@ -35,8 +35,14 @@ def many_sets(n: int) -> list[LaunchSet]:
     out = []
     for i in range(n):
         for backend in ("cutile", "cutile-rs"):
-            out.append(LaunchSet(nodeid=f"p::T::test_perf[{backend}-{i}-2]", backend=backend, params=f"{i}-2",
-                                 calls=base.calls))
+            out.append(
+                LaunchSet(
+                    nodeid=f"p::T::test_perf[{backend}-{i}-2]",
+                    backend=backend,
+                    params=f"{i}-2",
+                    calls=base.calls,
+                )
+            )
     return out
 
 
@@ -71,7 +77,9 @@ def test_one_config_decodes_only_its_members(tmp_path: Path, monkeypatch: pytest
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parts[-4])
-def test_recorded_sessions_open_through_a_user_cache_never_written_beside(path: Path, cache_dir: Path) -> None:
+def test_recorded_sessions_open_through_a_user_cache_never_written_beside(
+    path: Path, cache_dir: Path
+) -> None:
     """REAL recorded files (one gzip member, no index): converted once into the user cache dir."""
     before = {p: (p.stat().st_mtime_ns, p.stat().st_size) for p in path.parent.iterdir()}
     store = launch_store.open_store(path)
@@ -85,8 +93,9 @@ def test_recorded_sessions_open_through_a_user_cache_never_written_beside(path: 
     assert again.for_params(some) == [s for s in launches_io.load_launch_sets(path) if s.params == some]
 
 
-def test_without_a_writable_cache_the_conversion_stays_in_memory(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_writable_cache_the_conversion_stays_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     legacy = tmp_path / "launches.json.gz"
     launches_io.save_launch_sets(legacy, many_sets(5))
     blocker = tmp_path / "not-a-dir"
@@ -116,11 +125,17 @@ def test_merge_copies_members_without_parsing(tmp_path: Path) -> None:
     assert launches_io.load_launch_sets(path) == merged
 
 
-@pytest.mark.parametrize("mutate,key", [
-    (lambda d: d["sets"][1].pop("backend"), "sets[1].backend"),
-    (lambda d: d["sets"][0]["calls"][0]["launches"][0].update(end_ns=10), "sets[0].calls[0].launches[0].end_ns"),
-    (lambda d: d.update(version=2), "version"),
-])
+@pytest.mark.parametrize(
+    "mutate,key",
+    [
+        (lambda d: d["sets"][1].pop("backend"), "sets[1].backend"),
+        (
+            lambda d: d["sets"][0]["calls"][0]["launches"][0].update(end_ns=10),
+            "sets[0].calls[0].launches[0].end_ns",
+        ),
+        (lambda d: d.update(version=2), "version"),
+    ],
+)
 def test_malformed_legacy_files_are_refused_at_open_naming_the_key(tmp_path: Path, mutate, key) -> None:  # type: ignore[no-untyped-def]
     doc = {"version": 1, "sets": [launches_io.set_to_dict(s) for s in sample_sets()]}
     mutate(doc)
@@ -157,7 +172,9 @@ def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parts[-4])
-def test_f_reads_each_set_once_and_sees_the_same_summaries(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_f_reads_each_set_once_and_sees_the_same_summaries(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """REAL recorded captures: F's per-row summaries through the store = through the whole list, and a
     store's sets are decoded once for all rows (F reads every row twice), then never again."""
     from cutile_workbench.evidence.launches import pick_sets, pick_summaries, summarize_launch_set

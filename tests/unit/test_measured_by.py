@@ -1,4 +1,4 @@
-""""Measured by" derived from what each record carries (issue 18 §5), on the REAL recorded sessions.
+""" "Measured by" derived from what each record carries (issue 18 §5), on the REAL recorded sessions.
 
 The older stand-in sessions (rms_norm, softmax) were recorded before the harness marked its window
 mode and before the CUDA-event self-check: their records carry raw samples but neither. The real
@@ -20,13 +20,17 @@ def _measured_by(kernel: str, capsys: pytest.CaptureFixture[str]) -> str:
 def test_older_stand_in_session_is_not_described_with_a_self_check(capsys: pytest.CaptureFixture[str]):
     line = _measured_by("rms_norm", capsys)
     assert "self-check (" not in line and "per-call windows" not in line
-    assert line == ("measured by: candidate: workbench CUPTI harness (window mode not recorded, raw samples, "
-                    "no CUDA-event self-check) (7 rows); baseline: workbench CUPTI harness (window mode not "
-                    "recorded, raw samples, no CUDA-event self-check) (7 rows)")
+    assert line == (
+        "measured by: candidate: workbench CUPTI harness (window mode not recorded, raw samples, "
+        "no CUDA-event self-check) (7 rows); baseline: workbench CUPTI harness (window mode not "
+        "recorded, raw samples, no CUDA-event self-check) (7 rows)"
+    )
 
 
 def test_real_session_names_what_its_records_carry(capsys: pytest.CaptureFixture[str]):
     line = _measured_by("matmul", capsys)
-    assert line == ("measured by: candidate: workbench CUPTI harness (per-call windows, raw samples, CUDA-event "
-                    "self-check) (6 rows); baseline: workbench CUPTI harness (per-call windows, raw samples, "
-                    "CUDA-event self-check) (6 rows)")
+    assert line == (
+        "measured by: candidate: workbench CUPTI harness (per-call windows, raw samples, CUDA-event "
+        "self-check) (6 rows); baseline: workbench CUPTI harness (per-call windows, raw samples, "
+        "CUDA-event self-check) (6 rows)"
+    )

@@ -34,8 +34,9 @@ def _with_baseline_rerun(out_root: Path, scale: dict[str, float] | None = None) 
         base = [c for rid, c in store.configs() if rid == run.run_id]
         for i, (day, factor) in enumerate((("2026-12-02 10:00", None), ("2026-12-03 10:00", scale))):
             at = utc(day)
-            entry = derived_entry(base, kernel="matmul", tag=f"aa{i}", at=at, prov=provenance(at), scale=factor,
-                                  seed=7 + i)
+            entry = derived_entry(
+                base, kernel="matmul", tag=f"aa{i}", at=at, prov=provenance(at), scale=factor, seed=7 + i
+            )
             store.add(dataclasses.replace(entry, role="baseline_cutile"))
     return out_root
 
@@ -47,11 +48,22 @@ def test_a_code_change_between_runs_is_never_noise(tmp_path: Path):
     with store:
         run = next(r for r in store.runs() if "candidate" in r.roles)
         cand = [c for rid, c in store.configs() if rid == run.run_id]
-        for i, (day, lib, factor) in enumerate((("2026-12-02 10:00", "a" * 64, 1.0), ("2026-12-03 10:00", "b" * 64, 0.8))):
+        for i, (day, lib, factor) in enumerate(
+            (("2026-12-02 10:00", "a" * 64, 1.0), ("2026-12-03 10:00", "b" * 64, 0.8))
+        ):
             at = utc(day)
             prov = dataclasses.replace(provenance(at), cutile_rs_lib_sha256=lib)
-            store.add(derived_entry(cand, kernel="matmul", tag=f"fix{i}", at=at, prov=prov,
-                                    scale={c.params: factor for c in cand}, seed=i))
+            store.add(
+                derived_entry(
+                    cand,
+                    kernel="matmul",
+                    tag=f"fix{i}",
+                    at=at,
+                    prov=prov,
+                    scale={c.params: factor for c in cand},
+                    seed=i,
+                )
+            )
     from cutile_workbench.services import stage_e
 
     ws = stage_e.open_kernel("matmul", out_root=tmp_path, tilegym=None)
@@ -66,8 +78,9 @@ def test_spread_and_row_floor():
     assert both.floor == 0.021
     assert both.text == "±2.1% run-to-run (A/A: cutile-rs 1 run, cutile 2.1% over 3 runs)"
     none = row_noise(SideNoise("cutile-rs", 1, None), None)
-    assert none.floor is None and none.text == ("no A/A estimate: fewer than 2 runs of the same code on a side in "
-                                                "the history (cutile-rs 1 run)")
+    assert none.floor is None and none.text == (
+        "no A/A estimate: fewer than 2 runs of the same code on a side in the history (cutile-rs 1 run)"
+    )
 
 
 def test_real_session_has_no_noise_floor_and_calibrate_says_why(capsys: pytest.CaptureFixture[str]):
@@ -78,7 +91,9 @@ def test_real_session_has_no_noise_floor_and_calibrate_says_why(capsys: pytest.C
     assert "key 'runs': the history holds 1 run of cutile: the A/A test needs two" in err
 
 
-def test_two_baseline_runs_give_a_floor_and_a_clean_calibration(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+def test_two_baseline_runs_give_a_floor_and_a_clean_calibration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     _with_baseline_rerun(tmp_path)
     assert main(["calibrate", "matmul", "--out-root", str(tmp_path)]) == 0
     out = capsys.readouterr().out
@@ -90,7 +105,10 @@ def test_two_baseline_runs_give_a_floor_and_a_clean_calibration(tmp_path: Path, 
     assert all("cutile-rs 1 run" in r["noise_text"] and "over 2 runs" in r["noise_text"] for r in rows)
     assert main(["table", "matmul", "--out-root", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "noise floor: run-to-run spread of each side's medians across the run history (A/A) for 6 of 6" in text
+    assert (
+        "noise floor: run-to-run spread of each side's medians across the run history (A/A) for 6 of 6"
+        in text
+    )
     row = next(ln for ln in text.splitlines() if ln.startswith(SP_2048))
     assert "2.040x ±" in row
     plan = plan_e_report(open_workspace("matmul", out_root=tmp_path), run_real_scripts=False)
@@ -99,8 +117,9 @@ def test_two_baseline_runs_give_a_floor_and_a_clean_calibration(tmp_path: Path, 
     assert f"| {SP_2048} | cutile |" in md and "| 2.04x ±" in md
 
 
-def test_a_noisy_baseline_is_flagged_by_calibrate_and_widens_f_noise_band(tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture[str]):
+def test_a_noisy_baseline_is_flagged_by_calibrate_and_widens_f_noise_band(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """SYNTHETIC: the second baseline run is 8 % slower on static_persistent 2048³ (a noisy config)."""
     _with_baseline_rerun(tmp_path, {SP_2048: 1.08})
     assert main(["calibrate", "matmul", "--out-root", str(tmp_path), "--json"]) == 1
@@ -120,15 +139,23 @@ def test_a_noisy_baseline_is_flagged_by_calibrate_and_widens_f_noise_band(tmp_pa
     assert assess_gap(cand_per_launch_us=10.4, base_per_launch_us=10.0, noise_floor=0.01).status == "noise"
 
 
-def test_calibrate_names_the_backends_when_asked_for_an_absent_one(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]):
-    shutil.copytree(Path(__file__).resolve().parents[2] / "cutile_workbench/profiles/tilegym/session/matmul", tmp_path / "matmul")
+def test_calibrate_names_the_backends_when_asked_for_an_absent_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    shutil.copytree(
+        Path(__file__).resolve().parents[2] / "cutile_workbench/profiles/tilegym/session/matmul",
+        tmp_path / "matmul",
+    )
     assert main(["calibrate", "matmul", "--out-root", str(tmp_path), "--backend", "triton"]) == 2
     assert "no run of backend 'triton' in the history (present: cutile, cutile-rs)" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="a GPU node would really measure the baseline twice")
-def test_calibrate_run_without_a_gpu_says_so_and_measures_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+@pytest.mark.skipif(
+    shutil.which("nvidia-smi") is not None, reason="a GPU node would really measure the baseline twice"
+)
+def test_calibrate_run_without_a_gpu_says_so_and_measures_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     assert main(["calibrate", "rms_norm", "--run", "--out-root", str(tmp_path)]) == 2
     assert "key '--backend': calibrate --run needs --backend" in capsys.readouterr().err
     assert main(["calibrate", "rms_norm", "--run", "-b", "triton", "--out-root", str(tmp_path)]) == 2

@@ -20,9 +20,11 @@ from cutile_workbench.services.overview import overview
 from cutile_workbench.stages.e.overview import geomean_strip, kernel_dirs, read_performance_md, sort_rows
 
 ROOT = Path(__file__).resolve().parents[2]
-SESSIONS = {"matmul": ROOT / "cutile_workbench/profiles/tilegym/session/matmul",
-            "silu_and_mul": ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul",
-            "rms_norm": ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm"}
+SESSIONS = {
+    "matmul": ROOT / "cutile_workbench/profiles/tilegym/session/matmul",
+    "silu_and_mul": ROOT / "cutile_workbench/profiles/tilegym/session/silu_and_mul",
+    "rms_norm": ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +60,12 @@ def test_rows_from_the_logs_match_e_table(tmp_path: Path) -> None:
     ov = overview(make_root(tmp_path))
     rows = {r.kernel: r for r in ov.rows}
     mm = rows["matmul"]
-    assert (mm.e_source, mm.e_verdict, mm.geomean, mm.severity) == ("logs", "INVESTIGATE", 1.3758, "MODERATE_GAP")
+    assert (mm.e_source, mm.e_verdict, mm.geomean, mm.severity) == (
+        "logs",
+        "INVESTIGATE",
+        1.3758,
+        "MODERATE_GAP",
+    )
     assert mm.worst_config == "True-True-False-False-2048-2048-2048-0-0-torch.float16"
     assert mm.worst_ratio == pytest.approx(2.04, abs=0.005)
     assert (mm.configs, mm.matched, mm.missing) == (6, 6, 0)
@@ -103,7 +110,12 @@ def test_read_performance_md_refuses_what_e_did_not_write() -> None:
     assert read_performance_md("VERDICT: DONE\ngeomean_ratio=1.0\ngeomean_ratio=1.1\n") is None
     assert read_performance_md("VERDICT: BLOCKED\ngeomean_ratio=1.0\n") is None
     s = read_performance_md("VERDICT: DONE\n\ngeomean_ratio=0.9874\nSeverity: DONE\n")
-    assert s is not None and (s.verdict, s.geomean, s.severity, s.worst_config) == ("DONE", 0.9874, "DONE", None)
+    assert s is not None and (s.verdict, s.geomean, s.severity, s.worst_config) == (
+        "DONE",
+        0.9874,
+        "DONE",
+        None,
+    )
 
 
 def test_sort_orders_and_strip(tmp_path: Path) -> None:
@@ -117,25 +129,44 @@ def test_sort_orders_and_strip(tmp_path: Path) -> None:
     assert next(s for s in strip if s.startswith("silu_and_mul")).endswith("0.9874")
 
 
-def test_cli_json_is_versioned_and_csv_has_a_row_per_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_json_is_versioned_and_csv_has_a_row_per_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = make_root(tmp_path)
     assert main(["overview", "--out-root", str(root), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema_version"] == 1 and doc["totals"]["kernels"] == 5 and doc["totals"]["broken"] == 2
     assert {k["kernel"] for k in doc["kernels"]} == {"matmul", "silu_and_mul", "rms_norm", "broken", "half"}
-    assert {"e_source", "geomean", "worst_config", "f_verdicts", "stand_in", "identity", "comparability",
-            "last_run", "regression", "in_band", "problem"} <= set(doc["kernels"][0])
+    assert {
+        "e_source",
+        "geomean",
+        "worst_config",
+        "f_verdicts",
+        "stand_in",
+        "identity",
+        "comparability",
+        "last_run",
+        "regression",
+        "in_band",
+        "problem",
+    } <= set(doc["kernels"][0])
     assert main(["--out-root", str(root), "overview", "--csv", "--sort", "kernel"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("kernel,problem,e_source") and [ln.split(",")[0] for ln in lines[1:]] == [
-        "broken", "half", "matmul", "rms_norm", "silu_and_mul"]
+        "broken",
+        "half",
+        "matmul",
+        "rms_norm",
+        "silu_and_mul",
+    ]
     assert main(["overview", "--out-root", str(root)]) == 0
     text = capsys.readouterr().out
     assert "BROKEN broken:" in text and "STAND-IN cutile" in text and "geomean of geomeans" in text
 
 
-def test_cli_without_out_root_or_with_a_missing_one_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_without_out_root_or_with_a_missing_one_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("CUTILE_KERNEL_OUT_ROOT", raising=False)
     assert main(["overview"]) == 2
     assert "--out-root" in capsys.readouterr().err
@@ -205,7 +236,10 @@ def test_regression_since_the_previous_run_is_read_from_the_history_store(tmp_pa
     row = next(r for r in overview(root).rows if r.kernel == "matmul")
     assert row.regression == "1 config(s) regressed"
     assert store.stat().st_mtime_ns == before  # read, never imported into
-    assert next(r for r in overview(make_root(tmp_path / "b")).rows if r.kernel == "matmul").regression == "no history"
+    assert (
+        next(r for r in overview(make_root(tmp_path / "b")).rows if r.kernel == "matmul").regression
+        == "no history"
+    )
 
 
 def test_rows_are_cached_until_an_input_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -230,7 +264,9 @@ def test_rows_are_cached_until_an_input_changes(tmp_path: Path, monkeypatch: pyt
 def test_a_candidate_that_runs_the_reference_kernel_is_flagged(tmp_path: Path) -> None:
     root = tmp_path / "out"
     # the REAL rms_norm_hotpath stand-in session: its "candidate" launches the reference's own cuTile kernel
-    shutil.copytree(ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath", root / "rms_norm_hotpath")
+    shutil.copytree(
+        ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath", root / "rms_norm_hotpath"
+    )
     (row,) = overview(root).rows
     assert row.identity_mark == "CHECK" and row.identity is not None and "REFERENCE's kernel" in row.identity
     assert row.stand_in

@@ -14,10 +14,25 @@ from cutile_workbench.artifacts.events import EVENT_KINDS, EventWriter, read_eve
 from cutile_workbench.errors import InputError
 
 # Real record (contract §3.3 junit excerpt, triton rms_norm 262144x1024 fp16 on the H200).
-TRITON_RECORD = {"triton": {"forward": {"median": 0.34895899999999985, "nrep": 120, "kernel_times": [
-    {"name": "_rms_norm_kernel_static_persistent", "self_time_us": 353.568, "total_time_us": 353.568,
-     "count": 1}]}}}
-NODEID = "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[triton-static_persistent-262144-1024-torch.float16]"
+TRITON_RECORD = {
+    "triton": {
+        "forward": {
+            "median": 0.34895899999999985,
+            "nrep": 120,
+            "kernel_times": [
+                {
+                    "name": "_rms_norm_kernel_static_persistent",
+                    "self_time_us": 353.568,
+                    "total_time_us": 353.568,
+                    "count": 1,
+                }
+            ],
+        }
+    }
+}
+NODEID = (
+    "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[triton-static_persistent-262144-1024-torch.float16]"
+)
 
 
 def test_round_trip_every_kind(tmp_path: Path):
@@ -26,8 +41,13 @@ def test_round_trip_every_kind(tmp_path: Path):
     w.emit("session_start", pid=1234, argv=["pytest"], rootdir="/x")
     w.emit("collected", nodeids=[NODEID])
     w.emit("test_start", nodeid=NODEID)
-    w.emit("record", nodeid=NODEID, framework="triton", params="static_persistent-262144-1024-torch.float16",
-           benchmark=TRITON_RECORD)
+    w.emit(
+        "record",
+        nodeid=NODEID,
+        framework="triton",
+        params="static_persistent-262144-1024-torch.float16",
+        benchmark=TRITON_RECORD,
+    )
     w.emit("launches", nodeid=NODEID, backend="triton", params="p", calls=[])
     w.emit("progress", done=1, total=1)
     w.emit("test_failed", nodeid=NODEID, when="call", longrepr="x" * 20000 + "E RuntimeError: Return code 5")
@@ -35,8 +55,17 @@ def test_round_trip_every_kind(tmp_path: Path):
     w.emit("session_finish", exitstatus=1)
     w.close()
     evs = read_events(path)
-    assert [e.event for e in evs] == ["session_start", "collected", "test_start", "record", "launches",
-                                      "progress", "test_failed", "test_finish", "session_finish"]
+    assert [e.event for e in evs] == [
+        "session_start",
+        "collected",
+        "test_start",
+        "record",
+        "launches",
+        "progress",
+        "test_failed",
+        "test_finish",
+        "session_finish",
+    ]
     assert set(e.event for e in evs) <= set(EVENT_KINDS)
     assert evs[3]["benchmark"] == TRITON_RECORD
     assert len(evs[6]["longrepr"]) == events.LONGREPR_LIMIT
@@ -68,8 +97,10 @@ def test_truncated_tail_tolerated_only_when_asked(tmp_path: Path):
 
 def test_malformed_middle_line_is_an_error_even_with_tail_tolerance(tmp_path: Path):
     path = tmp_path / "ev.jsonl"
-    path.write_text('{"event": "test_start", "ts": 1.0, "nodeid": "a"}\nnot json\n'
-                    '{"event": "session_finish", "ts": 2.0, "exitstatus": 0}\n')
+    path.write_text(
+        '{"event": "test_start", "ts": 1.0, "nodeid": "a"}\nnot json\n'
+        '{"event": "session_finish", "ts": 2.0, "exitstatus": 0}\n'
+    )
     with pytest.raises(InputError) as ei:
         read_events(path, allow_truncated_tail=True)
     assert ei.value.line == 2
@@ -79,9 +110,15 @@ def test_malformed_middle_line_is_an_error_even_with_tail_tolerance(tmp_path: Pa
     ("line", "key"),
     [
         ('{"event": "test_start", "ts": 1.0}', "nodeid"),
-        ('{"event": "test_finish", "ts": 1.0, "nodeid": "a", "outcome": "passed", "duration_s": true}', "duration_s"),
+        (
+            '{"event": "test_finish", "ts": 1.0, "nodeid": "a", "outcome": "passed", "duration_s": true}',
+            "duration_s",
+        ),
         ('{"event": "session_finish", "ts": 1.0, "exitstatus": "0"}', "exitstatus"),
-        ('{"event": "record", "ts": 1.0, "nodeid": "a", "framework": "t", "params": "p", "benchmark": []}', "benchmark"),
+        (
+            '{"event": "record", "ts": 1.0, "nodeid": "a", "framework": "t", "params": "p", "benchmark": []}',
+            "benchmark",
+        ),
         ('{"ts": 1.0}', "event"),
         ('{"event": "test_start", "ts": "now", "nodeid": "a"}', "ts"),
         ('{"event": "test_start", "ts": NaN, "nodeid": "a"}', "ts"),
@@ -127,10 +164,16 @@ def _writer_process(path: str, tag: int) -> None:
 def test_concurrent_writers_never_interleave_inside_a_line(tmp_path: Path):
     path = tmp_path / "ev.jsonl"
     w = EventWriter(path)
-    threads = [threading.Thread(target=lambda t=t: [w.emit("progress", tag=t, i=i, pad="q" * 700)
-                                                   for i in range(200)]) for t in range(4)]
-    procs = [multiprocessing.get_context("spawn").Process(target=_writer_process, args=(str(path), 10 + k))
-             for k in range(2)]
+    threads = [
+        threading.Thread(
+            target=lambda t=t: [w.emit("progress", tag=t, i=i, pad="q" * 700) for i in range(200)]
+        )
+        for t in range(4)
+    ]
+    procs = [
+        multiprocessing.get_context("spawn").Process(target=_writer_process, args=(str(path), 10 + k))
+        for k in range(2)
+    ]
     for p in procs:
         p.start()
     for t in threads:
@@ -163,4 +206,3 @@ def test_emit_routes_to_the_active_writer(tmp_path: Path):
         w.close()
     assert events.emit(None, "progress", done=3) is False
     assert [e["done"] for e in read_events(path)] == [1, 2]
-

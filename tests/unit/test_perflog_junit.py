@@ -18,7 +18,9 @@ def test_junit_records_equal_the_printed_records(family):
     xml_log = parse_junit_xml(run.workdir / "junit.xml", strict=True)
     text_log = parse_perf_log(run.workdir / "raw.log", strict=False)
     key = lambda r: (r.framework, r.row_key)  # noqa: E731
-    assert sorted((key(r), r.raw) for r in xml_log.records) == sorted((key(r), r.raw) for r in text_log.records)
+    assert sorted((key(r), r.raw) for r in xml_log.records) == sorted(
+        (key(r), r.raw) for r in text_log.records
+    )
     assert len(xml_log.records) == 9
     tri = next(r for r in xml_log.records if r.framework == "triton" and "262144" in r.params)
     assert tri.forward.median_ms == 0.34895899999999985  # contract §3.3, real H200 junit value
@@ -29,9 +31,14 @@ def test_junit_records_equal_the_printed_records(family):
 
 
 def test_nodeid_from_case():
-    assert nodeid_from_case({"classname": "tests.ops.test_rms_norm.Test_RMSNorm", "name": "test_perf[x-1]"}) == \
-        "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[x-1]"
-    assert nodeid_from_case({"classname": "test_a", "name": "test_b", "file": "sub/test_a.py"}) == "sub/test_a.py::test_b"
+    assert (
+        nodeid_from_case({"classname": "tests.ops.test_rms_norm.Test_RMSNorm", "name": "test_perf[x-1]"})
+        == "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[x-1]"
+    )
+    assert (
+        nodeid_from_case({"classname": "test_a", "name": "test_b", "file": "sub/test_a.py"})
+        == "sub/test_a.py::test_b"
+    )
 
 
 @pytest.mark.parametrize(
@@ -52,11 +59,13 @@ def test_unsafe_or_bad_xml_is_refused(xml, fragment):
 
 def test_bad_benchmark_property_strict_and_lenient():
     # synthetic: a property value that is not a Python literal, and a NaN median
-    xml = ('<testsuites><testsuite><testcase classname="t.T" name="test_perf[triton-1]">'
-           '<properties><property name="benchmark" value="{\'triton\': oops}"/></properties></testcase>'
-           '<testcase classname="t.T" name="test_perf[triton-2]"><properties>'
-           '<property name="benchmark" value="{\'triton\': {\'forward\': {\'median\': nan}}}"/>'
-           "</properties></testcase></testsuite></testsuites>")
+    xml = (
+        '<testsuites><testsuite><testcase classname="t.T" name="test_perf[triton-1]">'
+        '<properties><property name="benchmark" value="{\'triton\': oops}"/></properties></testcase>'
+        '<testcase classname="t.T" name="test_perf[triton-2]"><properties>'
+        "<property name=\"benchmark\" value=\"{'triton': {'forward': {'median': nan}}}\"/>"
+        "</properties></testcase></testsuite></testsuites>"
+    )
     with pytest.raises(InputError) as ei:
         parse_junit_xml("j.xml", text=xml, strict=True)
     assert ei.value.line == 1 and ei.value.key == "t.py::T::test_perf[triton-1]"

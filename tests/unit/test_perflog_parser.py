@@ -18,11 +18,25 @@ R = load_suite_runner()
 FULL = ("-sv", "--print-record", "--run-full")
 RS = "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf"
 # Real H200 record (contract §3.3 junit excerpt), used to build synthetic blocks below.
-TRITON_STATS = {"mean": 0.34924473333333333, "std": 0.0023958, "rel_std": 0.68599,
-                "median": 0.34895899999999985, "min": 0.34445000000000003, "max": 0.35775899999999977,
-                "nrep": 120, "peak_mem_mb": 1268, "kernel_name": "_rms_norm_kernel_static_persistent",
-                "kernel_times": [{"name": "_rms_norm_kernel_static_persistent", "self_time_us": 353.568,
-                                  "total_time_us": 353.568, "count": 1}]}
+TRITON_STATS = {
+    "mean": 0.34924473333333333,
+    "std": 0.0023958,
+    "rel_std": 0.68599,
+    "median": 0.34895899999999985,
+    "min": 0.34445000000000003,
+    "max": 0.35775899999999977,
+    "nrep": 120,
+    "peak_mem_mb": 1268,
+    "kernel_name": "_rms_norm_kernel_static_persistent",
+    "kernel_times": [
+        {
+            "name": "_rms_norm_kernel_static_persistent",
+            "self_time_us": 353.568,
+            "total_time_us": 353.568,
+            "count": 1,
+        }
+    ],
+}
 
 
 def _block(nodeid: str, framework: str, stats: dict) -> str:
@@ -50,11 +64,20 @@ def test_round_trip_printed_blocks_parse_back_to_the_recorded_numbers():
         assert rec.forward is not None and rec.forward.median_ms == fwd["median"]
         assert rec.func_key == "test_rms_norm.py::Test_RMSNorm::test_perf"
         assert rec.source is not None and rec.source.line > 0
-    tri = next(r for r in log.records if r.framework == "triton" and r.params.endswith("262144-1024-torch.float16"))
+    tri = next(
+        r for r in log.records if r.framework == "triton" and r.params.endswith("262144-1024-torch.float16")
+    )
     f = tri.forward
     assert f is not None
     assert (f.mean_ms, f.std_ms, f.rel_std_pct, f.min_ms, f.max_ms, f.nrep, f.peak_mem_mb) == (
-        0.34924473333333333, 0.0023958, 0.68599, 0.34445000000000003, 0.35775899999999977, 120, 1268)
+        0.34924473333333333,
+        0.0023958,
+        0.68599,
+        0.34445000000000003,
+        0.35775899999999977,
+        120,
+        1268,
+    )
     assert f.kernel_times[0].self_time_us == 353.568 and f.launches_per_iter == 1
     rs = next(r for r in log.records if r.framework == "cutile-rs" and "16384-2048" in r.params)
     assert rs.forward is not None and rs.forward.kernel_times == () and rs.forward.launches_per_iter == 1
@@ -70,14 +93,22 @@ def test_outcomes_from_a_real_sv_log():
     assert len(log.outcomes) == 6  # passed tests with records are records, not outcomes
 
 
-@pytest.mark.parametrize("args", [("-v", "--print-record"), ("-q", "--print-record"),
-                                  ("-sv", "--print-record", "--color=yes"), ("--print-record",)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-v", "--print-record"),
+        ("-q", "--print-record"),
+        ("-sv", "--print-record", "--color=yes"),
+        ("--print-record",),
+    ],
+)
 def test_every_output_mode_parses_to_the_same_rows(args):
     run = R.run_suite(args)
     log = parse_perf_log(run.workdir / "raw.log")
     _run, ref = _suite_log()
     assert {(r.framework, r.row_key, r.forward.median_ms) for r in log.records} == {
-        (r.framework, r.row_key, r.forward.median_ms) for r in ref.records}
+        (r.framework, r.row_key, r.forward.median_ms) for r in ref.records
+    }
     if "--color=yes" in args:
         assert "\x1b[" in run.output  # the colours really were there
 
@@ -94,7 +125,8 @@ def test_repr_line_fallback_without_record_json():
     text = "\n".join(ln for ln in run.output.splitlines() if not ln.startswith("record_json: "))
     log = parse_perf_log("norecordjson.log", text=text)
     assert [(r.nodeid, r.framework, r.raw) for r in log.records] == [
-        (r.nodeid, r.framework, r.raw) for r in ref.records]
+        (r.nodeid, r.framework, r.raw) for r in ref.records
+    ]
 
 
 def test_real_h200_excerpt_without_printer():
@@ -115,7 +147,7 @@ def test_truncated_last_block_flagged_and_strict_refuses():
     run, ref = _suite_log()
     lines = run.output.splitlines()
     last = max(i for i, ln in enumerate(lines) if MARKER in ln)
-    cut = "\n".join(lines[:last + 3])
+    cut = "\n".join(lines[: last + 3])
     log = parse_perf_log("cut.log", text=cut)
     assert log.truncated
     assert any(n.startswith(f"cut.log:{last + 1}:") for n in log.notes)
@@ -146,9 +178,11 @@ def test_duplicate_config_strict_and_lenient():
 
 def test_same_params_different_frameworks_are_not_duplicates():
     # a candidate and a baseline in one log: both kept (consumers select by framework)
-    text = (_block(f"{RS}[triton-static_persistent-262144-1024-torch.float16]", "triton", TRITON_STATS)
-            + _block(f"{RS}[cutile_rs-static_persistent-262144-1024-torch.float16]", "cutile-rs",
-                     {"median": 0.2781}))
+    text = _block(
+        f"{RS}[triton-static_persistent-262144-1024-torch.float16]", "triton", TRITON_STATS
+    ) + _block(
+        f"{RS}[cutile_rs-static_persistent-262144-1024-torch.float16]", "cutile-rs", {"median": 0.2781}
+    )
     log = parse_perf_log("mixed.log", text=text, strict=True)
     assert {r.framework for r in log.records} == {"triton", "cutile-rs"}
     assert len({r.row_key for r in log.records}) == 1
@@ -180,7 +214,11 @@ def test_bad_medians(median):
         ("nrep", 12.5, "forward.nrep"),
         ("nrep", True, "forward.nrep"),
         ("kernel_times", "one", "forward.kernel_times"),
-        ("kernel_times", [{"name": "k", "self_time_us": "1", "total_time_us": 1, "count": 1}], "forward.kernel_times[0]"),
+        (
+            "kernel_times",
+            [{"name": "k", "self_time_us": "1", "total_time_us": 1, "count": 1}],
+            "forward.kernel_times[0]",
+        ),
         ("kernel_name", 7, "forward.kernel_name"),
         ("samples", [0.1, "x"], "forward.samples"),
         ("median", "0.2781", "forward.median"),
@@ -261,16 +299,20 @@ def test_counted_words_in_nodeid_and_kernel_name_round_trip():
 def test_internal_printer_latency_sample_after_passed():
     # The sibling skill's "--print-record latency sample" shape (contract §3.2), no block around it;
     # values from that sample (3.79/3.78 ms, nrep 13, 913 MB; elided digits filled in: synthetic).
-    text = (f"{RS}[cutile-static_persistent-262144-1024-torch.float16] PASSED\n"
-            "Cutile: {'forward': {'mean': 3.79, 'std': 0.01, 'rel_std': 0.3, 'median': 3.78, "
-            "'min': 3.77, 'max': 3.81, 'nrep': 13, 'peak_mem_mb': 913}} ms\n")
+    text = (
+        f"{RS}[cutile-static_persistent-262144-1024-torch.float16] PASSED\n"
+        "Cutile: {'forward': {'mean': 3.79, 'std': 0.01, 'rel_std': 0.3, 'median': 3.78, "
+        "'min': 3.77, 'max': 3.81, 'nrep': 13, 'peak_mem_mb': 913}} ms\n"
+    )
     (rec,) = parse_perf_log("l.log", text=text, strict=True).records
     assert rec.framework == "cutile" and rec.forward.median_ms == 3.78 and rec.forward.nrep == 13
 
 
 def test_extra_tokens_for_profile_backends():
     nodeid = "profiles/rms_norm/test_rms_norm.py::test_perf[cutile_hotpath-16384-2048]"
-    text = _block(nodeid, "cutile_hotpath", {"median": 0.1509, "launches_per_call": 3})  # gpu.md §4 hot-path wrapper
+    text = _block(
+        nodeid, "cutile_hotpath", {"median": 0.1509, "launches_per_call": 3}
+    )  # gpu.md §4 hot-path wrapper
     (rec,) = parse_perf_log("p.log", text=text).records
     assert rec.params == "16384-2048" and rec.forward.launches_per_iter == 3
     outcome_log = parse_perf_log("p.log", text=f"{nodeid} FAILED\n", extra_tokens=("cutile_hotpath",))
@@ -288,9 +330,11 @@ def test_xdist_and_summary_status_lines():
     )
     log = parse_perf_log("x.log", text=text)
     got = {(o.params, o.outcome, o.reason) for o in log.outcomes}
-    assert got == {("a-1", "passed_no_record", "passed without a 'Performance Test Results' block"),
-                   ("a-1", "failed", "RuntimeError: Return code 5"),
-                   ("a-2", "error", "fixture 'arch' not found")}
+    assert got == {
+        ("a-1", "passed_no_record", "passed without a 'Performance Test Results' block"),
+        ("a-1", "failed", "RuntimeError: Return code 5"),
+        ("a-2", "error", "fixture 'arch' not found"),
+    }
 
 
 # --------------------------------------------------------------------------- properties
@@ -328,8 +372,12 @@ def test_mutated_real_logs_only_raise_workbench_errors(data):
 def test_bad_backward_phase_keeps_the_forward_numbers():
     # synthetic: a valid forward phase (real triton numbers) with a NaN backward median
     nodeid = f"{RS}[triton-static_persistent-262144-1024-torch.float16]"
-    text = "\n".join(format_block(nodeid, {"triton": {"forward": TRITON_STATS,
-                                                      "backward": {"median": float("nan")}}})) + "\n"
+    text = (
+        "\n".join(
+            format_block(nodeid, {"triton": {"forward": TRITON_STATS, "backward": {"median": float("nan")}}})
+        )
+        + "\n"
+    )
     (rec,) = parse_perf_log("bw.log", text=text).records
     assert rec.forward.median_ms == TRITON_STATS["median"] and "backward" not in rec.phases
     with pytest.raises(InputError) as ei:

@@ -36,26 +36,38 @@ def test_host_print_record_prints_one_block_per_passed_test():
     lines = out.splitlines()
     for i, ln in enumerate(lines):
         if MARKER in ln:
-            assert lines[i - 1].rstrip().endswith("PASSED"), lines[i - 2:i + 1]
+            assert lines[i - 1].rstrip().endswith("PASSED"), lines[i - 2 : i + 1]
     # nothing printed for the failed or skipped tests
     assert "nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[cutile-" not in out
-    assert "nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-8192-8192" not in out
+    assert (
+        "nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-8192-8192" not in out
+    )
 
 
 def test_block_grammar_matches_contract_3_6():
     run = R.run_suite(("-sv", "--print-record", "--run-full"), events=True)
     lines = run.output.splitlines()
-    start = next(i for i, ln in enumerate(lines)
-                 if MARKER in ln and "triton-static_persistent-262144-1024" in lines[i + 1])
-    block = lines[start:start + 8]
+    start = next(
+        i
+        for i, ln in enumerate(lines)
+        if MARKER in ln and "triton-static_persistent-262144-1024" in lines[i + 1]
+    )
+    block = lines[start : start + 8]
     assert block[0] == "-------------------- Performance Test Results --------------------"
-    assert block[1] == "nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[triton-static_persistent-262144-1024-torch.float16]"
+    assert (
+        block[1]
+        == "nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[triton-static_persistent-262144-1024-torch.float16]"
+    )
     assert block[2] == "framework: triton"
     assert block[3] == "params: static_persistent-262144-1024-torch.float16"
-    assert block[4].startswith("Triton: {'forward': {'mean': 0.34924473333333333, ") and block[4].endswith("}} ms")
-    assert block[5] == ("forward: median_ms=0.348959 mean_ms=0.349245 min_ms=0.344450 max_ms=0.357759 "
-                        "rel_std_pct=0.686 nrep=120 launches_per_iter=1 "
-                        "top_kernel='_rms_norm_kernel_static_persistent'")
+    assert block[4].startswith("Triton: {'forward': {'mean': 0.34924473333333333, ") and block[4].endswith(
+        "}} ms"
+    )
+    assert block[5] == (
+        "forward: median_ms=0.348959 mean_ms=0.349245 min_ms=0.344450 max_ms=0.357759 "
+        "rel_std_pct=0.686 nrep=120 launches_per_iter=1 "
+        "top_kernel='_rms_norm_kernel_static_persistent'"
+    )
     payload = json.loads(block[6].removeprefix("record_json: "))
     assert list(payload) == ["benchmark", "framework", "nodeid", "params"]  # sort_keys
     assert payload["benchmark"]["triton"]["forward"]["median"] == 0.34895899999999985
@@ -66,9 +78,13 @@ def test_block_grammar_matches_contract_3_6():
 
 def test_cutile_rs_id_token_and_params():
     run = R.run_suite(("-sv", "--print-record", "--run-full"), events=True)
-    assert ("nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-4096-1024-torch.bfloat16]"
-            in run.output)
-    assert "framework: cutile-rs\nparams: static_persistent-4096-1024-torch.bfloat16\nCutile-rs: {" in run.output
+    assert (
+        "nodeid: test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-4096-1024-torch.bfloat16]"
+        in run.output
+    )
+    assert (
+        "framework: cutile-rs\nparams: static_persistent-4096-1024-torch.bfloat16\nCutile-rs: {" in run.output
+    )
     # the harness key launches_per_call stands in when kernel_times is absent
     assert "nrep=50 launches_per_iter=1 top_kernel=NA" in run.output
 
@@ -82,8 +98,11 @@ def test_run_full_and_print_record_both_work_with_plugin_loaded():
         " request.config.getoption('--print-record'), request.config.getoption('--quick-run'),"
         " os.environ.get('RUN_FULL_TEST'))\n"
     )
-    run = R.run_suite(("-s", "--run-full", "--print-record"), target="test_probe.py",
-                      extra_files=(("test_probe.py", probe),))
+    run = R.run_suite(
+        ("-s", "--run-full", "--print-record"),
+        target="test_probe.py",
+        extra_files=(("test_probe.py", probe),),
+    )
     assert run.rc == 0, run.output
     assert "host-options True True False 1" in run.output
     # and the entry point is loaded in that child (it prints in the plugins line)
@@ -108,15 +127,20 @@ def test_without_a_flag_the_plugin_is_inert():
 
 def test_own_flag_works_without_host_conftest():
     """No host conftest: no --print-record exists, ids keep the raw 'cutile-rs' spelling."""
-    run = R.run_suite(("-v", "--workbench-print-record"), host_conftest=False,
-                      extra_files=(("conftest.py", "import pytest\n@pytest.fixture\ndef arch():\n    return 'sm90'\n"),))
+    run = R.run_suite(
+        ("-v", "--workbench-print-record"),
+        host_conftest=False,
+        extra_files=(("conftest.py", "import pytest\n@pytest.fixture\ndef arch():\n    return 'sm90'\n"),),
+    )
     assert _lines_with(run.output, MARKER) == 9
     log = parse_perf_log(run.workdir / "raw.log", text=run.output)
     rs = [r for r in log.records if r.framework == "cutile-rs"]
-    assert {r.params for r in rs} == {"static_persistent-262144-1024-torch.float16",
-                                       "static_persistent-65536-8192-torch.float16",
-                                       "static_persistent-4096-1024-torch.bfloat16",
-                                       "static_persistent-16384-2048-torch.bfloat16"}
+    assert {r.params for r in rs} == {
+        "static_persistent-262144-1024-torch.float16",
+        "static_persistent-65536-8192-torch.float16",
+        "static_persistent-4096-1024-torch.bfloat16",
+        "static_persistent-16384-2048-torch.bfloat16",
+    }
     assert all("[cutile-rs-" in r.nodeid for r in rs)
 
 
@@ -173,7 +197,9 @@ def test_event_stream_contents():
     assert outcomes.count("passed") == 9 and outcomes.count("skipped") == 5 and outcomes.count("failed") == 1
     records = [e for e in evs if e.event == "record"]
     assert len(records) == 9
-    tri = next(e for e in records if e["nodeid"].endswith("[triton-static_persistent-262144-1024-torch.float16]"))
+    tri = next(
+        e for e in records if e["nodeid"].endswith("[triton-static_persistent-262144-1024-torch.float16]")
+    )
     assert tri["framework"] == "triton" and tri["params"] == "static_persistent-262144-1024-torch.float16"
     assert tri["benchmark"]["triton"]["forward"]["kernel_times"][0]["self_time_us"] == 353.568
     failed = [e for e in evs if e.event == "test_failed"]
@@ -201,7 +227,12 @@ def test_emit_from_test_code_lands_in_the_same_stream():
     assert run.rc == 0, run.output
     evs = read_events(run.events)
     kinds = [e.event for e in evs]
-    assert kinds.index("test_start") < kinds.index("progress") < kinds.index("launches") < kinds.index("test_finish")
+    assert (
+        kinds.index("test_start")
+        < kinds.index("progress")
+        < kinds.index("launches")
+        < kinds.index("test_finish")
+    )
     assert next(e for e in evs if e.event == "launches")["calls"] == [{"index": 0, "launches": 1}]
 
 
@@ -219,9 +250,12 @@ def test_double_registration_entry_point_and_dash_p():
 
 
 def test_pytest_plugins_in_conftest_after_entry_point():
-    conftest = (Path(R.HERE) / "host_conftest.py").read_text() + '\npytest_plugins = ["cutile_workbench.run.plugins.perflog"]\n'
-    run = R.run_suite(("-v", "--print-record", *PASSING_ONLY), host_conftest=False,
-                      extra_files=(("conftest.py", conftest),))
+    conftest = (
+        Path(R.HERE) / "host_conftest.py"
+    ).read_text() + '\npytest_plugins = ["cutile_workbench.run.plugins.perflog"]\n'
+    run = R.run_suite(
+        ("-v", "--print-record", *PASSING_ONLY), host_conftest=False, extra_files=(("conftest.py", conftest),)
+    )
     assert run.rc == 0, run.output
     assert _lines_with(run.output, MARKER) == 8
 
@@ -230,8 +264,9 @@ def test_harness_flag_without_swap_module_is_a_usage_error():
     # Synthetic: hide the GPU engineer's module so its import fails the way a missing one would.
     blocker = "import sys\nsys.modules['cutile_workbench.run.capture.tilegym_swap'] = None\n"
     conftest = (Path(R.HERE) / "host_conftest.py").read_text() + "\n" + blocker
-    run = R.run_suite(("-q", "--workbench-harness"), host_conftest=False,
-                      extra_files=(("conftest.py", conftest),))
+    run = R.run_suite(
+        ("-q", "--workbench-harness"), host_conftest=False, extra_files=(("conftest.py", conftest),)
+    )
     assert run.rc == 4, run.output
     assert "--workbench-harness needs cutile_workbench.run.capture.tilegym_swap" in run.output
 
@@ -243,8 +278,9 @@ def test_non_record_benchmark_property_gets_a_note_not_a_block():
         "def test_perf_plain():\n"
         "    pass\n"
     )
-    run = R.run_suite(("-v", "--workbench-print-record"), target="test_odd.py",
-                      extra_files=(("test_odd.py", code),))
+    run = R.run_suite(
+        ("-v", "--workbench-print-record"), target="test_odd.py", extra_files=(("test_odd.py", code),)
+    )
     assert run.rc == 0
     assert MARKER not in run.output
     assert "workbench: the 'benchmark' property of test_odd.py::test_perf_odd is not" in run.output
@@ -260,7 +296,9 @@ def test_teardown_output_with_s_does_not_break_the_block():
         "def test_perf_td(noisy, record_property):\n"
         "    record_property('benchmark', {'triton': {'forward': {'median': 0.04416, 'nrep': 50}}})\n"
     )  # 0.04416 ms: triton 16384x2048 bf16 (docs/gpu.md §4)
-    run = R.run_suite(("-sv", "--workbench-print-record"), target="test_td.py", extra_files=(("test_td.py", code),))
+    run = R.run_suite(
+        ("-sv", "--workbench-print-record"), target="test_td.py", extra_files=(("test_td.py", code),)
+    )
     assert run.rc == 0, run.output
     log = parse_perf_log("td.log", text=run.output, strict=True)
     assert [r.forward.median_ms for r in log.records] == [0.04416]

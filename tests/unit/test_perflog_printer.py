@@ -38,8 +38,10 @@ def test_forward_and_backward_phase_lines():
     assert lines[3] == "params: 16384-2048"
     assert lines[5].startswith("forward: median_ms=0.150900 mean_ms=NA") and "launches_per_iter=3" in lines[5]
     assert "top_kernel=NA" in lines[5]
-    assert lines[6] == ("backward: median_ms=0.300000 mean_ms=NA min_ms=NA max_ms=NA rel_std_pct=NA "
-                        "nrep=10 launches_per_iter=NA top_kernel=NA")
+    assert lines[6] == (
+        "backward: median_ms=0.300000 mean_ms=NA min_ms=NA max_ms=NA rel_std_pct=NA "
+        "nrep=10 launches_per_iter=NA top_kernel=NA"
+    )
     assert json.loads(lines[7].removeprefix("record_json: "))["benchmark"] == bench
 
 

@@ -14,9 +14,9 @@ from cutile_workbench.artifacts.perflog.sanitizer import count_validator_lines, 
 
 REPO = Path(__file__).resolve().parents[2]
 LOGS = sorted(REPO.glob("cutile_workbench/profiles/*/session/*/baseline_perf_*.txt")) + sorted(
-    REPO.glob("cutile_workbench/profiles/*/session/*/reports/agent_logs/perf_cutile_rs.full.txt"))
+    REPO.glob("cutile_workbench/profiles/*/session/*/reports/agent_logs/perf_cutile_rs.full.txt")
+)
 EVENTS = sorted(REPO.glob("cutile_workbench/profiles/*/session/*/workbench/events.jsonl"))
-
 
 
 def _ids(paths: list[Path]) -> list[str]:

@@ -48,13 +48,23 @@ def test_failing_candidate_run_keeps_every_passed_record(tmp_path: Path):
     assert "test session starts" in out.validator_log.splitlines()[0]
     # everything removed is in the investigation log, with why
     inv = out.investigation_log
-    for needle in ("FAILURES", "failed to compile Tile IR program", "short test summary info",
-                   "FAILED test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-8192-8192",
-                   "SKIPPED", "test failed", "test skipped", "rc=1", "1 failed, 4 passed, 5 skipped"):
+    for needle in (
+        "FAILURES",
+        "failed to compile Tile IR program",
+        "short test summary info",
+        "FAILED test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-8192-8192",
+        "SKIPPED",
+        "test failed",
+        "test skipped",
+        "rc=1",
+        "1 failed, 4 passed, 5 skipped",
+    ):
         assert needle in inv, needle
     assert len(out.dropped_nodeids) == 6
     assert any("[cutile_rs-static_persistent-8192-8192" in n for n in out.dropped_nodeids)
-    _check_with_real_validator(tmp_path, out.validator_log, "PASS: perf_cutile_rs.txt: 4 perf records for 4 passed tests")
+    _check_with_real_validator(
+        tmp_path, out.validator_log, "PASS: perf_cutile_rs.txt: 4 perf records for 4 passed tests"
+    )
 
 
 def test_clean_rc0_run_is_copied_verbatim(tmp_path: Path):
@@ -83,8 +93,10 @@ def test_quiet_run_gets_reconstructed_status_lines(tmp_path: Path):
     out = sanitize(run.output, pytest_rc=run.rc)
     _assert_rules(out.validator_log, 8)
     assert "reconstructed" in out.investigation_log
-    assert "test_rms_norm.py::Test_RMSNorm::test_perf[triton-static_persistent-65536-8192-torch.float16] PASSED" \
+    assert (
+        "test_rms_norm.py::Test_RMSNorm::test_perf[triton-static_persistent-65536-8192-torch.float16] PASSED"
         in out.validator_log
+    )
     _check_with_real_validator(tmp_path, out.validator_log, "8 perf records for 8 passed tests")
 
 
@@ -102,7 +114,7 @@ def test_truncated_last_block_moves_to_investigation():
     run = R.run_suite(("-sv", "--print-record", "-k", "cutile_rs and not 8192-8192"))
     lines = run.output.splitlines()
     last = max(i for i, ln in enumerate(lines) if MARKER in ln)
-    cut = "\n".join(lines[:last + 4]) + "\n"
+    cut = "\n".join(lines[: last + 4]) + "\n"
     out = sanitize(cut, pytest_rc=None)
     _assert_rules(out.validator_log, 3)
     assert "truncated record block" in out.investigation_log
@@ -117,22 +129,36 @@ def test_resumed_run_in_the_runners_format(tmp_path: Path):
     second = R.run_suite(("-sv", "--print-record", "-k", "cutile_rs and (4096 or 8192-8192)"))
     lines = first.output.splitlines()
     crash = [i for i, ln in enumerate(lines) if MARKER in ln][1] + 3  # mid second block
-    crashed = "test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-65536-8192-torch.float16]"
-    text = "\n".join([
-        *lines[:crash],
-        f"FAILED {crashed} - workbench: child died (SIGSEGV) while this test ran",
-        "===== workbench resume: attempt 2, 2 of 4 node ids left (attempt 1 crashed: SIGSEGV) =====",
-        *second.output.splitlines(),
-        "===== workbench summary: 2 passed, 2 failed, 0 skipped, 0 not run in 2 attempt(s) (3.1 s) =====",
-    ]) + "\n"
+    crashed = (
+        "test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-static_persistent-65536-8192-torch.float16]"
+    )
+    text = (
+        "\n".join(
+            [
+                *lines[:crash],
+                f"FAILED {crashed} - workbench: child died (SIGSEGV) while this test ran",
+                "===== workbench resume: attempt 2, 2 of 4 node ids left (attempt 1 crashed: SIGSEGV) =====",
+                *second.output.splitlines(),
+                "===== workbench summary: 2 passed, 2 failed, 0 skipped, 0 not run in 2 attempt(s) (3.1 s) =====",
+            ]
+        )
+        + "\n"
+    )
     out = sanitize(text, pytest_rc=1)
     _assert_rules(out.validator_log, 2)
     kept = parse_perf_log("val", text=out.validator_log, strict=True)
-    assert sorted(r.params for r in kept.records) == ["static_persistent-262144-1024-torch.float16",
-                                                       "static_persistent-4096-1024-torch.bfloat16"]
+    assert sorted(r.params for r in kept.records) == [
+        "static_persistent-262144-1024-torch.float16",
+        "static_persistent-4096-1024-torch.bfloat16",
+    ]
     assert out.validator_log.count("test session starts") == 1
-    for needle in ("later session header", "truncated record block", "child died (SIGSEGV)",
-                   "workbench resume: attempt 2", "workbench summary"):
+    for needle in (
+        "later session header",
+        "truncated record block",
+        "child died (SIGSEGV)",
+        "workbench resume: attempt 2",
+        "workbench summary",
+    ):
         assert needle in out.investigation_log, needle
     assert crashed in out.dropped_nodeids
     _check_with_real_validator(tmp_path, out.validator_log, "2 perf records for 2 passed tests")
@@ -144,8 +170,9 @@ def test_test_output_with_counted_words_is_moved():
         "    print('self-check PASSED; previous attempt FAILED')\n"
         "    record_property('benchmark', {'triton': {'forward': {'median': 0.5481, 'nrep': 50}}})\n"
     )  # 0.5481 ms: triton 65536x8192 fp16 (docs/gpu.md §2)
-    run = R.run_suite(("-sv", "--workbench-print-record"), target="test_chatty.py",
-                      extra_files=(("test_chatty.py", code),))
+    run = R.run_suite(
+        ("-sv", "--workbench-print-record"), target="test_chatty.py", extra_files=(("test_chatty.py", code),)
+    )
     assert run.rc == 0
     out = sanitize(run.output, pytest_rc=0)
     _assert_rules(out.validator_log, 1)
@@ -180,10 +207,25 @@ def test_mutated_logs_always_satisfy_the_validator_rules(data):
     n = len(lines)
     start = data.draw(st.integers(0, n - 1))
     stop = data.draw(st.integers(start, min(n, start + 12)))
-    junk = data.draw(st.lists(st.sampled_from(
-        ["PASSED", "FAILED", "SKIPPED", MARKER, "-" * 66, "", "x PASSED", "=" * 80,
-         "test_rms_norm.py::Test_RMSNorm::test_perf[triton-a-1] PASSED"]) | st.text(max_size=40).map(lambda s: [s]),
-        max_size=3))
+    junk = data.draw(
+        st.lists(
+            st.sampled_from(
+                [
+                    "PASSED",
+                    "FAILED",
+                    "SKIPPED",
+                    MARKER,
+                    "-" * 66,
+                    "",
+                    "x PASSED",
+                    "=" * 80,
+                    "test_rms_norm.py::Test_RMSNorm::test_perf[triton-a-1] PASSED",
+                ]
+            )
+            | st.text(max_size=40).map(lambda s: [s]),
+            max_size=3,
+        )
+    )
     flat = [j for item in junk for j in (item if isinstance(item, list) else [item])]
     mutated = "\n".join([*lines[:start], *flat, *lines[stop:]]) + "\n"
     try:
@@ -205,10 +247,14 @@ def test_arbitrary_text_never_breaks_the_rules(text, rc):
 
 
 def test_collection_error_moves_to_investigation(tmp_path: Path):
-    broken = "import module_that_does_not_exist_here  # a collection error, as a missing cutile-rs build gives\n"
-    run = R.run_suite(("-sv", "--print-record", "--continue-on-collection-errors", "-k", "cutile_rs",
-                       "test_broken.py"), target="test_rms_norm.py",
-                      extra_files=(("test_broken.py", broken),))
+    broken = (
+        "import module_that_does_not_exist_here  # a collection error, as a missing cutile-rs build gives\n"
+    )
+    run = R.run_suite(
+        ("-sv", "--print-record", "--continue-on-collection-errors", "-k", "cutile_rs", "test_broken.py"),
+        target="test_rms_norm.py",
+        extra_files=(("test_broken.py", broken),),
+    )
     assert run.rc == 1 and "ERROR collecting test_broken.py" in run.output
     out = sanitize(run.output, pytest_rc=run.rc)
     _assert_rules(out.validator_log, 4)
@@ -223,8 +269,11 @@ def test_banner_printed_by_a_test_is_not_a_pytest_section():
         "    print('=' * 30 + ' my own benchmark banner ' + '=' * 30)\n"
         "    record_property('benchmark', {'triton': {'forward': {'median': 0.07624, 'nrep': 50}}})\n"
     )  # 0.07624 ms: triton 8192x8192 bf16 (docs/gpu.md §4)
-    run = R.run_suite(("-sv", "--workbench-print-record", "-rA"), target="test_banner.py",
-                      extra_files=(("test_banner.py", code),))
+    run = R.run_suite(
+        ("-sv", "--workbench-print-record", "-rA"),
+        target="test_banner.py",
+        extra_files=(("test_banner.py", code),),
+    )
     out = sanitize(run.output, pytest_rc=run.rc)
     assert out.kept_records == 1 and "my own benchmark banner" in out.validator_log
     _assert_rules(out.validator_log, 1)

@@ -44,16 +44,18 @@ side = "cutile_rs" if "silu_and_mul_kernel_entry" in kernel else "cutile"
 shutil.copyfile(os.path.join({fix!r}, "ncu_silu_and_mul_" + side + ".csv.log"), argv[argv.index("--log-file") + 1])
 print("==PROF== Disconnected")
 '''
-FAKE_SMI = '''#!/bin/sh
+FAKE_SMI = """#!/bin/sh
 echo "GPU 0: NVIDIA H200 (UUID: GPU-synthetic)"
-'''
+"""
 
 
 def _tilegym(tmp_path: Path) -> Path:
     tg = tmp_path / "tilegym"
     (tg / "tests" / "ops").mkdir(parents=True)
-    shutil.copyfile(FIX / "tilegym_75a1430" / "tests" / "ops" / "test_silu_and_mul.py",
-                    tg / "tests" / "ops" / "test_silu_and_mul.py")
+    shutil.copyfile(
+        FIX / "tilegym_75a1430" / "tests" / "ops" / "test_silu_and_mul.py",
+        tg / "tests" / "ops" / "test_silu_and_mul.py",
+    )
     return tg
 
 
@@ -89,15 +91,19 @@ def _listing(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
-def test_a_tilegym_kernel_needs_the_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_tilegym_kernel_needs_the_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _tools(tmp_path, monkeypatch)
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(_out_root(tmp_path)))
+    rc, _out, err = _run(
+        capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(_out_root(tmp_path))
+    )
     assert rc == 2 and "TileGym kernel" in err and "--tilegym DIR or set $TILEGYM_PATH" in err
 
 
 def test_the_recorded_session_is_refused_with_es_message_but_can_print(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = _tools(tmp_path, monkeypatch)
     before = _listing(SESSION)
     tg = str(_tilegym(tmp_path))
@@ -105,17 +111,29 @@ def test_the_recorded_session_is_refused_with_es_message_but_can_print(
     assert rc == 2 and "the recorded session is read-only; copy it (cp -r" in err and "--print-command" in err
     e_rc, _e_out, e_err = _run(capsys, "report", "e", "silu_and_mul", "--yes", "--no-real-scripts")
     assert e_rc == 2 and err.split(", or use")[0] == e_err.split(", or use")[0]  # E's message, word for word
-    rc, out, _err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--tilegym", tg, "--print-command")
+    rc, out, _err = _run(
+        capsys, "probe", "silu_and_mul", "--config", CONFIG, "--tilegym", tg, "--print-command"
+    )
     assert rc == 0 and out.count("\n$ cd ") == 2 and not calls.exists()  # printed, nothing run
     assert _listing(SESSION) == before
 
 
-def test_without_ncu_it_exits_2_and_prints_the_exact_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_ncu_it_exits_2_and_prints_the_exact_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _tools(tmp_path, monkeypatch, ncu=False)
     root = _out_root(tmp_path)
-    rc, out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
-                        "--tilegym", str(_tilegym(tmp_path)))
+    rc, out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        str(root),
+        "--tilegym",
+        str(_tilegym(tmp_path)),
+    )
     assert rc == 2 and "ncu (Nsight Compute) is not on PATH" in err and "--csv FILE" in err
     lines = [ln[2:] for ln in out.splitlines() if ln.startswith("$ ")]
     assert len(lines) == 2
@@ -127,20 +145,26 @@ def test_without_ncu_it_exits_2_and_prints_the_exact_lines(tmp_path: Path, capsy
     assert not (root / "silu_and_mul" / "workbench" / "probes").exists()  # nothing filed
 
 
-def test_probe_runs_both_sides_files_them_and_f_reads_them(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_probe_runs_both_sides_files_them_and_f_reads_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = _tools(tmp_path, monkeypatch)
     root = _out_root(tmp_path)
     tg = _tilegym(tmp_path)
-    rc, out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
-                        "--tilegym", str(tg))
+    rc, out, err = _run(
+        capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root), "--tilegym", str(tg)
+    )
     assert rc == 0, err
     runs = [json.loads(ln) for ln in calls.read_text().splitlines()]
     assert [r["env"]["DISABLE_FALLBACK"] for r in runs] == ["1", None]
     assert all(r["cwd"] == str(tg.resolve()) and r["env"]["WORKBENCH_PROFILE_RANGE"] == "1" for r in runs)
     probes = root / "silu_and_mul" / "workbench" / "probes"
-    assert sorted(p.name for p in probes.iterdir()) == [f"cutile-{CONFIG}.csv", f"cutile-{CONFIG}.json",
-                                                        f"cutile_rs-{CONFIG}.csv", f"cutile_rs-{CONFIG}.json"]
+    assert sorted(p.name for p in probes.iterdir()) == [
+        f"cutile-{CONFIG}.csv",
+        f"cutile-{CONFIG}.json",
+        f"cutile_rs-{CONFIG}.csv",
+        f"cutile_rs-{CONFIG}.json",
+    ]
     table = out.split("\n\n", 1)[1]
     assert table.splitlines()[0].split() == ["metric", "cutile-rs", "cutile"]
     assert "duration" in table and "382.72 us" in table and "397.73 us" in table and "104" in table
@@ -153,60 +177,160 @@ def test_probe_runs_both_sides_files_them_and_f_reads_them(tmp_path: Path, capsy
     assert {k[0] for k in inputs.probes} == {"cutile_rs", "cutile"}
     from cutile_workbench.evidence.ncu import probe_for
 
-    lines = probe_lines((probe_for(inputs.probes, "cutile-rs", CONFIG), probe_for(inputs.probes, "cutile", CONFIG)))
+    lines = probe_lines(
+        (probe_for(inputs.probes, "cutile-rs", CONFIG), probe_for(inputs.probes, "cutile", CONFIG))
+    )
     assert "| duration | 382.72 us | 397.73 us |" in lines
 
 
-def test_a_csv_from_the_printed_line_is_filed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_csv_from_the_printed_line_is_filed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _tools(tmp_path, monkeypatch, ncu=False)
     root = _out_root(tmp_path)
     tg = str(_tilegym(tmp_path))
     csv = FIX / "ncu_silu_and_mul_cutile.csv.log"
-    rc, out, _err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
-                         "--tilegym", tg, "--backend", "cutile", "--csv", str(csv))
+    rc, out, _err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        str(root),
+        "--tilegym",
+        tg,
+        "--backend",
+        "cutile",
+        "--csv",
+        str(csv),
+    )
     assert rc == 0 and f"filed workbench/probes/cutile-{CONFIG}.json from {csv}" in out
     doc = json.loads((root / "silu_and_mul" / "workbench" / "probes" / f"cutile-{CONFIG}.json").read_text())
     assert doc["probe"]["device"] == "NVIDIA H200" and doc["probe"]["backend"] == "cutile"
     assert "| " not in out and "397.73 us" in out and "n/a" in out  # the candidate side is not probed yet
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
-                         "--tilegym", tg, "--csv", str(csv))
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        str(root),
+        "--tilegym",
+        tg,
+        "--csv",
+        str(csv),
+    )
     assert rc == 2 and "exactly one --backend" in err
     (tmp_path / "empty.csv").write_text("==PROF== Disconnected\n")
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
-                         "--tilegym", tg, "--backend", "cutile-rs", "--csv", str(tmp_path / "empty.csv"))
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        str(root),
+        "--tilegym",
+        tg,
+        "--backend",
+        "cutile-rs",
+        "--csv",
+        str(tmp_path / "empty.csv"),
+    )
     assert rc == 2 and "empty.csv:1" in err and "profiled nothing" in err
 
 
-def test_bad_config_backend_and_timeout(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_config_backend_and_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _tools(tmp_path, monkeypatch)
     root, tg = str(_out_root(tmp_path)), str(_tilegym(tmp_path))
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", "64-1024-4095-torch.float16",
-                         "--out-root", root, "--tilegym", tg)
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        "64-1024-4095-torch.float16",
+        "--out-root",
+        root,
+        "--tilegym",
+        tg,
+    )
     assert rc == 2 and "no config" in err and "close matches: 64-1024-4096-torch.float16" in err
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", root, "--tilegym", tg,
-                         "-b", "triton")
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        root,
+        "--tilegym",
+        tg,
+        "-b",
+        "triton",
+    )
     assert rc == 2 and "neither side" in err
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", root, "--tilegym", tg,
-                         "--timeout", "0")
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        root,
+        "--tilegym",
+        tg,
+        "--timeout",
+        "0",
+    )
     assert rc == 2 and "must be a number of seconds > 0" in err
     monkeypatch.setenv("FAKE_NCU_SLEEP", "30")
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", root, "--tilegym", tg,
-                         "-b", "cutile-rs", "--timeout", "1")
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        root,
+        "--tilegym",
+        tg,
+        "-b",
+        "cutile-rs",
+        "--timeout",
+        "1",
+    )
     assert rc == 2 and "killed after 1 s" in err
     assert not (Path(root) / "silu_and_mul" / "workbench" / "probes" / f"cutile_rs-{CONFIG}.json").exists()
 
 
-def test_a_csv_of_another_kernel_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_csv_of_another_kernel_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The REAL cuTile CSV offered as the cutile-rs side: its kernel row is not that side's kernel."""
     _tools(tmp_path, monkeypatch, ncu=False)
     root = _out_root(tmp_path)
-    rc, _out, err = _run(capsys, "probe", "silu_and_mul", "--config", CONFIG, "--out-root", str(root),
-                         "--tilegym", str(_tilegym(tmp_path)), "--backend", "cutile-rs",
-                         "--csv", str(FIX / "ncu_silu_and_mul_cutile.csv.log"))
-    assert rc == 2 and "not this side's kernel silu_and_mul_kernel_entry" in err and "key 'Kernel Name'" in err
+    rc, _out, err = _run(
+        capsys,
+        "probe",
+        "silu_and_mul",
+        "--config",
+        CONFIG,
+        "--out-root",
+        str(root),
+        "--tilegym",
+        str(_tilegym(tmp_path)),
+        "--backend",
+        "cutile-rs",
+        "--csv",
+        str(FIX / "ncu_silu_and_mul_cutile.csv.log"),
+    )
+    assert (
+        rc == 2 and "not this side's kernel silu_and_mul_kernel_entry" in err and "key 'Kernel Name'" in err
+    )
     assert not (root / "silu_and_mul" / "workbench" / "probes").exists()
 
 
@@ -227,7 +351,9 @@ def test_probe_of_the_real_matmul_gap_on_the_gpu(tmp_path: Path) -> None:
     root = tmp_path / "out"
     shutil.copytree(SESSION / "matmul", root / "matmul")
     config = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
-    plan = probe_service.plan_probe(probe_service.ProbeRequest("matmul", config, out_root=root, tilegym=Path(tg)))
+    plan = probe_service.plan_probe(
+        probe_service.ProbeRequest("matmul", config, out_root=root, tilegym=Path(tg))
+    )
     assert not probe_service.cannot_run(plan)
     recorded = {"cutile-rs": 49.09, "cutile": 24.06}  # CUPTI per-launch medians of the recording, us
     for side in plan.sides:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from cutile_workbench.checks import childproc
 from cutile_workbench.run import runner
 
-IDS = ["tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-4096-1024-torch.bfloat16]",
-       "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-8192 x 8192-torch.bfloat16]"]
+IDS = [
+    "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-4096-1024-torch.bfloat16]",
+    "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf[cutile_rs-8192 x 8192-torch.bfloat16]",
+]
 OUTPUT = (
     f"{IDS[0]}\n{IDS[1]}\n\n"
     "=============================== warnings summary ===============================\n"
@@ -31,7 +33,9 @@ def test_ids_end_at_the_first_blank_line_warnings_summary_not_counted() -> None:
 
 
 def test_error_lines_and_banners_are_no_ids() -> None:
-    text = ("ERROR tests/ops/test_x.py::test_perf - ImportError: no cutile_rs\n"
-            "==================== short test summary info ====================\n"
-            "!!!!!!!! Interrupted: 1 error during collection !!!!!!!!\n")
+    text = (
+        "ERROR tests/ops/test_x.py::test_perf - ImportError: no cutile_rs\n"
+        "==================== short test summary info ====================\n"
+        "!!!!!!!! Interrupted: 1 error during collection !!!!!!!!\n"
+    )
     assert list(runner.parse_collect_output(text)) == []

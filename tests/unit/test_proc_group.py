@@ -10,15 +10,18 @@ import time
 from cutile_workbench.proc.group import kill_group, kill_groups
 
 # a leader that ignores SIGTERM, with a grandchild that ignores it too (pytest's children do)
-_STUBBORN = ("import os, signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-             "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
-             "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)']); "
-             "print(child.pid, flush=True); time.sleep(60)")
+_STUBBORN = (
+    "import os, signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)']); "
+    "print(child.pid, flush=True); time.sleep(60)"
+)
 
 
 def _spawn(code: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def _alive(pid: int) -> bool:

@@ -16,7 +16,9 @@ from cutile_workbench.artifacts.perflog.parser import parse_perf_log
 from cutile_workbench.profiles import get_profile, list_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / ".fetched" / "TileGym" / "skills" / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts"
+SCRIPTS = (
+    ROOT / ".fetched" / "TileGym" / "skills" / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts"
+)
 KERNELS = ["rms_norm", "rms_norm_hotpath", "softmax"]
 
 
@@ -36,9 +38,17 @@ def sets_by_backend(kernel: str) -> dict[str, dict[str, object]]:
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_session_has_the_tilegym_layout(kernel):
     p = paths(kernel)
-    for f in (p.analysis_json, p.baseline_cutile, p.baseline_triton_tileir, p.perf_full_log, p.launches_json,
-              p.events_jsonl, p.session_json, p.reference_dir / "reference.mlir",
-              p.generated_dir / "generated_canon.mlir"):
+    for f in (
+        p.analysis_json,
+        p.baseline_cutile,
+        p.baseline_triton_tileir,
+        p.perf_full_log,
+        p.launches_json,
+        p.events_jsonl,
+        p.session_json,
+        p.reference_dir / "reference.mlir",
+        p.generated_dir / "generated_canon.mlir",
+    ):
         assert f.is_file() and f.stat().st_size > 0, f
     assert any(p.tileir_dir.glob("*.tileir"))
     assert (p.reference_dir / "reference.mlir").read_text().lstrip().startswith("entry @")
@@ -54,7 +64,9 @@ def test_logs_parse_and_medians_match_the_per_launch_records(kernel):
         assert len(log.records) == 7 and not log.truncated, log_path
         for rec in log.records:
             fwd = rec.forward
-            assert fwd is not None and fwd.samples_ms is not None and 2 <= fwd.nrep == len(fwd.samples_ms) <= 200
+            assert (
+                fwd is not None and fwd.samples_ms is not None and 2 <= fwd.nrep == len(fwd.samples_ms) <= 200
+            )
             s = sets[rec.framework][rec.params]
             sums = sorted(c.device_time_ns / 1e6 for c in s.calls)  # type: ignore[attr-defined]
             assert abs(sums[(len(sums) - 1) // 2] - fwd.median_ms) < 2e-6, (rec.nodeid, fwd.median_ms)
@@ -107,12 +119,21 @@ def test_registry_points_at_existing_sessions_and_suites():
 def test_tilegym_validators_accept_the_recorded_files(kernel):
     p = paths(kernel)
     env = dict(os.environ, CUTILE_KERNEL_OUT_ROOT=str(p.root.parent))
-    out = subprocess.run(["bash", str(SCRIPTS / "validate_analysis.sh"), kernel], env=env, capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        ["bash", str(SCRIPTS / "validate_analysis.sh"), kernel],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and "PASS" in out.stdout, out.stdout + out.stderr
     for log in (p.baseline_cutile, p.baseline_triton_tileir, p.perf_full_log):
-        out = subprocess.run(["bash", str(SCRIPTS / "validate_perf_log.sh"), str(log)], capture_output=True,
-                             text=True, timeout=60)
+        out = subprocess.run(
+            ["bash", str(SCRIPTS / "validate_perf_log.sh"), str(log)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0 and "perf_sections=7 passed=7" in out.stdout, out.stdout
 
 
@@ -124,9 +145,24 @@ def test_suites_skip_cleanly_without_torch():
     else:
         pytest.skip("torch present: the suites would really run")
     proc = subprocess.run(
-        ["python", "-m", "pytest", "cutile_workbench/profiles/rms_norm/test_rms_norm.py", "cutile_workbench/profiles/softmax/test_softmax.py",
-         "-p", "cutile_workbench.run.plugins.perflog", "-rs", "-q"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-        env=dict(os.environ, PATH=str(Path(os.sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")))
+        [
+            "python",
+            "-m",
+            "pytest",
+            "cutile_workbench/profiles/rms_norm/test_rms_norm.py",
+            "cutile_workbench/profiles/softmax/test_softmax.py",
+            "-p",
+            "cutile_workbench.run.plugins.perflog",
+            "-rs",
+            "-q",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(
+            os.environ, PATH=str(Path(os.sys.executable).parent) + os.pathsep + os.environ.get("PATH", "")
+        ),
+    )
     assert proc.returncode in (0, 5), proc.stdout + proc.stderr
     assert "2 skipped" in proc.stdout and "error" not in proc.stdout.lower(), proc.stdout

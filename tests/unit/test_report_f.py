@@ -57,8 +57,9 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 def test_hotpath_report_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _kernel(tmp_path, "rms_norm_hotpath", "hotpath_16384x2048.launches.json")
-    rc, out, err = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes",
-                        "--no-real-scripts")
+    rc, out, err = _run(
+        capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc == 0, err
     assert out.endswith("</VALIDATOR_OUTPUT>\nVERDICT: FIXABLE\n")
     assert "exit=0\n</VALIDATOR_OUTPUT>" in out
@@ -67,8 +68,14 @@ def test_hotpath_report_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     assert inv.startswith("VERDICT: FIXABLE\n")
     heads = [ln for ln in inv.splitlines() if ln.startswith("## ")]
     # the stand-in wraps the clean cuTile kernel: its main kernel IS the reference's (issue 18 item 1)
-    assert heads == ["## Ratio", "## Launch-count evidence", "## Root Cause", "## Action Items", "## Confidence",
-                     "## Candidate identity"]
+    assert heads == [
+        "## Ratio",
+        "## Launch-count evidence",
+        "## Root Cause",
+        "## Action Items",
+        "## Confidence",
+        "## Candidate identity",
+    ]
     assert "| backend | per-launch kernel time | launches/iter | measured sum |" in inv
     assert "| reference (cutile) | 82.78 us | 1 | 82.78 us |" in inv
     assert "| candidate (cutile-hotpath) | 82.80 us | 3 | 150.90 us |" in inv
@@ -76,9 +83,17 @@ def test_hotpath_report_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "Template propagation needed: yes" in inv
     assert inv.split("## Confidence\n", 1)[1].startswith("High.")
     agent = (reports / "agent_f.md").read_text()
-    for h in ("## Inputs read", "## Missing inputs", "## E ratio summary", "## Launch-count evidence per shape",
-              "## Autotune / cache-key audit", "## IR diff highlights", "## Root causes", "## Action items per owner",
-              "## Final verdict"):
+    for h in (
+        "## Inputs read",
+        "## Missing inputs",
+        "## E ratio summary",
+        "## Launch-count evidence per shape",
+        "## Autotune / cache-key audit",
+        "## IR diff highlights",
+        "## Root causes",
+        "## Action items per owner",
+        "## Final verdict",
+    ):
         assert h in agent
     assert "geomean_ratio=1.8229" in agent
     log = (reports / "agent_logs" / "agent_f.md").read_text()
@@ -104,22 +119,32 @@ def test_shape_specific_report_with_resource_and_ir_tables(tmp_path: Path) -> No
     assert "| 255 / 175 |" in rep and "| 222208 / 66560 |" in rep
     assert "VERDICT: FAIL_FIXABLE (2 critical diff(s))" in rep and "CRITICAL: tile shape set differs" in rep
     assert "| reference (triton) | 44.16 us | 1 | 44.16 us |" in rep
-    assert set(files) == {f"reports/perf_investigation_{SHAPE}.md", "reports/agent_f.md",
-                          "reports/agent_logs/agent_f.md"}
+    assert set(files) == {
+        f"reports/perf_investigation_{SHAPE}.md",
+        "reports/agent_f.md",
+        "reports/agent_logs/agent_f.md",
+    }
     assert plan.ok and plan.verdict == "FIXABLE"
     assert closing_block(plan).endswith("</VALIDATOR_OUTPUT>\nVERDICT: FIXABLE\n")
 
 
-def test_identical_candidate_and_baseline_is_aligned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_identical_candidate_and_baseline_is_aligned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _kernel(tmp_path, "rms_norm_hotpath", None)
     kdir = root / "rms_norm_hotpath"
     # identical data: the candidate log is the baseline log itself (E reads the raw tee first: replace both)
     shutil.copyfile(kdir / "baseline_perf_cutile.txt", kdir / "perf_cutile_rs.txt")
-    shutil.copyfile(kdir / "baseline_perf_cutile.txt", kdir / "reports" / "agent_logs" / "perf_cutile_rs.full.txt")
-    rc, out, _ = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes",
-                      "--no-real-scripts")
+    shutil.copyfile(
+        kdir / "baseline_perf_cutile.txt", kdir / "reports" / "agent_logs" / "perf_cutile_rs.full.txt"
+    )
+    rc, out, _ = _run(
+        capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc == 0 and out.endswith("VERDICT: ALIGNED\n")
-    assert (kdir / "reports" / "perf_investigation_all_shapes.md").read_text().startswith("VERDICT: ALIGNED\n")
+    assert (
+        (kdir / "reports" / "perf_investigation_all_shapes.md").read_text().startswith("VERDICT: ALIGNED\n")
+    )
 
 
 def test_absent_inputs_give_blocked_not_traceback(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -135,7 +160,9 @@ def test_absent_inputs_give_blocked_not_traceback(tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.parametrize("bad", ["launches", "ir", "analysis", "truncated_log"])
-def test_malformed_inputs_are_refused_like_e(tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str) -> None:
+def test_malformed_inputs_are_refused_like_e(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str
+) -> None:
     """E's strictness: a present but malformed input exits 2 naming the file; nothing is written."""
     root = _kernel(tmp_path, "rms_norm_hotpath", "hotpath_16384x2048.launches.json")
     kdir = root / "rms_norm_hotpath"
@@ -150,7 +177,9 @@ def test_malformed_inputs_are_refused_like_e(tmp_path: Path, capsys: pytest.Capt
         name = "reference.mlir"
     elif bad == "analysis":
         (kdir / "reference").mkdir(exist_ok=True)
-        (kdir / "reference" / "analysis.json").write_text('{"kernel_name": "rms_norm_hotpath",\n "pattern": [1}\n')
+        (kdir / "reference" / "analysis.json").write_text(
+            '{"kernel_name": "rms_norm_hotpath",\n "pattern": [1}\n'
+        )
         name = "analysis.json:2"
     else:  # a record block cut off mid-way (SYNTHETIC truncation of the real log)
         full = kdir / "reports" / "agent_logs" / "perf_cutile_rs.full.txt"
@@ -158,22 +187,27 @@ def test_malformed_inputs_are_refused_like_e(tmp_path: Path, capsys: pytest.Capt
         full.write_text(text[: text.rindex("record_json:") + 30])
         name = "perf_cutile_rs.full.txt:"
     before = sorted(p.relative_to(kdir).as_posix() for p in kdir.rglob("*"))
-    rc, out, err = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes",
-                        "--no-real-scripts")
+    rc, out, err = _run(
+        capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc == 2 and name in err and "VERDICT" not in out, (rc, out, err)
-    e_rc, _e_out, e_err = _run(capsys, "report", "e", "rms_norm_hotpath", "--out-root", str(root), "--dry-run")
+    e_rc, _e_out, e_err = _run(
+        capsys, "report", "e", "rms_norm_hotpath", "--out-root", str(root), "--dry-run"
+    )
     if bad in ("analysis", "truncated_log"):  # inputs E reads too: both refuse, naming the same place
         assert e_rc == 2 and name in e_err
     assert sorted(p.relative_to(kdir).as_posix() for p in kdir.rglob("*")) == before
 
 
-def test_dry_run_and_confirmation_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dry_run_and_confirmation_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = _kernel(tmp_path, "rms_norm_hotpath", "hotpath_16384x2048.launches.json")
     reports = root / "rms_norm_hotpath" / "reports"
     before = sorted(p.name for p in reports.rglob("*"))
-    rc, out, _ = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--dry-run",
-                      "--no-real-scripts")
+    rc, out, _ = _run(
+        capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--dry-run", "--no-real-scripts"
+    )
     assert rc == 0 and "create  reports/perf_investigation_all_shapes.md" in out
     assert out.endswith("DRY RUN: nothing written; the reports would say VERDICT: FIXABLE\n")
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
@@ -186,15 +220,22 @@ def test_stale_bad_report_refuses_with_exit_3(tmp_path: Path, capsys: pytest.Cap
     root = _kernel(tmp_path, "rms_norm_hotpath", "hotpath_16384x2048.launches.json")
     stale = root / "rms_norm_hotpath" / "reports" / "perf_investigation_old.md"
     stale.write_text("VERDICT: DONE\n")  # left behind by someone else: the validator fails on it
-    rc, out, _ = _run(capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes",
-                      "--no-real-scripts")
+    rc, out, _ = _run(
+        capsys, "report", "f", "rms_norm_hotpath", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc == 3 and "exit=1" in out and "VERDICT: FIXABLE" not in out.splitlines()
     assert not (root / "rms_norm_hotpath" / "reports" / "perf_investigation_all_shapes.md").exists()
 
 
 def test_targets_are_guarded() -> None:
-    for rel in ("kernel.rs", "reports/../ffi.rs", "Cargo.toml", "/abs/reports/x.md", "tests/test_x.py",
-                "reports/x.rs"):
+    for rel in (
+        "kernel.rs",
+        "reports/../ffi.rs",
+        "Cargo.toml",
+        "/abs/reports/x.md",
+        "tests/test_x.py",
+        "reports/x.rs",
+    ):
         with pytest.raises(UnsafePath):
             _check_targets([PlannedFile(rel, "VERDICT: FIXABLE\n")])
     with pytest.raises(ValidationRefused):
@@ -202,21 +243,30 @@ def test_targets_are_guarded() -> None:
 
 
 @pytest.mark.skipif(not (SCRIPTS / "validate_agent_f.sh").is_file(), reason="TileGym snapshot not present")
-def test_real_validate_agent_f_passes_on_written_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_real_validate_agent_f_passes_on_written_reports(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = _kernel(tmp_path, "rms_norm", "rms_norm_16384x2048.launches.json", ir=True)
-    rc, out, _ = _run(capsys, "report", "f", "rms_norm", "--out-root", str(root), "--tilegym", str(TILEGYM),
-                      "--yes")
+    rc, out, _ = _run(
+        capsys, "report", "f", "rms_norm", "--out-root", str(root), "--tilegym", str(TILEGYM), "--yes"
+    )
     assert rc == 0
     assert out.count("exit=0") == 2 and "validate_agent_f.sh rms_norm\nOK: perf_investigation_" in out
     env = dict(os.environ, CUTILE_KERNEL_OUT_ROOT=str(root))
-    p = subprocess.run(["bash", str(SCRIPTS / "validate_agent_f.sh"), "rms_norm"], capture_output=True, text=True,
-                       env=env, check=False, timeout=60)
+    p = subprocess.run(
+        ["bash", str(SCRIPTS / "validate_agent_f.sh"), "rms_norm"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        timeout=60,
+    )
     assert p.returncode == 0
     assert p.stdout == validate_agent_f(root / "rms_norm").output
 
 
 # SYNTHETIC wrapper: a fixed-config canary before autotune_launch on every call (contract §7.2)
-CANARY_WRAPPER = '''
+CANARY_WRAPPER = """
 from types import SimpleNamespace
 import torch
 from tilegym.backend.cutile_rs.autotuner import autotune_launch
@@ -241,7 +291,7 @@ def rms_norm(x, **kwargs):
 
     return autotune_launch(kernel_fn=kernel_fn, configs=[_CANARY], key=(x.shape[0], x.dtype),
                            kernel_name="k").output
-'''
+"""
 
 
 def test_wrapper_audit_findings_reach_the_report(tmp_path: Path) -> None:
@@ -255,7 +305,9 @@ def test_wrapper_audit_findings_reach_the_report(tmp_path: Path) -> None:
     inputs = collect_inputs(ws)
     assert inputs.evidence["wrapper"] == str(wrapper)
     invs = diagnose(inputs)
-    canary = [f for f in invs[0].findings if f.kind == "wrapper" and f.details.get("rule") == "canary_hot_path"]
+    canary = [
+        f for f in invs[0].findings if f.kind == "wrapper" and f.details.get("rule") == "canary_hot_path"
+    ]
     assert canary and canary[0].fixable and "confirmed" in canary[0].summary
     plan = plan_f_reports(ws, invs, inputs=inputs, run_real_scripts=False)
     rep = next(f.content for f in plan.files if f.relpath.endswith("all_shapes.md"))

@@ -31,8 +31,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _result(samples: list[float], median_ms: float | None = None) -> ConfigResult:
-    return ConfigResult("perf", "cfg", "cutile-rs", "forward", "t::test_perf[cfg]",
-                        statistics.median(samples) if median_ms is None else median_ms, tuple(samples))
+    return ConfigResult(
+        "perf",
+        "cfg",
+        "cutile-rs",
+        "forward",
+        "t::test_perf[cfg]",
+        statistics.median(samples) if median_ms is None else median_ms,
+        tuple(samples),
+    )
 
 
 def _gauss(seed: int, n: int, mu: float, sd: float) -> list[float]:
@@ -89,7 +96,9 @@ def test_e_refuses_a_done_table_with_a_missing_config(tmp_path: Path) -> None:
 
     builders = sys.modules.get("e_builders")  # tests/fixtures/e/builders.py, as test_report_e loads it
     if builders is None:
-        spec = importlib.util.spec_from_file_location("e_builders", Path(__file__).parent.parent / "fixtures/e/builders.py")
+        spec = importlib.util.spec_from_file_location(
+            "e_builders", Path(__file__).parent.parent / "fixtures/e/builders.py"
+        )
         assert spec and spec.loader
         builders = importlib.util.module_from_spec(spec)
         sys.modules["e_builders"] = builders
@@ -114,8 +123,17 @@ def test_e_refuses_a_done_table_with_a_missing_config(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- scaleout/plan.py, merge.py
 
 
-@pytest.mark.parametrize(("weights", "k"), [([1, 1, 1, 100], 4), ([1, 1, 50], 3), ([5, 5], 2), ([1] * 7, 7),
-                                              ([3, 1, 1, 1, 1, 9, 1], 5), ([5, 5, 0, 0], 2)])
+@pytest.mark.parametrize(
+    ("weights", "k"),
+    [
+        ([1, 1, 1, 100], 4),
+        ([1, 1, 50], 3),
+        ([5, 5], 2),
+        ([1] * 7, 7),
+        ([3, 1, 1, 1, 1, 9, 1], 5),
+        ([5, 5, 0, 0], 2),
+    ],
+)
 def test_balanced_cuts_always_give_k_nonempty_parts(weights: list[int], k: int) -> None:
     """Mutant 6 (``or left_items == left_parts`` dropped: fewer shards than asked when the weight
     sits at the end). SYNTHETIC weights."""
@@ -154,8 +172,15 @@ def clean_sharded_run(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("merge_rc")
     roles = role_runs(faults_suite(root), FAULTS_ROLES)
     out = KernelPaths.under(root / "out", "rms_norm")
-    result = run_scaled(ScaleoutRequest(kernel="rms_norm", out=out, roles=roles, mode="local",
-                                        devices=tuple(resolve_devices(["0", "1"], probe=False))))
+    result = run_scaled(
+        ScaleoutRequest(
+            kernel="rms_norm",
+            out=out,
+            roles=roles,
+            mode="local",
+            devices=tuple(resolve_devices(["0", "1"], probe=False)),
+        )
+    )
     assert result.merged is not None and result.rc == 0
     assert {r.rc for r in result.merged.results.values()} == {0}
     return result, out
@@ -218,17 +243,34 @@ def test_f_verdict_confidence_follows_the_evidence() -> None:
     from cutile_workbench.model import Finding
     from cutile_workbench.stages.f.diagnosis import _verdict
 
-    fixable = [Finding("ir", "low-confidence fix", True, ("a",), "low"),
-               Finding("search_space", "high-confidence fix", True, ("b",), "high"),
-               Finding("ir", "medium-confidence fix", True, ("c",), "medium")]
-    assert _verdict(fixable, counts_match=True, gap=None, limitation=None, capture=True) == ("FIXABLE", "high")
-    assert _verdict(fixable[:1], counts_match=True, gap=None, limitation=None, capture=True) == ("FIXABLE", "low")
+    fixable = [
+        Finding("ir", "low-confidence fix", True, ("a",), "low"),
+        Finding("search_space", "high-confidence fix", True, ("b",), "high"),
+        Finding("ir", "medium-confidence fix", True, ("c",), "medium"),
+    ]
+    assert _verdict(fixable, counts_match=True, gap=None, limitation=None, capture=True) == (
+        "FIXABLE",
+        "high",
+    )
+    assert _verdict(fixable[:1], counts_match=True, gap=None, limitation=None, capture=True) == (
+        "FIXABLE",
+        "low",
+    )
     noise_ci = GapAssessment("noise", 1.01, (0.99, 1.03), "captures", "within")
     noise_point = GapAssessment("noise", 1.01, None, "E medians", "within")
     assert _verdict([], counts_match=True, gap=noise_ci, limitation=None, capture=True) == ("ALIGNED", "high")
-    assert _verdict([], counts_match=True, gap=noise_point, limitation=None, capture=True) == ("ALIGNED", "medium")
-    assert _verdict([], counts_match=True, gap=noise_ci, limitation=None, capture=False) == ("ALIGNED", "medium")
-    assert _verdict([], counts_match=True, gap=None, limitation="no capture", capture=True) == ("ALIGNED", "medium")
+    assert _verdict([], counts_match=True, gap=noise_point, limitation=None, capture=True) == (
+        "ALIGNED",
+        "medium",
+    )
+    assert _verdict([], counts_match=True, gap=noise_ci, limitation=None, capture=False) == (
+        "ALIGNED",
+        "medium",
+    )
+    assert _verdict([], counts_match=True, gap=None, limitation="no capture", capture=True) == (
+        "ALIGNED",
+        "medium",
+    )
     assert _verdict([], counts_match=False, gap=noise_ci, limitation=None, capture=True) == ("BLOCKED", "low")
 
 
@@ -241,11 +283,14 @@ def test_a_section_with_two_record_blocks_is_dropped() -> None:
     from cutile_workbench.artifacts.perflog.printer import MARKER
     from cutile_workbench.artifacts.perflog.sanitizer import sanitize
 
-    text = (REPO / "cutile_workbench/profiles/rms_norm/session/rms_norm/reports/agent_logs/perf_cutile_rs.full.txt").read_text()
+    text = (
+        REPO
+        / "cutile_workbench/profiles/rms_norm/session/rms_norm/reports/agent_logs/perf_cutile_rs.full.txt"
+    ).read_text()
     lines = text.splitlines(keepends=True)
     start = next(i for i, ln in enumerate(lines) if MARKER in ln)
     end = next(i for i in range(start + 1, len(lines)) if set(lines[i].strip()) == {"-"})
-    doubled = "".join(lines[:end + 1] + lines[start:end + 1] + lines[end + 1:])
+    doubled = "".join(lines[: end + 1] + lines[start : end + 1] + lines[end + 1 :])
     clean = sanitize(text, pytest_rc=1)
     out = sanitize(doubled, pytest_rc=1)
     assert out.kept_records == clean.kept_records - 1
@@ -259,9 +304,20 @@ def test_a_section_with_two_record_blocks_is_dropped() -> None:
 def _snap(at: float, power_ns: int | None, thermal_ns: int | None):
     from cutile_workbench.history.provenance.gpu import ClockSnapshot
 
-    return ClockSnapshot(taken_at=at, sm_clock_mhz=1980, mem_clock_mhz=3201, graphics_clock_mhz=1980,
-                         max_sm_clock_mhz=1980, clock_event_reasons=None, temperature_c=41, power_w=312.0,
-                         power_limit_w=700.0, pstate=0, power_violation_ns=power_ns, thermal_violation_ns=thermal_ns)
+    return ClockSnapshot(
+        taken_at=at,
+        sm_clock_mhz=1980,
+        mem_clock_mhz=3201,
+        graphics_clock_mhz=1980,
+        max_sm_clock_mhz=1980,
+        clock_event_reasons=None,
+        temperature_c=41,
+        power_w=312.0,
+        power_limit_w=700.0,
+        pstate=0,
+        power_violation_ns=power_ns,
+        thermal_violation_ns=thermal_ns,
+    )
 
 
 def test_throttling_seen_only_in_the_violation_counters() -> None:
@@ -299,10 +355,14 @@ def test_median_only_on_one_side_is_inconclusive() -> None:
     ``not so or not sn`` into ``and`` survived the suite). SYNTHETIC samples."""
     samples = _gauss(5, 30, 1.0, 0.01)
     bare = dataclasses.replace(_result(samples), samples_ms=None)
-    for old, new, which in ((bare, _result([x * 1.3 for x in samples]), "older"),
-                            (_result(samples), dataclasses.replace(bare, median_ms=1.3), "newer")):
+    for old, new, which in (
+        (bare, _result([x * 1.3 for x in samples]), "older"),
+        (_result(samples), dataclasses.replace(bare, median_ms=1.3), "newer"),
+    ):
         flag = compare_results(old, new)
-        assert flag.change == "inconclusive" and f"no raw samples in the {which} run" in flag.reason, flag.reason
+        assert flag.change == "inconclusive" and f"no raw samples in the {which} run" in flag.reason, (
+            flag.reason
+        )
 
 
 def test_mann_whitney_needs_a_value_on_each_side() -> None:

@@ -34,8 +34,14 @@ from cutile_workbench.run.runner import (
 )
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runner"
-TILEGYM_SCRIPTS = (Path(__file__).resolve().parent.parent.parent / ".fetched" / "TileGym" / "skills"
-                   / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts")
+TILEGYM_SCRIPTS = (
+    Path(__file__).resolve().parent.parent.parent
+    / ".fetched"
+    / "TileGym"
+    / "skills"
+    / "tilegym-converting-cutile-triton-to-cutile-rs"
+    / "scripts"
+)
 ID = "test_rms_norm.py::Test_RMSNorm::test_perf[{}-torch.bfloat16]"
 
 
@@ -50,8 +56,7 @@ def make_suite(root: Path) -> Path:
 def spec_for(suite: Path, faults: str = "", **kw: object) -> RunSpec:
     # Entry-point plugins of this venv (hypothesis, textual-snapshot, ...) only slow the children
     # down; ours is loaded explicitly with -p by the runner, so autoload can be off.
-    env = {"RUNNER_FIXTURE_FAULTS": faults, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-           **kw.pop("env", {})}  # type: ignore[dict-item]
+    env = {"RUNNER_FIXTURE_FAULTS": faults, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", **kw.pop("env", {})}  # type: ignore[dict-item]
     base: dict[str, object] = {"per_test_timeout_s": 2.0, "kill_grace_s": 1.0}
     base.update(kw)
     return RunSpec(kernel="rms_norm", test_target="test_rms_norm.py", cwd=suite, env=env, **base)  # type: ignore[arg-type]
@@ -70,8 +75,9 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunResult, RunSpec
     root = tmp_path_factory.mktemp("faulty")
     suite = make_suite(root)
     out = KernelPaths.under(root / "out", "rms_norm")
-    spec = spec_for(suite, "triton-4096-1024:hang,cutile-16384-2048:segv,"
-                           "triton-16384-2048:abort,cutile-8192-8192:raise")
+    spec = spec_for(
+        suite, "triton-4096-1024:hang,cutile-16384-2048:segv,triton-16384-2048:abort,cutile-8192-8192:raise"
+    )
     seen: list[Event] = []
     result = run(spec, out, on_event=seen.append)
     return result, spec, out, seen
@@ -127,8 +133,9 @@ def test_resumed_raw_log_is_a_coherent_pytest_log(faulty):
 def test_synthetic_failure_events_are_in_the_stream(faulty):
     result, _, _, seen = faulty
     killed = [e for e in result.events if e.event == "test_finish" and e.get("source") == "runner"]
-    assert {e["nodeid"] for e in killed} == {ID.format(p) for p in ("triton-4096-1024", "cutile-16384-2048",
-                                                                    "triton-16384-2048")}
+    assert {e["nodeid"] for e in killed} == {
+        ID.format(p) for p in ("triton-4096-1024", "cutile-16384-2048", "triton-16384-2048")
+    }
     assert [e.event for e in seen] == [e.event for e in result.events]  # on_event saw all, in order
     assert seen[-1].event == "runner_finish"
 
@@ -166,8 +173,9 @@ def test_tilegym_validator_reads_the_resumed_log_truthfully(faulty, tmp_path):
     result, *_ = faulty
     log = tmp_path / "perf_cutile_rs.full.txt"
     log.write_text(result.raw_log_text)
-    proc = subprocess.run(["bash", str(TILEGYM_SCRIPTS / "validate_perf_log.sh"), str(log)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(TILEGYM_SCRIPTS / "validate_perf_log.sh"), str(log)], capture_output=True, text=True
+    )
     assert "perf_sections=2 passed=2" in proc.stdout
     assert proc.returncode == 1 and "FAILED" in proc.stdout  # failures are not hidden in the raw log
 
@@ -191,8 +199,12 @@ def test_events_stream_while_the_child_runs(tmp_path):
     suite = make_suite(tmp_path)
     flag = tmp_path / "flag"
     waiting = ID.format("cutile-4096-1024")
-    spec = spec_for(suite, "cutile-4096-1024:wait_flag,cutile-16384-2048:progress,triton-16384-2048:launches",
-                    env={"RUNNER_FIXTURE_FLAG": str(flag)}, per_test_timeout_s=1.5)
+    spec = spec_for(
+        suite,
+        "cutile-4096-1024:wait_flag,cutile-16384-2048:progress,triton-16384-2048:launches",
+        env={"RUNNER_FIXTURE_FLAG": str(flag)},
+        per_test_timeout_s=1.5,
+    )
     threads: set[str] = set()
 
     def on_event(ev: Event) -> None:
@@ -224,7 +236,9 @@ def test_events_stream_while_the_child_runs(tmp_path):
 
     assert index_path_for(out.launches_json).is_file()
     store = open_store(out.launches_json)
-    assert store._data_path == out.launches_json and store.for_params("16384-2048-torch.bfloat16") == list(result.launch_sets)
+    assert store._data_path == out.launches_json and store.for_params("16384-2048-torch.bfloat16") == list(
+        result.launch_sets
+    )
 
 
 @pytest.mark.skipif(not TILEGYM_SCRIPTS.is_dir(), reason="TileGym snapshot not present")
@@ -235,8 +249,11 @@ def test_clean_run_log_passes_tilegyms_validator(tmp_path):
     result = run(spec, out)
     assert result.rc == 0 and len(result.passed) == 3
     write_results(result, spec, out)
-    proc = subprocess.run(["bash", str(TILEGYM_SCRIPTS / "validate_perf_log.sh"), str(out.perf_full_log)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(TILEGYM_SCRIPTS / "validate_perf_log.sh"), str(out.perf_full_log)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout
     assert "PASS: perf_cutile_rs.full.txt: 3 perf records for 3 passed tests" in proc.stdout
 
@@ -268,8 +285,13 @@ def test_cancel_kills_the_group_and_stops(tmp_path):
 
 def test_huge_output_is_capped_and_never_blocks_the_child(tmp_path):
     suite = make_suite(tmp_path)
-    spec = spec_for(suite, "cutile-4096-1024:spam", k_expr="4096", env={"RUNNER_FIXTURE_SPAM_MB": "3"},
-                    max_log_bytes=256 * 1024)
+    spec = spec_for(
+        suite,
+        "cutile-4096-1024:spam",
+        k_expr="4096",
+        env={"RUNNER_FIXTURE_SPAM_MB": "3"},
+        max_log_bytes=256 * 1024,
+    )
     result = run(spec, KernelPaths.under(tmp_path / "out", "rms_norm"))
     assert result.rc == 0 and len(result.passed) == 2
     size = result.raw_log_path.stat().st_size
@@ -309,8 +331,11 @@ def test_cancel_during_collection_returns_promptly(tmp_path):
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     t0 = time.monotonic()
-    result = run(spec_for(suite, env={"RUNNER_FIXTURE_COLLECT_SLEEP": "60"}),
-                 KernelPaths.under(tmp_path / "out", "rms_norm"), cancel=cancel)
+    result = run(
+        spec_for(suite, env={"RUNNER_FIXTURE_COLLECT_SLEEP": "60"}),
+        KernelPaths.under(tmp_path / "out", "rms_norm"),
+        cancel=cancel,
+    )
     assert time.monotonic() - t0 < 15
     assert result.cancelled and result.rc == 2 and not result.attempts
 
@@ -331,13 +356,18 @@ def test_failure_reason_is_the_exception_header_of_a_multi_line_cuda_error():
         "E       Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n\n"
         "test_rms_norm.py:70: AcceleratorError\n"
     )
-    assert _failure_reason(longrepr) == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    assert (
+        _failure_reason(longrepr)
+        == "torch.AcceleratorError: CUDA error: an illegal memory access was encountered"
+    )
     assert _failure_reason("E       assert 1 == 2\nE        +  where 1 = f()\n") == "assert 1 == 2"
 
 
 def test_parse_collect_output_real_format():
-    text = (f"{ID.format('cutile-4096-1024')}\n{ID.format('triton-4096-1024')}\n\n"
-            "2/6 tests collected (4 deselected) in 0.01s\n")
+    text = (
+        f"{ID.format('cutile-4096-1024')}\n{ID.format('triton-4096-1024')}\n\n"
+        "2/6 tests collected (4 deselected) in 0.01s\n"
+    )
     assert parse_collect_output(text) == [ID.format("cutile-4096-1024"), ID.format("triton-4096-1024")]
 
 

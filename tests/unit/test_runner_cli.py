@@ -89,8 +89,17 @@ def test_run_streams_one_line_per_config_and_writes_the_layout(tmp_path, monkeyp
     monkeypatch.setenv("RUNNER_FIXTURE_FAULTS", "triton-16384-2048:segv")
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     out_root = tmp_path / "out"
-    rc, stdout = call("run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(out_root),
-                      "--skip-gpu-check", "--timeout", "5")
+    rc, stdout = call(
+        "run",
+        "rms_norm",
+        "--suite",
+        str(suite / "test_rms_norm.py"),
+        "--out-root",
+        str(out_root),
+        "--skip-gpu-check",
+        "--timeout",
+        "5",
+    )
     assert rc == 1  # a config failed; results still written
     lines = [ln for ln in stdout.splitlines() if ln.startswith("[")]
     assert len(lines) == 6
@@ -102,7 +111,6 @@ def test_run_streams_one_line_per_config_and_writes_the_layout(tmp_path, monkeyp
     assert "Performance Test Results" in kp.perf_full_log.read_text()
     session = json.loads(kp.session_json.read_text())
     assert set(session["runs"]) == {"candidate", "baseline_triton_tileir"}
-
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM", "SIGHUP"])
@@ -120,10 +128,23 @@ def test_a_signal_cancels_a_single_run_and_leaves_no_pytest_child(tmp_path, sig)
     suite = faults_suite(tmp_path)
     out_root = tmp_path / "o"
     rc, err, pids = interrupt_cli_once_running(
-        ["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(out_root), "-b", "triton",
-         "--skip-gpu-check"], out_root, {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-                                         "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang"},
-        shards=1, streams="rms_norm/workbench/runs/*.events.*.jsonl", sig=getattr(signal, sig))
+        [
+            "run",
+            "rms_norm",
+            "--suite",
+            str(suite / "test_rms_norm.py"),
+            "--out-root",
+            str(out_root),
+            "-b",
+            "triton",
+            "--skip-gpu-check",
+        ],
+        out_root,
+        {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang"},
+        shards=1,
+        streams="rms_norm/workbench/runs/*.events.*.jsonl",
+        sig=getattr(signal, sig),
+    )
     time.sleep(0.3)
     assert len(pids) == 1 and not alive(pids[0]), "the pytest child outlived the CLI"
     assert rc == 2, err
@@ -140,8 +161,11 @@ def test_a_signal_cancels_a_single_run_and_leaves_no_pytest_child(tmp_path, sig)
 FACTS = {
     "cutile": [("rms_norm_kernel_cutile", 82_780, 255, 217 * 1024)],
     "triton": [("_rms_norm_kernel_static_persistent", 44_160, 175, 65 * 1024)],
-    "cutile-hotpath": [("fill", 21_000, 16, 0), ("add", 47_000, 16, 0), ("rms_norm_kernel_cutile", 82_900, 255,
-                                                                        217 * 1024)],
+    "cutile-hotpath": [
+        ("fill", 21_000, 16, 0),
+        ("add", 47_000, 16, 0),
+        ("rms_norm_kernel_cutile", 82_900, 255, 217 * 1024),
+    ],
 }
 PARAMS = "16384-2048-torch.bfloat16"
 
@@ -156,16 +180,41 @@ def launches_fixture(out_root: Path) -> KernelPaths:
             launches = []
             for j, (name, dur, regs, smem) in enumerate(kernels):
                 jitter = (i % 3) * 100  # ±0.1 us spread so min/median/max differ
-                launches.append(Launch(kind="kernel", name=name, start_ns=t, end_ns=t + dur + jitter,
-                                       correlation_id=1000 * i + j, grid=(132, 1, 1), block=(256, 1, 1),
-                                       registers_per_thread=regs, static_smem=0, dynamic_smem=smem, stream_id=7))
+                launches.append(
+                    Launch(
+                        kind="kernel",
+                        name=name,
+                        start_ns=t,
+                        end_ns=t + dur + jitter,
+                        correlation_id=1000 * i + j,
+                        grid=(132, 1, 1),
+                        block=(256, 1, 1),
+                        registers_per_thread=regs,
+                        static_smem=0,
+                        dynamic_smem=smem,
+                        stream_id=7,
+                    )
+                )
                 t += dur + jitter + 3_000
-            calls.append(CallCapture(index=i, backend=backend, host_start_ns=launches[0].start_ns - 8_000,
-                                     host_end_ns=t, launches=tuple(launches)))
+            calls.append(
+                CallCapture(
+                    index=i,
+                    backend=backend,
+                    host_start_ns=launches[0].start_ns - 8_000,
+                    host_end_ns=t,
+                    launches=tuple(launches),
+                )
+            )
             t += 40_000
-        sets.append(LaunchSet(nodeid=f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf"
-                                     f"[{backend.replace('-', '_')}-{PARAMS}]",
-                              backend=backend, params=PARAMS, calls=calls))
+        sets.append(
+            LaunchSet(
+                nodeid=f"profiles/rms_norm/test_rms_norm.py::Test_RMSNorm::test_perf"
+                f"[{backend.replace('-', '_')}-{PARAMS}]",
+                backend=backend,
+                params=PARAMS,
+                calls=calls,
+            )
+        )
     save_launch_sets(kp.launches_json, sets)
     return kp
 
@@ -184,15 +233,36 @@ def test_timeline_text_table(tmp_path):
     assert row["cutile-hotpath"].split()[3] == "3"  # 3 launches per call: the FIXABLE pattern
     assert "132x1x1" in out and "255" in out and str(217 * 1024) in out
     assert "candidate/baseline device time per call: 1.87x; launches/call 1 vs 1" in out
-    rc, out = call("timeline", "rms_norm", "--config", PARAMS, "--out-root", str(tmp_path),
-                   "-b", "cutile-hotpath", "-b", "triton")
+    rc, out = call(
+        "timeline",
+        "rms_norm",
+        "--config",
+        PARAMS,
+        "--out-root",
+        str(tmp_path),
+        "-b",
+        "cutile-hotpath",
+        "-b",
+        "triton",
+    )
     assert rc == 0 and "cutile-hotpath" in out and "1.87x" not in out
 
 
 def test_timeline_json_and_backend_filter(tmp_path):
     launches_fixture(tmp_path)
-    rc, out = call("timeline", "rms_norm", "--config", PARAMS, "--out-root", str(tmp_path), "--json",
-                   "-b", "cutile-hotpath", "-b", "triton")
+    rc, out = call(
+        "timeline",
+        "rms_norm",
+        "--config",
+        PARAMS,
+        "--out-root",
+        str(tmp_path),
+        "--json",
+        "-b",
+        "cutile-hotpath",
+        "-b",
+        "triton",
+    )
     assert rc == 0
     doc = json.loads(out)
     by = {b["backend"]: b for b in doc["backends"]}
@@ -206,8 +276,9 @@ def test_timeline_json_and_backend_filter(tmp_path):
 def test_timeline_perfetto_export_is_a_valid_chrome_trace(tmp_path):
     launches_fixture(tmp_path)
     target = tmp_path / "trace.json"
-    rc, out = call("timeline", "rms_norm", "--config", PARAMS, "--out-root", str(tmp_path),
-                   "--perfetto", str(target))
+    rc, out = call(
+        "timeline", "rms_norm", "--config", PARAMS, "--out-root", str(tmp_path), "--perfetto", str(target)
+    )
     assert rc == 0 and "ui.perfetto.dev" in out
     trace = json.loads(target.read_text())
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
@@ -215,7 +286,9 @@ def test_timeline_perfetto_export_is_a_valid_chrome_trace(tmp_path):
     for e in spans:
         assert {"ph", "ts", "dur", "pid", "tid", "name"} <= set(e)
         assert isinstance(e["ts"], (int, float)) and e["dur"] > 0
-    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+    names = {
+        e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"
+    }
     assert names == set(FACTS)
 
 
@@ -223,7 +296,16 @@ def test_timeline_perfetto_refuses_to_replace_a_non_json_file(tmp_path, capsys):
     launches_fixture(tmp_path)
     target = tmp_path / "notes.txt"
     target.write_text("my notes, not a trace\n")
-    argv = ("timeline", "rms_norm", "--config", PARAMS, "--out-root", str(tmp_path), "--perfetto", str(target))
+    argv = (
+        "timeline",
+        "rms_norm",
+        "--config",
+        PARAMS,
+        "--out-root",
+        str(tmp_path),
+        "--perfetto",
+        str(target),
+    )
     assert call(*argv)[0] == 2
     assert "--force" in capsys.readouterr().err
     assert target.read_text() == "my notes, not a trace\n"
@@ -269,23 +351,42 @@ def test_timeline_on_a_recorded_session(path, tmp_path):
     assert rc == 0
     doc = json.loads(out)
     assert doc["backends"] and all(b["calls"] > 0 for b in doc["backends"])
-    rc, _ = call("timeline", kernel, "--config", config, "--out-root", str(path.parents[2]),
-                 "--perfetto", str(tmp_path / "t.json"))
+    rc, _ = call(
+        "timeline",
+        kernel,
+        "--config",
+        config,
+        "--out-root",
+        str(path.parents[2]),
+        "--perfetto",
+        str(tmp_path / "t.json"),
+    )
     assert rc == 0 and json.loads((tmp_path / "t.json").read_text())["traceEvents"]
 
 
-@pytest.mark.skipif(not any(p.parts[-3] == "rms_norm_hotpath" for p in RECORDED),
-                    reason="no recorded rms_norm_hotpath session yet")
+@pytest.mark.skipif(
+    not any(p.parts[-3] == "rms_norm_hotpath" for p in RECORDED),
+    reason="no recorded rms_norm_hotpath session yet",
+)
 def test_timeline_shows_the_hot_path_wrappers_extra_launches_in_the_recording():
     """Real H200 recording: the allocating wrapper makes 3 launches per call, the clean kernel 1."""
     root = next(p for p in RECORDED if p.parts[-3] == "rms_norm_hotpath").parents[2]
-    rc, out = call("timeline", "rms_norm_hotpath", "--config", "16384-2048-torch.bfloat16",
-                   "--out-root", str(root), "--json")
+    rc, out = call(
+        "timeline",
+        "rms_norm_hotpath",
+        "--config",
+        "16384-2048-torch.bfloat16",
+        "--out-root",
+        str(root),
+        "--json",
+    )
     assert rc == 0
     by = {b["role"]: b for b in json.loads(out)["backends"]}
     assert by["candidate"]["launches_per_call"]["median"] == 3
     assert by["baseline"]["launches_per_call"]["median"] == 1
-    rc, text = call("timeline", "rms_norm_hotpath", "--config", "16384-2048-torch.bfloat16", "--out-root", str(root))
+    rc, text = call(
+        "timeline", "rms_norm_hotpath", "--config", "16384-2048-torch.bfloat16", "--out-root", str(root)
+    )
     assert "launches/call 3 vs 1 → extra launches per call" in text
 
 
@@ -304,8 +405,22 @@ TILEGYM = REPO / ".fetched" / "TileGym"
 
 @pytest.mark.skipif(not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not present")
 def test_tilegym_plan_targets_test_perf_and_keeps_cutile_rs_out_of_baselines(tmp_path):
-    args = parse("run", "rms_norm", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path), "-b", "cutile-rs",
-                 "-b", "cutile", "-b", "triton", "-k", "262144-1024")
+    args = parse(
+        "run",
+        "rms_norm",
+        "--tilegym",
+        str(TILEGYM),
+        "--out-root",
+        str(tmp_path),
+        "-b",
+        "cutile-rs",
+        "-b",
+        "cutile",
+        "-b",
+        "triton",
+        "-k",
+        "262144-1024",
+    )
     plan = runs_service.plan_runs(run_request(args))
     runs, out = plan.runs, plan.out
     assert out.root == tmp_path / "rms_norm"
@@ -318,10 +433,12 @@ def test_tilegym_plan_targets_test_perf_and_keeps_cutile_rs_out_of_baselines(tmp
     assert spec.backend_token == "cutile" and spec.cwd == TILEGYM.resolve()
     assert by["cutile-rs"].spec.env["DISABLE_FALLBACK"] == "1" and "DISABLE_FALLBACK" not in spec.env
     # two classes with test_perf: the file plus a -k that keeps test_perf_llm out
-    runs = runs_service.plan_runs(run_request(parse("run", "layer_norm_legacy", "--tilegym", str(TILEGYM),
-                                                    "--out-root", str(tmp_path)))).runs
+    runs = runs_service.plan_runs(
+        run_request(parse("run", "layer_norm_legacy", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path)))
+    ).runs
     assert runs[0].spec.test_target == "tests/ops/test_layer_norm_legacy.py"
     assert "test_perf and not test_perf_llm" in (runs[0].spec.k_expr or "")
     with pytest.raises(InputError, match="close matches: rms_norm"):
-        runs_service.plan_runs(run_request(parse("run", "rms_nrm", "--tilegym", str(TILEGYM),
-                                                 "--out-root", str(tmp_path))))
+        runs_service.plan_runs(
+            run_request(parse("run", "rms_nrm", "--tilegym", str(TILEGYM), "--out-root", str(tmp_path)))
+        )

@@ -45,8 +45,14 @@ ID = "test_rms_norm.py::Test_RMSNorm::test_perf[{}-torch.bfloat16]"
 
 
 def request(roles, out_root: Path, gpus=("0", "1"), **kw) -> ScaleoutRequest:
-    return ScaleoutRequest(kernel="rms_norm", out=KernelPaths.under(out_root, "rms_norm"), roles=roles, mode="local",
-                           devices=tuple(resolve_devices(list(gpus), probe=False)), **kw)
+    return ScaleoutRequest(
+        kernel="rms_norm",
+        out=KernelPaths.under(out_root, "rms_norm"),
+        roles=roles,
+        mode="local",
+        devices=tuple(resolve_devices(list(gpus), probe=False)),
+        **kw,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +100,17 @@ def test_each_config_ran_on_its_shards_gpu_and_provenance_says_so(perflog_pair):
             measured = session["runs"][role]["measured_on"]
             for nodeid in nodeids:
                 assert measured[nodeid]["shard"] == shard.index and measured[nodeid]["device"] == device
-                assert measured[nodeid]["host"] and measured[nodeid]["gpu_name"] == "unknown"  # no nvidia-smi here
-            log = (result.paths.shard_dir(shard.index) / ("baseline_perf_triton_tileir.txt" if role != "candidate"
-                                                         else "reports/agent_logs/perf_cutile_rs.full.txt")).read_text()
+                assert (
+                    measured[nodeid]["host"] and measured[nodeid]["gpu_name"] == "unknown"
+                )  # no nvidia-smi here
+            log = (
+                result.paths.shard_dir(shard.index)
+                / (
+                    "baseline_perf_triton_tileir.txt"
+                    if role != "candidate"
+                    else "reports/agent_logs/perf_cutile_rs.full.txt"
+                )
+            ).read_text()
             seen = {ln for ln in log.splitlines() if ln.startswith("workbench-test: CUDA_VISIBLE_DEVICES=")}
             assert seen == {f"workbench-test: CUDA_VISIBLE_DEVICES={device}"}  # what the pytest child saw
     merged_log = (root / "sharded/rms_norm/baseline_perf_triton_tileir.txt").read_text()
@@ -132,12 +146,16 @@ def test_a_config_crash_inside_a_shard_is_isolated_like_a_single_run(tmp_path, m
     assert result.merged is not None and result.rc == 1
     failed = result.merged.results["candidate"].failed
     assert "SIGSEGV" in failed[ID.format("triton-4096-1024")]
-    assert set(result.merged.results["candidate"].passed) == {ID.format("triton-16384-2048"),
-                                                              ID.format("triton-8192-8192")}
+    assert set(result.merged.results["candidate"].passed) == {
+        ID.format("triton-16384-2048"),
+        ID.format("triton-8192-8192"),
+    }
 
 
 def test_a_killed_worker_fails_only_its_shard_and_a_rerun_runs_only_that_shard(tmp_path, monkeypatch):
-    monkeypatch.setenv("RUNNER_FIXTURE_FAULTS", "cutile-8192-8192:hang")  # SYNTHETIC: shard 1's last config hangs
+    monkeypatch.setenv(
+        "RUNNER_FIXTURE_FAULTS", "cutile-8192-8192:hang"
+    )  # SYNTHETIC: shard 1's last config hangs
     roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
     worker_pid: dict[int, int] = {}
     pytest_pid: dict[int, int] = {}
@@ -164,7 +182,9 @@ def test_a_killed_worker_fails_only_its_shard_and_a_rerun_runs_only_that_shard(t
     second = run_scaled(request(roles, tmp_path / "out"), on_event=events.append)
     assert second.plan.plan_id == first.plan.plan_id
     assert events[0].get("resumed") == [0]
-    assert {e["shard"] for e in events if e.event == "scaleout_shard_state" and e.get("state") == "running"} == {1}
+    assert {
+        e["shard"] for e in events if e.event == "scaleout_shard_state" and e.get("state") == "running"
+    } == {1}
     assert json.loads(second.paths.manifest(0).read_text()) == kept  # shard 0 was not run again
     assert second.merged is not None and second.rc == 0
     assert len(second.merged.results["baseline_cutile"].passed) == 3
@@ -201,7 +221,11 @@ def test_two_shards_on_one_gpu_are_labelled(tmp_path):
     result = run_scaled(request(roles, tmp_path / "out", gpus=("0", "0")), on_event=events.append)
     assert result.merged is not None
     assert any("share one GPU" in w for w in events[0].get("warnings"))
-    assert all(e.get("shared_device") for e in events if e.event == "scaleout_shard_state" and e.get("state") == "running")
+    assert all(
+        e.get("shared_device")
+        for e in events
+        if e.event == "scaleout_shard_state" and e.get("state") == "running"
+    )
 
 
 # --------------------------------------------------------------------------- the CLI block
@@ -225,32 +249,59 @@ def call(*argv: str) -> tuple[int, str]:
 def test_cli_run_gpus_prints_progress_and_merges(tmp_path, monkeypatch):
     suite = faults_suite(tmp_path)
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    rc, out = call("run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
-                   "-b", "triton", "-b", "cutile", "--gpus", "0,1", "--skip-gpu-check")
+    rc, out = call(
+        "run",
+        "rms_norm",
+        "--suite",
+        str(suite / "test_rms_norm.py"),
+        "--out-root",
+        str(tmp_path / "o"),
+        "-b",
+        "triton",
+        "-b",
+        "cutile",
+        "--gpus",
+        "0,1",
+        "--skip-gpu-check",
+    )
     assert rc == 0, out
     lines = out.splitlines()
     assert lines[0].startswith("== rms_norm: plan ") and "over 2 shard(s) (local)" in lines[0]
     assert sum(1 for ln in lines if ln.startswith("[")) == 6
     assert any(ln.startswith("== merged plan") for ln in lines)
-    assert (tmp_path / "o/rms_norm/baseline_perf_triton_tileir.txt").is_file()  # the profile: cutile vs triton
+    assert (
+        tmp_path / "o/rms_norm/baseline_perf_triton_tileir.txt"
+    ).is_file()  # the profile: cutile vs triton
 
 
-@pytest.mark.parametrize(("extra", "message"), [
-    (["--gpus", "zero"], "--gpus expects"),
-    (["--gpus", "all"], "no GPU is visible"),
-    (["--gpus", "0"], "nvidia-smi lists no GPU"),
-    (["--fresh"], "--fresh applies to a sharded run"),
-    (["--partition", "gpu"], "only apply with --slurm"),
-    (["--slurm", "--gpus", "0"], "with --slurm use --gpus-per-node"),
-    (["--slurm", "--time", "soon"], "not a SLURM time"),
-])
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--gpus", "zero"], "--gpus expects"),
+        (["--gpus", "all"], "no GPU is visible"),
+        (["--gpus", "0"], "nvidia-smi lists no GPU"),
+        (["--fresh"], "--fresh applies to a sharded run"),
+        (["--partition", "gpu"], "only apply with --slurm"),
+        (["--slurm", "--gpus", "0"], "with --slurm use --gpus-per-node"),
+        (["--slurm", "--time", "soon"], "not a SLURM time"),
+    ],
+)
 def test_cli_scaleout_flag_errors_exit_2(tmp_path, capsys, monkeypatch, extra, message):
     if extra[:2] in (["--gpus", "all"], ["--gpus", "0"]) and visible_gpus():
         pytest.skip("a GPU is visible here")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     suite = faults_suite(tmp_path)
-    rc, _ = call("run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
-                 "-b", "triton", *extra)
+    rc, _ = call(
+        "run",
+        "rms_norm",
+        "--suite",
+        str(suite / "test_rms_norm.py"),
+        "--out-root",
+        str(tmp_path / "o"),
+        "-b",
+        "triton",
+        *extra,
+    )
     assert rc == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
@@ -259,8 +310,19 @@ def test_cli_scaleout_flag_errors_exit_2(tmp_path, capsys, monkeypatch, extra, m
 def test_cli_slurm_without_sbatch_is_a_clear_error(tmp_path, capsys, monkeypatch):
     suite = faults_suite(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
-    rc, _ = call("run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
-                 "-b", "triton", "--slurm", "--gpus-per-node", "0")
+    rc, _ = call(
+        "run",
+        "rms_norm",
+        "--suite",
+        str(suite / "test_rms_norm.py"),
+        "--out-root",
+        str(tmp_path / "o"),
+        "-b",
+        "triton",
+        "--slurm",
+        "--gpus-per-node",
+        "0",
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert "--slurm needs sbatch, squeue, scancel on PATH" in err and "use --gpus" in err
@@ -278,9 +340,13 @@ def test_a_shard_runs_the_single_runs_pytest_command_plus_only_its_ids(perflog_p
         for role in ("candidate", "baseline_triton_tileir"):
             one, sharded = (shlex.split(runs[role]["commands"][0]) for runs in (single, shard))
             ev = one.index("--workbench-events")
-            assert sharded[:ev + 1] == one[:ev + 1] and sharded[ev + 2:len(one)] == one[ev + 2:]
-            assert sharded[len(one):] == ["-p", "cutile_workbench.run.scaleout.select_plugin", "--workbench-only-ids",
-                                          str(result.paths.ids_file(s.index, role))]
+            assert sharded[: ev + 1] == one[: ev + 1] and sharded[ev + 2 : len(one)] == one[ev + 2 :]
+            assert sharded[len(one) :] == [
+                "-p",
+                "cutile_workbench.run.scaleout.select_plugin",
+                "--workbench-only-ids",
+                str(result.paths.ids_file(s.index, role)),
+            ]
             assert shard[role]["env_overrides"]["CUDA_VISIBLE_DEVICES"] == str(s.index)
             assert ("--workbench-harness" in sharded) == (role == "candidate")
 
@@ -302,9 +368,23 @@ def test_an_array_task_with_two_shards_pins_one_per_visible_gpu(tmp_path):
     tasks = tmp_path / "tasks.json"
     tasks.write_text(json.dumps({"tasks": [[0, 1]]}))
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": "0,1", "SLURM_ARRAY_TASK_ID": "0"}
-    proc = subprocess.run([sys.executable, "-m", "cutile_workbench.run.scaleout.worker", "--plan", str(paths.plan_json),
-                           "--array-task", "0", "--tasks", str(tasks)], env=env, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cutile_workbench.run.scaleout.worker",
+            "--plan",
+            str(paths.plan_json),
+            "--array-task",
+            "0",
+            "--tasks",
+            str(tasks),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for i in (0, 1):
         log = (paths.shard_dir(i) / "baseline_perf_cutile.txt").read_text()
@@ -321,8 +401,13 @@ def test_rows_whose_candidate_and_baseline_ran_on_different_gpu_models_are_flagg
 
     def sharded(role, gpu: str) -> object:
         monkeypatch.setenv("FAKE_SMI_GPUS", gpu)
-        req = ScaleoutRequest(kernel="rms_norm", out=KernelPaths.under(out_root, "rms_norm"), roles=(role,),
-                              mode="local", devices=tuple(resolve_devices(["0"])))
+        req = ScaleoutRequest(
+            kernel="rms_norm",
+            out=KernelPaths.under(out_root, "rms_norm"),
+            roles=(role,),
+            mode="local",
+            devices=tuple(resolve_devices(["0"])),
+        )
         return run_scaled(req)
 
     first = sharded(base, "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3")
@@ -331,7 +416,8 @@ def test_rows_whose_candidate_and_baseline_ran_on_different_gpu_models_are_flagg
     mixed = second.merged.mixed  # type: ignore[union-attr]
     assert len(mixed.rows) == 3 and mixed.models == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
     assert {(r.candidate_gpu, r.baseline_role, r.baseline_gpu) for r in mixed.rows} == {
-        ("NVIDIA H200", "baseline_cutile", "NVIDIA H100 80GB HBM3")}
+        ("NVIDIA H200", "baseline_cutile", "NVIDIA H100 80GB HBM3")
+    }
     session = json.loads((out_root / "rms_norm/workbench/session.json").read_text())
     uuids = {w["gpu_uuid"] for w in session["runs"]["candidate"]["measured_on"].values()}
     assert uuids == {"GPU-66666666-7777-8888-9999-000000000000"}
@@ -339,18 +425,46 @@ def test_rows_whose_candidate_and_baseline_ran_on_different_gpu_models_are_flagg
 
     buf = io.StringIO()
     printer = ConsolePrinter(buf)
-    printer(Event("scaleout_merge", 0.0, {"plan_id": "p", "kernel_dir": "k", "written": [],
-                                          "gpu_models": list(mixed.models),
-                                          "mixed_gpu_rows": [r.describe() for r in mixed.rows]}))
+    printer(
+        Event(
+            "scaleout_merge",
+            0.0,
+            {
+                "plan_id": "p",
+                "kernel_dir": "k",
+                "written": [],
+                "gpu_models": list(mixed.models),
+                "mixed_gpu_rows": [r.describe() for r in mixed.rows],
+            },
+        )
+    )
     assert buf.getvalue().count("MIXED GPUs: ") == 3
 
 
 def test_ctrl_c_in_the_real_cli_stops_every_shard_and_merges_nothing(tmp_path):
     suite = faults_suite(tmp_path)
     rc, err, pids = interrupt_cli_once_running(
-        ["run", "rms_norm", "--suite", str(suite / "test_rms_norm.py"), "--out-root", str(tmp_path / "o"),
-         "-b", "triton", "-b", "cutile", "--gpus", "0,1", "--skip-gpu-check"], tmp_path / "o",
-        {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang,triton-8192-8192:hang"})
+        [
+            "run",
+            "rms_norm",
+            "--suite",
+            str(suite / "test_rms_norm.py"),
+            "--out-root",
+            str(tmp_path / "o"),
+            "-b",
+            "triton",
+            "-b",
+            "cutile",
+            "--gpus",
+            "0,1",
+            "--skip-gpu-check",
+        ],
+        tmp_path / "o",
+        {
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "RUNNER_FIXTURE_FAULTS": "triton-4096-1024:hang,triton-8192-8192:hang",
+        },
+    )
     assert rc == 2, err
     assert "cancelling (SIGINT)" in err and "cancelled; nothing merged" in err
     assert not (tmp_path / "o/rms_norm/baseline_perf_triton_tileir.txt").exists()
@@ -362,15 +476,21 @@ def test_each_shards_own_session_json_names_the_gpu_it_was_pinned_to(tmp_path, m
     """Two SYNTHETIC GPUs of different models (the fake nvidia-smi): shard 1 runs on GPU 1, and its own
     ``session.json`` must say so. Regression: ``runner.gpu_description`` asked nvidia-smi for GPU 0
     whatever ``CUDA_VISIBLE_DEVICES`` said, so shard 1 was recorded as measured on GPU 0's model."""
-    fake_nvidia_smi(tmp_path, monkeypatch, "0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200\n"
-                                           "1, GPU-1b1b1b1b-1111-1111-1111-111111111111, NVIDIA A100-SXM4-80GB, 8.0")
+    fake_nvidia_smi(
+        tmp_path,
+        monkeypatch,
+        "0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200\n"
+        "1, GPU-1b1b1b1b-1111-1111-1111-111111111111, NVIDIA A100-SXM4-80GB, 8.0",
+    )
     roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
     result = run_scaled(request(roles, tmp_path / "out"))
     assert result.merged is not None and len(result.plan.shards) == 2
     expected = {0: ("NVIDIA H200, 580.159.04", "9.0"), 1: ("NVIDIA A100-SXM4-80GB, 580.159.04", "8.0")}
     for shard in result.plan.shards:
         runs = json.loads(result.paths.shard_out(shard.index).session_json.read_text())["runs"]
-        assert {(r["gpu"], r["compute_capability"]) for r in runs.values()} == {expected[shard.index]}, shard.index
+        assert {(r["gpu"], r["compute_capability"]) for r in runs.values()} == {expected[shard.index]}, (
+            shard.index
+        )
 
 
 def test_rows_name_the_gpu_the_pytest_child_measured_on_from_its_own_nvml_reading(tmp_path, monkeypatch):
@@ -378,9 +498,13 @@ def test_rows_name_the_gpu_the_pytest_child_measured_on_from_its_own_nvml_readin
     GPU through NVML (a SYNTHETIC pynvml of two different models): ``measured_on`` and the merged
     ``gpu`` come from the child's provenance, and say so."""
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    gpus = [("NVIDIA H200", "GPU-0a0a0a0a-0000-0000-0000-000000000000"),
-            ("NVIDIA H100 80GB HBM3", "GPU-1b1b1b1b-1111-1111-1111-111111111111")]
-    roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES, extra_pythonpath=(str(fake_pynvml_dir(tmp_path, gpus)),))
+    gpus = [
+        ("NVIDIA H200", "GPU-0a0a0a0a-0000-0000-0000-000000000000"),
+        ("NVIDIA H100 80GB HBM3", "GPU-1b1b1b1b-1111-1111-1111-111111111111"),
+    ]
+    roles = role_runs(
+        faults_suite(tmp_path), FAULTS_ROLES, extra_pythonpath=(str(fake_pynvml_dir(tmp_path, gpus)),)
+    )
     result = run_scaled(request(roles, tmp_path / "out"))
     assert result.merged is not None and len(result.plan.shards) == 2
     assert {s.gpu_name for s in result.statuses.values()} == {"unknown"}  # the workers could not tell

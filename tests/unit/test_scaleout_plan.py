@@ -48,9 +48,14 @@ def ids(token: str, shapes: list[str]) -> list[str]:
 
 
 SHAPES = [f"static_persistent-{m}-1024-torch.float16" for m in (1024, 2048, 4096, 8192, 16384)]
-ROLES = (RoleRun("cutile-rs", "candidate", RunSpec(kernel="rms_norm", test_target=F, backend_token="cutile_rs")),
-         RoleRun("cutile", "baseline_cutile", RunSpec(kernel="rms_norm", test_target=F, role="baseline_cutile",
-                                                      backend_token="cutile")))
+ROLES = (
+    RoleRun("cutile-rs", "candidate", RunSpec(kernel="rms_norm", test_target=F, backend_token="cutile_rs")),
+    RoleRun(
+        "cutile",
+        "baseline_cutile",
+        RunSpec(kernel="rms_norm", test_target=F, role="baseline_cutile", backend_token="cutile"),
+    ),
+)
 
 
 def test_rows_stay_together_and_shards_are_contiguous_in_collection_order():
@@ -85,13 +90,16 @@ def test_nothing_collected_is_a_clear_error():
         plan_shards("rms_norm", ROLES, {"candidate": [], "baseline_cutile": []}, 2)
 
 
-@pytest.mark.parametrize(("weights", "k", "sums"), [
-    ([2, 2, 2], 2, [4, 2]),
-    ([1] * 10, 3, [4, 3, 3]),
-    ([1, 1, 1], 3, [1, 1, 1]),
-    ([5, 1, 1, 1, 1, 1], 2, [5, 5]),
-    ([3], 1, [3]),
-])
+@pytest.mark.parametrize(
+    ("weights", "k", "sums"),
+    [
+        ([2, 2, 2], 2, [4, 2]),
+        ([1] * 10, 3, [4, 3, 3]),
+        ([1, 1, 1], 3, [1, 1, 1]),
+        ([5, 1, 1, 1, 1, 1], 2, [5, 5]),
+        ([3], 1, [3]),
+    ],
+)
 def test_balanced_cuts(weights, k, sums):
     cuts = balanced_cuts(weights, k)
     bounds = [0, *cuts, len(weights)]
@@ -115,8 +123,12 @@ def test_plan_round_trips_through_json_and_rejects_edits(tmp_path):
     save_plan(plan, paths)
     again = load_plan(paths.plan_json)
     assert again.plan_id == plan.plan_id and again.shards == plan.shards
-    assert again.roles[0].spec == ROLES[0].spec.__class__(**{**ROLES[0].spec.__dict__, "cwd": Path(".").resolve()})
-    assert paths.ids_file(1, "candidate").read_text().splitlines() == list(plan.shards[1].by_role["candidate"])
+    assert again.roles[0].spec == ROLES[0].spec.__class__(
+        **{**ROLES[0].spec.__dict__, "cwd": Path(".").resolve()}
+    )
+    assert paths.ids_file(1, "candidate").read_text().splitlines() == list(
+        plan.shards[1].by_role["candidate"]
+    )
     doc = plan_to_json(plan)
     doc["shards"][0]["by_role"]["candidate"].pop()
     with pytest.raises(InputError, match="does not match its plan_id"):
@@ -127,8 +139,15 @@ def test_plan_round_trips_through_json_and_rejects_edits(tmp_path):
 
 
 def test_runspec_serialization_keeps_types_and_refuses_unknown_fields():
-    spec = RunSpec(kernel="k", test_target="t.py", cwd=Path("/tmp"), env={"CUPTI": "1"}, extra_pythonpath=("/x",),
-                   extra_args=("-x",), total_timeout_s=5.0)
+    spec = RunSpec(
+        kernel="k",
+        test_target="t.py",
+        cwd=Path("/tmp"),
+        env={"CUPTI": "1"},
+        extra_pythonpath=("/x",),
+        extra_args=("-x",),
+        total_timeout_s=5.0,
+    )
     back = spec_from_json(json.loads(json.dumps(spec_to_json(spec))), "plan.json")
     assert back == spec and isinstance(back.cwd, Path) and isinstance(back.extra_args, tuple)
     with pytest.raises(InputError, match="RunSpec lacks"):
@@ -149,22 +168,38 @@ def test_missing_manifest_is_pending_and_a_foreign_one_is_failed(tmp_path):
 # --------------------------------------------------------------------------- selection plugin
 
 # SYNTHETIC suite: ids [1] and [10] (a prefix pair) prove the selection is exact
-_PREFIX_SUITE = '''
+_PREFIX_SUITE = """
 import pytest
 
 @pytest.mark.parametrize("n", [1, 10, 2])
 def test_x(n):
     pass
-'''
+"""
 
 
 def test_only_ids_plugin_keeps_exactly_the_listed_ids(tmp_path):
     (tmp_path / "test_p.py").write_text(_PREFIX_SUITE)
     (tmp_path / "ids.txt").write_text("test_p.py::test_x[1]\n")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
-                           "cutile_workbench.run.scaleout.select_plugin", "--workbench-only-ids", "ids.txt", "test_p.py", "-v"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                          env={**__import__("os").environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "cutile_workbench.run.scaleout.select_plugin",
+            "--workbench-only-ids",
+            "ids.txt",
+            "test_p.py",
+            "-v",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "test_x[1] PASSED" in proc.stdout and "test_x[10]" not in proc.stdout
     assert "2 deselected" in proc.stdout
@@ -172,9 +207,23 @@ def test_only_ids_plugin_keeps_exactly_the_listed_ids(tmp_path):
 
 def test_only_ids_plugin_refuses_an_unreadable_file(tmp_path):
     (tmp_path / "test_p.py").write_text(_PREFIX_SUITE)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "cutile_workbench.run.scaleout.select_plugin",
-                           "--workbench-only-ids", "missing.txt", "test_p.py"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60, env={**__import__("os").environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "cutile_workbench.run.scaleout.select_plugin",
+            "--workbench-only-ids",
+            "missing.txt",
+            "test_p.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**__import__("os").environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
     assert proc.returncode == 4 and "cannot read missing.txt" in proc.stderr
 
 
@@ -185,7 +234,9 @@ def test_parse_gpus():
     assert parse_gpus("all") is None
     assert parse_gpus("0,1") == ["0", "1"]
     assert parse_gpus(" 0, 0 ") == ["0", "0"]
-    assert parse_gpus("GPU-3f6c1a2b-0000-1111-2222-333344445555") == ["GPU-3f6c1a2b-0000-1111-2222-333344445555"]
+    assert parse_gpus("GPU-3f6c1a2b-0000-1111-2222-333344445555") == [
+        "GPU-3f6c1a2b-0000-1111-2222-333344445555"
+    ]
     for bad in ("", "0,,1", "gpu0", "0;1", "-1"):
         with pytest.raises(InputError, match="--gpus"):
             parse_gpus(bad)
@@ -220,17 +271,27 @@ def test_identify_without_nvidia_smi_is_unknown():
 def test_mixed_gpu_models_are_flagged_per_row():
     # SYNTHETIC session: the candidate was sharded over an H100 and an H200 node, the baseline came
     # from a single run on an H200 (runner "gpu" = nvidia-smi "name, driver").
-    cand = {f"{F}[cutile_rs-{s}]": {"shard": i, "host": f"n{i}", "gpu_name": g, "gpu_uuid": f"GPU-{i}"}
-            for i, (s, g) in enumerate(zip(SHAPES[:3], ["NVIDIA H100 80GB HBM3", "NVIDIA H200", "unknown"],
-                                           strict=True))}
-    session = {"runs": {
-        "candidate": {"measured_on": cand, "outcomes": dict.fromkeys(cand, "passed")},
-        "baseline_cutile": {"gpu": "NVIDIA H200, 580.159.04",
-                            "outcomes": dict.fromkeys((f"{F}[cutile-{s}]" for s in SHAPES[:3]), "passed")},
-    }}
+    cand = {
+        f"{F}[cutile_rs-{s}]": {"shard": i, "host": f"n{i}", "gpu_name": g, "gpu_uuid": f"GPU-{i}"}
+        for i, (s, g) in enumerate(
+            zip(SHAPES[:3], ["NVIDIA H100 80GB HBM3", "NVIDIA H200", "unknown"], strict=True)
+        )
+    }
+    session = {
+        "runs": {
+            "candidate": {"measured_on": cand, "outcomes": dict.fromkeys(cand, "passed")},
+            "baseline_cutile": {
+                "gpu": "NVIDIA H200, 580.159.04",
+                "outcomes": dict.fromkeys((f"{F}[cutile-{s}]" for s in SHAPES[:3]), "passed"),
+            },
+        }
+    }
     report = mixed_gpu_rows(session)
     assert [r.params for r in report.rows] == [SHAPES[0]]
-    assert report.rows[0].candidate_gpu == "NVIDIA H100 80GB HBM3" and report.rows[0].baseline_gpu == "NVIDIA H200"
+    assert (
+        report.rows[0].candidate_gpu == "NVIDIA H100 80GB HBM3"
+        and report.rows[0].baseline_gpu == "NVIDIA H200"
+    )
     assert report.unknown == 1
     assert report.models == ("NVIDIA H100 80GB HBM3", "NVIDIA H200")
 
@@ -238,12 +299,28 @@ def test_mixed_gpu_models_are_flagged_per_row():
 def test_slurm_options_map_to_sbatch_flags(tmp_path):
     from cutile_workbench.run.scaleout.slurm import SlurmOptions, sbatch_argv
 
-    opts = SlurmOptions(nodes=3, gpus_per_node=8, partition="h200", time="2:00:00", account="perf",
-                        sbatch_args=("--qos=short --exclusive",))
-    argv = sbatch_argv(opts, PlanPaths(tmp_path, "rms_norm"), 3, tmp_path / "job.sh", tmp_path / "t.json", "rms_norm")
+    opts = SlurmOptions(
+        nodes=3,
+        gpus_per_node=8,
+        partition="h200",
+        time="2:00:00",
+        account="perf",
+        sbatch_args=("--qos=short --exclusive",),
+    )
+    argv = sbatch_argv(
+        opts, PlanPaths(tmp_path, "rms_norm"), 3, tmp_path / "job.sh", tmp_path / "t.json", "rms_norm"
+    )
     assert argv[:3] == ["sbatch", "--parsable", "--array=0-2"]
-    for flag in ("--gpus-per-node=8", "--partition=h200", "--time=2:00:00", "--account=perf", "--qos=short",
-                 "--exclusive", "--nodes=1", "--ntasks=1", f"--output={tmp_path}/slurm/%A_%a.out"):
+    for flag in (
+        "--gpus-per-node=8",
+        "--partition=h200",
+        "--time=2:00:00",
+        "--account=perf",
+        "--qos=short",
+        "--exclusive",
+        "--nodes=1",
+        "--ntasks=1",
+        f"--output={tmp_path}/slurm/%A_%a.out",
+    ):
         assert flag in argv
     assert argv[-2:] == [str(tmp_path / "job.sh"), str(tmp_path / "t.json")] and opts.shards == 24
-

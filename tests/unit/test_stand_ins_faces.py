@@ -34,8 +34,11 @@ def test_history_timeline_and_diff_name_the_stand_in(capsys: pytest.CaptureFixtu
     assert json.loads(_out(["history", "rms_norm", "--json"], capsys))["stand_ins"][0].startswith(RMS)
     timeline = _out(["timeline", "rms_norm", "--config", "16384-2048-torch.bfloat16"], capsys)
     assert timeline.splitlines()[1].startswith(
-        "STAND-IN candidate: cutile (the captures' candidate's framework), not cutile-rs")
-    doc = json.loads(_out(["timeline", "rms_norm", "--config", "16384-2048-torch.bfloat16", "--json"], capsys))
+        "STAND-IN candidate: cutile (the captures' candidate's framework), not cutile-rs"
+    )
+    doc = json.loads(
+        _out(["timeline", "rms_norm", "--config", "16384-2048-torch.bfloat16", "--json"], capsys)
+    )
     assert any(s.startswith(PLAIN) for s in doc["stand_ins"])
     diff = _out(["diff", "rms_norm"], capsys)
     assert diff.splitlines()[0].startswith(RMS)
@@ -44,15 +47,26 @@ def test_history_timeline_and_diff_name_the_stand_in(capsys: pytest.CaptureFixtu
 
 def test_real_cutile_rs_is_never_called_a_stand_in(capsys: pytest.CaptureFixture[str]):
     recorded = str(ROOT / "cutile_workbench/profiles/tilegym/session")
-    for args in (["history", "matmul"], ["timeline", "matmul", "--out-root", recorded, "--config",
-                                          "True-True-False-False-2048-2048-2048-0-0-torch.float16"],
-                 ["diff", "matmul", "--variant", "static_persistent"], ["table", "matmul"]):
+    for args in (
+        ["history", "matmul"],
+        [
+            "timeline",
+            "matmul",
+            "--out-root",
+            recorded,
+            "--config",
+            "True-True-False-False-2048-2048-2048-0-0-torch.float16",
+        ],
+        ["diff", "matmul", "--variant", "static_persistent"],
+        ["table", "matmul"],
+    ):
         out = _out(args, capsys)
         assert "STAND-IN" not in out and "plain Triton" not in out and "unknown (no candidate log" not in out
 
 
-def test_table_and_performance_md_label_the_plain_triton_baseline(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]):
+def test_table_and_performance_md_label_the_plain_triton_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     table = _out(["table", "rms_norm"], capsys)
     assert PLAIN in table and "  triton_tileir (plain Triton)  " in table
     shutil.copytree(ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm", tmp_path / "rms_norm")
@@ -62,35 +76,50 @@ def test_table_and_performance_md_label_the_plain_triton_baseline(tmp_path: Path
     plan = plan_e_report(open_workspace("rms_norm", out_root=tmp_path), run_real_scripts=False)
     assert plan.ok, plan.validator_output
     md = next(f.content for f in plan.files if f.relpath == "reports/performance.md")
-    assert "| Config | baseline | baseline (ms) | cutile (stand-in) (ms) |" in md and "cutile-rs (ms)" not in md
+    assert (
+        "| Config | baseline | baseline (ms) | cutile (stand-in) (ms) |" in md and "cutile-rs (ms)" not in md
+    )
     assert "Ratio = candidate (cutile (stand-in); framework(s) in the log: cutile)" in md
     assert f"**{PLAIN}" in md and "| triton_tileir (plain Triton) |" in md
 
 
 def test_f_report_files_all_say_stand_in(tmp_path: Path):
-    shutil.copytree(ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath", tmp_path / "rms_norm_hotpath")
+    shutil.copytree(
+        ROOT / "cutile_workbench/profiles/rms_norm/session/rms_norm_hotpath", tmp_path / "rms_norm_hotpath"
+    )
     ws = stage_f.open_kernel("rms_norm_hotpath", out_root=tmp_path, tilegym=None)
     report = stage_f.plan(ws, run_real_scripts=False).plan
     assert report.ok, report.validator_output
     files = {f.relpath: f.content for f in report.files}
-    assert {"reports/perf_investigation_all_shapes.md", "reports/agent_f.md", "reports/agent_logs/agent_f.md"} <= set(files)
+    assert {
+        "reports/perf_investigation_all_shapes.md",
+        "reports/agent_f.md",
+        "reports/agent_logs/agent_f.md",
+    } <= set(files)
     for rel, text in files.items():
-        assert "STAND-IN candidate: cutile-hotpath (the candidate log's framework), not cutile-rs" in text, rel
+        assert "STAND-IN candidate: cutile-hotpath (the candidate log's framework), not cutile-rs" in text, (
+            rel
+        )
 
 
 def test_triton_tileir_is_confirmed_only_by_a_recorded_enable_tile():
     """SYNTHETIC session.json dicts: the three answers, and what each face prints."""
     plain = stand_ins_of({"cutile-rs"}, {"baseline": "triton"}, {"triton_tileir"})
     assert plain.baseline_label("triton_tileir") == "triton_tileir (plain Triton)" and not plain.stand_in
-    tileir = stand_ins_of({"cutile-rs"}, {"runs": {"baseline_triton_tileir": {"env_overrides": {"ENABLE_TILE": "1"}}}},
-                          {"triton_tileir"})
+    tileir = stand_ins_of(
+        {"cutile-rs"},
+        {"runs": {"baseline_triton_tileir": {"env_overrides": {"ENABLE_TILE": "1"}}}},
+        {"triton_tileir"},
+    )
     assert tileir.baseline_label("triton_tileir") == "triton_tileir" and tileir.lines() == []
     unknown = stand_ins_of({"cutile-rs"}, {}, {"triton_tileir"})
-    assert unknown.lines() == ["triton_tileir baseline: Triton-TileIR not confirmed (ENABLE_TILE=1 not recorded "
-                               "for its run)"]
+    assert unknown.lines() == [
+        "triton_tileir baseline: Triton-TileIR not confirmed (ENABLE_TILE=1 not recorded for its run)"
+    ]
     nothing = stand_ins_of(None, None)
-    assert nothing.lines() == ["candidate: unknown (no candidate log and session.json names none): it may not be "
-                               "cutile-rs"]
+    assert nothing.lines() == [
+        "candidate: unknown (no candidate log and session.json names none): it may not be cutile-rs"
+    ]
 
 
 def test_ratios_screen_rows_label_the_plain_triton_baseline():

@@ -22,12 +22,17 @@ FIX = Path(__file__).parent.parent / "fixtures" / "e" / "real"
 FUNC = "tests/ops/test_x.py::Test_X::test_perf"
 
 
-def rec(fw: str, params: str, median: float, samples: tuple[float, ...] | None = None,
-        launches: int | None = None) -> PerfRecord:
+def rec(
+    fw: str, params: str, median: float, samples: tuple[float, ...] | None = None, launches: int | None = None
+) -> PerfRecord:
     token = fw.replace("-", "_")
-    return PerfRecord(nodeid=f"{FUNC}[{token}-{params}]", func_key=FUNC, framework=fw, params=params,
-                      phases={"forward": PhaseStats(median_ms=median, samples_ms=samples,
-                                                    launches_per_call=launches)})
+    return PerfRecord(
+        nodeid=f"{FUNC}[{token}-{params}]",
+        func_key=FUNC,
+        framework=fw,
+        params=params,
+        phases={"forward": PhaseStats(median_ms=median, samples_ms=samples, launches_per_call=launches)},
+    )
 
 
 def log(path: str, *records: PerfRecord, outcomes: tuple[Outcome, ...] = ()) -> PerfLog:
@@ -40,11 +45,20 @@ def table_for(ratios: list[float], **kw):  # synthetic: baseline 1.0 ms, candida
     return build_ratio_table("k", cand, {"cutile": base}, None, **kw)
 
 
-@pytest.mark.parametrize(("g", "severity", "verdict"), [
-    (1.05, "DONE", "DONE"), (1.05004, "DONE", "DONE"), (1.050051, "MILD_GAP", "INVESTIGATE"),
-    (1.0501, "MILD_GAP", "INVESTIGATE"), (1.10, "MILD_GAP", "INVESTIGATE"), (1.1001, "MODERATE_GAP", "INVESTIGATE"),
-    (1.50, "MODERATE_GAP", "INVESTIGATE"), (1.5001, "LARGE_GAP", "INVESTIGATE"), (0.5, "DONE", "DONE"),
-])
+@pytest.mark.parametrize(
+    ("g", "severity", "verdict"),
+    [
+        (1.05, "DONE", "DONE"),
+        (1.05004, "DONE", "DONE"),
+        (1.050051, "MILD_GAP", "INVESTIGATE"),
+        (1.0501, "MILD_GAP", "INVESTIGATE"),
+        (1.10, "MILD_GAP", "INVESTIGATE"),
+        (1.1001, "MODERATE_GAP", "INVESTIGATE"),
+        (1.50, "MODERATE_GAP", "INVESTIGATE"),
+        (1.5001, "LARGE_GAP", "INVESTIGATE"),
+        (0.5, "DONE", "DONE"),
+    ],
+)
 def test_band_edges_exact(g: float, severity: str, verdict: str) -> None:
     """SYNTHETIC edges: a single row with ratio g; also three rows whose geomean is g."""
     t = table_for([g])
@@ -70,8 +84,10 @@ def test_real_rms_norm_triton_reference() -> None:
     """REAL H200 medians: cuTile vs Triton reference (gpu.md §4 + TileGym fp16 runs)."""
     k = FIX / "rms_norm"
     cand = parse_perf_log(k / "reports/agent_logs/perf_cutile_rs.full.txt", strict=True)
-    bases = {"cutile": parse_perf_log(k / "baseline_perf_cutile.txt", strict=True),
-             "triton_tileir": parse_perf_log(k / "baseline_perf_triton_tileir.txt", strict=True)}
+    bases = {
+        "cutile": parse_perf_log(k / "baseline_perf_cutile.txt", strict=True),
+        "triton_tileir": parse_perf_log(k / "baseline_perf_triton_tileir.txt", strict=True),
+    }
     from cutile_workbench.artifacts.analysis import load_analysis
 
     t = build_ratio_table("rms_norm", cand, bases, load_analysis(k / "reference/analysis.json"))
@@ -79,8 +95,13 @@ def test_real_rms_norm_triton_reference() -> None:
     assert ratios["static_persistent-16384-2048-torch.bfloat16"] == pytest.approx(82.78 / 44.16)
     assert ratios["static_persistent-4096-1024-torch.bfloat16"] == pytest.approx(7.01 / 10.14)
     assert {r.baseline_backend for r in t.rows} == {"triton_tileir"}
-    expected = math.exp(sum(math.log(x) for x in (7.01 / 10.14, 82.78 / 44.16, 74.66 / 76.24,
-                                                   0.2781 / 0.348959, 539.1 / 548.1)) / 5)
+    expected = math.exp(
+        sum(
+            math.log(x)
+            for x in (7.01 / 10.14, 82.78 / 44.16, 74.66 / 76.24, 0.2781 / 0.348959, 539.1 / 548.1)
+        )
+        / 5
+    )
     assert t.geomean == pytest.approx(expected)
     assert (t.verdict, t.severity) == ("DONE", "DONE")
     # without analysis.json: the faster available baseline per row (cuTile itself or Triton)
@@ -94,8 +115,14 @@ def test_real_rms_norm_triton_reference() -> None:
 
 def test_missing_config_forces_investigate() -> None:
     """One failed candidate test (SYNTHETIC failure) next to REAL-number rows."""
-    failed = Outcome(nodeid=f"{FUNC}[cutile_rs-p2]", func_key=FUNC, backend_token="cutile_rs", params="p2",
-                         outcome="failed", reason="CompilerExecutionError")
+    failed = Outcome(
+        nodeid=f"{FUNC}[cutile_rs-p2]",
+        func_key=FUNC,
+        backend_token="cutile_rs",
+        params="p2",
+        outcome="failed",
+        reason="CompilerExecutionError",
+    )
     cand = log("c", rec("cutile-rs", "p0", 0.00701), rec("cutile-rs", "p1", 0.07466), outcomes=(failed,))
     base = log("b", rec("cutile", "p0", 0.00701), rec("cutile", "p1", 0.07466), rec("cutile", "p2", 0.08278))
     t = build_ratio_table("k", cand, {"cutile": base}, None)
@@ -124,10 +151,19 @@ def test_invalid_candidate_median_is_na(bad: float) -> None:
 
 
 def test_all_missing_is_blocked() -> None:
-    failed = [Outcome(nodeid=f"{FUNC}[cutile_rs-p{i}]", func_key=FUNC, backend_token="cutile_rs",
-                          params=f"p{i}", outcome="failed") for i in range(3)]
-    t = build_ratio_table("k", log("c", outcomes=tuple(failed)), {"cutile": log("b", rec("cutile", "p0", 1.0))},
-                          None)
+    failed = [
+        Outcome(
+            nodeid=f"{FUNC}[cutile_rs-p{i}]",
+            func_key=FUNC,
+            backend_token="cutile_rs",
+            params=f"p{i}",
+            outcome="failed",
+        )
+        for i in range(3)
+    ]
+    t = build_ratio_table(
+        "k", log("c", outcomes=tuple(failed)), {"cutile": log("b", rec("cutile", "p0", 1.0))}, None
+    )
     assert t.verdict == "BLOCKED" and t.geomean is None and t.severity is None
     assert build_ratio_table("k", log("c"), {}, None).verdict == "BLOCKED"
 
@@ -145,8 +181,10 @@ def test_reference_backend_winner_per_variant() -> None:
     """Variant v1's winner is triton, v2's is cutile (per_variant), matched via config_to_variant."""
     doc = {
         "reference_backend": "cutile",
-        "reference_backend_selection": {"winner": "cutile", "per_variant": {"v1": {"winner": "triton"},
-                                                                            "v2": {"winner": "cutile"}}},
+        "reference_backend_selection": {
+            "winner": "cutile",
+            "per_variant": {"v1": {"winner": "triton"}, "v2": {"winner": "cutile"}},
+        },
         "config_to_variant": {"a": "v1", "b": "v2"},
         "kernel_variants": [{"variant_name": "v1"}, {"variant_name": "v2"}],
     }
@@ -221,14 +259,28 @@ def test_invariant_never_done_with_missing_property() -> None:
     hyp = pytest.importorskip("hypothesis")
     st = hyp.strategies
 
-    @hyp.given(st.lists(st.one_of(st.floats(min_value=0.01, max_value=100), st.sampled_from(
-        [float("nan"), -1.0, 0.0, None])), min_size=0, max_size=6))
+    @hyp.given(
+        st.lists(
+            st.one_of(
+                st.floats(min_value=0.01, max_value=100), st.sampled_from([float("nan"), -1.0, 0.0, None])
+            ),
+            min_size=0,
+            max_size=6,
+        )
+    )
     def check(ratios: list[float | None]) -> None:
         recs, outs = [], []
         for i, r in enumerate(ratios):
             if r is None:
-                outs.append(Outcome(nodeid=f"{FUNC}[cutile_rs-p{i}]", func_key=FUNC, backend_token="cutile_rs",
-                                        params=f"p{i}", outcome="failed"))
+                outs.append(
+                    Outcome(
+                        nodeid=f"{FUNC}[cutile_rs-p{i}]",
+                        func_key=FUNC,
+                        backend_token="cutile_rs",
+                        params=f"p{i}",
+                        outcome="failed",
+                    )
+                )
             else:
                 recs.append(rec("cutile-rs", f"p{i}", r))
         base = log("b", *[rec("cutile", f"p{i}", 1.0) for i in range(len(ratios))])
@@ -246,15 +298,37 @@ def test_capture_suspect_rows_are_na_never_a_median() -> None:
     266.379 µs CUPTI vs 129.4 µs events) makes that row NA on either side; the rest still count."""
     from dataclasses import replace
 
-    bad = replace(rec("cutile-rs", "p1", 0.266379).phases["forward"], capture_verdict="suspect",
-                  capture_reason="CUPTI median 266.38 us is 2.06x the CUDA-event span", harness="workbench")
-    cand = log("c", rec("cutile-rs", "p0", 0.12685),
-               PerfRecord(nodeid=f"{FUNC}[cutile_rs-p1]", func_key=FUNC, framework="cutile-rs", params="p1",
-                          phases={"forward": bad}), rec("cutile-rs", "p2", 0.12685))
+    bad = replace(
+        rec("cutile-rs", "p1", 0.266379).phases["forward"],
+        capture_verdict="suspect",
+        capture_reason="CUPTI median 266.38 us is 2.06x the CUDA-event span",
+        harness="workbench",
+    )
+    cand = log(
+        "c",
+        rec("cutile-rs", "p0", 0.12685),
+        PerfRecord(
+            nodeid=f"{FUNC}[cutile_rs-p1]",
+            func_key=FUNC,
+            framework="cutile-rs",
+            params="p1",
+            phases={"forward": bad},
+        ),
+        rec("cutile-rs", "p2", 0.12685),
+    )
     bad_base = replace(rec("cutile", "p2", 0.26).phases["forward"], capture_verdict="suspect")
-    base = log("b", rec("cutile", "p0", 0.12685), rec("cutile", "p1", 0.12685),
-               PerfRecord(nodeid=f"{FUNC}[cutile-p2]", func_key=FUNC, framework="cutile", params="p2",
-                          phases={"forward": bad_base}))
+    base = log(
+        "b",
+        rec("cutile", "p0", 0.12685),
+        rec("cutile", "p1", 0.12685),
+        PerfRecord(
+            nodeid=f"{FUNC}[cutile-p2]",
+            func_key=FUNC,
+            framework="cutile",
+            params="p2",
+            phases={"forward": bad_base},
+        ),
+    )
     t = build_ratio_table("k", cand, {"cutile": base}, None)
     na = {r.params: r.reason for r in t.rows if r.status == "NA"}
     assert set(na) == {"p1", "p2"}

@@ -31,8 +31,11 @@ def _recorded_pairs() -> list[tuple[str, tuple[float, ...], tuple[float, ...]]]:
         by_log: dict[str, dict[str, tuple[float, ...]]] = {}
         for path in sorted(kdir.glob("**/*.txt")):
             log = parse_perf_log(path)
-            by_log[path.name] = {r.params: r.forward.samples_ms for r in log.records
-                                 if r.forward is not None and r.forward.samples_ms}
+            by_log[path.name] = {
+                r.params: r.forward.samples_ms
+                for r in log.records
+                if r.forward is not None and r.forward.samples_ms
+            }
         for (na, a), (nb, b) in itertools.combinations(sorted(by_log.items()), 2):
             for params in sorted(set(a) & set(b)):
                 pairs.append((f"{kdir.name}:{params}:{na}/{nb}", a[params], b[params]))
@@ -85,10 +88,14 @@ def test_median_ratio_ci_agrees_with_the_old_bootstrap_on_recorded_data() -> Non
         old = ref.median_ratio_ci(a, b, n_boot=4000, seed=0, level=0.99)
         assert new is not None and old is not None, label
         width = max(old[1] - old[0], 1e-9 * abs(old[1]))
-        assert abs(new[0] - old[0]) <= 0.25 * width + 1e-12 and abs(new[1] - old[1]) <= 0.25 * width + 1e-12, \
-            (label, new, old)
-        assert new[0] <= np.median(a) / np.median(b) <= new[1] or old[0] > np.median(a) / np.median(b) \
-            or old[1] < np.median(a) / np.median(b), label
+        assert (
+            abs(new[0] - old[0]) <= 0.25 * width + 1e-12 and abs(new[1] - old[1]) <= 0.25 * width + 1e-12
+        ), (label, new, old)
+        assert (
+            new[0] <= np.median(a) / np.median(b) <= new[1]
+            or old[0] > np.median(a) / np.median(b)
+            or old[1] < np.median(a) / np.median(b)
+        ), label
 
 
 def test_median_ratio_ci_is_deterministic_for_a_seed() -> None:
@@ -105,13 +112,21 @@ def test_e_table_cis_agree_with_the_old_bootstrap_on_recorded_sessions(kdir: Pat
     ok = [r for r in table.rows if r.status == "OK"]
     assert ok and all(r.ci_low is not None and r.ci_high is not None for r in ok)
     assert table.geomean_ci is not None and table.geomean_ci[0] <= table.geomean <= table.geomean_ci[1]
-    cand = {r.params: r.forward for r in parse_perf_log(
-        kdir / "reports/agent_logs/perf_cutile_rs.full.txt").records if r.forward is not None}
+    cand = {
+        r.params: r.forward
+        for r in parse_perf_log(kdir / "reports/agent_logs/perf_cutile_rs.full.txt").records
+        if r.forward is not None
+    }
     for row in ok:
-        base_log = kdir / ("baseline_perf_cutile.txt" if row.baseline_backend == "cutile"
-                           else "baseline_perf_triton_tileir.txt")
+        base_log = kdir / (
+            "baseline_perf_cutile.txt"
+            if row.baseline_backend == "cutile"
+            else "baseline_perf_triton_tileir.txt"
+        )
         base = {r.params: r.forward for r in parse_perf_log(base_log).records if r.forward is not None}
-        old = ref.median_ratio_ci(cand[row.params].samples_ms, base[row.params].samples_ms, n_boot=4000, level=0.95)
+        old = ref.median_ratio_ci(
+            cand[row.params].samples_ms, base[row.params].samples_ms, n_boot=4000, level=0.95
+        )
         assert old is not None
         width = old[1] - old[0]
         assert abs(row.ci_low - old[0]) <= 0.3 * width + 1e-12, row.params

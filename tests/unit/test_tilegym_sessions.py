@@ -39,8 +39,9 @@ def test_both_sessions_are_registered_as_real_cutile_rs() -> None:
     assert get_recorded_tilegym("rms_norm") is None
 
 
-@pytest.mark.parametrize(("kernel", "geomean", "severity"), [("silu_and_mul", 0.9874, "DONE"),
-                                                              ("matmul", 1.3758, "MODERATE_GAP")])
+@pytest.mark.parametrize(
+    ("kernel", "geomean", "severity"), [("silu_and_mul", 0.9874, "DONE"), ("matmul", 1.3758, "MODERATE_GAP")]
+)
 def test_e_table_on_the_real_recording(kernel: str, geomean: float, severity: str) -> None:
     paths, cand, base = _logs(kernel)
     analysis = load_analysis(paths.analysis_json)
@@ -63,7 +64,10 @@ def test_every_record_passed_the_self_check_with_a_wall_speed_clock(kernel: str)
         clock = rec.raw["forward"]["capture"]["clock"]
         assert clock["ok"] and abs(clock["rate"] - 1) < 0.005
     assert {r.forward.kernel_name for r in cand.records if r.forward} <= {
-        "silu_and_mul_kernel_entry", "non_persistent_matmul_kernel_entry", "static_persistent_matmul_kernel_entry"}
+        "silu_and_mul_kernel_entry",
+        "non_persistent_matmul_kernel_entry",
+        "static_persistent_matmul_kernel_entry",
+    }
 
 
 @pytest.mark.parametrize("kernel", ["silu_and_mul", "matmul"])
@@ -79,7 +83,9 @@ def test_ir_filed_per_config_is_what_ran(kernel: str) -> None:
         assert (entry_symbol(gen_text) or "").endswith("_entry") and "cuda_tile.module" in gen_text
     if kernel == "matmul":
         sp = index["True-True-False-False-2048-2048-2048-0-0-torch.float16"]["candidate"]
-        assert "BM=128, BN=512, BK=64, NUM_CTAS=4" in sp["how"] and sp["autotune_config"].startswith("namespace(BM=128")
+        assert "BM=128, BN=512, BK=64, NUM_CTAS=4" in sp["how"] and sp["autotune_config"].startswith(
+            "namespace(BM=128"
+        )
         reused = index["True-False-False-False-4096-4096-4096-0-0-torch.float16"]["candidate"]["how"]
         assert reused.startswith("compiled in an earlier test") and "JIT cache hit" in reused
 
@@ -91,7 +97,9 @@ def test_real_pair_lines_up_across_the_two_printers() -> None:
     pair = load_pair(inv.pair("static_persistent"))  # type: ignore[arg-type]
     ref0, gen0 = pair.reference.canon.lines[0], pair.generated.canon.lines[0]
     for line in (ref0, gen0):
-        assert line.startswith("entry @ENTRY(%v0: tile<ptr<f16>>") and "optimization_hints = <sm_* = {" in line
+        assert (
+            line.startswith("entry @ENTRY(%v0: tile<ptr<f16>>") and "optimization_hints = <sm_* = {" in line
+        )
     assert "num_cta_in_cga = 1" in ref0 and "num_cta_in_cga = 4" in gen0  # the real difference survives
     silu = load_pair(discover_ir(KernelPaths.under(ROOT, "silu_and_mul")).pair(None))  # type: ignore[arg-type]
     assert "optimization_hints" not in silu.reference.canon.lines[0]  # empty <default = {}> hint == none
@@ -110,14 +118,26 @@ def test_diff_ir_audit_on_the_real_static_persistent_pair() -> None:
 @pytest.mark.parametrize("kernel", ["silu_and_mul", "matmul"])
 def test_analysis_json_as_agent_a_writes_it(kernel: str) -> None:
     doc = json.loads((ROOT / kernel / "reference" / "analysis.json").read_text())
-    for key in ("kernel_name", "source", "launch_path", "pattern", "ops_used", "test_perf_configs",
-                "correctness_reference", "correctness_tolerance"):
+    for key in (
+        "kernel_name",
+        "source",
+        "launch_path",
+        "pattern",
+        "ops_used",
+        "test_perf_configs",
+        "correctness_reference",
+        "correctness_tolerance",
+    ):
         assert doc[key], key
     assert doc["reference_backend"] == "cutile" and doc["reference_backend_selection"]["winner"] == "cutile"
     for v in doc.get("kernel_variants", []):
         assert (ROOT / kernel / v["reference_ir"]).is_file()
     if kernel == "matmul":
-        assert doc["best_config"]["static_persistent"] == {"TILE_SIZE_M": 128, "TILE_SIZE_N": 128, "TILE_SIZE_K": 64}
+        assert doc["best_config"]["static_persistent"] == {
+            "TILE_SIZE_M": 128,
+            "TILE_SIZE_N": 128,
+            "TILE_SIZE_K": 64,
+        }
         assert len(doc["config_to_variant"]) == 6
 
 
@@ -127,9 +147,24 @@ def _report_f(tmp_path: Path, *extra: str) -> tuple[int, Path]:
     import sys
 
     shutil.copytree(ROOT / "matmul", tmp_path / "matmul")
-    proc = subprocess.run([sys.executable, "-m", "cutile_workbench", "report", "f", "matmul", "--out-root", str(tmp_path),
-                           "--yes", *extra], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cutile_workbench",
+            "report",
+            "f",
+            "matmul",
+            "--out-root",
+            str(tmp_path),
+            "--yes",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     return proc.returncode, tmp_path / "matmul" / "reports"
 
 
@@ -140,10 +175,15 @@ def test_f_on_the_real_matmul_gap_cites_the_ir_that_config_ran(tmp_path: Path) -
     text = (reports / name).read_text()
     assert text.startswith("VERDICT: FIXABLE\n")
     assert "per-launch ratio 2.040x" in text
-    assert ("`diff_ir.sh workbench/ir/reference/True-True-False-False-2048-2048-2048-0-0-torch.float16.mlir "
-            "workbench/ir/candidate/True-True-False-False-2048-2048-2048-0-0-torch.float16.mlir`") in text
+    assert (
+        "`diff_ir.sh workbench/ir/reference/True-True-False-False-2048-2048-2048-0-0-torch.float16.mlir "
+        "workbench/ir/candidate/True-True-False-False-2048-2048-2048-0-0-torch.float16.mlir`"
+    ) in text
     assert "num_cta hint mismatch ref=1 gen=4" in text
-    assert "wrapper source unavailable" in text or "wrapper source not available" in (reports / "agent_f.md").read_text()
+    assert (
+        "wrapper source unavailable" in text
+        or "wrapper source not available" in (reports / "agent_f.md").read_text()
+    )
 
 
 TILEGYM = Path(__file__).resolve().parents[2] / ".fetched" / "TileGym"
@@ -153,7 +193,9 @@ TILEGYM = Path(__file__).resolve().parents[2] / ".fetched" / "TileGym"
 def test_f_with_the_wrapper_names_the_reference_config_cutile_rs_lacks(tmp_path: Path) -> None:
     rc, reports = _report_f(tmp_path, "--tilegym", str(TILEGYM))
     assert rc == 0
-    text = (reports / "perf_investigation_True-True-False-False-2048-2048-2048-0-0-torch.float16.md").read_text()
+    text = (
+        reports / "perf_investigation_True-True-False-False-2048-2048-2048-0-0-torch.float16.md"
+    ).read_text()
     assert "SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)" in text
     assert "_static_persistent_configs() (4 config(s))" in text
 
@@ -164,8 +206,13 @@ def test_table_names_a_real_candidate_and_labels_stand_ins() -> None:
     import sys
 
     def first_lines(kernel: str) -> list[str]:
-        out = subprocess.run([sys.executable, "-m", "cutile_workbench", "table", kernel], capture_output=True, text=True,
-                             timeout=120, cwd=Path(__file__).resolve().parents[2]).stdout
+        out = subprocess.run(
+            [sys.executable, "-m", "cutile_workbench", "table", kernel],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=Path(__file__).resolve().parents[2],
+        ).stdout
         return out.splitlines()[1:3]
 
     assert first_lines("matmul")[0] == "candidate: cutile-rs"

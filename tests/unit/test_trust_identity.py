@@ -33,8 +33,10 @@ SESSION = HERE.parent / "cutile_workbench" / "profiles" / "tilegym" / "session"
 TG = HERE / "fixtures" / "f" / "tilegym_75a1430"
 NP = tuple(f"True-False-False-False-{n}-{n}-{n}-0-0-torch.float16" for n in (2048, 4096, 8192))
 SP = tuple(f"True-True-False-False-{n}-{n}-{n}-0-0-torch.float16" for n in (2048, 4096, 8192))
-SP_SYMBOL = ("_static_persistent_matmul_kernel_Kt1_A2f16_1v8l0_2t1_3i16_p16_A2f16_1v8l0_2t1_3i16_p16_A2f16_1v8l0_2t1_"
-             "3i16_p16_Si32_Si32_Si32_I128_I128_I64_B0_B0_I8_I_1")
+SP_SYMBOL = (
+    "_static_persistent_matmul_kernel_Kt1_A2f16_1v8l0_2t1_3i16_p16_A2f16_1v8l0_2t1_3i16_p16_A2f16_1v8l0_2t1_"
+    "3i16_p16_Si32_Si32_Si32_I128_I128_I64_B0_B0_I8_I_1"
+)
 
 
 def _tilegym(tmp_path: Path) -> Path:
@@ -82,7 +84,9 @@ def test_real_cutile_rs_sessions_ran_their_own_kernels(kernel: str) -> None:
     ws = stage_e.open_kernel(kernel, out_root=SESSION, tilegym=None)
     trust = stage_e.trust(ws, stage_e.ratio_table(ws))
     assert {i.kind for i in trust.identities.values()} == {"candidate"}
-    assert all(i.candidate is not None and i.candidate.symbol.endswith("_entry") for i in trust.identities.values())
+    assert all(
+        i.candidate is not None and i.candidate.symbol.endswith("_entry") for i in trust.identities.values()
+    )
     assert not trust.warning and trust.summary.startswith("candidate identity: all")
 
 
@@ -101,7 +105,9 @@ def test_candidate_with_the_baselines_symbol_is_the_reference(tmp_path: Path) ->
     assert trust.summary.startswith("WARNING: candidate identity: 0 of 6 rows")
 
 
-def test_table_marks_rows_and_says_it_under_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_table_marks_rows_and_says_it_under_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CONSTRUCTED FROM REAL CAPTURES: `table` text/JSON/CSV carry the REF mark and the warning line."""
     root = _copy(tmp_path, "matmul")
     _candidate_runs_baseline_captures(root / "matmul")
@@ -109,8 +115,10 @@ def test_table_marks_rows_and_says_it_under_the_table(tmp_path: Path, capsys: py
     assert rc == 0
     rows = [ln for ln in out.splitlines() if ln.startswith(NP + SP)]
     assert len(rows) == 6 and all(ln.rstrip().endswith("REF") for ln in rows)
-    assert any(ln.startswith("WARNING: candidate identity: 0 of 6 rows ran cutile-rs's own kernels") for ln in
-               out.splitlines())
+    assert any(
+        ln.startswith("WARNING: candidate identity: 0 of 6 rows ran cutile-rs's own kernels")
+        for ln in out.splitlines()
+    )
     rc, out, _err = _run(capsys, "table", "matmul", "--out-root", str(root), "--json")
     doc = json.loads(out)
     assert {r["identity"]["kind"] for r in doc["rows"]} == {"reference"}
@@ -135,40 +143,54 @@ def test_done_never_stands_without_the_warning(tmp_path: Path, capsys: pytest.Ca
     beside the verdict, and passes TileGym's validators (in-process)."""
     root = _copy(tmp_path, "silu_and_mul")
     _candidate_runs_baseline_captures(root / "silu_and_mul")
-    rc, out, _err = _run(capsys, "report", "e", "silu_and_mul", "--out-root", str(root), "--yes",
-                         "--no-real-scripts")
+    rc, out, _err = _run(
+        capsys, "report", "e", "silu_and_mul", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc == 0 and out.endswith("VERDICT: DONE\n")
     md = (root / "silu_and_mul" / "reports" / "performance.md").read_text()
     assert md.startswith("VERDICT: DONE\n")
     ident_at, table_at = md.index("### Candidate identity"), md.index("| Config | baseline |")
     assert ident_at < table_at
     assert "WARNING: DONE by the geomean rule, but WARNING: candidate identity: 0 of 4 rows" in md
-    raw = md[md.index("### Raw CUPTI rows"):]
+    raw = md[md.index("### Raw CUPTI rows") :]
     cand_rows = [ln for ln in raw.splitlines() if "| candidate | cutile-rs |" in ln]
-    assert len(cand_rows) == 4 and all("REF: the reference's kernel" in ln and "same grid/block/registers/smem" in ln
-                                       for ln in cand_rows)
+    assert len(cand_rows) == 4 and all(
+        "REF: the reference's kernel" in ln and "same grid/block/registers/smem" in ln for ln in cand_rows
+    )
     assert md.count("geomean_ratio=") == 1
 
 
 def test_real_done_report_has_no_warning(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """REAL: the real silu_and_mul session is DONE with its own kernels: the section says so, no warning."""
     root = _copy(tmp_path, "silu_and_mul")
-    rc, _out, _err = _run(capsys, "report", "e", "silu_and_mul", "--out-root", str(root), "--yes",
-                          "--no-real-scripts")
+    rc, _out, _err = _run(
+        capsys, "report", "e", "silu_and_mul", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     md = (root / "silu_and_mul" / "reports" / "performance.md").read_text()
     assert rc == 0 and "candidate identity: all 4 rows ran cutile-rs's own kernels" in md
     assert "WARNING" not in md
 
 
-def test_f_reference_kernel_is_fixable_for_slow_and_passing_rows(tmp_path: Path,
-                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_f_reference_kernel_is_fixable_for_slow_and_passing_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CONSTRUCTED FROM REAL CAPTURES: the non_persistent rows pass (~1.00x, real logs) and the static_persistent
     ones are slow; with the candidate running the reference's kernel, every row is FIXABLE, none ALIGNED, and
     the report puts both symbols side by side."""
     root = _copy(tmp_path, "matmul")
     _candidate_runs_baseline_captures(root / "matmul")
-    rc, out, err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--tilegym", str(_tilegym(tmp_path)),
-                        "--yes", "--no-real-scripts")
+    rc, out, err = _run(
+        capsys,
+        "report",
+        "f",
+        "matmul",
+        "--out-root",
+        str(root),
+        "--tilegym",
+        str(_tilegym(tmp_path)),
+        "--yes",
+        "--no-real-scripts",
+    )
     assert rc == 0 and out.endswith("VERDICT: FIXABLE\n"), err
     reports = root / "matmul" / "reports"
     invs = {p.name: p.read_text() for p in reports.glob("perf_investigation_*.md")}
@@ -191,14 +213,28 @@ def test_f_names_the_wrapper_line_that_delegates(tmp_path: Path, capsys: pytest.
     wrapper = tg / "src" / "tilegym" / "ops" / "cutile_rs" / "matmul.py"
     lines = wrapper.read_text().splitlines()
     at = next(i for i, ln in enumerate(lines) if ln.startswith("def matmul("))
-    lines[at + 2:at + 2] = ["    from tilegym.ops.cutile.matmul import matmul as _reference_matmul",
-                            "    return _reference_matmul(a, b)  # SYNTHETIC: a hidden delegation"]
+    lines[at + 2 : at + 2] = [
+        "    from tilegym.ops.cutile.matmul import matmul as _reference_matmul",
+        "    return _reference_matmul(a, b)  # SYNTHETIC: a hidden delegation",
+    ]
     wrapper.write_text("\n".join(lines) + "\n")
     calls = wrapper_delegations(wrapper)
-    assert calls == [f"src/tilegym/ops/cutile_rs/matmul.py:{at + 4}: calls `_reference_matmul` "
-                     "(tilegym.ops.cutile.matmul.matmul)"]
-    rc, _out, _err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--tilegym", str(tg), "--yes",
-                         "--no-real-scripts")
+    assert calls == [
+        f"src/tilegym/ops/cutile_rs/matmul.py:{at + 4}: calls `_reference_matmul` "
+        "(tilegym.ops.cutile.matmul.matmul)"
+    ]
+    rc, _out, _err = _run(
+        capsys,
+        "report",
+        "f",
+        "matmul",
+        "--out-root",
+        str(root),
+        "--tilegym",
+        str(tg),
+        "--yes",
+        "--no-real-scripts",
+    )
     assert rc == 0
     inv = next((root / "matmul" / "reports").glob("perf_investigation_*.md")).read_text()
     assert f"src/tilegym/ops/cutile_rs/matmul.py:{at + 4}" in inv
@@ -226,8 +262,10 @@ def _strip(sets: list[LaunchSet], backend: str, **fields: object) -> list[Launch
     out = []
     for s in sets:
         if s.backend == backend:
-            calls = [dataclasses.replace(c, launches=tuple(dataclasses.replace(x, **fields) for x in c.launches))
-                     for c in s.calls]
+            calls = [
+                dataclasses.replace(c, launches=tuple(dataclasses.replace(x, **fields) for x in c.launches))
+                for c in s.calls
+            ]
             s = dataclasses.replace(s, calls=calls)
         out.append(s)
     return out
@@ -235,16 +273,27 @@ def _strip(sets: list[LaunchSet], backend: str, **fields: object) -> list[Launch
 
 def test_capture_without_symbols_is_unknown_never_guessed() -> None:
     """SYNTHETIC (real captures with the candidate's kernel names blanked)."""
-    ids = candidate_identities(_rows(), _strip(_matmul_sets(), "cutile_rs", name=""), candidate_backend="cutile_rs",
-                               candidate_framework="cutile-rs")
+    ids = candidate_identities(
+        _rows(),
+        _strip(_matmul_sets(), "cutile_rs", name=""),
+        candidate_backend="cutile_rs",
+        candidate_framework="cutile-rs",
+    )
     assert {i.kind for i in ids.values()} == {"unknown"}
     assert all(i.mark == "?" and "no kernel symbol" in i.why for i in ids.values())
 
 
 def test_capture_without_resources_decides_from_the_symbol_and_says_what_is_unknown() -> None:
     """SYNTHETIC (real captures with grid/registers/smem removed on the candidate side)."""
-    sets = _strip(_matmul_sets(), "cutile_rs", grid=None, block=None, registers_per_thread=None, static_smem=None,
-                  dynamic_smem=None)
+    sets = _strip(
+        _matmul_sets(),
+        "cutile_rs",
+        grid=None,
+        block=None,
+        registers_per_thread=None,
+        static_smem=None,
+        dynamic_smem=None,
+    )
     ids = candidate_identities(_rows(), sets, candidate_backend="cutile_rs", candidate_framework="cutile-rs")
     assert {i.kind for i in ids.values()} == {"candidate"}
     assert all(any("launch resources" in u for u in i.unknown) for i in ids.values())
@@ -252,7 +301,9 @@ def test_capture_without_resources_decides_from_the_symbol_and_says_what_is_unkn
 
 def test_events_only_capture_and_no_capture_are_unknown() -> None:
     """SYNTHETIC: a CUDA-events-only set, and no captures at all."""
-    sets = [dataclasses.replace(s, source="events") if s.backend == "cutile_rs" else s for s in _matmul_sets()]
+    sets = [
+        dataclasses.replace(s, source="events") if s.backend == "cutile_rs" else s for s in _matmul_sets()
+    ]
     ids = candidate_identities(_rows(), sets, candidate_backend="cutile_rs", candidate_framework="cutile-rs")
     assert all(i.kind == "unknown" and "CUDA-event timings only" in i.why for i in ids.values())
     ids = candidate_identities(_rows(), [], candidate_backend="cutile_rs", candidate_framework="cutile-rs")
@@ -261,8 +312,12 @@ def test_events_only_capture_and_no_capture_are_unknown() -> None:
 
 def test_no_kernel_launched_is_nothing_measurable() -> None:
     """SYNTHETIC (real captures with the candidate's launches removed)."""
-    sets = [dataclasses.replace(s, calls=[dataclasses.replace(c, launches=()) for c in s.calls])
-            if s.backend == "cutile_rs" else s for s in _matmul_sets()]
+    sets = [
+        dataclasses.replace(s, calls=[dataclasses.replace(c, launches=()) for c in s.calls])
+        if s.backend == "cutile_rs"
+        else s
+        for s in _matmul_sets()
+    ]
     ids = candidate_identities(_rows(), sets, candidate_backend="cutile_rs", candidate_framework="cutile-rs")
     assert {i.kind for i in ids.values()} == {"none"} and all(i.mark == "NONE" for i in ids.values())
 
@@ -275,8 +330,10 @@ def test_decode_real_cutile_symbols() -> None:
     d = decode_cutile_symbol(SP_SYMBOL)
     assert d is not None and d.function == "_static_persistent_matmul_kernel"
     assert [a.value for a in d.constants] == [128, 128, 64, False, False, 8, -1]
-    eps = decode_cutile_symbol("rms_norm_tile_kernel_Kt1_A2bf16_1v8l0_2t1_3i16_p16_A1bf16_1i16t1_p16_A2bf16_1v8l0_"
-                               "2t1_3i16_p16_I16_I1024_F3ee4f8b588e368f1")
+    eps = decode_cutile_symbol(
+        "rms_norm_tile_kernel_Kt1_A2bf16_1v8l0_2t1_3i16_p16_A1bf16_1i16t1_p16_A2bf16_1v8l0_"
+        "2t1_3i16_p16_I16_I1024_F3ee4f8b588e368f1"
+    )
     assert eps is not None and [a.value for a in eps.constants] == [16, 1024, 1e-05]
     for name in ("static_persistent_matmul_kernel_entry", "rms_norm_fwd_kernel", "_ZN2at6native29vectorized"):
         assert decode_cutile_symbol(name) is None
@@ -294,8 +351,9 @@ def _strip_ir_and_best_config(kernel_dir: Path) -> None:
     analysis.write_text(json.dumps(doc, indent=1))
 
 
-def test_matmul_without_ir_reaches_the_same_reference_config(tmp_path: Path,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_matmul_without_ir_reaches_the_same_reference_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """REAL: the recorded matmul session with and without its IR (and without best_config) names the same
     config per row — TILE 128x128x64 GROUP_SIZE_M 8 num_ctas 1 for static_persistent, 128x128x32 for
     non_persistent — and F's step 3 says first that the static_persistent one is ABSENT, in the candidate's
@@ -308,23 +366,44 @@ def test_matmul_without_ir_reaches_the_same_reference_config(tmp_path: Path,
             _strip_ir_and_best_config(root / "matmul")
         ws = stage_e.open_kernel("matmul", out_root=root, tilegym=tg)
         trust = stage_e.trust(ws, stage_e.ratio_table(ws))
-        answers.append({p: (rc.config.label if rc.config else None) for p, rc in trust.reference_configs.items()})
-        rc_, out, _err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--tilegym", str(tg), "--yes",
-                              "--no-real-scripts")
+        answers.append(
+            {p: (rc.config.label if rc.config else None) for p, rc in trust.reference_configs.items()}
+        )
+        rc_, out, _err = _run(
+            capsys,
+            "report",
+            "f",
+            "matmul",
+            "--out-root",
+            str(root),
+            "--tilegym",
+            str(tg),
+            "--yes",
+            "--no-real-scripts",
+        )
         assert rc_ == 0 and out.endswith("VERDICT: FIXABLE\n")
-        inv = (root / "matmul" / "reports" / f"perf_investigation_{'_'.join(['2048'] * 3)}.md")
-        text = inv.read_text() if inv.exists() else next(
-            t for t in ((root / "matmul" / "reports").glob("perf_investigation_*.md")) if SP[0] in t.read_text()
-        ).read_text()
-        section = text[text.index("- variant static_persistent"):]
+        inv = root / "matmul" / "reports" / f"perf_investigation_{'_'.join(['2048'] * 3)}.md"
+        text = (
+            inv.read_text()
+            if inv.exists()
+            else next(
+                t
+                for t in ((root / "matmul" / "reports").glob("perf_investigation_*.md"))
+                if SP[0] in t.read_text()
+            ).read_text()
+        )
+        section = text[text.index("- variant static_persistent") :]
         first = section.splitlines()[1]
-        assert first.startswith("  - **the config the reference ran**: group_size_m=8 latency=auto num_ctas=1 "
-                                "occupancy=1 tile_k=64 tile_m=128 tile_n=128")
+        assert first.startswith(
+            "  - **the config the reference ran**: group_size_m=8 latency=auto num_ctas=1 "
+            "occupancy=1 tile_k=64 tile_m=128 tile_n=128"
+        )
         assert "**ABSENT** from the candidate's space" in first
         assert "`SimpleNamespace(BM=128, BN=128, BK=64, NUM_CTAS=1, OCCUPANCY=1)`" in first
     assert answers[0] == answers[1]
-    assert {answers[0][p] for p in SP} == {"group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 "
-                                           "tile_n=128"}
+    assert {answers[0][p] for p in SP} == {
+        "group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128"
+    }
     assert {answers[0][p] for p in NP} == {"num_ctas=1 occupancy=1 tile_k=32 tile_m=128 tile_n=128"}
 
 
@@ -348,13 +427,16 @@ def test_launches_file_round_trip_keeps_real_names(tmp_path: Path) -> None:
     assert {s["backend"] for s in raw["sets"]} == {"cutile", "cutile_rs"}
 
 
-def test_f_done_kernel_running_the_reference_is_fixable_not_aligned(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_f_done_kernel_running_the_reference_is_fixable_not_aligned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CONSTRUCTED FROM REAL CAPTURES: the issue's case — E DONE (real silu_and_mul logs, every row within the
     gate) while the candidate ran the reference's kernel. The old code wrote ALIGNED here; F must say FIXABLE."""
     root = _copy(tmp_path, "silu_and_mul")
     _candidate_runs_baseline_captures(root / "silu_and_mul")
-    rc, out, _err = _run(capsys, "report", "f", "silu_and_mul", "--out-root", str(root), "--yes", "--no-real-scripts")
+    rc, out, _err = _run(
+        capsys, "report", "f", "silu_and_mul", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc == 0 and out.endswith("VERDICT: FIXABLE\n")
     invs = [p.read_text() for p in (root / "silu_and_mul" / "reports").glob("perf_investigation_*.md")]
     assert len(invs) == 4 and all(t.startswith("VERDICT: FIXABLE\n") for t in invs)
@@ -365,7 +447,9 @@ def test_f_done_kernel_running_the_reference_is_fixable_not_aligned(tmp_path: Pa
         assert not any(ln.startswith("- diff_ir.sh verdict FAIL_FIXABLE") for ln in root)
 
 
-def test_timeline_shows_identity_and_reference_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_timeline_shows_identity_and_reference_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """CONSTRUCTED FROM REAL CAPTURES (REF) and REAL (own + the decoded reference config) in `timeline`."""
     rc, out, _err = _run(capsys, "timeline", "matmul", "--out-root", str(SESSION), "--config", SP[0])
     assert rc == 0
@@ -384,12 +468,18 @@ def test_no_captures_says_unknown_in_every_report(tmp_path: Path, capsys: pytest
     entry symbol (it does here), never a guess."""
     root = _copy(tmp_path, "matmul")
     (root / "matmul" / "workbench" / "launches.json.gz").unlink()
-    rc, _out, _err = _run(capsys, "report", "e", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts")
+    rc, _out, _err = _run(
+        capsys, "report", "e", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     md = (root / "matmul" / "reports" / "performance.md").read_text()
-    assert rc == 0 and "Unknown for every row: no per-launch capture (workbench/launches.json.gz absent)." in md
+    assert (
+        rc == 0 and "Unknown for every row: no per-launch capture (workbench/launches.json.gz absent)." in md
+    )
     rc, out, _err = _run(capsys, "table", "matmul", "--out-root", str(root))
     assert "?" in out.splitlines()[4] and "candidate identity: 0 of 6 rows" in out
-    rc, _out, _err = _run(capsys, "report", "f", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts")
+    rc, _out, _err = _run(
+        capsys, "report", "f", "matmul", "--out-root", str(root), "--yes", "--no-real-scripts"
+    )
     assert rc in (0, 1)
     inv = next((root / "matmul" / "reports").glob("perf_investigation_*.md")).read_text()
     assert "- Candidate identity: ? " in inv and "launches.json.gz absent" in inv
@@ -403,13 +493,18 @@ def test_only_library_kernels_is_lib() -> None:
     """SYNTHETIC (real captures with the candidate's kernel renamed to the real ATen symbol the silu_and_mul
     baseline records): a PyTorch fallback is LIB, never own."""
     aten = "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_15CUDAFunctor_addIN3c104HalfEEESt5arrayIPcLm3EEEEviT0_T1_"
-    ids = candidate_identities(_rows(), _strip(_matmul_sets(), "cutile_rs", name=aten), candidate_backend="cutile_rs",
-                               candidate_framework="cutile-rs")
+    ids = candidate_identities(
+        _rows(),
+        _strip(_matmul_sets(), "cutile_rs", name=aten),
+        candidate_backend="cutile_rs",
+        candidate_framework="cutile-rs",
+    )
     assert {i.mark for i in ids.values()} == {"LIB"} and all("PyTorch ATen" in i.why for i in ids.values())
 
 
-def test_malformed_captures_leave_identity_unknown_naming_the_file(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_malformed_captures_leave_identity_unknown_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """SYNTHETIC (a truncated gzip in place of the real launches file): `table` still prints E's table and
     marks every row `?` with the reader's message (file named); nothing is guessed."""
     root = _copy(tmp_path, "matmul")
@@ -428,9 +523,17 @@ def test_symbol_families_of_real_names() -> None:
     assert symbol_family("static_persistent_matmul_kernel_entry") == "cutile-rs"
     assert symbol_family(SP_SYMBOL) == "cuTile Python"
     assert symbol_family("rms_norm_fwd_kernel") == "plain"
-    assert symbol_family("_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIN3c108BFloat16EEESt5arr"
-                         "ayIPcLm1EEEEviT0_T1_") == "PyTorch ATen"
-    assert symbol_family("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1") == "library"
+    assert (
+        symbol_family(
+            "_ZN2at6native29vectorized_elementwise_kernelILi8ENS0_11FillFunctorIN3c108BFloat16EEESt5arr"
+            "ayIPcLm1EEEEviT0_T1_"
+        )
+        == "PyTorch ATen"
+    )
+    assert (
+        symbol_family("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1")
+        == "library"
+    )
     assert symbol_family("_ZN7cutlass7Kernel2I") == "library"
     assert symbol_family("gemv_kernel_entry") == "cutile-rs"  # SYNTHETIC: a library-sounding cutile-rs entry
     assert symbol_family("") == "unknown"
@@ -449,16 +552,24 @@ def test_delegating_wrapper_script_makes_a_wrapper_the_audit_flags(tmp_path: Pat
         (src / d / "__init__.py").write_text("")
     (src / "__init__.py").write_text("")
     (src / "ops" / "__init__.py").write_text("")
-    (src / "backend" / "__init__.py").write_text("def register_impl(name, backend):\n    return lambda f: f\n")
+    (src / "backend" / "__init__.py").write_text(
+        "def register_impl(name, backend):\n    return lambda f: f\n"
+    )
     (src / "ops" / "cutile" / "toy.py").write_text(
         'from tilegym.backend import register_impl\n\n\n@register_impl("toy", backend="cutile")\n'
-        'def toy(input, out=None):\n    return ("reference", input, out)\n')
+        'def toy(input, out=None):\n    return ("reference", input, out)\n'
+    )
     (src / "ops" / "cutile_rs" / "toy.py").write_text(
         'from tilegym.backend import register_impl\n\n\n@register_impl("toy", backend="cutile-rs")\n'
-        'def toy(input, out=None, **kwargs):\n    """docstring stays first."""\n    return ("cutile-rs", input, out)\n')
+        'def toy(input, out=None, **kwargs):\n    """docstring stays first."""\n    return ("cutile-rs", input, out)\n'
+    )
     script = HERE.parent / "bench" / "delegating_wrapper.py"
-    done = subprocess.run([sys.executable, str(script), str(tmp_path / "TileGym"), "toy"], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "TileGym"), "toy"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     wrapper = src / "ops" / "cutile_rs" / "toy.py"
     calls = wrapper_delegations(wrapper)
@@ -472,8 +583,12 @@ def test_delegating_wrapper_script_makes_a_wrapper_the_audit_flags(tmp_path: Pat
         sys.path.remove(str(tmp_path / "TileGym" / "src"))
         for name in [m for m in sys.modules if m == "tilegym" or m.startswith("tilegym.")]:
             del sys.modules[name]
-    bad = subprocess.run([sys.executable, str(script), str(tmp_path / "TileGym"), "nope"], capture_output=True,
-                         text=True, check=False)
+    bad = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "TileGym"), "nope"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert bad.returncode == 2 and "error:" in bad.stderr
 
 
@@ -481,9 +596,19 @@ def test_aten_kernel_the_reference_test_also_ran_is_lib_not_ref() -> None:
     """SYNTHETIC (real silu_and_mul captures, candidate kernel renamed to the ATen add the cuTile baseline's
     REAL backward set records): still LIB — a PyTorch helper is never 'the reference's kernel'."""
     sets = load_launch_sets(SESSION / "silu_and_mul" / "workbench" / "launches.json.gz")
-    aten = next(x.name for s in sets if s.backend == "cutile" for c in s.calls for x in c.launches
-                if "CUDAFunctor_add" in x.name)
+    aten = next(
+        x.name
+        for s in sets
+        if s.backend == "cutile"
+        for c in s.calls
+        for x in c.launches
+        if "CUDAFunctor_add" in x.name
+    )
     ws = stage_e.open_kernel("silu_and_mul", out_root=SESSION, tilegym=None)
-    ids = candidate_identities(stage_e.ratio_table(ws).rows, _strip(sets, "cutile_rs", name=aten),
-                               candidate_backend="cutile_rs", candidate_framework="cutile-rs")
+    ids = candidate_identities(
+        stage_e.ratio_table(ws).rows,
+        _strip(sets, "cutile_rs", name=aten),
+        candidate_backend="cutile_rs",
+        candidate_framework="cutile-rs",
+    )
     assert {i.mark for i in ids.values()} == {"LIB"}

@@ -25,8 +25,10 @@ from cutile_workbench.stages.e.validators import (
 
 TILEGYM = Path(__file__).resolve().parents[2] / ".fetched" / "TileGym"
 SCRIPTS = TILEGYM / "skills" / "tilegym-converting-cutile-triton-to-cutile-rs" / "scripts"
-needs_scripts = pytest.mark.skipif(not (SCRIPTS / "validate_agent_e.sh").is_file(),
-                                   reason="TileGym snapshot with the skill's scripts is absent")
+needs_scripts = pytest.mark.skipif(
+    not (SCRIPTS / "validate_agent_e.sh").is_file(),
+    reason="TileGym snapshot with the skill's scripts is absent",
+)
 
 # real H200 record (contract §3.3), rendered as the §3.6 printer block
 BLOCK = (
@@ -39,8 +41,11 @@ BLOCK = (
     "forward: median_ms=0.348959 mean_ms=0.349245 nrep=120 launches_per_iter=1\n"
     "------------------------------------------------------------------\n"
 )
-GOOD_LOG = "============================= test session starts ==============================\n" + BLOCK + \
-    "=========== 1 passed, 27 deselected in 28.78s ===========\n"
+GOOD_LOG = (
+    "============================= test session starts ==============================\n"
+    + BLOCK
+    + "=========== 1 passed, 27 deselected in 28.78s ===========\n"
+)
 GOOD_PERF_MD = (
     "VERDICT: INVESTIGATE\n\n## Performance Results: rms_norm\n\n"
     "| Config | baseline (ms) | cutile-rs (ms) | ratio | verdict |\n|---|---|---|---|---|\n"
@@ -126,8 +131,12 @@ GOOD_E = {
 def _mut(**changes: bytes | None) -> dict[str, bytes]:
     out = dict(GOOD_E)
     for k, v in changes.items():
-        key = {"perf": "reports/performance.md", "cand": "perf_cutile_rs.txt",
-               "base": "baseline_perf_cutile.txt", "log": "reports/agent_logs/agent_e.md"}[k]
+        key = {
+            "perf": "reports/performance.md",
+            "cand": "perf_cutile_rs.txt",
+            "base": "baseline_perf_cutile.txt",
+            "log": "reports/agent_logs/agent_e.md",
+        }[k]
         if v is None:
             out.pop(key)
         else:
@@ -146,19 +155,25 @@ E_CASES: dict[str, dict[str, bytes]] = {
     "unicode_space_geomean": _mut(perf=PMD.replace(b"=1.2548\n", "=1.2548\u3000\n".encode())),
     "nbsp_geomean": _mut(perf=PMD.replace(b"=1.2548\n", "=1.2548\u00a0\n".encode())),
     "two_geomean": _mut(perf=PMD + b"geomean_ratio=1.3\n"),
-    "malformed_first_geomean": _mut(perf=PMD.replace(b"geomean_ratio=1.2548", b"geomean_ratio=1.25x\ngeomean_ratio=1.2548")),
+    "malformed_first_geomean": _mut(
+        perf=PMD.replace(b"geomean_ratio=1.2548", b"geomean_ratio=1.25x\ngeomean_ratio=1.2548")
+    ),
     "geomean_with_x": _mut(perf=PMD.replace(b"=1.2548", b"=1.2548x")),
     "no_geomean": _mut(perf=PMD.replace(b"geomean_ratio=1.2548\n", b"")),
     "integer_geomean": _mut(perf=PMD.replace(b"=1.2548", b"=1")),
     "nul_in_report": _mut(perf=PMD.replace(b"Severity", b"Sev\0erity")),
     "nul_in_verdict": _mut(perf=PMD.replace(b"VERDICT: INV", b"VERDICT: I\0NV")),
     "invalid_utf8_geomean": _mut(perf=PMD.replace(b"=1.2548\n", b"=1.2548\n\xff\n")),
-    "invalid_utf8_first_of_two": _mut(perf=PMD.replace(b"geomean_ratio=1.2548\n",
-                                                       b"geomean_ratio=1.0\xff\ngeomean_ratio=1.2548\n")),
+    "invalid_utf8_first_of_two": _mut(
+        perf=PMD.replace(b"geomean_ratio=1.2548\n", b"geomean_ratio=1.0\xff\ngeomean_ratio=1.2548\n")
+    ),
     "nul_in_first_96k": _mut(perf=PMD + b"x" * 70000 + b"\n\0\n"),
     "nul_after_96k": _mut(perf=PMD + b"x" * 200000 + b"\n\0\n"),
-    "nul_and_geomean_in_second_buffer": _mut(perf=PMD.replace(b"geomean_ratio=1.2548\n", b"y\n" * 60000
-                                                              + b"geomean_ratio=1.2548\n" + b"x" * 50000 + b"\0\n")),
+    "nul_and_geomean_in_second_buffer": _mut(
+        perf=PMD.replace(
+            b"geomean_ratio=1.2548\n", b"y\n" * 60000 + b"geomean_ratio=1.2548\n" + b"x" * 50000 + b"\0\n"
+        )
+    ),
     "empty_report": _mut(perf=b""),
     "missing_report": _mut(perf=None),
     "missing_candidate": _mut(cand=None),
@@ -202,8 +217,11 @@ F_GOOD = {
 }
 F_CASES: dict[str, dict[str, bytes]] = {
     "pass": F_GOOD,
-    "several": {**F_GOOD, "reports/perf_investigation_16384-2048.md": b"VERDICT: ALIGNED\n",
-                "reports/perf_investigation_A.md": b"VERDICT: BLOCKED\n"},
+    "several": {
+        **F_GOOD,
+        "reports/perf_investigation_16384-2048.md": b"VERDICT: ALIGNED\n",
+        "reports/perf_investigation_A.md": b"VERDICT: BLOCKED\n",
+    },
     "done_is_wrong": {**F_GOOD, "reports/perf_investigation_x.md": b"VERDICT: DONE\n"},
     "crlf": {**F_GOOD, "reports/perf_investigation_x.md": b"VERDICT: ALIGNED\r\n"},
     "empty_file": {**F_GOOD, "reports/perf_investigation_e.md": b""},
@@ -229,10 +247,18 @@ def test_agent_f_twin_is_byte_identical(tmp_path: Path, case: str) -> None:
 def test_agent_f_overlay_shadows_disk(tmp_path: Path) -> None:
     kdir = kernel(tmp_path, {"reports/perf_investigation_all_shapes.md": b"VERDICT: DONE\n"}, name="softmax")
     assert validate_agent_f(kdir).exit_code == 1
-    fixed = validate_agent_f(kdir, {"reports/perf_investigation_all_shapes.md": "VERDICT: ALIGNED\n",
-                                    "reports/agent_logs/agent_f.md": "log\n"})
+    fixed = validate_agent_f(
+        kdir,
+        {
+            "reports/perf_investigation_all_shapes.md": "VERDICT: ALIGNED\n",
+            "reports/agent_logs/agent_f.md": "log\n",
+        },
+    )
     assert fixed.exit_code == 0
-    assert fixed.output == "OK: perf_investigation_all_shapes.md: VERDICT: ALIGNED\nOK: agent_f.md log\n---\nPASS\n"
+    assert (
+        fixed.output
+        == "OK: perf_investigation_all_shapes.md: VERDICT: ALIGNED\nOK: agent_f.md log\n---\nPASS\n"
+    )
 
 
 def test_transcript_format() -> None:
@@ -246,12 +272,15 @@ def test_run_real_validator_uses_overlay_and_never_touches_kernel_dir(tmp_path: 
     files = dict(GOOD_E)
     kdir = kernel(tmp_path, {k: v for k, v in files.items() if k != "reports/performance.md"})
     before = sorted((p.relative_to(kdir), p.stat().st_mtime_ns) for p in kdir.rglob("*"))
-    res = run_real_validator(TILEGYM, "validate_agent_e.sh", ["rms_norm"], kdir,
-                             {"reports/performance.md": GOOD_PERF_MD})
+    res = run_real_validator(
+        TILEGYM, "validate_agent_e.sh", ["rms_norm"], kdir, {"reports/performance.md": GOOD_PERF_MD}
+    )
     assert res is not None and res.exit_code == 0, res
     assert res.output == validate_agent_e(kdir, {"reports/performance.md": GOOD_PERF_MD}).output
     assert sorted((p.relative_to(kdir), p.stat().st_mtime_ns) for p in kdir.rglob("*")) == before
-    assert run_real_validator(tmp_path / "no-tilegym", "validate_agent_e.sh", ["rms_norm"], kdir, None) is None
+    assert (
+        run_real_validator(tmp_path / "no-tilegym", "validate_agent_e.sh", ["rms_norm"], kdir, None) is None
+    )
 
 
 @needs_scripts
@@ -259,11 +288,32 @@ def test_differential_fuzz_against_real_scripts(tmp_path: Path) -> None:
     """SYNTHETIC random reports/logs built from the tricky pieces; twin == real script, byte for byte."""
     hyp = pytest.importorskip("hypothesis")
     st = hyp.strategies
-    pieces = st.sampled_from([
-        "VERDICT: DONE", "VERDICT: INVESTIGATE", "VERDICT: BLOCKED", "geomean_ratio=1.0506", "geomean_ratio=1",
-        "geomean_ratio=1.05x", "geomean_ratio= 1.0", "Performance Test Results", "PASSED", "FAILED", "SKIPPED",
-        " ", "\t", "\r", "\0", "\x0b", "\u3000", "\u00a0", "\udcff", "-n", "x", "|a|b|",
-    ])
+    pieces = st.sampled_from(
+        [
+            "VERDICT: DONE",
+            "VERDICT: INVESTIGATE",
+            "VERDICT: BLOCKED",
+            "geomean_ratio=1.0506",
+            "geomean_ratio=1",
+            "geomean_ratio=1.05x",
+            "geomean_ratio= 1.0",
+            "Performance Test Results",
+            "PASSED",
+            "FAILED",
+            "SKIPPED",
+            " ",
+            "\t",
+            "\r",
+            "\0",
+            "\x0b",
+            "\u3000",
+            "\u00a0",
+            "\udcff",
+            "-n",
+            "x",
+            "|a|b|",
+        ]
+    )
     line = st.lists(pieces, max_size=4).map("".join)
     doc = st.lists(line, max_size=6).map("\n".join).map(lambda s: s.encode("utf-8", "surrogateescape"))
     counter = iter(range(10**6))
@@ -280,8 +330,11 @@ def test_differential_fuzz_against_real_scripts(tmp_path: Path) -> None:
         out, rc = real("validate_agent_e.sh", "rms_norm", env_root=kdir.parent)
         mine = validate_agent_e(kdir)
         assert (as_bytes(mine), mine.exit_code) == (out, rc)
-        fdir = kernel(tmp_path / str(next(counter)), {"reports/perf_investigation_x.md": perf_md,
-                                                      "reports/agent_logs/agent_f.md": cand_log}, name="softmax")
+        fdir = kernel(
+            tmp_path / str(next(counter)),
+            {"reports/perf_investigation_x.md": perf_md, "reports/agent_logs/agent_f.md": cand_log},
+            name="softmax",
+        )
         out, rc = real("validate_agent_f.sh", "softmax", env_root=fdir.parent)
         mine = validate_agent_f(fdir)
         assert (as_bytes(mine), mine.exit_code) == (out, rc)

@@ -55,7 +55,11 @@ def test_gaps_not_crashes(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     ws = open_workspace("empty", out_root=tmp_path, env={})
     whats = {g.what.split(" ")[0]: g.severity for g in ws.gaps}
-    assert whats["cuTile"] == "error" and whats["candidate"] == "error" and whats["reference/analysis.json"] == "warn"
+    assert (
+        whats["cuTile"] == "error"
+        and whats["candidate"] == "error"
+        and whats["reference/analysis.json"] == "warn"
+    )
     assert ws.candidate_log() is None and ws.baseline_logs() == {} and ws.raw_log_path() is None
     assert ws.reference_ir_files() == [] and ws.wrapper_source() is None and ws.session_meta() is None
 

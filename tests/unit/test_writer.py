@@ -30,14 +30,25 @@ from cutile_workbench.artifacts.writer import (
 from cutile_workbench.errors import UnsafePath, ValidationRefused
 from cutile_workbench.model import PlannedFile, ReportPlan
 
-REL = ("reports/performance.md", "reports/agent_logs/agent_e.md", "perf_cutile_rs.txt",
-       "reports/agent_logs/perf_investigation.log")
+REL = (
+    "reports/performance.md",
+    "reports/agent_logs/agent_e.md",
+    "perf_cutile_rs.txt",
+    "reports/agent_logs/perf_investigation.log",
+)
 
 
 def plan_for(kdir: Path, tag: str, *, ok: bool = True, rels: tuple[str, ...] = REL) -> ReportPlan:
     files = [PlannedFile(r, f"{tag}:{r}\n" * 50) for r in rels]
-    return ReportPlan(stage="E", kernel=kdir.name, kernel_dir=kdir, files=files, verdict="INVESTIGATE",
-                      validator_output="", ok=ok)
+    return ReportPlan(
+        stage="E",
+        kernel=kdir.name,
+        kernel_dir=kdir,
+        files=files,
+        verdict="INVESTIGATE",
+        validator_output="",
+        ok=ok,
+    )
 
 
 def snapshot(kdir: Path) -> dict[str, str]:
@@ -58,8 +69,11 @@ def test_write_backup_and_listing(tmp_path: Path) -> None:
     second = write_plan(plan_for(kdir, "new"))
     assert second.backup_dir is not None and second.backup_dir.parent.name == BACKUP_DIR_NAME
     assert all(v.startswith("new:") for v in snapshot(kdir).values())
-    backed = {p.relative_to(second.backup_dir).as_posix(): p.read_text()
-              for p in second.backup_dir.rglob("*") if p.is_file()}
+    backed = {
+        p.relative_to(second.backup_dir).as_posix(): p.read_text()
+        for p in second.backup_dir.rglob("*")
+        if p.is_file()
+    }
     assert sorted(backed) == sorted(REL) and all(v.startswith("old:") for v in backed.values())
     assert not (kdir / "reports" / LOCK_NAME).exists()
     assert not (kdir / "reports" / ".workbench-journal.json").exists()
@@ -73,9 +87,21 @@ def test_refuses_when_not_ok(tmp_path: Path) -> None:
     assert list(kdir.iterdir()) == []
 
 
-@pytest.mark.parametrize("rel", ["/etc/passwd", "../x.md", "reports/../../x.md", "generated/x.mlir",
-                                 "kernel.rs", "reports/./a.md", "reports//a.md", "perf_cutile_py.txt",
-                                 "reports/.workbench.lock", "reports\\a.md"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "/etc/passwd",
+        "../x.md",
+        "reports/../../x.md",
+        "generated/x.mlir",
+        "kernel.rs",
+        "reports/./a.md",
+        "reports//a.md",
+        "perf_cutile_py.txt",
+        "reports/.workbench.lock",
+        "reports\\a.md",
+    ],
+)
 def test_unsafe_relpaths_refused_before_any_write(tmp_path: Path, rel: str) -> None:
     kdir = tmp_path / "softmax"
     kdir.mkdir()
@@ -86,8 +112,15 @@ def test_unsafe_relpaths_refused_before_any_write(tmp_path: Path, rel: str) -> N
 
 def test_unsafe_kernel_names(tmp_path: Path) -> None:
     for name in ("..", ".", "a/b"):
-        plan = ReportPlan(stage="E", kernel=name, kernel_dir=tmp_path / "x", files=[], verdict="",
-                          validator_output="", ok=True)
+        plan = ReportPlan(
+            stage="E",
+            kernel=name,
+            kernel_dir=tmp_path / "x",
+            files=[],
+            verdict="",
+            validator_output="",
+            ok=True,
+        )
         with pytest.raises(UnsafePath):
             write_plan(plan)
 
@@ -116,8 +149,9 @@ def test_symlinked_reports_dir_and_target_refused(tmp_path: Path) -> None:
 def test_stale_lock_cleared_live_lock_respected(tmp_path: Path) -> None:
     kdir = tmp_path / "softmax"
     (kdir / "reports").mkdir(parents=True)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
     lock = kdir / "reports" / LOCK_NAME
     lock.write_text(json.dumps({"pid": int(dead.stdout), "host": socket.gethostname(), "time": "x"}))
     write_plan(plan_for(kdir, "new"))  # stale (dead pid) → cleared
@@ -154,18 +188,32 @@ def _run_child(kdir: Path, tag: str, rels: tuple[str, ...], kill_at: int | None)
     env.pop(KILL_ENV, None)
     if kill_at is not None:
         env[KILL_ENV] = str(kill_at)
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(kdir), tag, ",".join(rels)], env=env,
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(kdir), tag, ",".join(rels)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return proc.returncode
 
 
-F_REL = ("reports/perf_investigation_all_shapes.md", "reports/perf_investigation_16384-2048-torch.bfloat16.md",
-         "reports/agent_f.md", "reports/agent_logs/agent_f.md")
+F_REL = (
+    "reports/perf_investigation_all_shapes.md",
+    "reports/perf_investigation_16384-2048-torch.bfloat16.md",
+    "reports/agent_f.md",
+    "reports/agent_logs/agent_f.md",
+)
 
 
-@pytest.mark.parametrize(("preexisting", "rels"), [("all", REL), ("some", REL), ("all", F_REL), ("some", F_REL)],
-                         ids=["E-all", "E-some", "F-all", "F-some"])
-def test_sigkill_at_every_step_leaves_old_or_new_set(tmp_path: Path, preexisting: str, rels: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("preexisting", "rels"),
+    [("all", REL), ("some", REL), ("all", F_REL), ("some", F_REL)],
+    ids=["E-all", "E-some", "F-all", "F-some"],
+)
+def test_sigkill_at_every_step_leaves_old_or_new_set(
+    tmp_path: Path, preexisting: str, rels: tuple[str, ...]
+) -> None:
     """Issue 6 item 2: kill the writer child at every step of an E and an F set, recover, check."""
     for step in range(1, len(STEPS) + 1):
         kdir = tmp_path / f"k{step}" / "softmax"
@@ -200,8 +248,10 @@ def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
     kdir = tmp_path / "softmax"
     kdir.mkdir()
     env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(kdir), tag, ",".join(REL), "15"], env=env)
-             for tag in ("A", "B")]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", CHILD, str(kdir), tag, ",".join(REL), "15"], env=env)
+        for tag in ("A", "B")
+    ]
     assert [p.wait(timeout=120) for p in procs] == [0, 0]
     tags = {v.split(":", 1)[0] for v in snapshot(kdir).values()}
     assert len(tags) == 1  # the final set came from one writer entirely
@@ -249,13 +299,15 @@ def test_tampered_journal_cannot_move_outside_files(tmp_path: Path) -> None:
     (kdir / "reports").mkdir(parents=True)
     secret = tmp_path / "secret.txt"
     secret.write_text("outside")
-    (kdir / "reports" / ".workbench-journal.json").write_text(json.dumps(
-        {"version": 1, "entries": [{"target": "reports/performance.md", "temp": "../secret.txt"}]}))
+    (kdir / "reports" / ".workbench-journal.json").write_text(
+        json.dumps({"version": 1, "entries": [{"target": "reports/performance.md", "temp": "../secret.txt"}]})
+    )
     with pytest.raises(UnsafePath):
         recover(kdir, blocking=True)
     assert secret.read_text() == "outside" and not (kdir / "reports/performance.md").exists()
-    (kdir / "reports" / ".workbench-journal.json").write_text(json.dumps(
-        {"version": 1, "entries": [{"target": "../../secret.txt", "temp": "reports/.x.wbtmp-1"}]}))
+    (kdir / "reports" / ".workbench-journal.json").write_text(
+        json.dumps({"version": 1, "entries": [{"target": "../../secret.txt", "temp": "reports/.x.wbtmp-1"}]})
+    )
     with pytest.raises(UnsafePath):
         recover(kdir, blocking=True)
     assert secret.read_text() == "outside"

@@ -49,8 +49,13 @@ def nodeid_from_case(attrs: dict[str, str]) -> str:
     return "::".join([p for p in (path, *classes, name) if p])
 
 
-def parse_junit_xml(path: Path | str, *, text: str | bytes | None = None, strict: bool = False,
-                    extra_tokens: tuple[str, ...] = ()) -> PerfLog:
+def parse_junit_xml(
+    path: Path | str,
+    *,
+    text: str | bytes | None = None,
+    strict: bool = False,
+    extra_tokens: tuple[str, ...] = (),
+) -> PerfLog:
     src = str(path)
     if text is None:
         try:
@@ -105,11 +110,15 @@ def parse_junit_xml(path: Path | str, *, text: str | bytes | None = None, strict
     try:
         xp.Parse(data, True)
     except _Refused:
-        raise InputError("junit XML with a DOCTYPE or entity declaration refused (unsafe XML)",
-                         path=src, line=xp.CurrentLineNumber) from None
+        raise InputError(
+            "junit XML with a DOCTYPE or entity declaration refused (unsafe XML)",
+            path=src,
+            line=xp.CurrentLineNumber,
+        ) from None
     except expat.ExpatError as exc:
-        raise InputError(f"malformed junit XML: {expat.ErrorString(exc.code)}", path=src,
-                         line=exc.lineno) from None
+        raise InputError(
+            f"malformed junit XML: {expat.ErrorString(exc.code)}", path=src, line=exc.lineno
+        ) from None
     except RecursionError:
         raise InputError("junit XML nested too deeply", path=src) from None
     except LookupError as exc:  # expat: an XML declaration naming an unknown encoding

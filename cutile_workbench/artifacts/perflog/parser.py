@@ -53,6 +53,8 @@ _MARKER_RE = re.compile(r"-{3,} " + re.escape(MARKER) + r" -{3,}")
 def is_marker_line(line: str) -> bool:
     """The block's first line (substring test first: regex scans of long lines are slow)."""
     return MARKER in line and _MARKER_RE.search(line) is not None
+
+
 _TERMINATOR_RE = re.compile(r"^-{20,}\s*$")
 _REPR_RE = re.compile(r"^(?P<fw>[^\s:{}][^:{}]*): (?P<val>\{.*\}) ms\s*$")
 _PHASE_RE = re.compile(r"^(?P<phase>[A-Za-z_][\w]*): (?P<kv>median_ms=.*)$")
@@ -63,13 +65,17 @@ _LONE_WORD_RE = re.compile(rf"^(?P<word>{_WORD_ALT})(?:\s+\((?P<reason>.*)\))?(?
 # "... output PASSED" at the end of an output line that had no newline
 _TAIL_WORD_RE = re.compile(rf"\s(?P<word>{_WORD_ALT})(?:\s+\[\s*\d+%\])?\s*$")
 # xdist "[gw0] [ 50%] PASSED nodeid" and summary "FAILED nodeid - msg" / "PASSED nodeid"
-_WORD_FIRST_RE = re.compile(
-    rf"^(?:\[gw\d+\]\s+(?:\[\s*\d+%\]\s+)?)?(?P<word>{_WORD_ALT})\s+(?P<rest>\S.*)$"
-)
+_WORD_FIRST_RE = re.compile(rf"^(?:\[gw\d+\]\s+(?:\[\s*\d+%\]\s+)?)?(?P<word>{_WORD_ALT})\s+(?P<rest>\S.*)$")
 _NODEID_START_RE = re.compile(r"^[^\s\[\]]+\.py(?:::|\s|$)")
 
-_OUTCOME_OF = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "error",
-               "SKIPPED": "skipped", "XFAIL": "skipped"}
+_OUTCOME_OF = {
+    "PASSED": "passed",
+    "XPASS": "passed",
+    "FAILED": "failed",
+    "ERROR": "error",
+    "SKIPPED": "skipped",
+    "XFAIL": "skipped",
+}
 _RANK = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
 
 
@@ -178,8 +184,14 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
         # Only a repr that looks like a benchmark record (has a median) counts as an orphan
         # record; other "Name: {...} ms" log lines are left alone.
         if m and last_nodeid is not None and "'median'" in m.group("val"):
-            orphan = _Block(start=lineno, nodeid=last_nodeid, repr_fw=m.group("fw"),
-                            repr_val=m.group("val"), repr_line=lineno, end=lineno)
+            orphan = _Block(
+                start=lineno,
+                nodeid=last_nodeid,
+                repr_fw=m.group("fw"),
+                repr_val=m.group("val"),
+                repr_line=lineno,
+                end=lineno,
+            )
             _finish_block(st, orphan)
     if block is not None:
         _truncated(st, block, "record block cut off at end of log (no terminator)")
@@ -187,8 +199,10 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
     _finalize_outcomes(st)
     if not log.records and not st.saw_test_line:
         if strict:
-            raise InputError("no 'Performance Test Results' blocks and no pytest test lines "
-                             "(not a pytest perf log?)", path=src)
+            raise InputError(
+                "no 'Performance Test Results' blocks and no pytest test lines (not a pytest perf log?)",
+                path=src,
+            )
         log.notes.append(f"{src}: no 'Performance Test Results' blocks and no pytest test lines")
     return log
 
@@ -260,29 +274,40 @@ def _finalize_outcomes(st: _State) -> None:
         if outcome == "passed":
             if nodeid in with_record:
                 continue
-            outcome, reason = "passed_no_record", reason or "passed without a 'Performance Test Results' block"
+            outcome, reason = (
+                "passed_no_record",
+                reason or "passed without a 'Performance Test Results' block",
+            )
         elif nodeid in with_record and outcome == "failed":
             # pytest's FAILED word means the call itself failed (a teardown failure reads ERROR), so a
             # record beside it cannot be trusted: drop it and let the config become an NA row. Keeping
             # it would let E report DONE over a failed config.
             st.log.records = [r for r in st.log.records if r.nodeid != nodeid]
             reason = reason or "pytest reported FAILED for a test that printed a record"
-            st.log.notes.append(f"{st.path}:{lineno}: {nodeid} has a record but pytest reported FAILED; "
-                                "record dropped")
+            st.log.notes.append(
+                f"{st.path}:{lineno}: {nodeid} has a record but pytest reported FAILED; record dropped"
+            )
         elif nodeid in with_record:
             # e.g. PASSED at call, ERROR at teardown: the record stands (its numbers were
             # measured); the later failure is worth a note, not an NA row.
-            st.log.notes.append(f"{st.path}:{lineno}: {nodeid} has a record but pytest reported "
-                                f"{outcome.upper()} afterwards")
+            st.log.notes.append(
+                f"{st.path}:{lineno}: {nodeid} has a record but pytest reported {outcome.upper()} afterwards"
+            )
             continue
         st.log.outcomes.append(_test_outcome(nodeid, outcome, reason, st, lineno))
 
 
 def _test_outcome(nodeid: str, outcome: str, reason: str, st: _State, lineno: int) -> TestOutcome:
     func, token, params = split_nodeid(nodeid, st.extra_tokens)
-    return TestOutcome(nodeid=nodeid, func_key=func, backend_token=token, params=params,
-                       outcome=outcome,  # type: ignore[arg-type]
-                       reason=reason, source=SourceRef(st.path, lineno))
+    return TestOutcome(
+        nodeid=nodeid,
+        func_key=func,
+        backend_token=token,
+        params=params,
+        outcome=outcome,  # type: ignore[arg-type]
+        reason=reason,
+        source=SourceRef(st.path, lineno),
+    )
 
 
 # --------------------------------------------------------------------------- blocks
@@ -290,13 +315,13 @@ def _test_outcome(nodeid: str, outcome: str, reason: str, st: _State, lineno: in
 
 def _block_line(block: _Block, stripped: str, lineno: int) -> None:
     if stripped.startswith("record_json: "):
-        block.json_text, block.json_line = stripped[len("record_json: "):], lineno
+        block.json_text, block.json_line = stripped[len("record_json: ") :], lineno
     elif stripped.startswith("nodeid: "):
-        block.nodeid = unescape_counted(stripped[len("nodeid: "):])
+        block.nodeid = unescape_counted(stripped[len("nodeid: ") :])
     elif stripped.startswith("framework: "):
-        block.framework = unescape_counted(stripped[len("framework: "):])
+        block.framework = unescape_counted(stripped[len("framework: ") :])
     elif stripped.startswith("params: "):
-        block.params = unescape_counted(stripped[len("params: "):])
+        block.params = unescape_counted(stripped[len("params: ") :])
     elif _PHASE_RE.match(stripped):
         pass  # derived from the record; informational only
     else:
@@ -320,12 +345,12 @@ def _finish_block(st: _State, block: _Block) -> None:
     if payload is None:
         return
     nodeid, framework, value = payload
-    _add_record(st, nodeid, framework, value, block.json_line or block.repr_line or block.start,
-                block.start)
+    _add_record(st, nodeid, framework, value, block.json_line or block.repr_line or block.start, block.start)
 
 
-def _add_record(st: _State, nodeid: str, framework: str, value: Mapping[str, Any],
-                line: int | None, start: int | None) -> None:
+def _add_record(
+    st: _State, nodeid: str, framework: str, value: Mapping[str, Any], line: int | None, start: int | None
+) -> None:
     """Validate one ``benchmark[framework]`` dict and append it as a :class:`PerfRecord`."""
     params = record_params(nodeid, framework, st.extra_tokens)
     func_key = nodeid.split("[", 1)[0]
@@ -344,16 +369,25 @@ def _add_record(st: _State, nodeid: str, framework: str, value: Mapping[str, Any
         st.problem("record has no phase with stats", line, key=nodeid)
         st.outcomes[nodeid] = ("passed", "record has no phase with stats", line or 0)
         return
-    record = PerfRecord(nodeid=nodeid, func_key=func_key, framework=framework, params=params,
-                        phases=phases, source=SourceRef(st.path, start or 0), raw=dict(value))
+    record = PerfRecord(
+        nodeid=nodeid,
+        func_key=func_key,
+        framework=framework,
+        params=params,
+        phases=phases,
+        source=SourceRef(st.path, start or 0),
+        raw=dict(value),
+    )
     # A duplicate is the same config of the same framework; one log holding several frameworks
     # (candidate and baseline run together) is legal: consumers select records by framework.
     key = (framework, *record.row_key)
     if key in st.rows:
-        st.problem(f"duplicate config {params!r} for {framework!r} (first at line {st.rows[key]})",
-                   start, key=f"{func_key}[{params}]")
-        st.log.records = [r for r in st.log.records
-                          if (r.framework, *r.row_key) != key]  # the later run wins
+        st.problem(
+            f"duplicate config {params!r} for {framework!r} (first at line {st.rows[key]})",
+            start,
+            key=f"{func_key}[{params}]",
+        )
+        st.log.records = [r for r in st.log.records if (r.framework, *r.row_key) != key]  # the later run wins
     st.rows[key] = start or 0
     st.log.records.append(record)
 
@@ -363,7 +397,10 @@ def _payload(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] | 
     if block.json_text is not None:
         try:
             obj = json.loads(block.json_text)
-        except (ValueError, RecursionError) as exc:  # ValueError: JSONDecodeError and the 4300-digit int guard
+        except (
+            ValueError,
+            RecursionError,
+        ) as exc:  # ValueError: JSONDecodeError and the 4300-digit int guard
             why = getattr(exc, "msg", None) or ("too deep" if isinstance(exc, RecursionError) else str(exc))
             st.problem(f"record_json is not valid JSON ({why})", block.json_line, key="record_json")
             obj = None
@@ -374,8 +411,11 @@ def _payload(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] | 
     if block.repr_val is not None:
         return _from_repr(st, block)
     if block.json_text is None:
-        st.problem("record block has neither a record_json line nor a 'Framework: {...} ms' line",
-                   block.start, key=block.nodeid)
+        st.problem(
+            "record block has neither a record_json line nor a 'Framework: {...} ms' line",
+            block.start,
+            key=block.nodeid,
+        )
     return None
 
 
@@ -387,14 +427,18 @@ def _from_json(st: _State, obj: Any, block: _Block) -> tuple[str, str, Mapping[s
     nodeid, framework, bench = obj.get("nodeid"), obj.get("framework"), obj.get("benchmark")
     for key, val, typ in (("nodeid", nodeid, str), ("framework", framework, str), ("benchmark", bench, dict)):
         if not isinstance(val, typ):
-            st.problem(f"record_json field '{key}' must be {typ.__name__}, got {type(val).__name__}",
-                       line, key=key)
+            st.problem(
+                f"record_json field '{key}' must be {typ.__name__}, got {type(val).__name__}", line, key=key
+            )
             return None
     assert isinstance(bench, dict) and isinstance(framework, str) and isinstance(nodeid, str)
     value = bench.get(framework)
     if not isinstance(value, dict):
-        st.problem(f"record_json benchmark has no dict for framework {framework!r}", line,
-                   key=f"benchmark.{framework}")
+        st.problem(
+            f"record_json benchmark has no dict for framework {framework!r}",
+            line,
+            key=f"benchmark.{framework}",
+        )
         return None
     return nodeid, framework, value
 
@@ -437,21 +481,27 @@ def _from_repr(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] 
     return nodeid, framework, value
 
 
-def _number(st: _State, stats: Mapping[str, Any], key: str, where: str, line: int | None,
-            *, integer: bool = False) -> float | int | None:
+def _number(
+    st: _State, stats: Mapping[str, Any], key: str, where: str, line: int | None, *, integer: bool = False
+) -> float | int | None:
     if key not in stats or stats[key] is None:
         return None
     val = stats[key]
     ok = isinstance(val, int) if integer else isinstance(val, (int, float))
     if isinstance(val, bool) or not ok:
         kind = "an integer" if integer else "a number"
-        st.problem(f"'{key}' must be {kind}, got {type(val).__name__} {_short_repr(val)}", line,
-                   key=f"{where}.{key}")
+        st.problem(
+            f"'{key}' must be {kind}, got {type(val).__name__} {_short_repr(val)}", line, key=f"{where}.{key}"
+        )
         return None
     if not in_physical_range(val, integer=integer):
         hi = MAX_COUNT if integer else MAX_VALUE
-        st.problem(f"'{key}' must be a finite, non-negative {'integer' if integer else 'number'} up to {hi:g}, "
-                   f"got {_short_repr(val)}", line, key=f"{where}.{key}")
+        st.problem(
+            f"'{key}' must be a finite, non-negative {'integer' if integer else 'number'} up to {hi:g}, "
+            f"got {_short_repr(val)}",
+            line,
+            key=f"{where}.{key}",
+        )
         return None
     number: float | int = val
     return number
@@ -476,8 +526,9 @@ def _short_repr(val: object) -> str:
     return f"{val!r:.40}"
 
 
-def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | None,
-                 nodeid: str) -> PhaseStats | None:
+def _phase_stats(
+    st: _State, phase: str, stats: Mapping[str, Any], line: int | None, nodeid: str
+) -> PhaseStats | None:
     where = f"{nodeid} {phase}"
     if "median" not in stats:
         st.problem("record has no 'median'", line, key=f"{where}.median")
@@ -501,17 +552,31 @@ def _phase_stats(st: _State, phase: str, stats: Mapping[str, Any], line: int | N
 
     kernel_name = stats.get("kernel_name")
     if kernel_name is not None and not isinstance(kernel_name, str):
-        st.problem(f"'kernel_name' must be a string, got {type(kernel_name).__name__}", line,
-                   key=f"{where}.kernel_name")
+        st.problem(
+            f"'kernel_name' must be a string, got {type(kernel_name).__name__}",
+            line,
+            key=f"{where}.kernel_name",
+        )
         kernel_name = None
     verdict, reason = _capture_check(st, stats, where, line)
     return PhaseStats(
-        median_ms=float(median), mean_ms=num("mean"), std_ms=num("std"), rel_std_pct=num("rel_std"),
-        min_ms=num("min"), max_ms=num("max"), nrep=integer("nrep"), peak_mem_mb=num("peak_mem_mb"),
-        kernel_name=kernel_name, kernel_times=_kernel_times(st, stats, where, line),
-        samples_ms=_samples(st, stats, where, line), launches_per_call=integer("launches_per_call"),
-        harness=_harness(st, stats, where, line), capture_verdict=verdict, capture_reason=reason,
-        capture_window=_capture_window(stats), clocks=_clocks(st, stats, where, line),
+        median_ms=float(median),
+        mean_ms=num("mean"),
+        std_ms=num("std"),
+        rel_std_pct=num("rel_std"),
+        min_ms=num("min"),
+        max_ms=num("max"),
+        nrep=integer("nrep"),
+        peak_mem_mb=num("peak_mem_mb"),
+        kernel_name=kernel_name,
+        kernel_times=_kernel_times(st, stats, where, line),
+        samples_ms=_samples(st, stats, where, line),
+        launches_per_call=integer("launches_per_call"),
+        harness=_harness(st, stats, where, line),
+        capture_verdict=verdict,
+        capture_reason=reason,
+        capture_window=_capture_window(stats),
+        clocks=_clocks(st, stats, where, line),
         capture_source=stats["capture_source"] if isinstance(stats.get("capture_source"), str) else None,
     )
 
@@ -537,32 +602,45 @@ def _harness(st: _State, stats: Mapping[str, Any], where: str, line: int | None)
     """Who measured: our harness marks its records (``harness``; older ones only ``capture_source``)."""
     h = stats.get("harness")
     if h is not None and not isinstance(h, str):
-        st.problem(f"'harness' must be a string, got {type(h).__name__} {_short_repr(h)}", line,
-                   key=f"{where}.harness")
+        st.problem(
+            f"'harness' must be a string, got {type(h).__name__} {_short_repr(h)}",
+            line,
+            key=f"{where}.harness",
+        )
         h = None
     if isinstance(h, str) and h:
         return h
     return "workbench" if "capture_source" in stats else "tilegym"
 
 
-def _capture_check(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> tuple[str | None, str]:
+def _capture_check(
+    st: _State, stats: Mapping[str, Any], where: str, line: int | None
+) -> tuple[str | None, str]:
     check = stats.get("capture_check")
     if check is None:
         return None, ""
     verdict = check.get("verdict") if isinstance(check, Mapping) else None
     if verdict not in ("ok", "suspect"):
-        st.problem("'capture_check' must be a dict with verdict 'ok' or 'suspect'", line, key=f"{where}.capture_check")
+        st.problem(
+            "'capture_check' must be a dict with verdict 'ok' or 'suspect'",
+            line,
+            key=f"{where}.capture_check",
+        )
         return "suspect", "capture_check is malformed: the self-check cannot vouch for this median"
     reason = check.get("reason") if isinstance(check.get("reason"), str) else ""
     return str(verdict), reason
 
 
-def _kernel_times(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> tuple[KernelTime, ...]:
+def _kernel_times(
+    st: _State, stats: Mapping[str, Any], where: str, line: int | None
+) -> tuple[KernelTime, ...]:
     kts = stats.get("kernel_times")
     if kts is None:
         return ()
     if not isinstance(kts, list):
-        st.problem(f"'kernel_times' must be a list, got {type(kts).__name__}", line, key=f"{where}.kernel_times")
+        st.problem(
+            f"'kernel_times' must be a list, got {type(kts).__name__}", line, key=f"{where}.kernel_times"
+        )
         return ()
     out: list[KernelTime] = []
     for i, row in enumerate(kts):
@@ -572,16 +650,25 @@ def _kernel_times(st: _State, stats: Mapping[str, Any], where: str, line: int | 
             return ()
         name, count = row.get("name"), row.get("count")
         self_us, total_us = row.get("self_time_us"), row.get("total_time_us")
-        if (not isinstance(name, str) or isinstance(count, bool) or not isinstance(count, int)
-                or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (self_us, total_us))
-                or not in_physical_range(count, integer=True)
-                or not all(in_physical_range(v) for v in (self_us, total_us))):  # type: ignore[arg-type]
-            st.problem("kernel_times entry needs name (str), self_time_us/total_time_us (finite non-negative "
-                       "numbers), count (non-negative int)", line, key=key)
+        if (
+            not isinstance(name, str)
+            or isinstance(count, bool)
+            or not isinstance(count, int)
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (self_us, total_us))
+            or not in_physical_range(count, integer=True)
+            or not all(in_physical_range(v) for v in (self_us, total_us))
+        ):  # type: ignore[arg-type]
+            st.problem(
+                "kernel_times entry needs name (str), self_time_us/total_time_us (finite non-negative "
+                "numbers), count (non-negative int)",
+                line,
+                key=key,
+            )
             return ()
         assert isinstance(self_us, (int, float)) and isinstance(total_us, (int, float))
-        out.append(KernelTime(name=name, self_time_us=float(self_us), total_time_us=float(total_us),
-                              count=count))
+        out.append(
+            KernelTime(name=name, self_time_us=float(self_us), total_time_us=float(total_us), count=count)
+        )
     return tuple(out)
 
 
@@ -591,9 +678,13 @@ def _samples(st: _State, stats: Mapping[str, Any], where: str, line: int | None)
         return None
     # exact type checks (bool is an int subclass and is refused); map() keeps long lists cheap
     # in_physical_range compares exactly, so a 400-digit integer is refused before float() could overflow
-    if isinstance(samples, list) and all((type(v) is float or type(v) is int) and in_physical_range(v)
-                                         for v in samples):
+    if isinstance(samples, list) and all(
+        (type(v) is float or type(v) is int) and in_physical_range(v) for v in samples
+    ):
         return tuple(map(float, samples))
-    st.problem(f"'samples' must be a list of finite non-negative numbers up to {MAX_VALUE:g} (ms)", line,
-               key=f"{where}.samples")
+    st.problem(
+        f"'samples' must be a list of finite non-negative numbers up to {MAX_VALUE:g} (ms)",
+        line,
+        key=f"{where}.samples",
+    )
     return None

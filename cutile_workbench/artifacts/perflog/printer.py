@@ -120,7 +120,7 @@ def record_params(nodeid: str, framework: str, extra_tokens: tuple[str, ...] = (
     test_id = rest[:-1] if rest.endswith("]") else ""
     for prefix in dict.fromkeys((id_token(framework), framework)):
         if prefix and test_id.startswith(prefix + "-"):
-            return test_id[len(prefix) + 1:]
+            return test_id[len(prefix) + 1 :]
         if prefix and test_id == prefix:
             return ""
     _func, _token, params = split_nodeid(nodeid, extra_tokens=(id_token(framework), *extra_tokens))
@@ -132,8 +132,7 @@ def is_benchmark_record(value: Any) -> bool:
     if not isinstance(value, Mapping) or not value:
         return False
     return all(
-        isinstance(v, Mapping) and any(isinstance(p, Mapping) for p in v.values())
-        for v in value.values()
+        isinstance(v, Mapping) and any(isinstance(p, Mapping) for p in v.values()) for v in value.values()
     )
 
 
@@ -177,8 +176,7 @@ def phase_line(phase: str, stats: Mapping[str, Any]) -> str:
 
 def _phases(value: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     known = [(p, value[p]) for p in _PHASE_ORDER if isinstance(value.get(p), Mapping)]
-    other = [(str(k), v) for k, v in value.items()
-             if k not in _PHASE_ORDER and isinstance(v, Mapping)]
+    other = [(str(k), v) for k, v in value.items() if k not in _PHASE_ORDER and isinstance(v, Mapping)]
     return known + other
 
 

@@ -124,9 +124,13 @@ def sanitize(raw_text: str, *, pytest_rc: int | None, source: str = "") -> Sanit
     """
     text = clean_text(raw_text)
     if pytest_rc == 0 and count_validator_lines(text).passes:
-        return SanitizedLog(validator_log=text, investigation_log="",
-                            kept_records=count_validator_lines(text).perf_sections,
-                            dropped_nodeids=(), verbatim=text == raw_text)
+        return SanitizedLog(
+            validator_log=text,
+            investigation_log="",
+            kept_records=count_validator_lines(text).perf_sections,
+            dropped_nodeids=(),
+            verbatim=text == raw_text,
+        )
     return _Splitter(text, pytest_rc, source or "<raw log>").run()
 
 
@@ -178,8 +182,11 @@ class _Splitter:
         header: list[tuple[int, str]] = []
         while i < n:
             ln = self.lines[i]
-            if self.section_start(ln) or is_marker_line(ln) or (
-                    _is_separator(ln.strip()) and not _SESSION_START_RE.match(ln.strip()) and header):
+            if (
+                self.section_start(ln)
+                or is_marker_line(ln)
+                or (_is_separator(ln.strip()) and not _SESSION_START_RE.match(ln.strip()) and header)
+            ):
                 break
             header.append((i, ln))
             i += 1
@@ -206,8 +213,12 @@ class _Splitter:
                 # a resumed run's later session header: not part of the validator log
                 j = i
                 block: list[tuple[int, str]] = []
-                while j < n and not self.section_start(self.lines[j]) and not is_marker_line(self.lines[j]) \
-                        and not (j > i and _is_separator(self.lines[j].strip())):
+                while (
+                    j < n
+                    and not self.section_start(self.lines[j])
+                    and not is_marker_line(self.lines[j])
+                    and not (j > i and _is_separator(self.lines[j].strip()))
+                ):
                     block.append((j, self.lines[j]))
                     j += 1
                 self.move(block, "later session header (resumed run)")
@@ -245,8 +256,11 @@ class _Splitter:
             if section is not None:
                 section.lines.append((i, ln))
                 # an orphan (-q) block ends at its terminator
-                if section.nodeid is None and _TERMINATOR_RE.match(stripped) and any(
-                        is_marker_line(x) for _, x in section.lines):
+                if (
+                    section.nodeid is None
+                    and _TERMINATOR_RE.match(stripped)
+                    and any(is_marker_line(x) for _, x in section.lines)
+                ):
                     self.close(section)
                     section = None
             else:
@@ -299,7 +313,7 @@ class _Splitter:
             return "truncated record block (no terminator)"
         if section.nodeid is not None and status is None:
             return "record block without its PASSED line"
-        block_text = "\n".join(ln for _, ln in lines[m0:end + 1])
+        block_text = "\n".join(ln for _, ln in lines[m0 : end + 1])
         try:
             parsed = parse_perf_log(self.source, text=block_text, strict=True)
         except WorkbenchError as exc:
@@ -354,7 +368,8 @@ class _Splitter:
             split = _split_nodeid_prefix(stripped)
             rest = split[1] if split else ""
             m = _LONE_WORD_RE.match(rest) or re.search(
-                r"\s(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)(?:\s+\[\s*\d+%\])?\s*$", " " + rest)
+                r"\s(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)(?:\s+\[\s*\d+%\])?\s*$", " " + rest
+            )
             if m:
                 return m.group(1)
             return None
@@ -362,11 +377,17 @@ class _Splitter:
         return m.group(1) if m else None
 
     def result(self) -> SanitizedLog:
-        closing = (f"== sanitized by cutile-workbench: {self.kept_records} record section(s) kept, "
-                   f"{len(self.dropped)} test section(s) moved to the investigation log ==")
+        closing = (
+            f"== sanitized by cutile-workbench: {self.kept_records} record section(s) kept, "
+            f"{len(self.dropped)} test section(s) moved to the investigation log =="
+        )
         validator_log = "\n".join([*self.kept, closing]) + "\n"
         counts = count_validator_lines(validator_log)
-        if counts.failed or counts.perf_sections != counts.passed or counts.perf_sections != self.kept_records:
+        if (
+            counts.failed
+            or counts.perf_sections != counts.passed
+            or counts.perf_sections != self.kept_records
+        ):
             # Should be impossible by construction; refuse loudly rather than write a log that
             # the validator would reject or miscount.
             raise WorkbenchError(
@@ -382,13 +403,19 @@ class _Splitter:
             "summaries are kept here for diagnosis.",
         ]
         if self.reconstructed:
-            inv.append(f"# {self.reconstructed} status line(s) were reconstructed from record blocks "
-                       "(the run printed records without per-test status lines, e.g. -q).")
+            inv.append(
+                f"# {self.reconstructed} status line(s) were reconstructed from record blocks "
+                "(the run printed records without per-test status lines, e.g. -q)."
+            )
         if self.rc not in (0, None) and not self.moved:
             inv.append("# pytest exited non-zero but no failure sections were found in the log.")
         for first, last, reason, chunk in self.moved:
             inv.append(f"--- lines {first}-{last}: {reason} ---")
             inv.extend(chunk)
-        return SanitizedLog(validator_log=validator_log, investigation_log="\n".join(inv) + "\n",
-                            kept_records=self.kept_records, dropped_nodeids=tuple(self.dropped),
-                            verbatim=False)
+        return SanitizedLog(
+            validator_log=validator_log,
+            investigation_log="\n".join(inv) + "\n",
+            kept_records=self.kept_records,
+            dropped_nodeids=tuple(self.dropped),
+            verbatim=False,
+        )

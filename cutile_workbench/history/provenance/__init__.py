@@ -42,9 +42,22 @@ PROVENANCE_VERSION = 1
 
 #: harness knobs recorded verbatim when set: TileGym's env names and the workbench harness's
 HARNESS_ENV_KEYS: tuple[str, ...] = (
-    "CUPTI", "WARMUP", "REP", "MIN_REP", "INITIAL_REP", "MAX_REP", "MODE", "CUDAGRAPH", "DUMP_CUPTI_EVENTS",
-    "WORKBENCH_CAPTURE", "WORKBENCH_SETTLE_US", "CUDA_LAUNCH_BLOCKING", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
-    "WORKBENCH_CLOCKS", "WORKBENCH_DISCARD_THROTTLED",
+    "CUPTI",
+    "WARMUP",
+    "REP",
+    "MIN_REP",
+    "INITIAL_REP",
+    "MAX_REP",
+    "MODE",
+    "CUDAGRAPH",
+    "DUMP_CUPTI_EVENTS",
+    "WORKBENCH_CAPTURE",
+    "WORKBENCH_SETTLE_US",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "WORKBENCH_CLOCKS",
+    "WORKBENCH_DISCARD_THROTTLED",
 )
 HARNESS_ENV_PREFIXES: tuple[str, ...] = ("WORKBENCH_CUPTI_",)
 #: where TileGym's cutile-rs build puts the kernel library (relative to the TileGym checkout)
@@ -100,14 +113,19 @@ class Provenance:
         Instantaneous reasons at either snapshot (``sw_power_cap@end`` …) plus growth of NVML's
         cumulative power/thermal violation counters between the two snapshots.
         """
-        snaps = [(s, at) for s, at in ((self.before, "start"), (self.after, "end"))
-                 if s is not None and s.clock_event_reasons is not None]
+        snaps = [
+            (s, at)
+            for s, at in ((self.before, "start"), (self.after, "end"))
+            if s is not None and s.clock_event_reasons is not None
+        ]
         seen = [f"{r}@{at}" for s, at in snaps for r in s.throttle_reasons]
         b, a = self.before, self.after
         counters = False
         if b is not None and a is not None:
-            for name, old, new in (("power", b.power_violation_ns, a.power_violation_ns),
-                                   ("thermal", b.thermal_violation_ns, a.thermal_violation_ns)):
+            for name, old, new in (
+                ("power", b.power_violation_ns, a.power_violation_ns),
+                ("thermal", b.thermal_violation_ns, a.thermal_violation_ns),
+            ):
                 if old is not None and new is not None:
                     counters = True
                     if new > old:
@@ -123,8 +141,10 @@ class Provenance:
         if b is None or a is None:
             return None
         grown = 0
-        for old, new in ((b.power_violation_ns, a.power_violation_ns),
-                         (b.thermal_violation_ns, a.thermal_violation_ns)):
+        for old, new in (
+            (b.power_violation_ns, a.power_violation_ns),
+            (b.thermal_violation_ns, a.thermal_violation_ns),
+        ):
             if old is None or new is None:
                 return None
             grown += max(0, new - old)
@@ -168,7 +188,9 @@ def _coerce(value: Any, hint: Any, key: str, src: str) -> Any:
         return value
     if hint is Any:
         return value
-    raise InputError(f"must be {getattr(hint, '__name__', hint)}, got {type(value).__name__}", path=src, key=key)
+    raise InputError(
+        f"must be {getattr(hint, '__name__', hint)}, got {type(value).__name__}", path=src, key=key
+    )
 
 
 @functools.cache
@@ -196,8 +218,12 @@ def provenance_from_dict(data: Any, *, source: str = "<provenance>") -> Provenan
     """A :class:`Provenance` from :meth:`Provenance.to_dict` output; unknown keys are ignored."""
     prov = _dataclass_from(Provenance, data, "", source)
     if prov.version > PROVENANCE_VERSION:
-        raise InputError(f"provenance version {prov.version} is newer than this workbench's "
-                         f"({PROVENANCE_VERSION}); upgrade cutile-workbench", path=source, key="version")
+        raise InputError(
+            f"provenance version {prov.version} is newer than this workbench's "
+            f"({PROVENANCE_VERSION}); upgrade cutile-workbench",
+            path=source,
+            key="version",
+        )
     return typing.cast(Provenance, prov)
 
 
@@ -212,7 +238,7 @@ def read_git_commit(checkout: Path) -> tuple[str | None, str]:
             text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
             if not text.startswith("gitdir:"):
                 return None, f"{dot_git} is not a gitdir pointer"
-            git_dir = (checkout / text[len("gitdir:"):].strip()).resolve()
+            git_dir = (checkout / text[len("gitdir:") :].strip()).resolve()
         elif dot_git.is_dir():
             git_dir = dot_git
         else:
@@ -220,7 +246,7 @@ def read_git_commit(checkout: Path) -> tuple[str | None, str]:
         head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
         if not head.startswith("ref:"):
             return (head, "detached HEAD") if _is_sha(head) else (None, f"unreadable HEAD {head[:60]!r}")
-        ref = head[len("ref:"):].strip()
+        ref = head[len("ref:") :].strip()
         common = git_dir
         if (git_dir / "commondir").is_file():
             common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
@@ -267,8 +293,9 @@ def find_tilegym_dir(rootdir: Path | None, env: Mapping[str, str]) -> Path | Non
 
 def harness_settings(env: Mapping[str, str]) -> dict[str, str]:
     """The harness knobs that are set in ``env`` (see :data:`HARNESS_ENV_KEYS`)."""
-    return {k: str(env[k]) for k in sorted(env)
-            if k in HARNESS_ENV_KEYS or k.startswith(HARNESS_ENV_PREFIXES)}
+    return {
+        k: str(env[k]) for k in sorted(env) if k in HARNESS_ENV_KEYS or k.startswith(HARNESS_ENV_PREFIXES)
+    }
 
 
 def _distribution_version(name: str) -> str | None:
@@ -307,10 +334,17 @@ def static_provenance(*, tilegym_dir: Path | None, harness: HarnessInfo) -> Prov
     for key in ("torch", "torch_cuda"):
         unknown[key] = "torch not imported yet (filled in at session finish)"
     return Provenance(
-        source="live", harness=harness, tilegym_dir=str(tilegym_dir) if tilegym_dir else None,
-        tilegym_commit=commit, tilegym_version=tg_version, cutile_rs_lib_sha256=lib_hash,
-        workbench_version=cutile_workbench.__version__, workbench_commit=wb_commit, host=socket.gethostname(),
-        python=platform.python_version(), unknown=unknown,
+        source="live",
+        harness=harness,
+        tilegym_dir=str(tilegym_dir) if tilegym_dir else None,
+        tilegym_commit=commit,
+        tilegym_version=tg_version,
+        cutile_rs_lib_sha256=lib_hash,
+        workbench_version=cutile_workbench.__version__,
+        workbench_commit=wb_commit,
+        host=socket.gethostname(),
+        python=platform.python_version(),
+        unknown=unknown,
     )
 
 
@@ -353,18 +387,31 @@ def with_gpu(prov: Provenance, reading: GpuReading, phase: Literal["start", "fin
 _STATIC: dict[tuple[Any, ...], Provenance] = {}
 
 
-def collect_provenance(phase: Literal["start", "finish"], *, rootdir: Path | None, workbench_harness: bool,
-                       env: Mapping[str, str] | None = None, nvml: Any = None) -> Provenance:
+def collect_provenance(
+    phase: Literal["start", "finish"],
+    *,
+    rootdir: Path | None,
+    workbench_harness: bool,
+    env: Mapping[str, str] | None = None,
+    nvml: Any = None,
+) -> Provenance:
     """The provenance a child reports at ``phase`` (static facts cached per process)."""
     environ = os.environ if env is None else env
     settings = harness_settings(environ)
-    cache_key = (os.getpid(), str(rootdir), workbench_harness, tuple(settings.items()), environ.get("TILEGYM_PATH"))
+    cache_key = (
+        os.getpid(),
+        str(rootdir),
+        workbench_harness,
+        tuple(settings.items()),
+        environ.get("TILEGYM_PATH"),
+    )
     static = _STATIC.get(cache_key)
     if static is None:
         harness = HarnessInfo(
             name="workbench" if workbench_harness else "unknown",
             settings=settings,
-            detail="--workbench-harness swap for TileGym's benchmark_fn_cupti" if workbench_harness
+            detail="--workbench-harness swap for TileGym's benchmark_fn_cupti"
+            if workbench_harness
             else "the suite's own harness (named from the records' capture_source)",
         )
         static = static_provenance(tilegym_dir=find_tilegym_dir(rootdir, environ), harness=harness)
@@ -394,9 +441,12 @@ def emit_provenance(config: Any, phase: Literal["start", "finish"]) -> bool:
         prov = collect_provenance(phase, rootdir=rootdir, workbench_harness=swap)
         payload: dict[str, Any] = prov.to_dict()
     except Exception as exc:  # never fail a benchmark session over its provenance
-        payload = Provenance(source="live", unknown={"provenance": f"collection failed: {type(exc).__name__}: {exc}"},
-                             started_at=time.time() if phase == "start" else None,
-                             finished_at=time.time() if phase == "finish" else None).to_dict()
+        payload = Provenance(
+            source="live",
+            unknown={"provenance": f"collection failed: {type(exc).__name__}: {exc}"},
+            started_at=time.time() if phase == "start" else None,
+            finished_at=time.time() if phase == "finish" else None,
+        ).to_dict()
     return events.emit(config, "provenance", phase=phase, provenance=payload)
 
 
@@ -427,12 +477,21 @@ def provenance_from_events(evs: Any, *, source: str = "<events>") -> Provenance 
         if last.gpu is not None and (gpu is None or gpu.uuid != last.gpu.uuid):
             if gpu is not None and before is not None:
                 before = None
-                unknown["before"] = (f"the start snapshot was of {gpu.uuid} ({gpu.selected_by}); "
-                                     f"the CUDA device in use was {last.gpu.uuid}")
+                unknown["before"] = (
+                    f"the start snapshot was of {gpu.uuid} ({gpu.selected_by}); "
+                    f"the CUDA device in use was {last.gpu.uuid}"
+                )
             gpu = last.gpu
             unknown.pop("gpu", None)
-        merged = replace(first, gpu=gpu, before=before, after=last.after, torch=last.torch or first.torch,
-                         torch_cuda=last.torch_cuda or first.torch_cuda, finished_at=last.finished_at)
+        merged = replace(
+            first,
+            gpu=gpu,
+            before=before,
+            after=last.after,
+            torch=last.torch or first.torch,
+            torch_cuda=last.torch_cuda or first.torch_cuda,
+            finished_at=last.finished_at,
+        )
     if not finishes:
         unknown["after"] = "no finish event (the child died before session finish)"
     if not starts:

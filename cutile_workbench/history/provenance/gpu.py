@@ -41,7 +41,8 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
 }
 #: reasons that mean the GPU ran slower than the work asked for (a measurement taken then is suspect)
 THROTTLE_REASONS: frozenset[str] = frozenset(
-    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"})
+    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
+)
 
 # NVML enum values (nvml.h); pynvml exposes the same numbers, kept here so decoding needs no pynvml
 _CLOCK_GRAPHICS, _CLOCK_SM, _CLOCK_MEM = 0, 1, 2
@@ -139,7 +140,9 @@ def _select(nvml: Any, env: Mapping[str, str], uuid: str | None) -> tuple[Any, A
     count = int(nvml.nvmlDeviceGetCount())
     caveat = ""
     if count > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-        caveat = f"; {count} GPUs and CUDA_DEVICE_ORDER is not PCI_BUS_ID, so CUDA's device {index} may differ"
+        caveat = (
+            f"; {count} GPUs and CUDA_DEVICE_ORDER is not PCI_BUS_ID, so CUDA's device {index} may differ"
+        )
     return nvml.nvmlDeviceGetHandleByIndex(index), None, f"NVML index {index} ({how}{caveat})"
 
 
@@ -181,21 +184,34 @@ def _snapshot(nvml: Any, handle: Any) -> ClockSnapshot:
     mask = _query(errors, "clock_event_reasons", lambda: _reasons_mask(nvml, handle))
     power_mw = _query(errors, "power_w", lambda: nvml.nvmlDeviceGetPowerUsage(handle))
     limit_mw = _query(errors, "power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle))
-    power_v = _query(errors, "power_violation_ns",
-                     lambda: nvml.nvmlDeviceGetViolationStatus(handle, _PERF_POLICY_POWER).violationTime)
-    thermal_v = _query(errors, "thermal_violation_ns",
-                       lambda: nvml.nvmlDeviceGetViolationStatus(handle, _PERF_POLICY_THERMAL).violationTime)
+    power_v = _query(
+        errors,
+        "power_violation_ns",
+        lambda: nvml.nvmlDeviceGetViolationStatus(handle, _PERF_POLICY_POWER).violationTime,
+    )
+    thermal_v = _query(
+        errors,
+        "thermal_violation_ns",
+        lambda: nvml.nvmlDeviceGetViolationStatus(handle, _PERF_POLICY_THERMAL).violationTime,
+    )
     return ClockSnapshot(
         taken_at=taken_at,
-        sm_clock_mhz=_query(errors, "sm_clock_mhz", lambda: int(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_SM))),
-        mem_clock_mhz=_query(errors, "mem_clock_mhz", lambda: int(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_MEM))),
-        graphics_clock_mhz=_query(errors, "graphics_clock_mhz",
-                                  lambda: int(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_GRAPHICS))),
-        max_sm_clock_mhz=_query(errors, "max_sm_clock_mhz",
-                                lambda: int(nvml.nvmlDeviceGetMaxClockInfo(handle, _CLOCK_SM))),
+        sm_clock_mhz=_query(
+            errors, "sm_clock_mhz", lambda: int(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_SM))
+        ),
+        mem_clock_mhz=_query(
+            errors, "mem_clock_mhz", lambda: int(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_MEM))
+        ),
+        graphics_clock_mhz=_query(
+            errors, "graphics_clock_mhz", lambda: int(nvml.nvmlDeviceGetClockInfo(handle, _CLOCK_GRAPHICS))
+        ),
+        max_sm_clock_mhz=_query(
+            errors, "max_sm_clock_mhz", lambda: int(nvml.nvmlDeviceGetMaxClockInfo(handle, _CLOCK_SM))
+        ),
         clock_event_reasons=decode_clock_event_reasons(int(mask)) if mask is not None else None,
-        temperature_c=_query(errors, "temperature_c",
-                             lambda: int(nvml.nvmlDeviceGetTemperature(handle, _TEMPERATURE_GPU))),
+        temperature_c=_query(
+            errors, "temperature_c", lambda: int(nvml.nvmlDeviceGetTemperature(handle, _TEMPERATURE_GPU))
+        ),
         power_w=power_mw / 1000.0 if power_mw is not None else None,
         power_limit_w=limit_mw / 1000.0 if limit_mw is not None else None,
         pstate=_query(errors, "pstate", lambda: int(nvml.nvmlDeviceGetPerformanceState(handle))),
@@ -217,8 +233,9 @@ def _reasons_mask(nvml: Any, handle: Any) -> int:
     return int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle))
 
 
-def read_gpu(*, env: Mapping[str, str] | None = None, uuid: str | None = None,
-             nvml: Any = None) -> GpuReading:
+def read_gpu(
+    *, env: Mapping[str, str] | None = None, uuid: str | None = None, nvml: Any = None
+) -> GpuReading:
     """Identity + one clock snapshot of the GPU this process uses (see module doc). Never raises."""
     environ = os.environ if env is None else env
     if nvml is None:

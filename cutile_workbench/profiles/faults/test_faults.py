@@ -24,13 +24,16 @@ def _make(framework: str, x):
     if framework == "pytorch":
         return lambda: torch.softmax(x, dim=-1)
     if framework == "raises":
+
         def boom():
             raise RuntimeError("backend 'raises' failed on purpose in its hot path")
+
         return boom
     import triton
     import triton.language as tl
 
     if framework == "illegal":
+
         @triton.jit
         def bad_store_kernel(P):
             tl.store(P + (1 << 40), 1.0)  # ~4 TiB past the allocation

@@ -12,7 +12,9 @@ import torch
 
 
 @ct.kernel
-def rms_norm_tile_kernel(X, W, Y, TILE_M: ct.Constant[int], TILE_N: ct.Constant[int], EPS: ct.Constant[float]):
+def rms_norm_tile_kernel(
+    X, W, Y, TILE_M: ct.Constant[int], TILE_N: ct.Constant[int], EPS: ct.Constant[float]
+):
     bid = ct.bid(0)
     m = X.shape[0]
     n = X.shape[1]
@@ -38,8 +40,13 @@ def tile_config(n: int) -> tuple[int, int]:
 _NUM_SMS: dict[int, int] = {}
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, out: torch.Tensor | None = None,
-             tile: tuple[int, int] | None = None) -> torch.Tensor:
+def rms_norm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    eps: float,
+    out: torch.Tensor | None = None,
+    tile: tuple[int, int] | None = None,
+) -> torch.Tensor:
     m, n = x.shape
     y = torch.empty_like(x) if out is None else out
     tile_m, tile_n = tile or tile_config(n)

@@ -19,8 +19,12 @@ from cutile_workbench.profiles._common import (
 torch = pytest.importorskip("torch")
 
 FRAMEWORKS = ["cutile", "triton", "pytorch", "tilegym", "cutile-hotpath"]
-_NEEDS = {"triton": ("triton", "Triton"), "cutile": ("cuda.tile", "cuTile Python"),
-          "cutile-hotpath": ("cuda.tile", "cuTile Python"), "tilegym": ("tilegym", "tilegym.ops")}
+_NEEDS = {
+    "triton": ("triton", "Triton"),
+    "cutile": ("cuda.tile", "cuTile Python"),
+    "cutile-hotpath": ("cuda.tile", "cuTile Python"),
+    "tilegym": ("tilegym", "tilegym.ops"),
+}
 
 
 class Test_RMSNorm:

@@ -20,9 +20,13 @@ from cutile_workbench.profiles._common import (
 torch = pytest.importorskip("torch")
 
 FRAMEWORKS = ["cutile", "triton", "pytorch", "tilegym", "cutile-hotpath", "cutile-row"]
-_NEEDS = {"triton": ("triton", "Triton"), "cutile": ("cuda.tile", "cuTile Python"),
-          "cutile-hotpath": ("cuda.tile", "cuTile Python"), "cutile-row": ("cuda.tile", "cuTile Python"),
-          "tilegym": ("tilegym", "tilegym.ops")}
+_NEEDS = {
+    "triton": ("triton", "Triton"),
+    "cutile": ("cuda.tile", "cuTile Python"),
+    "cutile-hotpath": ("cuda.tile", "cuTile Python"),
+    "cutile-row": ("cuda.tile", "cuTile Python"),
+    "tilegym": ("tilegym", "tilegym.ops"),
+}
 
 
 class Test_Softmax:
@@ -38,7 +42,9 @@ class Test_Softmax:
         x = torch.randn((m, n), dtype=dtype, device="cuda", generator=gen)
         with torch.no_grad():
             fn = backends.make(framework, x)
-            assert_close(torch, fn(), backends.reference64(x), f"softmax[{framework}] {m}x{n}", **SOFTMAX_BF16_TOL)
+            assert_close(
+                torch, fn(), backends.reference64(x), f"softmax[{framework}] {m}x{n}", **SOFTMAX_BF16_TOL
+            )
             result = benchmark_framework(framework, fn)
         record_property("benchmark", result)
         del x, fn

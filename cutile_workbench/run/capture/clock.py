@@ -43,8 +43,11 @@ class ClockCheck:
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"rate": round(self.rate, 5), "ok": self.ok}
         if self.restored or self.rate_before_restore is not None:
-            out.update(restored=self.restored, rate_before_restore=self.rate_before_restore,
-                       restore_result=self.restore_result)
+            out.update(
+                restored=self.restored,
+                rate_before_restore=self.rate_before_restore,
+                restore_result=self.restore_result,
+            )
         if self.reason:
             out["reason"] = self.reason
         return out
@@ -108,8 +111,9 @@ def restore_default_clock() -> int | None:
     return int(fn(None))
 
 
-def ensure_clock(get_timestamp: Callable[[], int], *,
-                 restore: Callable[[], int | None] = restore_default_clock) -> ClockCheck:
+def ensure_clock(
+    get_timestamp: Callable[[], int], *, restore: Callable[[], int | None] = restore_default_clock
+) -> ClockCheck:
     """Measure the clock; on a replaced clock restore CUPTI's own once and measure again."""
     rate = clock_rate(get_timestamp)
     if rate_ok(rate):
@@ -117,10 +121,18 @@ def ensure_clock(get_timestamp: Callable[[], int], *,
     result = restore()
     after = clock_rate(get_timestamp)
     if rate_ok(after):
-        return ClockCheck(rate=after, restored=True, rate_before_restore=round(rate, 5), restore_result=result)
+        return ClockCheck(
+            rate=after, restored=True, rate_before_restore=round(rate, 5), restore_result=result
+        )
     return ClockCheck(
-        rate=after, restored=False, rate_before_restore=round(rate, 5), restore_result=result, ok=False,
-        reason=(f"CUPTI's clock runs at {rate:.3f}x wall-clock speed (another timestamp callback, e.g. "
-                f"Kineto's TSC clock, is registered) and could not be restored (result {result}, "
-                f"rate now {after:.3f}x): every duration would be scaled; measure in a fresh process"),
+        rate=after,
+        restored=False,
+        rate_before_restore=round(rate, 5),
+        restore_result=result,
+        ok=False,
+        reason=(
+            f"CUPTI's clock runs at {rate:.3f}x wall-clock speed (another timestamp callback, e.g. "
+            f"Kineto's TSC clock, is registered) and could not be restored (result {result}, "
+            f"rate now {after:.3f}x): every duration would be scaled; measure in a fresh process"
+        ),
     )

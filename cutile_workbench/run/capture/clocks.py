@@ -71,12 +71,18 @@ class ClockSampler:
         nvml, h = self._nvml, self._handle
         sm = self._query("sm_mhz", lambda: int(nvml.nvmlDeviceGetClockInfo(h, _CLOCK_SM)))
         mask = self._query("clock_event_reasons", lambda: _reasons_mask(nvml, h))
-        power = self._query("power_violation_ns",
-                            lambda: int(nvml.nvmlDeviceGetViolationStatus(h, _PERF_POLICY_POWER).violationTime))
-        thermal = self._query("thermal_violation_ns",
-                              lambda: int(nvml.nvmlDeviceGetViolationStatus(h, _PERF_POLICY_THERMAL).violationTime))
+        power = self._query(
+            "power_violation_ns",
+            lambda: int(nvml.nvmlDeviceGetViolationStatus(h, _PERF_POLICY_POWER).violationTime),
+        )
+        thermal = self._query(
+            "thermal_violation_ns",
+            lambda: int(nvml.nvmlDeviceGetViolationStatus(h, _PERF_POLICY_THERMAL).violationTime),
+        )
         violation = power + thermal if power is not None and thermal is not None else None
-        self.readings.append(Reading(sm, decode_clock_event_reasons(mask) if mask is not None else None, violation))
+        self.readings.append(
+            Reading(sm, decode_clock_event_reasons(mask) if mask is not None else None, violation)
+        )
 
     def close(self) -> None:
         if self._nvml is not None and self.unavailable is None:
@@ -93,8 +99,11 @@ class ClockSampler:
             return None
         now, before = self.readings[k], self.readings[k - 1]
         reasons = tuple(r for r in now.reasons or () if r in THROTTLE_REASONS)
-        grew = (now.violation_ns is not None and before.violation_ns is not None
-                and now.violation_ns > before.violation_ns)
+        grew = (
+            now.violation_ns is not None
+            and before.violation_ns is not None
+            and now.violation_ns > before.violation_ns
+        )
         if grew and not reasons:
             reasons = ("violation_counter",)
         return reasons, bool(reasons)
@@ -129,9 +138,13 @@ class ClockSampler:
             why = self.errors.get("sm_mhz", "no reading after a kept window")
             return {"source": "nvml", "unavailable": f"SM clock not read: {why}"}
         ordered = sorted(clocks)
-        out: dict[str, Any] = {"source": "nvml", "samples": len(clocks),
-                               "sm_mhz": [ordered[0], statistics.median_low(ordered), ordered[-1]],
-                               "throttled": throttled, "reasons": reasons}
+        out: dict[str, Any] = {
+            "source": "nvml",
+            "samples": len(clocks),
+            "sm_mhz": [ordered[0], statistics.median_low(ordered), ordered[-1]],
+            "throttled": throttled,
+            "reasons": reasons,
+        }
         if discarded:
             out["discarded"] = discarded
         if self.errors:
@@ -155,7 +168,9 @@ def _torch_uuid(torch: Any) -> str | None:
     return raw if raw.startswith(("GPU-", "MIG-")) else (f"GPU-{raw}" if raw else None)
 
 
-def open_sampler(torch: Any = None, *, env: Mapping[str, str] | None = None, nvml: Any = None) -> ClockSampler:
+def open_sampler(
+    torch: Any = None, *, env: Mapping[str, str] | None = None, nvml: Any = None
+) -> ClockSampler:
     """A sampler for the device torch uses, or an inert one that says why (module contract). Never raises."""
     environ = os.environ if env is None else env
     if not clocks_enabled(environ):

@@ -73,8 +73,10 @@ def kernel_times_of(call: CallCapture) -> list[dict[str, Any]]:
     """TileGym's ``kernel_times`` rows for one call: per name self/total µs and launch count."""
     rows: dict[str, dict[str, Any]] = {}
     for launch in call.launches:
-        row = rows.setdefault(launch.display_name,
-                              {"name": launch.display_name, "self_time_us": 0.0, "total_time_us": 0.0, "count": 0})
+        row = rows.setdefault(
+            launch.display_name,
+            {"name": launch.display_name, "self_time_us": 0.0, "total_time_us": 0.0, "count": 0},
+        )
         row["self_time_us"] += launch.duration_ns / 1000.0
         row["total_time_us"] += launch.duration_ns / 1000.0
         row["count"] += 1
@@ -123,8 +125,14 @@ def _prepare_memory(torch: Any) -> None:
     torch.cuda.reset_peak_memory_stats()
 
 
-def _result(calls: list[CallCapture], samples: list[float], source: str, peak_mem_mb: int,
-            session: Any = None, check: dict[str, Any] | None = None) -> dict[str, Any]:
+def _result(
+    calls: list[CallCapture],
+    samples: list[float],
+    source: str,
+    peak_mem_mb: int,
+    session: Any = None,
+    check: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     res = summarize(samples)
     res["peak_mem_mb"] = peak_mem_mb
     last_rows = kernel_times_of(calls[-1]) if calls else []
@@ -143,25 +151,39 @@ def _result(calls: list[CallCapture], samples: list[float], source: str, peak_me
     return res
 
 
-def _samples_of(session: Any, calls: list[CallCapture], idx: Sequence[int] | None = None,
-                kernel_filter: str | Sequence[str] | None = None) -> list[float]:
+def _samples_of(
+    session: Any,
+    calls: list[CallCapture],
+    idx: Sequence[int] | None = None,
+    kernel_filter: str | Sequence[str] | None = None,
+) -> list[float]:
     if isinstance(session, EventsSession):
         elapsed = session.elapsed_ms()
         return [elapsed[i] for i in idx] if idx is not None else elapsed
     if kernel_filter is None:
         return [c.device_time_ns / 1e6 for c in calls]
     # TileGym semantics: a sample sums only launches whose name matches ANY pattern (re.search).
-    patterns = [re.compile(kernel_filter)] if isinstance(kernel_filter, str) else [re.compile(p) for p in kernel_filter]
-    samples = [sum(x.duration_ns for x in c.launches if any(p.search(x.display_name) for p in patterns)) / 1e6
-               for c in calls]
+    patterns = (
+        [re.compile(kernel_filter)]
+        if isinstance(kernel_filter, str)
+        else [re.compile(p) for p in kernel_filter]
+    )
+    samples = [
+        sum(x.duration_ns for x in c.launches if any(p.search(x.display_name) for p in patterns)) / 1e6
+        for c in calls
+    ]
     if calls and samples[0] == 0:
         names = sorted({x.display_name for x in calls[0].launches})
-        raise CaptureError(f"kernel_filter matched no GPU kernels. Filter: {kernel_filter}, actual kernels: {names}",
-                           key="kernel_filter")
+        raise CaptureError(
+            f"kernel_filter matched no GPU kernels. Filter: {kernel_filter}, actual kernels: {names}",
+            key="kernel_filter",
+        )
     return samples
 
 
-def _publish(calls: list[CallCapture], backend: str, source: str, nodeid: str | None, params: str | None) -> None:
+def _publish(
+    calls: list[CallCapture], backend: str, source: str, nodeid: str | None, params: str | None
+) -> None:
     auto_nodeid, auto_params = current_test()
     nodeid = nodeid if nodeid is not None else auto_nodeid
     params = params if params is not None else auto_params
@@ -173,8 +195,15 @@ def _publish(calls: list[CallCapture], backend: str, source: str, nodeid: str | 
     except ImportError:  # the perflog engineer's module; the harness works without it
         events = None  # type: ignore[assignment]
     if events is not None:
-        events.emit(None, "launches", nodeid=nodeid, backend=backend, params=params, source=source,
-                    calls=[launches_io.call_to_dict(c) for c in calls])
+        events.emit(
+            None,
+            "launches",
+            nodeid=nodeid,
+            backend=backend,
+            params=params,
+            source=source,
+            calls=[launches_io.call_to_dict(c) for c in calls],
+        )
     out_dir = os.environ.get("WORKBENCH_LAUNCHES_DIR")
     if out_dir:
         launches_io.append_side_file(Path(out_dir), launch_set)
@@ -205,12 +234,21 @@ def settle_default() -> float:
     try:
         return max(0.0, float(os.environ.get("WORKBENCH_SETTLE_US", "0")))
     except ValueError:
-        raise CaptureError("WORKBENCH_SETTLE_US must be a number of microseconds", key="WORKBENCH_SETTLE_US") from None
+        raise CaptureError(
+            "WORKBENCH_SETTLE_US must be a number of microseconds", key="WORKBENCH_SETTLE_US"
+        ) from None
 
 
-def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep: int, cache: Any,
-                settle_us: float = 0.0, grad_to_none: Sequence[Any] | None = None,
-                sampler: ClockSampler | None = None) -> None:
+def sample_loop(
+    torch: Any,
+    session: Any,
+    fns: Sequence[Callable[[], Any]],
+    nrep: int,
+    cache: Any,
+    settle_us: float = 0.0,
+    grad_to_none: Sequence[Any] | None = None,
+    sampler: ClockSampler | None = None,
+) -> None:
     """``nrep`` clean rounds; per round and per fn: [flush + sync + settle] outside, then one window.
 
     With a CuptiSession a round counts only if none of its windows is contaminated (see
@@ -234,8 +272,11 @@ def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep
             break
         if rounds - clean > nrep:
             why = "; ".join(sorted(set(session.contaminated.values())))
-            raise CaptureError(f"{len(session.contaminated)} samples were contaminated ({why}); more than "
-                               f"the {nrep} re-measurements allowed: config refused", key="samples")
+            raise CaptureError(
+                f"{len(session.contaminated)} samples were contaminated ({why}); more than "
+                f"the {nrep} re-measurements allowed: config refused",
+                key="samples",
+            )
         for fn in fns:
             if grad_to_none is not None:
                 for t in grad_to_none:
@@ -259,12 +300,24 @@ def sample_loop(torch: Any, session: Any, fns: Sequence[Callable[[], Any]], nrep
                 session.contaminated.setdefault(j, "partner of a contaminated sample in its round")
 
 
-def _self_check(torch: Any, session: Any, fn: Callable[[], Any], samples: Sequence[float], cache: Any,
-                grad_to_none: Sequence[Any] | None) -> dict[str, Any] | None:
+def _self_check(
+    torch: Any,
+    session: Any,
+    fn: Callable[[], Any],
+    samples: Sequence[float],
+    cache: Any,
+    grad_to_none: Sequence[Any] | None,
+) -> dict[str, Any] | None:
     """CUPTI vs CUDA events (``selfcheck``) for a CUPTI capture; None for the events fallback."""
-    if not isinstance(session, CuptiSession) or not samples or os.environ.get("WORKBENCH_SELFCHECK", "1") == "0":
+    if (
+        not isinstance(session, CuptiSession)
+        or not samples
+        or os.environ.get("WORKBENCH_SELFCHECK", "1") == "0"
+    ):
         return None
-    events_ms = selfcheck.event_samples_ms(torch, fn, selfcheck.check_count(len(samples)), cache, grad_to_none)
+    events_ms = selfcheck.event_samples_ms(
+        torch, fn, selfcheck.check_count(len(samples)), cache, grad_to_none
+    )
     return selfcheck.judge(summarize(samples)["median"], events_ms).to_dict()
 
 
@@ -302,8 +355,16 @@ def benchmark(
         with session:
             fn()  # un-windowed: pays CUPTI's one-time instrumentation of this module outside the samples
             torch.cuda.synchronize()
-            sample_loop(torch, session, [fn], nrep, cache, settle_default() if settle_us is None else settle_us,
-                        grad_to_none, sampler)
+            sample_loop(
+                torch,
+                session,
+                [fn],
+                nrep,
+                cache,
+                settle_default() if settle_us is None else settle_us,
+                grad_to_none,
+                sampler,
+            )
     finally:
         sampler.close()
     calls = session.captures()
@@ -327,8 +388,9 @@ def _kept_windows(session: Any, n_calls: int) -> list[int]:
     return list(range(n_calls))
 
 
-def _discard_throttled(sampler: ClockSampler, calls: list[CallCapture], samples: list[float],
-                       kept: list[int]) -> tuple[list[CallCapture], list[float], list[int], int]:
+def _discard_throttled(
+    sampler: ClockSampler, calls: list[CallCapture], samples: list[float], kept: list[int]
+) -> tuple[list[CallCapture], list[float], list[int], int]:
     """NVBench's discard-on-throttle, only with ``WORKBENCH_DISCARD_THROTTLED=1`` (``capture.clocks``)."""
     if not discard_throttled() or sampler.unavailable is not None:
         return calls, samples, kept, 0
@@ -336,11 +398,22 @@ def _discard_throttled(sampler: ClockSampler, calls: list[CallCapture], samples:
     if not throttled:
         return calls, samples, kept, 0
     if len(throttled) == len(kept):
-        raise CaptureError(f"all {len(kept)} measured calls ran while the GPU was throttled and "
-                           "WORKBENCH_DISCARD_THROTTLED=1 discards them: config refused", key="clocks")
+        raise CaptureError(
+            f"all {len(kept)} measured calls ran while the GPU was throttled and "
+            "WORKBENCH_DISCARD_THROTTLED=1 discards them: config refused",
+            key="clocks",
+        )
     pos = [p for p, w in enumerate(kept) if w not in throttled]
-    calls = [CallCapture(index=k, backend=calls[p].backend, host_start_ns=calls[p].host_start_ns,
-                         host_end_ns=calls[p].host_end_ns, launches=calls[p].launches) for k, p in enumerate(pos)]
+    calls = [
+        CallCapture(
+            index=k,
+            backend=calls[p].backend,
+            host_start_ns=calls[p].host_start_ns,
+            host_end_ns=calls[p].host_end_ns,
+            launches=calls[p].launches,
+        )
+        for k, p in enumerate(pos)
+    ]
     return calls, [samples[p] for p in pos], [kept[p] for p in pos], len(throttled)
 
 
@@ -376,8 +449,15 @@ def benchmark_pair(
             fn_a()
             fn_b()
             torch.cuda.synchronize()
-            sample_loop(torch, session, [fn_a, fn_b], nrep, cache,
-                        settle_default() if settle_us is None else settle_us, sampler=sampler)
+            sample_loop(
+                torch,
+                session,
+                [fn_a, fn_b],
+                nrep,
+                cache,
+                settle_default() if settle_us is None else settle_us,
+                sampler=sampler,
+            )
     finally:
         sampler.close()
     peak = int(torch.cuda.memory_stats()["allocated_bytes.all.peak"] // (1024 * 1024))
@@ -387,12 +467,28 @@ def benchmark_pair(
         if isinstance(session, CuptiSession):
             idx = [i for i in range(which, len(session.windows), 2) if i not in session.contaminated]
             calls = session.captures([session.windows[i] for i in idx], backend=backends[which])
-            calls = [CallCapture(index=k, backend=c.backend, host_start_ns=c.host_start_ns,
-                                 host_end_ns=c.host_end_ns, launches=c.launches) for k, c in enumerate(calls)]
+            calls = [
+                CallCapture(
+                    index=k,
+                    backend=c.backend,
+                    host_start_ns=c.host_start_ns,
+                    host_end_ns=c.host_end_ns,
+                    launches=c.launches,
+                )
+                for k, c in enumerate(calls)
+            ]
         else:
             all_calls = session.captures()
-            calls = [CallCapture(index=k, backend=backends[which], host_start_ns=all_calls[i].host_start_ns,
-                                 host_end_ns=all_calls[i].host_end_ns, launches=()) for k, i in enumerate(idx)]
+            calls = [
+                CallCapture(
+                    index=k,
+                    backend=backends[which],
+                    host_start_ns=all_calls[i].host_start_ns,
+                    host_end_ns=all_calls[i].host_end_ns,
+                    launches=(),
+                )
+                for k, i in enumerate(idx)
+            ]
         samples = _samples_of(session, calls, idx)
         if publish:
             _publish(calls, backends[which], session.source, nodeid[which], params)

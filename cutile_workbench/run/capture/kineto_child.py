@@ -53,7 +53,9 @@ def warmed_up(torch: Any, factory: str, kwargs: dict[str, Any], warmup_ms: float
     return fn
 
 
-def tilegym_style_samples(torch: Any, fn: Any, nrep: int, cache: Any) -> tuple[list[float], list[list[dict[str, Any]]]]:
+def tilegym_style_samples(
+    torch: Any, fn: Any, nrep: int, cache: Any
+) -> tuple[list[float], list[list[dict[str, Any]]]]:
     """TileGym benchmark_fn_cupti's measuring loop (per-sample Kineto sessions), faithfully."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -70,9 +72,15 @@ def tilegym_style_samples(torch: Any, fn: Any, nrep: int, cache: Any) -> tuple[l
         rows = []
         for e in prof.events():
             if e.device_type == torch.autograd.DeviceType.CUDA:
-                rows.append({"name": e.name, "start_ns": int(e.time_range.start * 1000),
-                             "end_ns": int(e.time_range.end * 1000), "stream_id": int(e.device_resource_id),
-                             "correlation_id": int(e.id)})
+                rows.append(
+                    {
+                        "name": e.name,
+                        "start_ns": int(e.time_range.start * 1000),
+                        "end_ns": int(e.time_range.end * 1000),
+                        "stream_id": int(e.device_resource_id),
+                        "correlation_id": int(e.id),
+                    }
+                )
         launches.append(rows)
     return samples, launches
 
@@ -101,40 +109,77 @@ def child_main(argv: list[str] | None = None) -> int:
 
 
 def run_kineto_fallback(
-    factory: str, kwargs: dict[str, Any], *, backend: str, nrep: int = 100, timeout_s: float = 300.0,
-    nodeid: str = "", params: str = "",
+    factory: str,
+    kwargs: dict[str, Any],
+    *,
+    backend: str,
+    nrep: int = 100,
+    timeout_s: float = 300.0,
+    nodeid: str = "",
+    params: str = "",
 ) -> tuple[dict[str, Any], LaunchSet]:
     """Measure in a child process with torch.profiler; see the module docstring."""
     from cutile_workbench.run.capture.harness import summarize
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "kineto.json"
-        cmd = [sys.executable, "-m", "cutile_workbench.run.capture.kineto_child", "--factory", factory,
-               "--kwargs", json.dumps(kwargs), "--nrep", str(nrep), "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "cutile_workbench.run.capture.kineto_child",
+            "--factory",
+            factory,
+            "--kwargs",
+            json.dumps(kwargs),
+            "--nrep",
+            str(nrep),
+            "--out",
+            str(out),
+        ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=dict(os.environ))
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout_s, env=dict(os.environ)
+            )
         except subprocess.TimeoutExpired:
-            raise CaptureError(f"torch.profiler fallback child timed out after {timeout_s:.0f}s (killed)",
-                               key="kineto_child") from None
+            raise CaptureError(
+                f"torch.profiler fallback child timed out after {timeout_s:.0f}s (killed)", key="kineto_child"
+            ) from None
         if proc.returncode != 0 or not out.exists():
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-            raise CaptureError(f"torch.profiler fallback child failed (exit {proc.returncode}): {' | '.join(tail)}",
-                               key="kineto_child")
+            raise CaptureError(
+                f"torch.profiler fallback child failed (exit {proc.returncode}): {' | '.join(tail)}",
+                key="kineto_child",
+            )
         data = json.loads(out.read_text())
     batch = data["batches"][-1]
     calls = []
     for i, rows in enumerate(batch["launches"]):
-        launches = tuple(Launch(kind="memset" if r["name"].startswith("Memset") else
-                                "memcpy" if r["name"].startswith("Memcpy") else "kernel",
-                                name=r["name"], start_ns=r["start_ns"], end_ns=r["end_ns"],
-                                correlation_id=r["correlation_id"], stream_id=r["stream_id"]) for r in rows)
+        launches = tuple(
+            Launch(
+                kind="memset"
+                if r["name"].startswith("Memset")
+                else "memcpy"
+                if r["name"].startswith("Memcpy")
+                else "kernel",
+                name=r["name"],
+                start_ns=r["start_ns"],
+                end_ns=r["end_ns"],
+                correlation_id=r["correlation_id"],
+                stream_id=r["stream_id"],
+            )
+            for r in rows
+        )
         start = min((x.start_ns for x in launches), default=0)
         end = max((x.end_ns for x in launches), default=0)
-        calls.append(CallCapture(index=i, backend=backend, host_start_ns=start, host_end_ns=end, launches=launches))
+        calls.append(
+            CallCapture(index=i, backend=backend, host_start_ns=start, host_end_ns=end, launches=launches)
+        )
     res = summarize(batch["samples_ms"])
     res["samples"] = batch["samples_ms"]
     res["launch_counts"] = [len(c.launches) for c in calls]
-    res["launches_per_call"] = max(set(res["launch_counts"]), key=res["launch_counts"].count) if calls else None
+    res["launches_per_call"] = (
+        max(set(res["launch_counts"]), key=res["launch_counts"].count) if calls else None
+    )
     res["capture_source"] = "kineto"
     return res, LaunchSet(nodeid=nodeid, backend=backend, params=params, calls=calls, source="kineto")
 

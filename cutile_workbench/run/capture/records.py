@@ -81,11 +81,7 @@ def _check_duplicates(apis: Sequence[ApiRec], kernels: Sequence[KernelRec]) -> N
             key="correlation_id",
         )
     # Outside CUDA graphs one launch API produces one kernel; graph replays legitimately share ids.
-    kdups = [
-        cid
-        for cid, n in Counter(k.correlation_id for k in kernels if not k.graph_id).items()
-        if n > 1
-    ]
+    kdups = [cid for cid, n in Counter(k.correlation_id for k in kernels if not k.graph_id).items() if n > 1]
     if kdups:
         raise CaptureError(
             f"duplicate correlation ids in kernel records ({len(kdups)}, e.g. {sorted(kdups)[:3]}); sample set refused",
@@ -192,8 +188,13 @@ def attribute_calls(
                 key=f"calls[{index}]",
             )
         calls.append(
-            CallCapture(index=index, backend=backend, host_start_ns=win.start, host_end_ns=win.end,
-                        launches=tuple(launches))
+            CallCapture(
+                index=index,
+                backend=backend,
+                host_start_ns=win.start,
+                host_end_ns=win.end,
+                launches=tuple(launches),
+            )
         )
     return calls
 
@@ -201,8 +202,10 @@ def attribute_calls(
 def _check_inside(start: int, end: int, api: ApiRec, win: Window, index: int, what: str) -> None:
     # GPU work cannot start before the host asked for it, nor end after the post-sync timestamp.
     if end < start:
-        raise CaptureError(f"call {index}: '{what}' ends before it starts ({start}..{end} ns); sample set refused",
-                           key=f"calls[{index}]")
+        raise CaptureError(
+            f"call {index}: '{what}' ends before it starts ({start}..{end} ns); sample set refused",
+            key=f"calls[{index}]",
+        )
     if start + TIMESTAMP_SLACK_NS < api.start or end > win.end + TIMESTAMP_SLACK_NS:
         raise CaptureError(
             f"call {index}: '{what}' ran at {start}..{end} ns, outside its host window "

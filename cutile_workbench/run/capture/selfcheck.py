@@ -49,8 +49,11 @@ class CaptureCheck:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "method": "cuda_events_behind_gpu_sleep", "cupti_median_ms": self.cupti_median_ms,
-            "events_median_ms": self.events_median_ms, "ratio": round(self.ratio, 4), "n": self.n,
+            "method": "cuda_events_behind_gpu_sleep",
+            "cupti_median_ms": self.cupti_median_ms,
+            "events_median_ms": self.events_median_ms,
+            "ratio": round(self.ratio, 4),
+            "n": self.n,
             "bound": f"cupti <= events x {1 + REL_BOUND:.2f} + {ABS_BOUND_MS * 1000:.0f} us",
             "verdict": self.verdict,
         }
@@ -69,14 +72,23 @@ def judge(cupti_median_ms: float, events_ms: Sequence[float]) -> CaptureCheck:
     if cupti_median_ms > limit:
         # an event span of 0 (below the events' resolution) makes no ratio; say "more than"
         times = f"{cupti_median_ms / ev:.2f}x" if ev > 0 else "more than"
-        return CaptureCheck(cupti_median_ms, ev, n, "suspect", reason=(
-            f"CUPTI median {cupti_median_ms * 1000:.2f} us is {times} the CUDA-event "
-            f"span of the same call ({ev * 1000:.2f} us; bound {1 + REL_BOUND:.2f}x + "
-            f"{ABS_BOUND_MS * 1000:.0f} us): the capture over-counts (clock or attribution)"))
+        return CaptureCheck(
+            cupti_median_ms,
+            ev,
+            n,
+            "suspect",
+            reason=(
+                f"CUPTI median {cupti_median_ms * 1000:.2f} us is {times} the CUDA-event "
+                f"span of the same call ({ev * 1000:.2f} us; bound {1 + REL_BOUND:.2f}x + "
+                f"{ABS_BOUND_MS * 1000:.0f} us): the capture over-counts (clock or attribution)"
+            ),
+        )
     note = ""
     if cupti_median_ms * 2 + 0.010 < ev:
-        note = (f"CUDA-event span {ev * 1000:.2f} us is over twice the CUPTI sum "
-                f"{cupti_median_ms * 1000:.2f} us: host gaps inside the call (sync, Python waits)")
+        note = (
+            f"CUDA-event span {ev * 1000:.2f} us is over twice the CUPTI sum "
+            f"{cupti_median_ms * 1000:.2f} us: host gaps inside the call (sync, Python waits)"
+        )
     return CaptureCheck(cupti_median_ms, ev, n, "ok", note=note)
 
 
@@ -90,8 +102,9 @@ def host_enqueue_us(fn: Callable[[], Any], torch: Any) -> float:
     return (t1 - t0) / 1000.0
 
 
-def event_samples_ms(torch: Any, fn: Callable[[], Any], n: int, cache: Any,
-                     grad_to_none: Sequence[Any] | None = None) -> list[float]:
+def event_samples_ms(
+    torch: Any, fn: Callable[[], Any], n: int, cache: Any, grad_to_none: Sequence[Any] | None = None
+) -> list[float]:
     """``n`` CUDA-event timed calls, each after an L2 flush and behind a covering GPU sleep."""
     sleep_us = min(_MAX_SLEEP_US, 3 * host_enqueue_us(fn, torch) + 50)
     cycles = int(sleep_us * _CYCLES_PER_US)

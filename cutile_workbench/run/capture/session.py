@@ -109,8 +109,10 @@ def _set_launch_api_filter(cupti: Any, on: bool) -> int:
     cbid; the kinds themselves stay enabled: per-cbid enables without the kind record nothing, as
     seen on the H200). ``on=False`` re-enables every cbid. Returns how many cbids were switched off."""
     n = 0
-    for enum_name, fn_name in (("runtime_api_trace_cbid", "activity_enable_runtime_api"),
-                               ("driver_api_trace_cbid", "activity_enable_driver_api")):
+    for enum_name, fn_name in (
+        ("runtime_api_trace_cbid", "activity_enable_runtime_api"),
+        ("driver_api_trace_cbid", "activity_enable_driver_api"),
+    ):
         enum, setter = getattr(cupti, enum_name), getattr(cupti, fn_name)
         for member in enum:
             if member.name in ("INVALID", "SIZE", "FORCE_INT") or _LAUNCH_APIS.search(member.name):
@@ -129,6 +131,8 @@ def _window_mode() -> str:
 
 def _keep_enabled_default() -> bool:
     return os.environ.get("WORKBENCH_CUPTI_KEEP_ENABLED", "1") != "0"
+
+
 _BUFFER_BYTES = 8 << 20
 # Kineto-style names for copies, so kernel_times rows read like TileGym's (key_averages keys)
 _COPY_NAMES = {"DTOD": "DtoD", "HTOD": "HtoD", "DTOH": "DtoH", "HTOH": "HtoH", "PTOP": "PtoP"}
@@ -213,8 +217,14 @@ class CuptiSession(_SessionBase):
 
     source = "cupti"
 
-    def __init__(self, backend: str, *, expect_launches: bool = True,
-                 keep_enabled: bool | None = None, window_mode: str | None = None) -> None:
+    def __init__(
+        self,
+        backend: str,
+        *,
+        expect_launches: bool = True,
+        keep_enabled: bool | None = None,
+        window_mode: str | None = None,
+    ) -> None:
         super().__init__(backend, expect_launches=expect_launches)
         self.window_mode = _window_mode() if window_mode is None else window_mode
         # keep_enabled: leave the activity kinds on after exit so the next session starts cheaply
@@ -251,18 +261,41 @@ class CuptiSession(_SessionBase):
         for r in records:
             kind = r.kind
             if kind == KIND_CONCURRENT_KERNEL:
-                kernels.append(KernelRec(
-                    r.correlation_id, r.start, r.end, r.name, (r.grid_x, r.grid_y, r.grid_z),
-                    (r.block_x, r.block_y, r.block_z), r.registers_per_thread, r.static_shared_memory,
-                    r.dynamic_shared_memory, r.stream_id, r.graph_id, r.graph_node_id))
+                kernels.append(
+                    KernelRec(
+                        r.correlation_id,
+                        r.start,
+                        r.end,
+                        r.name,
+                        (r.grid_x, r.grid_y, r.grid_z),
+                        (r.block_x, r.block_y, r.block_z),
+                        r.registers_per_thread,
+                        r.static_shared_memory,
+                        r.dynamic_shared_memory,
+                        r.stream_id,
+                        r.graph_id,
+                        r.graph_node_id,
+                    )
+                )
             elif kind in (KIND_RUNTIME, KIND_DRIVER):
                 apis.append(ApiRec(r.correlation_id, r.start, r.end, r.cbid, kind, r.thread_id))
             elif kind == KIND_MEMCPY:
-                copies.append(CopyRec(kind, r.correlation_id, r.start, r.end, r.bytes, r.stream_id,
-                                      _memcpy_kind(r.copy_kind), r.graph_id))
+                copies.append(
+                    CopyRec(
+                        kind,
+                        r.correlation_id,
+                        r.start,
+                        r.end,
+                        r.bytes,
+                        r.stream_id,
+                        _memcpy_kind(r.copy_kind),
+                        r.graph_id,
+                    )
+                )
             elif kind == KIND_MEMSET:
-                copies.append(CopyRec(kind, r.correlation_id, r.start, r.end, r.bytes, r.stream_id, None,
-                                      r.graph_id))
+                copies.append(
+                    CopyRec(kind, r.correlation_id, r.start, r.end, r.bytes, r.stream_id, None, r.graph_id)
+                )
         with self._lock:
             self.kernels.extend(kernels)
             self.apis.extend(apis)
@@ -276,11 +309,15 @@ class CuptiSession(_SessionBase):
     def __enter__(self) -> CuptiSession:
         reason = conflicts.active_profiler()
         if reason:
-            raise CaptureError(f"refusing to start a CUPTI capture: {reason}; never run both in one "
-                               "process (use the torch.profiler fallback in its own process)")
+            raise CaptureError(
+                f"refusing to start a CUPTI capture: {reason}; never run both in one "
+                "process (use the torch.profiler fallback in its own process)"
+            )
         if _ACTIVE:
-            raise CaptureError("refusing to start a CUPTI capture: another capture is open in this process "
-                               f"(backend {_ACTIVE[-1].backend!r}); one CUPTI client at a time")
+            raise CaptureError(
+                "refusing to start a CUPTI capture: another capture is open in this process "
+                f"(backend {_ACTIVE[-1].backend!r}); one CUPTI client at a time"
+            )
         super().__enter__()
         conflicts.install_tracker()
         from cupti import cupti
@@ -293,7 +330,9 @@ class CuptiSession(_SessionBase):
         if self.window_mode == "per_call":
             # which kinds are toggled per window and how each window ends (module docstring)
             toggled = _choice("WORKBENCH_CUPTI_PER_CALL_KINDS", ("kernel", "all", "none"))
-            self._per_call_kinds = {"kernel": (KIND_CONCURRENT_KERNEL,), "none": (), "all": self._kinds}[toggled]
+            self._per_call_kinds = {"kernel": (KIND_CONCURRENT_KERNEL,), "none": (), "all": self._kinds}[
+                toggled
+            ]
             ending = _choice("WORKBENCH_CUPTI_PER_CALL_FLUSH", ("forced", "completed", "none"))
             self._per_call_flush = {"forced": 1, "completed": 0, "none": None}[ending]
         self._arm(first=True)
@@ -382,7 +421,8 @@ class CuptiSession(_SessionBase):
         with self._lock:
             cids = {a.correlation_id for a in self.apis if last.start <= a.start <= last.end}
             arrived = any(k.correlation_id in cids for k in self.kernels) or any(
-                c.correlation_id in cids for c in self.copies)
+                c.correlation_id in cids for c in self.copies
+            )
         if not arrived:
             cupti.activity_flush_all(1)
 
@@ -421,7 +461,9 @@ class CuptiSession(_SessionBase):
             # Kineto took CUPTI since the last window: records of earlier windows may have gone to
             # its callbacks, so those samples are re-measured too.
             for i in range(len(self.windows)):
-                self.contaminated.setdefault(i, "measured before a torch.profiler (Kineto) session took CUPTI")
+                self.contaminated.setdefault(
+                    i, "measured before a torch.profiler (Kineto) session took CUPTI"
+                )
             self.rearms += 1
             self._arm(first=False)
         cupti = self._cupti
@@ -472,7 +514,11 @@ class CuptiSession(_SessionBase):
         key = (api.kind, api.cbid)
         if key not in self._api_names:
             cupti = self._cupti
-            domain = cupti.CallbackDomain.RUNTIME_API if api.kind == KIND_RUNTIME else cupti.CallbackDomain.DRIVER_API
+            domain = (
+                cupti.CallbackDomain.RUNTIME_API
+                if api.kind == KIND_RUNTIME
+                else cupti.CallbackDomain.DRIVER_API
+            )
             try:
                 name = cupti.get_callback_name(domain, api.cbid)
             except Exception:
@@ -480,17 +526,29 @@ class CuptiSession(_SessionBase):
             self._api_names[key] = str(name) if name is not None else None
         return self._api_names[key]
 
-    def captures(self, windows: list[Window] | None = None, backend: str | None = None,
-                 expect_launches: bool | None = None) -> list[CallCapture]:
+    def captures(
+        self,
+        windows: list[Window] | None = None,
+        backend: str | None = None,
+        expect_launches: bool | None = None,
+    ) -> list[CallCapture]:
         """Calls of ``windows`` (default: the clean measured windows, contaminated ones left out)."""
         if self.dropped:
-            raise CaptureError(f"CUPTI dropped {self.dropped} activity records (buffers too small or "
-                               "flushed late); sample set refused", key="dropped_records")
+            raise CaptureError(
+                f"CUPTI dropped {self.dropped} activity records (buffers too small or "
+                "flushed late); sample set refused",
+                key="dropped_records",
+            )
         with self._lock:
             kernels, apis, copies = list(self.kernels), list(self.apis), list(self.copies)
         return attribute_calls(
-            self.clean_windows() if windows is None else windows, kernels, apis, copies,
-            backend=backend or self.backend, api_name=self.api_name, demangle=demangle,
+            self.clean_windows() if windows is None else windows,
+            kernels,
+            apis,
+            copies,
+            backend=backend or self.backend,
+            api_name=self.api_name,
+            demangle=demangle,
             expect_launches=self.expect_launches if expect_launches is None else expect_launches,
         )
 

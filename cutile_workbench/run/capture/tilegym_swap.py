@@ -30,10 +30,14 @@ from cutile_workbench.run.capture import conflicts
 #: (module, attribute) -> "module:function" of its workbench twin
 TARGETS: dict[tuple[str, str], str] = {
     ("tests.common", "benchmark_fn_cupti"): "cutile_workbench.run.capture.tilegym_swap:benchmark_fn_cupti",
-    ("tests.common", "_extract_kernel_times_from_profile"):
-        "cutile_workbench.run.capture.tilegym_timing:extract_kernel_times",
-    ("tilegym.backend.cutile_rs.autotuner", "_bench_config_cupti"):
-        "cutile_workbench.run.capture.tilegym_timing:bench_config_cupti",
+    (
+        "tests.common",
+        "_extract_kernel_times_from_profile",
+    ): "cutile_workbench.run.capture.tilegym_timing:extract_kernel_times",
+    (
+        "tilegym.backend.cutile_rs.autotuner",
+        "_bench_config_cupti",
+    ): "cutile_workbench.run.capture.tilegym_timing:bench_config_cupti",
 }
 _MODULES = frozenset(m for m, _ in TARGETS)
 _ORIGINAL_PREFIX = "_workbench_original_"
@@ -56,8 +60,17 @@ def benchmark_fn_cupti(
     nodeid, params = current_test()
     token = split_nodeid(nodeid)[1] if nodeid else ""
     return benchmark(
-        fn, backend=token or "unknown", warmup_ms=warmup, rep_ms=rep, min_rep=min_rep, initial_rep=initial_rep,
-        grad_to_none=grad_to_none, flush_l2=True, kernel_filter=kernel_filter, nodeid=nodeid, params=params,
+        fn,
+        backend=token or "unknown",
+        warmup_ms=warmup,
+        rep_ms=rep,
+        min_rep=min_rep,
+        initial_rep=initial_rep,
+        grad_to_none=grad_to_none,
+        flush_l2=True,
+        kernel_filter=kernel_filter,
+        nodeid=nodeid,
+        params=params,
         capture=os.environ.get("WORKBENCH_CAPTURE", "auto"),
     )
 
@@ -82,7 +95,9 @@ def _patch(module: Any) -> None:
 class _PatchOnImport(importlib.abc.MetaPathFinder):
     """Finds nothing itself; wraps the real loader of a target module to patch after it executes."""
 
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, fullname: str, path: Any, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in _MODULES:
             return None
         for finder in sys.meta_path:

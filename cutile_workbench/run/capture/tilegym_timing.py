@@ -38,8 +38,9 @@ from cutile_workbench.run.capture.session import CuptiSession, active_session, c
 _CONFIG_SPECIFIC = ("illegal", "out of memory", "error code")
 
 
-def _timed_calls(call: Callable[[], Any], n: int, backend: str) -> tuple[Any, list[CallCapture] | None,
-                                                                          list[float] | None]:
+def _timed_calls(
+    call: Callable[[], Any], n: int, backend: str
+) -> tuple[Any, list[CallCapture] | None, list[float] | None]:
     """``n`` calls in CUPTI side windows: (last output, captures) — or events ms without cupti-python."""
     import torch
 
@@ -69,8 +70,13 @@ def _timed_calls(call: Callable[[], Any], n: int, backend: str) -> tuple[Any, li
     return (holder[0] if holder else None), None, events
 
 
-def bench_config_cupti(kernel_fn: Callable[[Any], Any], cfg: Any, warmup: int = 2, rep: int = 10,
-                       kernel_filter: str | None = None) -> tuple[Any, float]:
+def bench_config_cupti(
+    kernel_fn: Callable[[Any], Any],
+    cfg: Any,
+    warmup: int = 2,
+    rep: int = 10,
+    kernel_filter: str | None = None,
+) -> tuple[Any, float]:
     """Drop-in for TileGym's ``_bench_config_cupti`` (see the module docstring)."""
     import torch
 
@@ -95,8 +101,11 @@ def bench_config_cupti(kernel_fn: Callable[[Any], Any], cfg: Any, warmup: int = 
         assert events is not None
         times_us = [ms * 1000.0 for ms in events]
     else:
-        times_us = [sum(x.duration_ns for x in c.launches
-                        if kernel_re is None or kernel_re.search(x.display_name)) / 1000.0 for c in calls]
+        times_us = [
+            sum(x.duration_ns for x in c.launches if kernel_re is None or kernel_re.search(x.display_name))
+            / 1000.0
+            for c in calls
+        ]
     if times_us and times_us[0] == 0:
         raise RuntimeError(
             f"CUPTI returned 0 device time for config {cfg}. Check that libcupti is installed and accessible."

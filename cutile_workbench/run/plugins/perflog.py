@@ -71,16 +71,22 @@ def pytest_plugin_registered(plugin: Any, manager: pytest.PytestPluginManager) -
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("cutile-workbench", "cutile-workbench perf-log printer and events")
     group.addoption(
-        "--workbench-print-record", action="store_true", default=False,
+        "--workbench-print-record",
+        action="store_true",
+        default=False,
         help="print a 'Performance Test Results' block for every passed test that recorded "
-             "'benchmark' (same as a host conftest's --print-record)",
+        "'benchmark' (same as a host conftest's --print-record)",
     )
     group.addoption(
-        "--workbench-events", metavar="FILE", default=None,
+        "--workbench-events",
+        metavar="FILE",
+        default=None,
         help="append JSON-lines session events (schema: cutile_workbench.artifacts.events) to FILE",
     )
     group.addoption(
-        "--workbench-harness", action="store_true", default=False,
+        "--workbench-harness",
+        action="store_true",
+        default=False,
         help="swap TileGym's benchmark_fn_cupti for the workbench CUPTI harness (per-launch data)",
     )
 
@@ -105,7 +111,8 @@ def pytest_configure(config: pytest.Config) -> None:
             writer = events.EventWriter(path)
         except OSError as exc:
             raise pytest.UsageError(
-                f"--workbench-events: cannot open {path}: {exc.strerror or exc}") from None
+                f"--workbench-events: cannot open {path}: {exc.strerror or exc}"
+            ) from None
         events.set_active(writer, config)
     print_enabled = bool(config.getoption("--workbench-print-record")) or _host_print_record(config)
     if writer is not None or print_enabled:
@@ -178,8 +185,14 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 class _Recorder:
     """Per-session hook object (registered only when printing or events are on)."""
 
-    def __init__(self, *, config: pytest.Config, print_enabled: bool, is_worker: bool,
-                 writer: events.EventWriter | None) -> None:
+    def __init__(
+        self,
+        *,
+        config: pytest.Config,
+        print_enabled: bool,
+        is_worker: bool,
+        writer: events.EventWriter | None,
+    ) -> None:
         self.config = config
         self.print_enabled = print_enabled and not is_worker
         self.is_worker = is_worker
@@ -194,12 +207,15 @@ class _Recorder:
             self.print_enabled = _host_print_record(session.config)
         if self.stream is not None:
             self.stream.emit(
-                "session_start", pid=os.getpid(), argv=list(sys.argv),
+                "session_start",
+                pid=os.getpid(),
+                argv=list(sys.argv),
                 args=[str(a) for a in session.config.invocation_params.args],
                 rootdir=str(session.config.rootpath),
             )
             # issue #15: run provenance (GPU, clocks, harness, commits); never raises
             from cutile_workbench.history.provenance import emit_provenance
+
             emit_provenance(session.config, "start")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -229,8 +245,9 @@ class _Recorder:
         if report.failed:
             test.outcome = "failed"
             if self.stream is not None:
-                self.stream.emit("test_failed", nodeid=report.nodeid, when=report.when,
-                                 longrepr=str(report.longrepr))
+                self.stream.emit(
+                    "test_failed", nodeid=report.nodeid, when=report.when, longrepr=str(report.longrepr)
+                )
             return
         if report.skipped:
             if test.outcome != "failed":
@@ -243,30 +260,35 @@ class _Recorder:
             return
         if not printer.is_benchmark_record(benchmark):
             if self.print_enabled:
-                self._write_lines([
-                    "workbench: the 'benchmark' property of "
-                    f"{printer.escape_py(report.nodeid)} is not {{framework: {{phase: stats}}}}; "
-                    "no record printed"
-                ])
+                self._write_lines(
+                    [
+                        "workbench: the 'benchmark' property of "
+                        f"{printer.escape_py(report.nodeid)} is not {{framework: {{phase: stats}}}}; "
+                        "no record printed"
+                    ]
+                )
             return
         framework = printer.select_framework(report.nodeid, benchmark)
         params = printer.record_params(report.nodeid, framework)
         if self.print_enabled:
             self._write_lines(printer.format_block(report.nodeid, benchmark, framework=framework))
         if self.stream is not None:
-            self.stream.emit("record", nodeid=report.nodeid, framework=framework, params=params,
-                             benchmark=benchmark)
+            self.stream.emit(
+                "record", nodeid=report.nodeid, framework=framework, params=params, benchmark=benchmark
+            )
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
         if self.stream is None:
             return
         test = self.tests.pop(nodeid, _TestState())
-        self.stream.emit("test_finish", nodeid=nodeid, outcome=test.outcome,
-                         duration_s=round(test.duration_s, 6))
+        self.stream.emit(
+            "test_finish", nodeid=nodeid, outcome=test.outcome, duration_s=round(test.duration_s, 6)
+        )
 
     def pytest_sessionfinish(self, exitstatus: int | pytest.ExitCode) -> None:
         if self.stream is not None:
             from cutile_workbench.history.provenance import emit_provenance  # issue #15: clocks after the run
+
             emit_provenance(self.config, "finish")
             self.stream.emit("session_finish", exitstatus=int(exitstatus))
 

@@ -38,23 +38,49 @@ _SLURM_FLAGS = ("partition", "nodes", "gpus_per_node", "time", "account", "sbatc
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("scale-out (one shard per GPU; each config measured on one GPU)")
-    g.add_argument("--gpus", metavar="all|0,1,…",
-                   help="shard the configs over this node's GPUs, one worker per GPU (a repeated index, e.g. 0,0, "
-                        "runs two shards on one GPU: timings interfere)")
-    g.add_argument("--slurm", action="store_true",
-                   help="submit one sbatch --array job (one task per node), watch it, merge the shards")
+    g.add_argument(
+        "--gpus",
+        metavar="all|0,1,…",
+        help="shard the configs over this node's GPUs, one worker per GPU (a repeated index, e.g. 0,0, "
+        "runs two shards on one GPU: timings interfere)",
+    )
+    g.add_argument(
+        "--slurm",
+        action="store_true",
+        help="submit one sbatch --array job (one task per node), watch it, merge the shards",
+    )
     g.add_argument("--partition", help="SLURM partition")
-    g.add_argument("--nodes", type=int, default=None, metavar="N", help="SLURM array tasks, one node each (default 1)")
-    g.add_argument("--gpus-per-node", type=int, default=None, metavar="G",
-                   help="GPUs (= shards) per array task (default 1; 0 = CPU-only suites)")
+    g.add_argument(
+        "--nodes", type=int, default=None, metavar="N", help="SLURM array tasks, one node each (default 1)"
+    )
+    g.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=None,
+        metavar="G",
+        help="GPUs (= shards) per array task (default 1; 0 = CPU-only suites)",
+    )
     g.add_argument("--time", metavar="LIMIT", help="SLURM time limit per task (e.g. 2:00:00)")
     g.add_argument("--account", help="SLURM account")
-    g.add_argument("--sbatch-arg", action="append", default=None, metavar="ARGS",
-                   help="extra sbatch arguments, e.g. --sbatch-arg='--qos=short --exclusive' (repeatable)")
-    g.add_argument("--poll", type=float, default=None, metavar="S",
-                   help="with --slurm: seconds between squeue polls (default 5)")
-    g.add_argument("--fresh", action="store_true",
-                   help="re-measure every shard even if an unmerged earlier attempt completed some")
+    g.add_argument(
+        "--sbatch-arg",
+        action="append",
+        default=None,
+        metavar="ARGS",
+        help="extra sbatch arguments, e.g. --sbatch-arg='--qos=short --exclusive' (repeatable)",
+    )
+    g.add_argument(
+        "--poll",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --slurm: seconds between squeue polls (default 5)",
+    )
+    g.add_argument(
+        "--fresh",
+        action="store_true",
+        help="re-measure every shard even if an unmerged earlier attempt completed some",
+    )
 
 
 def wanted(args: argparse.Namespace) -> bool:
@@ -66,25 +92,34 @@ def wanted(args: argparse.Namespace) -> bool:
 def request_from_args(args: argparse.Namespace, runs: Iterable[Any], out: KernelPaths) -> ScaleoutRequest:
     """Typed request from the parsed flags and the backend runs ``plan_runs`` made (backend, role, spec)."""
     roles = tuple(RoleRun(backend=r.backend, role=r.role, spec=r.spec) for r in runs)
-    slurm_given = [f"--{f.replace('_', '-')}" for f in _SLURM_FLAGS if getattr(args, f, None) not in (None, [])]
+    slurm_given = [
+        f"--{f.replace('_', '-')}" for f in _SLURM_FLAGS if getattr(args, f, None) not in (None, [])
+    ]
     if args.slurm and args.gpus:
         raise InputError("--gpus shards over this node; with --slurm use --gpus-per-node", key="--gpus")
     if args.slurm:
-        opts = SlurmOptions(nodes=args.nodes if args.nodes is not None else 1,
-                            gpus_per_node=args.gpus_per_node if args.gpus_per_node is not None else 1,
-                            partition=args.partition, time=args.time, account=args.account,
-                            sbatch_args=tuple(args.sbatch_arg or ()),
-                            **({"poll_s": args.poll} if args.poll is not None else {}))
+        opts = SlurmOptions(
+            nodes=args.nodes if args.nodes is not None else 1,
+            gpus_per_node=args.gpus_per_node if args.gpus_per_node is not None else 1,
+            partition=args.partition,
+            time=args.time,
+            account=args.account,
+            sbatch_args=tuple(args.sbatch_arg or ()),
+            **({"poll_s": args.poll} if args.poll is not None else {}),
+        )
         opts.validate()
-        return ScaleoutRequest(kernel=args.kernel, out=out, roles=roles, mode="slurm", slurm=opts, fresh=args.fresh)
+        return ScaleoutRequest(
+            kernel=args.kernel, out=out, roles=roles, mode="slurm", slurm=opts, fresh=args.fresh
+        )
     if slurm_given:
         raise InputError(f"{', '.join(slurm_given)} only apply with --slurm", key=slurm_given[0])
     if not args.gpus:
         raise InputError("--fresh applies to a sharded run: add --gpus or --slurm", key="--fresh")
     entries = parse_gpus(args.gpus)
     devices = resolve_devices(entries, probe=not getattr(args, "skip_gpu_check", False))
-    return ScaleoutRequest(kernel=args.kernel, out=out, roles=roles, mode="local", devices=tuple(devices),
-                           fresh=args.fresh)
+    return ScaleoutRequest(
+        kernel=args.kernel, out=out, roles=roles, mode="local", devices=tuple(devices), fresh=args.fresh
+    )
 
 
 def _median_us(ev: Event) -> str:
@@ -92,7 +127,11 @@ def _median_us(ev: Event) -> str:
     rec = bench.get(ev.get("framework")) if isinstance(bench, dict) else None
     fwd = rec.get("forward") if isinstance(rec, dict) else None
     median = fwd.get("median") if isinstance(fwd, dict) else None
-    return f"{median * 1000:10.2f} us" if isinstance(median, (int, float)) and not isinstance(median, bool) else ""
+    return (
+        f"{median * 1000:10.2f} us"
+        if isinstance(median, (int, float)) and not isinstance(median, bool)
+        else ""
+    )
 
 
 class ConsolePrinter:
@@ -116,35 +155,50 @@ class ConsolePrinter:
         shard = ev.get("shard")
         if k == "scaleout_plan":
             self.width = len(str(ev.get("configs") or 0))
-            head = (f"== {ev.get('kernel')}: plan {ev.get('plan_id')}, {ev.get('configs')} config(s) in {ev.get('rows')} "
-                    f"row(s) over {len(ev.get('shards') or [])} shard(s) ({ev.get('mode')}); dir {ev.get('plan_dir')}")
+            head = (
+                f"== {ev.get('kernel')}: plan {ev.get('plan_id')}, {ev.get('configs')} config(s) in {ev.get('rows')} "
+                f"row(s) over {len(ev.get('shards') or [])} shard(s) ({ev.get('mode')}); dir {ev.get('plan_dir')}"
+            )
             lines = [head]
             for s in ev.get("shards") or []:
-                lines.append(f"   shard {s['index']}: {s['configs']} config(s), {s['rows']} row(s)"
-                             + ("  [complete: kept]" if s.get("state") == "complete" else ""))
+                lines.append(
+                    f"   shard {s['index']}: {s['configs']} config(s), {s['rows']} row(s)"
+                    + ("  [complete: kept]" if s.get("state") == "complete" else "")
+                )
             lines += [f"   warning: {w}" for w in ev.get("warnings") or []]
             return "\n".join(lines)
         if k == "scaleout_submit":
-            return (f"== submitted SLURM job {ev.get('job_id')}: {len(ev.get('tasks') or [])} array task(s); "
-                    f"per-task logs {ev.get('logs')}")
+            return (
+                f"== submitted SLURM job {ev.get('job_id')}: {len(ev.get('tasks') or [])} array task(s); "
+                f"per-task logs {ev.get('logs')}"
+            )
         if k == "scaleout_attach":
             return f"== job {ev.get('job_id')} of this plan is still queued/running: watching it (no new submission)"
         if k == "scaleout_task_state":
             where = f" on {ev.get('nodes')}" if ev.get("nodes") else ""
             why = f" ({ev.get('reason')})" if ev.get("reason") not in (None, "", "None") else ""
             code = f" exit {ev.get('exit_code')}" if ev.get("exit_code") else ""
-            return f"   task {ev.get('task')} (shard(s) {ev.get('shards')}): {ev.get('state')}{where}{why}{code}"
+            return (
+                f"   task {ev.get('task')} (shard(s) {ev.get('shards')}): {ev.get('state')}{where}{why}{code}"
+            )
         if k == "scaleout_shard_state":
             state = ev.get("state")
             if state == "running":  # the worker's own shard_start line says where; flag a shared GPU here
-                return f"   shard {shard}: shares GPU {ev.get('device')} with another shard" if ev.get(
-                    "shared_device") else None
+                return (
+                    f"   shard {shard}: shares GPU {ev.get('device')} with another shard"
+                    if ev.get("shared_device")
+                    else None
+                )
             detail = f": {ev.get('detail')}" if ev.get("detail") and state != "complete" else ""
             return f"   shard {shard}: {state}" + (f" on {ev.get('host')}" if ev.get("host") else "") + detail
         if k == "shard_start":
             name, uuid = ev.get("gpu_name"), ev.get("gpu_uuid")
-            gpu = ("no GPU pinned" if ev.get("device") is None else f"GPU {ev.get('device')} "
-                   + (f"({name}, {uuid})" if name != "unknown" else "(model unknown: no nvidia-smi answer)"))
+            gpu = (
+                "no GPU pinned"
+                if ev.get("device") is None
+                else f"GPU {ev.get('device')} "
+                + (f"({name}, {uuid})" if name != "unknown" else "(model unknown: no nvidia-smi answer)")
+            )
             return f"   shard {shard}: running on {ev.get('host')}, {gpu}"
         if k == "record" and isinstance(shard, int):
             self.medians[(shard, str(ev.get("nodeid")))] = _median_us(ev)
@@ -156,8 +210,10 @@ class ConsolePrinter:
             extra = self.medians.pop((shard, nodeid), "")
             if not extra and ev.get("source") == "runner":
                 extra = "(killed/crashed; see the shard's raw log)"
-            return (f"[{done:>{self.width}}/{total}] s{shard} {ev.get('backend', '')!s:<12} {params:<40} "
-                    f"{str(ev.get('outcome', '?')).upper():<7} {extra}").rstrip()
+            return (
+                f"[{done:>{self.width}}/{total}] s{shard} {ev.get('backend', '')!s:<12} {params:<40} "
+                f"{str(ev.get('outcome', '?')).upper():<7} {extra}"
+            ).rstrip()
         if k == "runner_resume" and isinstance(shard, int):
             return f"   shard {shard}: … resuming with {len(ev.get('remaining') or [])} config(s) left"
         if k == "shard_role_finish":
@@ -172,7 +228,9 @@ class ConsolePrinter:
             lines = [f"== merged plan {ev.get('plan_id')} into {root}: {', '.join(rel)}"]
             models = ev.get("gpu_models") or []
             if len(models) > 1:
-                lines.append(f"   warning: rows were measured on {len(models)} GPU models: {', '.join(models)}")
+                lines.append(
+                    f"   warning: rows were measured on {len(models)} GPU models: {', '.join(models)}"
+                )
             for row in ev.get("mixed_gpu_rows") or []:
                 lines.append(f"   MIXED GPUs: {row}")
             lines += [f"   note: {n}" for n in ev.get("notes") or []]
@@ -191,8 +249,11 @@ def run_console(req: ScaleoutRequest, stream: TextIO | None = None, err: TextIO 
     # Signals become a cancel (cutile_workbench.infra.cancel says why not KeyboardInterrupt): a watcher that
     # returned early would orphan the workers or the SLURM job.
     try:
-        result = run_cancellable(lambda cancel: run_scaled(req, on_event=printer, cancel=cancel),
-                                 on_signal=on_signal, name="scaleout")
+        result = run_cancellable(
+            lambda cancel: run_scaled(req, on_event=printer, cancel=cancel),
+            on_signal=on_signal,
+            name="scaleout",
+        )
     except WorkbenchError as exc:
         errs.write(f"error: {exc}\n")
         return exc.exit_code
@@ -201,15 +262,21 @@ def run_console(req: ScaleoutRequest, stream: TextIO | None = None, err: TextIO 
 
 def _closing(req: ScaleoutRequest, result: ScaleoutResult, out: TextIO, errs: TextIO) -> int:
     rc = result.rc
-    for i, state, detail in [(i, s.state, s.detail) for i, s in sorted(result.statuses.items()) if not s.done]:
+    for i, state, detail in [
+        (i, s.state, s.detail) for i, s in sorted(result.statuses.items()) if not s.done
+    ]:
         errs.write(f"shard {i}: {state}" + (f": {detail}" if detail else "") + "\n")
     if result.cancelled:
-        errs.write(f"cancelled; nothing merged. Shards finished so far are kept under {result.paths.root}: rerun the "
-                   "same command to run only the rest\n")
+        errs.write(
+            f"cancelled; nothing merged. Shards finished so far are kept under {result.paths.root}: rerun the "
+            "same command to run only the rest\n"
+        )
         return 2
     if result.merged is None:
-        errs.write(f"{len(result.not_complete)} shard(s) did not complete; nothing merged. Rerun the same command to "
-                   "run only those\n")
+        errs.write(
+            f"{len(result.not_complete)} shard(s) did not complete; nothing merged. Rerun the same command to "
+            "run only those\n"
+        )
         return rc
     for role, r in result.merged.results.items():
         backend = result.plan.role_run(role).backend
@@ -219,8 +286,10 @@ def _closing(req: ScaleoutRequest, result: ScaleoutResult, out: TextIO, errs: Te
             out.write(f"    not run {backend} {split_nodeid(nodeid)[2] or nodeid}: {reason}\n")
         counts = [sum(1 for o in r.outcomes.values() if o == w) for w in ("passed", "skipped")]
         shards = sum(1 for s in result.plan.shards if s.by_role.get(role))
-        out.write(f"    {backend} ({role}): {counts[0]} passed, {len(r.failed)} failed, {counts[1]} skipped, "
-                  f"{len(r.not_run)} not run over {shards} shard(s); log: {raw_log_destination(role, req.out)}\n")
+        out.write(
+            f"    {backend} ({role}): {counts[0]} passed, {len(r.failed)} failed, {counts[1]} skipped, "
+            f"{len(r.not_run)} not run over {shards} shard(s); log: {raw_log_destination(role, req.out)}\n"
+        )
     empty = [rr.backend for rr in req.roles if not any(s.by_role.get(rr.role) for s in result.plan.shards)]
     for backend in empty:
         out.write(f"    nothing selected for {backend}\n")

@@ -63,8 +63,10 @@ def parse_gpus(text: str) -> list[str] | None:
     entries = [e.strip() for e in value.split(",")]
     bad = [e for e in entries if not _ENTRY.match(e)]
     if not entries or bad:
-        raise InputError(f"--gpus expects 'all' or a comma list of GPU indices/UUIDs (e.g. 0,1), got {text!r}",
-                         key="--gpus")
+        raise InputError(
+            f"--gpus expects 'all' or a comma list of GPU indices/UUIDs (e.g. 0,1), got {text!r}",
+            key="--gpus",
+        )
     return entries
 
 
@@ -114,7 +116,11 @@ def identify(visible: str | None, gpus: Sequence[GpuInfo] | None = None) -> tupl
     for g in table:
         if visible == g.uuid or (visible.isdigit() and int(visible) == g.index):
             return g.name, g.uuid, "nvidia-smi"
-    return UNKNOWN, visible if visible.startswith(("GPU-", "MIG-")) else UNKNOWN, f"nvidia-smi lists no GPU {visible}"
+    return (
+        UNKNOWN,
+        visible if visible.startswith(("GPU-", "MIG-")) else UNKNOWN,
+        f"nvidia-smi lists no GPU {visible}",
+    )
 
 
 def resolve_devices(entries: Sequence[str] | None, *, probe: bool = True) -> list[Device]:
@@ -122,13 +128,18 @@ def resolve_devices(entries: Sequence[str] | None, *, probe: bool = True) -> lis
     if entries is None:
         visible = visible_gpus()
         if not visible:
-            raise InputError("--gpus all: no GPU is visible here (CUDA_VISIBLE_DEVICES is empty or nvidia-smi "
-                             "lists none)", key="--gpus")
+            raise InputError(
+                "--gpus all: no GPU is visible here (CUDA_VISIBLE_DEVICES is empty or nvidia-smi lists none)",
+                key="--gpus",
+            )
         entries = visible
     table = nvidia_smi_gpus() if probe else []
     if probe and not table:
-        raise InputError("--gpus: nvidia-smi lists no GPU on this machine (use --skip-gpu-check to pin "
-                         "CPU-only suites anyway)", key="--gpus")
+        raise InputError(
+            "--gpus: nvidia-smi lists no GPU on this machine (use --skip-gpu-check to pin "
+            "CPU-only suites anyway)",
+            key="--gpus",
+        )
     devices: list[Device] = []
     for e in entries:
         name, uuid = UNKNOWN, UNKNOWN
@@ -142,8 +153,10 @@ def resolve_devices(entries: Sequence[str] | None, *, probe: bool = True) -> lis
     for d in devices:
         key = d.uuid if d.uuid != UNKNOWN else str(d.visible)
         counts[key] = counts.get(key, 0) + 1
-    return [Device(d.visible, d.name, d.uuid, shared=counts[d.uuid if d.uuid != UNKNOWN else str(d.visible)] > 1)
-            for d in devices]
+    return [
+        Device(d.visible, d.name, d.uuid, shared=counts[d.uuid if d.uuid != UNKNOWN else str(d.visible)] > 1)
+        for d in devices
+    ]
 
 
 def pinned_env(visible: str | None) -> dict[str, str]:

@@ -118,8 +118,9 @@ class LocalExecutor:
     kill_grace_s: float = 15.0
     _child_pid: dict[int, int] = field(default_factory=dict, init=False, repr=False)
 
-    def run(self, shards: Sequence[int], *, on_event: OnEvent | None = None,
-            cancel: threading.Event | None = None) -> dict[int, ShardStatus]:
+    def run(
+        self, shards: Sequence[int], *, on_event: OnEvent | None = None, cancel: threading.Event | None = None
+    ) -> dict[int, ShardStatus]:
         if not self.devices:
             raise ValueError("LocalExecutor needs at least one device slot")
         queue = list(shards)
@@ -167,21 +168,49 @@ class LocalExecutor:
         device = self.devices[slot]
         holder = lock_holder(self.paths.lock(index))
         if holder is not None:
-            status = ShardStatus(index=index, state="failed", plan_id=self.plan.plan_id,
-                                 detail=f"busy: shard {index} is being run by {holder}")
+            status = ShardStatus(
+                index=index,
+                state="failed",
+                plan_id=self.plan.plan_id,
+                detail=f"busy: shard {index} is being run by {holder}",
+            )
             emit(scaleout_event("scaleout_shard_state", shard=index, state="failed", detail=status.detail))
             return status
         reset_shard(self.paths, index)
         log_path = self.paths.worker_log(index)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = [self.python, "-m", "cutile_workbench.run.scaleout.worker", "--plan", str(self.paths.plan_json),
-                "--shard", str(index)]
+        argv = [
+            self.python,
+            "-m",
+            "cutile_workbench.run.scaleout.worker",
+            "--plan",
+            str(self.paths.plan_json),
+            "--shard",
+            str(index),
+        ]
         with open(log_path, "ab") as log:
-            proc = subprocess.Popen(argv, env=worker_env(device), stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=self.paths.root)
-        emit(scaleout_event("scaleout_shard_state", shard=index, state="running", device=device.visible,
-                            gpu=device.name, slot=slot, shared_device=device.shared, pid=proc.pid,
-                            log=str(log_path)))
+            proc = subprocess.Popen(
+                argv,
+                env=worker_env(device),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.paths.root,
+            )
+        emit(
+            scaleout_event(
+                "scaleout_shard_state",
+                shard=index,
+                state="running",
+                device=device.visible,
+                gpu=device.name,
+                slot=slot,
+                shared_device=device.shared,
+                pid=proc.pid,
+                log=str(log_path),
+            )
+        )
         return _Running(shard=index, slot=slot, proc=proc, started=time.monotonic())
 
     def _finished(self, r: _Running, tails: TailSet, emit: OnEvent, cancelled: bool = False) -> ShardStatus:
@@ -193,17 +222,32 @@ class LocalExecutor:
             last = tail_lines(self.paths.worker_log(r.shard))
             pid = self._child_pid.get(r.shard)
             reaped = pid is not None and reap_orphan(pid, self.paths.shard_dir(r.shard))
-            status = replace(status, state="cancelled" if cancelled else "failed", finished_at=time.time(),
-                             detail=f"worker {how} without a final manifest"
-                                    + (f"; its pytest child (pid {pid}) was killed" if reaped else "")
-                                    + (f"; last output:\n{last}" if last else ""))
-        emit(scaleout_event("scaleout_shard_state", shard=r.shard, state=status.state, host=status.host,
-                            gpu=status.gpu_name, device=status.device, detail=status.detail, rc=rc,
-                            duration_s=round(time.monotonic() - r.started, 3)))
+            status = replace(
+                status,
+                state="cancelled" if cancelled else "failed",
+                finished_at=time.time(),
+                detail=f"worker {how} without a final manifest"
+                + (f"; its pytest child (pid {pid}) was killed" if reaped else "")
+                + (f"; last output:\n{last}" if last else ""),
+            )
+        emit(
+            scaleout_event(
+                "scaleout_shard_state",
+                shard=r.shard,
+                state=status.state,
+                host=status.host,
+                gpu=status.gpu_name,
+                device=status.device,
+                detail=status.detail,
+                rc=rc,
+                duration_s=round(time.monotonic() - r.started, 3),
+            )
+        )
         return status
 
-    def _stop_all(self, running: dict[int, _Running], tails: TailSet, results: dict[int, ShardStatus],
-                  emit: OnEvent) -> None:
+    def _stop_all(
+        self, running: dict[int, _Running], tails: TailSet, results: dict[int, ShardStatus], emit: OnEvent
+    ) -> None:
         kill_groups([r.proc for r in running.values()], self.kill_grace_s)  # one shared grace period
         for r in running.values():
             results[r.shard] = self._finished(r, tails, emit, cancelled=True)

@@ -76,10 +76,15 @@ def _safe(text: str) -> str:
 
 
 def shard_banner(status: ShardStatus, n_shards: int, plan_id: str, n_ids: int) -> str:
-    gpu = (f"GPU {status.device} {status.gpu_name} {status.gpu_uuid}" if status.device is not None
-           else "no GPU pinned")
-    return _safe(f"===== workbench shard {status.index + 1}/{n_shards} (plan {plan_id}): {n_ids} node id(s) "
-                 f"on host {status.host or 'unknown'}, {gpu} =====")
+    gpu = (
+        f"GPU {status.device} {status.gpu_name} {status.gpu_uuid}"
+        if status.device is not None
+        else "no GPU pinned"
+    )
+    return _safe(
+        f"===== workbench shard {status.index + 1}/{n_shards} (plan {plan_id}): {n_ids} node id(s) "
+        f"on host {status.host or 'unknown'}, {gpu} ====="
+    )
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -96,7 +101,9 @@ def _read_json(path: Path) -> dict[str, Any]:
 class _RoleParts:
     """One role's pieces, gathered shard by shard."""
 
-    log_pieces: list[tuple[str, Path]] = field(default_factory=list)  # (banner, shard raw log), streamed later
+    log_pieces: list[tuple[str, Path]] = field(
+        default_factory=list
+    )  # (banner, shard raw log), streamed later
     events: list[Event] = field(default_factory=list)
     collected: list[str] = field(default_factory=list)
     outcomes: dict[str, str] = field(default_factory=dict)
@@ -110,7 +117,9 @@ class _RoleParts:
     rcs: list[int] = field(default_factory=list)
 
 
-def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[int, ShardStatus]) -> _RoleParts:
+def _gather(
+    rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[int, ShardStatus]
+) -> _RoleParts:
     parts = _RoleParts()
     n = len(plan.shards)
     for shard in plan.shards:
@@ -122,20 +131,29 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
         runs = _read_json(sout.session_json).get("runs")
         meta = runs.get(rr.role) if isinstance(runs, dict) else None
         if not isinstance(meta, dict):
-            raise InputError(f"shard {shard.index} has no {rr.role} results", path=sout.session_json, key="runs")
+            raise InputError(
+                f"shard {shard.index} has no {rr.role} results", path=sout.session_json, key="runs"
+            )
         log_path = raw_log_destination(rr.role, sout)
         if not log_path.is_file():
             raise InputError("shard raw log is missing", path=log_path)
         parts.log_pieces.append((shard_banner(st, n, plan.plan_id, len(ids)), log_path))
-        role_events = [ev for ev in read_events(sout.events_jsonl) if ev.get("role") == rr.role] \
-            if sout.events_jsonl.is_file() else []
+        role_events = (
+            [ev for ev in read_events(sout.events_jsonl) if ev.get("role") == rr.role]
+            if sout.events_jsonl.is_file()
+            else []
+        )
         name, uuid, source, note = _measuring_gpu(st, role_events, rr.backend)
         if note:
             parts.notes.append(note)
         where = {"shard": shard.index, "host": st.host, "gpu_name": name, "gpu_uuid": uuid}
         parts.events.extend(Event(ev.event, ev.ts, {**ev.fields, **where}) for ev in role_events)
         parts.collected.extend(ids)
-        for key, target in (("outcomes", parts.outcomes), ("failed", parts.failed), ("not_run", parts.not_run)):
+        for key, target in (
+            ("outcomes", parts.outcomes),
+            ("failed", parts.failed),
+            ("not_run", parts.not_run),
+        ):
             value = meta.get(key)
             if isinstance(value, dict):
                 target.update({str(k): str(v) for k, v in value.items()})
@@ -145,11 +163,17 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
             if not isinstance(a, dict):
                 continue
             argv = tuple(shlex.split(commands[i])) if i < len(commands) else ()
-            parts.attempts.append(Attempt(index=len(parts.attempts) + 1, argv=argv, rc=a.get("rc"),
-                                          ended=str(a.get("ended", "")),
-                                          detail=f"shard {shard.index} attempt {a.get('index')}: {a.get('detail', '')}",
-                                          duration_s=float(a.get("duration_s") or 0.0),
-                                          events_path=str(sout.workbench_dir / "runs")))
+            parts.attempts.append(
+                Attempt(
+                    index=len(parts.attempts) + 1,
+                    argv=argv,
+                    rc=a.get("rc"),
+                    ended=str(a.get("ended", "")),
+                    detail=f"shard {shard.index} attempt {a.get('index')}: {a.get('detail', '')}",
+                    duration_s=float(a.get("duration_s") or 0.0),
+                    events_path=str(sout.workbench_dir / "runs"),
+                )
+            )
         parts.notes.extend(f"shard {shard.index}: {note}" for note in meta.get("notes") or [])
         parts.rcs.append(int(meta.get("rc", 1)))
         if sout.launches_json.is_file():
@@ -160,12 +184,24 @@ def _gather(rr: RoleRun, plan: ShardPlan, paths: PlanPaths, statuses: Mapping[in
             parts.launch_sets.extend(store[i] for i, e in enumerate(store.entries) if e.nodeid in wanted)
         for nodeid in ids:
             parts.measured_on[nodeid] = {**where, "device": st.device, "gpu_source": source}
-        parts.shards.append({"index": shard.index, "host": st.host, "device": st.device, "gpu_name": name,
-                             "gpu_uuid": uuid, "gpu_source": source, "slurm": dict(st.slurm), "node_ids": len(ids),
-                             "compute_capability": meta.get("compute_capability"),
-                             "rc": meta.get("rc"), "duration_s": meta.get("duration_s"),
-                             "compile_cache": meta.get("compile_cache"),
-                             "started_at": st.started_at, "finished_at": st.finished_at})
+        parts.shards.append(
+            {
+                "index": shard.index,
+                "host": st.host,
+                "device": st.device,
+                "gpu_name": name,
+                "gpu_uuid": uuid,
+                "gpu_source": source,
+                "slurm": dict(st.slurm),
+                "node_ids": len(ids),
+                "compute_capability": meta.get("compute_capability"),
+                "rc": meta.get("rc"),
+                "duration_s": meta.get("duration_s"),
+                "compile_cache": meta.get("compile_cache"),
+                "started_at": st.started_at,
+                "finished_at": st.finished_at,
+            }
+        )
     return parts
 
 
@@ -177,14 +213,20 @@ def _measuring_gpu(st: ShardStatus, role_events: Sequence[Event], backend: str) 
     try:
         prov = provenance_from_events(role_events, source=f"shard {st.index} events")
     except InputError as exc:
-        return (*worker, f"shard {st.index} {backend}: unreadable provenance ({exc.message}); GPU from nvidia-smi")
+        return (
+            *worker,
+            f"shard {st.index} {backend}: unreadable provenance ({exc.message}); GPU from nvidia-smi",
+        )
     gpu = prov.gpu if prov is not None else None
     if gpu is None or not gpu.name:
         return (*worker, "")
     child = (gpu.name, gpu.uuid or UNKNOWN, f"NVML in the pytest child ({gpu.selected_by})")
     if UNKNOWN not in (st.gpu_uuid, child[1]) and st.gpu_uuid != child[1]:
-        return (*child, f"shard {st.index} {backend}: measured on {child[1]} ({child[0]}, NVML in the pytest child) "
-                        f"although its worker was pinned to {st.gpu_uuid}; the rows name the child's GPU")
+        return (
+            *child,
+            f"shard {st.index} {backend}: measured on {child[1]} ({child[0]}, NVML in the pytest child) "
+            f"although its worker was pinned to {st.gpu_uuid}; the rows name the child's GPU",
+        )
     return (*child, "")
 
 
@@ -225,21 +267,34 @@ def _last_byte(path: Path) -> bytes:
 def _summary(parts: _RoleParts, wall_s: float) -> str:
     passed = sum(1 for o in parts.outcomes.values() if o == "passed")
     skipped = sum(1 for o in parts.outcomes.values() if o == "skipped")
-    return (f"===== workbench summary: {passed} passed, {len(parts.failed)} failed, {skipped} skipped, "
-            f"{len(parts.not_run)} not run in {len(parts.shards)} shard(s) ({wall_s:.2f}s wall) =====")
+    return (
+        f"===== workbench summary: {passed} passed, {len(parts.failed)} failed, {skipped} skipped, "
+        f"{len(parts.not_run)} not run in {len(parts.shards)} shard(s) ({wall_s:.2f}s wall) ====="
+    )
 
 
-def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str = "local",
-               statuses: Mapping[int, ShardStatus] | None = None, job_ids: Sequence[str] = ()) -> MergeResult:
+def merge_plan(
+    plan: ShardPlan,
+    paths: PlanPaths,
+    out: KernelPaths,
+    *,
+    mode: str = "local",
+    statuses: Mapping[int, ShardStatus] | None = None,
+    job_ids: Sequence[str] = (),
+) -> MergeResult:
     """See the module contract. Raises InputError when a shard is not complete or is unreadable."""
     statuses = dict(statuses or {})
     for s in plan.shards:
         statuses[s.index] = read_status(paths, s.index, plan.plan_id)  # the manifests are the truth
-    missing = [f"{i} ({st.state}{': ' + st.detail if st.detail else ''})" for i, st in sorted(statuses.items())
-               if not st.done]
+    missing = [
+        f"{i} ({st.state}{': ' + st.detail if st.detail else ''})"
+        for i, st in sorted(statuses.items())
+        if not st.done
+    ]
     if missing:
-        raise InputError(f"cannot merge plan {plan.plan_id}: shard(s) not complete: {', '.join(missing)}",
-                         path=paths.root)
+        raise InputError(
+            f"cannot merge plan {plan.plan_id}: shard(s) not complete: {', '.join(missing)}", path=paths.root
+        )
     written: list[Path] = []
     results: dict[str, RunResult] = {}
     notes: list[str] = []
@@ -256,14 +311,27 @@ def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str
         write_concatenated(log_path, parts.log_pieces, _summary(parts, wall))
         rc = 1 if parts.failed or parts.not_run or any(r not in (0, 5) for r in parts.rcs) else 0
         result = RunResult(
-            spec=rr.spec, rc=rc, raw_log_path=log_path, events=tuple(parts.events), collected=tuple(parts.collected),
-            outcomes=parts.outcomes, failed=parts.failed, not_run=parts.not_run, attempts=tuple(parts.attempts),
-            launch_sets=tuple(parts.launch_sets), cancelled=False, started_at=min(starts) if starts else time.time(),
-            duration_s=wall, collect_output="", notes=tuple(parts.notes),
+            spec=rr.spec,
+            rc=rc,
+            raw_log_path=log_path,
+            events=tuple(parts.events),
+            collected=tuple(parts.collected),
+            outcomes=parts.outcomes,
+            failed=parts.failed,
+            not_run=parts.not_run,
+            attempts=tuple(parts.attempts),
+            launch_sets=tuple(parts.launch_sets),
+            cancelled=False,
+            started_at=min(starts) if starts else time.time(),
+            duration_s=wall,
+            collect_output="",
+            notes=tuple(parts.notes),
         )
         hosts = sorted({str(s["host"]) for s in parts.shards})
         models = sorted({gpu_model(s["gpu_name"]) for s in parts.shards})
-        capabilities = sorted({str(s["compute_capability"]) for s in parts.shards if s.get("compute_capability")})
+        capabilities = sorted(
+            {str(s["compute_capability"]) for s in parts.shards if s.get("compute_capability")}
+        )
         overrides = {
             "host": hosts[0] if len(hosts) == 1 else ", ".join(hosts),
             "gpu": models[0] if len(models) == 1 else "mixed: " + ", ".join(models) + " (see measured_on)",
@@ -271,19 +339,35 @@ def merge_plan(plan: ShardPlan, paths: PlanPaths, out: KernelPaths, *, mode: str
             "compute_capability": capabilities[0] if len(capabilities) == 1 else None,
             "measured_on": parts.measured_on,
             "compile_cache": _merged_compile_cache(parts.shards),
-            "scaleout": {"plan_id": plan.plan_id, "mode": mode, "job_ids": list(job_ids), "shards": parts.shards,
-                         "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())},
+            "scaleout": {
+                "plan_id": plan.plan_id,
+                "mode": mode,
+                "job_ids": list(job_ids),
+                "shards": parts.shards,
+                "merged_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            },
         }
         written.extend(write_results(result, rr.spec, out, metadata_overrides=overrides))
         results[rr.role] = result
     session = _read_json(out.session_json) if out.session_json.is_file() else {}
     mixed = mixed_gpu_rows(session)
-    record = {"plan_id": plan.plan_id, "merged_at": time.time(), "mode": mode, "job_ids": list(job_ids),
-              "roles": sorted(results), "written": [str(p) for p in dict.fromkeys(written)],
-              "mixed_gpu_rows": [r.describe() for r in mixed.rows]}
+    record = {
+        "plan_id": plan.plan_id,
+        "merged_at": time.time(),
+        "mode": mode,
+        "job_ids": list(job_ids),
+        "roles": sorted(results),
+        "written": [str(p) for p in dict.fromkeys(written)],
+        "mixed_gpu_rows": [r.describe() for r in mixed.rows],
+    }
     atomic_write_bytes(paths.root / "merged.json", (json.dumps(record, indent=1) + "\n").encode(), paths.root)
-    return MergeResult(plan_id=plan.plan_id, written=tuple(dict.fromkeys(written)), results=results, mixed=mixed,
-                       notes=tuple(notes))
+    return MergeResult(
+        plan_id=plan.plan_id,
+        written=tuple(dict.fromkeys(written)),
+        results=results,
+        mixed=mixed,
+        notes=tuple(notes),
+    )
 
 
 def _merged_compile_cache(shards: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -294,5 +378,8 @@ def _merged_compile_cache(shards: Sequence[Mapping[str, Any]]) -> dict[str, Any]
         return {"dir": None, "state": "not recorded", "note": "no --compile-cache in the shards' runs"}
     states = sorted({str(r.get("state")) for r in known})
     dirs = sorted({str(r.get("dir")) for r in known})
-    return {"dir": dirs[0] if len(dirs) == 1 else dirs, "state": states[0] if len(states) == 1 else "mixed",
-            "shard_states": [r.get("state") if isinstance(r, Mapping) else None for r in recs]}
+    return {
+        "dir": dirs[0] if len(dirs) == 1 else dirs,
+        "state": states[0] if len(states) == 1 else "mixed",
+        "shard_states": [r.get("state") if isinstance(r, Mapping) else None for r in recs],
+    }

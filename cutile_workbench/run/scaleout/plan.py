@@ -138,15 +138,24 @@ def collect_roles(roles: Sequence[RoleRun], *, cancel: threading.Event | None = 
             ids = [n for n in ids if split_nodeid(n)[1] == r.spec.backend_token]
         if not ids and rc not in (0, 5):
             tail = "\n".join(text.strip().splitlines()[-12:])
-            raise InputError(f"collecting {r.backend} failed here (pytest rc {rc}); the plan is made on the host "
-                             f"that starts the run, so `pytest --collect-only` must work here:\n{tail}",
-                             key=r.spec.test_target)
+            raise InputError(
+                f"collecting {r.backend} failed here (pytest rc {rc}); the plan is made on the host "
+                f"that starts the run, so `pytest --collect-only` must work here:\n{tail}",
+                key=r.spec.test_target,
+            )
         out[r.role] = ids
     return out
 
 
-def plan_shards(kernel: str, roles: Sequence[RoleRun], collected: Mapping[str, Sequence[str]],
-                n_shards: int, *, now: float | None = None, host: str = "") -> ShardPlan:
+def plan_shards(
+    kernel: str,
+    roles: Sequence[RoleRun],
+    collected: Mapping[str, Sequence[str]],
+    n_shards: int,
+    *,
+    now: float | None = None,
+    host: str = "",
+) -> ShardPlan:
     """Group ids into rows and cut the rows into at most ``n_shards`` contiguous, balanced blocks."""
     if n_shards < 1:
         raise InputError(f"need at least one shard, got {n_shards}", key="shards")
@@ -162,11 +171,19 @@ def plan_shards(kernel: str, roles: Sequence[RoleRun], collected: Mapping[str, S
     items = list(rows.values())
     for index, (lo, hi) in enumerate(zip([0, *cuts], [*cuts, len(items)], strict=True)):
         by_role: dict[str, tuple[str, ...]] = {
-            r.role: tuple(n for row in items[lo:hi] for n in row.get(r.role, ())) for r in roles}
+            r.role: tuple(n for row in items[lo:hi] for n in row.get(r.role, ())) for r in roles
+        }
         shards.append(Shard(index=index, by_role=by_role))
     plan_id = fingerprint(kernel, roles, shards)
-    return ShardPlan(kernel=kernel, roles=tuple(roles), shards=tuple(shards), plan_id=plan_id,
-                     requested_shards=n_shards, created_at=time.time() if now is None else now, created_on=host)
+    return ShardPlan(
+        kernel=kernel,
+        roles=tuple(roles),
+        shards=tuple(shards),
+        plan_id=plan_id,
+        requested_shards=n_shards,
+        created_at=time.time() if now is None else now,
+        created_on=host,
+    )
 
 
 def balanced_cuts(weights: Sequence[int], k: int) -> list[int]:
@@ -189,8 +206,11 @@ def balanced_cuts(weights: Sequence[int], k: int) -> list[int]:
 
 
 def fingerprint(kernel: str, roles: Sequence[RoleRun], shards: Sequence[Shard]) -> str:
-    doc = {"kernel": kernel, "roles": [role_to_json(r) for r in roles],
-           "shards": [{r: list(ids) for r, ids in s.by_role.items()} for s in shards]}
+    doc = {
+        "kernel": kernel,
+        "roles": [role_to_json(r) for r in roles],
+        "shards": [{r: list(ids) for r, ids in s.by_role.items()} for s in shards],
+    }
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -219,8 +239,11 @@ def spec_from_json(doc: Mapping[str, Any], where: str) -> RunSpec:
     kwargs: dict[str, Any] = {}
     for key, value in doc.items():
         if key not in names:
-            raise InputError(f"plan spec has field {key!r} this workbench's RunSpec lacks (written by another "
-                             "version?)", path=where, key=key)
+            raise InputError(
+                f"plan spec has field {key!r} this workbench's RunSpec lacks (written by another version?)",
+                path=where,
+                key=key,
+            )
         kwargs[key] = _restore(hints[key], value)
     return RunSpec(**kwargs)
 
@@ -228,8 +251,11 @@ def spec_from_json(doc: Mapping[str, Any], where: str) -> RunSpec:
 def _restore(hint: Any, value: Any) -> Any:
     if value is None:
         return None
-    options = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union \
+    options = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
         else (hint,)
+    )
     for opt in options:
         origin = typing.get_origin(opt) or opt
         if origin is Path and isinstance(value, str):
@@ -245,10 +271,16 @@ def role_to_json(r: RoleRun) -> dict[str, Any]:
 
 def plan_to_json(plan: ShardPlan) -> dict[str, Any]:
     return {
-        "version": PLAN_VERSION, "plan_id": plan.plan_id, "kernel": plan.kernel,
-        "requested_shards": plan.requested_shards, "created_at": plan.created_at, "created_on": plan.created_on,
+        "version": PLAN_VERSION,
+        "plan_id": plan.plan_id,
+        "kernel": plan.kernel,
+        "requested_shards": plan.requested_shards,
+        "created_at": plan.created_at,
+        "created_on": plan.created_on,
         "roles": [role_to_json(r) for r in plan.roles],
-        "shards": [{"index": s.index, "by_role": {k: list(v) for k, v in s.by_role.items()}} for s in plan.shards],
+        "shards": [
+            {"index": s.index, "by_role": {k: list(v) for k, v in s.by_role.items()}} for s in plan.shards
+        ],
     }
 
 
@@ -260,18 +292,32 @@ def plan_from_json(doc: Any, where: str) -> ShardPlan:
         for i, r in enumerate(doc["roles"]):
             if r["role"] not in ROLES:
                 raise InputError(f"unknown role {r['role']!r}", path=where, key=f"roles[{i}].role")
-            roles.append(RoleRun(backend=str(r["backend"]), role=r["role"], spec=spec_from_json(r["spec"], where)))
-        shards = tuple(Shard(index=int(s["index"]), by_role={str(k): tuple(map(str, v)) for k, v in s["by_role"].items()})
-                       for s in doc["shards"])
-        plan = ShardPlan(kernel=str(doc["kernel"]), roles=tuple(roles), shards=shards, plan_id=str(doc["plan_id"]),
-                         requested_shards=int(doc["requested_shards"]), created_at=float(doc.get("created_at", 0.0)),
-                         created_on=str(doc.get("created_on", "")))
+            roles.append(
+                RoleRun(backend=str(r["backend"]), role=r["role"], spec=spec_from_json(r["spec"], where))
+            )
+        shards = tuple(
+            Shard(
+                index=int(s["index"]), by_role={str(k): tuple(map(str, v)) for k, v in s["by_role"].items()}
+            )
+            for s in doc["shards"]
+        )
+        plan = ShardPlan(
+            kernel=str(doc["kernel"]),
+            roles=tuple(roles),
+            shards=shards,
+            plan_id=str(doc["plan_id"]),
+            requested_shards=int(doc["requested_shards"]),
+            created_at=float(doc.get("created_at", 0.0)),
+            created_on=str(doc.get("created_on", "")),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"malformed shard plan ({type(exc).__name__}: {exc})", path=where) from None
     if [s.index for s in plan.shards] != list(range(len(plan.shards))):
         raise InputError("shard indices must be 0..n-1 in order", path=where, key="shards")
     if fingerprint(plan.kernel, plan.roles, plan.shards) != plan.plan_id:
-        raise InputError("plan content does not match its plan_id (edited by hand?)", path=where, key="plan_id")
+        raise InputError(
+            "plan content does not match its plan_id (edited by hand?)", path=where, key="plan_id"
+        )
     return plan
 
 
@@ -340,7 +386,9 @@ def save_plan(plan: ShardPlan, paths: PlanPaths) -> None:
     if paths.plan_json.is_file():
         existing = load_plan(paths.plan_json)
         if existing.plan_id != plan.plan_id:  # cannot happen: the directory is named by the id
-            raise InputError(f"{paths.plan_json} holds plan {existing.plan_id}, not {plan.plan_id}", path=paths.plan_json)
+            raise InputError(
+                f"{paths.plan_json} holds plan {existing.plan_id}, not {plan.plan_id}", path=paths.plan_json
+            )
     else:
         data = (json.dumps(plan_to_json(plan), indent=1, sort_keys=True) + "\n").encode()
         atomic_write_bytes(paths.plan_json, data, paths.root)
@@ -377,8 +425,12 @@ class ShardStatus:
         return self.state == "complete"
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": PLAN_VERSION, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)},
-                "slurm": dict(self.slurm), "roles": {k: dict(v) for k, v in self.roles.items()}}
+        return {
+            "version": PLAN_VERSION,
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)},
+            "slurm": dict(self.slurm),
+            "roles": {k: dict(v) for k, v in self.roles.items()},
+        }
 
 
 def read_status(paths: PlanPaths, index: int, plan_id: str) -> ShardStatus:
@@ -396,7 +448,9 @@ def read_status(paths: PlanPaths, index: int, plan_id: str) -> ShardStatus:
     except TypeError as exc:
         return ShardStatus(index=index, state="failed", detail=f"malformed manifest {path}: {exc}")
     if status.plan_id != plan_id or status.index != index:
-        return ShardStatus(index=index, state="failed", detail=f"manifest {path} belongs to another plan/shard")
+        return ShardStatus(
+            index=index, state="failed", detail=f"manifest {path} belongs to another plan/shard"
+        )
     return status
 
 

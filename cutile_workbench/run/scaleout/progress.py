@@ -71,9 +71,14 @@ class ProgressTail:
             except InputError as exc:
                 if not self._warned:
                     self._warned = True
-                    out.append(scaleout_event("scaleout_note", shard=self.shard,
-                                              note=f"{self.path}:{self._lineno}: skipped malformed progress line "
-                                                   f"({exc.message})"))
+                    out.append(
+                        scaleout_event(
+                            "scaleout_note",
+                            shard=self.shard,
+                            note=f"{self.path}:{self._lineno}: skipped malformed progress line "
+                            f"({exc.message})",
+                        )
+                    )
                 continue
             for ev in parsed:
                 out.append(Event(event=ev.event, ts=ev.ts, fields={**ev.fields, "shard": self.shard}))
@@ -89,7 +94,7 @@ class TailSet:
 
     def poll(self, shards: Iterable[int] | None = None) -> int:
         n = 0
-        for i in (self.tails if shards is None else shards):
+        for i in self.tails if shards is None else shards:
             tail = self.tails.get(i)
             if tail is None:
                 continue
@@ -166,5 +171,8 @@ class ProgressBoard:
     def totals(self) -> tuple[int, int, int]:
         """``(finished, planned, failed)`` over all shards."""
         with self._lock:
-            return (sum(s.finished for s in self.shards.values()), sum(s.planned for s in self.shards.values()),
-                    sum(s.failed for s in self.shards.values()))
+            return (
+                sum(s.finished for s in self.shards.values()),
+                sum(s.planned for s in self.shards.values()),
+                sum(s.failed for s in self.shards.values()),
+            )

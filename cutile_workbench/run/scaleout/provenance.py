@@ -34,8 +34,10 @@ class MixedGpuRow:
     baseline_gpu: str
 
     def describe(self) -> str:
-        return (f"{self.params or self.func_key}: candidate on {self.candidate_gpu}, "
-                f"{self.baseline_role} on {self.baseline_gpu}")
+        return (
+            f"{self.params or self.func_key}: candidate on {self.candidate_gpu}, "
+            f"{self.baseline_role} on {self.baseline_gpu}"
+        )
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,12 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--workbench-only-ids", metavar="FILE", default=None,
-                     help="cutile-workbench shard: run only the node ids listed in FILE (one per line)")
+    parser.addoption(
+        "--workbench-only-ids",
+        metavar="FILE",
+        default=None,
+        help="cutile-workbench shard: run only the node ids listed in FILE (one per line)",
+    )
 
 
 def _listed(config: pytest.Config) -> set[str] | None:

@@ -112,8 +112,9 @@ def plan_request(req: ScaleoutRequest, *, cancel: threading.Event | None = None)
     return plan_shards(req.kernel, req.roles, collected, req.n_shards, host=host_name())
 
 
-def run_scaled(req: ScaleoutRequest, *, on_event: OnEvent | None = None,
-               cancel: threading.Event | None = None) -> ScaleoutResult:
+def run_scaled(
+    req: ScaleoutRequest, *, on_event: OnEvent | None = None, cancel: threading.Event | None = None
+) -> ScaleoutResult:
     """See the module contract."""
     if req.mode == "slurm":
         (req.slurm or SlurmOptions()).validate()
@@ -127,25 +128,44 @@ def run_scaled(req: ScaleoutRequest, *, on_event: OnEvent | None = None,
     if (req.fresh or merged_before) and attached is None:
         _start_over(plan, paths)
     elif req.fresh and attached is not None:
-        raise InputError(f"job {attached.job_id} of plan {plan.plan_id} is still queued or running: wait for it or "
-                         f"`scancel {attached.job_id}` before --fresh", key="--fresh")
+        raise InputError(
+            f"job {attached.job_id} of plan {plan.plan_id} is still queued or running: wait for it or "
+            f"`scancel {attached.job_id}` before --fresh",
+            key="--fresh",
+        )
     statuses = {s.index: read_status(paths, s.index, plan.plan_id) for s in plan.shards}
     resumed = [i for i, s in statuses.items() if s.done]
     if req.mode == "local" and any(d.shared for d in req.devices):
-        warnings.append("several shards share one GPU: their timings interfere (use this only to test the "
-                        "plumbing or to measure the scale-out overhead)")
+        warnings.append(
+            "several shards share one GPU: their timings interfere (use this only to test the "
+            "plumbing or to measure the scale-out overhead)"
+        )
     if len(plan.shards) < req.n_shards:
         warnings.append(f"{plan.rows} row(s) fill only {len(plan.shards)} of {req.n_shards} shard(s)")
-    _emit(on_event, "scaleout_plan", plan_id=plan.plan_id, mode=req.mode, kernel=plan.kernel, configs=plan.configs,
-          rows=plan.rows, plan_dir=str(paths.root), resumed=resumed, fresh=req.fresh or merged_before,
-          warnings=warnings,
-          shards=[{"index": s.index, "configs": len(s.nodeids), "rows": s.rows, "state": statuses[s.index].state}
-                  for s in plan.shards])
+    _emit(
+        on_event,
+        "scaleout_plan",
+        plan_id=plan.plan_id,
+        mode=req.mode,
+        kernel=plan.kernel,
+        configs=plan.configs,
+        rows=plan.rows,
+        plan_dir=str(paths.root),
+        resumed=resumed,
+        fresh=req.fresh or merged_before,
+        warnings=warnings,
+        shards=[
+            {"index": s.index, "configs": len(s.nodeids), "rows": s.rows, "state": statuses[s.index].state}
+            for s in plan.shards
+        ],
+    )
     pending = [i for i, s in sorted(statuses.items()) if not s.done]
     job_ids: list[str] = []
     cancelled = False
     if req.mode == "local" and pending:
-        statuses.update(LocalExecutor(plan, paths, req.devices).run(pending, on_event=on_event, cancel=cancel))
+        statuses.update(
+            LocalExecutor(plan, paths, req.devices).run(pending, on_event=on_event, cancel=cancel)
+        )
     elif req.mode == "slurm" and (pending or attached is not None):
         opts = req.slurm or SlurmOptions()
         if attached is not None:
@@ -154,30 +174,59 @@ def run_scaled(req: ScaleoutRequest, *, on_event: OnEvent | None = None,
         else:
             _reset_pending(plan, paths, pending)  # a failed attempt's files must not be read as the new one's
             sub = submit(plan, paths, opts, pending)
-            _emit(on_event, "scaleout_submit", job_id=sub.job_id, tasks=[list(t) for t in sub.tasks],
-                  command=sub.command, logs=str(paths.slurm_dir / f"{sub.job_id}_<task>.out"))
+            _emit(
+                on_event,
+                "scaleout_submit",
+                job_id=sub.job_id,
+                tasks=[list(t) for t in sub.tasks],
+                command=sub.command,
+                logs=str(paths.slurm_dir / f"{sub.job_id}_<task>.out"),
+            )
         job_ids.append(sub.job_id)
         statuses.update(watch(plan, paths, sub, opts, on_event=on_event, cancel=cancel))
     cancelled = bool(cancel is not None and cancel.is_set())
     merged: MergeResult | None = None
     if not cancelled and req.merge and all(s.done for s in statuses.values()):
         merged = merge_plan(plan, paths, req.out, mode=req.mode, statuses=statuses, job_ids=job_ids)
-        _emit(on_event, "scaleout_merge", plan_id=plan.plan_id, kernel_dir=str(req.out.root),
-              written=[str(p) for p in merged.written],
-              mixed_gpu_rows=[r.describe() for r in merged.mixed.rows], gpu_models=list(merged.mixed.models),
-              unknown_gpu_rows=merged.mixed.unknown, notes=list(merged.notes))
-    result = ScaleoutResult(plan=plan, paths=paths, statuses=statuses, merged=merged, cancelled=cancelled,
-                            job_ids=tuple(job_ids), notes=tuple(warnings))
-    _emit(on_event, "scaleout_finish", plan_id=plan.plan_id, rc=result.rc, cancelled=cancelled,
-          complete=[i for i, s in statuses.items() if s.done], not_complete=result.not_complete)
+        _emit(
+            on_event,
+            "scaleout_merge",
+            plan_id=plan.plan_id,
+            kernel_dir=str(req.out.root),
+            written=[str(p) for p in merged.written],
+            mixed_gpu_rows=[r.describe() for r in merged.mixed.rows],
+            gpu_models=list(merged.mixed.models),
+            unknown_gpu_rows=merged.mixed.unknown,
+            notes=list(merged.notes),
+        )
+    result = ScaleoutResult(
+        plan=plan,
+        paths=paths,
+        statuses=statuses,
+        merged=merged,
+        cancelled=cancelled,
+        job_ids=tuple(job_ids),
+        notes=tuple(warnings),
+    )
+    _emit(
+        on_event,
+        "scaleout_finish",
+        plan_id=plan.plan_id,
+        rc=result.rc,
+        cancelled=cancelled,
+        complete=[i for i, s in statuses.items() if s.done],
+        not_complete=result.not_complete,
+    )
     return result
 
 
 def _reset_pending(plan: ShardPlan, paths: PlanPaths, shards: list[int]) -> None:
     busy = [f"{i} ({holder})" for i in shards if (holder := lock_holder(paths.lock(i)))]
     if busy:
-        raise InputError(f"shard(s) {', '.join(busy)} of plan {plan.plan_id} are being run by another process now",
-                         path=paths.root)
+        raise InputError(
+            f"shard(s) {', '.join(busy)} of plan {plan.plan_id} are being run by another process now",
+            path=paths.root,
+        )
     for i in shards:
         reset_shard(paths, i)
 
@@ -185,4 +234,3 @@ def _reset_pending(plan: ShardPlan, paths: PlanPaths, shards: list[int]) -> None
 def _start_over(plan: ShardPlan, paths: PlanPaths) -> None:
     _reset_pending(plan, paths, [s.index for s in plan.shards])
     (paths.root / "merged.json").unlink(missing_ok=True)
-

@@ -51,8 +51,21 @@ from cutile_workbench.run.scaleout.plan import PlanPaths, ShardPlan, ShardStatus
 from cutile_workbench.run.scaleout.progress import OnEvent, TailSet, scaleout_event
 
 #: squeue/sacct states after which a task will not run again by itself
-FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED",
-                          "BOOT_FAIL", "DEADLINE", "REVOKED", "SPECIAL_EXIT"})
+FINAL_STATES = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "REVOKED",
+        "SPECIAL_EXIT",
+    }
+)
 _TIME = re.compile(r"^(?:\d+-)?\d{1,2}(?::\d{2}){0,2}$|^\d+$|^UNLIMITED$|^INFINITE$", re.IGNORECASE)
 
 
@@ -94,11 +107,15 @@ class SlurmOptions:
         if self.nodes < 1:
             raise InputError(f"--nodes must be at least 1, got {self.nodes}", key="--nodes")
         if self.gpus_per_node < 0:
-            raise InputError(f"--gpus-per-node must be 0 (CPU-only) or more, got {self.gpus_per_node}",
-                             key="--gpus-per-node")
+            raise InputError(
+                f"--gpus-per-node must be 0 (CPU-only) or more, got {self.gpus_per_node}",
+                key="--gpus-per-node",
+            )
         if self.time is not None and not _TIME.match(self.time):
-            raise InputError(f"--time {self.time!r} is not a SLURM time (minutes, MM:SS, HH:MM:SS or D-HH:MM:SS)",
-                             key="--time")
+            raise InputError(
+                f"--time {self.time!r} is not a SLURM time (minutes, MM:SS, HH:MM:SS or D-HH:MM:SS)",
+                key="--time",
+            )
         for arg in self.sbatch_args:
             try:
                 shlex.split(arg)
@@ -121,8 +138,13 @@ class Submission:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"job_id": self.job_id, "tasks": [list(t) for t in self.tasks], "tasks_file": str(self.tasks_file),
-                "submitted_at": self.submitted_at, "command": self.command}
+        return {
+            "job_id": self.job_id,
+            "tasks": [list(t) for t in self.tasks],
+            "tasks_file": str(self.tasks_file),
+            "submitted_at": self.submitted_at,
+            "command": self.command,
+        }
 
 
 @dataclass(frozen=True)
@@ -144,22 +166,39 @@ def require_slurm() -> dict[str, str]:
     if missing:
         raise SlurmUnavailable(
             f"--slurm needs {', '.join(missing)} on PATH and none is here: run from a SLURM login node (or load "
-            "its module), or use --gpus to shard over this node's GPUs", key="--slurm")
+            "its module), or use --gpus to shard over this node's GPUs",
+            key="--slurm",
+        )
     return {c: str(p) for c, p in found.items()}
 
 
 def _run(argv: Sequence[str], timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
     # Own session: a Ctrl-C on the terminal must not kill sbatch after it queued the job but before
     # it printed the id (that job would be orphaned); the watcher turns Ctrl-C into scancel instead.
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          start_new_session=True)
+    return subprocess.run(
+        list(argv),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
-def sbatch_argv(opts: SlurmOptions, paths: PlanPaths, n_tasks: int, script: Path, tasks_file: Path,
-                kernel: str) -> list[str]:
-    argv = ["sbatch", "--parsable", f"--array=0-{n_tasks - 1}", f"--job-name={opts.job_name or 'cutile-wb-' + kernel}",
-            f"--output={paths.slurm_dir / '%A_%a.out'}", "--open-mode=append", f"--chdir={paths.root}",
-            "--nodes=1", "--ntasks=1"]
+def sbatch_argv(
+    opts: SlurmOptions, paths: PlanPaths, n_tasks: int, script: Path, tasks_file: Path, kernel: str
+) -> list[str]:
+    argv = [
+        "sbatch",
+        "--parsable",
+        f"--array=0-{n_tasks - 1}",
+        f"--job-name={opts.job_name or 'cutile-wb-' + kernel}",
+        f"--output={paths.slurm_dir / '%A_%a.out'}",
+        "--open-mode=append",
+        f"--chdir={paths.root}",
+        "--nodes=1",
+        "--ntasks=1",
+    ]
     if opts.gpus_per_node > 0:
         argv.append(f"--gpus-per-node={opts.gpus_per_node}")
     for flag, value in (("--partition", opts.partition), ("--time", opts.time), ("--account", opts.account)):
@@ -190,15 +229,28 @@ def load_submissions(paths: PlanPaths) -> list[Submission]:
         return []
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return [Submission(job_id=str(d["job_id"]), tasks=tuple(tuple(int(i) for i in t) for t in d["tasks"]),
-                           tasks_file=Path(d["tasks_file"]), submitted_at=float(d["submitted_at"]),
-                           command=str(d.get("command", ""))) for d in doc["jobs"]]
+        return [
+            Submission(
+                job_id=str(d["job_id"]),
+                tasks=tuple(tuple(int(i) for i in t) for t in d["tasks"]),
+                tasks_file=Path(d["tasks_file"]),
+                submitted_at=float(d["submitted_at"]),
+                command=str(d.get("command", "")),
+            )
+            for d in doc["jobs"]
+        ]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(f"malformed submissions record ({exc})", path=path) from None
 
 
-def submit(plan: ShardPlan, paths: PlanPaths, opts: SlurmOptions, shards: Sequence[int], *,
-           python: str = sys.executable) -> Submission:
+def submit(
+    plan: ShardPlan,
+    paths: PlanPaths,
+    opts: SlurmOptions,
+    shards: Sequence[int],
+    *,
+    python: str = sys.executable,
+) -> Submission:
     """Submit one array job for ``shards`` (grouped ``shards_per_task`` per task); see the module contract."""
     require_slurm()
     paths.slurm_dir.mkdir(parents=True, exist_ok=True)
@@ -207,24 +259,32 @@ def submit(plan: ShardPlan, paths: PlanPaths, opts: SlurmOptions, shards: Sequen
     atomic_write_bytes(script, batch_script(plan, paths, python).encode(), paths.root)
     script.chmod(0o755)
     per = opts.shards_per_task
-    tasks = tuple(tuple(shards[i:i + per]) for i in range(0, len(shards), per))
+    tasks = tuple(tuple(shards[i : i + per]) for i in range(0, len(shards), per))
     tasks_file = paths.slurm_dir / f"submit-{len(previous) + 1}.json"
-    atomic_write_bytes(tasks_file, (json.dumps({"tasks": [list(t) for t in tasks]}) + "\n").encode(), paths.root)
+    atomic_write_bytes(
+        tasks_file, (json.dumps({"tasks": [list(t) for t in tasks]}) + "\n").encode(), paths.root
+    )
     argv = sbatch_argv(opts, paths, len(tasks), script, tasks_file, plan.kernel)
     try:
         proc = _run(argv, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SlurmError(f"sbatch did not run: {exc}", key="--slurm") from None
     if proc.returncode != 0:
-        raise SlurmError(f"sbatch refused the job (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()}\n"
-                         f"command: {shlex.join(argv)}", key="--slurm")
+        raise SlurmError(
+            f"sbatch refused the job (exit {proc.returncode}): {(proc.stderr or proc.stdout).strip()}\n"
+            f"command: {shlex.join(argv)}",
+            key="--slurm",
+        )
     job_id = proc.stdout.strip().split(";")[0].strip()
     if not job_id.isdigit():
         raise SlurmError(f"sbatch --parsable printed {proc.stdout.strip()!r}, not a job id", key="--slurm")
-    sub = Submission(job_id=job_id, tasks=tasks, tasks_file=tasks_file, submitted_at=time.time(),
-                     command=shlex.join(argv))
+    sub = Submission(
+        job_id=job_id, tasks=tasks, tasks_file=tasks_file, submitted_at=time.time(), command=shlex.join(argv)
+    )
     record = {"jobs": [s.to_json() for s in [*previous, sub]]}
-    atomic_write_bytes(paths.slurm_dir / "jobs.json", (json.dumps(record, indent=1) + "\n").encode(), paths.root)
+    atomic_write_bytes(
+        paths.slurm_dir / "jobs.json", (json.dumps(record, indent=1) + "\n").encode(), paths.root
+    )
     return sub
 
 
@@ -248,7 +308,9 @@ def squeue_tasks(job_id: str) -> dict[int, TaskState] | None:
 def final_task_states(job_id: str) -> dict[int, TaskState]:
     """Final states of a job's array tasks: sacct when accounting works, else scontrol."""
     try:
-        proc = _run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode,NodeList"], timeout=60)
+        proc = _run(
+            ["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State,ExitCode,NodeList"], timeout=60
+        )
         if proc.returncode == 0 and proc.stdout.strip():
             out: dict[int, TaskState] = {}
             for line in proc.stdout.splitlines():
@@ -256,8 +318,9 @@ def final_task_states(job_id: str) -> dict[int, TaskState]:
                 m = re.match(rf"^{re.escape(job_id)}_(\d+)$", parts[0]) if parts else None
                 if m and len(parts) >= 4:
                     state = parts[1].split()[0] if parts[1] else "unknown"
-                    out[int(m.group(1))] = TaskState(int(m.group(1)), state, nodes=parts[3], exit_code=parts[2],
-                                                     source="sacct")
+                    out[int(m.group(1))] = TaskState(
+                        int(m.group(1)), state, nodes=parts[3], exit_code=parts[2], source="sacct"
+                    )
             if out:
                 return out
     except (OSError, subprocess.TimeoutExpired):
@@ -273,9 +336,14 @@ def final_task_states(job_id: str) -> dict[int, TaskState]:
         kv = dict(tok.split("=", 1) for tok in line.split() if "=" in tok)
         task = kv.get("ArrayTaskId", "")
         if kv.get("ArrayJobId") == job_id and task.isdigit():
-            out[int(task)] = TaskState(int(task), kv.get("JobState", "unknown"), reason=kv.get("Reason", ""),
-                                       nodes=kv.get("NodeList", ""), exit_code=kv.get("ExitCode", ""),
-                                       source="scontrol")
+            out[int(task)] = TaskState(
+                int(task),
+                kv.get("JobState", "unknown"),
+                reason=kv.get("Reason", ""),
+                nodes=kv.get("NodeList", ""),
+                exit_code=kv.get("ExitCode", ""),
+                source="scontrol",
+            )
     return out
 
 
@@ -284,7 +352,9 @@ def scancel(job_id: str) -> str:
         proc = _run(["scancel", job_id], timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"scancel {job_id} failed: {exc}"
-    return f"scancel {job_id}" + (f" (exit {proc.returncode}: {proc.stderr.strip()})" if proc.returncode else "")
+    return f"scancel {job_id}" + (
+        f" (exit {proc.returncode}: {proc.stderr.strip()})" if proc.returncode else ""
+    )
 
 
 def active_submission(paths: PlanPaths) -> Submission | None:
@@ -312,14 +382,31 @@ class _Watch:
     def report(self, st: TaskState) -> None:
         prev = self.last.get(st.task)
         if prev is None or (prev.state, prev.reason, prev.nodes) != (st.state, st.reason, st.nodes):
-            self.emit(scaleout_event("scaleout_task_state", job_id=self.sub.job_id, task=st.task,
-                                     shards=list(self.sub.tasks[st.task]), state=st.state, reason=st.reason,
-                                     nodes=st.nodes, exit_code=st.exit_code, source=st.source))
+            self.emit(
+                scaleout_event(
+                    "scaleout_task_state",
+                    job_id=self.sub.job_id,
+                    task=st.task,
+                    shards=list(self.sub.tasks[st.task]),
+                    state=st.state,
+                    reason=st.reason,
+                    nodes=st.nodes,
+                    exit_code=st.exit_code,
+                    source=st.source,
+                )
+            )
         self.last[st.task] = st
 
 
-def watch(plan: ShardPlan, paths: PlanPaths, sub: Submission, opts: SlurmOptions, *,
-          on_event: OnEvent | None = None, cancel: threading.Event | None = None) -> dict[int, ShardStatus]:
+def watch(
+    plan: ShardPlan,
+    paths: PlanPaths,
+    sub: Submission,
+    opts: SlurmOptions,
+    *,
+    on_event: OnEvent | None = None,
+    cancel: threading.Event | None = None,
+) -> dict[int, ShardStatus]:
     """Follow one submission to its end (see the module contract); returns its shards' statuses."""
     emit = on_event or (lambda _ev: None)
     shards = [i for t in sub.tasks for i in t]
@@ -338,8 +425,11 @@ def watch(plan: ShardPlan, paths: PlanPaths, sub: Submission, opts: SlurmOptions
             if queued is None:
                 lost_since = lost_since or now
                 if now - lost_since > opts.controller_grace_s:
-                    raise SlurmError(f"squeue has failed for {opts.controller_grace_s:.0f}s; job {sub.job_id} is left "
-                                     "running: rerun the same command to re-attach", key="--slurm")
+                    raise SlurmError(
+                        f"squeue has failed for {opts.controller_grace_s:.0f}s; job {sub.job_id} is left "
+                        "running: rerun the same command to re-attach",
+                        key="--slurm",
+                    )
                 time.sleep(opts.poll_s)
                 continue
             lost_since = None
@@ -350,18 +440,29 @@ def watch(plan: ShardPlan, paths: PlanPaths, sub: Submission, opts: SlurmOptions
                 finals = final_task_states(sub.job_id)
                 for t in gone:
                     w.ended_at.setdefault(t, now)
-                    if all(read_status(paths, i, plan.plan_id).state not in ("pending", "running")
-                           for i in sub.tasks[t]) or now - w.ended_at[t] > opts.manifest_grace_s:
-                        w.report(finals.get(t, TaskState(t, "unknown", source="not in squeue, sacct or scontrol")))
+                    if (
+                        all(
+                            read_status(paths, i, plan.plan_id).state not in ("pending", "running")
+                            for i in sub.tasks[t]
+                        )
+                        or now - w.ended_at[t] > opts.manifest_grace_s
+                    ):
+                        w.report(
+                            finals.get(t, TaskState(t, "unknown", source="not in squeue, sacct or scontrol"))
+                        )
                         pending_tasks.discard(t)
             if pending_tasks:
                 time.sleep(opts.poll_s)
     except BaseException as exc:
         if not isinstance(exc, SlurmError):
-            _cancel(sub, opts, emit)  # Ctrl-C in the main thread, or a bug of ours: never leave the job behind
+            _cancel(
+                sub, opts, emit
+            )  # Ctrl-C in the main thread, or a bug of ours: never leave the job behind
         raise
     tails.poll()
-    unsettled = [t for t in range(len(sub.tasks)) if w.last.get(t) is None or w.last[t].state not in FINAL_STATES]
+    unsettled = [
+        t for t in range(len(sub.tasks)) if w.last.get(t) is None or w.last[t].state not in FINAL_STATES
+    ]
     if unsettled:
         finals = final_task_states(sub.job_id)
         for t in unsettled:
@@ -381,29 +482,47 @@ def _cancel(sub: Submission, opts: SlurmOptions, emit: OnEvent) -> None:
     while time.monotonic() < deadline:
         queued = squeue_tasks(sub.job_id)
         if queued is not None and not queued:
-            emit(scaleout_event("scaleout_cancelled", job_id=sub.job_id, detail="squeue no longer lists the job"))
+            emit(
+                scaleout_event(
+                    "scaleout_cancelled", job_id=sub.job_id, detail="squeue no longer lists the job"
+                )
+            )
             return
         time.sleep(min(1.0, opts.poll_s))
-    emit(scaleout_event("scaleout_cancelled", job_id=sub.job_id,
-                        detail=f"still listed by squeue after {opts.cancel_wait_s:.0f}s (scancel was sent)"))
+    emit(
+        scaleout_event(
+            "scaleout_cancelled",
+            job_id=sub.job_id,
+            detail=f"still listed by squeue after {opts.cancel_wait_s:.0f}s (scancel was sent)",
+        )
+    )
 
 
-def _shard_outcome(plan: ShardPlan, paths: PlanPaths, sub: Submission, index: int,
-                   task: TaskState | None) -> ShardStatus:
+def _shard_outcome(
+    plan: ShardPlan, paths: PlanPaths, sub: Submission, index: int, task: TaskState | None
+) -> ShardStatus:
     status = read_status(paths, index, plan.plan_id)
     if status.state not in ("pending", "running"):
         return status
     t = sub.task_of(index)
     log = paths.slurm_dir / f"{sub.job_id}_{t}.out"
     state = task.state if task else "unknown"
-    why = {"TIMEOUT": "the time limit (--time) was reached", "CANCELLED": "the task was cancelled (scancel)",
-           "OUT_OF_MEMORY": "the task ran out of memory", "NODE_FAIL": "its node failed",
-           "PREEMPTED": "the task was preempted"}.get(state.split()[0] if state else "", "")
-    detail = (f"array task {sub.job_id}_{t} ended ({state}{', exit ' + task.exit_code if task and task.exit_code else ''}"
-              f"{'; ' + why if why else ''}) without a final shard manifest")
+    why = {
+        "TIMEOUT": "the time limit (--time) was reached",
+        "CANCELLED": "the task was cancelled (scancel)",
+        "OUT_OF_MEMORY": "the task ran out of memory",
+        "NODE_FAIL": "its node failed",
+        "PREEMPTED": "the task was preempted",
+    }.get(state.split()[0] if state else "", "")
+    detail = (
+        f"array task {sub.job_id}_{t} ended ({state}{', exit ' + task.exit_code if task and task.exit_code else ''}"
+        f"{'; ' + why if why else ''}) without a final shard manifest"
+    )
     if state == "COMPLETED" or not why:
-        detail += (f"; if the task log {log} shows the worker finishing, the out root is probably not on a "
-                   "filesystem the compute nodes share")
+        detail += (
+            f"; if the task log {log} shows the worker finishing, the out root is probably not on a "
+            "filesystem the compute nodes share"
+        )
     last = tail_lines(log)
     if last:
         detail += f"; task log tail:\n{last}"
@@ -416,4 +535,3 @@ def task_summary(states: Mapping[int, TaskState]) -> str:
     for st in states.values():
         counts[st.state] = counts.get(st.state, 0) + 1
     return ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items()))
-

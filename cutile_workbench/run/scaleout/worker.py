@@ -64,7 +64,13 @@ from cutile_workbench.run.scaleout.progress import NOT_FORWARDED
 EXIT_FOR_STATE = {"complete": 0, "incomplete": 1, "failed": 2, "cancelled": 143}
 EXIT_BUSY = 3
 SELECT_PLUGIN = "cutile_workbench.run.scaleout.select_plugin"
-_SLURM_VARS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURMD_NODENAME", "SLURM_CLUSTER_NAME")
+_SLURM_VARS = (
+    "SLURM_JOB_ID",
+    "SLURM_ARRAY_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURMD_NODENAME",
+    "SLURM_CLUSTER_NAME",
+)
 
 
 @contextlib.contextmanager
@@ -92,8 +98,15 @@ def slurm_ids(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k.lower(): env[k] for k in _SLURM_VARS if env.get(k)}
 
 
-def run_shard(plan: ShardPlan, paths: PlanPaths, index: int, *, visible: str | None,
-              cancel: threading.Event, log: IO[str] | None = None) -> tuple[ShardStatus | None, int]:
+def run_shard(
+    plan: ShardPlan,
+    paths: PlanPaths,
+    index: int,
+    *,
+    visible: str | None,
+    cancel: threading.Event,
+    log: IO[str] | None = None,
+) -> tuple[ShardStatus | None, int]:
     """Run one shard (see the module contract); returns ``(final status or None when busy, exit)``."""
     shard = plan.shards[index]
     with shard_lock(paths.lock(index)) as lock:
@@ -101,15 +114,36 @@ def run_shard(plan: ShardPlan, paths: PlanPaths, index: int, *, visible: str | N
             _say(log, f"shard {index}: another worker holds {paths.lock(index)}; leaving it alone")
             return None, EXIT_BUSY
         name, uuid, how = identify(visible)
-        status = ShardStatus(index=index, state="running", plan_id=plan.plan_id, host=host_name(), device=visible,
-                             gpu_name=name, gpu_uuid=uuid, started_at=time.time(), slurm=slurm_ids(),
-                             detail=f"GPU identity: {how}")
+        status = ShardStatus(
+            index=index,
+            state="running",
+            plan_id=plan.plan_id,
+            host=host_name(),
+            device=visible,
+            gpu_name=name,
+            gpu_uuid=uuid,
+            started_at=time.time(),
+            slurm=slurm_ids(),
+            detail=f"GPU identity: {how}",
+        )
         write_status(paths, status)
         writer = EventWriter(paths.progress(index))
-        writer.emit("shard_start", shard=index, host=status.host, device=visible, gpu_name=name, gpu_uuid=uuid,
-                    pid=os.getpid(), slurm=dict(status.slurm), plan_id=plan.plan_id)
-        _say(log, f"shard {index}/{len(plan.shards)} of plan {plan.plan_id} on {status.host}, "
-                  f"{'GPU ' + visible + ' ' + name + ' ' + uuid if visible is not None else 'no GPU pinned'}")
+        writer.emit(
+            "shard_start",
+            shard=index,
+            host=status.host,
+            device=visible,
+            gpu_name=name,
+            gpu_uuid=uuid,
+            pid=os.getpid(),
+            slurm=dict(status.slurm),
+            plan_id=plan.plan_id,
+        )
+        _say(
+            log,
+            f"shard {index}/{len(plan.shards)} of plan {plan.plan_id} on {status.host}, "
+            f"{'GPU ' + visible + ' ' + name + ' ' + uuid if visible is not None else 'no GPU pinned'}",
+        )
         state, detail, roles = "complete", "", dict[str, Any]()
         try:
             state, detail, roles = _run_roles(plan, paths, index, shard.by_role, visible, cancel, writer, log)
@@ -124,8 +158,16 @@ def run_shard(plan: ShardPlan, paths: PlanPaths, index: int, *, visible: str | N
         return final, EXIT_FOR_STATE[state]
 
 
-def _run_roles(plan: ShardPlan, paths: PlanPaths, index: int, by_role: Any, visible: str | None,
-               cancel: threading.Event, writer: EventWriter, log: IO[str] | None) -> tuple[str, str, dict[str, Any]]:
+def _run_roles(
+    plan: ShardPlan,
+    paths: PlanPaths,
+    index: int,
+    by_role: Any,
+    visible: str | None,
+    cancel: threading.Event,
+    writer: EventWriter,
+    log: IO[str] | None,
+) -> tuple[str, str, dict[str, Any]]:
     out = paths.shard_out(index)
     roles: dict[str, Any] = {}
     problems: list[str] = []
@@ -137,13 +179,22 @@ def _run_roles(plan: ShardPlan, paths: PlanPaths, index: int, by_role: Any, visi
         if cancel.is_set():
             return "cancelled", f"cancelled before {rr.backend} started", roles
         spec = dataclasses.replace(
-            rr.spec, env={**rr.spec.env, **pinned_env(visible)},
-            extra_args=(*rr.spec.extra_args, "-p", SELECT_PLUGIN, "--workbench-only-ids",
-                        str(paths.ids_file(index, rr.role))))
+            rr.spec,
+            env={**rr.spec.env, **pinned_env(visible)},
+            extra_args=(
+                *rr.spec.extra_args,
+                "-p",
+                SELECT_PLUGIN,
+                "--workbench-only-ids",
+                str(paths.ids_file(index, rr.role)),
+            ),
+        )
 
         def forward(ev: Event, role: str = rr.role, backend: str = rr.backend) -> None:
             if ev.event not in NOT_FORWARDED:
-                writer.emit(ev.event, ts=ev.ts, **{**ev.fields, "shard": index, "role": role, "backend": backend})
+                writer.emit(
+                    ev.event, ts=ev.ts, **{**ev.fields, "shard": index, "role": role, "backend": backend}
+                )
 
         _say(log, f"shard {index}: {rr.backend} ({rr.role}), {len(ids)} planned id(s)")
         result = run(spec, out, on_event=forward, cancel=cancel)
@@ -155,19 +206,37 @@ def _run_roles(plan: ShardPlan, paths: PlanPaths, index: int, by_role: Any, visi
         missing = [n for n in ids if n not in seen]
         if missing or not result.collected:
             problems.append(f"{rr.backend}: {len(missing)} planned id(s) not collected on {host_name()}")
-            result = dataclasses.replace(result, not_run={
-                **result.not_run, **{n: f"not run: planned for shard {index} but not collected on {host_name()}"
-                                     for n in missing}})
+            result = dataclasses.replace(
+                result,
+                not_run={
+                    **result.not_run,
+                    **{
+                        n: f"not run: planned for shard {index} but not collected on {host_name()}"
+                        for n in missing
+                    },
+                },
+            )
         if result.collected or missing:
             write_results(result, spec, out)
         if result.not_run:
             problems.append(f"{rr.backend}: {len(result.not_run)} config(s) not run")
         if any(a.ended == "total_timeout" for a in result.attempts):
             problems.append(f"{rr.backend}: total timeout reached")
-        roles[rr.role] = {"backend": rr.backend, "planned": len(ids), "rc": result.rc,
-                          "summary": result.summary_line(), "duration_s": round(result.duration_s, 3)}
-        writer.emit("shard_role_finish", shard=index, role=rr.role, backend=rr.backend, rc=result.rc,
-                    summary=result.summary_line())
+        roles[rr.role] = {
+            "backend": rr.backend,
+            "planned": len(ids),
+            "rc": result.rc,
+            "summary": result.summary_line(),
+            "duration_s": round(result.duration_s, 3),
+        }
+        writer.emit(
+            "shard_role_finish",
+            shard=index,
+            role=rr.role,
+            backend=rr.backend,
+            rc=result.rc,
+            summary=result.summary_line(),
+        )
         _say(log, f"shard {index}: {rr.backend}: {result.summary_line()}")
     if problems:
         return "incomplete", "; ".join(problems), roles
@@ -188,16 +257,19 @@ _CANCELLED_BY: list[str] = [""]
 def _install_cancel_handlers(cancel: threading.Event) -> None:
     def handler(signum: int, _frame: Any) -> None:
         if not _CANCELLED_BY[0]:
-            _CANCELLED_BY[0] = (f"{signal.Signals(signum).name} received (scancel, a time limit, preemption or "
-                                "the local executor's cancel)")
+            _CANCELLED_BY[0] = (
+                f"{signal.Signals(signum).name} received (scancel, a time limit, preemption or "
+                "the local executor's cancel)"
+            )
         cancel.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, handler)
 
 
-def run_array_task(plan: ShardPlan, paths: PlanPaths, task: int, tasks_file: Path, cancel: threading.Event,
-                   log: IO[str]) -> int:
+def run_array_task(
+    plan: ShardPlan, paths: PlanPaths, task: int, tasks_file: Path, cancel: threading.Event, log: IO[str]
+) -> int:
     """One SLURM array task (see the module contract)."""
     try:
         tasks = json.loads(Path(tasks_file).read_text(encoding="utf-8"))["tasks"]
@@ -206,13 +278,18 @@ def run_array_task(plan: ShardPlan, paths: PlanPaths, task: int, tasks_file: Pat
         _say(log, f"array task {task}: cannot read its shard list from {tasks_file}: {exc}")
         return 2
     todo = [i for i in mine if not read_status(paths, i, plan.plan_id).done]
-    _say(log, f"array task {task} on {host_name()}: shards {mine}, to run {todo}; "
-              f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}")
+    _say(
+        log,
+        f"array task {task} on {host_name()}: shards {mine}, to run {todo}; "
+        f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}",
+    )
     if not todo:
         return 0
     visible = visible_gpus()
     if len(todo) == 1:
-        _, code = run_shard(plan, paths, todo[0], visible=visible[0] if visible else None, cancel=cancel, log=log)
+        _, code = run_shard(
+            plan, paths, todo[0], visible=visible[0] if visible else None, cancel=cancel, log=log
+        )
         return code
     from cutile_workbench.run.scaleout.devices import Device
     from cutile_workbench.run.scaleout.local import LocalExecutor
@@ -223,7 +300,9 @@ def run_array_task(plan: ShardPlan, paths: PlanPaths, task: int, tasks_file: Pat
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m cutile_workbench.run.scaleout.worker", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m cutile_workbench.run.scaleout.worker", description=__doc__.split("\n")[0]
+    )
     p.add_argument("--plan", required=True, type=Path)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--shard", type=int)
@@ -244,7 +323,9 @@ def main(argv: list[str] | None = None) -> int:
             _say(log, f"error: plan {plan.plan_id} has shards 0..{len(plan.shards) - 1}, not {args.shard}")
             return 2
         visible = visible_gpus()
-        _, code = run_shard(plan, paths, args.shard, visible=visible[0] if visible else None, cancel=cancel, log=log)
+        _, code = run_shard(
+            plan, paths, args.shard, visible=visible[0] if visible else None, cancel=cancel, log=log
+        )
         return code
     if args.tasks is None:
         _say(log, "error: --array-task needs --tasks FILE")

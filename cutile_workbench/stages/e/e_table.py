@@ -128,24 +128,44 @@ def _read_text(path: Path, kernel_dir: Path) -> str:
     return read_regular(path, kind="perf log", kernel_dir=kernel_dir).decode("utf-8", "surrogateescape")
 
 
-def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
-                       raw_log_path: Path | None = None) -> tuple[list[RawLog], list[str]]:
+def candidate_raw_logs(
+    ws: Workspace, *, raw_log_text: str | None = None, raw_log_path: Path | None = None
+) -> tuple[list[RawLog], list[str]]:
     """The raw candidate logs to sanitize (main first, then variants) and notes on skipped ones."""
     paths = ws.paths
     out: list[RawLog] = []
     notes: list[str] = []
+
     def rel(p: Path) -> str:
         return os.path.relpath(p, paths.root).replace(os.sep, "/")
 
     full_rel = rel(paths.perf_full_log)
     if raw_log_text is not None:
-        out.append(RawLog(None, PERF_LOG, full_rel, raw_log_path or paths.perf_full_log,
-                          str(raw_log_path) if raw_log_path else "supplied raw log text", raw_log_text,
-                          paths.perf_full_log.is_file()))
+        out.append(
+            RawLog(
+                None,
+                PERF_LOG,
+                full_rel,
+                raw_log_path or paths.perf_full_log,
+                str(raw_log_path) if raw_log_path else "supplied raw log text",
+                raw_log_text,
+                paths.perf_full_log.is_file(),
+            )
+        )
     else:
         found = ws.raw_log_path()
         if found is not None:
-            out.append(RawLog(None, PERF_LOG, full_rel, found, rel(found), _read_text(found, paths.root), paths.perf_full_log.is_file()))
+            out.append(
+                RawLog(
+                    None,
+                    PERF_LOG,
+                    full_rel,
+                    found,
+                    rel(found),
+                    _read_text(found, paths.root),
+                    paths.perf_full_log.is_file(),
+                )
+            )
     for v in ws.variant_names():
         if not _SAFE_VARIANT.match(v):
             notes.append(f"variant {v!r}: name is not file-name safe; its per-variant log is ignored")
@@ -153,7 +173,11 @@ def candidate_raw_logs(ws: Workspace, *, raw_log_text: str | None = None,
         full, sanitized = paths.perf_full_log_variant(v), paths.perf_cutile_rs_variant(v)
         src = full if full.is_file() else sanitized if sanitized.is_file() else None
         if src is not None:
-            out.append(RawLog(v, rel(sanitized), rel(full), src, rel(src), _read_text(src, paths.root), full.is_file()))
+            out.append(
+                RawLog(
+                    v, rel(sanitized), rel(full), src, rel(src), _read_text(src, paths.root), full.is_file()
+                )
+            )
     return out, notes
 
 
@@ -174,15 +198,19 @@ def merge_logs(path: str, logs: list[PerfLog]) -> PerfLog:
     return merged
 
 
-def load_candidate(ws: Workspace, *, raw_log_text: str | None = None,
-                   raw_log_path: Path | None = None) -> tuple[PerfLog, list[tuple[RawLog, PerfLog]], list[str]]:
+def load_candidate(
+    ws: Workspace, *, raw_log_text: str | None = None, raw_log_path: Path | None = None
+) -> tuple[PerfLog, list[tuple[RawLog, PerfLog]], list[str]]:
     """Parse (strictly) every raw candidate log and merge them; Blocked when there is none."""
     from cutile_workbench.artifacts.perflog.parser import parse_perf_log
 
     raws, notes = candidate_raw_logs(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
     if not raws:
-        raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
-                      "perf_cutile_rs.txt (nor a per-variant log) exists", path=str(ws.paths.perf_cutile_rs))
+        raise Blocked(
+            "no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
+            "perf_cutile_rs.txt (nor a per-variant log) exists",
+            path=str(ws.paths.perf_cutile_rs),
+        )
     parsed = [(r, parse_perf_log(r.path, text=r.text, strict=True)) for r in raws]
     merged = merge_logs(str(parsed[0][0].path), [p for _, p in parsed])
     merged.notes.extend(notes)
@@ -199,19 +227,30 @@ def _code_fingerprint() -> str:
     """Hash of the modules that decide the table's content: an edited rule is a miss, not a stale hit."""
     if not _CODE:
         h = hashlib.sha256()
-        for name in ("cutile_workbench.artifacts.analysis", "cutile_workbench.model", "cutile_workbench.artifacts.perflog.parser", "cutile_workbench.stages.e.report",
-                     "cutile_workbench.stages.e.stats", "cutile_workbench.stages.e.e_table", "cutile_workbench.clock_exposure"):
+        for name in (
+            "cutile_workbench.artifacts.analysis",
+            "cutile_workbench.model",
+            "cutile_workbench.artifacts.perflog.parser",
+            "cutile_workbench.stages.e.report",
+            "cutile_workbench.stages.e.stats",
+            "cutile_workbench.stages.e.e_table",
+            "cutile_workbench.clock_exposure",
+        ):
             h.update(module_source(name))
         _CODE.append(h.hexdigest())
     return _CODE[0]
 
 
-def inputs_key(ws: Workspace, raws: list[RawLog], analysis: Analysis | None, *, seed: int, n_boot: int) -> str:
+def inputs_key(
+    ws: Workspace, raws: list[RawLog], analysis: Analysis | None, *, seed: int, n_boot: int
+) -> str:
     """SHA-256 over every input of the table (see module contract)."""
     from cutile_workbench import __version__
 
-    h = hashlib.sha256(f"e-table v{CACHE_VERSION} workbench {__version__} code {_code_fingerprint()} "
-                       f"seed={seed} n_boot={n_boot}\0".encode())
+    h = hashlib.sha256(
+        f"e-table v{CACHE_VERSION} workbench {__version__} code {_code_fingerprint()} "
+        f"seed={seed} n_boot={n_boot}\0".encode()
+    )
     for r in raws:
         h.update(f"candidate {r.variant} {len(r.text)}\0".encode())
         h.update(r.text.encode("utf-8", "surrogateescape"))
@@ -236,21 +275,37 @@ def _load_cached(path: Path, key: str) -> tuple[RatioTable, tuple[str, ...]] | N
         doc = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
     except Exception:  # absent, unreadable, a link out, foreign or corrupt: recompute
         return None
-    if (not isinstance(doc, tuple) or len(doc) != 3 or doc[0] != key or not isinstance(doc[1], RatioTable)
-            or not isinstance(doc[2], tuple) or not all(isinstance(x, str) for x in doc[2])):
+    if (
+        not isinstance(doc, tuple)
+        or len(doc) != 3
+        or doc[0] != key
+        or not isinstance(doc[1], RatioTable)
+        or not isinstance(doc[2], tuple)
+        or not all(isinstance(x, str) for x in doc[2])
+    ):
         return None
     return doc[1], doc[2]
 
 
-def load_e_table(ws: Workspace, *, raw_log_text: str | None = None, raw_log_path: Path | None = None,
-                 analysis: Analysis | None = None, seed: int = 0, n_boot: int = 2000,
-                 use_cache: bool = True) -> ETable:
+def load_e_table(
+    ws: Workspace,
+    *,
+    raw_log_text: str | None = None,
+    raw_log_path: Path | None = None,
+    analysis: Analysis | None = None,
+    seed: int = 0,
+    n_boot: int = 2000,
+    use_cache: bool = True,
+) -> ETable:
     """E's table for ``ws`` (see module contract)."""
     analysis = analysis if analysis is not None else ws.analysis
     raws, notes = candidate_raw_logs(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
     if not raws:
-        raise Blocked("no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
-                      "perf_cutile_rs.txt (nor a per-variant log) exists", path=str(ws.paths.perf_cutile_rs))
+        raise Blocked(
+            "no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
+            "perf_cutile_rs.txt (nor a per-variant log) exists",
+            path=str(ws.paths.perf_cutile_rs),
+        )
     key = inputs_key(ws, raws, analysis, seed=seed, n_boot=n_boot)
     hit: tuple[RatioTable, tuple[str, ...]] | None = None
     if use_cache and key in _MEMORY:
@@ -259,14 +314,19 @@ def load_e_table(ws: Workspace, *, raw_log_text: str | None = None, raw_log_path
     if hit is None and use_cache:
         hit = _load_cached(path, key)
     if hit is not None:
-        return ETable(table=hit[0], key=key, from_cache=True, raw_logs=raws, notes=notes, _ws=ws,
-                      _frameworks=hit[1])
+        return ETable(
+            table=hit[0], key=key, from_cache=True, raw_logs=raws, notes=notes, _ws=ws, _frameworks=hit[1]
+        )
     from cutile_workbench.stages.e.stats import build_ratio_table
 
     result = ETable(table=None, key=key, from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
-    result.table = build_ratio_table(ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed)
+    result.table = build_ratio_table(
+        ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed
+    )
     if use_cache:
-        data = pickle.dumps((key, result.table, result.candidate_frameworks), protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(
+            (key, result.table, result.candidate_frameworks), protocol=pickle.HIGHEST_PROTOCOL
+        )
         _store(path, data)
         if len(_MEMORY) >= 8:  # a process looks at a few kernels; keep it bounded
             _MEMORY.clear()

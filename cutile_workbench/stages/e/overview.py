@@ -132,8 +132,13 @@ class Overview:
         return {
             "schema_version": SCHEMA_VERSION,
             "root": self.root,
-            "totals": {"kernels": len(self.rows), "per_severity": self.per_severity, "broken": self.broken,
-                       "geomean_of_geomeans": g, "done_band": DONE_MAX},
+            "totals": {
+                "kernels": len(self.rows),
+                "per_severity": self.per_severity,
+                "broken": self.broken,
+                "geomean_of_geomeans": g,
+                "done_band": DONE_MAX,
+            },
             "kernels": [{**asdict(r), "notes": list(r.notes), "in_band": r.in_band} for r in self.rows],
         }
 
@@ -145,7 +150,8 @@ def kernel_dirs(root: Path) -> list[Path]:
         if child.name.startswith(".") or child.is_symlink() or not child.is_dir():
             continue
         if any((child / m).exists() or (child / m).is_symlink() for m in KERNEL_MARKERS) or any(
-                child.glob("baseline_perf_*.txt")):
+            child.glob("baseline_perf_*.txt")
+        ):
             out.append(child)
     return out
 
@@ -187,11 +193,16 @@ def read_performance_md(text: str) -> ReportSummary | None:
     ratios = _table_ratios(text)
     worst = max(ratios, key=lambda cr: cr[1]) if ratios else None
     return ReportSummary(
-        verdict=m.group(1), geomean=float(geos[0]), severity=sev.group(1) if sev else None,
-        rows=int(rows.group(1)) if rows else None, matched=int(rows.group(2)) if rows else None,
+        verdict=m.group(1),
+        geomean=float(geos[0]),
+        severity=sev.group(1) if sev else None,
+        rows=int(rows.group(1)) if rows else None,
+        matched=int(rows.group(2)) if rows else None,
         missing=int(rows.group(3)) if rows else None,
-        worst_config=worst[0] if worst else None, worst_ratio=worst[1] if worst else None,
-        identity=ident.group(1).strip().rstrip(".") if (ident := _IDENTITY_RE.search(text)) else None)
+        worst_config=worst[0] if worst else None,
+        worst_ratio=worst[1] if worst else None,
+        identity=ident.group(1).strip().rstrip(".") if (ident := _IDENTITY_RE.search(text)) else None,
+    )
 
 
 #: E writes its report set file by file (temp + rename): a log E rewrote in that same write is
@@ -199,7 +210,9 @@ def read_performance_md(text: str) -> ReportSummary | None:
 SAME_WRITE_NS = 10 * 1_000_000_000
 
 
-def performance_md_is_current(report: Path, inputs: Iterable[Path], *, written_with: Iterable[Path] = ()) -> bool:
+def performance_md_is_current(
+    report: Path, inputs: Iterable[Path], *, written_with: Iterable[Path] = ()
+) -> bool:
     """Newer than every perf log it was computed from (module contract); False if unreadable.
 
     ``written_with``: inputs that E itself rewrites in the same write set (the sanitized
@@ -208,8 +221,11 @@ def performance_md_is_current(report: Path, inputs: Iterable[Path], *, written_w
     same = set(written_with)
     try:
         written = report.stat().st_mtime_ns
-        return all(p.stat().st_mtime_ns <= written + (SAME_WRITE_NS if p in same else 0)
-                   for p in inputs if p.exists())
+        return all(
+            p.stat().st_mtime_ns <= written + (SAME_WRITE_NS if p in same else 0)
+            for p in inputs
+            if p.exists()
+        )
     except OSError:
         return False
 
@@ -220,7 +236,7 @@ def f_verdicts(reports_dir: Path, read_first_line: Any) -> dict[str, str]:
     if not reports_dir.is_dir():
         return out
     for p in sorted(reports_dir.glob("perf_investigation_*.md")):
-        scope = p.name[len("perf_investigation_"):-len(".md")]
+        scope = p.name[len("perf_investigation_") : -len(".md")]
         line = read_first_line(p)
         m = _VERDICT_RE.match(line or "")
         out[scope] = m.group(1) if m else "?"
@@ -254,7 +270,9 @@ def geomean_strip(ov: Overview, width: int = BAND_WIDTH, *, legend: bool = True)
     name_w = max(len(r.kernel) for r in ov.rows)
     head = f"{lo:.2f}".ljust(band) + "| 1.05"
     head = head + f"{hi:.2f}".rjust(width - len(head)) if len(head) + 5 <= width else head
-    lines = [f"{'':{name_w}}  {head}" + ("   (geomean on a log scale; | = E's DONE band edge)" if legend else "")]
+    lines = [
+        f"{'':{name_w}}  {head}" + ("   (geomean on a log scale; | = E's DONE band edge)" if legend else "")
+    ]
     for r in ov.rows:
         if not r.geomean:
             continue

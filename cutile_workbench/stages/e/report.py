@@ -97,33 +97,43 @@ def _row_verdict(row: RatioRow) -> str:
 
 def _table_head(candidate: str = "cutile-rs") -> str:
     """The ratio table's header; ``candidate`` names a stand-in as one (``cutile (stand-in)``)."""
-    return (f"| Config | baseline | baseline (ms) | {_cell(candidate)} (ms) | ratio | 95% CI | launches/call "
-            "(cand / base) | verdict |\n|--------|----------|---------------|----------------|-------|--------|"
-            "------------------------------|---------|\n")
+    return (
+        f"| Config | baseline | baseline (ms) | {_cell(candidate)} (ms) | ratio | 95% CI | launches/call "
+        "(cand / base) | verdict |\n|--------|----------|---------------|----------------|-------|--------|"
+        "------------------------------|---------|\n"
+    )
 
 
 def _table(rows: list[RatioRow], stand_ins: StandIns | None = None) -> str:
     out = [_table_head(stand_ins.candidate_label() if stand_ins else "cutile-rs")]
     for r in rows:
-        base = stand_ins.baseline_label(r.baseline_backend) if stand_ins and r.baseline_backend else \
-            r.baseline_backend or "NA"
-        out.append(f"| {_cell(r.params)} | {_cell(base)} | {_ms(r.baseline_ms)} | "
-                   f"{_ms(r.candidate_ms)} | {ratio_with_noise(r, _ratio(r.ratio))} | {_ci(r.ci_low, r.ci_high)} | "
-                   f"{_launches(r)} | "
-                   f"{_row_verdict(r)} |\n")
+        base = (
+            stand_ins.baseline_label(r.baseline_backend)
+            if stand_ins and r.baseline_backend
+            else r.baseline_backend or "NA"
+        )
+        out.append(
+            f"| {_cell(r.params)} | {_cell(base)} | {_ms(r.baseline_ms)} | "
+            f"{_ms(r.candidate_ms)} | {ratio_with_noise(r, _ratio(r.ratio))} | {_ci(r.ci_low, r.ci_high)} | "
+            f"{_launches(r)} | "
+            f"{_row_verdict(r)} |\n"
+        )
     return "".join(out)
 
 
-def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, PerfLog],
-              trust: KernelTrust | None = None) -> str:
+def _raw_rows(
+    table: RatioTable, candidate: PerfLog, baselines: Mapping[str, PerfLog], trust: KernelTrust | None = None
+) -> str:
     index: dict[tuple[str, str, str], PerfRecord] = {}
     for name, log in [("candidate", candidate), *baselines.items()]:
         for record in log.records:
             index.setdefault((name, record.func_key, record.params), record)
-    lines = ["| Config | log | framework | harness | median (ms) | nrep | rel_std (%) | launches/iter | self-check "
-             "| top kernel | kernel identity |\n",
-             "|--------|-----|-----------|---------|-------------|------|-------------|---------------|------------"
-             "|------------|-----------------|\n"]
+    lines = [
+        "| Config | log | framework | harness | median (ms) | nrep | rel_std (%) | launches/iter | self-check "
+        "| top kernel | kernel identity |\n",
+        "|--------|-----|-----------|---------|-------------|------|-------------|---------------|------------"
+        "|------------|-----------------|\n",
+    ]
     short_of: dict[str, str] = {}  # full → short, for the names the table shortens
     for row in table.rows:
         names = ["candidate"] + ([row.baseline_backend] if row.baseline_backend else [])
@@ -133,19 +143,25 @@ def _raw_rows(table: RatioTable, candidate: PerfLog, baselines: Mapping[str, Per
             if rec is None or fwd is None:
                 continue
             rel = "–" if fwd.rel_std_pct is None else f"{fwd.rel_std_pct:.2f}"
-            lines.append(f"| {_cell(row.params)} | {_cell(name)} | {_cell(rec.framework)} | {_cell(fwd.harness or '–')} | "
-                         f"{_ms(fwd.median_ms)} | {fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
-                         f"{fwd.launches_per_iter if fwd.launches_per_iter is not None else '–'} | "
-                         f"{_cell(fwd.capture_verdict or '–')} | {_cell(_top_kernel(fwd.kernel_name, short_of))} | "
-                         f"{_cell(_identity_cell(trust, row.params, name, short_of))} |\n")
+            lines.append(
+                f"| {_cell(row.params)} | {_cell(name)} | {_cell(rec.framework)} | {_cell(fwd.harness or '–')} | "
+                f"{_ms(fwd.median_ms)} | {fwd.nrep if fwd.nrep is not None else '–'} | {rel} | "
+                f"{fwd.launches_per_iter if fwd.launches_per_iter is not None else '–'} | "
+                f"{_cell(fwd.capture_verdict or '–')} | {_cell(_top_kernel(fwd.kernel_name, short_of))} | "
+                f"{_cell(_identity_cell(trust, row.params, name, short_of))} |\n"
+            )
     if short_of:
         lines.append("\nTop kernels in full (the table shows short names):\n\n")
         lines += [f"- `{_code(short)}`: `{_code(full)}`\n" for full, short in short_of.items()]
     return "".join(lines)
 
 
-_IDENTITY_WORDS = {"candidate": "its own framework's kernel", "reference": "the reference's kernel",
-                   "library": "a PyTorch/library kernel", "none": "no kernel launched"}
+_IDENTITY_WORDS = {
+    "candidate": "its own framework's kernel",
+    "reference": "the reference's kernel",
+    "library": "a PyTorch/library kernel",
+    "none": "no kernel launched",
+}
 
 
 def _identity_cell(trust: KernelTrust | None, params: str, log: str, short_of: dict[str, str]) -> str:
@@ -157,7 +173,11 @@ def _identity_cell(trust: KernelTrust | None, params: str, log: str, short_of: d
     if ident is None:
         return "? (identity not checked)"
     if ident.kind == "unknown":
-        return f"?: {ident.why}" if ident.candidate is None else f"?: unrecognised `{_top_kernel(ident.candidate.symbol, short_of)}`"
+        return (
+            f"?: {ident.why}"
+            if ident.candidate is None
+            else f"?: unrecognised `{_top_kernel(ident.candidate.symbol, short_of)}`"
+        )
     text = f"{ident.mark}: {_IDENTITY_WORDS[ident.kind]}"
     if ident.candidate is not None:
         text += f" `{_top_kernel(ident.candidate.symbol, short_of)}`"
@@ -169,23 +189,34 @@ def identity_section(trust: KernelTrust | None, table: RatioTable) -> list[str]:
     if trust is None:
         return []
     out = ["### Candidate identity\n", "\n", f"{_cell(trust.summary)}.\n"]
-    flagged = [(r.params, trust.identities[r.params]) for r in table.rows
-               if r.params in trust.identities and trust.identities[r.params].kind != "candidate"]
+    flagged = [
+        (r.params, trust.identities[r.params])
+        for r in table.rows
+        if r.params in trust.identities and trust.identities[r.params].kind != "candidate"
+    ]
     whys = {ident.why for _p, ident in flagged}
     if flagged and len(flagged) == len(table.rows) and len(whys) == 1 and flagged[0][1].kind == "unknown":
         out.append(f"Unknown for every row: {_cell(whys.pop())}.\n")  # one reason for all: say it once
     elif flagged:
         # mark first: a row here never starts with the config, like the ratio tables' rows do
-        out += ["\n", "| mark | Config | candidate kernel | reference kernel | why |\n", "|---|---|---|---|---|\n"]
+        out += [
+            "\n",
+            "| mark | Config | candidate kernel | reference kernel | why |\n",
+            "|---|---|---|---|---|\n",
+        ]
         for params, ident in flagged:
             ck = f"`{_code(ident.candidate.symbol)}`" if ident.candidate and ident.candidate.symbol else "–"
             bk = f"`{_code(ident.baseline.symbol)}`" if ident.baseline and ident.baseline.symbol else "–"
-            out.append(f"| {ident.mark} | {_cell(params)} | {_cell(ck)} | {_cell(bk)} | {_cell(ident.why)} |\n")
+            out.append(
+                f"| {ident.mark} | {_cell(params)} | {_cell(ck)} | {_cell(bk)} | {_cell(ident.why)} |\n"
+            )
     for call in trust.wrapper_calls:
         out.append(f"- wrapper delegates to another backend: {_cell(call)}\n")
-    out.append("\nMarks: own = the candidate framework's own kernel, REF = the reference's kernel, LIB = a "
-               "PyTorch/library kernel, NONE = no kernel launched, ? = unknown (reason given). From the per-launch "
-               "captures (kernel symbols, grid, block, registers, smem).\n\n")
+    out.append(
+        "\nMarks: own = the candidate framework's own kernel, REF = the reference's kernel, LIB = a "
+        "PyTorch/library kernel, NONE = no kernel launched, ? = unknown (reason given). From the per-launch "
+        "captures (kernel symbols, grid, block, registers, smem).\n\n"
+    )
     return out
 
 
@@ -218,7 +249,7 @@ HARNESS_NAMES = {
 
 
 def harness_summary(rows: list[RatioRow]) -> str:
-    """"candidate: <harness> (N rows); baseline: ..." over the rows that name one. A row's description
+    """ "candidate: <harness> (N rows); baseline: ..." over the rows that name one. A row's description
     is what its record carries (:attr:`~cutile_workbench.model.PhaseStats.measured_by`: window mode, raw
     samples, self-check present or not); a row without one (NA rows) falls back to the harness name."""
     parts = []
@@ -249,18 +280,29 @@ def _verdict_prose(table: RatioTable) -> str:
     if table.geomean_ci is not None:
         lo, hi = table.geomean_ci
         parts.append(f", bootstrap 95% CI {lo:.4f}–{hi:.4f}")
-        parts.append(", INCONCLUSIVE: the CI straddles the 1.05 gate" if table.inconclusive
-                     else ", conclusive at the 1.05 gate")
+        parts.append(
+            ", INCONCLUSIVE: the CI straddles the 1.05 gate"
+            if table.inconclusive
+            else ", conclusive at the 1.05 gate"
+        )
     else:
         parts.append(", no CI: the logs carry no raw samples")
     parts.append(").")
     return "".join(parts)
 
 
-def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
-                          baselines: Mapping[str, PerfLog], *, reference: str, conditions: str = "",
-                          extra_section: str = "", trust: KernelTrust | None = None,
-                          stand_ins: StandIns | None = None) -> str:
+def render_performance_md(
+    kernel: str,
+    table: RatioTable,
+    candidate: PerfLog,
+    baselines: Mapping[str, PerfLog],
+    *,
+    reference: str,
+    conditions: str = "",
+    extra_section: str = "",
+    trust: KernelTrust | None = None,
+    stand_ins: StandIns | None = None,
+) -> str:
     """``reports/performance.md`` (§5.2 plus the workbench's CI, launches and variant sections).
 
     ``conditions`` (the measurement-conditions section) and ``extra_section`` (the speed-of-light
@@ -271,27 +313,52 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     na = [r for r in table.rows if r.status == "NA"]
     nob = [r for r in table.rows if r.status == "NO_BASELINE"]
     if stand_ins is None:
-        stand_ins = stand_ins_of({r.framework for r in candidate.records}, None,
-                                 {r.baseline_backend for r in ok if r.baseline_backend})
-    out = [f"VERDICT: {table.verdict}\n", "\n", f"## Performance Results: {kernel}\n", "\n",
-           f"Ratio = candidate ({_cell(stand_ins.candidate_label())}; framework(s) in the log: "
-           f"{_frameworks(candidate)}) / winning baseline, CUPTI forward medians. Baseline: {reference}.\n"]
+        stand_ins = stand_ins_of(
+            {r.framework for r in candidate.records},
+            None,
+            {r.baseline_backend for r in ok if r.baseline_backend},
+        )
+    out = [
+        f"VERDICT: {table.verdict}\n",
+        "\n",
+        f"## Performance Results: {kernel}\n",
+        "\n",
+        f"Ratio = candidate ({_cell(stand_ins.candidate_label())}; framework(s) in the log: "
+        f"{_frameworks(candidate)}) / winning baseline, CUPTI forward medians. Baseline: {reference}.\n",
+    ]
     stand_in = stand_in_frameworks(candidate)
     if stand_in:
-        out.append(f"**Stand-in candidate**: the candidate log holds {', '.join(_cell(f) for f in stand_in)}, not "
-                   "cutile-rs; these ratios compare a stand-in, not a cutile-rs port.\n")
-    out += [f"**{_cell(line)}**.\n" for line in stand_ins.lines() if not line.startswith("STAND-IN candidate")]
+        out.append(
+            f"**Stand-in candidate**: the candidate log holds {', '.join(_cell(f) for f in stand_in)}, not "
+            "cutile-rs; these ratios compare a stand-in, not a cutile-rs port.\n"
+        )
+    out += [
+        f"**{_cell(line)}**.\n" for line in stand_ins.lines() if not line.startswith("STAND-IN candidate")
+    ]
     out += [f"{_cell(line.strip()[0].upper() + line.strip()[1:])}.\n" for line in noise_lines(table.rows)]
-    out += [f"Measured by: {harness_summary(table.rows)}.\n",
-            f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
-            "\n", *identity_section(trust, table), _table(ok, stand_ins)]
+    out += [
+        f"Measured by: {harness_summary(table.rows)}.\n",
+        f"Rows: {len(table.rows)}; matched: {len(ok)}; missing/failed: {len(na)}; without baseline: {len(nob)}.\n",
+        "\n",
+        *identity_section(trust, table),
+        _table(ok, stand_ins),
+    ]
     variants = sorted({r.variant for r in ok if r.variant is not None})
     for v in variants:
         vrows = [r for r in ok if r.variant == v]
-        backends = ", ".join(sorted({stand_ins.baseline_label(r.baseline_backend) if r.baseline_backend else "NA"
-                                     for r in vrows}))
-        out += ["\n", f"### Variant: {_cell(v)} (baseline: {_cell(backends)})\n", "\n", _table(vrows, stand_ins), "\n",
-                f"variant_geomean={round4(table.variant_geomeans[v]):.4f}\n"]
+        backends = ", ".join(
+            sorted(
+                {stand_ins.baseline_label(r.baseline_backend) if r.baseline_backend else "NA" for r in vrows}
+            )
+        )
+        out += [
+            "\n",
+            f"### Variant: {_cell(v)} (baseline: {_cell(backends)})\n",
+            "\n",
+            _table(vrows, stand_ins),
+            "\n",
+            f"variant_geomean={round4(table.variant_geomeans[v]):.4f}\n",
+        ]
     out += ["\n", "### Missing / failed configs\n", "\n"]
     if na:
         out.append("| Config | status | reason |\n|--------|--------|--------|\n")
@@ -299,8 +366,12 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
     else:
         out.append("None: every selected config has a valid candidate median.\n")
     if nob:
-        out += ["\n", "### Configs without a baseline match (excluded from the geomean)\n", "\n",
-                f"| Config | {_cell(stand_ins.candidate_label())} (ms) | reason |\n|--------|----------------|--------|\n"]
+        out += [
+            "\n",
+            "### Configs without a baseline match (excluded from the geomean)\n",
+            "\n",
+            f"| Config | {_cell(stand_ins.candidate_label())} (ms) | reason |\n|--------|----------------|--------|\n",
+        ]
         out += [f"| {_cell(r.params)} | {_ms(r.candidate_ms)} | {_cell(r.reason)} |\n" for r in nob]
     out += ["\n", "### Raw CUPTI rows\n", "\n", _raw_rows(table, candidate, baselines, trust)]
     if table.notes:
@@ -311,17 +382,28 @@ def render_performance_md(kernel: str, table: RatioTable, candidate: PerfLog,
             out += ["\n", f"Info: {len(slow)} row(s) above 1.05x; the gate is the overall geomean only.\n"]
         if trust is not None and trust.warning:
             # E's rule stays geomean-only, but a DONE never stands without this warning beside it
-            out += ["\n", f"**WARNING: DONE by the geomean rule, but {_cell(trust.summary)}.** These rows do not "
-                    "measure the candidate; see \"Candidate identity\" above.\n"]
+            out += [
+                "\n",
+                f"**WARNING: DONE by the geomean rule, but {_cell(trust.summary)}.** These rows do not "
+                'measure the candidate; see "Candidate identity" above.\n',
+            ]
     g = round4(table.geomean)
-    out += ["\n", f"geomean_ratio={g:.4f}\n", f"Geo-mean ratio: {table.geomean:.2f}x\n",
-            f"Severity: {table.severity}\n", "\n", _verdict_prose(table) + "\n"]
+    out += [
+        "\n",
+        f"geomean_ratio={g:.4f}\n",
+        f"Geo-mean ratio: {table.geomean:.2f}x\n",
+        f"Severity: {table.severity}\n",
+        "\n",
+        _verdict_prose(table) + "\n",
+    ]
     for section in (conditions, extra_section):
         if not section:
             continue
         if any(ln.startswith(("geomean_ratio=", "VERDICT:")) for ln in section.splitlines()):
-            raise WorkbenchError("internal: an extra performance.md section may not hold a validated line",
-                                 key="performance.md")
+            raise WorkbenchError(
+                "internal: an extra performance.md section may not hold a validated line",
+                key="performance.md",
+            )
         out += ["\n", section]
     return "".join(out)
 
@@ -361,7 +443,11 @@ def session_facts(meta: Mapping[str, Any] | None, candidate_frameworks: set[str]
         for name, entry in cmds.items():
             if not isinstance(entry, dict) or not _s(entry.get("cmd")):
                 continue
-            rc = entry.get("rc") if isinstance(entry.get("rc"), int) and not isinstance(entry.get("rc"), bool) else None
+            rc = (
+                entry.get("rc")
+                if isinstance(entry.get("rc"), int) and not isinstance(entry.get("rc"), bool)
+                else None
+            )
             if cand_cmd is None and str(name).rpartition(".")[2] in tokens:
                 cand_cmd, cand_rc = str(entry["cmd"]), rc
                 env = {**env, **{k: str(v) for k, v in entry.items() if k.isupper()}}
@@ -386,9 +472,18 @@ def _bench_env(facts: SessionFacts) -> str:
     return " ".join(vals) if vals else "unset (TileGym defaults: CUPTI=1 WARMUP=100 REP=50 MIN_REP=2)"
 
 
-def render_agent_e_log(ws: Workspace, table: RatioTable, *, command: str, pytest_rc: int, rc_source: str,
-                       raw_source: str, sanitized: object, validator_text: str,
-                       facts: SessionFacts | None = None) -> str:
+def render_agent_e_log(
+    ws: Workspace,
+    table: RatioTable,
+    *,
+    command: str,
+    pytest_rc: int,
+    rc_source: str,
+    raw_source: str,
+    sanitized: object,
+    validator_text: str,
+    facts: SessionFacts | None = None,
+) -> str:
     """``reports/agent_logs/agent_e.md`` (§5.3)."""
     facts = facts or SessionFacts()
     kept = getattr(sanitized, "kept_records", None)
@@ -396,33 +491,52 @@ def render_agent_e_log(ws: Workspace, table: RatioTable, *, command: str, pytest
     verbatim = getattr(sanitized, "verbatim", None)
     inv_text = getattr(sanitized, "investigation_log", "")
     g = round4(table.geomean) if table.geomean is not None else None
-    out = [f"# Agent E log: {ws.kernel}\n", "\n", "## Environment\n", "\n",
-           f"- benchmark settings: {_bench_env(facts)}\n",
-           f"- GPU: {facts.gpu or 'not recorded'}" + (f" (driver {facts.driver})" if facts.driver else "") + "\n",
-           f"- tileiras: {facts.tileiras or os.environ.get('TILEIRAS_BIN') or 'not recorded'}\n",
-           *([f"- machine: {facts.machine}\n"] if facts.machine else []),
-           *([f"- run recorded at: {facts.recorded_at}\n"] if facts.recorded_at else []),
-           f"- kernel dir: {ws.kernel_dir} (source: {ws.source})\n",
-           f"- TileGym: {ws.tilegym or 'not given'}\n",
-           f"- written by cutile-workbench {__version__}\n", "\n", "## Commands\n", "\n",
-           f"$ {command}  → pytest_rc={pytest_rc} ({rc_source}); full log: {FULL_LOG}\n",
-           *(f"$ {cmd}  → pytest_rc={rc if rc is not None else '?'} (recorded: {name})\n"
-             for name, cmd, rc in facts.other_cmds),
-           "\n",
-           "## Logs\n", "\n",
-           f"- raw input: {raw_source}\n",
-           f"- sanitized: {PERF_LOG} ({'verbatim copy, pytest rc 0' if verbatim else 'complete record sections only'};"
-           f" {kept if kept is not None else '?'} record(s) kept)\n",
-           f"- diagnostics: {INVESTIGATION_LOG} ({len(inv_text.splitlines())} line(s))\n"]
+    out = [
+        f"# Agent E log: {ws.kernel}\n",
+        "\n",
+        "## Environment\n",
+        "\n",
+        f"- benchmark settings: {_bench_env(facts)}\n",
+        f"- GPU: {facts.gpu or 'not recorded'}"
+        + (f" (driver {facts.driver})" if facts.driver else "")
+        + "\n",
+        f"- tileiras: {facts.tileiras or os.environ.get('TILEIRAS_BIN') or 'not recorded'}\n",
+        *([f"- machine: {facts.machine}\n"] if facts.machine else []),
+        *([f"- run recorded at: {facts.recorded_at}\n"] if facts.recorded_at else []),
+        f"- kernel dir: {ws.kernel_dir} (source: {ws.source})\n",
+        f"- TileGym: {ws.tilegym or 'not given'}\n",
+        f"- written by cutile-workbench {__version__}\n",
+        "\n",
+        "## Commands\n",
+        "\n",
+        f"$ {command}  → pytest_rc={pytest_rc} ({rc_source}); full log: {FULL_LOG}\n",
+        *(
+            f"$ {cmd}  → pytest_rc={rc if rc is not None else '?'} (recorded: {name})\n"
+            for name, cmd, rc in facts.other_cmds
+        ),
+        "\n",
+        "## Logs\n",
+        "\n",
+        f"- raw input: {raw_source}\n",
+        f"- sanitized: {PERF_LOG} ({'verbatim copy, pytest rc 0' if verbatim else 'complete record sections only'};"
+        f" {kept if kept is not None else '?'} record(s) kept)\n",
+        f"- diagnostics: {INVESTIGATION_LOG} ({len(inv_text.splitlines())} line(s))\n",
+    ]
     if dropped:
         out.append(f"- dropped (moved to diagnostics): {', '.join(dropped)}\n")
     gtxt = f"{g:.4f}" if g is not None else "NA"
-    out += ["\n", "## Ratio summary\n", "\n",
-            f"rows={len(table.rows)} matched={len(table.matched)} missing={len(table.missing)} "
-            f"geomean_ratio={gtxt} severity={table.severity} verdict={table.verdict}\n"]
+    out += [
+        "\n",
+        "## Ratio summary\n",
+        "\n",
+        f"rows={len(table.rows)} matched={len(table.matched)} missing={len(table.missing)} "
+        f"geomean_ratio={gtxt} severity={table.severity} verdict={table.verdict}\n",
+    ]
     if table.geomean_ci:
-        out.append(f"bootstrap 95% CI of the geomean: {table.geomean_ci[0]:.4f}–{table.geomean_ci[1]:.4f}"
-                   f"{' (inconclusive at 1.05)' if table.inconclusive else ''}\n")
+        out.append(
+            f"bootstrap 95% CI of the geomean: {table.geomean_ci[0]:.4f}–{table.geomean_ci[1]:.4f}"
+            f"{' (inconclusive at 1.05)' if table.inconclusive else ''}\n"
+        )
     out += ["\n", "## Validator output\n", "\n", "~~~~text\n", validator_text, "~~~~\n"]
     return "".join(out)
 
@@ -431,19 +545,31 @@ def render_agent_e_report(ws: Workspace, table: RatioTable, trust: KernelTrust |
     """``reports/agent_e.md``: the readable summary (the final gate's fallback log location)."""
     assert table.geomean is not None
     ok = sorted(table.matched, key=lambda r: -(r.ratio or 0))
-    out = [f"# Agent E report: {ws.kernel}\n", "\n", f"**{table.verdict}**: geomean {round4(table.geomean):.4f} "
-           f"({table.geomean:.2f}x), severity {table.severity}.\n", "\n"]
+    out = [
+        f"# Agent E report: {ws.kernel}\n",
+        "\n",
+        f"**{table.verdict}**: geomean {round4(table.geomean):.4f} "
+        f"({table.geomean:.2f}x), severity {table.severity}.\n",
+        "\n",
+    ]
     if table.geomean_ci:
-        out.append(f"Bootstrap 95% CI {table.geomean_ci[0]:.4f}–{table.geomean_ci[1]:.4f}"
-                   f"{', inconclusive at the 1.05 gate' if table.inconclusive else ''}.\n\n")
-    out.append(f"{len(table.matched)} of {len(table.rows)} config(s) matched; {len(table.missing)} missing or "
-               "without baseline.\n\n")
+        out.append(
+            f"Bootstrap 95% CI {table.geomean_ci[0]:.4f}–{table.geomean_ci[1]:.4f}"
+            f"{', inconclusive at the 1.05 gate' if table.inconclusive else ''}.\n\n"
+        )
+    out.append(
+        f"{len(table.matched)} of {len(table.rows)} config(s) matched; {len(table.missing)} missing or "
+        "without baseline.\n\n"
+    )
     if trust is not None:
         out.append(f"{_cell(trust.summary)}.\n\n")
     if ok:
         out.append("Slowest configs (candidate / baseline):\n\n")
-        out += [f"- {_cell(r.params)}: {_ratio(r.ratio)} ({_ms(r.candidate_ms)} vs {_ms(r.baseline_ms)} ms, "
-                f"{r.baseline_backend}; launches {_launches(r)})\n" for r in ok[:5]]
+        out += [
+            f"- {_cell(r.params)}: {_ratio(r.ratio)} ({_ms(r.candidate_ms)} vs {_ms(r.baseline_ms)} ms, "
+            f"{r.baseline_backend}; launches {_launches(r)})\n"
+            for r in ok[:5]
+        ]
     for r in table.missing:
         out.append(f"- {_cell(r.params)}: {r.status} ({_cell(r.reason)})\n")
     out.append("\n")
@@ -522,48 +648,80 @@ def plan_e_report(
         command = facts.candidate_cmd or "not recorded (raw log supplied)"
 
     if ws.analysis is not None and ws.analysis.reference_backend:
-        reference = (f"`{_cell(ws.analysis.reference_backend)}` (analysis.json reference_backend, "
-                     "per-variant winners applied)")
+        reference = (
+            f"`{_cell(ws.analysis.reference_backend)}` (analysis.json reference_backend, "
+            "per-variant winners applied)"
+        )
     else:
         reference = "the faster available baseline per config (analysis.json names no reference_backend)"
     # issue #15: were candidate and baseline measured under the same conditions? (extra section)
     from cutile_workbench.history.conditions import ratio_conditions
 
-    conditions = ratio_conditions(paths, {r.baseline_backend for r in table.matched if r.baseline_backend},
-                                  candidate_log=raw_log_path or ws.raw_log_path(), candidate=candidate,
-                                  baselines=baselines).section()
+    conditions = ratio_conditions(
+        paths,
+        {r.baseline_backend for r in table.matched if r.baseline_backend},
+        candidate_log=raw_log_path or ws.raw_log_path(),
+        candidate=candidate,
+        baselines=baselines,
+    ).section()
     trust = workspace_trust(ws, table, candidate)
     from cutile_workbench.clock_exposure import render_clock_section
 
     clocks = render_clock_section([(r.params, r.candidate_clocks, r.baseline_clocks) for r in table.matched])
     conditions = "\n".join(part for part in (conditions, clocks) if part)
     files: dict[str, str] = {
-        PERFORMANCE_MD: render_performance_md(ws.kernel, table, candidate, baselines, reference=reference,
-                                              conditions=conditions, stand_ins=stand_ins_of(
-                                                  {r.framework for r in candidate.records}, ws.session_meta(),
-                                                  {r.baseline_backend for r in table.matched if r.baseline_backend}),
-                                              extra_section=speed_of_light_section(ws, table, candidate),
-                                              trust=trust),
+        PERFORMANCE_MD: render_performance_md(
+            ws.kernel,
+            table,
+            candidate,
+            baselines,
+            reference=reference,
+            conditions=conditions,
+            stand_ins=stand_ins_of(
+                {r.framework for r in candidate.records},
+                ws.session_meta(),
+                {r.baseline_backend for r in table.matched if r.baseline_backend},
+            ),
+            extra_section=speed_of_light_section(ws, table, candidate),
+            trust=trust,
+        ),
     }
     for raw, san, _rc, _src in sanitized_parts:
         files[raw.out_relpath] = san.validator_log
         if not raw.full_exists:
             files[raw.full_relpath] = raw.text  # keep the raw tee next to the sanitized log (§1.2)
     if main_raw is None:  # variants only: the validator-consumed main log is their union
-        files[PERF_LOG] = "".join(san.validator_log if san.validator_log.endswith("\n") or not san.validator_log
-                                  else san.validator_log + "\n" for _r, san, _c, _s in sanitized_parts)
-    files[INVESTIGATION_LOG] = _join_investigation([(r, san.investigation_log) for r, san, _c, _s in sanitized_parts])
+        files[PERF_LOG] = "".join(
+            san.validator_log
+            if san.validator_log.endswith("\n") or not san.validator_log
+            else san.validator_log + "\n"
+            for _r, san, _c, _s in sanitized_parts
+        )
+    files[INVESTIGATION_LOG] = _join_investigation(
+        [(r, san.investigation_log) for r, san, _c, _s in sanitized_parts]
+    )
     files[AGENT_E_REPORT] = render_agent_e_report(ws, table, trust)
     first_raw, first_san, first_rc, first_src = sanitized_parts[0]
 
     def agent_log(validator_text: str) -> str:
-        text = render_agent_e_log(ws, table, command=command or "", pytest_rc=first_rc, rc_source=first_src,
-                                  raw_source=first_raw.source, sanitized=first_san, validator_text=validator_text,
-                                  facts=facts)
+        text = render_agent_e_log(
+            ws,
+            table,
+            command=command or "",
+            pytest_rc=first_rc,
+            rc_source=first_src,
+            raw_source=first_raw.source,
+            sanitized=first_san,
+            validator_text=validator_text,
+            facts=facts,
+        )
         if len(sanitized_parts) > 1:
-            extra = "".join(f"- variant log {r.out_relpath}: from {r.source}; pytest_rc={rc} ({src}); "
-                            f"{getattr(san, 'kept_records', '?')} record(s) kept\n"
-                            for r, san, rc, src in sanitized_parts if r.variant is not None)
+            extra = "".join(
+                f"- variant log {r.out_relpath}: from {r.source}; pytest_rc={rc} ({src}); "
+                f"{getattr(san, 'kept_records', '?')} record(s) kept\n"
+                for r, san, rc, src in sanitized_parts
+                if r.variant is not None
+            )
             text = text.replace("\n## Ratio summary\n", extra + "\n## Ratio summary\n", 1)
         return text
 
@@ -579,16 +737,26 @@ def plan_e_report(
         text = transcript(results)
     ok = all(r.exit_code == 0 for r in results)
     g = table.geomean
-    block = ("<PERF_LOG>\n"
-             f"geomean_ratio={g:.2f}x\n"
-             f"severity={table.severity}\n"
-             f"report={paths.performance_md}\n"
-             f"perf_log={paths.perf_cutile_rs}\n"
-             f"investigation_log={paths.perf_investigation_log}\n"
-             "</PERF_LOG>\n")
+    block = (
+        "<PERF_LOG>\n"
+        f"geomean_ratio={g:.2f}x\n"
+        f"severity={table.severity}\n"
+        f"report={paths.performance_md}\n"
+        f"perf_log={paths.perf_cutile_rs}\n"
+        f"investigation_log={paths.perf_investigation_log}\n"
+        "</PERF_LOG>\n"
+    )
     planned = [PlannedFile(rel, content) for rel, content in files.items()]
-    return ReportPlan(stage="E", kernel=ws.kernel, kernel_dir=paths.root, files=planned, verdict=table.verdict,
-                      validator_output=text, ok=ok, perf_log_block=block)
+    return ReportPlan(
+        stage="E",
+        kernel=ws.kernel,
+        kernel_dir=paths.root,
+        files=planned,
+        verdict=table.verdict,
+        validator_output=text,
+        ok=ok,
+        perf_log_block=block,
+    )
 
 
 def candidate_framework(candidate: PerfLog) -> str:
@@ -597,12 +765,15 @@ def candidate_framework(candidate: PerfLog) -> str:
     return frameworks[0] if len(frameworks) == 1 else "cutile-rs"
 
 
-def workspace_trust(ws: Workspace, table: RatioTable, candidate: PerfLog,
-                    launch_sets: Sequence[Any] | None = None) -> KernelTrust:
+def workspace_trust(
+    ws: Workspace, table: RatioTable, candidate: PerfLog, launch_sets: Sequence[Any] | None = None
+) -> KernelTrust:
     """Candidate identity per row and the reference's config (:mod:`cutile_workbench.evidence.trust`)."""
     from cutile_workbench.evidence.trust import kernel_trust
 
-    return kernel_trust(ws, table, candidate_framework=candidate_framework(candidate), launch_sets=launch_sets)
+    return kernel_trust(
+        ws, table, candidate_framework=candidate_framework(candidate), launch_sets=launch_sets
+    )
 
 
 def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog) -> str:
@@ -613,14 +784,25 @@ def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog)
 
     gpu = gpu_facts(ws.session_meta())
     frameworks = sorted({r.framework for r in candidate.records})
-    argnames = {**recorded_argnames(ws.kernel), **test_argnames(ws.tilegym, (r.func_key for r in table.matched))}
-    rows = sol_rows(table, ws.kernel, gpu, analysis=ws.analysis, probes=load_probes(ws.paths), argnames=argnames,
-                    candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs")
+    argnames = {
+        **recorded_argnames(ws.kernel),
+        **test_argnames(ws.tilegym, (r.func_key for r in table.matched)),
+    }
+    rows = sol_rows(
+        table,
+        ws.kernel,
+        gpu,
+        analysis=ws.analysis,
+        probes=load_probes(ws.paths),
+        argnames=argnames,
+        candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs",
+    )
     return render_sol_section(rows, gpu)
 
 
-def _validate(ws: Workspace, files: Mapping[str, str], run_real_scripts: bool,
-              variant_logs: Sequence[str] = ()) -> list[ValidatorResult]:
+def _validate(
+    ws: Workspace, files: Mapping[str, str], run_real_scripts: bool, variant_logs: Sequence[str] = ()
+) -> list[ValidatorResult]:
     root = ws.paths.root
     results = [
         validate_perf_log(root / PERF_LOG, PERF_LOG, text=files[PERF_LOG]),
@@ -629,9 +811,10 @@ def _validate(ws: Workspace, files: Mapping[str, str], run_real_scripts: bool,
         validate_agent_e(root, files),
     ]
     if run_real_scripts and ws.tilegym is not None:
-        runs: list[tuple[str, list[str]]] = [("validate_perf_log.sh", ["{BASE}/" + PERF_LOG, PERF_LOG]),
-                                             ("validate_perf_log.sh", ["{BASE}/baseline_perf_cutile.txt",
-                                                                       "baseline_perf_cutile.txt"])]
+        runs: list[tuple[str, list[str]]] = [
+            ("validate_perf_log.sh", ["{BASE}/" + PERF_LOG, PERF_LOG]),
+            ("validate_perf_log.sh", ["{BASE}/baseline_perf_cutile.txt", "baseline_perf_cutile.txt"]),
+        ]
         runs += [("validate_perf_log.sh", ["{BASE}/" + v, v]) for v in variant_logs]
         runs.append(("validate_agent_e.sh", [ws.kernel]))
         for script, args in runs:

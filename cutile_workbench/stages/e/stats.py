@@ -88,8 +88,9 @@ class _Pending:
     base_backend: str
 
 
-def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple[float, float] | None],
-                                                                     tuple[float, float] | None]:
+def _bootstrap(
+    rows: list[_Pending], n_boot: int, seed: int
+) -> tuple[list[tuple[float, float] | None], tuple[float, float] | None]:
     samples = [(_sorted_valid(r.cand.samples_ms or ()), _sorted_valid(r.base.samples_ms or ())) for r in rows]
     usable = [s if s[0] is not None and s[1] is not None else None for s in samples]
     if n_boot <= 0 or not any(usable):
@@ -111,11 +112,15 @@ def _bootstrap(rows: list[_Pending], n_boot: int, seed: int) -> tuple[list[tuple
     return cis, gci
 
 
-def _baseline_index(name: str, log: PerfLog, candidate_frameworks: set[str]) -> dict[tuple[str, str], PerfRecord]:
+def _baseline_index(
+    name: str, log: PerfLog, candidate_frameworks: set[str]
+) -> dict[tuple[str, str], PerfRecord]:
     want = _LOG_FRAMEWORK.get(name)
     recs = [r for r in log.records if r.framework == want] if want else []
     if not recs:  # a log holding another backend's records (e.g. a stand-in): take non-reference ones
-        recs = [r for r in log.records if r.framework not in candidate_frameworks and r.framework != "pytorch"]
+        recs = [
+            r for r in log.records if r.framework not in candidate_frameworks and r.framework != "pytorch"
+        ]
     out: dict[tuple[str, str], PerfRecord] = {}
     for r in recs:
         fwd = _fwd(r)
@@ -124,7 +129,9 @@ def _baseline_index(name: str, log: PerfLog, candidate_frameworks: set[str]) -> 
     return out
 
 
-def baseline_records(name: str, log: PerfLog, candidate_frameworks: set[str]) -> dict[tuple[str, str], PerfRecord]:
+def baseline_records(
+    name: str, log: PerfLog, candidate_frameworks: set[str]
+) -> dict[tuple[str, str], PerfRecord]:
     """The records E takes from baseline log ``name`` (``cutile``/``triton_tileir``), keyed by row."""
     return _baseline_index(name, log, candidate_frameworks)
 
@@ -149,8 +156,11 @@ def build_ratio_table(
         notes.append(f"{candidate.path}: last record block was truncated and ignored")
     cand_frameworks = {r.framework for r in candidate.records}
     cand_tokens = {id_token(f) for f in cand_frameworks} | {"cutile_rs"}
-    base_idx = {name: _baseline_index(name, log, cand_frameworks)
-                for name, log in baselines.items() if not name.startswith("cutile_rs") and name in _LOG_FRAMEWORK}
+    base_idx = {
+        name: _baseline_index(name, log, cand_frameworks)
+        for name, log in baselines.items()
+        if not name.startswith("cutile_rs") and name in _LOG_FRAMEWORK
+    }
     for log in baselines.values():
         if log.truncated:
             notes.append(f"{log.path}: last record block was truncated and ignored")
@@ -175,15 +185,39 @@ def build_ratio_table(
         fwd = _fwd(rec)
         if fwd is None or not _valid(fwd.median_ms):
             why = "no forward phase" if fwd is None else f"invalid forward median {fwd.median_ms!r}"
-            na_rows.append(RatioRow(rec.func_key, rec.params, variant, None, None, None, None, "NA",
-                                    candidate_launches=fwd.launches_per_iter if fwd else None, reason=why))
+            na_rows.append(
+                RatioRow(
+                    rec.func_key,
+                    rec.params,
+                    variant,
+                    None,
+                    None,
+                    None,
+                    None,
+                    "NA",
+                    candidate_launches=fwd.launches_per_iter if fwd else None,
+                    reason=why,
+                )
+            )
             continue
         if fwd.capture_suspect:
-            na_rows.append(RatioRow(rec.func_key, rec.params, variant, None, None, None, None, "NA",
-                                    candidate_launches=fwd.launches_per_iter, candidate_harness=fwd.harness,
-                                    candidate_measured_by=fwd.measured_by,
-                                    reason=f"capture suspect (median {fwd.median_ms:.6g} ms not valid): "
-                                           f"{fwd.capture_reason or 'the CUDA-event self-check disagreed'}"))
+            na_rows.append(
+                RatioRow(
+                    rec.func_key,
+                    rec.params,
+                    variant,
+                    None,
+                    None,
+                    None,
+                    None,
+                    "NA",
+                    candidate_launches=fwd.launches_per_iter,
+                    candidate_harness=fwd.harness,
+                    candidate_measured_by=fwd.measured_by,
+                    reason=f"capture suspect (median {fwd.median_ms:.6g} ms not valid): "
+                    f"{fwd.capture_reason or 'the CUDA-event self-check disagreed'}",
+                )
+            )
             continue
         winner = analysis.winner_for(variant) if analysis is not None else None
         choice: tuple[str, PerfRecord] | None = None
@@ -203,17 +237,42 @@ def build_ratio_table(
             else:
                 reason = "no baseline log has this config"
         if choice is None:
-            no_base.append(RatioRow(rec.func_key, rec.params, variant, None, None, fwd.median_ms, None,
-                                    "NO_BASELINE", candidate_launches=fwd.launches_per_iter, reason=reason))
+            no_base.append(
+                RatioRow(
+                    rec.func_key,
+                    rec.params,
+                    variant,
+                    None,
+                    None,
+                    fwd.median_ms,
+                    None,
+                    "NO_BASELINE",
+                    candidate_launches=fwd.launches_per_iter,
+                    reason=reason,
+                )
+            )
             continue
         bfwd = choice[1].phases["forward"]
         if bfwd.capture_suspect:
-            na_rows.append(RatioRow(rec.func_key, rec.params, variant, choice[0], None, fwd.median_ms, None, "NA",
-                                    candidate_launches=fwd.launches_per_iter, candidate_harness=fwd.harness,
-                                    baseline_harness=bfwd.harness, candidate_measured_by=fwd.measured_by,
-                                    baseline_measured_by=bfwd.measured_by,
-                                    reason=f"baseline capture suspect ({choice[0]}): "
-                                           f"{bfwd.capture_reason or 'the CUDA-event self-check disagreed'}"))
+            na_rows.append(
+                RatioRow(
+                    rec.func_key,
+                    rec.params,
+                    variant,
+                    choice[0],
+                    None,
+                    fwd.median_ms,
+                    None,
+                    "NA",
+                    candidate_launches=fwd.launches_per_iter,
+                    candidate_harness=fwd.harness,
+                    baseline_harness=bfwd.harness,
+                    candidate_measured_by=fwd.measured_by,
+                    baseline_measured_by=bfwd.measured_by,
+                    reason=f"baseline capture suspect ({choice[0]}): "
+                    f"{bfwd.capture_reason or 'the CUDA-event self-check disagreed'}",
+                )
+            )
             continue
         pending.append(_Pending(rec.func_key, rec.params, variant, fwd, bfwd, choice[0]))
 
@@ -229,8 +288,11 @@ def build_ratio_table(
         seen.add(key)
         seen_params.add(out.params)
         reason = f"{out.outcome}" + (f": {out.reason}" if out.reason else "")
-        na_rows.append(RatioRow(out.func_key, out.params, variant_of(out.params), None, None, None, None, "NA",
-                                reason=reason))
+        na_rows.append(
+            RatioRow(
+                out.func_key, out.params, variant_of(out.params), None, None, None, None, "NA", reason=reason
+            )
+        )
 
     if analysis is not None:
         for group in analysis.test_perf_configs:
@@ -242,8 +304,19 @@ def build_ratio_table(
                     continue
                 seen_params.add(params)
                 func = group.test or ""
-                na_rows.append(RatioRow(func, params, variant_of(params), None, None, None, None, "NA",
-                                        reason="selected in analysis.json test_perf_configs; no candidate median"))
+                na_rows.append(
+                    RatioRow(
+                        func,
+                        params,
+                        variant_of(params),
+                        None,
+                        None,
+                        None,
+                        None,
+                        "NA",
+                        reason="selected in analysis.json test_perf_configs; no candidate median",
+                    )
+                )
 
     # A finite but absurd median (e.g. 1e308 ms) can overflow the ratio; such a row is NA with the
     # numbers named, never an inf geomean that the report validators would then refuse.
@@ -253,21 +326,45 @@ def build_ratio_table(
         if math.isfinite(r) and r > 0:
             usable.append(p)
         else:
-            na_rows.append(RatioRow(p.func_key, p.params, p.variant, p.base_backend, p.base.median_ms, None, None,
-                                    "NA", candidate_launches=p.cand.launches_per_iter,
-                                    baseline_launches=p.base.launches_per_iter,
-                                    reason=f"ratio not finite: candidate {p.cand.median_ms!r} ms / baseline "
-                                           f"{p.base.median_ms!r} ms"))
+            na_rows.append(
+                RatioRow(
+                    p.func_key,
+                    p.params,
+                    p.variant,
+                    p.base_backend,
+                    p.base.median_ms,
+                    None,
+                    None,
+                    "NA",
+                    candidate_launches=p.cand.launches_per_iter,
+                    baseline_launches=p.base.launches_per_iter,
+                    reason=f"ratio not finite: candidate {p.cand.median_ms!r} ms / baseline "
+                    f"{p.base.median_ms!r} ms",
+                )
+            )
     pending = usable
     cis, gci = _bootstrap(pending, n_boot, seed)
     ok_rows = [
-        RatioRow(p.func_key, p.params, p.variant, p.base_backend, p.base.median_ms, p.cand.median_ms,
-                 p.cand.median_ms / p.base.median_ms, "OK",
-                 ci_low=ci[0] if ci else None, ci_high=ci[1] if ci else None,
-                 candidate_launches=p.cand.launches_per_iter, baseline_launches=p.base.launches_per_iter,
-                 candidate_harness=p.cand.harness, baseline_harness=p.base.harness,
-                 candidate_clocks=p.cand.clocks, baseline_clocks=p.base.clocks,
-                 candidate_measured_by=p.cand.measured_by, baseline_measured_by=p.base.measured_by)
+        RatioRow(
+            p.func_key,
+            p.params,
+            p.variant,
+            p.base_backend,
+            p.base.median_ms,
+            p.cand.median_ms,
+            p.cand.median_ms / p.base.median_ms,
+            "OK",
+            ci_low=ci[0] if ci else None,
+            ci_high=ci[1] if ci else None,
+            candidate_launches=p.cand.launches_per_iter,
+            baseline_launches=p.base.launches_per_iter,
+            candidate_harness=p.cand.harness,
+            baseline_harness=p.base.harness,
+            candidate_clocks=p.cand.clocks,
+            baseline_clocks=p.base.clocks,
+            candidate_measured_by=p.cand.measured_by,
+            baseline_measured_by=p.base.measured_by,
+        )
         for p, ci in zip(pending, cis, strict=True)
     ]
     rows = ok_rows + na_rows + no_base
@@ -291,8 +388,17 @@ def build_ratio_table(
     if no_base:
         notes.append(f"{len(no_base)} config(s) without a baseline match: excluded from the geomean")
     inconclusive = bool(gci and gci[0] <= DONE_MAX < gci[1])
-    return RatioTable(kernel=kernel, rows=rows, geomean=g, severity=severity, verdict=verdict,  # type: ignore[arg-type]
-                      geomean_ci=gci, inconclusive=inconclusive, variant_geomeans=variant_geomeans, notes=notes)
+    return RatioTable(
+        kernel=kernel,
+        rows=rows,
+        geomean=g,
+        severity=severity,
+        verdict=verdict,  # type: ignore[arg-type]
+        geomean_ci=gci,
+        inconclusive=inconclusive,
+        variant_geomeans=variant_geomeans,
+        notes=notes,
+    )
 
 
 # --------------------------------------------------------------------------- a subset of the table
@@ -306,8 +412,14 @@ class RowSamples:
     baseline: tuple[float, ...]
 
 
-def subset_summary(kernel: str, rows: Sequence[RatioRow], samples: Mapping[tuple[str, str], RowSamples], *,
-                   n_boot: int = 2000, seed: int = 0) -> RatioTable:
+def subset_summary(
+    kernel: str,
+    rows: Sequence[RatioRow],
+    samples: Mapping[tuple[str, str], RowSamples],
+    *,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> RatioTable:
     """E's summary of ``rows`` alone (a variant tab, a filter): geomean over their ``OK`` rows, the
     §5.1 severity and verdict by :func:`build_ratio_table`'s rules (an NA row → INVESTIGATE /
     MISSING_DATA, no OK row → BLOCKED) and the joint bootstrap CI of that geomean, resampled from
@@ -322,9 +434,16 @@ def subset_summary(kernel: str, rows: Sequence[RatioRow], samples: Mapping[tuple
         if s is None:
             pending = []
             break
-        pending.append(_Pending(r.func_key, r.params, r.variant,
-                                PhaseStats(r.candidate_ms or 0.0, samples_ms=s.candidate),
-                                PhaseStats(r.baseline_ms or 0.0, samples_ms=s.baseline), r.baseline_backend or ""))
+        pending.append(
+            _Pending(
+                r.func_key,
+                r.params,
+                r.variant,
+                PhaseStats(r.candidate_ms or 0.0, samples_ms=s.candidate),
+                PhaseStats(r.baseline_ms or 0.0, samples_ms=s.baseline),
+                r.baseline_backend or "",
+            )
+        )
     gci = _bootstrap(pending, n_boot, seed)[1] if pending and len(pending) == len(ok) else None
     severity: Severity | None
     if g is None:
@@ -335,5 +454,12 @@ def subset_summary(kernel: str, rows: Sequence[RatioRow], samples: Mapping[tuple
         severity = severity_for(g)
         verdict = "DONE" if severity == "DONE" else "INVESTIGATE"
     inconclusive = bool(gci and gci[0] <= DONE_MAX < gci[1])
-    return RatioTable(kernel=kernel, rows=list(rows), geomean=g, severity=severity, verdict=verdict,  # type: ignore[arg-type]
-                      geomean_ci=gci, inconclusive=inconclusive)
+    return RatioTable(
+        kernel=kernel,
+        rows=list(rows),
+        geomean=g,
+        severity=severity,
+        verdict=verdict,  # type: ignore[arg-type]
+        geomean_ci=gci,
+        inconclusive=inconclusive,
+    )

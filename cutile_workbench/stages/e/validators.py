@@ -222,8 +222,9 @@ def _basename_unquoted(path: str) -> str:
 # --------------------------------------------------------------------------- perf log
 
 
-def _perf_log_lines(label: str, shown_path: str, data: bytes | None, exists: bool,
-                    nonempty: bool | None = None) -> tuple[list[str], int]:
+def _perf_log_lines(
+    label: str, shown_path: str, data: bytes | None, exists: bool, nonempty: bool | None = None
+) -> tuple[list[str], int]:
     """Lines + rc of validate_perf_log.sh; ``data`` None with ``nonempty`` = unreadable file."""
     if not exists:
         return [f"FAIL: {label}: file not found → {shown_path}"], 1
@@ -302,15 +303,18 @@ def validate_agent_e(kernel_dir: Path, overlay: Mapping[str, str] | None = None)
         if count == 1:
             out.append(f"OK: machine-readable geomean: {_dec(_first_geomean_line(data))}")
         elif count == 0:
-            out.append("FAIL: performance.md missing required 'geomean_ratio=X.XXXX' line (scorer perf source)")
+            out.append(
+                "FAIL: performance.md missing required 'geomean_ratio=X.XXXX' line (scorer perf source)"
+            )
             fail += 1
         else:
             out.append(f"FAIL: performance.md has {count} 'geomean_ratio=' lines, expected exactly 1")
             fail += 1
     for log in AGENT_E_PERF_LOGS:
         exists = view.is_file(log)
-        lines, rc = _perf_log_lines(log, f"{base}/{log}", view.read(log) if exists else None, exists,
-                                    view.nonempty(log))
+        lines, rc = _perf_log_lines(
+            log, f"{base}/{log}", view.read(log) if exists else None, exists, view.nonempty(log)
+        )
         out.extend(lines)
         if rc == 0:
             out.append(f"OK: {log}")
@@ -320,8 +324,9 @@ def validate_agent_e(kernel_dir: Path, overlay: Mapping[str, str] | None = None)
     return _finish_agent_check(view, out, fail, "agent_e", "validate_agent_e.sh", kernel_dir)
 
 
-def _finish_agent_check(view: _View, out: list[str], fail: int, agent: str, script: str,
-                        kernel_dir: Path) -> ValidatorResult:
+def _finish_agent_check(
+    view: _View, out: list[str], fail: int, agent: str, script: str, kernel_dir: Path
+) -> ValidatorResult:
     """The shared tail of validate_agent_{e,f}.sh: the agent-log check, ``---``, PASS/FAIL."""
     agent_log = f"reports/agent_logs/{agent}.md"
     if view.is_file(agent_log) and view.nonempty(agent_log):
@@ -348,8 +353,13 @@ def _f_reports(view: _View) -> list[str]:
         head, _, name = rel.rpartition("/")
         if head == "reports":
             names.add(name)
-    found = [n for n in names if n.startswith("perf_investigation_") and n.endswith(".md")
-             and len(n) >= len("perf_investigation_.md")]
+    found = [
+        n
+        for n in names
+        if n.startswith("perf_investigation_")
+        and n.endswith(".md")
+        and len(n) >= len("perf_investigation_.md")
+    ]
     return [f"reports/{n}" for n in sorted(found, key=_enc)]
 
 
@@ -399,8 +409,12 @@ def _stage_copy(kernel_dir: Path, dest: Path) -> None:
         return
     for entry in kernel_dir.iterdir():
         if entry.name == "reports" and entry.is_dir():
-            shutil.copytree(entry, dest / "reports", ignore=shutil.ignore_patterns(".workbench-*"),
-                            ignore_dangling_symlinks=True)
+            shutil.copytree(
+                entry,
+                dest / "reports",
+                ignore=shutil.ignore_patterns(".workbench-*"),
+                ignore_dangling_symlinks=True,
+            )
         elif entry.is_file():
             shutil.copyfile(entry, dest / entry.name)
 
@@ -442,7 +456,11 @@ def run_real_validator(
         try:
             proc = subprocess.run(
                 ["bash", str(scripts / script), *args],
-                cwd=str(tilegym), env=env, capture_output=True, timeout=timeout_s, check=False,
+                cwd=str(tilegym),
+                env=env,
+                capture_output=True,
+                timeout=timeout_s,
+                check=False,
             )
             output = _dec(proc.stdout + proc.stderr)
             rc = proc.returncode

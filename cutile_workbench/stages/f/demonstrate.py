@@ -50,14 +50,22 @@ class WrapperEdit:
     config: str  # the added config as the candidate spells it
     reference_config: str  # the reference config it stands for (canonical knobs)
     reference_source: str  # where that config came from (analysis.json best_config, ...)
-    filled: tuple[str, ...]  # knobs filled with a default: "NUM_CTAS=1 (cuTile's default; the reference sets none)"
+    filled: tuple[
+        str, ...
+    ]  # knobs filled with a default: "NUM_CTAS=1 (cuTile's default; the reference sets none)"
     before: str
     after: str
 
     @property
     def diff(self) -> str:
-        return "".join(difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
-                                            f"a/{self.relpath}", f"b/{self.relpath}"))
+        return "".join(
+            difflib.unified_diff(
+                self.before.splitlines(keepends=True),
+                self.after.splitlines(keepends=True),
+                f"a/{self.relpath}",
+                f"b/{self.relpath}",
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -127,16 +135,24 @@ def _filled_config(space: ConfigSpace, config: TuneConfig) -> tuple[list[tuple[s
             items.append((name, mine[knob]))
         elif knob in UNSET_KNOB_DEFAULTS:
             items.append((name, UNSET_KNOB_DEFAULTS[knob]))
-            filled.append(f"{name}={UNSET_KNOB_DEFAULTS[knob]} (cuTile's default: the reference config sets no {knob})")
+            filled.append(
+                f"{name}={UNSET_KNOB_DEFAULTS[knob]} (cuTile's default: the reference config sets no {knob})"
+            )
         else:
-            raise EditRefused(f"the candidate's configs set {name} ({knob}) but the reference config "
-                              f"({config.label}) does not, and it has no default")
+            raise EditRefused(
+                f"the candidate's configs set {name} ({knob}) but the reference config "
+                f"({config.label}) does not, and it has no default"
+            )
     # a knob the configs do not carry is fine when the wrapper's module constant already has the
     # reference's value (``_GROUP_SIZE_M = 8``), as compare_spaces judges it
-    unknown = [k for k in mine if k not in space.spelling and mine[k] != AUTO and space.constants.get(k) != mine[k]]
+    unknown = [
+        k for k in mine if k not in space.spelling and mine[k] != AUTO and space.constants.get(k) != mine[k]
+    ]
     if unknown:
-        raise EditRefused(f"the candidate's configs cannot express {', '.join(unknown)} of the reference config "
-                          f"({config.label}): a kernel change, not a wrapper edit")
+        raise EditRefused(
+            f"the candidate's configs cannot express {', '.join(unknown)} of the reference config "
+            f"({config.label}): a kernel change, not a wrapper edit"
+        )
     return items, filled
 
 
@@ -150,8 +166,9 @@ def _element_text(first: ast.expr, items: Sequence[tuple[str, Any]]) -> str:
     raise EditRefused(f"the config list's elements are {type(first).__name__}, not a call or a dict literal")
 
 
-def add_config_edit(source: str, relpath: str, space: ConfigSpace, config: TuneConfig, *,
-                    reference_source: str) -> WrapperEdit:
+def add_config_edit(
+    source: str, relpath: str, space: ConfigSpace, config: TuneConfig, *, reference_source: str
+) -> WrapperEdit:
     """The edit that adds ``config`` to ``space``'s function (module contract)."""
     if not space.function:
         raise EditRefused(f"{space.origin}: the config space has no function to edit")
@@ -166,29 +183,48 @@ def add_config_edit(source: str, relpath: str, space: ConfigSpace, config: TuneC
         text = added = _element_text(first, items)
         line = lines[first.lineno - 1]
         if first.lineno != returns[0].value.lineno:  # one element per line: a line of its own, same indent
-            indent = line[:len(line) - len(line.lstrip())]
+            indent = line[: len(line) - len(line.lstrip())]
             new = f"{indent}{text},  # added by cutile-workbench (the reference's config)\n"
-            after = "".join(lines[:first.lineno - 1]) + new + "".join(lines[first.lineno - 1:])
+            after = "".join(lines[: first.lineno - 1]) + new + "".join(lines[first.lineno - 1 :])
         else:
             col = first.col_offset
-            after = "".join(lines[:first.lineno - 1]) + line[:col] + text + ", " + line[col:] + "".join(
-                lines[first.lineno:])
+            after = (
+                "".join(lines[: first.lineno - 1])
+                + line[:col]
+                + text
+                + ", "
+                + line[col:]
+                + "".join(lines[first.lineno :])
+            )
     else:
-        shaped = _element_text(returns[0].value.elts[0], items) if (
-            returns and isinstance(returns[0].value, ast.List) and returns[0].value.elts) else (
-            "SimpleNamespace(" + ", ".join(f"{k}={v!r}" for k, v in items) + ")")
+        shaped = (
+            _element_text(returns[0].value.elts[0], items)
+            if (returns and isinstance(returns[0].value, ast.List) and returns[0].value.elts)
+            else ("SimpleNamespace(" + ", ".join(f"{k}={v!r}" for k, v in items) + ")")
+        )
         name, added = space.function, shaped
         after = source.rstrip("\n") + (
             f"\n\n\n# added by cutile-workbench: the reference's config first, then {name}()'s own\n"
             f"_wb_original_{name} = {name}\n\n\n"
             f"def {name}(*args, **kwargs):\n"
-            f"    return [{shaped}, *_wb_original_{name}(*args, **kwargs)]\n")
+            f"    return [{shaped}, *_wb_original_{name}(*args, **kwargs)]\n"
+        )
     try:
         compile(after, relpath, "exec")
     except SyntaxError as exc:  # never hand a broken file to the run
         raise EditRefused(f"the edited {relpath} does not compile: {exc}") from None
-    return WrapperEdit("add_config", space.variant, relpath, space.function, added, config.label, reference_source,
-                       tuple(filled), source, after)
+    return WrapperEdit(
+        "add_config",
+        space.variant,
+        relpath,
+        space.function,
+        added,
+        config.label,
+        reference_source,
+        tuple(filled),
+        source,
+        after,
+    )
 
 
 # --------------------------------------------------------------------------- the section
@@ -210,34 +246,52 @@ def render_demonstration(demo: Demonstration, scope_configs: Sequence[str] | Non
     if demo.status == "not_applicable":
         out += [f"Not demonstrated: {demo.reason}", ""]
         return "\n".join(out)
-    head = {"done": "Re-ran the slow configs of the candidate with the wrapper edit below, in a throwaway copy of "
-                    "the TileGym tree (workbench harness).",
-            "failed": f"The demonstration FAILED: {demo.reason}",
-            "timed_out": f"The demonstration TIMED OUT: {demo.reason}"}[demo.status]
-    out += [head, "", "The verdict stays FIXABLE: this is evidence for Agent B / reflection, not the fix itself. "
-                      "The real TileGym tree and the kernel dir's measured logs were not modified.", ""]
+    head = {
+        "done": "Re-ran the slow configs of the candidate with the wrapper edit below, in a throwaway copy of "
+        "the TileGym tree (workbench harness).",
+        "failed": f"The demonstration FAILED: {demo.reason}",
+        "timed_out": f"The demonstration TIMED OUT: {demo.reason}",
+    }[demo.status]
+    out += [
+        head,
+        "",
+        "The verdict stays FIXABLE: this is evidence for Agent B / reflection, not the fix itself. "
+        "The real TileGym tree and the kernel dir's measured logs were not modified.",
+        "",
+    ]
     for e in demo.edits:
-        out += [f"### Change: {e.relpath} `{e.function}()` (variant {e.variant or '(single)'})", "",
-                f"Adds the reference's config ({e.reference_config}; {e.reference_source}) as `{e.config}`."]
+        out += [
+            f"### Change: {e.relpath} `{e.function}()` (variant {e.variant or '(single)'})",
+            "",
+            f"Adds the reference's config ({e.reference_config}; {e.reference_source}) as `{e.config}`.",
+        ]
         out += [f"- filled: {f}" for f in e.filled]
         out += ["", "```diff", e.diff.rstrip("\n"), "```", ""]
     rows = [o for o in demo.outcomes if scope_configs is None or o.params in scope_configs]
     if rows:
-        out += ["### Before / after (medians, us; ratio = candidate / reference, 95% bootstrap CI)", "",
-                "Before and reference are the kernel dir's measured logs; after is this re-run (another process, "
-                "possibly another day: read small differences against the run-to-run noise).", "",
-                "| Config | reference | reference (us) | before (us) | before ratio | after (us) | after ratio | "
-                "launches/call after | kernel after |",
-                "|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "### Before / after (medians, us; ratio = candidate / reference, 95% bootstrap CI)",
+            "",
+            "Before and reference are the kernel dir's measured logs; after is this re-run (another process, "
+            "possibly another day: read small differences against the run-to-run noise).",
+            "",
+            "| Config | reference | reference (us) | before (us) | before ratio | after (us) | after ratio | "
+            "launches/call after | kernel after |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for o in rows:
-            out.append(f"| {o.params} | {o.reference_backend} | {_us(o.reference_ms)} | {_us(o.before_ms)} | "
-                       f"{_ratio(o.before_ratio, o.before_ci)} | {_us(o.after_ms)} | {_ratio(o.after_ratio, o.after_ci)} "
-                       f"| {o.after_launches if o.after_launches is not None else '—'} | {o.after_kernel or '—'} |")
+            out.append(
+                f"| {o.params} | {o.reference_backend} | {_us(o.reference_ms)} | {_us(o.before_ms)} | "
+                f"{_ratio(o.before_ratio, o.before_ci)} | {_us(o.after_ms)} | {_ratio(o.after_ratio, o.after_ci)} "
+                f"| {o.after_launches if o.after_launches is not None else '—'} | {o.after_kernel or '—'} |"
+            )
         res = [o for o in rows if o.after_resources or o.reference_resources]
         if res:
             out += ["", "Launch evidence of the re-run (candidate after / reference):", ""]
-            out += [f"- {o.params}: {o.after_resources or 'not captured'} / {o.reference_resources or 'not captured'}"
-                    for o in res]
+            out += [
+                f"- {o.params}: {o.after_resources or 'not captured'} / {o.reference_resources or 'not captured'}"
+                for o in res
+            ]
         out.append("")
     out.append(f"- overlay: {demo.overlay} ({'kept' if demo.kept else 'removed after the run'})")
     if demo.run_log:
@@ -247,7 +301,9 @@ def render_demonstration(demo: Demonstration, scope_configs: Sequence[str] | Non
     if demo.duration_s is not None:
         out.append(f"- duration: {demo.duration_s:.0f} s")
     same = demo.tree_sha256_before == demo.tree_sha256_after
-    out.append(f"- TileGym tree {demo.tilegym}: sha256 {demo.tree_sha256_before[:16]}… before, "
-               + ("unchanged after" if same else f"CHANGED after ({demo.tree_sha256_after[:16]}…)"))
+    out.append(
+        f"- TileGym tree {demo.tilegym}: sha256 {demo.tree_sha256_before[:16]}… before, "
+        + ("unchanged after" if same else f"CHANGED after ({demo.tree_sha256_after[:16]}…)")
+    )
     out.append("")
     return "\n".join(out)

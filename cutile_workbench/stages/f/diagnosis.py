@@ -101,9 +101,20 @@ from cutile_workbench.ir.audit import IRAudit
 from cutile_workbench.model import Finding, Investigation, LaunchSet, PerfRecord, RatioRow, RatioTable
 
 __all__ = [
-    "FInputs", "KernelGroup", "LaunchSummary", "all_findings", "classify_kernel", "classify_pattern",
-    "config_findings", "diagnose", "extra_launches", "pick_sets", "resource_finding", "same_backend",
-    "short_kernel_name", "summarize_launch_set",
+    "FInputs",
+    "KernelGroup",
+    "LaunchSummary",
+    "all_findings",
+    "classify_kernel",
+    "classify_pattern",
+    "config_findings",
+    "diagnose",
+    "extra_launches",
+    "pick_sets",
+    "resource_finding",
+    "same_backend",
+    "short_kernel_name",
+    "summarize_launch_set",
 ]
 
 SLOW_RATIO = 1.05
@@ -129,7 +140,9 @@ class FInputs:
     kernel: str
     table: RatioTable | None
     launch_sets: Sequence[LaunchSet] = field(default_factory=list)  # a LaunchStore: decoded per row
-    analysis: Any = None  # cutile_workbench.artifacts.analysis.Analysis (duck-typed: autotune_configs, autotune_key, …)
+    analysis: Any = (
+        None  # cutile_workbench.artifacts.analysis.Analysis (duck-typed: autotune_configs, autotune_key, …)
+    )
     ir_audits: dict[str | None, IRAudit] = field(default_factory=dict)  # variant → audit
     wrapper_findings: list[Finding] = field(default_factory=list)
     candidate_backend: str = "cutile-rs"
@@ -154,8 +167,16 @@ class FInputs:
 
 # --------------------------------------------------------------------------- step 5 helpers
 
-_KEY_ALIASES = {"batch": "q", "b": "q", "bs": "q", "n_rows": "m", "rows": "m", "cols": "n",
-                "hidden": "n", "torch_dtype": "dtype"}
+_KEY_ALIASES = {
+    "batch": "q",
+    "b": "q",
+    "bs": "q",
+    "n_rows": "m",
+    "rows": "m",
+    "cols": "n",
+    "hidden": "n",
+    "torch_dtype": "dtype",
+}
 
 
 def _norm_key(k: str) -> str:
@@ -185,16 +206,30 @@ def config_findings(analysis: Any, evidence_path: str) -> list[Finding]:
             if not space:
                 continue
             if not any(all(c.get(k) == val for k, val in cfg.items()) for c in space):
-                out.append(Finding(
-                    "config", f"reference best config {dict(cfg)} of variant {variant or '(single)'} is not in "
-                    f"analysis.json's autotune configs ({len(space)} config(s))", True, (evidence_path,), "high",
-                    {"variant": variant, "best_config": dict(cfg), "rule": "analysis_best_config"}))
-    autotune = (getattr(analysis, "launch_path", None) == "autotune" or bool(configs) or bool(per_variant))
+                out.append(
+                    Finding(
+                        "config",
+                        f"reference best config {dict(cfg)} of variant {variant or '(single)'} is not in "
+                        f"analysis.json's autotune configs ({len(space)} config(s))",
+                        True,
+                        (evidence_path,),
+                        "high",
+                        {"variant": variant, "best_config": dict(cfg), "rule": "analysis_best_config"},
+                    )
+                )
+    autotune = getattr(analysis, "launch_path", None) == "autotune" or bool(configs) or bool(per_variant)
     key = [_norm_key(k) for k in getattr(analysis, "autotune_key", ()) or ()]
     if autotune:
         if not key:
-            out.append(Finding("config", "autotune is used but analysis.json has no autotune_key: the cache "
-                               "key cannot be checked", False, (evidence_path,), "low"))
+            out.append(
+                Finding(
+                    "config",
+                    "autotune is used but analysis.json has no autotune_key: the cache key cannot be checked",
+                    False,
+                    (evidence_path,),
+                    "low",
+                )
+            )
         else:
             fields: dict[str, None] = {}
             for g in getattr(analysis, "test_perf_configs", ()) or ():
@@ -204,10 +239,17 @@ def config_findings(analysis: Any, evidence_path: str) -> list[Finding]:
                             fields.setdefault(_norm_key(k), None)
             missing = [f for f in fields if f not in key]
             if missing:
-                out.append(Finding(
-                    "config", f"autotune_key {list(getattr(analysis, 'autotune_key', ()))} lacks "
-                    f"{', '.join(missing)}: configs tuned for one shape/dtype are reused for another",
-                    True, (evidence_path,), "medium", {"missing_key_fields": missing, "rule": "analysis_key"}))
+                out.append(
+                    Finding(
+                        "config",
+                        f"autotune_key {list(getattr(analysis, 'autotune_key', ()))} lacks "
+                        f"{', '.join(missing)}: configs tuned for one shape/dtype are reused for another",
+                        True,
+                        (evidence_path,),
+                        "medium",
+                        {"missing_key_fields": missing, "rule": "analysis_key"},
+                    )
+                )
     return out
 
 
@@ -217,8 +259,10 @@ def _probe_pressure(cand_probe: ProbeResult | None, base_probe: ProbeResult | No
     cs = cand_probe.spill_bytes if cand_probe else None
     bs = base_probe.spill_bytes if base_probe else None
     if cs is not None and cs > 0 and (bs is None or cs > SPILL_RATIO * bs):
-        out.append(f"the candidate spills {cs:,.0f} B to local memory (reference: "
-                   f"{'n/a' if bs is None else f'{bs:,.0f} B'}; ncu probe)")
+        out.append(
+            f"the candidate spills {cs:,.0f} B to local memory (reference: "
+            f"{'n/a' if bs is None else f'{bs:,.0f} B'}; ncu probe)"
+        )
     co = cand_probe.achieved_occupancy_pct if cand_probe else None
     bo = base_probe.achieved_occupancy_pct if base_probe else None
     if co is not None and bo is not None and bo > 0 and co < OCCUPANCY_RATIO * bo:
@@ -226,11 +270,18 @@ def _probe_pressure(cand_probe: ProbeResult | None, base_probe: ProbeResult | No
     return out
 
 
-def resource_finding(cand: LaunchSummary | None, base: LaunchSummary | None, evidence: str, *,
-                     gap: GapAssessment | None = None, cand_probe: ProbeResult | None = None,
-                     base_probe: ProbeResult | None = None) -> Finding | None:
+def resource_finding(
+    cand: LaunchSummary | None,
+    base: LaunchSummary | None,
+    evidence: str,
+    *,
+    gap: GapAssessment | None = None,
+    cand_probe: ProbeResult | None = None,
+    base_probe: ProbeResult | None = None,
+) -> Finding | None:
     """Same launch count: the main kernels' resources (captures, else the probes) and the probes'
     spills/occupancy. ``fixable`` means "would be fixable": :func:`diagnose` still requires a real gap."""
+
     def pick(attr: str, summary: Any, probe: Any) -> Any:
         v = getattr(summary, attr, None) if summary is not None else None
         return v if v is not None else (getattr(probe, attr, None) if probe is not None else None)
@@ -252,31 +303,60 @@ def resource_finding(cand: LaunchSummary | None, base: LaunchSummary | None, evi
     pressure: list[str] = []
     if rc is not None and rc >= REGISTER_CAP and (rb is None or rb < REGISTER_CAP):
         # both sides at the cap is no difference to fix (the reference pays the same pressure)
-        pressure.append(f"the candidate sits at the register cap ({rc}/thread"
-                        + (f" vs {rb} for the reference)" if rb is not None else ")"))
+        pressure.append(
+            f"the candidate sits at the register cap ({rc}/thread"
+            + (f" vs {rb} for the reference)" if rb is not None else ")")
+        )
     if sc is not None and sb is not None and sc >= 2 * sb and sc > SMEM_PRESSURE_BYTES:
         pressure.append(f"the candidate uses {sc / 1024:.0f} KB shared memory, ≥ 2x the reference's")
     pressure += _probe_pressure(cand_probe, base_probe)
     if not diffs and not pressure:
         return None
     real = gap is not None and gap.status == "real"
-    names = (cand.backend if cand else cand_probe.backend if cand_probe else "candidate",
-             base.backend if base else base_probe.backend if base_probe else "reference")
-    per = (f"main kernel {cand.main_per_launch_us / base.main_per_launch_us:.2f}x per launch; "
-           if cand is not None and base is not None and base.main_per_launch_us > 0 else "")
-    summary = (f"same launch count, {per}{names[0]} vs {names[1]}: "
-               + (", ".join(diffs) or "same registers, shared memory, grid and block"))
+    names = (
+        cand.backend if cand else cand_probe.backend if cand_probe else "candidate",
+        base.backend if base else base_probe.backend if base_probe else "reference",
+    )
+    per = (
+        f"main kernel {cand.main_per_launch_us / base.main_per_launch_us:.2f}x per launch; "
+        if cand is not None and base is not None and base.main_per_launch_us > 0
+        else ""
+    )
+    summary = f"same launch count, {per}{names[0]} vs {names[1]}: " + (
+        ", ".join(diffs) or "same registers, shared memory, grid and block"
+    )
     if pressure:
         summary += "; " + "; ".join(pressure)
-        summary += (": a smaller-tile or higher-occupancy config for this shape is missing" if real or gap is None
-                    else " (not decisive: no real per-launch gap)")
-    evidence_paths = tuple(e for e in (evidence if cand is not None else "", cand_probe.csv if cand_probe else "",
-                                       base_probe.csv if base_probe else "") if e)
-    return Finding("resources", summary, bool(pressure), evidence_paths, "medium",
-                   {"pressure": pressure, "diffs": diffs,
-                    "per_launch_ratio": (cand.main_per_launch_us / base.main_per_launch_us
-                                         if cand is not None and base is not None and base.main_per_launch_us > 0
-                                         else None)})
+        summary += (
+            ": a smaller-tile or higher-occupancy config for this shape is missing"
+            if real or gap is None
+            else " (not decisive: no real per-launch gap)"
+        )
+    evidence_paths = tuple(
+        e
+        for e in (
+            evidence if cand is not None else "",
+            cand_probe.csv if cand_probe else "",
+            base_probe.csv if base_probe else "",
+        )
+        if e
+    )
+    return Finding(
+        "resources",
+        summary,
+        bool(pressure),
+        evidence_paths,
+        "medium",
+        {
+            "pressure": pressure,
+            "diffs": diffs,
+            "per_launch_ratio": (
+                cand.main_per_launch_us / base.main_per_launch_us
+                if cand is not None and base is not None and base.main_per_launch_us > 0
+                else None
+            ),
+        },
+    )
 
 
 def _probe_smem(p: ProbeResult | None) -> int | None:
@@ -304,11 +384,14 @@ def classify_pattern(rows: Sequence[RatioRow]) -> tuple[str, list[RatioRow]]:
 def _evidence_for(inputs: FInputs, row: RatioRow) -> LaunchEvidence:
     base_recs = inputs.baseline_records.get(row.baseline_backend or "", {})
     return launch_evidence(
-        row, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
+        row,
+        launch_sets=inputs.launch_sets,
+        candidate_backend=inputs.candidate_backend,
         candidate_record=inputs.candidate_records.get((row.func_key, row.params)),
         baseline_record=base_recs.get((row.func_key, row.params)),
         launches_path=inputs.evidence.get("launches", "workbench/launches.json.gz"),
-        perf_log_path=inputs.evidence.get("e_table", "perf_cutile_rs.txt"))
+        perf_log_path=inputs.evidence.get("e_table", "perf_cutile_rs.txt"),
+    )
 
 
 def _launch_findings(le: LaunchEvidence) -> tuple[list[Finding], bool | None]:
@@ -321,24 +404,55 @@ def _launch_findings(le: LaunchEvidence) -> tuple[list[Finding], bool | None]:
     cs, bs = c.summary, b.summary
     fallback = cs is not None and is_native(cs.main_kernel)
     if c.launches_per_call > b.launches_per_call or fallback:
-        same = (c.per_launch_us is not None and b.per_launch_us is not None and b.per_launch_us > 0
-                and abs(c.per_launch_us / b.per_launch_us - 1) <= SAME_TIME_TOL)
+        same = (
+            c.per_launch_us is not None
+            and b.per_launch_us is not None
+            and b.per_launch_us > 0
+            and abs(c.per_launch_us / b.per_launch_us - 1) <= SAME_TIME_TOL
+        )
         extras = extra_launches(cs, bs) if cs is not None and bs is not None else []
-        kinds = ", ".join(extras) if extras else ("unclassified" if cs is not None else
-                                                   "kinds unknown without per-launch captures")
+        kinds = (
+            ", ".join(extras)
+            if extras
+            else ("unclassified" if cs is not None else "kinds unknown without per-launch captures")
+        )
         conf: Confidence = "high" if same and cs is not None else "medium"
         unit = "GPU activities per call" if cs is not None else "launches/iter (kernel_times)"
-        return [Finding("launch_count", f"{c.backend} runs {c.launches_per_call} {unit} vs {b.launches_per_call} for "
-                        f"{b.backend}" + (" with the same per-launch kernel time" if same else "")
-                        + f"; extra: {kinds} — a wrapper/host hot-path issue", True, ev, conf,
-                        {"extra": extras, "same_per_launch": same, "source": le.source})], False
+        return [
+            Finding(
+                "launch_count",
+                f"{c.backend} runs {c.launches_per_call} {unit} vs {b.launches_per_call} for "
+                f"{b.backend}"
+                + (" with the same per-launch kernel time" if same else "")
+                + f"; extra: {kinds} — a wrapper/host hot-path issue",
+                True,
+                ev,
+                conf,
+                {"extra": extras, "same_per_launch": same, "source": le.source},
+            )
+        ], False
     if c.launches_per_call == b.launches_per_call:
-        return [Finding("launch_count", f"launch counts match: {c.launches_per_call}/call on both sides "
-                        f"({le.describe})", False, ev, "high" if cs is not None else "medium",
-                        {"source": le.source})], True
-    return [Finding("launch_count", f"{c.backend} runs fewer launches per call ({c.launches_per_call}) than "
-                    f"{b.backend} ({b.launches_per_call}): no extra wrapper work ({le.describe})", False, ev, "medium",
-                    {"source": le.source})], True
+        return [
+            Finding(
+                "launch_count",
+                f"launch counts match: {c.launches_per_call}/call on both sides ({le.describe})",
+                False,
+                ev,
+                "high" if cs is not None else "medium",
+                {"source": le.source},
+            )
+        ], True
+    return [
+        Finding(
+            "launch_count",
+            f"{c.backend} runs fewer launches per call ({c.launches_per_call}) than "
+            f"{b.backend} ({b.launches_per_call}): no extra wrapper work ({le.describe})",
+            False,
+            ev,
+            "medium",
+            {"source": le.source},
+        )
+    ], True
 
 
 def _gap_for(le: LaunchEvidence, row: RatioRow, inputs: FInputs) -> GapAssessment:
@@ -346,54 +460,98 @@ def _gap_for(le: LaunchEvidence, row: RatioRow, inputs: FInputs) -> GapAssessmen
     cs = c.summary if c else None
     bs = b.summary if b else None
     if cs is not None and bs is not None:
-        return assess_gap(cand_per_launch_ns=cs.main_durations_ns, base_per_launch_ns=bs.main_durations_ns,
-                          noise_floor=row.noise_floor)
+        return assess_gap(
+            cand_per_launch_ns=cs.main_durations_ns,
+            base_per_launch_ns=bs.main_durations_ns,
+            noise_floor=row.noise_floor,
+        )
     one_each = bool(c and b and c.launches_per_call == 1 and b.launches_per_call == 1)
     crec = inputs.candidate_records.get((row.func_key, row.params))
     brec = inputs.baseline_records.get(row.baseline_backend or "", {}).get((row.func_key, row.params))
-    return assess_gap(row=row, one_launch_each=one_each, cand_stats=crec.forward if crec else None,
-                      base_stats=brec.forward if brec else None,
-                      cand_per_launch_us=c.per_launch_us if c else None,
-                      base_per_launch_us=b.per_launch_us if b else None, noise_floor=row.noise_floor)
+    return assess_gap(
+        row=row,
+        one_launch_each=one_each,
+        cand_stats=crec.forward if crec else None,
+        base_stats=brec.forward if brec else None,
+        cand_per_launch_us=c.per_launch_us if c else None,
+        base_per_launch_us=b.per_launch_us if b else None,
+        noise_floor=row.noise_floor,
+    )
 
 
 #: diff_ir.sh criticals a different tile config produces by itself (tile sizes, CTA count, occupancy)
-CONFIG_DRIVEN_IR = re.compile(r"^(?:(?:num_cta|occupancy) hint mismatch|tile shape set differs|MMA accumulator )")
+CONFIG_DRIVEN_IR = re.compile(
+    r"^(?:(?:num_cta|occupancy) hint mismatch|tile shape set differs|MMA accumulator )"
+)
 
 
-def _ir_findings(inputs: FInputs, row: RatioRow, config_gap: str = "") -> tuple[list[Finding], IRAudit | None]:
+def _ir_findings(
+    inputs: FInputs, row: RatioRow, config_gap: str = ""
+) -> tuple[list[Finding], IRAudit | None]:
     """Step 6. ``config_gap`` names a search-space finding of this row's variant (the reference's tuned
     config cannot be chosen by the candidate): then the criticals a different config produces by itself
     (:data:`CONFIG_DRIVEN_IR`) are its consequence, not a kernel.rs defect, and only the others decide."""
-    audit = inputs.ir_config_audits.get(row.params) or inputs.ir_audits.get(row.variant) or (
-        next(iter(inputs.ir_audits.values())) if len(inputs.ir_audits) == 1 else None)
+    audit = (
+        inputs.ir_config_audits.get(row.params)
+        or inputs.ir_audits.get(row.variant)
+        or (next(iter(inputs.ir_audits.values())) if len(inputs.ir_audits) == 1 else None)
+    )
     if audit is None:
         return [], None
     ev = (audit.ref_name, audit.gen_name)
-    crit = [n[len("CRITICAL: "):] for n in audit.notes if n.startswith("CRITICAL: ")]
+    crit = [n[len("CRITICAL: ") :] for n in audit.notes if n.startswith("CRITICAL: ")]
     perf = [c for c in crit if not c.startswith("generated scalar assume_div_by")]
     out: list[Finding] = []
     if config_gap:
         follows = [c for c in perf if CONFIG_DRIVEN_IR.match(c)]
         perf = [c for c in perf if not CONFIG_DRIVEN_IR.match(c)]
         if follows:
-            out.append(Finding("ir", f"diff_ir.sh criticals that follow from the different tuned config, not from "
-                               f"kernel.rs: {'; '.join(follows)} ({config_gap}): re-audit the IR after re-tuning",
-                               False, ev, "medium", {"verdict": audit.verdict, "config_driven": follows}))
+            out.append(
+                Finding(
+                    "ir",
+                    f"diff_ir.sh criticals that follow from the different tuned config, not from "
+                    f"kernel.rs: {'; '.join(follows)} ({config_gap}): re-audit the IR after re-tuning",
+                    False,
+                    ev,
+                    "medium",
+                    {"verdict": audit.verdict, "config_driven": follows},
+                )
+            )
     if audit.verdict == "FAIL_FIXABLE" and perf:
-        return [*out, Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE: {'; '.join(perf)}"
-                              + (f" (also: {'; '.join(c for c in crit if c not in perf)})"
-                                 if len(perf) < len(crit) else ""), True, ev, "medium",
-                              {"verdict": audit.verdict, "critical": perf})], audit
+        return [
+            *out,
+            Finding(
+                "ir",
+                f"diff_ir.sh verdict FAIL_FIXABLE: {'; '.join(perf)}"
+                + (
+                    f" (also: {'; '.join(c for c in crit if c not in perf)})" if len(perf) < len(crit) else ""
+                ),
+                True,
+                ev,
+                "medium",
+                {"verdict": audit.verdict, "critical": perf},
+            ),
+        ], audit
     if out:
         return out, audit
     if audit.verdict == "FAIL_FIXABLE":
-        return [Finding("ir", f"diff_ir.sh verdict FAIL_FIXABLE only for: {'; '.join(crit)} (a correctness "
-                        "hazard, not a perf cause)", False, ev, "medium",
-                        {"verdict": audit.verdict, "critical": crit})], audit
-    text = ("diff_ir.sh verdict PASS" if audit.verdict == "PASS" else
-            f"diff_ir.sh verdict PASS_WITH_NOTES ({audit.workaround_count} workaround op(s), "
-            f"{audit.note_count} note(s)): no B-addressable IR mismatch")
+        return [
+            Finding(
+                "ir",
+                f"diff_ir.sh verdict FAIL_FIXABLE only for: {'; '.join(crit)} (a correctness "
+                "hazard, not a perf cause)",
+                False,
+                ev,
+                "medium",
+                {"verdict": audit.verdict, "critical": crit},
+            )
+        ], audit
+    text = (
+        "diff_ir.sh verdict PASS"
+        if audit.verdict == "PASS"
+        else f"diff_ir.sh verdict PASS_WITH_NOTES ({audit.workaround_count} workaround op(s), "
+        f"{audit.note_count} note(s)): no B-addressable IR mismatch"
+    )
     return [Finding("ir", text, False, ev, "medium", {"verdict": audit.verdict})], audit
 
 
@@ -412,18 +570,36 @@ def _cross_check_wrapper(wrapper: Sequence[Finding], launch: Sequence[Finding]) 
     for f in wrapper:
         rule = str(f.details.get("rule", ""))
         if rule in _HOT_PATH_RULES and measured_equal:
-            out.append(Finding(f.kind, f"{f.summary} (not confirmed: measured launch counts match the reference)",
-                               False, f.evidence, "low", dict(f.details)))
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (not confirmed: measured launch counts match the reference)",
+                    False,
+                    f.evidence,
+                    "low",
+                    dict(f.details),
+                )
+            )
         elif rule in _HOT_PATH_RULES and extra:
-            out.append(Finding(f.kind, f"{f.summary} (confirmed by the extra measured launches)", True,
-                               f.evidence, "high", dict(f.details)))
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (confirmed by the extra measured launches)",
+                    True,
+                    f.evidence,
+                    "high",
+                    dict(f.details),
+                )
+            )
         else:
             out.append(f)
     return out
 
 
 def _gap_gated(f: Finding) -> bool:
-    return f.kind in _GAP_GATED_KINDS or (f.kind == "wrapper" and f.details.get("rule") in _GAP_GATED_WRAPPER_RULES)
+    return f.kind in _GAP_GATED_KINDS or (
+        f.kind == "wrapper" and f.details.get("rule") in _GAP_GATED_WRAPPER_RULES
+    )
 
 
 def _gate(findings: Sequence[Finding], gap: GapAssessment | None) -> list[Finding]:
@@ -435,11 +611,21 @@ def _gate(findings: Sequence[Finding], gap: GapAssessment | None) -> list[Findin
             continue
         if gap is not None and gap.status == "real":
             conf = f.confidence if gap.ci is not None or f.confidence == "low" else "medium"
-            out.append(Finding(f.kind, f.summary, True, f.evidence, conf, {**f.details, "gated_on": gap.text}))
+            out.append(
+                Finding(f.kind, f.summary, True, f.evidence, conf, {**f.details, "gated_on": gap.text})
+            )
         else:
             why = gap.text if gap is not None else "no per-launch gap measured"
-            out.append(Finding(f.kind, f"{f.summary} (not decisive: {why})", False, f.evidence, "low",
-                               {**f.details, "gated_on": why}))
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (not decisive: {why})",
+                    False,
+                    f.evidence,
+                    "low",
+                    {**f.details, "gated_on": why},
+                )
+            )
     return out
 
 
@@ -456,12 +642,16 @@ def _space_covered(inputs: FInputs, variant: str | None) -> tuple[bool, str]:
     if audit is None or not inputs.wrapper_read:
         return False, "the cutile-rs wrapper source was not read"
     if not audit.candidate_spaces and not audit.reference_spaces:
-        return True, "neither side autotunes (no configs in the wrapper, the reference wrapper or analysis.json)"
+        return (
+            True,
+            "neither side autotunes (no configs in the wrapper, the reference wrapper or analysis.json)",
+        )
     return False, "the candidate and reference search spaces could not be paired"
 
 
-def _named_limitation(inputs: FInputs, row: RatioRow, le: LaunchEvidence, audit: IRAudit | None,
-                      findings: Sequence[Finding]) -> tuple[str | None, list[str]]:
+def _named_limitation(
+    inputs: FInputs, row: RatioRow, le: LaunchEvidence, audit: IRAudit | None, findings: Sequence[Finding]
+) -> tuple[str | None, list[str]]:
     """V4's evidence chain: (limitation text, or None with the links that are missing)."""
     missing: list[str] = []
     if audit is None:
@@ -474,14 +664,24 @@ def _named_limitation(inputs: FInputs, row: RatioRow, le: LaunchEvidence, audit:
     pairs: list[tuple[Any, Any]] | None = None
     if len(summaries) == 2:
         base, cand = summaries
-        pairs = [(cand.registers_per_thread, base.registers_per_thread), (cand.smem_bytes, base.smem_bytes),
-                 (cand.grid, base.grid), (cand.block, base.block)]
+        pairs = [
+            (cand.registers_per_thread, base.registers_per_thread),
+            (cand.smem_bytes, base.smem_bytes),
+            (cand.grid, base.grid),
+            (cand.block, base.block),
+        ]
     elif cprobe is not None and bprobe is not None:
-        pairs = [(cprobe.registers_per_thread, bprobe.registers_per_thread), (_probe_smem(cprobe), _probe_smem(bprobe)),
-                 (cprobe.grid, bprobe.grid), (cprobe.block, bprobe.block)]
+        pairs = [
+            (cprobe.registers_per_thread, bprobe.registers_per_thread),
+            (_probe_smem(cprobe), _probe_smem(bprobe)),
+            (cprobe.grid, bprobe.grid),
+            (cprobe.block, bprobe.block),
+        ]
     if pairs is None:
-        missing.append("no per-launch capture or ncu probe of both sides: launch resources (registers, smem, grid, "
-                       "block) unknown")
+        missing.append(
+            "no per-launch capture or ncu probe of both sides: launch resources (registers, smem, grid, "
+            "block) unknown"
+        )
     elif not all(x is not None and x == y for x, y in pairs):
         missing.append("launch resources differ or are not all known (registers, smem, grid, block)")
     if _probe_pressure(cprobe, bprobe):
@@ -493,18 +693,29 @@ def _named_limitation(inputs: FInputs, row: RatioRow, le: LaunchEvidence, audit:
         missing.append("a dispatch finding")
     if missing:
         return None, missing
-    return ("named backend limitation: the same Tile IR (diff_ir.sh " + (audit.verdict if audit else "") +
-            "), the same launch resources and a search space that covers the reference's run slower: the "
-            "residual is tileiras/driver code generation for identical work, not Agent B code"), []
+    return (
+        "named backend limitation: the same Tile IR (diff_ir.sh "
+        + (audit.verdict if audit else "")
+        + "), the same launch resources and a search space that covers the reference's run slower: the "
+        "residual is tileiras/driver code generation for identical work, not Agent B code"
+    ), []
 
 
 def _probe_hint(inputs: FInputs, row: RatioRow) -> str:
-    return (f"`cutile-workbench probe {inputs.kernel} --config {row.params}` (ncu on one call of each side: "
-            "spills, achieved occupancy, DRAM throughput)")
+    return (
+        f"`cutile-workbench probe {inputs.kernel} --config {row.params}` (ncu on one call of each side: "
+        "spills, achieved occupancy, DRAM throughput)"
+    )
 
 
-def _verdict(findings: Sequence[Finding], *, counts_match: bool | None, gap: GapAssessment | None,
-             limitation: str | None, capture: bool) -> tuple[str, Confidence]:
+def _verdict(
+    findings: Sequence[Finding],
+    *,
+    counts_match: bool | None,
+    gap: GapAssessment | None,
+    limitation: str | None,
+    capture: bool,
+) -> tuple[str, Confidence]:
     fixable = [f for f in findings if f.fixable]
     if fixable:
         best = max(fixable, key=lambda f: _RANK[f.confidence])
@@ -523,14 +734,43 @@ def _missing_findings(inputs: FInputs) -> list[Finding]:
 def _blocked_all(inputs: FInputs, why: str) -> Investigation:
     table = inputs.table
     # IR audits still inform the reader, but cannot decide a verdict without a measured gap
-    info = [Finding("ir", f"{a.verdict_line} for {a.ref_name} vs {a.gen_name} (no E data to tie it to a gap)",
-                    False, (a.ref_name, a.gen_name), "low") for a in inputs.ir_audits.values()]
-    findings = [Finding("missing", f"{why}: no trustworthy diagnosis is possible", False,
-                        (inputs.evidence.get("e_table", "perf_cutile_rs.txt"),), "low"), *_missing_findings(inputs),
-                *info]
-    return Investigation(inputs.kernel, "all_shapes", "BLOCKED", list(table.rows) if table else [], findings, "none",
-                         {"representative": None, "confidence": "low", "launch_summaries": [],
-                          "launch_evidence": None, "gap": None, "rule": "V1"})
+    info = [
+        Finding(
+            "ir",
+            f"{a.verdict_line} for {a.ref_name} vs {a.gen_name} (no E data to tie it to a gap)",
+            False,
+            (a.ref_name, a.gen_name),
+            "low",
+        )
+        for a in inputs.ir_audits.values()
+    ]
+    findings = [
+        Finding(
+            "missing",
+            f"{why}: no trustworthy diagnosis is possible",
+            False,
+            (inputs.evidence.get("e_table", "perf_cutile_rs.txt"),),
+            "low",
+        ),
+        *_missing_findings(inputs),
+        *info,
+    ]
+    return Investigation(
+        inputs.kernel,
+        "all_shapes",
+        "BLOCKED",
+        list(table.rows) if table else [],
+        findings,
+        "none",
+        {
+            "representative": None,
+            "confidence": "low",
+            "launch_summaries": [],
+            "launch_evidence": None,
+            "gap": None,
+            "rule": "V1",
+        },
+    )
 
 
 def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding]:
@@ -548,13 +788,30 @@ def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding
         base = ident.baseline.symbol if ident.baseline else "n/a"
         where = tuple(e for e in (ident.evidence, *(c.split(": ", 1)[0] for c in ident.wrapper_calls)) if e)
         ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "NA"
-        out.append(Finding(
-            "identity", f"config {r.params} ({ratio}) does not measure the candidate: {ident.why} "
-            f"(candidate `{cand}` vs reference `{base}`)" + (
-                "; the wrapper delegates: " + "; ".join(ident.wrapper_calls) if ident.wrapper_calls else ""),
-            True, where, "high", {"rule": "candidate_identity", "config": r.params, "kind": ident.kind,
-                                  "candidate_kernel": cand, "baseline_kernel": base,
-                                  "same_launch": ident.same_launch, "wrapper_calls": list(ident.wrapper_calls)}))
+        out.append(
+            Finding(
+                "identity",
+                f"config {r.params} ({ratio}) does not measure the candidate: {ident.why} "
+                f"(candidate `{cand}` vs reference `{base}`)"
+                + (
+                    "; the wrapper delegates: " + "; ".join(ident.wrapper_calls)
+                    if ident.wrapper_calls
+                    else ""
+                ),
+                True,
+                where,
+                "high",
+                {
+                    "rule": "candidate_identity",
+                    "config": r.params,
+                    "kind": ident.kind,
+                    "candidate_kernel": cand,
+                    "baseline_kernel": base,
+                    "same_launch": ident.same_launch,
+                    "wrapper_calls": list(ident.wrapper_calls),
+                },
+            )
+        )
     return out
 
 
@@ -577,11 +834,19 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
     missing = _missing_findings(inputs)
     table = inputs.table
     if table is None or not table.matched:
-        return [_blocked_all(inputs, "no E ratio table" if table is None else
-                             "the E table has no matched config (all NA)")]
+        return [
+            _blocked_all(
+                inputs, "no E ratio table" if table is None else "the E table has no matched config (all NA)"
+            )
+        ]
     pattern, slow = classify_pattern(table.rows)
-    extra = [r for r in table.matched if r.candidate_launches is not None and r.baseline_launches is not None
-             and r.candidate_launches > r.baseline_launches]
+    extra = [
+        r
+        for r in table.matched
+        if r.candidate_launches is not None
+        and r.baseline_launches is not None
+        and r.candidate_launches > r.baseline_launches
+    ]
     if pattern == "none" and extra:
         # within E's gate overall, but the candidate launches more per call: a wrapper defect (V2's condition)
         pattern, slow = "shape_specific", extra
@@ -595,19 +860,52 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         # "no extra launches" half, and the reader sees the same counts the E table lists)
         evidences = {r.params: _evidence_for(inputs, r) for r in table.matched}
         paths = sorted({le.path for le in evidences.values() if le.has_counts and le.path})
-        f = Finding("ratio", f"no matched config is slower than {SLOW_RATIO} (geomean_ratio={gm}): nothing to fix",
-                    False, (inputs.evidence.get("e_table", "reports/performance.md"), *paths), "high")
-        return [Investigation(inputs.kernel, "all_shapes", "ALIGNED", list(table.matched), [f, *missing], "none",
-                              {"representative": None, "confidence": "high", "launch_summaries": [],
-                               "launch_evidence": None, "gap": None, "rule": "V2", "row_evidence": evidences,
-                               "e_verdict": table.verdict})]
+        f = Finding(
+            "ratio",
+            f"no matched config is slower than {SLOW_RATIO} (geomean_ratio={gm}): nothing to fix",
+            False,
+            (inputs.evidence.get("e_table", "reports/performance.md"), *paths),
+            "high",
+        )
+        return [
+            Investigation(
+                inputs.kernel,
+                "all_shapes",
+                "ALIGNED",
+                list(table.matched),
+                [f, *missing],
+                "none",
+                {
+                    "representative": None,
+                    "confidence": "high",
+                    "launch_summaries": [],
+                    "launch_evidence": None,
+                    "gap": None,
+                    "rule": "V2",
+                    "row_evidence": evidences,
+                    "e_verdict": table.verdict,
+                },
+            )
+        ]
     analysis_path = inputs.evidence.get("analysis", "reference/analysis.json")
     cfg = config_findings(inputs.analysis, analysis_path)
-    kernels = config_kernels(table.matched, launch_sets=inputs.launch_sets, candidate_backend=inputs.candidate_backend,
-                             candidate_records=inputs.candidate_records, baseline_records=inputs.baseline_records,
-                             kernel_functions=kernel_functions_of(inputs.analysis))
-    ident_ev = [e for e in (inputs.evidence.get("launches") if kernels and kernels[0].source != "kernel_times"
-                            else inputs.evidence.get("e_table"),) if e]
+    kernels = config_kernels(
+        table.matched,
+        launch_sets=inputs.launch_sets,
+        candidate_backend=inputs.candidate_backend,
+        candidate_records=inputs.candidate_records,
+        baseline_records=inputs.baseline_records,
+        kernel_functions=kernel_functions_of(inputs.analysis),
+    )
+    ident_ev = [
+        e
+        for e in (
+            inputs.evidence.get("launches")
+            if kernels and kernels[0].source != "kernel_times"
+            else inputs.evidence.get("e_table"),
+        )
+        if e
+    ]
     dispatch = dispatch_findings(kernels, ident_ev)
     space = inputs.search_space.findings() if inputs.search_space is not None else []
 
@@ -620,8 +918,16 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         gap = _gap_for(le, rep, inputs) if counts_match else None
         findings: list[Finding] = list(lf)
         if gap is not None:
-            findings.append(Finding("gap", gap.text, False, (le.path,) if le.path else (),
-                                    "medium" if gap.ci is None else "high", {"status": gap.status}))
+            findings.append(
+                Finding(
+                    "gap",
+                    gap.text,
+                    False,
+                    (le.path,) if le.path else (),
+                    "medium" if gap.ci is None else "high",
+                    {"status": gap.status},
+                )
+            )
         cprobe = probe_for(inputs.probes, inputs.candidate_backend, rep.params)
         bprobe = probe_for(inputs.probes, rep.baseline_backend, rep.params)
         summaries = le.summaries
@@ -632,39 +938,75 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
                 findings.append(rf)
         findings += [f for f in dispatch if _relevant(f, rows)]
         findings += [f for f in space if _relevant(f, rows)] + cfg
-        irf, audit = _ir_findings(inputs, rep, _config_gap([f for f in space if _relevant(f, rows)], rep.variant))
+        irf, audit = _ir_findings(
+            inputs, rep, _config_gap([f for f in space if _relevant(f, rows)], rep.variant)
+        )
         if any(f.kind == "launch_count" and f.fixable for f in lf):
             # launch count not sane yet: IR differences cannot be ranked as the cause (agent_f.md step 4)
-            irf = [Finding(f.kind, f"{f.summary} (secondary: re-audit once the extra launches are gone)",
-                           False, f.evidence, "low", dict(f.details)) for f in irf]
+            irf = [
+                Finding(
+                    f.kind,
+                    f"{f.summary} (secondary: re-audit once the extra launches are gone)",
+                    False,
+                    f.evidence,
+                    "low",
+                    dict(f.details),
+                )
+                for f in irf
+            ]
         findings += _cross_check_wrapper(inputs.wrapper_findings, lf) + irf
         ident = identity_findings(inputs, rows)
         if ident:
             # the measured kernel is not the candidate's: its IR, config and resources cannot explain these
             # numbers (step 0 first; they stay listed as secondary)
-            findings = [Finding(f.kind, f"{f.summary} (secondary: the measurement did not run the candidate's "
-                                "kernel)", False, f.evidence, "low", dict(f.details))
-                        if f.fixable and f.kind in ("ir", "config", "resources") else f for f in findings]
+            findings = [
+                Finding(
+                    f.kind,
+                    f"{f.summary} (secondary: the measurement did not run the candidate's kernel)",
+                    False,
+                    f.evidence,
+                    "low",
+                    dict(f.details),
+                )
+                if f.fixable and f.kind in ("ir", "config", "resources")
+                else f
+                for f in findings
+            ]
             findings = [*ident, *findings]
         findings = _gate(findings, gap)
         limitation: str | None = None
         links: list[str] = []
         if counts_match and gap is not None and gap.status == "real" and not any(f.fixable for f in findings):
             limitation, links = _named_limitation(inputs, rep, le, audit, findings)
-        verdict, conf = _verdict(findings, counts_match=counts_match, gap=gap, limitation=limitation,
-                                 capture=len(summaries) == 2)
+        verdict, conf = _verdict(
+            findings, counts_match=counts_match, gap=gap, limitation=limitation, capture=len(summaries) == 2
+        )
         if verdict == "BLOCKED":
             findings += _blocked_reasons(inputs, rep, le, counts_match, gap, links, audit)
         elif limitation is not None:
             findings.append(Finding("limitation", limitation, False, (), "medium"))
-        rule = ("V3" if verdict == "FIXABLE" else "V4" if verdict == "ALIGNED" else "V5")
-        details: dict[str, Any] = {"representative": rep.params, "confidence": conf, "launch_summaries": summaries,
-                                   "launch_evidence": le, "gap": gap, "rule": rule, "row_evidence": evidences,
-                                   "kernels": [k for k in kernels if k.params in {r.params for r in rows}],
-                                   "search_space": _space_for(inputs, rep.variant),
-                                   "probes": (cprobe, bprobe)}
-        return Investigation(inputs.kernel, scope, verdict, rows, [*findings, *missing],  # type: ignore[arg-type]
-                             pat, details)  # type: ignore[arg-type]
+        rule = "V3" if verdict == "FIXABLE" else "V4" if verdict == "ALIGNED" else "V5"
+        details: dict[str, Any] = {
+            "representative": rep.params,
+            "confidence": conf,
+            "launch_summaries": summaries,
+            "launch_evidence": le,
+            "gap": gap,
+            "rule": rule,
+            "row_evidence": evidences,
+            "kernels": [k for k in kernels if k.params in {r.params for r in rows}],
+            "search_space": _space_for(inputs, rep.variant),
+            "probes": (cprobe, bprobe),
+        }
+        return Investigation(
+            inputs.kernel,
+            scope,
+            verdict,
+            rows,
+            [*findings, *missing],  # type: ignore[arg-type]
+            pat,
+            details,
+        )  # type: ignore[arg-type]
 
     if pattern == "uniform":
         invs = [investigate("all_shapes", slow, "uniform")]
@@ -690,21 +1032,34 @@ def _config_gap(space: Sequence[Finding], variant: str | None) -> str:
     return ""
 
 
-def _blocked_reasons(inputs: FInputs, rep: RatioRow, le: LaunchEvidence, counts_match: bool | None,
-                     gap: GapAssessment | None, links: Sequence[str], audit: IRAudit | None) -> list[Finding]:
+def _blocked_reasons(
+    inputs: FInputs,
+    rep: RatioRow,
+    le: LaunchEvidence,
+    counts_match: bool | None,
+    gap: GapAssessment | None,
+    links: Sequence[str],
+    audit: IRAudit | None,
+) -> list[Finding]:
     """V5: what stops a verdict, as ``missing`` findings (the report's Root Cause for BLOCKED)."""
     out: list[str] = []
     if counts_match is None:
-        out.append(f"no launch evidence for {rep.params}: neither per-launch captures of both sides nor "
-                   "kernel_times counts in both perf logs")
+        out.append(
+            f"no launch evidence for {rep.params}: neither per-launch captures of both sides nor "
+            "kernel_times counts in both perf logs"
+        )
     elif gap is None or gap.status == "unknown":
         out.append(f"no per-launch kernel time on both sides for {rep.params}")
     elif gap.status == "unresolved":
-        out.append(f"the per-launch gap is unresolved: {gap.text}; re-measure this config (more samples) or run "
-                   + _probe_hint(inputs, rep))
+        out.append(
+            f"the per-launch gap is unresolved: {gap.text}; re-measure this config (more samples) or run "
+            + _probe_hint(inputs, rep)
+        )
     elif gap.status == "real":
-        out.append(f"a real per-launch gap ({gap.text}) with no actionable wrapper, dispatch, config, resource or IR "
-                   "finding; missing evidence: " + "; ".join(links or ["none listed"]))
+        out.append(
+            f"a real per-launch gap ({gap.text}) with no actionable wrapper, dispatch, config, resource or IR "
+            "finding; missing evidence: " + "; ".join(links or ["none listed"])
+        )
         if not inputs.probes:
             out.append("no ncu probe for this config: run " + _probe_hint(inputs, rep))
     if audit is None and not any("IR pair" in x for x in links):

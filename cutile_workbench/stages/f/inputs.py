@@ -94,9 +94,13 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         else:
             from cutile_workbench.history.noise import table_with_noise
 
-            table = table_with_noise(etable.table, paths, set(etable.candidate_frameworks))  # F's noise band (issue 18 §4)
-            evidence["e_table"] = " + ".join([evidence["perf_log"]] + [
-                _rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()])
+            table = table_with_noise(
+                etable.table, paths, set(etable.candidate_frameworks)
+            )  # F's noise band (issue 18 §4)
+            evidence["e_table"] = " + ".join(
+                [evidence["perf_log"]]
+                + [_rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()]
+            )
     # one order for F and the TUI (artifacts.candidate); F assumes cutile-rs when nothing says
     cand_name = resolve_candidate_backend(meta, cand_log, explicit=cand_name) or "cutile-rs"
     cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
@@ -110,8 +114,10 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         launch_sets = open_store(paths.launches_json, kernel_dir=paths.root)
         evidence["launches"] = _rel(ws, paths.launches_json)
     else:
-        missing.append(f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "
-                       "kernel_times counts are used instead)")
+        missing.append(
+            f"{_rel(ws, paths.launches_json)}: absent (no per-launch CUPTI capture; the perf logs' "
+            "kernel_times counts are used instead)"
+        )
 
     audits = _ir_audits(ws, missing)
     gpu = gpu_facts(meta)
@@ -124,8 +130,10 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         evidence["probes"] = _rel(ws, paths.workbench_dir / "probes")
     from cutile_workbench.evidence.sol import recorded_argnames, test_argnames
 
-    argnames = {**recorded_argnames(ws.kernel),
-                **test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ())}
+    argnames = {
+        **recorded_argnames(ws.kernel),
+        **test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ()),
+    }
     trust = None
     if table is not None and cand_log is not None:
         from cutile_workbench.stages.e.report import workspace_trust
@@ -133,11 +141,27 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         trust = workspace_trust(ws, table, cand_log, launch_sets if paths.launches_json.is_file() else None)
         if search is not None:
             search = with_ran_configs(search, trust, table)
-    return FInputs(ws.kernel, table, launch_sets, analysis, audits, wrapper_findings, cand_name, evidence, missing,
-                   candidate_records=index_records(cand_log), baseline_records=base_recs, search_space=search,
-                   probes=probes, gpu=gpu, wrapper_read=wrapper_read, perf_argnames=argnames,
-                   ir_config_audits=_ir_config_audits(ws), trust=trust,
-                   stand_ins=_stand_ins(cand_log, meta, table))
+    return FInputs(
+        ws.kernel,
+        table,
+        launch_sets,
+        analysis,
+        audits,
+        wrapper_findings,
+        cand_name,
+        evidence,
+        missing,
+        candidate_records=index_records(cand_log),
+        baseline_records=base_recs,
+        search_space=search,
+        probes=probes,
+        gpu=gpu,
+        wrapper_read=wrapper_read,
+        perf_argnames=argnames,
+        ir_config_audits=_ir_config_audits(ws),
+        trust=trust,
+        stand_ins=_stand_ins(cand_log, meta, table),
+    )
 
 
 def ran_configs_by_variant(trust: Any, table: Any) -> dict[str | None, list[Any]]:
@@ -167,8 +191,10 @@ def with_ran_configs(search: Any, trust: Any, table: Any) -> Any:
         rc = rcs[0]
         src = f"the reference's captured kernel symbol `{rc.symbol}` ({rc.constants_source})"
         if c.best is not None and not c.best.matches(rc.config, [k for k, _ in c.best.knobs]):
-            search.notes.append(f"variant {c.variant or '(single)'}: {c.best_source} says {c.best.label}, but the "
-                                f"reference ran {rc.config.label} (its captured symbol): the captures win")
+            search.notes.append(
+                f"variant {c.variant or '(single)'}: {c.best_source} says {c.best.label}, but the "
+                f"reference ran {rc.config.label} (its captured symbol): the captures win"
+            )
         comparisons.append(compare_spaces(c.candidate, c.reference, c.variant, (rc.config, src)))
     search.comparisons = comparisons
     return search
@@ -188,8 +214,11 @@ def _ir_config_audits(ws: Workspace) -> dict[str, IRAudit]:
 
     out: dict[str, IRAudit] = {}
     for params, sides in read_index(ws.paths.root)["configs"].items():  # InputError on a bad index
-        if not (isinstance(sides, dict) and isinstance(sides.get("reference"), dict)
-                and isinstance(sides.get("candidate"), dict)):
+        if not (
+            isinstance(sides, dict)
+            and isinstance(sides.get("reference"), dict)
+            and isinstance(sides.get("candidate"), dict)
+        ):
             continue
         # every file the index names is confined to the kernel dir (UnsafePath: exit 2, naming index and key)
         ref = index_file(ws.paths.root, sides["reference"], str(params), "reference")
@@ -197,8 +226,9 @@ def _ir_config_audits(ws: Workspace) -> dict[str, IRAudit]:
         from cutile_workbench.ir.loader import IRPairPaths
 
         lp = load_pair(IRPairPaths(None, ref, gen))
-        out[str(params)] = audit_texts(lp.reference.text, lp.generated.text, ref_name=_rel(ws, ref),
-                                       gen_name=_rel(ws, gen))
+        out[str(params)] = audit_texts(
+            lp.reference.text, lp.generated.text, ref_name=_rel(ws, ref), gen_name=_rel(ws, gen)
+        )
     return out
 
 
@@ -207,8 +237,12 @@ def _ir_audits(ws: Workspace, missing: list[str]) -> dict[str | None, IRAudit]:
     inv = discover_ir(ws.paths)
     for pair in inv.pairs:
         lp = load_pair(pair)  # InputError (file, line) for unreadable or truncated IR
-        audits[pair.variant] = audit_texts(lp.reference.text, lp.generated.text,
-                                           ref_name=_rel(ws, pair.reference), gen_name=_rel(ws, pair.generated))
+        audits[pair.variant] = audit_texts(
+            lp.reference.text,
+            lp.generated.text,
+            ref_name=_rel(ws, pair.reference),
+            gen_name=_rel(ws, pair.generated),
+        )
     for p in inv.unpaired_reference:
         missing.append(f"{_rel(ws, p)}: no generated IR for this variant")
     for p in inv.unpaired_generated:
@@ -218,8 +252,9 @@ def _ir_audits(ws: Workspace, missing: list[str]) -> dict[str | None, IRAudit]:
     return audits
 
 
-def _wrapper_evidence(ws: Workspace, analysis: Any, gpu: Any, evidence: dict[str, str],
-                      missing: list[str]) -> tuple[list[Finding], Any, bool]:
+def _wrapper_evidence(
+    ws: Workspace, analysis: Any, gpu: Any, evidence: dict[str, str], missing: list[str]
+) -> tuple[list[Finding], Any, bool]:
     """(static wrapper findings, search-space audit, wrapper read?) — both need the TileGym checkout."""
     from cutile_workbench.checks.wrapper_audit import audit_wrapper
     from cutile_workbench.evidence.search_space import audit_search_space
@@ -233,14 +268,18 @@ def _wrapper_evidence(ws: Workspace, analysis: Any, gpu: Any, evidence: dict[str
         evidence["wrapper"] = str(wrapper)
         findings = list(audit_wrapper(wrapper, analysis, reference=reference))
     else:
-        missing.append(f"src/tilegym/ops/cutile_rs/{ws.kernel}.py: wrapper source not available (pass --tilegym): "
-                       "no static wrapper audit, no search-space comparison")
-    search = audit_search_space(candidate_wrapper=wrapper, reference_wrapper=reference, analysis=analysis,
-                                capability=gpu.capability, capability_source=gpu.capability_source,
-                                kernel=ws.kernel)
+        missing.append(
+            f"src/tilegym/ops/cutile_rs/{ws.kernel}.py: wrapper source not available (pass --tilegym): "
+            "no static wrapper audit, no search-space comparison"
+        )
+    search = audit_search_space(
+        candidate_wrapper=wrapper,
+        reference_wrapper=reference,
+        analysis=analysis,
+        capability=gpu.capability,
+        capability_source=gpu.capability_source,
+        kernel=ws.kernel,
+    )
     if wrapper is not None:
         missing.extend(search.notes)
     return findings, search, wrapper is not None
-
-
-

@@ -70,20 +70,28 @@ def _conf_word(c: str) -> str:
 
 def launch_table(le: LaunchEvidence) -> list[str]:
     """agent_f.md's launch table, from the one evidence source."""
-    out = ["| backend | per-launch kernel time | launches/iter | measured sum |",
-           "|---------|------------------------|---------------|--------------|"]
+    out = [
+        "| backend | per-launch kernel time | launches/iter | measured sum |",
+        "|---------|------------------------|---------------|--------------|",
+    ]
     for role, side in (("reference", le.baseline), ("candidate", le.candidate)):
         if side is None:
             continue
         n = "n/a" if side.launches_per_call is None else str(side.launches_per_call)
-        out.append(f"| {role} ({cell(side.backend)}) | {_us(side.per_launch_us)} | {n} | {_us(side.measured_sum_us)} |")
+        out.append(
+            f"| {role} ({cell(side.backend)}) | {_us(side.per_launch_us)} | {n} | {_us(side.measured_sum_us)} |"
+        )
     return out
 
 
 def kernel_rows(s: LaunchSummary) -> list[str]:
-    out = [f"{s.backend} @ {s.params}: {s.calls_used}/{s.calls_total} calls with the common launch "
-           f"signature (source: {s.source})", "",
-           "| class | kernel | launches/call | median per launch |", "|---|---|---|---|"]
+    out = [
+        f"{s.backend} @ {s.params}: {s.calls_used}/{s.calls_total} calls with the common launch "
+        f"signature (source: {s.source})",
+        "",
+        "| class | kernel | launches/call | median per launch |",
+        "|---|---|---|---|",
+    ]
     for g in s.groups:
         shown = short_kernel_name(g.name)
         shown = shown if len(shown) <= 110 else shown[:109] + "…"
@@ -103,28 +111,40 @@ def resources_table(evidences: Sequence[LaunchEvidence]) -> list[str]:
         return f"{'n/a' if c is None else c} / {'n/a' if b is None else b}"
 
     base0, cand0 = rows[0].summaries
-    out = [f"Main kernel of each side, `candidate ({cell(cand0.backend)}) / reference ({cell(base0.backend)})`, from "
-           f"{rows[0].describe}:", "",
-           "| Config | kernel | grid | block | registers/thread | static smem (B) | dynamic smem (B) | per-launch |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"Main kernel of each side, `candidate ({cell(cand0.backend)}) / reference ({cell(base0.backend)})`, from "
+        f"{rows[0].describe}:",
+        "",
+        "| Config | kernel | grid | block | registers/thread | static smem (B) | dynamic smem (B) | per-launch |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for le in rows:
         base, cand = le.summaries
-        out.append(f"| {cell(le.params)} | `{cell(kernel_stem(cand.main_kernel))}` / `{cell(kernel_stem(base.main_kernel))}` "
-                   f"| {pair(cand.grid, base.grid)} | {pair(cand.block, base.block)} "
-                   f"| {pair(cand.registers_per_thread, base.registers_per_thread)} "
-                   f"| {pair(cand.static_smem, base.static_smem)} | {pair(cand.dynamic_smem, base.dynamic_smem)} "
-                   f"| {_us(cand.main_per_launch_us)} / {_us(base.main_per_launch_us)} |")
+        out.append(
+            f"| {cell(le.params)} | `{cell(kernel_stem(cand.main_kernel))}` / `{cell(kernel_stem(base.main_kernel))}` "
+            f"| {pair(cand.grid, base.grid)} | {pair(cand.block, base.block)} "
+            f"| {pair(cand.registers_per_thread, base.registers_per_thread)} "
+            f"| {pair(cand.static_smem, base.static_smem)} | {pair(cand.dynamic_smem, base.dynamic_smem)} "
+            f"| {_us(cand.main_per_launch_us)} / {_us(base.main_per_launch_us)} |"
+        )
     return out
 
 
 def rows_table(rows: Sequence[RatioRow]) -> list[str]:
-    out = ["| Config | baseline | baseline (us) | candidate (us) | ratio | launches cand/base |",
-           "|---|---|---|---|---|---|"]
+    out = [
+        "| Config | baseline | baseline (us) | candidate (us) | ratio | launches cand/base |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        launches = (f"{r.candidate_launches}/{r.baseline_launches}"
-                    if r.candidate_launches is not None or r.baseline_launches is not None else "n/a")
-        out.append(f"| {cell(r.params)} | {cell(r.baseline_backend or 'n/a')} | {_ms_us(r.baseline_ms)} | "
-                   f"{_ms_us(r.candidate_ms)} | {_x(r.ratio)} | {launches} |")
+        launches = (
+            f"{r.candidate_launches}/{r.baseline_launches}"
+            if r.candidate_launches is not None or r.baseline_launches is not None
+            else "n/a"
+        )
+        out.append(
+            f"| {cell(r.params)} | {cell(r.baseline_backend or 'n/a')} | {_ms_us(r.baseline_ms)} | "
+            f"{_ms_us(r.candidate_ms)} | {_x(r.ratio)} | {launches} |"
+        )
     return out
 
 
@@ -133,9 +153,13 @@ def candidate_identity_lines(inputs: FInputs, rows: Sequence[RatioRow]) -> list[
     trust = inputs.trust
     if trust is None:
         return ["Candidate identity not checked (no E table or no candidate log)."]
-    out = [f"{trust.summary}.", "",
-           "| Config | mark | candidate kernel | reference kernel | grid cand/ref | block cand/ref | "
-           "registers cand/ref | smem cand/ref (B) | why |", "|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        f"{trust.summary}.",
+        "",
+        "| Config | mark | candidate kernel | reference kernel | grid cand/ref | block cand/ref | "
+        "registers cand/ref | smem cand/ref (B) | why |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         ident = trust.identities.get(r.params)
         if ident is None:
@@ -147,23 +171,35 @@ def candidate_identity_lines(inputs: FInputs, rows: Sequence[RatioRow]) -> list[
             bv = getattr(b, attr) if b is not None else None
             return f"{'n/a' if cv is None else cv} / {'n/a' if bv is None else bv}"
 
-        out.append(f"| {cell(r.params)} | {ident.mark} | `{cell(c.symbol if c else 'none')}` | "
-                   f"`{cell(b.symbol if b else 'n/a')}` | {pair('grid')} | {pair('block')} | {pair('registers')} | "
-                   f"{pair('smem')} | {cell(ident.why)} |")
+        out.append(
+            f"| {cell(r.params)} | {ident.mark} | `{cell(c.symbol if c else 'none')}` | "
+            f"`{cell(b.symbol if b else 'n/a')}` | {pair('grid')} | {pair('block')} | {pair('registers')} | "
+            f"{pair('smem')} | {cell(ident.why)} |"
+        )
     calls = trust.wrapper_calls
-    out += [""] + ([f"- wrapper call that reaches another backend (static audit): {c}" for c in calls] if calls else
-                   ["- static audit of the wrapper: no call into another backend found" if inputs.wrapper_read else
-                    "- wrapper source not read (pass --tilegym): no file:line for the delegating call"])
+    out += [""] + (
+        [f"- wrapper call that reaches another backend (static audit): {c}" for c in calls]
+        if calls
+        else [
+            "- static audit of the wrapper: no call into another backend found"
+            if inputs.wrapper_read
+            else "- wrapper source not read (pass --tilegym): no file:line for the delegating call"
+        ]
+    )
     return out
 
 
 def identity_table(kernels: Sequence[Any]) -> list[str]:
-    out = ["| Config | variant (config_to_variant) | candidate kernel | reference kernel | source |",
-           "|---|---|---|---|---|"]
+    out = [
+        "| Config | variant (config_to_variant) | candidate kernel | reference kernel | source |",
+        "|---|---|---|---|---|",
+    ]
     for k in kernels:
         cv = f" → {k.candidate_variant}" if k.candidate_variant and k.candidate_variant != k.variant else ""
-        out.append(f"| {cell(k.params)} | {cell(k.variant or 'n/a')} | `{cell(k.candidate_stem or 'n/a')}`{cv} | "
-                   f"`{cell(k.baseline_stem or 'n/a')}` | {k.source} |")
+        out.append(
+            f"| {cell(k.params)} | {cell(k.variant or 'n/a')} | `{cell(k.candidate_stem or 'n/a')}`{cv} | "
+            f"`{cell(k.baseline_stem or 'n/a')}` | {k.source} |"
+        )
     return out
 
 
@@ -171,16 +207,23 @@ def search_space_lines(inputs: FInputs) -> list[str]:
     audit = inputs.search_space
     if audit is None:
         return ["Search space not audited."]
-    out = [f"GPU for arch-conditional configs: sm_{audit.capability[0]}{audit.capability[1]} ({audit.capability_source})."]
+    out = [
+        f"GPU for arch-conditional configs: sm_{audit.capability[0]}{audit.capability[1]} ({audit.capability_source})."
+    ]
     for c in audit.comparisons:
-        out += ["", f"- variant {c.variant or '(single)'}: candidate {c.candidate.origin} ({len(c.candidate.configs)} "
-                f"config(s)) vs reference {c.reference.origin} ({len(c.reference.configs)})"]
+        out += [
+            "",
+            f"- variant {c.variant or '(single)'}: candidate {c.candidate.origin} ({len(c.candidate.configs)} "
+            f"config(s)) vs reference {c.reference.origin} ({len(c.reference.configs)})",
+        ]
         # seed step 3's question first: is THE config the reference ran in the candidate's space?
         out += ran_config_lines(inputs, c)
         out.append(f"  - supporting detail: compared on knobs {', '.join(c.compared_on) or 'none'}")
         if c.missing:
             shown = c.missing[:MAX_LISTED_CONFIGS]
-            out.append(f"  - reference configs absent from the candidate ({len(c.missing)}), in the candidate's spelling:")
+            out.append(
+                f"  - reference configs absent from the candidate ({len(c.missing)}), in the candidate's spelling:"
+            )
             out += [f"    - `{c.candidate.spelled(m)}` (reference: {m.label})" for m in shown]
             if len(c.missing) > len(shown):
                 out.append(f"    - … {len(c.missing) - len(shown)} more (agent_f.md lists them all)")
@@ -201,17 +244,31 @@ def ran_config_lines(inputs: FInputs, c: Any) -> list[str]:
     and whether the candidate's space has it, in the candidate's spelling; what is unknown when not pinned."""
     if c.best is not None:
         where = "PRESENT in" if c.best_present else "**ABSENT** from"
-        return [f"  - **the config the reference ran**: {c.best.label} ({c.best_source}) — {where} the candidate's "
-                f"space; in the candidate's spelling: `{c.candidate.spelled(c.best)}`"]
+        return [
+            f"  - **the config the reference ran**: {c.best.label} ({c.best_source}) — {where} the candidate's "
+            f"space; in the candidate's spelling: `{c.candidate.spelled(c.best)}`"
+        ]
     trust = inputs.trust
-    rows = [r for r in (inputs.table.matched if inputs.table is not None else [])
-            if c.variant is None or r.variant == c.variant]
-    refs = [trust.reference_configs[r.params] for r in rows if trust is not None and r.params in trust.reference_configs]
+    rows = [
+        r
+        for r in (inputs.table.matched if inputs.table is not None else [])
+        if c.variant is None or r.variant == c.variant
+    ]
+    refs = [
+        trust.reference_configs[r.params]
+        for r in rows
+        if trust is not None and r.params in trust.reference_configs
+    ]
     if not refs:
-        return ["  - the config the reference ran: unknown (no capture of the reference's kernel for this variant)"]
+        return [
+            "  - the config the reference ran: unknown (no capture of the reference's kernel for this variant)"
+        ]
     texts = sorted({rc.text for rc in refs})
-    return ["  - the config the reference ran is not pinned by its evidence: " + texts[0]
-            + (f" (and {len(texts) - 1} other answer(s) across the configs)" if len(texts) > 1 else "")]
+    return [
+        "  - the config the reference ran is not pinned by its evidence: "
+        + texts[0]
+        + (f" (and {len(texts) - 1} other answer(s) across the configs)" if len(texts) > 1 else "")
+    ]
 
 
 def config_parity(inputs: FInputs) -> list[str]:
@@ -224,10 +281,13 @@ def config_parity(inputs: FInputs) -> list[str]:
         out.append("analysis.json unavailable: its configs, best_config and autotune_key are not checked.")
     else:
         configs = list(getattr(a, "autotune_configs", ()) or ())
-        out += ["| item | value |", "|---|---|",
-                f"| launch_path | {cell(getattr(a, 'launch_path', None) or 'n/a')} |",
-                f"| autotune_configs (top level) | {len(configs)} |",
-                f"| autotune_key | {cell(list(getattr(a, 'autotune_key', ()) or ()) or 'n/a')} |"]
+        out += [
+            "| item | value |",
+            "|---|---|",
+            f"| launch_path | {cell(getattr(a, 'launch_path', None) or 'n/a')} |",
+            f"| autotune_configs (top level) | {len(configs)} |",
+            f"| autotune_key | {cell(list(getattr(a, 'autotune_key', ()) or ()) or 'n/a')} |",
+        ]
         out += best_config_lines(inputs)
         out += ["", *cache_key_lines(inputs)]
     out += ["", *search_space_lines(inputs)]
@@ -240,17 +300,29 @@ def best_config_lines(inputs: FInputs) -> list[str]:
 
     bests = best_configs(inputs.analysis)
     if not bests:
-        return ["", "- analysis.json names no best_config; the config the reference ran is read from its own "
-                "captured kernel symbol instead (search-space section below)."]
-    inconsistent = {f.details.get("variant") for f in config_findings(inputs.analysis, "")
-                    if f.details.get("rule") == "analysis_best_config"}
-    listed = {v.variant_name for v in getattr(inputs.analysis, "kernel_variants", ()) or () if v.autotune_configs}
+        return [
+            "",
+            "- analysis.json names no best_config; the config the reference ran is read from its own "
+            "captured kernel symbol instead (search-space section below).",
+        ]
+    inconsistent = {
+        f.details.get("variant")
+        for f in config_findings(inputs.analysis, "")
+        if f.details.get("rule") == "analysis_best_config"
+    }
+    listed = {
+        v.variant_name for v in getattr(inputs.analysis, "kernel_variants", ()) or () if v.autotune_configs
+    }
     top = bool(getattr(inputs.analysis, "autotune_configs", ()) or ())
     audit = inputs.search_space
-    out = ["", "| variant | reference best config (analysis.json) | in analysis.json's autotune configs | "
-           "in the candidate's search space |", "|---|---|---|---|"]
+    out = [
+        "",
+        "| variant | reference best config (analysis.json) | in analysis.json's autotune configs | "
+        "in the candidate's search space |",
+        "|---|---|---|---|",
+    ]
     for variant, (cfg, _src) in bests.items():
-        own = ("no" if variant in inconsistent else "yes" if top or variant in listed else "n/a (none listed)")
+        own = "no" if variant in inconsistent else "yes" if top or variant in listed else "n/a (none listed)"
         comp = audit.for_variant(variant) if audit is not None else None
         if comp is not None and comp.best_present is not None:
             where = cell(comp.candidate.origin)
@@ -265,22 +337,30 @@ def _why_not_audited(inputs: FInputs) -> str:
     audit = inputs.search_space
     if audit is None or not inputs.wrapper_read:
         return "the cutile-rs wrapper source was not read (pass --tilegym DIR)"
-    return (audit.notes[0] if audit.notes else "no candidate config function paired with this variant")
+    return audit.notes[0] if audit.notes else "no candidate config function paired with this variant"
 
 
 def cache_key_lines(inputs: FInputs) -> list[str]:
     """The autotune cache key, both checks in one place: analysis.json's key vs test_perf's shape fields,
     and the cutile-rs wrapper's ``autotune_launch(key=...)`` vs analysis.json's key."""
-    own = [f for f in config_findings(inputs.analysis, "") if f.details.get("rule") == "analysis_key"
-           or "no autotune_key" in f.summary]
+    own = [
+        f
+        for f in config_findings(inputs.analysis, "")
+        if f.details.get("rule") == "analysis_key" or "no autotune_key" in f.summary
+    ]
     wrapper = [f for f in inputs.wrapper_findings if f.details.get("rule") == "cache_key"]
-    out = [f"- analysis.json autotune_key: {own[0].summary}" if own else
-           "- analysis.json autotune_key: covers every test_perf shape field"]
+    out = [
+        f"- analysis.json autotune_key: {own[0].summary}"
+        if own
+        else "- analysis.json autotune_key: covers every test_perf shape field"
+    ]
     if wrapper:
         out += [f"- cutile-rs wrapper key: {f.summary} ({', '.join(f.evidence) or 'n/a'})" for f in wrapper]
     elif inputs.wrapper_read:
-        out.append("- cutile-rs wrapper key: covers every analysis.json autotune_key field (static audit: a field "
-                   "derived from a parameter, or a parameter the wrapper refuses, counts)")
+        out.append(
+            "- cutile-rs wrapper key: covers every analysis.json autotune_key field (static audit: a field "
+            "derived from a parameter, or a parameter the wrapper refuses, counts)"
+        )
     else:
         out.append("- cutile-rs wrapper key: not checked (the wrapper source was not read)")
     return out
@@ -319,8 +399,10 @@ def action(f: Finding) -> str:
     if f.kind == "launch_count":
         extras = f.details.get("extra") or []
         what = "; ".join(extras) if extras else "the extra launches"
-        return (f"remove {what} from the measured call: allocate outputs with torch.empty only, no clone/"
-                "contiguous/zeros/canary inside kernel_fn or before every cached launch")
+        return (
+            f"remove {what} from the measured call: allocate outputs with torch.empty only, no clone/"
+            "contiguous/zeros/canary inside kernel_fn or before every cached launch"
+        )
     if f.kind == "config" and f.details.get("rule") == "search_space":
         missing = list(f.details.get("missing_as_candidate") or f.details.get("missing") or [])
         where = f.details.get("candidate_origin") or "the wrapper's config function"
@@ -328,31 +410,52 @@ def action(f: Finding) -> str:
         # the best config is usually one of the missing ones: name it once, in the candidate's full spelling
         best_at = f.details.get("best_index_in_missing")
         if f.details.get("best_present") is False and f.details.get("best") and best_at is None:
-            parts.append(f"add the reference best config `{f.details.get('best_as_candidate') or f.details['best']}`")
+            parts.append(
+                f"add the reference best config `{f.details.get('best_as_candidate') or f.details['best']}`"
+            )
         if missing:
-            shown = ", ".join(f"`{m}`" + (" (the reference best config)" if i == best_at else "")
-                              for i, m in enumerate(missing[:MAX_LISTED_CONFIGS]))
-            more = f" and {len(missing) - MAX_LISTED_CONFIGS} more (agent_f.md)" if len(missing) > MAX_LISTED_CONFIGS else ""
+            shown = ", ".join(
+                f"`{m}`" + (" (the reference best config)" if i == best_at else "")
+                for i, m in enumerate(missing[:MAX_LISTED_CONFIGS])
+            )
+            more = (
+                f" and {len(missing) - MAX_LISTED_CONFIGS} more (agent_f.md)"
+                if len(missing) > MAX_LISTED_CONFIGS
+                else ""
+            )
             parts.append(f"add the {len(missing)} reference config(s) the candidate lacks: {shown}{more}")
         for knob, vals in (f.details.get("absent_knobs") or {}).items():
             parts.append(f"make `{knob}` tunable ({vals}; carry it through the FFI / kernel generics)")
-        return f"in {where} ({f.details.get('capability')} branch of the reference): " + "; ".join(parts) + "; re-tune"
+        return (
+            f"in {where} ({f.details.get('capability')} branch of the reference): "
+            + "; ".join(parts)
+            + "; re-tune"
+        )
     if f.kind == "identity":
         calls = f.details.get("wrapper_calls") or []
         where = f" (wrapper: {'; '.join(calls)})" if calls else ""
-        what = {"reference": "stop running the reference's kernel", "library": "replace the PyTorch/library kernel",
-                "none": "make the call launch its cutile-rs kernel"}.get(str(f.details.get("kind")), "fix the dispatch")
-        return (f"{what} for config {f.details.get('config')}: the candidate ran `{f.details.get('candidate_kernel')}`"
-                f"{where}; route the call to the cutile-rs FFI kernel (no delegation, no silent fallback) and "
-                "re-measure")
+        what = {
+            "reference": "stop running the reference's kernel",
+            "library": "replace the PyTorch/library kernel",
+            "none": "make the call launch its cutile-rs kernel",
+        }.get(str(f.details.get("kind")), "fix the dispatch")
+        return (
+            f"{what} for config {f.details.get('config')}: the candidate ran `{f.details.get('candidate_kernel')}`"
+            f"{where}; route the call to the cutile-rs FFI kernel (no delegation, no silent fallback) and "
+            "re-measure"
+        )
     if f.kind == "dispatch":
-        return (f"{f.summary}: route each variant's configs to that variant's kernel in the wrapper/ffi.rs "
-                "dispatch (check the variant flag reaches the FFI)")
+        return (
+            f"{f.summary}: route each variant's configs to that variant's kernel in the wrapper/ffi.rs "
+            "dispatch (check the variant flag reaches the FFI)"
+        )
     if f.kind == "config":
         return f.summary
     if f.kind == "resources":
-        return ("add a smaller-tile / higher-occupancy config for this shape to the search space and re-tune "
-                "(pressure: " + "; ".join(f.details.get("pressure") or []) + ")")
+        return (
+            "add a smaller-tile / higher-occupancy config for this shape to the search space and re-tune "
+            "(pressure: " + "; ".join(f.details.get("pressure") or []) + ")"
+        )
     if f.kind == "ir":
         return "fix the generated IR to match the reference: " + "; ".join(f.details.get("critical", [])[:5])
     if f.kind == "wrapper" and f.details.get("action"):
@@ -372,12 +475,23 @@ def _launch_section(inv: Investigation) -> list[str]:
     if rep is None and inv.pattern == "none":
         return _no_slow_launch_lines(d.get("row_evidence") or {})
     if le is None or le.source == "none":
-        return [f"No launch evidence for `{rep}`: neither a per-launch capture of both sides nor kernel_times counts "
-                "in both perf logs." if rep else "No launch evidence (no slow config to investigate)."]
+        return [
+            f"No launch evidence for `{rep}`: neither a per-launch capture of both sides nor kernel_times counts "
+            "in both perf logs."
+            if rep
+            else "No launch evidence (no slow config to investigate)."
+        ]
     where = f" ({le.path})" if le.path else ""
-    lines = [f"Representative shape: `{rep}`. Source: {le.describe}{where}"
-             + ("; medians over the calls with the common launch signature." if le.summaries else
-                "; no per-launch capture, so launch kinds and resources are unknown."), "", *launch_table(le)]
+    lines = [
+        f"Representative shape: `{rep}`. Source: {le.describe}{where}"
+        + (
+            "; medians over the calls with the common launch signature."
+            if le.summaries
+            else "; no per-launch capture, so launch kinds and resources are unknown."
+        ),
+        "",
+        *launch_table(le),
+    ]
     if len(le.summaries) == 2 and len(le.summaries[1].groups) > 1:
         lines += ["", *kernel_rows(le.summaries[1])]
     gap = d.get("gap")
@@ -390,20 +504,36 @@ def _no_slow_launch_lines(evidences: dict[str, LaunchEvidence]) -> list[str]:
     """V2 (no slow config): the launch counts of every config, from its one evidence source."""
     counted = [le for le in evidences.values() if le.has_counts]
     if not counted:
-        return ["No slow config to investigate; no launch evidence of both sides for any config either "
-                "(no per-launch capture, no kernel_times counts)."]
+        return [
+            "No slow config to investigate; no launch evidence of both sides for any config either "
+            "(no per-launch capture, no kernel_times counts)."
+        ]
     sources = sorted({le.describe for le in counted})
-    extra = [le for le in counted if le.candidate and le.baseline and le.candidate.launches_per_call is not None
-             and le.baseline.launches_per_call is not None
-             and le.candidate.launches_per_call > le.baseline.launches_per_call]
-    head = (f"No slow config to investigate. Launches per call ({'; '.join(sources)}) for {len(counted)} of "
-            f"{len(evidences)} config(s): " + ("the candidate launches no more than the reference on every one."
-                                             if not extra else f"{len(extra)} with extra candidate launches."))
+    extra = [
+        le
+        for le in counted
+        if le.candidate
+        and le.baseline
+        and le.candidate.launches_per_call is not None
+        and le.baseline.launches_per_call is not None
+        and le.candidate.launches_per_call > le.baseline.launches_per_call
+    ]
+    head = (
+        f"No slow config to investigate. Launches per call ({'; '.join(sources)}) for {len(counted)} of "
+        f"{len(evidences)} config(s): "
+        + (
+            "the candidate launches no more than the reference on every one."
+            if not extra
+            else f"{len(extra)} with extra candidate launches."
+        )
+    )
     out = [head, "", "| Config | launches/call cand/ref | per-launch kernel time cand/ref |", "|---|---|---|"]
     for le in counted:
         assert le.candidate is not None and le.baseline is not None
-        out.append(f"| {cell(le.params)} | {le.candidate.launches_per_call}/{le.baseline.launches_per_call} | "
-                   f"{_us(le.candidate.per_launch_us)} / {_us(le.baseline.per_launch_us)} |")
+        out.append(
+            f"| {cell(le.params)} | {le.candidate.launches_per_call}/{le.baseline.launches_per_call} | "
+            f"{_us(le.candidate.per_launch_us)} / {_us(le.baseline.per_launch_us)} |"
+        )
     return out
 
 
@@ -424,20 +554,39 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     d = details(inv)
     table = inputs.table
     no_slow = inv.pattern == "none" and table is not None and bool(table.matched)
-    title = ("all shapes (none slow)" if no_slow else "all slow shapes") if inv.scope == "all_shapes" else inv.scope
+    title = (
+        ("all shapes (none slow)" if no_slow else "all slow shapes")
+        if inv.scope == "all_shapes"
+        else inv.scope
+    )
     gm = _x(table.geomean) if table is not None else "n/a"
-    pattern = (inv.pattern.replace("_", "-") if inv.pattern != "none"
-               else "unknown (no usable E table)" if table is None or not table.matched else "no slow configs")
-    lines = [f"VERDICT: {inv.verdict}", "", f"# Perf Investigation: {inv.kernel} {title}", "", "## Ratio",
-             *(f"- **{cell(s)}**" for s in inputs.stand_ins),
-             f"- Agent E geomean: {gm}", f"- Shape pattern: {pattern}"]
+    pattern = (
+        inv.pattern.replace("_", "-")
+        if inv.pattern != "none"
+        else "unknown (no usable E table)"
+        if table is None or not table.matched
+        else "no slow configs"
+    )
+    lines = [
+        f"VERDICT: {inv.verdict}",
+        "",
+        f"# Perf Investigation: {inv.kernel} {title}",
+        "",
+        "## Ratio",
+        *(f"- **{cell(s)}**" for s in inputs.stand_ins),
+        f"- Agent E geomean: {gm}",
+        f"- Shape pattern: {pattern}",
+    ]
     if table is not None:
         slow = sum(1 for r in table.matched if r.ratio is not None and r.ratio > 1.05)
-        lines.append(f"- Slow configs (ratio > 1.05): {slow} of {len(table.matched)} matched "
-                     f"({len(table.missing)} NA)")
+        lines.append(
+            f"- Slow configs (ratio > 1.05): {slow} of {len(table.matched)} matched ({len(table.missing)} NA)"
+        )
         if no_slow and table.verdict == "DONE":
-            lines.append("- Agent E verdict: DONE — terminal in TileGym's pipeline (no F runs after it); this report "
-                         "records that F has nothing to investigate")
+            lines.append(
+                "- Agent E verdict: DONE — terminal in TileGym's pipeline (no F runs after it); this report "
+                "records that F has nothing to investigate"
+            )
     if inputs.trust is not None:  # issue 18: who ran these rows, before any conclusion is drawn from them
         lines.append(f"- {_identity_of(inputs, inv.rows)}")
     for r in inv.rows:  # issue 18 §3: a row measured at other clocks is not evidence of a kernel gap
@@ -449,21 +598,36 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     fixable = [f for f in inv.findings if f.fixable]
     lines += ["", "## Root Cause"]
     if fixable:
-        lines += [f"- {f.summary} (evidence: {', '.join(f.evidence) or 'n/a'}; confidence {f.confidence})"
-                  for f in fixable]
+        lines += [
+            f"- {f.summary} (evidence: {', '.join(f.evidence) or 'n/a'}; confidence {f.confidence})"
+            for f in fixable
+        ]
         # what was looked at and ruled out, so a reader sees why it is not listed above
-        lines += [f"- (not a root cause) {f.summary}" for f in inv.findings
-                  if not f.fixable and f.kind in ("ir", "resources") and "(secondary" not in f.summary]
+        lines += [
+            f"- (not a root cause) {f.summary}"
+            for f in inv.findings
+            if not f.fixable and f.kind in ("ir", "resources") and "(secondary" not in f.summary
+        ]
     elif inv.verdict == "BLOCKED":
-        lines += [f"- {f.summary}" for f in inv.findings if f.kind == "missing"] or ["- Required evidence missing."]
-        lines += [f"- (informational) {f.summary}" for f in inv.findings
-                  if f.kind in ("ir", "config", "resources", "wrapper", "dispatch")]
+        lines += [f"- {f.summary}" for f in inv.findings if f.kind == "missing"] or [
+            "- Required evidence missing."
+        ]
+        lines += [
+            f"- (informational) {f.summary}"
+            for f in inv.findings
+            if f.kind in ("ir", "config", "resources", "wrapper", "dispatch")
+        ]
     else:
-        lines += [f"- {f.summary}" for f in inv.findings
-                  if f.kind in ("ratio", "launch_count", "gap", "resources", "ir", "config", "limitation")]
+        lines += [
+            f"- {f.summary}"
+            for f in inv.findings
+            if f.kind in ("ratio", "launch_count", "gap", "resources", "ir", "config", "limitation")
+        ]
         if not any(f.kind == "limitation" for f in inv.findings) and inv.pattern != "none":
-            lines.append("- The per-launch kernel time is within noise; no actionable wrapper, dispatch, config or IR "
-                         "difference.")
+            lines.append(
+                "- The per-launch kernel time is within noise; no actionable wrapper, dispatch, config or IR "
+                "difference."
+            )
     lines += ["", "## Action Items"]
     if fixable:
         for f in fixable:
@@ -471,17 +635,28 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         wrapper_issue = any(f.kind in ("launch_count", "wrapper", "dispatch", "identity") for f in fixable)
         lines.append(f"- Template propagation needed: {'yes' if wrapper_issue else 'no'}")
     elif inv.verdict == "BLOCKED":
-        lines.append("- Produce the missing evidence (see Root Cause) and re-run `cutile-workbench report f "
-                     f"{inv.kernel}`.")
+        lines.append(
+            "- Produce the missing evidence (see Root Cause) and re-run `cutile-workbench report f "
+            f"{inv.kernel}`."
+        )
     else:
-        lines.append("- None for Agent B/D" + ("; record the named backend limitation." if any(
-            f.kind == "limitation" for f in inv.findings) else "."))
+        lines.append(
+            "- None for Agent B/D"
+            + (
+                "; record the named backend limitation."
+                if any(f.kind == "limitation" for f in inv.findings)
+                else "."
+            )
+        )
     lines += ["", "## Confidence"]
     ev = sorted({e for f in inv.findings for e in f.evidence if e})
     rule = d.get("rule")
-    lines.append(f"{_conf_word(str(d.get('confidence', 'low')))}." + (f" Verdict rule {rule}." if rule else "")
-                 + f" Evidence: {', '.join(ev) or 'none'}; details in reports/agent_f.md and "
-                   "reports/agent_logs/agent_f.md.")
+    lines.append(
+        f"{_conf_word(str(d.get('confidence', 'low')))}."
+        + (f" Verdict rule {rule}." if rule else "")
+        + f" Evidence: {', '.join(ev) or 'none'}; details in reports/agent_f.md and "
+        "reports/agent_logs/agent_f.md."
+    )
     lines += _optional_sections(inv, inputs)
     return "\n".join(lines) + "\n"
 
@@ -512,25 +687,38 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
         if audit is None:
             out.append("No reference/generated IR pair for this variant.")
         else:
-            out += [f"`diff_ir.sh {audit.ref_name} {audit.gen_name}` (in-process twin, exit={audit.exit_code}):",
-                    "", "```text", *audit.key_lines(), "```"]
+            out += [
+                f"`diff_ir.sh {audit.ref_name} {audit.gen_name}` (in-process twin, exit={audit.exit_code}):",
+                "",
+                "```text",
+                *audit.key_lines(),
+                "```",
+            ]
     return out
 
 
 def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str) -> str:
     """``reports/agent_f.md``: the rich report (readable without re-running anything)."""
     t = inputs.table
-    lines = [f"# Agent F report: {inputs.kernel}", *(["", *(f"**{cell(s)}**" for s in inputs.stand_ins)]
-                                                       if inputs.stand_ins else []), "", "## Inputs read"]
+    lines = [
+        f"# Agent F report: {inputs.kernel}",
+        *(["", *(f"**{cell(s)}**" for s in inputs.stand_ins)] if inputs.stand_ins else []),
+        "",
+        "## Inputs read",
+    ]
     for role, p in sorted(inputs.evidence.items()):
         lines.append(f"- {role}: {p}")
     for v, a in inputs.ir_audits.items():
         lines.append(f"- IR pair {v or 'single'}: {a.ref_name} ↔ {a.gen_name}")
     if inputs.ir_config_audits:
-        lines.append(f"- IR each config ran: {len(inputs.ir_config_audits)} pair(s) from workbench/ir/index.json")
+        lines.append(
+            f"- IR each config ran: {len(inputs.ir_config_audits)} pair(s) from workbench/ir/index.json"
+        )
     lines.append(f"- per-launch captures: {len(inputs.launch_sets)} launch set(s)")
     if inputs.gpu is not None:
-        lines.append(f"- GPU: {inputs.gpu.name or 'unknown'} ({inputs.gpu.sm}; {inputs.gpu.capability_source})")
+        lines.append(
+            f"- GPU: {inputs.gpu.name or 'unknown'} ({inputs.gpu.sm}; {inputs.gpu.capability_source})"
+        )
     lines += ["", "## Missing inputs"]
     lines += [f"- {m}" for m in inputs.missing] or ["- none"]
     lines += ["", "## E ratio summary"]
@@ -538,27 +726,37 @@ def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str)
         lines.append("No E table.")
     else:
         gm = f"{t.geomean:.4f}" if t.geomean is not None else "n/a"
-        lines.append(f"rows={len(t.rows)} matched={len(t.matched)} missing={len(t.missing)} geomean_ratio={gm} "
-                     f"severity={t.severity or 'n/a'} E verdict={t.verdict}")
+        lines.append(
+            f"rows={len(t.rows)} matched={len(t.matched)} missing={len(t.missing)} geomean_ratio={gm} "
+            f"severity={t.severity or 'n/a'} E verdict={t.verdict}"
+        )
         lines += ["", *rows_table(t.rows)]
         lines += _sol_lines(inputs)
     lines += ["", "## Launch-count evidence per shape"]
     for inv in invs:
         lines += ["", f"### {details(inv).get('representative') or inv.scope}", "", *_launch_section(inv)]
         le = details(inv).get("launch_evidence")
-        for s in (le.summaries if le is not None else []):
+        for s in le.summaries if le is not None else []:
             lines += ["", *kernel_rows(s)]
     if inputs.trust is not None and inputs.table is not None:
-        lines += ["", "## Candidate identity per config (captures)", *candidate_identity_lines(inputs, inputs.table.rows)]
+        lines += [
+            "",
+            "## Candidate identity per config (captures)",
+            *candidate_identity_lines(inputs, inputs.table.rows),
+        ]
         lines += ["", "## The config the reference ran (its captured symbol)"]
         lines += [f"- {cell(p)}: {rc.text}" for p, rc in inputs.trust.reference_configs.items()] or [
-            "- no matched config"]
+            "- no matched config"
+        ]
     kernels = {k.params: k for inv in invs for k in details(inv).get("kernels") or []}
     if kernels:
         lines += ["", "## Kernel identity per config", *identity_table(list(kernels.values()))]
     lines += ["", "## Autotune / cache-key audit", *config_parity(inputs)]
-    missing_all = [(c.variant, m) for c in (inputs.search_space.comparisons if inputs.search_space else [])
-                   for m in c.missing]
+    missing_all = [
+        (c.variant, m)
+        for c in (inputs.search_space.comparisons if inputs.search_space else [])
+        for m in c.missing
+    ]
     if len(missing_all) > MAX_LISTED_CONFIGS:
         lines += ["", "All reference configs absent from the candidate:"]
         lines += [f"- {v or '(single)'}: `{m.label}` ({m.where})" for v, m in missing_all]
@@ -577,8 +775,10 @@ def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str)
         lines += [f"- {n}" for n in a.notes] or ["- no notes"]
     lines += ["", "## Root causes"]
     fixable = {(f.kind, f.summary): f for inv in invs for f in inv.findings if f.fixable}
-    lines += [f"- [{f.kind}] {f.summary} — evidence: {', '.join(f.evidence) or 'n/a'} (confidence {f.confidence})"
-              for f in fixable.values()] or ["- none actionable"]
+    lines += [
+        f"- [{f.kind}] {f.summary} — evidence: {', '.join(f.evidence) or 'n/a'} (confidence {f.confidence})"
+        for f in fixable.values()
+    ] or ["- none actionable"]
     lines += ["", "## Action items per owner"]
     by_owner: dict[str, list[str]] = {}
     for f in fixable.values():
@@ -588,8 +788,15 @@ def render_agent_f(invs: Sequence[Investigation], inputs: FInputs, verdict: str)
         lines += [f"  - {a}" for a in acts]
     if not by_owner:
         lines.append("- none")
-    lines += ["", "## Reports", *[f"- reports/perf_investigation_{scope_token(i.scope)}.md: {i.verdict} "
-                                   f"(rule {details(i).get('rule', '?')})" for i in invs]]
+    lines += [
+        "",
+        "## Reports",
+        *[
+            f"- reports/perf_investigation_{scope_token(i.scope)}.md: {i.verdict} "
+            f"(rule {details(i).get('rule', '?')})"
+            for i in invs
+        ],
+    ]
     lines += ["", "## Final verdict", "", f"Final verdict: {verdict}"]
     return "\n".join(lines) + "\n"
 
@@ -599,18 +806,34 @@ def _sol_lines(inputs: FInputs) -> list[str]:
         return []
     from cutile_workbench.evidence.sol import render_sol_section, sol_rows
 
-    rows = sol_rows(inputs.table, inputs.kernel, inputs.gpu, analysis=inputs.analysis, probes=inputs.probes,
-                    candidate_backend=inputs.candidate_backend, argnames=inputs.perf_argnames)
+    rows = sol_rows(
+        inputs.table,
+        inputs.kernel,
+        inputs.gpu,
+        analysis=inputs.analysis,
+        probes=inputs.probes,
+        candidate_backend=inputs.candidate_backend,
+        argnames=inputs.perf_argnames,
+    )
     text = render_sol_section(rows, inputs.gpu)
     return ["", *text.rstrip("\n").split("\n")] if text else []
 
 
-def render_agent_log(invs: Sequence[Investigation], inputs: FInputs, command: str, validator_text: str) -> str:
+def render_agent_log(
+    invs: Sequence[Investigation], inputs: FInputs, command: str, validator_text: str
+) -> str:
     """``reports/agent_logs/agent_f.md``: commands, evidence, raw tables, verbatim validator output."""
-    lines = [f"# Agent F log: {inputs.kernel}", *(["", *inputs.stand_ins] if inputs.stand_ins else []), "",
-             "## Commands", f"$ {command}"]
+    lines = [
+        f"# Agent F log: {inputs.kernel}",
+        *(["", *inputs.stand_ins] if inputs.stand_ins else []),
+        "",
+        "## Commands",
+        f"$ {command}",
+    ]
     for a in inputs.ir_audits.values():
-        lines.append(f"$ bash scripts/diff_ir.sh {a.ref_name} {a.gen_name}  # in-process twin → diff_ir_rc={a.exit_code}")
+        lines.append(
+            f"$ bash scripts/diff_ir.sh {a.ref_name} {a.gen_name}  # in-process twin → diff_ir_rc={a.exit_code}"
+        )
     for p in inputs.probes.values():
         if p.command:
             lines.append(f"$ {p.command}  # ncu probe, {p.captured_at}")
@@ -622,17 +845,22 @@ def render_agent_log(invs: Sequence[Investigation], inputs: FInputs, command: st
     seen = False
     for inv in invs:
         le = details(inv).get("launch_evidence")
-        for s in (le.summaries if le is not None else []):
+        for s in le.summaries if le is not None else []:
             seen = True
             lines += ["", *kernel_rows(s)]
     if not seen:
         lines.append("none")
     for v, a in inputs.ir_audits.items():
-        lines += ["", f"## diff_ir.sh output ({v or 'single'}, verbatim twin)", "", "```text",
-                  a.stdout.rstrip("\n"), "```"]
+        lines += [
+            "",
+            f"## diff_ir.sh output ({v or 'single'}, verbatim twin)",
+            "",
+            "```text",
+            a.stdout.rstrip("\n"),
+            "```",
+        ]
     lines += ["", "## Validator output", "", validator_text.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["OWNER", "action", "render_agent_f", "render_agent_log", "render_investigation",
-           "scope_token"]
+__all__ = ["OWNER", "action", "render_agent_f", "render_agent_log", "render_investigation", "scope_token"]

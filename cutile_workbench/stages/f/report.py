@@ -49,17 +49,29 @@ def primary_verdict(invs: Sequence[Investigation]) -> str:
 def _check_targets(files: Sequence[PlannedFile]) -> None:
     for f in files:
         rel = f.relpath
-        if (not rel.startswith("reports/") or ".." in Path(rel).parts or rel.endswith((".rs", ".toml"))
-                or Path(rel).is_absolute()):
+        if (
+            not rel.startswith("reports/")
+            or ".." in Path(rel).parts
+            or rel.endswith((".rs", ".toml"))
+            or Path(rel).is_absolute()
+        ):
             raise UnsafePath("F writes only under reports/", path=rel)
         first = f.content.split("\n", 1)[0]
-        if first.startswith("VERDICT:") and first[len("VERDICT: "):] not in F_VERDICTS:
-            raise ValidationRefused(f"refusing to write {first!r}: F verdicts are FIXABLE|ALIGNED|BLOCKED", path=rel)
+        if first.startswith("VERDICT:") and first[len("VERDICT: ") :] not in F_VERDICTS:
+            raise ValidationRefused(
+                f"refusing to write {first!r}: F verdicts are FIXABLE|ALIGNED|BLOCKED", path=rel
+            )
 
 
-def plan_f_reports(ws: Workspace, investigations: Sequence[Investigation], *, run_real_scripts: bool = True,
-                   inputs: FInputs | None = None, command: str | None = None,
-                   demonstration: Demonstration | None = None) -> ReportPlan:
+def plan_f_reports(
+    ws: Workspace,
+    investigations: Sequence[Investigation],
+    *,
+    run_real_scripts: bool = True,
+    inputs: FInputs | None = None,
+    command: str | None = None,
+    demonstration: Demonstration | None = None,
+) -> ReportPlan:
     """Render, validate (twin + real script when available) and return the F write plan.
 
     ``demonstration`` (``report f --demonstrate``) adds its section to each investigation (its own
@@ -80,8 +92,9 @@ def plan_f_reports(ws: Workspace, investigations: Sequence[Investigation], *, ru
         files[f"reports/perf_investigation_{scope_token(inv.scope)}.md"] = text
     files["reports/agent_f.md"] = render_agent_f(investigations, inputs, verdict)
     if demonstration is not None:
-        files["reports/agent_f.md"] = files["reports/agent_f.md"].rstrip("\n") + "\n\n" + render_demonstration(
-            demonstration)
+        files["reports/agent_f.md"] = (
+            files["reports/agent_f.md"].rstrip("\n") + "\n\n" + render_demonstration(demonstration)
+        )
     # pass 1: the log must exist (non-empty) for the validator; pass 2 embeds that validator output
     files["reports/agent_logs/agent_f.md"] = render_agent_log(investigations, inputs, command, "(pending)")
     kernel_dir = Path(ws.paths.root)
@@ -89,15 +102,24 @@ def plan_f_reports(ws: Workspace, investigations: Sequence[Investigation], *, ru
     tilegym = getattr(ws, "tilegym", None)
     if run_real_scripts and tilegym is not None:
         # resolved: the runner cds into the checkout, so a relative path would not find the script
-        real = run_real_validator(Path(tilegym).resolve(), "validate_agent_f.sh", [ws.kernel], kernel_dir, files)
+        real = run_real_validator(
+            Path(tilegym).resolve(), "validate_agent_f.sh", [ws.kernel], kernel_dir, files
+        )
         if real is not None:
             results.append(real)
     text = transcript(results)
     files["reports/agent_logs/agent_f.md"] = render_agent_log(investigations, inputs, command, text)
     planned = [PlannedFile(k, v) for k, v in files.items()]
     _check_targets(planned)
-    return ReportPlan(stage="F", kernel=ws.kernel, kernel_dir=kernel_dir, files=planned, verdict=verdict,
-                      validator_output=text, ok=all(r.exit_code == 0 for r in results))
+    return ReportPlan(
+        stage="F",
+        kernel=ws.kernel,
+        kernel_dir=kernel_dir,
+        files=planned,
+        verdict=verdict,
+        validator_output=text,
+        ok=all(r.exit_code == 0 for r in results),
+    )
 
 
 def closing_block(plan: ReportPlan) -> str:

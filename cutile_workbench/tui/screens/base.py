@@ -17,10 +17,28 @@ if TYPE_CHECKING:
 
 
 #: names with no printable character, written as a person reads them on a keyboard
-_NAMED_KEYS = {"pagedown": "PgDn", "pageup": "PgUp", "escape": "Esc", "enter": "Enter", "tab": "Tab",
-               "space": "Space", "backspace": "Backspace", "delete": "Del", "home": "Home", "end": "End",
-               "up": "↑", "down": "↓", "left": "←", "right": "→", "slash": "/", "plus": "+", "minus": "-",
-               "question_mark": "?", "full_stop": ".", "comma": ","}
+_NAMED_KEYS = {
+    "pagedown": "PgDn",
+    "pageup": "PgUp",
+    "escape": "Esc",
+    "enter": "Enter",
+    "tab": "Tab",
+    "space": "Space",
+    "backspace": "Backspace",
+    "delete": "Del",
+    "home": "Home",
+    "end": "End",
+    "up": "↑",
+    "down": "↓",
+    "left": "←",
+    "right": "→",
+    "slash": "/",
+    "plus": "+",
+    "minus": "-",
+    "question_mark": "?",
+    "full_stop": ".",
+    "comma": ",",
+}
 
 
 def typed_key(key: str) -> str:
@@ -87,8 +105,13 @@ class WorkbenchScreen(Screen[None]):
             if b.action in seen and not b.description:
                 continue
             seen.add(b.action)
-            ranked.append((self._help_rank(active.node, b.action), order,
-                           (b.key_display or typed_key(key), b.description or b.action, b.tooltip or "")))
+            ranked.append(
+                (
+                    self._help_rank(active.node, b.action),
+                    order,
+                    (b.key_display or typed_key(key), b.description or b.action, b.tooltip or ""),
+                )
+            )
         return [row for _rank, _order, row in sorted(ranked)]
 
     def _help_rank(self, node: object, action: str) -> int:
@@ -96,7 +119,10 @@ class WorkbenchScreen(Screen[None]):
         module = ""
         for cls in type(node).__mro__:
             declared = cls.__dict__.get("BINDINGS", ())
-            if any((b.action if isinstance(b, Binding) else b[1] if len(b) > 1 else "") == action for b in declared):
+            if any(
+                (b.action if isinstance(b, Binding) else b[1] if len(b) > 1 else "") == action
+                for b in declared
+            ):
                 module = cls.__module__
                 break
         ours = module.startswith(("cutile_workbench.", "cutile_workbench.tui.widgets."))

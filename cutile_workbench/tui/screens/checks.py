@@ -50,8 +50,12 @@ class ChecksScreen(WorkbenchScreen):
         "`cutile-workbench check <kernel> --apply-wiring`."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("r", "run", "Run checks", tooltip="Run the TileGym checks in the background", id="checks-run"),
-        Binding("escape", "cancel", "Cancel", tooltip="Stop waiting for the running checks", id="checks-cancel"),
+        Binding(
+            "r", "run", "Run checks", tooltip="Run the TileGym checks in the background", id="checks-run"
+        ),
+        Binding(
+            "escape", "cancel", "Cancel", tooltip="Stop waiting for the running checks", id="checks-cancel"
+        ),
     ]
 
     def __init__(self) -> None:
@@ -80,8 +84,12 @@ class ChecksScreen(WorkbenchScreen):
         else:
             where = str(self.data.tilegym) if self.data.tilegym else "the TileGym checkout"
             self._status(Text(f"TileGym: {where} · r: run the checks (nothing is written)"))
-            self.panel.show_message(Text("Not run yet. r runs the E precondition, the test_perf wiring, the -k "
-                                         "selection and the wrapper audit."))
+            self.panel.show_message(
+                Text(
+                    "Not run yet. r runs the E precondition, the test_perf wiring, the -k "
+                    "selection and the wrapper audit."
+                )
+            )
 
     def _status(self, text: Text) -> None:
         self.query_one("#checks-status", Static).update(text)
@@ -95,8 +103,13 @@ class ChecksScreen(WorkbenchScreen):
 
     def action_run(self) -> None:
         if self.data.run_checks is None:
-            self.notify("no TileGym checkout attached: open with --tilegym DIR (or set $TILEGYM_PATH) to run "
-                        "the checks", severity="warning", timeout=8, markup=False)
+            self.notify(
+                "no TileGym checkout attached: open with --tilegym DIR (or set $TILEGYM_PATH) to run "
+                "the checks",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
             return
         if self.running:
             return
@@ -113,8 +126,12 @@ class ChecksScreen(WorkbenchScreen):
         self._finish()
         # the worker's cancelled() now returns True: run_child kills the running child's process
         # group within its 0.1 s poll (SIGKILL 0.5 s later if SIGTERM is ignored)
-        self._status(Text("cancelled: the running TileGym child process is being stopped; nothing was written",
-                          style="yellow"))
+        self._status(
+            Text(
+                "cancelled: the running TileGym child process is being stopped; nothing was written",
+                style="yellow",
+            )
+        )
         self.notify("TileGym checks cancelled", timeout=4)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="checks", description="TileGym checks")
@@ -156,5 +173,11 @@ class ChecksScreen(WorkbenchScreen):
         if self.running:
             return [("checks: cancel", "Stop waiting for the running checks", self.action_cancel)]
         if self.data.run_checks is not None:
-            return [("checks: run TileGym checks", str(self.data.tilegym or "the TileGym checkout"), self.action_run)]
+            return [
+                (
+                    "checks: run TileGym checks",
+                    str(self.data.tilegym or "the TileGym checkout"),
+                    self.action_run,
+                )
+            ]
         return []

@@ -47,12 +47,27 @@ class HistoryScreen(WorkbenchScreen):
         "commit, cutile-rs library hash). c: next config · b: next backend · r: reload (after a live run)."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("c", "next_config", "Next config", tooltip="Show the next config of the history",
-                id="history-config"),
-        Binding("b", "next_series", "Next backend", tooltip="Show the runs of the next backend",
-                id="history-backend"),
-        Binding("r", "reload", "Reload", tooltip="Read the history again (a live run appends to it)",
-                id="history-reload"),
+        Binding(
+            "c",
+            "next_config",
+            "Next config",
+            tooltip="Show the next config of the history",
+            id="history-config",
+        ),
+        Binding(
+            "b",
+            "next_series",
+            "Next backend",
+            tooltip="Show the runs of the next backend",
+            id="history-backend",
+        ),
+        Binding(
+            "r",
+            "reload",
+            "Reload",
+            tooltip="Read the history again (a live run appends to it)",
+            id="history-reload",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -99,7 +114,13 @@ class HistoryScreen(WorkbenchScreen):
         self.refresh_bindings()
         self.load_history()
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="history", description="loading the run history")
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="history",
+        description="loading the run history",
+    )
     def load_history(self) -> None:
         assert self.data.history_loader is not None
         history = self.data.history_loader()
@@ -169,7 +190,9 @@ class HistoryScreen(WorkbenchScreen):
         configs = history.configs()
         where = f"{configs.index(params) + 1}/{len(configs)}" if params in configs else f"0/{len(configs)}"
         if params is None:
-            title = Text("no runs in the history yet: run the kernel, or open an out root with perf logs", style="dim")
+            title = Text(
+                "no runs in the history yet: run the kernel, or open an out root with perf logs", style="dim"
+            )
         elif not rows:
             title = Text(f"{params}: no runs of this config in the history", style="yellow")
         else:
@@ -188,9 +211,14 @@ class HistoryScreen(WorkbenchScreen):
         self.query_one("#history-title", Static).update(text)
 
     def _status(self, history: KernelHistory) -> None:
-        where = f"store {history.store}" if history.persisted else (
-            f"{'recorded session' if history.source == 'recorded' else 'read-only dir'} imported in memory "
-            "(nothing written)")
+        where = (
+            f"store {history.store}"
+            if history.persisted
+            else (
+                f"{'recorded session' if history.source == 'recorded' else 'read-only dir'} imported in memory "
+                "(nothing written)"
+            )
+        )
         text = Text(f"{len(history.runs)} runs · {where} · {history.policy}", style="dim")
         if history.skipped:
             text.append(f" · {len(history.skipped)} log(s) not imported", style="yellow")

@@ -33,11 +33,21 @@ class IRDiffScreen(WorkbenchScreen):
         "row jumps to its hunk."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("a", "toggle_focus", "Audit ⇄ diff", tooltip="Move focus between the diff and the audit",
-                id="irdiff-focus"),
+        Binding(
+            "a",
+            "toggle_focus",
+            "Audit ⇄ diff",
+            tooltip="Move focus between the diff and the audit",
+            id="irdiff-focus",
+        ),
         Binding("p", "next_pair", "Next pair", tooltip="Show the next IR pair (kernel)", id="irdiff-pair"),
-        Binding("slash", "search", "Search", tooltip="Search both panes (. / , next / previous match)",
-                id="irdiff-search"),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            tooltip="Search both panes (. / , next / previous match)",
+            id="irdiff-search",
+        ),
         Binding("escape", "close_search", "Close search", show=False, id="irdiff-search-close"),
     ]
 
@@ -79,14 +89,19 @@ class IRDiffScreen(WorkbenchScreen):
             if pair.config is None and row.variant and pair.name == row.variant:
                 return i
         return self.pair_index
+
     def show_pair(self, index: int) -> None:
         pairs = self.data.ir_pairs
         view = self.query_one(IRDiffView)
         if not pairs:
             loading = getattr(self.app, "ir_loading", False)
             self.query_one("#pair-title", Static).update(
-                Text("loading IR pairs (parse, structural diff, audit)…" if loading else
-                     "no IR pair: needs reference/reference*.mlir and generated/generated*.mlir"))
+                Text(
+                    "loading IR pairs (parse, structural diff, audit)…"
+                    if loading
+                    else "no IR pair: needs reference/reference*.mlir and generated/generated*.mlir"
+                )
+            )
             view.set_rows([])
             self.query_one(AuditPanel).set_items([])
             return
@@ -108,10 +123,16 @@ class IRDiffScreen(WorkbenchScreen):
             where += f" · {cat}" + (f" · audit: {check}" if check else "")
         cos = sum(1 for _c, _k, c in pair.hunks if c)
         crit = sum(1 for a in pair.audit if a.severity == "critical")
-        structure = f"structural: {pair.structure}" + (f" ({cos} cosmetic{', folded' if view.folded else ''})"
-                                                       if cos else "") if pair.structure else ""
-        title = Text(f"{pair.name}: {pair.ref_label} ⇄ {pair.gen_label}  ·  {structure}  ·  {where}  ·  "
-                     f"diff_ir.sh parity: {pair.verdict or '—'}, {crit} critical")
+        structure = (
+            f"structural: {pair.structure}"
+            + (f" ({cos} cosmetic{', folded' if view.folded else ''})" if cos else "")
+            if pair.structure
+            else ""
+        )
+        title = Text(
+            f"{pair.name}: {pair.ref_label} ⇄ {pair.gen_label}  ·  {structure}  ·  {where}  ·  "
+            f"diff_ir.sh parity: {pair.verdict or '—'}, {crit} critical"
+        )
         for note in pair.structure_notes:
             title.append(f"\n{note}", style="dim")
         launch = self.query_one("#hunk-launch", Static)
@@ -126,7 +147,9 @@ class IRDiffScreen(WorkbenchScreen):
         selected = self.wb.selected_row
         if selected is not None and selected.variant and selected.variant not in pair.name:
             selected = None  # a variant pair of another variant: its config is not the highlighted row's
-        ran = self.data.reference_config_line(pair.config or (selected.params if selected is not None else None))
+        ran = self.data.reference_config_line(
+            pair.config or (selected.params if selected is not None else None)
+        )
         if ran:  # issue 18: the config the reference ran, from its own evidence (same answer as F step 3)
             title.append(f"\n{ran}", style="dim")
         self.query_one("#pair-title", Static).update(title)
@@ -169,8 +192,12 @@ class IRDiffScreen(WorkbenchScreen):
         event.input.add_class("hidden")
         view.focus()
         if event.value:
-            self.notify(f"{event.value!r}: {n} row(s) hold it (. next, , previous)" if n
-                        else f"{event.value!r}: not found in either pane", severity="information" if n else "warning")
+            self.notify(
+                f"{event.value!r}: {n} row(s) hold it (. next, , previous)"
+                if n
+                else f"{event.value!r}: not found in either pane",
+                severity="information" if n else "warning",
+            )
 
     def action_toggle_focus(self) -> None:
         view, audit = self.query_one(IRDiffView), self.query_one(AuditPanel)
@@ -188,10 +215,14 @@ class IRDiffScreen(WorkbenchScreen):
         view = self.query_one("#diff", IRDiffView)
         out: list[PaletteCommand] = []
         if view.hunk_count:
-            out += [("ir diff: next hunk", "Jump to the next changed hunk", partial(view.action_hunk, 1)),
-                    ("ir diff: previous hunk", "Jump to the previous hunk", partial(view.action_hunk, -1))]
+            out += [
+                ("ir diff: next hunk", "Jump to the next changed hunk", partial(view.action_hunk, 1)),
+                ("ir diff: previous hunk", "Jump to the previous hunk", partial(view.action_hunk, -1)),
+            ]
         out.append(("ir diff: fold/unfold unchanged and cosmetic", "Toggle folding", view.action_toggle_fold))
-        out.append(("ir diff: search both panes", "Search the reference and generated text", self.action_search))
+        out.append(
+            ("ir diff: search both panes", "Search the reference and generated text", self.action_search)
+        )
         if len(self.data.ir_pairs) > 1:
             out.append(("ir diff: next pair", "Show the next IR pair", self.action_next_pair))
         return out

@@ -37,9 +37,13 @@ from cutile_workbench.tui.widgets.ratio_table import COLUMNS, RatioTable, config
 from cutile_workbench.tui.widgets.severity_bar import SeverityBar
 
 ALL_TAB = "all"
-NO_GPU_LIVE = ("no GPU visible: L re-runs a config live on this machine's NVIDIA GPU "
-               "(this is a recorded session; run the app on a GPU node)")
-NO_GPU_SHARDED = "no GPU visible: G re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
+NO_GPU_LIVE = (
+    "no GPU visible: L re-runs a config live on this machine's NVIDIA GPU "
+    "(this is a recorded session; run the app on a GPU node)"
+)
+NO_GPU_SHARDED = (
+    "no GPU visible: G re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
+)
 ONE_GPU_SHARDED = "one GPU here: G shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
 
 
@@ -62,18 +66,44 @@ class RatiosScreen(WorkbenchScreen):
         "config's raw samples, candidate over baseline. Enter opens the row's launch timeline."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("slash", "filter", "Filter", tooltip="Filter rows by text (params, backend, verdict)",
-                id="ratios-filter"),
+        Binding(
+            "slash",
+            "filter",
+            "Filter",
+            tooltip="Filter rows by text (params, backend, verdict)",
+            id="ratios-filter",
+        ),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="ratios-clear-filter"),
         Binding("v", "next_variant", "Variant", tooltip="Next variant tab", id="ratios-variant"),
-        Binding("t", "open_timeline", "Timeline", tooltip="Open the selected row's launch timeline",
-                id="ratios-timeline"),
-        Binding("L", "live_rerun", "Re-run live", tooltip="Re-run the selected config live on this GPU",
-                id="ratios-live"),
-        Binding("c", "toggle_chart", "Chart", tooltip="Ratio per config with CI whiskers and the 1.05 edge; "
-                "the highlighted config's raw samples", id="ratios-chart"),
-        Binding("G", "sharded_rerun", "Re-run on GPUs", tooltip="Re-run every shown config sharded over this "
-                "node's GPUs, with per-shard progress", id="ratios-sharded"),
+        Binding(
+            "t",
+            "open_timeline",
+            "Timeline",
+            tooltip="Open the selected row's launch timeline",
+            id="ratios-timeline",
+        ),
+        Binding(
+            "L",
+            "live_rerun",
+            "Re-run live",
+            tooltip="Re-run the selected config live on this GPU",
+            id="ratios-live",
+        ),
+        Binding(
+            "c",
+            "toggle_chart",
+            "Chart",
+            tooltip="Ratio per config with CI whiskers and the 1.05 edge; "
+            "the highlighted config's raw samples",
+            id="ratios-chart",
+        ),
+        Binding(
+            "G",
+            "sharded_rerun",
+            "Re-run on GPUs",
+            tooltip="Re-run every shown config sharded over this node's GPUs, with per-shard progress",
+            id="ratios-sharded",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -91,7 +121,9 @@ class RatiosScreen(WorkbenchScreen):
             notices.append(cond.short)
         if not notices:
             return super().header()
-        urgent = bool(trust is not None and trust.warning) or (cond is not None and cond.state == "not_comparable")
+        urgent = bool(trust is not None and trust.warning) or (
+            cond is not None and cond.state == "not_comparable"
+        )
         return WorkbenchHeader(self.SCREEN_TITLE, notice=" · ".join(notices), urgent=urgent, id="header")
 
     def compose(self) -> ComposeResult:
@@ -101,8 +133,12 @@ class RatiosScreen(WorkbenchScreen):
         filter_input = Input(placeholder="filter (Enter to apply, Escape to clear)", id="filter")
         filter_input.display = False
         yield filter_input
-        yield RatioTable(self.data.table.rows if self.data.table else (), sol=self.data.sol,
-                         marks=self.data.identity_marks(), id="table")
+        yield RatioTable(
+            self.data.table.rows if self.data.table else (),
+            sol=self.data.sol,
+            marks=self.data.identity_marks(),
+            id="table",
+        )
         yield Static(id="detail")
         chart = RatioChart(id="chart")
         chart.display = False
@@ -122,7 +158,9 @@ class RatiosScreen(WorkbenchScreen):
         self.query_one(RatioTable).focus()
         self.update_status()
         if self.data.table is None:
-            self.query_one("#status", Static).update(Text("no ratio table: run E (or open an out root with logs)"))
+            self.query_one("#status", Static).update(
+                Text("no ratio table: run E (or open an out root with logs)")
+            )
 
     def _conditions_text(self) -> Text:
         cond = self.data.conditions
@@ -132,8 +170,10 @@ class RatiosScreen(WorkbenchScreen):
         for i, line in enumerate(cond.lines):
             if i:
                 text.append("\n")
-            text.append("⚠ " if cond.state == "not_comparable" else "? ",
-                        style="bold red" if cond.state == "not_comparable" else "bold")
+            text.append(
+                "⚠ " if cond.state == "not_comparable" else "? ",
+                style="bold red" if cond.state == "not_comparable" else "bold",
+            )
             text.append(line)
         return text
 
@@ -185,8 +225,9 @@ class RatiosScreen(WorkbenchScreen):
         # geomean, severity and verdict now; the CI (a joint bootstrap: 2000 resamples of every
         # shown row) in a thread once the filter stops changing, so typing stays responsive
         quick = subset_summary(whole.kernel, shown, self.data.samples, n_boot=0)
-        has_samples = bool(shown) and all((r.func_key, r.params) in self.data.samples for r in shown
-                                          if r.status == "OK")
+        has_samples = bool(shown) and all(
+            (r.func_key, r.params) in self.data.samples for r in shown if r.status == "OK"
+        )
         bar.set_scope(scope, quick, whole, ci_pending=has_samples)
         if self._scope_timer is not None:
             self._scope_timer.stop()
@@ -218,10 +259,13 @@ class RatiosScreen(WorkbenchScreen):
         ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
         ms = ("—" if v is None else f"{v:.4f}" for v in (row.candidate_ms, row.baseline_ms))
         cand_ms, base_ms = ms
-        bits = [f"ratio {ratio_text(row)} CI {ci}", f"cand {cand_ms} / {row.baseline_backend or '—'} {base_ms} ms",
-                f"launches {row.candidate_launches if row.candidate_launches is not None else '?'}/"
-                f"{row.baseline_launches if row.baseline_launches is not None else '?'}",
-                f"SOL {sol_text(self.data.sol.get((row.func_key, row.params)))}"]
+        bits = [
+            f"ratio {ratio_text(row)} CI {ci}",
+            f"cand {cand_ms} / {row.baseline_backend or '—'} {base_ms} ms",
+            f"launches {row.candidate_launches if row.candidate_launches is not None else '?'}/"
+            f"{row.baseline_launches if row.baseline_launches is not None else '?'}",
+            f"SOL {sol_text(self.data.sol.get((row.func_key, row.params)))}",
+        ]
         if row.variant:
             bits.insert(0, f"variant {row.variant}")
         text.append("\n" + " · ".join(bits))
@@ -305,7 +349,9 @@ class RatiosScreen(WorkbenchScreen):
 
     def action_live_rerun(self) -> None:
         if self.data.runner is None:
-            self.notify(self.data.live_unavailable or NO_GPU_LIVE, severity="warning", timeout=8, markup=False)
+            self.notify(
+                self.data.live_unavailable or NO_GPU_LIVE, severity="warning", timeout=8, markup=False
+            )
             return
         row = self.table.current_row
         if row is None:
@@ -315,7 +361,9 @@ class RatiosScreen(WorkbenchScreen):
 
     def action_sharded_rerun(self) -> None:
         if self.data.sharded is None:
-            why = self.data.sharded_unavailable or (NO_GPU_SHARDED if self.data.runner is None else ONE_GPU_SHARDED)
+            why = self.data.sharded_unavailable or (
+                NO_GPU_SHARDED if self.data.runner is None else ONE_GPU_SHARDED
+            )
             self.notify(why, severity="warning", timeout=8, markup=False)
             return
         rows = list(self.table.shown_rows)
@@ -341,17 +389,30 @@ class RatiosScreen(WorkbenchScreen):
 
     def palette_commands(self) -> list[PaletteCommand]:
         table = self.table
-        out: list[PaletteCommand] = [(f"ratios: sort by {col.label}", f"Sort rows by {col.label}",
-                                      partial(table.sort_by, col.key)) for col in COLUMNS]
-        out.append(("ratios: show all rows" if table.slow_only else "ratios: show slow rows only",
-                    "Toggle the slow-only filter (ratio > 1.05 or NA)", table.action_toggle_slow))
+        out: list[PaletteCommand] = [
+            (f"ratios: sort by {col.label}", f"Sort rows by {col.label}", partial(table.sort_by, col.key))
+            for col in COLUMNS
+        ]
+        out.append(
+            (
+                "ratios: show all rows" if table.slow_only else "ratios: show slow rows only",
+                "Toggle the slow-only filter (ratio > 1.05 or NA)",
+                table.action_toggle_slow,
+            )
+        )
         out.append(("ratios: filter…", "Filter rows by text", self.action_filter))
         if table.current_row is not None:
-            out.append(("ratios: open timeline of selected row", table.current_row.params, self.action_open_timeline))
+            out.append(
+                ("ratios: open timeline of selected row", table.current_row.params, self.action_open_timeline)
+            )
             if self.data.runner is not None:
                 out.append(("live: re-run selected config", table.current_row.params, self.action_live_rerun))
         if self.data.sharded is not None and table.shown_rows:
-            out.append((f"live: re-run the {len(table.shown_rows)} shown configs over {self.data.sharded.slot_label()}",
-                        "Sharded over this node's GPUs, per-shard progress, merged into a scratch out root",
-                        self.action_sharded_rerun))
+            out.append(
+                (
+                    f"live: re-run the {len(table.shown_rows)} shown configs over {self.data.sharded.slot_label()}",
+                    "Sharded over this node's GPUs, per-shard progress, merged into a scratch out root",
+                    self.action_sharded_rerun,
+                )
+            )
         return out

@@ -48,15 +48,43 @@ class ReportScreen(WorkbenchScreen):
         "passed; otherwise (read-only session, failed validation, nothing planned) it says why."
     )
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("e", "plan('E')", "Plan E", tooltip="Plan stage E files (performance.md + logs)", id="report-plan-e"),
-        Binding("f", "plan('F')", "Plan F", tooltip="Plan stage F files (perf_investigation_*.md)",
-                id="report-plan-f"),
-        Binding("v", "cycle_view", "View", tooltip="Rendered / raw / diff against existing files",
-                id="report-view"),
+        Binding(
+            "e",
+            "plan('E')",
+            "Plan E",
+            tooltip="Plan stage E files (performance.md + logs)",
+            id="report-plan-e",
+        ),
+        Binding(
+            "f",
+            "plan('F')",
+            "Plan F",
+            tooltip="Plan stage F files (perf_investigation_*.md)",
+            id="report-plan-f",
+        ),
+        Binding(
+            "v",
+            "cycle_view",
+            "View",
+            tooltip="Rendered / raw / diff against existing files",
+            id="report-view",
+        ),
         Binding("w", "write", "Write…", tooltip="Write the validated files (asks first)", id="report-write"),
-        Binding("slash", "search", "Search", tooltip="Find text in the file on show (raw view)", id="report-search"),
-        Binding("n", "next_match", "Next match", show=False, tooltip="The next line matching the search",
-                id="report-next-match"),
+        Binding(
+            "slash",
+            "search",
+            "Search",
+            tooltip="Find text in the file on show (raw view)",
+            id="report-search",
+        ),
+        Binding(
+            "n",
+            "next_match",
+            "Next match",
+            show=False,
+            tooltip="The next line matching the search",
+            id="report-next-match",
+        ),
         Binding("escape", "close_search", "Close search", show=False, id="report-close-search"),
         # the preview scrolls from the keyboard whatever has focus (the file tabs keep ←/→)
         Binding("down,j", "scroll(1)", "Preview down", show=False, id="report-down"),
@@ -78,8 +106,9 @@ class ReportScreen(WorkbenchScreen):
         yield self.header()
         yield Static(Text("e: plan stage E · f: plan stage F"), id="report-status")
         yield ReportPreview(id="preview")
-        search = Input(placeholder="search the file on show (Enter: find, n: next, Escape: close)",
-                       id="report-search")
+        search = Input(
+            placeholder="search the file on show (Enter: find, n: next, Escape: close)", id="report-search"
+        )
         search.display = False
         yield search
         yield Static(id="report-result", classes="hidden")
@@ -124,7 +153,9 @@ class ReportScreen(WorkbenchScreen):
     def _refused(self, stage: str, reason: str) -> None:
         self.plan = None
         self.refusal = reason
-        self.query_one("#report-status", Static).update(Text(f"stage {stage} refused: {reason}", style="bold red"))
+        self.query_one("#report-status", Static).update(
+            Text(f"stage {stage} refused: {reason}", style="bold red")
+        )
         self.wb.show_error(reason, f"Cannot plan stage {stage}")
         self.refresh_bindings()
 
@@ -199,8 +230,9 @@ class ReportScreen(WorkbenchScreen):
             self.notify(f"no match for {query!r} in this file", severity="warning", markup=False)
             return
         self.match_line, count = found
-        self.notify(f"{query!r}: line {self.match_line + 1} · {count} matching line(s) · n next",
-                    markup=False)
+        self.notify(
+            f"{query!r}: line {self.match_line + 1} · {count} matching line(s) · n next", markup=False
+        )
 
     def action_write(self) -> None:
         plan = self.plan
@@ -216,8 +248,10 @@ class ReportScreen(WorkbenchScreen):
             return
         lines = [f"kernel dir: {plan.kernel_dir}", f"VERDICT: {plan.verdict}", ""]
         existing = self.preview.existing
-        lines += [f"  {'replace' if existing.get(f.relpath) is not None else 'create '}  {f.relpath}"
-                  for f in plan.files]
+        lines += [
+            f"  {'replace' if existing.get(f.relpath) is not None else 'create '}  {f.relpath}"
+            for f in plan.files
+        ]
         lines += ["", "Replaced files are backed up first. Write these files?"]
         self.app.push_screen(ConfirmModal(f"Write stage {plan.stage} report", lines), self._confirmed)
 
@@ -247,9 +281,15 @@ class ReportScreen(WorkbenchScreen):
     def palette_commands(self) -> list[PaletteCommand]:
         out: list[PaletteCommand] = []
         if self.data.plan_report is not None:
-            out += [("report: plan E", "performance.md + perf log + agent logs", partial(self.action_plan, "E")),
-                    ("report: plan F", "perf_investigation_*.md + agent_f.md", partial(self.action_plan, "F"))]
-        if (self.plan is not None and self.plan.ok and self.data.write_report is not None
-                and not self.data.read_only):
+            out += [
+                ("report: plan E", "performance.md + perf log + agent logs", partial(self.action_plan, "E")),
+                ("report: plan F", "perf_investigation_*.md + agent_f.md", partial(self.action_plan, "F")),
+            ]
+        if (
+            self.plan is not None
+            and self.plan.ok
+            and self.data.write_report is not None
+            and not self.data.read_only
+        ):
             out.append(("report: write validated files…", f"stage {self.plan.stage}", self.action_write))
         return out

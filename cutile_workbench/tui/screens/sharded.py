@@ -87,8 +87,13 @@ class ShardedRunScreen(ModalScreen[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "start", "Start", tooltip="Start the sharded re-run", id="sharded-start"),
-        Binding("escape", "cancel_run", "Cancel run", tooltip="Stop every shard's worker; nothing is merged",
-                id="sharded-cancel"),
+        Binding(
+            "escape",
+            "cancel_run",
+            "Cancel run",
+            tooltip="Stop every shard's worker; nothing is merged",
+            id="sharded-cancel",
+        ),
         Binding("escape", "close", "Close", tooltip="Close the panel", id="sharded-close"),
     ]
 
@@ -192,8 +197,12 @@ class ShardedRunScreen(ModalScreen[None]):
         else:
             summary = "\n".join(msg.outcome.summary)
             self._status(f"{summary}\nEscape closes", "warning" if msg.outcome.rc else "success")
-            self.notify("sharded re-run " + ("cancelled" if msg.outcome.cancelled else f"finished (exit {msg.outcome.rc})"),
-                        severity="warning" if msg.outcome.rc else "information", timeout=8)
+            self.notify(
+                "sharded re-run "
+                + ("cancelled" if msg.outcome.cancelled else f"finished (exit {msg.outcome.rc})"),
+                severity="warning" if msg.outcome.rc else "information",
+                timeout=8,
+            )
         self.refresh_bindings()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -72,8 +72,8 @@ class TimelineScreen(WorkbenchScreen):
         "Per measured call, a candidate lane and a baseline lane, aligned on t0 = the call's host start "
         "(the ruler counts from it, in the unit it names). The host call is drawn ─; every GPU activity "
         "the call caused is a bar in it: kernel █, memcpy ▓, memset ▒. More bars in a candidate lane than "
-        "in its baseline lane = extra launches per call (a wrapper bug). The view starts at \"fit "
-        "kernels\" (first to last launch); 0 toggles the whole call, +/- zoom, ←/→ pan, and the line "
+        'in its baseline lane = extra launches per call (a wrapper bug). The view starts at "fit '
+        'kernels" (first to last launch); 0 toggles the whole call, +/- zoom, ←/→ pan, and the line '
         "under the lanes states the window. ↑/↓ move between lanes and Tab / Shift+Tab between launches "
         "(on across lanes); the panel follows both: grid, block, registers, shared memory, duration. "
         "a: the per-kernel aggregate (launches per call, µs per launch; the `timeline` command's table). "
@@ -84,8 +84,13 @@ class TimelineScreen(WorkbenchScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_live", "Cancel run", tooltip="Stop the live run", id="timeline-cancel"),
         Binding("L", "live", "Run live", tooltip="Re-run this config live on this GPU", id="timeline-live"),
-        Binding("a", "aggregate", "Per kernel", tooltip="Per-kernel aggregate (launches/call, µs per launch) ⇄ lanes",
-                id="timeline-aggregate"),
+        Binding(
+            "a",
+            "aggregate",
+            "Per kernel",
+            tooltip="Per-kernel aggregate (launches/call, µs per launch) ⇄ lanes",
+            id="timeline-aggregate",
+        ),
     ]
 
     def __init__(self) -> None:
@@ -163,15 +168,20 @@ class TimelineScreen(WorkbenchScreen):
         ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
         lc = f"{row.candidate_launches if row.candidate_launches is not None else '?'}"
         lb = f"{row.baseline_launches if row.baseline_launches is not None else '?'}"
-        title = Text(f"{row.params}  ratio {ratio}  launches/call {lc}/{lb}  vs {row.baseline_backend or '—'}")
+        title = Text(
+            f"{row.params}  ratio {ratio}  launches/call {lc}/{lb}  vs {row.baseline_backend or '—'}"
+        )
         if row.candidate_harness or row.baseline_harness:
-            title.append(f"  harness {row.candidate_harness or '?'}/{row.baseline_harness or '?'}", style="dim")
+            title.append(
+                f"  harness {row.candidate_harness or '?'}/{row.baseline_harness or '?'}", style="dim"
+            )
         if self.data.stand_in:
             title.append(f"  STAND-IN candidate {self.data.candidate_backend}", style="bold black on yellow")
         if cand is None and base is None:
             title.append("  — no launch captures for this config", style="yellow")
-        trust_bits = [b for b in (self.data.identity_line(row.params), self.data.reference_config_line(row.params))
-                      if b]
+        trust_bits = [
+            b for b in (self.data.identity_line(row.params), self.data.reference_config_line(row.params)) if b
+        ]
         if trust_bits:  # issue 18: who ran the candidate side, and the config the reference ran
             ident = self.data.trust.identities.get(row.params) if self.data.trust is not None else None
             alarm = ident is not None and ident.not_candidate
@@ -195,14 +205,23 @@ class TimelineScreen(WorkbenchScreen):
         title = self.query_one("#probe-title", Static)
         table.set_class(not rows, "hidden")  # a class, not .display: the narrow layout's CSS still hides it
         if not rows:
-            title.update(Text(f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
-                              f"--config {row.params}", style="dim"))
+            title.update(
+                Text(
+                    f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
+                    f"--config {row.params}",
+                    style="dim",
+                )
+            )
             return
         title.update(Text("ncu probe (1 call) · Δ = cand vs ref", style="bold"))
         table.add_columns("ncu", "cand", "ref", "Δ")
         for metric, cand, ref in rows:
-            table.add_row(Text(metric), Text(cand, justify="right"), Text(ref, justify="right"),
-                          delta_text(metric, cand, ref))
+            table.add_row(
+                Text(metric),
+                Text(cand, justify="right"),
+                Text(ref, justify="right"),
+                delta_text(metric, cand, ref),
+            )
 
     def show_aggregate(self) -> None:
         """Per kernel and side: launches per call and µs per launch (the ``timeline`` command's table)."""
@@ -213,19 +232,27 @@ class TimelineScreen(WorkbenchScreen):
         if self.row is None:
             return
         # the numbers first: mangled kernel names are long and a narrow terminal cuts from the right
-        table.add_columns("side", "launches/call", "median µs", "min µs", "max µs", "grid", "block", "kind", "kernel")
+        table.add_columns(
+            "side", "launches/call", "median µs", "min µs", "max µs", "grid", "block", "kind", "kernel"
+        )
         cand, base = self.data.sets_for(self.row)
         for role, sets in (("cand", self._measurements(cand)), ("base", self._measurements(base))):
             for s in sets:
                 summary = summarize_set(s, role)
                 for k in summary["kernels"]:
                     t = k["per_launch_us"]
-                    table.add_row(Text(role), Text(f"{k['launches_per_call']:g}", justify="right"),
-                                  *(Text("—" if key not in t else f"{t[key]:.2f}", justify="right")
-                                    for key in ("median", "min", "max")),
-                                  Text("×".join(map(str, k["grid"])) if k["grid"] else "—"),
-                                  Text("×".join(map(str, k["block"])) if k["block"] else "—"),
-                                  Text(k["kind"]), Text(k["name"]))
+                    table.add_row(
+                        Text(role),
+                        Text(f"{k['launches_per_call']:g}", justify="right"),
+                        *(
+                            Text("—" if key not in t else f"{t[key]:.2f}", justify="right")
+                            for key in ("median", "min", "max")
+                        ),
+                        Text("×".join(map(str, k["grid"])) if k["grid"] else "—"),
+                        Text("×".join(map(str, k["block"])) if k["block"] else "—"),
+                        Text(k["kind"]),
+                        Text(k["name"]),
+                    )
 
     def action_aggregate(self) -> None:
         aggregate = self.query_one("#aggregate", DataTable)
@@ -334,7 +361,9 @@ class TimelineScreen(WorkbenchScreen):
     def on_live_record(self, msg: LiveRecord) -> None:
         self.live_results.append(msg)
         median = "—" if msg.median_ms is None else f"{msg.median_ms:.4f}"
-        self.query_one("#live-results", DataTable).add_row(Text(msg.framework), Text(msg.params), Text(median))
+        self.query_one("#live-results", DataTable).add_row(
+            Text(msg.framework), Text(msg.params), Text(median)
+        )
 
     def on_live_failed(self, msg: LiveFailed) -> None:
         self.wb.show_error(msg.error, "Live run failed")
@@ -353,15 +382,22 @@ class TimelineScreen(WorkbenchScreen):
             self.live_running = False
             self.query_one("#progress", ProgressBar).add_class("hidden")
             self.refresh_bindings()
-            self.wb.show_error(f"{type(event.worker.error).__name__}: {event.worker.error}", "Live run crashed")
+            self.wb.show_error(
+                f"{type(event.worker.error).__name__}: {event.worker.error}", "Live run crashed"
+            )
 
     def palette_commands(self) -> list[PaletteCommand]:
         tl = self.timeline
-        out: list[PaletteCommand] = [("timeline: fit", "Fit kernels ⇄ the whole call", tl.action_fit),
-                                     ("timeline: per-kernel aggregate", "Launches per call and µs per launch by kernel",
-                                      self.action_aggregate),
-                                     ("timeline: zoom in", "Zoom in 2x", partial(tl.action_zoom, 2.0)),
-                                     ("timeline: zoom out", "Zoom out 2x", partial(tl.action_zoom, 0.5))]
+        out: list[PaletteCommand] = [
+            ("timeline: fit", "Fit kernels ⇄ the whole call", tl.action_fit),
+            (
+                "timeline: per-kernel aggregate",
+                "Launches per call and µs per launch by kernel",
+                self.action_aggregate,
+            ),
+            ("timeline: zoom in", "Zoom in 2x", partial(tl.action_zoom, 2.0)),
+            ("timeline: zoom out", "Zoom out 2x", partial(tl.action_zoom, 0.5)),
+        ]
         if self.live_running:
             out.append(("live: cancel run", "Stop the live run", self.action_cancel_live))
         elif self.data.runner is not None and self.row is not None:

@@ -97,18 +97,27 @@ class _Col:
 
 
 RUN_COLUMNS: tuple[_Col, ...] = (
-    _Col("when", "run time (UTC)", True), _Col("median", "median ms", True), _Col("n", "n", True),
-    _Col("change", "vs previous run", True), _Col("ci", "99% CI", False), _Col("p", "p", False),
+    _Col("when", "run time (UTC)", True),
+    _Col("median", "median ms", True),
+    _Col("n", "n", True),
+    _Col("change", "vs previous run", True),
+    _Col("ci", "99% CI", False),
+    _Col("p", "p", False),
     _Col("throttling", "throttling", False),
 )
 
 
 def run_cells(run: RunRow) -> dict[str, Text]:
     return {
-        "when": Text(run.when), "median": Text(f"{run.median_ms:.6f}", justify="right"),
-        "n": Text(str(run.n_samples) if run.n_samples else "-", justify="right"), "change": change_text(run),
-        "ci": Text(ci_text(run)), "p": Text(p_text(run), justify="right"),
-        "throttling": Text(run.throttling, style="bold red" if run.throttling not in ("none", "not recorded") else ""),
+        "when": Text(run.when),
+        "median": Text(f"{run.median_ms:.6f}", justify="right"),
+        "n": Text(str(run.n_samples) if run.n_samples else "-", justify="right"),
+        "change": change_text(run),
+        "ci": Text(ci_text(run)),
+        "p": Text(p_text(run), justify="right"),
+        "throttling": Text(
+            run.throttling, style="bold red" if run.throttling not in ("none", "not recorded") else ""
+        ),
     }
 
 
@@ -164,7 +173,9 @@ class RunsTable(DataTable[Text]):
 TREND_WIDTH = 24
 
 
-def wide_trend(trend: str, medians: Sequence[float], width: int = TREND_WIDTH, *, with_range: bool = True) -> Text:
+def wide_trend(
+    trend: str, medians: Sequence[float], width: int = TREND_WIDTH, *, with_range: bool = True
+) -> Text:
     """The series' sparkline (one level per run, oldest first) stretched over ``width`` cells,
     each run an equal share, the latest ``width`` runs when there are more; then (``with_range``)
     the range of the medians drawn, or "1 run"."""
@@ -173,7 +184,7 @@ def wide_trend(trend: str, medians: Sequence[float], width: int = TREND_WIDTH, *
     shown = trend[-width:]
     each = max(1, width // len(shown))
     text = Text("".join(ch * each for ch in shown).ljust(width), style="cyan")
-    vals = list(medians)[-len(shown):]
+    vals = list(medians)[-len(shown) :]
     if not with_range:
         return text
     if len(vals) < 2:
@@ -209,11 +220,20 @@ class SeriesTable(DataTable[Text]):
             self.add_column(Text(label), key=label)
         for s in self.series:
             latest = s.latest
-            self.add_row(Text(s.label, style="bold" if s.role == "candidate" else ""), Text(s.role),
-                         wide_trend(s.trend, [r.median_ms for r in s.runs], self._trend_width(),
-                                    with_range=self._trend_width() == TREND_WIDTH), Text(str(len(s.runs)), justify="right"),
-                         Text(f"{latest.median_ms:.6f}" if latest else "—", justify="right"),
-                         change_text(latest) if latest else Text("—"), key=s.key)
+            self.add_row(
+                Text(s.label, style="bold" if s.role == "candidate" else ""),
+                Text(s.role),
+                wide_trend(
+                    s.trend,
+                    [r.median_ms for r in s.runs],
+                    self._trend_width(),
+                    with_range=self._trend_width() == TREND_WIDTH,
+                ),
+                Text(str(len(s.runs)), justify="right"),
+                Text(f"{latest.median_ms:.6f}" if latest else "—", justify="right"),
+                change_text(latest) if latest else Text("—"),
+                key=s.key,
+            )
         if not self.series:
             self.post_message(self.SeriesHighlighted(None))
 
@@ -269,8 +289,10 @@ def provenance_text(series_label: str, run: RunRow | None) -> Text:
     width = max((len(k) for k, _v in run.facts), default=0)
     for key, value in run.facts:
         text.append(f"{key:<{width}}  ", style="bold")
-        text.append(f"{value}\n", style="bold red" if key == "throttling" and value not in
-                    ("none", "not recorded") else "")
+        text.append(
+            f"{value}\n",
+            style="bold red" if key == "throttling" and value not in ("none", "not recorded") else "",
+        )
     if run.reason:
         text.append(f"why: {run.reason}\n", style="dim")
     text.rstrip()

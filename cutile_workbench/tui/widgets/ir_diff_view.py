@@ -97,8 +97,17 @@ def fold_rows(rows: Sequence[DiffLine], context: int = 3, *, fold_cosmetic: bool
             middle = run[h : len(run) - t]
             out.extend(run[:h])
             cos = sum(1 for r in middle if r.tag != "equal")
-            out.append(DiffLine("fold", middle[0].left_no, "", middle[0].right_no, "", folded=len(middle),
-                                folded_cosmetic=cos))
+            out.append(
+                DiffLine(
+                    "fold",
+                    middle[0].left_no,
+                    "",
+                    middle[0].right_no,
+                    "",
+                    folded=len(middle),
+                    folded_cosmetic=cos,
+                )
+            )
             out.extend(run[len(run) - t :])
         # a short run is cheaper to show than a fold row, even at the file edges
         elif j - i > max(head + tail + 1, 2 * context + 1):
@@ -160,12 +169,27 @@ class IRDiffView(ScrollView, can_focus=True):
         *(f"irdiffview--{v}" for v in _TOKEN_CLASS.values()),
     }
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n,right_square_bracket", "hunk(1)", "Next hunk", tooltip="Jump to the next changed hunk",
-                id="irdiff-next-hunk"),
-        Binding("N,left_square_bracket", "hunk(-1)", "Prev hunk", tooltip="Jump to the previous hunk",
-                id="irdiff-prev-hunk"),
-        Binding("z", "toggle_fold", "Fold", tooltip="Fold/unfold unchanged lines and cosmetic hunks",
-                id="irdiff-fold"),
+        Binding(
+            "n,right_square_bracket",
+            "hunk(1)",
+            "Next hunk",
+            tooltip="Jump to the next changed hunk",
+            id="irdiff-next-hunk",
+        ),
+        Binding(
+            "N,left_square_bracket",
+            "hunk(-1)",
+            "Prev hunk",
+            tooltip="Jump to the previous hunk",
+            id="irdiff-prev-hunk",
+        ),
+        Binding(
+            "z",
+            "toggle_fold",
+            "Fold",
+            tooltip="Fold/unfold unchanged lines and cosmetic hunks",
+            id="irdiff-fold",
+        ),
         Binding("full_stop", "search_next(1)", "Next match", show=False, id="irdiff-next-match"),
         Binding("comma", "search_next(-1)", "Prev match", show=False, id="irdiff-prev-match"),
         Binding("up,k", "cursor(-1)", "Up", show=False, id="irdiff-up"),
@@ -217,7 +241,7 @@ class IRDiffView(ScrollView, can_focus=True):
 
     def _apply_fold(self) -> None:
         keep = self.rows[self.cursor] if self.rows and self.cursor < len(self.rows) else None
-        self.rows = (fold_rows(self._all, self.context, fold_cosmetic=True) if self.folded else list(self._all))
+        self.rows = fold_rows(self._all, self.context, fold_cosmetic=True) if self.folded else list(self._all)
         self._strip_cache.clear()
         self.virtual_size = Size(self.size.width, len(self.rows))
         if keep is not None and keep.tag != "fold":
@@ -368,8 +392,16 @@ class IRDiffView(ScrollView, can_focus=True):
             self._tok_cache[text] = cached
         return cached
 
-    def _side(self, no: int | None, text: str, spans: tuple[tuple[int, int], ...], bg: str | None,
-              span_bg: str | None, width: int, base: Style) -> list[Segment]:
+    def _side(
+        self,
+        no: int | None,
+        text: str,
+        spans: tuple[tuple[int, int], ...],
+        bg: str | None,
+        span_bg: str | None,
+        width: int,
+        base: Style,
+    ) -> list[Segment]:
         num = ("" if no is None else str(no)).rjust(NUM_W - 1) + " "
         segs = [Segment(num, base + self._cls("lineno"))]
         line_bg = base + self._cls(bg) if bg else base
@@ -417,8 +449,13 @@ class IRDiffView(ScrollView, can_focus=True):
         base = self.rich_style
         if r.tag == "fold":
             cos = r.folded_cosmetic
-            what = (f"{r.folded} unchanged lines" if not cos else f"{cos} cosmetic changed rows"
-                    if cos == r.folded else f"{r.folded - cos} unchanged lines, {cos} cosmetic changed rows")
+            what = (
+                f"{r.folded} unchanged lines"
+                if not cos
+                else f"{cos} cosmetic changed rows"
+                if cos == r.folded
+                else f"{r.folded - cos} unchanged lines, {cos} cosmetic changed rows"
+            )
             label = f"  ⋯ {what} (z to unfold)"
             style = base + self._cls("fold")
             if is_cursor:
@@ -428,11 +465,25 @@ class IRDiffView(ScrollView, can_focus=True):
             half = (width - 1) // 2
             left_bg = "removed" if r.tag in ("replace", "delete") else None
             right_bg = "added" if r.tag in ("replace", "insert") else None
-            segs = self._side(r.left_no, r.left if r.left_no is not None else "", r.left_spans, left_bg,
-                              "removed-span", half, base)
+            segs = self._side(
+                r.left_no,
+                r.left if r.left_no is not None else "",
+                r.left_spans,
+                left_bg,
+                "removed-span",
+                half,
+                base,
+            )
             segs.append(Segment("│", base + self._cls("gutter")))
-            segs += self._side(r.right_no, r.right if r.right_no is not None else "", r.right_spans,
-                               right_bg, "added-span", width - half - 1, base)
+            segs += self._side(
+                r.right_no,
+                r.right if r.right_no is not None else "",
+                r.right_spans,
+                right_bg,
+                "added-span",
+                width - half - 1,
+                base,
+            )
             if is_cursor:
                 segs[0] = Segment(segs[0].text, (segs[0].style or base) + self._cls("cursor"))
             strip = Strip(segs, width).crop(0, width)

@@ -69,8 +69,15 @@ class Lane:
 def make_lane(role: str, backend: str, call: CallCapture, phase: str = "") -> Lane:
     launches = sorted(call.launches, key=lambda x: x.start_ns)
     base = call.host_start_ns
-    return Lane(role, backend, call, launches, [x.start_ns - base for x in launches],
-                [x.end_ns - base for x in launches], phase)
+    return Lane(
+        role,
+        backend,
+        call,
+        launches,
+        [x.start_ns - base for x in launches],
+        [x.end_ns - base for x in launches],
+        phase,
+    )
 
 
 def phase_tag(index: int, count: int) -> str:
@@ -148,12 +155,22 @@ class LaunchTimeline(ScrollView, can_focus=True):
         Binding("right,l", "pan(1)", "Pan →", tooltip="Pan right a quarter screen", id="timeline-pan-right"),
         Binding("plus,equals_sign", "zoom(2)", "Zoom +", tooltip="Zoom in 2x", id="timeline-zoom-in"),
         Binding("minus", "zoom(0.5)", "Zoom −", tooltip="Zoom out 2x", id="timeline-zoom-out"),
-        Binding("0", "fit", "Fit", tooltip="Fit kernels (first to last launch) ⇄ fit the whole host call",
-                id="timeline-fit"),
+        Binding(
+            "0",
+            "fit",
+            "Fit",
+            tooltip="Fit kernels (first to last launch) ⇄ fit the whole host call",
+            id="timeline-fit",
+        ),
         Binding("up,k", "lane(-1)", "Lane ↑", show=False, id="timeline-lane-up"),
         Binding("down,j", "lane(1)", "Lane ↓", show=False, id="timeline-lane-down"),
-        Binding("tab", "step(1)", "Next launch", tooltip="Select the next launch (on to the next lane at the end)",
-                id="timeline-next"),
+        Binding(
+            "tab",
+            "step(1)",
+            "Next launch",
+            tooltip="Select the next launch (on to the next lane at the end)",
+            id="timeline-next",
+        ),
         Binding("shift+tab", "step(-1)", "Prev launch", show=False, id="timeline-prev"),
     ]
 
@@ -189,8 +206,11 @@ class LaunchTimeline(ScrollView, can_focus=True):
         self._style_cache: dict[tuple[bool, str], dict[str, Style]] = {}
 
     # ------------------------------------------------------------------ data
-    def set_sets(self, candidate: LaunchSet | Sequence[LaunchSet] | None,
-                 baseline: LaunchSet | Sequence[LaunchSet] | None) -> None:
+    def set_sets(
+        self,
+        candidate: LaunchSet | Sequence[LaunchSet] | None,
+        baseline: LaunchSet | Sequence[LaunchSet] | None,
+    ) -> None:
         """Show one config: lanes interleave candidate call i, baseline call i. A side given as
         several sets (a test's forward and backward measurements, in order) shows each set's
         calls in turn, the lanes tagged ``fwd``/``bwd``."""
@@ -261,8 +281,10 @@ class LaunchTimeline(ScrollView, can_focus=True):
             origin = max(0.0, first - span * 0.02)
             npc = max(MIN_NS_PER_CELL, span * 1.05 / self._plot_width())
         else:
-            span = max((max(ln.span_ns, ln.call.host_end_ns - ln.call.host_start_ns) for ln in self.lanes),
-                       default=1000)
+            span = max(
+                (max(ln.span_ns, ln.call.host_end_ns - ln.call.host_start_ns) for ln in self.lanes),
+                default=1000,
+            )
             origin, npc = 0.0, max(MIN_NS_PER_CELL, span * 1.02 / self._plot_width())
         self.set_reactive(LaunchTimeline.ns_per_cell, npc)
         self.set_reactive(LaunchTimeline.origin_ns, origin)
@@ -313,7 +335,9 @@ class LaunchTimeline(ScrollView, can_focus=True):
 
     def action_fit(self) -> None:
         """Fit kernels; pressed again (or from the call fit), the whole host call."""
-        self.zoom_mode = "fit call" if self.zoom_mode == "fit kernels" and not self._user_zoomed else "fit kernels"
+        self.zoom_mode = (
+            "fit call" if self.zoom_mode == "fit kernels" and not self._user_zoomed else "fit kernels"
+        )
         self._user_zoomed = False
         self._fit()
         self._cache.clear()
@@ -366,8 +390,15 @@ class LaunchTimeline(ScrollView, can_focus=True):
         if lane_no >= len(self.lanes):
             return Strip.blank(width, self.rich_style)
         sel = self.selected if lane_no == self.cursor_lane else -2
-        key = (lane_no, width, self.origin_ns, self.ns_per_cell, sel, lane_no == self.cursor_lane,
-               len(self.lanes[lane_no].launches))
+        key = (
+            lane_no,
+            width,
+            self.origin_ns,
+            self.ns_per_cell,
+            sel,
+            lane_no == self.cursor_lane,
+            len(self.lanes[lane_no].launches),
+        )
         strip = self._cache.get(key)
         if strip is None:
             strip = self._render_lane(self.lanes[lane_no], width, sel, lane_no == self.cursor_lane)
@@ -393,8 +424,10 @@ class LaunchTimeline(ScrollView, can_focus=True):
 
     def scale_text(self) -> str:
         """The view in words, for the screen's status line: mode, resolution, window."""
-        return (f"{self.zoom_mode} · {format_ns(self.ns_per_cell)}/cell · window {format_ns(self.origin_ns)}–"
-                f"{format_ns(self.origin_ns + self._plot_width() * self.ns_per_cell)} after the call's host start")
+        return (
+            f"{self.zoom_mode} · {format_ns(self.ns_per_cell)}/cell · window {format_ns(self.origin_ns)}–"
+            f"{format_ns(self.origin_ns + self._plot_width() * self.ns_per_cell)} after the call's host start"
+        )
 
     def _lane_runs(self, lane: Lane, plot: int, selected: int) -> list[tuple[int, int, int]]:
         """Visible bars as ``(first_cell, last_cell, launch_index)`` runs, left to right.
@@ -460,10 +493,14 @@ class LaunchTimeline(ScrollView, can_focus=True):
             base = self.rich_style
             if is_cursor:
                 base = base + self._style("cursor-lane")
-            cached = {"base": base, "kernel-alt": base + self._style("kernel-alt"),
-                      "selected": base + self._style("selected"),
-                      "candidate": base + self._style("candidate"), "baseline": base + self._style("baseline"),
-                      "host": base + self._style("host")}
+            cached = {
+                "base": base,
+                "kernel-alt": base + self._style("kernel-alt"),
+                "selected": base + self._style("selected"),
+                "candidate": base + self._style("candidate"),
+                "baseline": base + self._style("baseline"),
+                "host": base + self._style("host"),
+            }
             cached.update({k: base + self._style(k) for k in GLYPH})
             self._style_cache[key] = cached
         return cached
@@ -485,7 +522,10 @@ class LaunchTimeline(ScrollView, can_focus=True):
         launches = lane.launches
         # the host call's span in cells: ``─`` where no launch is drawn
         host_a = int((0 - self.origin_ns) // self.ns_per_cell)
-        host_b = int(-((self.origin_ns - (lane.call.host_end_ns - lane.call.host_start_ns)) // self.ns_per_cell)) - 1
+        host_b = (
+            int(-((self.origin_ns - (lane.call.host_end_ns - lane.call.host_start_ns)) // self.ns_per_cell))
+            - 1
+        )
         host_style = styles["host"]
 
         def gap(a: int, b: int) -> list[Segment]:

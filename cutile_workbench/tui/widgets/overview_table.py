@@ -18,24 +18,60 @@ from textual.widgets import DataTable
 
 from cutile_workbench.stages.e.overview import OverviewRow
 
-COLUMNS = ("kernel", "E", "geomean", "severity", "worst config", "matched", "F", "candidate", "identity", "comparable",
-           "from", "regression", "last run")
+COLUMNS = (
+    "kernel",
+    "E",
+    "geomean",
+    "severity",
+    "worst config",
+    "matched",
+    "F",
+    "candidate",
+    "identity",
+    "comparable",
+    "from",
+    "regression",
+    "last run",
+)
 SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 
 
 def row_text(r: OverviewRow) -> str:
     """What the filter matches against."""
-    return " ".join(str(x) for x in (r.kernel, r.e_verdict, r.severity, r.candidate, r.problem, r.comparability,
-                                     r.regression, *r.f_verdicts.values(), "stand-in" if r.stand_in else "")).lower()
+    return " ".join(
+        str(x)
+        for x in (
+            r.kernel,
+            r.e_verdict,
+            r.severity,
+            r.candidate,
+            r.problem,
+            r.comparability,
+            r.regression,
+            *r.f_verdicts.values(),
+            "stand-in" if r.stand_in else "",
+        )
+    ).lower()
 
 
 def _cells(r: OverviewRow) -> tuple[Text | str, ...]:
     if r.problem:
-        return (r.kernel, Text("BROKEN", style="bold red"), "—", "—", Text(r.problem, style="red"),
-                *("—",) * (len(COLUMNS) - 5))
-    geo = Text("—") if r.geomean is None else Text(
-        f"{r.geomean:.4f}", style="green" if r.in_band else "bold red")
-    worst = "—" if r.worst_config is None or r.worst_ratio is None else f"{r.worst_config} {r.worst_ratio:.2f}x"
+        return (
+            r.kernel,
+            Text("BROKEN", style="bold red"),
+            "—",
+            "—",
+            Text(r.problem, style="red"),
+            *("—",) * (len(COLUMNS) - 5),
+        )
+    geo = (
+        Text("—")
+        if r.geomean is None
+        else Text(f"{r.geomean:.4f}", style="green" if r.in_band else "bold red")
+    )
+    worst = (
+        "—" if r.worst_config is None or r.worst_ratio is None else f"{r.worst_config} {r.worst_ratio:.2f}x"
+    )
     matched = "—" if r.configs is None else f"{r.matched}/{r.configs}"
     f = ",".join(f"{s}:{v}" for s, v in r.f_verdicts.items()) or "—"
     cand: Text | str = r.candidate or "—"
@@ -44,8 +80,21 @@ def _cells(r: OverviewRow) -> tuple[Text | str, ...]:
     comp = Text(r.comparability or "—", style="bold red" if r.comparability == "not_comparable" else "")
     reg = Text(r.regression or "—", style="bold red" if (r.regression or "").endswith("regressed") else "")
     ident = Text(r.identity_mark, style="bold red" if r.identity_mark == "CHECK" else "")
-    return (r.kernel, r.e_verdict or "—", geo, r.severity or "—", worst, matched, f, cand, ident, comp,
-            SOURCE_SHORT.get(r.e_source or "", "—"), reg, (r.last_run or "—").replace("T", " "))
+    return (
+        r.kernel,
+        r.e_verdict or "—",
+        geo,
+        r.severity or "—",
+        worst,
+        matched,
+        f,
+        cand,
+        ident,
+        comp,
+        SOURCE_SHORT.get(r.e_source or "", "—"),
+        reg,
+        (r.last_run or "—").replace("T", " "),
+    )
 
 
 class OverviewTable(DataTable[Text | str]):

@@ -56,7 +56,7 @@ def chart_lines(rows: Sequence[RatioRow], labels: Mapping[str, str], width: int)
     for r in rows:
         label = labels.get(r.params, r.params)
         # cut on the left: the shape fields at the end tell the rows apart
-        label = label if len(label) <= label_w else "…" + label[len(label) - label_w + 1:]
+        label = label if len(label) <= label_w else "…" + label[len(label) - label_w + 1 :]
         line = Text(label.ljust(label_w) + " ")
         cells = [" "] * plot
         styles = [""] * plot
@@ -123,13 +123,20 @@ def distribution_lines(samples: RowSamples | None, width: int, *, label: str = "
     edges = np.linspace(min(cand.min(), base.min()), max(cand.max(), base.max()) or 1.0, plot + 1)
     if edges[-1] <= edges[0]:
         edges = np.linspace(edges[0] * 0.99, edges[0] * 1.01, plot + 1)
-    out = [Text(f"samples of {label}: n = {cand.size} cand / {base.size} base" if label else
-                f"samples: n = {cand.size} cand / {base.size} base", style="bold")]
+    out = [
+        Text(
+            f"samples of {label}: n = {cand.size} cand / {base.size} base"
+            if label
+            else f"samples: n = {cand.size} cand / {base.size} base",
+            style="bold",
+        )
+    ]
     for name, xs, colour in (("cand", cand, "cyan"), ("base", base, "magenta")):
         counts, _ = np.histogram(xs, bins=edges)
         top = counts.max() or 1
-        bars = "".join(" " if c == 0 else SPARK[min(len(SPARK) - 1, int(c * len(SPARK) / (top + 1)))]
-                       for c in counts)
+        bars = "".join(
+            " " if c == 0 else SPARK[min(len(SPARK) - 1, int(c * len(SPARK) / (top + 1)))] for c in counts
+        )
         out.append(Text.assemble((name.ljust(head), colour), (bars, colour)))
     marks = [" "] * plot
     for xs, ch in ((cand, "c"), (base, "b")):
@@ -166,8 +173,13 @@ class RatioChart(Widget):
         self.samples: RowSamples | None = None
         self.focus_label = ""
 
-    def show(self, rows: Sequence[RatioRow], labels: Mapping[str, str], samples: RowSamples | None,
-             focus_label: str) -> None:
+    def show(
+        self,
+        rows: Sequence[RatioRow],
+        labels: Mapping[str, str],
+        samples: RowSamples | None,
+        focus_label: str,
+    ) -> None:
         self.labels = dict(labels)
         self.samples = samples
         self.focus_label = focus_label

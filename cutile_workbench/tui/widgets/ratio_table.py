@@ -87,8 +87,11 @@ ALARM_MARKS = frozenset({"REF", "LIB", "NONE"})
 
 def _extra_launches(row: RatioRow) -> bool:
     """More launches per call than the baseline: the classic wrapper bug."""
-    return (row.candidate_launches is not None and row.baseline_launches is not None
-            and row.candidate_launches > row.baseline_launches)
+    return (
+        row.candidate_launches is not None
+        and row.baseline_launches is not None
+        and row.candidate_launches > row.baseline_launches
+    )
 
 
 def _ci(row: RatioRow) -> str:
@@ -110,25 +113,71 @@ COLUMNS: tuple[Column, ...] = (
     Column("config", "config", lambda r: config_sort_key(r.params), lambda r, c: c.config_label),
     Column("variant", "variant", lambda r: r.variant or "", lambda r, c: r.variant or "", drop_rank=1),
     # "triton_tileir (plain Triton)" (issue 18 §5)
-    Column("baseline", "baseline", lambda r: r.baseline_backend or "",
-           lambda r, c: r.baseline_label or r.baseline_backend or "—", drop_rank=2),
-    Column("base_ms", "base ms", lambda r: r.baseline_ms, lambda r, c: _fmt_ms(r.baseline_ms), drop_rank=3,
-           justify="right"),
-    Column("cand_ms", "cand ms", lambda r: r.candidate_ms, lambda r, c: _fmt_ms(r.candidate_ms), drop_rank=4,
-           justify="right"),
-    Column("ratio", "ratio", lambda r: r.ratio, lambda r, c: ratio_text(r), justify="right",
-           style=lambda r, t: VERDICT_STYLE[r.row_verdict] if r.row_verdict != "PASS" else ""),
+    Column(
+        "baseline",
+        "baseline",
+        lambda r: r.baseline_backend or "",
+        lambda r, c: r.baseline_label or r.baseline_backend or "—",
+        drop_rank=2,
+    ),
+    Column(
+        "base_ms",
+        "base ms",
+        lambda r: r.baseline_ms,
+        lambda r, c: _fmt_ms(r.baseline_ms),
+        drop_rank=3,
+        justify="right",
+    ),
+    Column(
+        "cand_ms",
+        "cand ms",
+        lambda r: r.candidate_ms,
+        lambda r, c: _fmt_ms(r.candidate_ms),
+        drop_rank=4,
+        justify="right",
+    ),
+    Column(
+        "ratio",
+        "ratio",
+        lambda r: r.ratio,
+        lambda r, c: ratio_text(r),
+        justify="right",
+        style=lambda r, t: VERDICT_STYLE[r.row_verdict] if r.row_verdict != "PASS" else "",
+    ),
     Column("ci", "CI", lambda r: r.ci_low, lambda r, c: _ci(r), drop_rank=6),
-    Column("launches", "launch c/b", lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0),
-           lambda r, c: _launches(r), drop_rank=7, style=lambda r, t: "bold red" if _extra_launches(r) else ""),
+    Column(
+        "launches",
+        "launch c/b",
+        lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0),
+        lambda r, c: _launches(r),
+        drop_rank=7,
+        style=lambda r, t: "bold red" if _extra_launches(r) else "",
+    ),
     # sorted by the candidate's fraction (visible_rows' ``sol``)
-    Column("sol", "SOL c/b", lambda r: None, lambda r, c: sol_text(c.sol), drop_rank=5, justify="right",
-           style=lambda r, t: "dim" if t == NO_SOL else ""),
-    Column("verdict", "verdict", lambda r: r.row_verdict, lambda r, c: r.row_verdict,
-           style=lambda r, t: VERDICT_STYLE[r.row_verdict]),
+    Column(
+        "sol",
+        "SOL c/b",
+        lambda r: None,
+        lambda r, c: sol_text(c.sol),
+        drop_rank=5,
+        justify="right",
+        style=lambda r, t: "dim" if t == NO_SOL else "",
+    ),
+    Column(
+        "verdict",
+        "verdict",
+        lambda r: r.row_verdict,
+        lambda r, c: r.row_verdict,
+        style=lambda r, t: VERDICT_STYLE[r.row_verdict],
+    ),
     # candidate identity mark (issue 18), never dropped; sorted by ``marks`` (visible_rows)
-    Column("id", "id", lambda r: None, lambda r, c: c.mark,
-           style=lambda r, t: "bold red" if t in ALARM_MARKS else "yellow" if t == "?" else "dim"),
+    Column(
+        "id",
+        "id",
+        lambda r: None,
+        lambda r, c: c.mark,
+        style=lambda r, t: "bold red" if t in ALARM_MARKS else "yellow" if t == "?" else "dim",
+    ),
 )
 
 NO_SOL = "—"
@@ -150,8 +199,9 @@ def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Col
     def total(keys: list[str]) -> int:
         return sum(widths[k] + 2 * CELL_PADDING for k in keys)
 
-    droppable = sorted((k for k in keep if by_key[k].drop_rank is not None),
-                       key=lambda k: by_key[k].drop_rank or 0)
+    droppable = sorted(
+        (k for k in keep if by_key[k].drop_rank is not None), key=lambda k: by_key[k].drop_rank or 0
+    )
     for key in droppable:
         if total(keep) <= available:
             break
@@ -177,7 +227,7 @@ def config_labels(params: Sequence[str]) -> dict[str, str]:
     tail = 0
     while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
         tail += 1
-    return {p: "-".join(f[head:len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
+    return {p: "-".join(f[head : len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
 
 
 def row_key(row: RatioRow) -> str:
@@ -223,7 +273,9 @@ def visible_rows(
     def by_mark(r: RatioRow) -> Any:
         return (marks or {}).get(r.params)
 
-    get: Callable[[RatioRow], Any] = {"sol": by_sol, "id": by_mark}.get(sort_key, _BY_KEY[sort_key].sort_value)
+    get: Callable[[RatioRow], Any] = {"sol": by_sol, "id": by_mark}.get(
+        sort_key, _BY_KEY[sort_key].sort_value
+    )
     present = [r for r in out if get(r) is not None]
     absent = [r for r in out if get(r) is None]
     present.sort(key=get, reverse=reverse)
@@ -254,12 +306,15 @@ def _row_texts(row: RatioRow, ctx: CellContext, columns: Sequence[Column]) -> li
 
 
 def _cells_from(row: RatioRow, strings: list[str], columns: Sequence[Column]) -> list[Text]:
-    return [Text(text, style=col.style(row, text), justify="right" if col.justify == "right" else "left")
-            for col, text in zip(columns, strings, strict=True)]
+    return [
+        Text(text, style=col.style(row, text), justify="right" if col.justify == "right" else "left")
+        for col, text in zip(columns, strings, strict=True)
+    ]
 
 
-def row_cells(row: RatioRow, sol: SolRow | None = None, config_label: str | None = None,
-              mark: str = "") -> list[Text]:
+def row_cells(
+    row: RatioRow, sol: SolRow | None = None, config_label: str | None = None, mark: str = ""
+) -> list[Text]:
     """Display cells of one row, every column (styled by verdict; never parsed as markup)."""
     ctx = CellContext(sol, row.params if config_label is None else config_label, mark)
     return _cells_from(row, _row_texts(row, ctx, COLUMNS), COLUMNS)
@@ -281,8 +336,13 @@ class RatioTable(DataTable[Text]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column", id="ratios-sort"),
         Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order", id="ratios-reverse"),
-        Binding("o", "toggle_slow", "Slow only", tooltip="Show only rows with ratio > 1.05 or NA",
-                id="ratios-slow"),
+        Binding(
+            "o",
+            "toggle_slow",
+            "Slow only",
+            tooltip="Show only rows with ratio > 1.05 or NA",
+            id="ratios-slow",
+        ),
     ]
 
     sort_key: reactive[str] = reactive("config", init=False)
@@ -301,8 +361,14 @@ class RatioTable(DataTable[Text]):
     class ViewChanged(Message):
         """Posted after every rebuild (sort, filter, slow-only, variant or new rows)."""
 
-    def __init__(self, rows: Sequence[RatioRow] = (), *, sol: Mapping[tuple[str, str], SolRow] | None = None,
-                 marks: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        rows: Sequence[RatioRow] = (),
+        *,
+        sol: Mapping[tuple[str, str], SolRow] | None = None,
+        marks: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._all: list[RatioRow] = list(rows)
         self._sol: dict[tuple[str, str], SolRow] = dict(sol or {})
@@ -317,8 +383,12 @@ class RatioTable(DataTable[Text]):
         self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
 
     # ------------------------------------------------------------------ data
-    def set_rows(self, rows: Sequence[RatioRow], sol: Mapping[tuple[str, str], SolRow] | None = None,
-                 marks: Mapping[str, str] | None = None) -> None:
+    def set_rows(
+        self,
+        rows: Sequence[RatioRow],
+        sol: Mapping[tuple[str, str], SolRow] | None = None,
+        marks: Mapping[str, str] | None = None,
+    ) -> None:
         self._all = list(rows)
         if sol is not None:
             self._sol = dict(sol)
@@ -361,12 +431,24 @@ class RatioTable(DataTable[Text]):
         )
         # the config column shows the fields that vary across the whole table (stable under filters)
         labels = config_labels([r.params for r in self._all])
-        texts = [_row_texts(r, CellContext(self._sol.get((r.func_key, r.params)), labels.get(r.params, r.params),
-                                           self._marks.get(r.params, "")), COLUMNS) for r in self._shown]
+        texts = [
+            _row_texts(
+                r,
+                CellContext(
+                    self._sol.get((r.func_key, r.params)),
+                    labels.get(r.params, r.params),
+                    self._marks.get(r.params, ""),
+                ),
+                COLUMNS,
+            )
+            for r in self._shown
+        ]
         # Fixed widths from every row's strings (the Text cells of rows past the first batch
         # are built after the first paint), so added rows never make the columns jump.
-        all_widths = {c.key: max([self._label(c).cell_len, *(_width(t[i]) for t in texts)])
-                      for i, c in enumerate(COLUMNS)}
+        all_widths = {
+            c.key: max([self._label(c).cell_len, *(_width(t[i]) for t in texts)])
+            for i, c in enumerate(COLUMNS)
+        }
         if not self._marks:
             del all_widths["id"]  # identity not computed (e.g. synthetic data): no empty column
         self._all_widths = all_widths
@@ -562,8 +644,16 @@ class RatioTable(DataTable[Text]):
         column_key = self._column_locations.get_key(column_index)
         if row_key is None or column_key is None:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cache_key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
-                     self._update_count, self._pseudo_class_state)
+        cache_key = (
+            row_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
         cached = self._cell_render_cache.get(cache_key)
         if cached is not None:
             return cached
@@ -577,13 +667,25 @@ class RatioTable(DataTable[Text]):
         plain = cell.plain
         justify = cell.justify or "default"
         length = cell.cell_len
-        if (length > inner or "\n" in plain or "\t" in plain or justify not in ("default", "right")
-                or (justify == "right" and plain != plain.rstrip())):
+        if (
+            length > inner
+            or "\n" in plain
+            or "\t" in plain
+            or justify not in ("default", "right")
+            or (justify == "right" and plain != plain.rstrip())
+        ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         console = self.app.console
         component_style, post_style = self._get_styles_to_render_cell(
-            False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css",
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
         )
         pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
         post = console.get_style(post_style)

@@ -93,7 +93,9 @@ class ReportPreview(Vertical):
         content = next(f.content for f in self.plan.files if f.relpath == relpath)
         return unified_diff(relpath, self.existing.get(relpath), content)
 
-    async def show_plan(self, plan: ReportPlan, existing: Mapping[str, str | None], *, writable: bool = True) -> None:
+    async def show_plan(
+        self, plan: ReportPlan, existing: Mapping[str, str | None], *, writable: bool = True
+    ) -> None:
         """Show ``plan``; ``writable`` False (a read-only session) says preview only instead of "w writes"."""
         self.plan = plan
         self.existing = dict(existing)
@@ -105,8 +107,10 @@ class ReportPreview(Vertical):
         else:
             state = "validators pass: w writes" if writable else "validators pass: preview only"
         banner.update(
-            Text(f"stage {plan.stage}  {plan.kernel}  VERDICT: {plan.verdict}  "
-                 f"{len(plan.files)} file(s) → {plan.kernel_dir}  —  {state}")
+            Text(
+                f"stage {plan.stage}  {plan.kernel}  VERDICT: {plan.verdict}  "
+                f"{len(plan.files)} file(s) → {plan.kernel_dir}  —  {state}"
+            )
         )
         tabs = self.query_one("#files", TabbedContent)
         await tabs.clear_panes()
@@ -121,9 +125,12 @@ class ReportPreview(Vertical):
             else:
                 body = Static(self._styled(Text(f.content)), classes="raw")
             await tabs.add_pane(TabPane(title, VerticalScroll(body, classes="scroller"), id=f"file-{i}"))
-        validation = Static(self._styled(Text(plan.validator_output or "(no validator output)")),
-                            classes="validation")
-        await tabs.add_pane(TabPane("validation", VerticalScroll(validation, classes="scroller"), id="validation"))
+        validation = Static(
+            self._styled(Text(plan.validator_output or "(no validator output)")), classes="validation"
+        )
+        await tabs.add_pane(
+            TabPane("validation", VerticalScroll(validation, classes="scroller"), id="validation")
+        )
 
     def _styled(self, text: Text) -> Text:
         text.no_wrap = True

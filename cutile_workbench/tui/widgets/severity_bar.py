@@ -69,8 +69,9 @@ class SeverityBar(Widget):
         self.whole: RatioTable | None = None
         self.ci_pending = False  # the subset's CI is being bootstrapped (shown "CI …")
 
-    def set_scope(self, scope: str, subset: RatioTable | None, whole: RatioTable | None, *,
-                  ci_pending: bool = False) -> None:
+    def set_scope(
+        self, scope: str, subset: RatioTable | None, whole: RatioTable | None, *, ci_pending: bool = False
+    ) -> None:
         """Show ``subset`` labelled ``scope`` above E's ``whole`` table; ``scope`` "" = the whole table."""
         self.scope = scope
         self.whole = whole
@@ -84,8 +85,11 @@ class SeverityBar(Widget):
             return "no ratio data"
         if t.geomean is None:
             return f"geomean n/a  severity {t.severity or '—'}  verdict {t.verdict}"
-        ci = f" CI [{t.geomean_ci[0]:.3f}, {t.geomean_ci[1]:.3f}]" if t.geomean_ci else (
-            " CI …" if ci_pending else " CI —")
+        ci = (
+            f" CI [{t.geomean_ci[0]:.3f}, {t.geomean_ci[1]:.3f}]"
+            if t.geomean_ci
+            else (" CI …" if ci_pending else " CI —")
+        )
         flag = "  INCONCLUSIVE (CI straddles 1.05)" if t.inconclusive else ""
         return f"geomean {t.geomean:.4f}x{ci}  {t.severity or '—'}  {t.verdict}{flag}"
 

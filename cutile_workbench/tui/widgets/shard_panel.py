@@ -21,8 +21,13 @@ from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.run.scaleout.progress import ShardProgress
 
 #: shard state → component class (the colour of its state cell)
-STATE_CLASS = {"running": "shardpanel--running", "complete": "shardpanel--complete", "failed": "shardpanel--bad",
-               "incomplete": "shardpanel--bad", "cancelled": "shardpanel--bad"}
+STATE_CLASS = {
+    "running": "shardpanel--running",
+    "complete": "shardpanel--complete",
+    "failed": "shardpanel--bad",
+    "incomplete": "shardpanel--bad",
+    "cancelled": "shardpanel--bad",
+}
 
 
 class ShardPanel(Static):
@@ -35,8 +40,12 @@ class ShardPanel(Static):
     ShardPanel > .shardpanel--bad { color: $error; text-style: bold; }
     ShardPanel > .shardpanel--muted { color: $text-muted; }
     """
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"shardpanel--running", "shardpanel--complete", "shardpanel--bad",
-                                             "shardpanel--muted"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "shardpanel--running",
+        "shardpanel--complete",
+        "shardpanel--bad",
+        "shardpanel--muted",
+    }
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -57,18 +66,41 @@ class ShardPanel(Static):
         muted = self._style("shardpanel--muted")
         if not self.shards:
             return Text("planning: collecting the configs (pytest --collect-only)…", style=muted)
-        table = Table(box=None, expand=True, pad_edge=False, show_edge=False, header_style="bold",
-                      caption=self.totals(), caption_justify="left", caption_style=muted)
-        for name, kw in (("shard", {"justify": "right"}), ("state", {}), ("GPU", {"ratio": 2}), ("host", {}),
-                         ("done", {"justify": "right"}), ("failed", {"justify": "right"}), ("now", {"ratio": 3})):
+        table = Table(
+            box=None,
+            expand=True,
+            pad_edge=False,
+            show_edge=False,
+            header_style="bold",
+            caption=self.totals(),
+            caption_justify="left",
+            caption_style=muted,
+        )
+        for name, kw in (
+            ("shard", {"justify": "right"}),
+            ("state", {}),
+            ("GPU", {"ratio": 2}),
+            ("host", {}),
+            ("done", {"justify": "right"}),
+            ("failed", {"justify": "right"}),
+            ("now", {"ratio": 3}),
+        ):
             table.add_column(name, no_wrap=True, overflow="ellipsis", **kw)
         for s in self.shards:
-            state = Text(s.state, style=self._style(STATE_CLASS[s.state]) if s.state in STATE_CLASS else muted)
+            state = Text(
+                s.state, style=self._style(STATE_CLASS[s.state]) if s.state in STATE_CLASS else muted
+            )
             if s.detail and s.state not in ("running", "complete"):
                 state.append(f" ({s.detail.splitlines()[0]})", style=muted)
-            table.add_row(str(s.index), state, self._gpu(s), s.host or "—", f"{s.finished}/{s.planned}",
-                          Text(str(s.failed), style=self._style("shardpanel--bad") if s.failed else muted),
-                          self._now(s.running))
+            table.add_row(
+                str(s.index),
+                state,
+                self._gpu(s),
+                s.host or "—",
+                f"{s.finished}/{s.planned}",
+                Text(str(s.failed), style=self._style("shardpanel--bad") if s.failed else muted),
+                self._now(s.running),
+            )
         return table
 
     @staticmethod
@@ -90,5 +122,7 @@ class ShardPanel(Static):
         planned = sum(s.planned for s in self.shards)
         failed = sum(s.failed for s in self.shards)
         complete = sum(1 for s in self.shards if s.state == "complete")
-        return (f"{done}/{planned} configs finished, {failed} failed · {complete}/{len(self.shards)} shard(s) "
-                "complete")
+        return (
+            f"{done}/{planned} configs finished, {failed} failed · {complete}/{len(self.shards)} shard(s) "
+            "complete"
+        )

@@ -27,16 +27,24 @@ SIZES = [(80, 24), (160, 48)]
 
 def _pinned_runner(root: Path) -> Callable[[Callable[[], bool]], ChecksResult]:
     def run(cancelled: Callable[[], bool]) -> ChecksResult:
-        result = gather_checks("bmm", root, ANALYSIS, python=sys.executable, env=CHILD_ENV, cancelled=cancelled)
-        subs = ((str(root.resolve()), "$TILEGYM_PATH"), (str(root), "$TILEGYM_PATH"), (sys.executable, "python"))
+        result = gather_checks(
+            "bmm", root, ANALYSIS, python=sys.executable, env=CHILD_ENV, cancelled=cancelled
+        )
+        subs = (
+            (str(root.resolve()), "$TILEGYM_PATH"),
+            (str(root), "$TILEGYM_PATH"),
+            (sys.executable, "python"),
+        )
 
         def pin(text: str) -> str:
             for old, new in subs:
                 text = text.replace(old, new)
             return text
 
-        items = tuple(dataclasses.replace(i, **{f.name: pin(getattr(i, f.name)) for f in dataclasses.fields(i)})
-                      for i in result.items)
+        items = tuple(
+            dataclasses.replace(i, **{f.name: pin(getattr(i, f.name)) for f in dataclasses.fields(i)})
+            for i in result.items
+        )
         return dataclasses.replace(result, items=items, tilegym="$TILEGYM_PATH")
 
     return run

@@ -24,7 +24,12 @@ SIZES = [(80, 24), (160, 48)]
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_overview_snapshot(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
     ov = overview(make_root(tmp_path))
-    ov = replace(ov, root="out", rows=tuple(replace(r, path=f"out/{r.kernel}",
-                                                    problem=r.problem and r.problem.replace(str(tmp_path), ""))
-                                            for r in ov.rows))
+    ov = replace(
+        ov,
+        root="out",
+        rows=tuple(
+            replace(r, path=f"out/{r.kernel}", problem=r.problem and r.problem.replace(str(tmp_path), ""))
+            for r in ov.rows
+        ),
+    )
     assert snap_compare(OverviewApp(ov), terminal_size=size)

@@ -38,34 +38,102 @@ def _config(shard: int, backend: str, role: str, params: str, median: float | No
     nodeid = f"{FUNC}[{backend}-{params}]"
     evs = [_worker("test_start", shard, nodeid=nodeid, role=role, backend=backend)]
     if median is not None:
-        evs.append(_worker("record", shard, nodeid=nodeid, role=role, backend=backend, framework=backend,
-                           benchmark={backend: {"forward": {"median": median}}}))
-    evs.append(_worker("test_finish", shard, nodeid=nodeid, role=role, backend=backend,
-                       outcome="passed" if median is not None else "failed"))
+        evs.append(
+            _worker(
+                "record",
+                shard,
+                nodeid=nodeid,
+                role=role,
+                backend=backend,
+                framework=backend,
+                benchmark={backend: {"forward": {"median": median}}},
+            )
+        )
+    evs.append(
+        _worker(
+            "test_finish",
+            shard,
+            nodeid=nodeid,
+            role=role,
+            backend=backend,
+            outcome="passed" if median is not None else "failed",
+        )
+    )
     return evs
 
 
 def pinned_events() -> list[Event]:
-    plan = scaleout_event("scaleout_plan", plan_id="3f9c2a7d41be", mode="local", kernel="rms_norm", configs=6, rows=3,
-                          plan_dir="/scratch/cutile-workbench-sharded-pinned/rms_norm/workbench/shards/3f9c2a7d41be",
-                          resumed=[], fresh=False, warnings=[],
-                          shards=[{"index": 0, "configs": 4, "rows": 2, "state": "pending"},
-                                  {"index": 1, "configs": 2, "rows": 1, "state": "pending"}])
+    plan = scaleout_event(
+        "scaleout_plan",
+        plan_id="3f9c2a7d41be",
+        mode="local",
+        kernel="rms_norm",
+        configs=6,
+        rows=3,
+        plan_dir="/scratch/cutile-workbench-sharded-pinned/rms_norm/workbench/shards/3f9c2a7d41be",
+        resumed=[],
+        fresh=False,
+        warnings=[],
+        shards=[
+            {"index": 0, "configs": 4, "rows": 2, "state": "pending"},
+            {"index": 1, "configs": 2, "rows": 1, "state": "pending"},
+        ],
+    )
     evs = [plan]
     for i in (0, 1):
-        evs.append(scaleout_event("scaleout_shard_state", shard=i, state="running", device=str(i), gpu="unknown",
-                                  slot=i, shared_device=False, pid=4242 + i, log=f"/scratch/{i}/worker.log"))
-        evs.append(_worker("shard_start", i, host="gpu-node-07", device=str(i), gpu_name=H200,
-                           gpu_uuid=f"GPU-{i}a{i}a{i}a{i}a-0000-0000-0000-00000000000{i}", pid=4242 + i))
+        evs.append(
+            scaleout_event(
+                "scaleout_shard_state",
+                shard=i,
+                state="running",
+                device=str(i),
+                gpu="unknown",
+                slot=i,
+                shared_device=False,
+                pid=4242 + i,
+                log=f"/scratch/{i}/worker.log",
+            )
+        )
+        evs.append(
+            _worker(
+                "shard_start",
+                i,
+                host="gpu-node-07",
+                device=str(i),
+                gpu_name=H200,
+                gpu_uuid=f"GPU-{i}a{i}a{i}a{i}a-0000-0000-0000-00000000000{i}",
+                pid=4242 + i,
+            )
+        )
     evs += _config(1, "cutile", "candidate", "8192-8192-torch.bfloat16", 0.07466)
     evs += _config(0, "cutile", "candidate", "4096-1024-torch.bfloat16", 0.00701)
-    evs += _config(1, "triton", "baseline_triton_tileir", "8192-8192-torch.bfloat16", None)  # SYNTHETIC failure
+    evs += _config(
+        1, "triton", "baseline_triton_tileir", "8192-8192-torch.bfloat16", None
+    )  # SYNTHETIC failure
     evs.append(_worker("shard_finish", 1, state="complete", detail=""))
-    evs.append(scaleout_event("scaleout_shard_state", shard=1, state="complete", host="gpu-node-07", gpu=H200,
-                              device="1", detail="", rc=0, duration_s=41.2))
+    evs.append(
+        scaleout_event(
+            "scaleout_shard_state",
+            shard=1,
+            state="complete",
+            host="gpu-node-07",
+            gpu=H200,
+            device="1",
+            detail="",
+            rc=0,
+            duration_s=41.2,
+        )
+    )
     evs += _config(0, "cutile", "candidate", "16384-2048-torch.bfloat16", 0.08278)
-    evs.append(_worker("test_start", 0, nodeid=f"{FUNC}[triton-4096-1024-torch.bfloat16]",
-                       role="baseline_triton_tileir", backend="triton"))
+    evs.append(
+        _worker(
+            "test_start",
+            0,
+            nodeid=f"{FUNC}[triton-4096-1024-torch.bfloat16]",
+            role="baseline_triton_tileir",
+            backend="triton",
+        )
+    )
     return evs
 
 
@@ -76,15 +144,18 @@ class PinnedRunner:
         self.emitted = threading.Event()
 
     def describe(self, rows: Sequence[RatioRow]) -> str:
-        return (f"Re-run {len(rows)} config(s) (cutile + triton: {2 * len(rows)} node ids) over 2 GPU slots (0, 1): "
-                "one worker per slot, each config's candidate and baseline on the same GPU, then merged into a new "
-                "scratch out root (this session is not changed).")
+        return (
+            f"Re-run {len(rows)} config(s) (cutile + triton: {2 * len(rows)} node ids) over 2 GPU slots (0, 1): "
+            "one worker per slot, each config's candidate and baseline on the same GPU, then merged into a new "
+            "scratch out root (this session is not changed)."
+        )
 
     def slot_label(self) -> str:
         return "2 GPU slots (0, 1)"
 
-    def __call__(self, rows: Sequence[RatioRow], on_event: Callable[[Any], None],
-                 cancel: threading.Event) -> ShardedOutcome:
+    def __call__(
+        self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
+    ) -> ShardedOutcome:
         for ev in pinned_events():
             on_event(ev)
         self.emitted.set()

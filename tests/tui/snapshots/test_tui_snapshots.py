@@ -34,13 +34,16 @@ def _keys(*keys: str) -> Callable[[Any], Awaitable[None]]:
             await pilot.pause()
             await pilot.app.workers.wait_for_complete()
         await _settle(pilot)
+
     return run
 
 
 SCENES = {
     "ratios": _keys("s", "s", "s", "s", "s", "r"),  # sorted by ratio, descending
     "ratios_chart": _keys("down", "c"),  # ratio per config with CI whiskers, the 2nd row's samples
-    "ratios_variant": _keys("v", "down"),  # the variant tab re-states its rows (synthetic: no raw samples, so CI —)
+    "ratios_variant": _keys(
+        "v", "down"
+    ),  # the variant tab re-states its rows (synthetic: no raw samples, so CI —)
     "timeline": _keys("down", "down", "down", "down", "enter", "tab", "tab", "tab"),
     "irdiff": _keys("3", "n", "n"),
     "report": _keys("4", "e"),
