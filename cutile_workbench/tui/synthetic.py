@@ -194,13 +194,13 @@ def many_launches(params: str, total: int, calls: int = 20, seed: int = 3) -> li
                 kind = kinds[i % len(kinds)]
                 launches.append(
                     Launch(
-                        kind,
+                        kind,  # type: ignore[arg-type]
                         f"k{i % 13}",
                         t,
                         t + d,
                         i,
                         grid=(64, 1, 1),
-                        block=(128, 1, 1),  # type: ignore[arg-type]
+                        block=(128, 1, 1),
                         registers_per_thread=64,
                     )
                 )

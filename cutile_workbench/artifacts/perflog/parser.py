@@ -656,8 +656,8 @@ def _kernel_times(
             or not isinstance(count, int)
             or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in (self_us, total_us))
             or not in_physical_range(count, integer=True)
-            or not all(in_physical_range(v) for v in (self_us, total_us))
-        ):  # type: ignore[arg-type]
+            or not all(in_physical_range(v) for v in (self_us, total_us))  # type: ignore[arg-type]
+        ):
             st.problem(
                 "kernel_times entry needs name (str), self_time_us/total_time_us (finite non-negative "
                 "numbers), count (non-negative int)",

@@ -1001,12 +1001,12 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         return Investigation(
             inputs.kernel,
             scope,
-            verdict,
+            verdict,  # type: ignore[arg-type]
             rows,
-            [*findings, *missing],  # type: ignore[arg-type]
-            pat,
+            [*findings, *missing],
+            pat,  # type: ignore[arg-type]
             details,
-        )  # type: ignore[arg-type]
+        )
 
     if pattern == "uniform":
         invs = [investigate("all_shapes", slow, "uniform")]
