@@ -49,6 +49,11 @@ def _plan_report(ws: Workspace, candidate_backend: str | None = None) -> Callabl
             from cutile_workbench.services import stage_f
 
             return stage_f.plan(ws, candidate_backend=candidate_backend).plan
+        if stage == "F+demonstrate":  # the user confirmed: F's wrapper fix tried in a throwaway copy (GPU)
+            from cutile_workbench.services import stage_f
+
+            request = stage_f.DemonstrateRequest()
+            return stage_f.plan(ws, candidate_backend=candidate_backend, demonstrate=request).plan
         raise InputError(f"unknown stage {stage!r} (expected E or F)", key="stage")
 
     return plan

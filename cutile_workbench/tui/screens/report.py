@@ -71,6 +71,13 @@ class ReportScreen(WorkbenchScreen):
         ),
         Binding("w", "write", "Write…", tooltip="Write the validated files (asks first)", id="report-write"),
         Binding(
+            "D",
+            "demonstrate",
+            "Demonstrate…",
+            tooltip="Plan F after trying its wrapper fix in a throwaway copy of the TileGym tree (asks first; GPU)",
+            id="report-demonstrate",
+        ),
+        Binding(
             "slash",
             "search",
             "Search",
@@ -123,6 +130,8 @@ class ReportScreen(WorkbenchScreen):
             return self.data.plan_report is not None
         if action == "write":  # always answers: writes (after asking) or says why not
             return self.data.write_report is not None or bool(self.data.read_only)
+        if action == "demonstrate":  # always answers: asks, or says what is missing
+            return self.data.plan_report is not None
         if action == "cycle_view":
             return True if self.plan is not None else None
         if action == "close_search":
@@ -130,6 +139,34 @@ class ReportScreen(WorkbenchScreen):
         if action == "next_match":
             return bool(self.preview.query_text)
         return True
+
+    def action_demonstrate(self) -> None:
+        """``report f --demonstrate`` with a confirmation: the explicit authorization seed F asks for."""
+        why = ""
+        if self.data.read_only:
+            why = self.data.read_only
+        elif self.data.tilegym is None:
+            why = "no TileGym checkout: open the kernel with --tilegym DIR (or set TILEGYM_PATH)"
+        if why:
+            self.notify(why, title="Cannot demonstrate F's fix", severity="warning", markup=False, timeout=10)
+            return
+        lines = [
+            "Copies what the run needs of the TileGym tree under <kernel>/workbench/demonstrate/,",
+            "adds the reference's config to the candidate's configs function (candidate's spelling),",
+            "re-runs the slow configs of the candidate on this GPU (minutes), and adds the before/after",
+            "to the F reports. The real tree and the kernel dir's logs are not modified; the verdict",
+            "stays FIXABLE.",
+        ]
+        self.app.push_screen(
+            ConfirmModal("Demonstrate F's fix in a throwaway copy", lines), self._demonstrate
+        )
+
+    def _demonstrate(self, yes: bool | None) -> None:
+        if yes:
+            self.query_one("#report-status", Static).update(
+                Text("demonstrating F's fix in a throwaway copy…")
+            )
+            self.make_plan("F+demonstrate")
 
     def action_plan(self, stage: str) -> None:
         if self.data.plan_report is None:
