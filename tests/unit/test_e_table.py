@@ -151,3 +151,13 @@ def test_measurement_conditions_are_read_once_per_content(
     session.write_text(session.read_text() + "\n")
     history_service.ratio_comparability(ws, table)
     assert calls == [1, 1]
+
+
+def test_the_same_logs_under_another_kernel_name_are_that_kernels_table(tmp_path: Path) -> None:
+    """E's table names its kernel: two kernel dirs with byte-identical logs (a copied dir, replicas) must
+    not share one cached table, or the second would carry the first one's name."""
+    root = copy_of(MATMUL, "matmul", tmp_path)
+    shutil.copytree(root / "matmul", root / "matmul_copy")
+    first = stage_e.ratio_table(stage_e.open_kernel("matmul", out_root=root, tilegym=None))
+    second = stage_e.ratio_table(stage_e.open_kernel("matmul_copy", out_root=root, tilegym=None))
+    assert (first.kernel, second.kernel) == ("matmul", "matmul_copy")

@@ -249,7 +249,7 @@ def inputs_key(
 
     h = hashlib.sha256(
         f"e-table v{CACHE_VERSION} workbench {__version__} code {_code_fingerprint()} "
-        f"seed={seed} n_boot={n_boot}\0".encode()
+        f"seed={seed} n_boot={n_boot} kernel={ws.kernel}\0".encode()  # the table names its kernel
     )
     for r in raws:
         h.update(f"candidate {r.variant} {len(r.text)}\0".encode())
