@@ -30,7 +30,7 @@ Contract (the faces call only these; none imports :mod:`cutile_workbench.history
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -46,7 +46,7 @@ from cutile_workbench.history.query import history_csv as core_history_csv
 from cutile_workbench.history.query import history_to_dict, load_history, open_history, sparkline
 from cutile_workbench.history.regress import ChangeFlag
 from cutile_workbench.history.store import HistoryStore, StoredRun
-from cutile_workbench.model import RatioRow, RatioTable
+from cutile_workbench.model import PerfLog, RatioRow, RatioTable
 
 ChangeKind = Literal["regression", "improvement", "same", "inconclusive"]
 NOT_RECORDED = "not recorded"
@@ -606,7 +606,11 @@ def _all_rows_same_clocks(rows: Sequence[RatioRow]) -> bool:
 
 
 def ratio_comparability(
-    ws: Workspace, table: RatioTable | None, *, used: set[str] | None = None
+    ws: Workspace,
+    table: RatioTable | None,
+    *,
+    used: set[str] | None = None,
+    logs: tuple[PerfLog, Mapping[str, PerfLog]] | None = None,
 ) -> RatioComparability:
     """Were the candidate and each used baseline measured under the same conditions? (module contract)
 
@@ -647,12 +651,24 @@ def ratio_comparability(
         inputs,
         f"{raw}\0{sorted(used)}\0{rows}",
         code,
-        lambda: _ratio_comparability(ws, used, table),
+        lambda: _ratio_comparability(ws, used, table, logs),
     )
 
 
-def _ratio_comparability(ws: Workspace, used: set[str], table: RatioTable | None) -> RatioComparability:
-    conds = ratio_conditions(ws.paths, used, candidate_log=ws.raw_log_path())
+def _ratio_comparability(
+    ws: Workspace,
+    used: set[str],
+    table: RatioTable | None,
+    logs: tuple[PerfLog, Mapping[str, PerfLog]] | None = None,
+) -> RatioComparability:
+    # ``logs``: the candidate and baseline logs the caller parsed already (the overview), not again
+    conds = ratio_conditions(
+        ws.paths,
+        used,
+        candidate_log=ws.raw_log_path(),
+        candidate=logs[0] if logs else None,
+        baselines=logs[1] if logs else None,
+    )
     matched = table.matched if table else []
     baselines = tuple(
         _baseline_state(

@@ -127,8 +127,8 @@ def kernel_row(
     """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
     from cutile_workbench.services import stage_e
     from cutile_workbench.services.history import ratio_comparability
-    from cutile_workbench.services.stage_e import ratio_table
-    from cutile_workbench.stages.e.report import load_candidate, stand_in_frameworks
+    from cutile_workbench.stages.e.e_table import load_e_table
+    from cutile_workbench.stages.e.report import stand_in_frameworks
 
     kernel, path = kdir.name, str(kdir)
     try:
@@ -141,7 +141,9 @@ def kernel_row(
         "last_run": _last_run(ws),
     }
     try:
-        candidate = load_candidate(ws)[0]
+        # one E table (cached on its inputs) whose logs are parsed once for every column of the row
+        et = load_e_table(ws, n_boot=0)
+        candidate = et.candidate
         stand_in = stand_in_frameworks(candidate)
         fields["candidate"] = (
             ", ".join(stand_in) if stand_in else ("cutile-rs" if candidate.records else None)
@@ -176,13 +178,13 @@ def kernel_row(
         )
     else:
         try:
-            table = (table_of or (lambda w: ratio_table(w, n_boot=0)))(ws)
+            table = table_of(ws) if table_of is not None else stage_e.table_of(ws, et)
         except WorkbenchError as exc:
             return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
         fields.update(_from_table(table))
         try:  # who the candidate's launches really are (issue 18's trust rules), from the captures
             fields["identity"] = (
-                stage_e.trust(ws, table)
+                stage_e.trust(ws, table, candidate)
                 .summary.removeprefix("WARNING: ")
                 .removeprefix("candidate identity: ")
             )
@@ -190,7 +192,12 @@ def kernel_row(
             fields["identity"] = f"unknown: {exc}"
         fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
     try:
-        comp = ratio_comparability(ws, table, used=None if table is not None else set(ws.baseline_logs()))
+        comp = ratio_comparability(
+            ws,
+            table,
+            used=None if table is not None else set(ws.baseline_logs()),
+            logs=(candidate, et.baselines),
+        )
         fields["comparability"], fields["comparability_text"] = comp.state, comp.short
     except WorkbenchError as exc:
         notes.append(f"comparability: {exc}")

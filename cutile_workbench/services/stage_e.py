@@ -21,6 +21,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cutile_workbench.artifacts.candidate import resolve_candidate_backend
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
@@ -33,6 +34,9 @@ from cutile_workbench.history.noise import noise_lines as noise_lines
 from cutile_workbench.history.noise import ratio_with_noise as ratio_with_noise
 from cutile_workbench.model import PerfLog, RatioTable, ReportPlan
 from cutile_workbench.stages.e.stats import RowSamples, baseline_records
+
+if TYPE_CHECKING:
+    from cutile_workbench.stages.e.e_table import ETable
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,15 @@ def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000) -> RatioTab
     (the run history) and the baseline labels (session.json) are added here, outside that cache, since
     their inputs are not the logs. ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity
     depend on the geomean only."""
-    from cutile_workbench.history.noise import table_with_noise
     from cutile_workbench.stages.e.e_table import load_e_table
 
-    et = load_e_table(ws, seed=seed, n_boot=n_boot)
+    return table_of(ws, load_e_table(ws, seed=seed, n_boot=n_boot))
+
+
+def table_of(ws: Workspace, et: ETable) -> RatioTable:
+    """:func:`ratio_table` of an E table the caller already loaded (its logs parsed once for every use)."""
+    from cutile_workbench.history.noise import table_with_noise
+
     frameworks = set(et.candidate_frameworks)
     table = table_with_noise(et.table, ws.paths, frameworks)  # issue 18 §4
     return _with_baseline_labels(ws, table, frameworks)
@@ -107,13 +116,13 @@ def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]
     return dataclasses.replace(table, rows=rows)
 
 
-def trust(ws: Workspace, table: RatioTable) -> KernelTrust:
+def trust(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> KernelTrust:
     """Candidate identity per row and the reference's config per matched row, from the workspace's captures,
     wrapper sources and analysis.json (:mod:`cutile_workbench.evidence.trust`); InputError for malformed captures."""
     from cutile_workbench.stages.e.e_table import load_e_table
     from cutile_workbench.stages.e.report import workspace_trust
 
-    return workspace_trust(ws, table, load_e_table(ws).candidate)
+    return workspace_trust(ws, table, candidate if candidate is not None else load_e_table(ws).candidate)
 
 
 def row_samples(
