@@ -163,7 +163,12 @@ def side_launch(ls: LaunchSet) -> SideLaunch | None:
     )
 
 
-def _sets_for(sets: Sequence[LaunchSet], params: str) -> list[LaunchSet]:
+def sets_for(sets: Sequence[LaunchSet], params: str) -> list[LaunchSet]:
+    """One config's sets: looked up by params in a per-config store (no scan, no decoding of the others)."""
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+
+    if isinstance(sets, LaunchStore):
+        return sets.for_params(params)
     return [s for s in sets if s.params == params]
 
 
@@ -177,7 +182,7 @@ def identify(
     evidence: str = "",
 ) -> CandidateIdentity:
     """One row's identity (see the module docstring)."""
-    same = _sets_for(launch_sets, row.params)
+    same = sets_for(launch_sets, row.params)
     cand_sets = [s for s in same if same_backend(s.backend, candidate_backend)]
     if not cand_sets:
         others = [s for s in same if not same_backend(s.backend, row.baseline_backend)]

@@ -21,6 +21,7 @@ from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import (
     CandidateIdentity,
     candidate_identities,
+    sets_for,
     side_launch,
     summary_line,
     wrapper_delegations,
@@ -123,8 +124,8 @@ def reference_configs_for(
         base_set = next(
             (
                 s
-                for s in launch_sets
-                if s.params == row.params and s.calls and same_backend(s.backend, row.baseline_backend)
+                for s in sets_for(launch_sets, row.params)
+                if s.calls and same_backend(s.backend, row.baseline_backend)
             ),
             None,
         )

@@ -43,7 +43,9 @@ async def test_demonstrate_without_a_tilegym_checkout_says_so(tmp_path: Path) ->
         assert any("Cannot demonstrate" in s and "TileGym checkout" in s for s in _said(app)), _said(app)
 
 
-@pytest.mark.skipif(not (TILEGYM / "src/tilegym/ops/cutile_rs/matmul.py").is_file(), reason="TileGym snapshot absent")
+@pytest.mark.skipif(
+    not (TILEGYM / "src/tilegym/ops/cutile_rs/matmul.py").is_file(), reason="TileGym snapshot absent"
+)
 async def test_a_confirmed_demonstration_that_cannot_run_is_reported_as_failed(tmp_path: Path) -> None:
     from cutile_workbench.tui.modals import ConfirmModal
 

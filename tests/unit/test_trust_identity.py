@@ -612,3 +612,32 @@ def test_aten_kernel_the_reference_test_also_ran_is_lib_not_ref() -> None:
         candidate_framework="cutile-rs",
     )
     assert {i.mark for i in ids.values()} == {"LIB"}
+
+
+def test_identity_and_reference_config_decode_only_the_rows_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26 x 18: on a per-config capture store, each row's identity and the reference's config read
+    that row's sets only (``for_params``), never a scan of the whole store per row: the store keeps a
+    bounded cache of decoded sets, so at 1,000 configs a scan per row decoded every set again and a TUI
+    paint took minutes. REAL matmul captures, re-written as the runner writes them now."""
+    from cutile_workbench.artifacts import launch_store, launches_io
+    from cutile_workbench.services import stage_e
+
+    root = _copy(tmp_path, "matmul")
+    data = root / "matmul" / "workbench" / "launches.json.gz"
+    launch_store.write_store(data, launches_io.load_launch_sets(data))
+    ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
+    table = stage_e.ratio_table(ws)
+    scans: list[int] = []
+    real_iter = launch_store.LaunchStore.__iter__
+
+    def counting_iter(self):  # type: ignore[no-untyped-def]
+        scans.append(1)
+        return real_iter(self)
+
+    monkeypatch.setattr(launch_store.LaunchStore, "__iter__", counting_iter)
+    trust = stage_e.trust(ws, table)
+    assert {i.mark for i in trust.identities.values()} == {"own"}
+    assert trust.reference_configs  # the reference's config still decoded from its captured symbol
+    assert scans == []
