@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -641,3 +642,38 @@ def test_identity_and_reference_config_decode_only_the_rows_sets(
     assert {i.mark for i in trust.identities.values()} == {"own"}
     assert trust.reference_configs  # the reference's config still decoded from its captured symbol
     assert scans == []
+
+
+def test_trust_is_computed_once_per_content_of_its_inputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 26 x 18: identity decodes every row's captures, so the TUI and `table` reuse it while the
+    captures, logs and sources are unchanged, and recompute it when one changes. REAL matmul session."""
+    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.stages.e import report
+
+    root = _copy(tmp_path, "matmul")
+    ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
+    table = stage_e.ratio_table(ws)
+    calls: list[int] = []
+    real = report.workspace_trust
+
+    def counting(*a, **kw):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(report, "workspace_trust", counting)
+    first = stage_e.trust(ws, table)
+    derive_cache._DERIVED.clear()  # a new process: served from the user cache dir
+    assert stage_e.trust(ws, table) == first and calls == [1]
+    data = root / "matmul" / "workbench" / "launches.json.gz"
+    os.utime(data, None)  # same content: still a hit (keyed on content, not mtime)
+    stage_e.trust(ws, table)
+    assert calls == [1]
+    data.write_bytes(data.read_bytes() + b"")  # unchanged bytes again
+    (root / "matmul" / "workbench" / "session.json").write_text(
+        (root / "matmul" / "workbench" / "session.json").read_text() + "\n"
+    )
+    stage_e.trust(ws, table)
+    assert calls == [1, 1]
