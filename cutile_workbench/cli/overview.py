@@ -26,7 +26,13 @@ from typing import TextIO
 from cutile_workbench.cli.common import Command
 from cutile_workbench.errors import InputError
 from cutile_workbench.services.overview import SORT_KEYS, overview
-from cutile_workbench.stages.e.overview import SEVERITY_ORDER, Overview, OverviewRow, geomean_strip
+from cutile_workbench.stages.e.overview import (
+    E_SOURCE_SHORT,
+    SEVERITY_ORDER,
+    Overview,
+    OverviewRow,
+    geomean_strip,
+)
 
 CSV_FIELDS = (
     "kernel",
@@ -50,7 +56,6 @@ CSV_FIELDS = (
     "regression",
     "path",
 )
-SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 
 
 def out_root_of(args: argparse.Namespace, env: dict[str, str] | os._Environ[str] = os.environ) -> Path:
@@ -78,7 +83,7 @@ def _cells(r: OverviewRow) -> tuple[str, ...]:
         r.e_verdict or "—",
         _fmt(r.geomean),
         r.severity or "—",
-        SOURCE_SHORT.get(r.e_source or "", "—"),
+        E_SOURCE_SHORT.get(r.e_source or "", "—"),
         worst,
         matched,
         f,

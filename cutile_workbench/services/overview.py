@@ -48,23 +48,22 @@ from cutile_workbench.stages.e.stats import round4
 SORT_KEYS = ("geomean", "kernel", "severity", "last_run")
 
 
-def _first_line(path: Path) -> str | None:
+def _read_report(path: Path, kernel_dir: Path) -> str | None:
+    """A report of the kernel dir through the one confinement rule (regular file, inside the kernel
+    dir, capped); None when it is absent or refused (the row then says so or recomputes)."""
+    from cutile_workbench.artifacts.confine import read_regular
+
     try:
-        if not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            return fh.readline(4096).decode("utf-8", "replace").rstrip("\r\n")
-    except OSError:
+        return read_regular(path, kind="report", kernel_dir=kernel_dir, cap=MAX_REPORT_BYTES).decode(
+            "utf-8", "replace"
+        )
+    except WorkbenchError:
         return None
 
 
-def _read_small(path: Path) -> str | None:
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+def _first_line(path: Path, kernel_dir: Path) -> str | None:
+    text = _read_report(path, kernel_dir)
+    return None if text is None else text.split("\n", 1)[0].rstrip("\r")
 
 
 def _last_run(ws: Workspace) -> str | None:
@@ -137,7 +136,7 @@ def kernel_row(
         return OverviewRow(kernel, path, problem=str(exc))
     notes: list[str] = [f"{g.what}: {g.path}" for g in ws.gaps if g.severity == "error"]
     fields: dict[str, object] = {
-        "f_verdicts": f_verdicts(ws.paths.reports_dir, _first_line),
+        "f_verdicts": f_verdicts(ws.paths.reports_dir, lambda p: _first_line(p, ws.paths.root)),
         "last_run": _last_run(ws),
     }
     try:
@@ -161,7 +160,7 @@ def kernel_row(
         ws.paths.baseline_triton_tileir,
     ]
     same_write = () if full.exists() else (ws.paths.perf_cutile_rs,)
-    summary = read_performance_md(_read_small(report) or "") if report.is_file() else None
+    summary = read_performance_md(_read_report(report, ws.paths.root) or "") if report.is_file() else None
     table: RatioTable | None = None
     if summary is not None and performance_md_is_current(report, inputs, written_with=same_write):
         fields.update(

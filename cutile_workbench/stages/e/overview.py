@@ -38,6 +38,8 @@ KERNEL_MARKERS = ("perf_cutile_rs.txt", "reports", "workbench", "reference", "ge
 #: performance.md larger than this is not E's report (E writes a few KiB per 100 configs)
 MAX_REPORT_BYTES = 8 << 20
 BAND_WIDTH = 40  # cells of the geomean strip
+#: ``OverviewRow.e_source`` as the text and TUI tables abbreviate it (md = the current performance.md)
+E_SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 SEVERITY_ORDER = ("DONE", "MILD_GAP", "MODERATE_GAP", "LARGE_GAP")
 
 _VERDICT_RE = re.compile(r"^VERDICT: (DONE|INVESTIGATE|FIXABLE|ALIGNED|BLOCKED)\s*$")

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import DataTable
 
-from cutile_workbench.stages.e.overview import OverviewRow
+from cutile_workbench.stages.e.overview import E_SOURCE_SHORT, OverviewRow
 
 COLUMNS = (
     "kernel",
@@ -33,7 +33,6 @@ COLUMNS = (
     "regression",
     "last run",
 )
-SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 
 
 def row_text(r: OverviewRow) -> str:
@@ -91,7 +90,7 @@ def _cells(r: OverviewRow) -> tuple[Text | str, ...]:
         cand,
         ident,
         comp,
-        SOURCE_SHORT.get(r.e_source or "", "—"),
+        E_SOURCE_SHORT.get(r.e_source or "", "—"),
         reg,
         (r.last_run or "—").replace("T", " "),
     )
