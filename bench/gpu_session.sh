@@ -211,6 +211,23 @@ PY
     rsmmtg)
       step matmul_tg 300 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
+    evidence)  # issue 32: three planted wrapper bugs (bench/plant_bugs.py, in a copy) + real bmm rows, with
+      # launch attribution; E + F on each kernel; then attribution's cost (medians on/off, one process)
+      EV_K_SILU="64-1024-4096-torch.float16 or 64-1024-8192-torch.float16"
+      EV_K_MM="False-False-2048-2048-2048-0-0-torch.float16"
+      EV_K_BMM="2-2048-2048-2048-False-False-torch.float16 or 2-4096-4096-4096-False-False-torch.float16 or 8-2048-2048-2048-False-False-torch.float16"
+      rm -rf /tmp/tgp && mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ &&
+        python3 bench/plant_bugs.py /tmp/tgp/TileGym --out "$W/planted.json" | tee -a "$W/summary.txt"
+      EV_PP="/tmp/site:$PWD:/tmp/tgp/TileGym/src"
+      for kk in "silu_and_mul|$EV_K_SILU|150" "matmul|$EV_K_MM|220" "bmm|$EV_K_BMM|220"; do
+        IFS='|' read -r kn ksel kmax <<< "$kk"
+        step "ev_$kn" "$kmax" env PYTHONPATH="$EV_PP" python3 -m cutile_workbench run "$kn" --tilegym /tmp/tgp/TileGym \
+          -b cutile-rs -b cutile -k "$ksel" --timeout "$kmax" --out-root "$W/ev"
+        step "ev_f_$kn" 60 env PYTHONPATH="$EV_PP" bash -c "python3 -m cutile_workbench report e $kn --out-root '$W/ev' --yes --no-real-scripts | tail -n 3;
+          python3 -m cutile_workbench report f $kn --tilegym /tmp/tgp/TileGym --out-root '$W/ev' --yes --no-real-scripts | tail -n 3;
+          grep -h -iE 'issued at|confirmed|not executed|attribution' '$W'/ev/$kn/reports/perf_investigation_*.md | head -n 30"
+      done
+      step attcost 120 env PYTHONPATH="$EV_PP" python3 bench/attribution_cost.py --out "$W/attribution_cost.json" ;;
     nvmlclocks)  # issue 18 §3: cost of the per-call NVML clock readings (per reading, on medians), then the
       # GPU tests of the record's clocks key and discard-on-throttle
       step nvmlclocks 200 python3 bench/clock_sampler_cost.py --out "$W/clock_sampler_cost.json"
