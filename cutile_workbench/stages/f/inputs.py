@@ -139,6 +139,18 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         from cutile_workbench.stages.e.report import workspace_trust
 
         trust = workspace_trust(ws, table, cand_log, launch_sets if paths.launches_json.is_file() else None)
+        from cutile_workbench.stages.f.pinning import pin_reference_configs
+
+        trust = pin_reference_configs(
+            trust,
+            table=table,
+            launch_sets=launch_sets,
+            candidate_backend=cand_name,
+            tilegym=getattr(ws, "tilegym", None),
+            kernel=ws.kernel,
+            argnames=argnames,
+            gpu_name=gpu.name,
+        )
         if search is not None:
             search = with_ran_configs(search, trust, table)
     return FInputs(
