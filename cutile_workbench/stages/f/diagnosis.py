@@ -892,7 +892,16 @@ def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding
                     "same_launch": ident.same_launch,
                     "wrapper_calls": list(ident.wrapper_calls),
                     "issued_at": [
-                        {"kernel": x.name, "count": x.count, "where": x.where} for x in issued or []
+                        {
+                            "class": x.cls,
+                            "kernel": x.name,
+                            "count": x.count,
+                            "file": x.frame.file if x.frame else None,
+                            "line": x.frame.line if x.frame else None,
+                            "code": x.frame.code if x.frame else None,
+                            "where": x.where,
+                        }
+                        for x in issued or []
                     ],
                 },
             )
