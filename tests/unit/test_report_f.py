@@ -69,6 +69,7 @@ def test_hotpath_report_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     heads = [ln for ln in inv.splitlines() if ln.startswith("## ")]
     # the stand-in wraps the clean cuTile kernel: its main kernel IS the reference's (issue 18 item 1)
     assert heads == [
+        "## Change first",  # issue 32: the one line to change leads the report
         "## Ratio",
         "## Launch-count evidence",
         "## Root Cause",

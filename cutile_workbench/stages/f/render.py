@@ -549,6 +549,46 @@ def _identity_of(inputs: FInputs, rows: Sequence[RatioRow]) -> str:
     return f"Candidate identity: {other or 'unknown (no capture of these rows)'}"
 
 
+def change_first(inv: Investigation, inputs: FInputs) -> str | None:
+    """Issue 32: the ONE config or line to change, from the strongest evidence (None: nothing fixable).
+
+    Order: a library/delegation path at an attributed line; a static finding confirmed by attribution;
+    an extra launch at its attributed line; the reference's pinned config absent from the candidate's
+    space; else the first fixable finding's action."""
+    fixable = [f for f in inv.findings if f.fixable]
+    if not fixable:
+        return None
+
+    def at(x: dict[str, Any]) -> str:
+        code = f" `{x['code']}`" if x.get("code") else ""
+        return f"{x.get('file')}:{x.get('line')}{code}"
+
+    for f in fixable:
+        lines = [x for x in f.details.get("issued_at") or () if x.get("file")]
+        if f.kind == "identity" and lines:
+            return (
+                f"route {at(lines[0])} back to the cutile-rs FFI kernel (it ran `{lines[0].get('kernel')}`)"
+            )
+    for f in fixable:
+        if f.kind == "wrapper" and f.details.get("confirmed_by") == "attribution":
+            return f"{f.details.get('file')}:{f.details.get('line')}: {f.details.get('action') or f.summary}"
+    for f in fixable:
+        lines = [x for x in f.details.get("issued_at") or () if x.get("file")]
+        if f.kind == "launch_count" and lines:
+            return "; ".join(
+                f"{at(x)} issues {x.get('class')} `{x.get('kernel')}` x{x.get('count')} per call: "
+                + ("remove it" if x.get("class") == "canary" else "allocate with torch.empty / drop the copy")
+                for x in lines
+            )
+    rep = next((r for r in inv.rows if r.params == details(inv).get("representative")), None)
+    audit = inputs.search_space
+    cmp = audit.for_variant(rep.variant if rep else None) if audit is not None else None
+    if cmp is not None and cmp.best is not None and cmp.best_present is False:
+        where = cmp.candidate.origin if cmp.candidate is not None else "the candidate's config function"
+        return f"add the reference's config `{cmp.best.label}` ({cmp.best_source}) to {where}"
+    return action(fixable[0])
+
+
 def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     """``perf_investigation_<scope>.md`` (first line is the verdict, nothing before it)."""
     d = details(inv)
@@ -572,6 +612,17 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         "",
         f"# Perf Investigation: {inv.kernel} {title}",
         "",
+    ]
+    first = change_first(inv, inputs)
+    if first is not None:  # issue 32: the action item is one line, before the evidence behind it
+        lines += [
+            "## Change first",
+            "",
+            f"- {cell(first)}",
+            "- The rest of the evidence and audit follows.",
+            "",
+        ]
+    lines += [
         "## Ratio",
         *(f"- **{cell(s)}**" for s in inputs.stand_ins),
         f"- Agent E geomean: {gm}",
