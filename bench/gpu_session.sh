@@ -231,7 +231,7 @@ PY
           export TEARDOWN_CUPTI=1; echo "attribution refused a subscriber: runs with TEARDOWN_CUPTI=1" | tee -a "$W/summary.txt"
         fi
       fi
-      for kk in "silu_and_mul|$EV_K_SILU|150" "matmul|$EV_K_MM|200" "bmm|$EV_K_BMM|200"; do
+      for kk in "silu_and_mul|$EV_K_SILU|150" "bmm|$EV_K_BMM|200" "matmul|$EV_K_MM|200"; do
         IFS='|' read -r kn ksel kmax <<< "$kk"
         if [ "$s" = evidence ]; then
           step "ev_$kn" "$kmax" env PYTHONPATH="$EV_PP" python3 -m cutile_workbench run "$kn" --tilegym /tmp/tgp/TileGym \
