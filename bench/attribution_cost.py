@@ -47,7 +47,12 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
+    from cutile_workbench.run.capture import conflicts
     from cutile_workbench.run.capture.harness import benchmark
+
+    # as the pytest plugin does: see every torch.profiler session (TileGym's cutile-rs autotuner times
+    # configs with one), so the capture re-arms and restores CUPTI's clock after it
+    conflicts.install_tracker()
 
     out: dict[str, Any] = {"rounds": args.rounds, "cases": {}}
     for name, fn in _cases(torch):

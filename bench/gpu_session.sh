@@ -211,10 +211,16 @@ PY
     rsmmtg)
       step matmul_tg 300 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
+    evcost)  # issue 32: attribution's cost alone (medians on/off alternated in one process)
+      [ -d /tmp/tgp/TileGym ] || { mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ && python3 bench/plant_bugs.py /tmp/tgp/TileGym --out /tmp/tgp/planted.json; }
+      step attcost 120 env PYTHONPATH="/tmp/site:$PWD:/tmp/tgp/TileGym/src" python3 bench/attribution_cost.py \
+        --out "$W/attribution_cost.json" --rounds 5 ;;
     evidence|evdemo)  # issue 32: three planted wrapper bugs (bench/plant_bugs.py, in a copy) + real bmm rows
       # (q=2), with launch attribution; E + F per kernel, attribution's cost (evidence); then F's
       # demonstrations (evdemo, a second call right after: the runs stay in $EV_ROOT under /tmp)
       EV_ROOT=/tmp/ev32
+      # a fresh machine: the evidence runs' kernel dirs come carried (.carry/ev32, from the first call)
+      [ "$s" = evdemo ] && [ ! -d "$EV_ROOT" ] && [ -d .carry/ev32 ] && cp -r .carry/ev32 "$EV_ROOT"
       EV_K_SILU="64-1024-4096-torch.float16 or 64-1024-8192-torch.float16"
       EV_K_MM="False-False-2048-2048-2048-0-0-torch.float16"
       EV_K_BMM="2-2048-2048-2048-False-False-torch.float16 or 2-4096-4096-4096-False-False-torch.float16 or 8-2048-2048-2048-False-False-torch.float16"

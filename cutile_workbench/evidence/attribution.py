@@ -10,8 +10,10 @@ issued it, innermost frame first). From it:
   is named at its innermost own frame.
 - :func:`issued_by_class` groups the activities by launch class (``classify_kernel``: main, fill,
   copy, memset, elementwise <op>, …) with the lines that issued them.
+- :func:`extra_launches_at` lists the activities issued through one line on a path of their own (not
+  the measured main launch's path): a static wrapper finding is **confirmed** only by those;
 - :func:`executed_lines` is the set of ``(file, line)`` that some attributed activity's stack passes
-  through: a static wrapper finding is **confirmed** only at such a line.
+  through.
 
 A set without attribution (older captures, the recorded sessions before issue 32) gives None /
 empty results; callers then say that the lines are not evidenced.
@@ -75,6 +77,34 @@ def issuing_frame(a: AttributedLaunch, shared: set[tuple[str, int]]) -> SourceFr
 
 def _library(a: AttributedLaunch) -> SourceFrame | None:
     return next((f for f in a.frames if f.library), None)
+
+
+def measured_main(ls: LaunchSet | None, main_kernel: str | None) -> AttributedLaunch | None:
+    """The main kernel launch the call measures (routed through the autotuner, else the last one)."""
+    if ls is None or not ls.attribution:
+        return None
+    mains = main_launches(ls.attribution, main_kernel)
+    hit = next(
+        (m for m in mains if any("autotune" in f.file or "autotune" in f.function for f in m.frames)), None
+    )
+    return hit if hit is not None else (mains[-1] if mains else None)
+
+
+def extra_launches_at(
+    ls: LaunchSet | None, main_kernel: str | None, file: str, line: int
+) -> list[AttributedLaunch]:
+    """The activities issued through ``file:line`` on a path of their own: not the measured main launch,
+    and ``file:line`` is not a frame of the main launch's own path (a line every launch passes through,
+    such as the op's entry, confirms no defect)."""
+    if ls is None:
+        return []
+    main = measured_main(ls, main_kernel)
+    shared = {(f.file, f.line) for f in (main.own_frames if main else ())}
+    return [
+        a
+        for a in launches_at(ls, file, line)
+        if a is not main and not any(_same_file(f, file) and n == line for f, n in shared)
+    ]
 
 
 def issued_by_class(ls: LaunchSet | None, main_kernel: str | None) -> list[IssuedLine] | None:

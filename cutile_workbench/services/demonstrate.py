@@ -248,6 +248,12 @@ def demonstrate(
     assert ws.tilegym is not None
     tilegym = Path(ws.tilegym).resolve()
     rows = [r for r in slow_rows(inputs) if any(e.variant in (r.variant, None) for e in edits)]
+    named = {p for e in edits for p in e.params}  # line edits: the rows whose evidence named them
+    rows += [
+        r
+        for r in (inputs.table.rows if inputs.table else ())
+        if r.params in named and r.status == "OK" and all(r.params != x.params for x in rows)
+    ]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = ws.paths.workbench_dir / "demonstrate"
     overlay = base / stamp

@@ -75,7 +75,15 @@ class _Refused(Exception):
     pass
 
 
-def _edit(kind: str, text: str, relpath: str, line: int, why: str, variant: str | None) -> WrapperEdit:
+def _edit(
+    kind: str, text: str, relpath: str, line: int, why: str, variant: str | None, params: tuple[str, ...] = ()
+) -> WrapperEdit:
+    from dataclasses import replace
+
+    return replace(_edit0(kind, text, relpath, line, why, variant), params=params)
+
+
+def _edit0(kind: str, text: str, relpath: str, line: int, why: str, variant: str | None) -> WrapperEdit:
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     if not 1 <= line <= len(lines):
@@ -142,9 +150,9 @@ def _edit(kind: str, text: str, relpath: str, line: int, why: str, variant: str 
     raise _Refused(f"unknown action {kind!r}")
 
 
-def _wanted(invs: Iterable[Investigation]) -> list[tuple[str, str, int, str, str | None]]:
-    """(action, file, line, why, variant) per attributed extra/foreign launch, deduplicated."""
-    out: dict[tuple[str, str, int], tuple[str, str, int, str, str | None]] = {}
+def _wanted(invs: Iterable[Investigation]) -> list[tuple[str, str, int, str, str | None, tuple[str, ...]]]:
+    """(action, file, line, why, variant, params) per attributed extra/foreign launch, deduplicated."""
+    out: dict[tuple[str, str, int], tuple[str, str, int, str, str | None, tuple[str, ...]]] = {}
     for inv in invs:
         if inv.verdict != "FIXABLE":
             continue
@@ -165,7 +173,9 @@ def _wanted(invs: Iterable[Investigation]) -> list[tuple[str, str, int, str, str
                     action, why = "replace_alloc", f"launch attribution: {cls} {what}"
                 else:
                     continue
-                out.setdefault((action, file, line), (action, file, line, why, variant))
+                prev = out.get((action, file, line))
+                params = tuple(dict.fromkeys((*(prev[5] if prev else ()), *(r.params for r in inv.rows))))
+                out[(action, file, line)] = (action, file, line, prev[3] if prev else why, variant, params)
     return list(out.values())
 
 
@@ -177,10 +187,10 @@ def plan_line_edits(
     notes: list[str] = []
     edits: list[WrapperEdit] = []
     texts: dict[str, str] = {}
-    for action, file, line, why, variant in sorted(wanted, key=lambda w: (w[1], -w[2])):
+    for action, file, line, why, variant, params in sorted(wanted, key=lambda w: (w[1], -w[2])):
         try:
             text = texts[file] if file in texts else read(file)
-            edit = _edit(action, text, file, line, why, variant)
+            edit = _edit(action, text, file, line, why, variant, params)
         except (OSError, UnicodeDecodeError, SyntaxError) as exc:
             notes.append(f"{action} at {file}:{line}: cannot read the wrapper: {exc}")
             continue

@@ -55,6 +55,8 @@ class WrapperEdit:
     ]  # knobs filled with a default: "NUM_CTAS=1 (cuTile's default; the reference sets none)"
     before: str
     after: str
+    #: configs whose evidence named this edit (line edits: the rows of the investigation), re-run too
+    params: tuple[str, ...] = ()
 
     @property
     def diff(self) -> str:

@@ -598,14 +598,18 @@ _HOT_PATH_RULES = ("canary_hot_path", "kernel_fn_alloc", "second_output", "hot_p
 
 
 def _cross_check_wrapper(
-    wrapper: Sequence[Finding], launch: Sequence[Finding], cand_set: LaunchSet | None = None
+    wrapper: Sequence[Finding],
+    launch: Sequence[Finding],
+    cand_set: LaunchSet | None = None,
+    main_kernel: str | None = None,
 ) -> list[Finding]:
     """Static wrapper findings are hypotheses: only the attributed launches confirm one (issue 32).
 
     A hot-path rule (extra launch/alloc/copy) is **confirmed** (fixable, high) only where an
-    attributed launch of the candidate's un-timed call was issued through that very line; with
-    attribution and no launch at that line it is a static suspicion, not executed in the measured
-    call (low, not fixable). Without attribution it stays what the static audit said, labelled
+    attributed launch of the candidate's un-timed call was issued through that very line on a path of
+    its own (not the measured main launch's: ``attribution.extra_launches_at``); with attribution and
+    no launch at that line it is a static suspicion, not executed in the measured call (low, not
+    fixable); a line only the main launch's own path runs through is not confirmed either. Without attribution it stays what the static audit said, labelled
     unconfirmed (capped at medium): a launch count alone confirms no line. Measured equal launch
     counts still clear hot-path findings (kept as notes)."""
     extra = any(f.kind == "launch_count" and f.fixable for f in launch)
@@ -618,8 +622,21 @@ def _cross_check_wrapper(
             out.append(f)
             continue
         file, line = str(f.details.get("file", "")), int(f.details.get("line", 0) or 0)
-        hits = attr.launches_at(cand_set, file, line) if attributed else []
-        if hits:
+        hits = attr.extra_launches_at(cand_set, main_kernel, file, line) if attributed else []
+        on_main_path = bool(attributed and not hits and attr.launches_at(cand_set, file, line))
+        if on_main_path:
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (not confirmed: every attributed launch through {file}:{line} is the "
+                    "measured main kernel's own path)",
+                    False,
+                    f.evidence,
+                    "low",
+                    {**f.details, "confirmed_by": None, "executed": True},
+                )
+            )
+        elif hits:
             names = sorted({short_kernel_name(a.name) for a in hits})
             out.append(
                 Finding(
@@ -1051,7 +1068,10 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
                 )
                 for f in irf
             ]
-        findings += _cross_check_wrapper(inputs.wrapper_findings, lf, cand_set) + irf
+        findings += (
+            _cross_check_wrapper(inputs.wrapper_findings, lf, cand_set, cs0.main_kernel if cs0 else None)
+            + irf
+        )
         ident = identity_findings(inputs, rows)
         if ident:
             # the measured kernel is not the candidate's: its IR, config and resources cannot explain these
