@@ -47,12 +47,13 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from cutile_workbench.run.capture import conflicts
+    from cutile_workbench.run.capture import tilegym_swap
     from cutile_workbench.run.capture.harness import benchmark
 
-    # as the pytest plugin does: see every torch.profiler session (TileGym's cutile-rs autotuner times
-    # configs with one), so the capture re-arms and restores CUPTI's clock after it
-    conflicts.install_tracker()
+    # as --workbench-harness does: TileGym's cutile-rs autotuner times its configs through the
+    # workbench capture instead of torch.profiler (one CUPTI client per process: Kineto's TSC clock
+    # callback would scale every duration 2.1x and refuse the capture)
+    tilegym_swap.install()
 
     out: dict[str, Any] = {"rounds": args.rounds, "cases": {}}
     for name, fn in _cases(torch):
