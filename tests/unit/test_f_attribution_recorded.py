@@ -110,7 +110,7 @@ def test_bmm_fallback_line_and_the_pinned_reference_config(planted_tree: Path, t
     assert first is not None and first.startswith(
         "add the reference's config `group_size_m=8 num_ctas=2 occupancy=2"
     )
-    edits, notes = plan_line_edits(list(invs.values()), lambda rel: (planted_tree / rel).read_text())
+    edits, _notes = plan_line_edits(list(invs.values()), lambda rel: (planted_tree / rel).read_text())
     assert [e.kind for e in edits] == [
         "route_fallback"
     ] and "8-2048-2048-2048-False-False-torch.float16" in edits[0].params
