@@ -211,6 +211,18 @@ PY
     rsmmtg)
       step matmul_tg 300 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
+    evtune)  # issue 32: both sides' autotune tables (autotune events) on the planted tree's bmm and matmul
+      [ -d /tmp/tgp/TileGym ] || { mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ && python3 bench/plant_bugs.py /tmp/tgp/TileGym --out /tmp/tgp/planted.json; }
+      for kk in "bmm|2-2048-2048-2048-False-False-torch.float16 or 8-2048-2048-2048-False-False-torch.float16" \
+                "matmul|False-False-2048-2048-2048-0-0-torch.float16"; do
+        IFS='|' read -r kn ksel <<< "$kk"
+        step "tune_$kn" 170 env PYTHONPATH="/tmp/site:$PWD:/tmp/tgp/TileGym/src" bash -c "python3 -m cutile_workbench run $kn \
+          --tilegym /tmp/tgp/TileGym -b cutile-rs -b cutile -k '$ksel' --timeout 160 --out-root /tmp/evtune &&
+          python3 -m cutile_workbench report f $kn --tilegym /tmp/tgp/TileGym --out-root /tmp/evtune --yes --no-real-scripts | tail -n 2;
+          grep -h -A6 'Autotune tables' /tmp/evtune/$kn/reports/perf_investigation_*.md | head -n 30"
+        mkdir -p "$W/tune_$kn" && cp -r /tmp/evtune/$kn/reports /tmp/evtune/$kn/*.txt "$W/tune_$kn/" 2>/dev/null
+        grep -h '"event": *"autotune"' /tmp/evtune/$kn/workbench/events.jsonl > "$W/tune_$kn/autotune_events.jsonl" 2>/dev/null
+      done ;;
     evcost)  # issue 32: attribution's cost alone (medians on/off alternated in one process)
       [ -d /tmp/tgp/TileGym ] || { mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ && python3 bench/plant_bugs.py /tmp/tgp/TileGym --out /tmp/tgp/planted.json; }
       step attcost 120 env PYTHONPATH="/tmp/site:$PWD:/tmp/tgp/TileGym/src" python3 bench/attribution_cost.py \

@@ -168,6 +168,8 @@ class FInputs:
     trust: KernelTrust | None = None
     #: issue 18 §5: the sentences naming a stand-in candidate / plain-Triton baseline (``cutile_workbench.artifacts.stand_ins``)
     stand_ins: tuple[str, ...] = ()
+    #: issue 32: both sides' autotune tables by (params, side) (``evidence.autotune``, from workbench/events.jsonl)
+    autotune: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- step 5 helpers

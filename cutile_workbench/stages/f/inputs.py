@@ -173,7 +173,23 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         ir_config_audits=_ir_config_audits(ws),
         trust=trust,
         stand_ins=_stand_ins(cand_log, meta, table),
+        autotune=_autotune_tables(ws, evidence),
     )
+
+
+def _autotune_tables(ws: Workspace, evidence: dict[str, str]) -> dict[tuple[str, str], Any]:
+    """Both sides' autotune tables from workbench/events.jsonl (issue 32); none when absent. A malformed
+    stream raises InputError naming the file and line, as every input F reads."""
+    from cutile_workbench.artifacts.events import read_events
+    from cutile_workbench.evidence.autotune import tables_from_events
+
+    path = ws.paths.events_jsonl
+    if not path.is_file():
+        return {}
+    tables = tables_from_events(read_events(path, allow_truncated_tail=True))
+    if tables:
+        evidence["autotune"] = _rel(ws, path)
+    return dict(tables)
 
 
 def ran_configs_by_variant(trust: Any, table: Any) -> dict[str | None, list[Any]]:

@@ -712,6 +712,19 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     return "\n".join(lines) + "\n"
 
 
+def autotune_lines(inv: Investigation, inputs: FInputs) -> list[str]:
+    """Issue 32: per config of the report, both sides' autotune winner, runner-up and margin vs noise."""
+    out: list[str] = []
+    for r in inv.rows:
+        for side in ("reference", "candidate"):
+            t = inputs.autotune.get((r.params, side))
+            if t is not None:
+                out.append(f"- `{cell(r.params)}`: {cell(t.text)}")
+    if out:
+        out.append(f"- (from {inputs.evidence.get('autotune', 'workbench/events.jsonl')})")
+    return out
+
+
 def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
     d = details(inv)
     kinds = {f.kind for f in inv.findings if f.fixable}
@@ -725,6 +738,9 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
     deep = inv.pattern == "shape_specific" or bool(kinds & {"resources", "config", "ir"})
     if deep or d.get("search_space") is not None:
         out += ["", "## Config parity", *config_parity(inputs)]
+    tuned = autotune_lines(inv, inputs)
+    if tuned:
+        out += ["", "## Autotune tables (both sides)", *tuned]
     evidences: dict[str, LaunchEvidence] = d.get("row_evidence") or {}
     resources = resources_table(list(evidences.values()))
     if resources and (deep or "resources" in kinds):
