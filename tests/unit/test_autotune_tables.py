@@ -90,3 +90,26 @@ def test_a_clear_winner_and_an_unknown_noise() -> None:
     assert "runner-up `a` 739.20 us (+1000.0 %" in p.text and "unstable" not in p.text
     q = t[("q", "candidate")]
     assert len(q.rows) == 2 and q.stable is None and "noise unknown" in q.text
+
+
+def test_real_h200_tables_bmm_and_matmul() -> None:
+    """REAL: the autotune events of the H200 run (bench/gpu_runs/2026-12-02/tune, planted tree)."""
+    from pathlib import Path
+
+    from cutile_workbench.artifacts.events import read_events
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "attribution"
+    bmm = tables_from_events(read_events(fix / "bmm_autotune_events.jsonl"))
+    ref = bmm[("2-2048-2048-2048-False-False-torch.float16", "reference")]
+    # the reference's own tuner picked the config F pins from the symbol, cluster dims and grid
+    assert len(ref.rows) == 18 and ref.winner is not None and ref.stable is True
+    assert ref.winner.config.startswith(
+        "namespace(TILE_M=256, TILE_N=128, TILE_K=64, GROUP_SIZE_M=8, occupancy=2"
+    )
+    cand = bmm[("2-2048-2048-2048-False-False-torch.float16", "candidate")]
+    assert len(cand.rows) == 2 and cand.winner is not None and "BM=128, BN=256" in cand.winner.config
+    # the fallback row (torch.bmm) never reached the cutile-rs autotuner
+    assert ("8-2048-2048-2048-False-False-torch.float16", "candidate") not in bmm
+    mm = tables_from_events(read_events(fix / "matmul_autotune_events.jsonl"))
+    sp = mm[("True-True-False-False-2048-2048-2048-0-0-torch.float16", "reference")]
+    assert sp.failures == 1 and "1 failed" in sp.text
