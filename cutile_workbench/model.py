@@ -348,7 +348,7 @@ class Investigation:
     verdict: FVerdict
     rows: list[RatioRow]
     findings: list[Finding]
-    pattern: Literal["uniform", "shape_specific", "none"] = "none"
+    pattern: Literal["uniform", "shape_specific", "variant", "none"] = "none"  # variant: issue 32
     # F extras (diagnosis): representative params, overall confidence, launch summaries (base first)
     details: dict[str, Any] = field(default_factory=dict, compare=False)
 

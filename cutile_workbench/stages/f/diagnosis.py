@@ -388,6 +388,22 @@ def classify_pattern(rows: Sequence[RatioRow]) -> tuple[str, list[RatioRow]]:
     return "shape_specific", slow
 
 
+def variant_pattern(rows: Sequence[RatioRow], slow: Sequence[RatioRow]) -> str | None:
+    """Issue 32: the variant whose rows are exactly the slow ones (>= 2 slow rows, every matched row of
+    that variant slow, and matched rows of another variant, none slow), else None."""
+    matched = [r for r in rows if r.status == "OK" and r.ratio is not None]
+    variants = {r.variant for r in slow}
+    if len(slow) < 2 or len(variants) != 1 or None in variants:
+        return None
+    (v,) = variants
+    slow_ids = {r.params for r in slow}
+    own = [r for r in matched if r.variant == v]
+    others = [r for r in matched if r.variant != v]
+    if not others or any(r.params not in slow_ids for r in own) or any(r.params in slow_ids for r in others):
+        return None
+    return v
+
+
 def _evidence_for(inputs: FInputs, row: RatioRow) -> LaunchEvidence:
     base_recs = inputs.baseline_records.get(row.baseline_backend or "", {})
     return launch_evidence(
@@ -1130,7 +1146,11 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
     if pattern == "uniform":
         invs = [investigate("all_shapes", slow, "uniform")]
     else:
-        invs = [investigate(r.params, [r], "shape_specific") for r in slow]
+        var = variant_pattern(table.rows, slow)
+        invs = [investigate(r.params, [r], "variant" if var else "shape_specific") for r in slow]
+        for inv in invs:
+            if var:
+                inv.details["variant_pattern"] = var
     covered = {r.params for inv in invs for r in inv.rows}
     # a passing row that did not run the candidate gets its own report (step 0), never silence
     invs += [investigate(r.params, [r], "shape_specific") for r in not_candidate if r.params not in covered]

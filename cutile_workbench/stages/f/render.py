@@ -600,8 +600,14 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         else inv.scope
     )
     gm = _x(table.geomean) if table is not None else "n/a"
+    var = d.get("variant_pattern")
     pattern = (
-        inv.pattern.replace("_", "-")
+        (
+            f"variant {var}: every slow row is a {var} row and the other variants' rows are at parity "
+            "(one cause in that variant's config or kernel, not per-shape)"
+        )
+        if inv.pattern == "variant" and var
+        else inv.pattern.replace("_", "-")
         if inv.pattern != "none"
         else "unknown (no usable E table)"
         if table is None or not table.matched
@@ -735,7 +741,7 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
         out += ["", "## Candidate identity", *candidate_identity_lines(inputs, inv.rows)]
     if "dispatch" in kinds or len(variants) > 1:
         out += ["", "## Kernel identity", *identity_table(kernels)]
-    deep = inv.pattern == "shape_specific" or bool(kinds & {"resources", "config", "ir"})
+    deep = inv.pattern in ("shape_specific", "variant") or bool(kinds & {"resources", "config", "ir"})
     if deep or d.get("search_space") is not None:
         out += ["", "## Config parity", *config_parity(inputs)]
     tuned = autotune_lines(inv, inputs)
