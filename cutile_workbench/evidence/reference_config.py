@@ -20,7 +20,8 @@ Contract:
   (its ``grid_fn(cfg)``-like function, evaluated statically with the config, the row's test params and
   the GPU's SM count, times the cluster size = the blocks CUPTI counts) inverted on the captured grid.
   Each knob says how it was pinned (:attr:`ReferenceConfig.pinned`); a knob stays open only when the
-  evidence admits several values (then all of them are listed).
+  evidence admits several values (then all of them are listed). :func:`pin_by_autotune` narrows with
+  the reference autotuner's own record (its winner, from the run's ``autotune`` events) when it exists.
 - A Triton reference symbol spells no constants; the recorded logs carry no Triton kernel metadata,
   so only ``num_warps`` (block.x / 32, from the capture) is known; the result says what is unknown and
   why. A capture without a symbol or without resources says that too.
@@ -559,3 +560,48 @@ def pin_by_launch(
         return replace(rc, unknown=tuple(unknown)) if unknown != list(rc.unknown) else rc
     open_knobs = tuple(k for k in sorted(before_open) if len({c.get(k) for c in fits}) > 1)
     return replace(rc, fits=tuple(fits), open_knobs=open_knobs, pinned=tuple(pinned), unknown=tuple(unknown))
+
+
+_NS_ITEM = re.compile(r"(\w+)\s*=\s*(-?\d+(?:\.\d+)?|True|False|None|'[^']*'|\"[^\"]*\")")
+
+
+def parse_config_repr(text: str) -> dict[str, Any] | None:
+    """``namespace(TILE_M=256, occupancy=2)`` / ``{'tm': 64}`` (a tuner's config ``repr``) → knobs; None
+    when nothing parses."""
+    items = _NS_ITEM.findall(text) or re.findall(r"'(\w+)'\s*:\s*(-?\d+|True|False|None)", text)
+    if not items:
+        return None
+    out: dict[str, Any] = {}
+    for k, v in items:
+        v = v.strip("'\"")
+        out[k] = (
+            int(v) if re.fullmatch(r"-?\d+", v) else {"True": True, "False": False, "None": None}.get(v, v)
+        )
+    return out
+
+
+def pin_by_autotune(rc: ReferenceConfig, winner: str | None, source: str) -> ReferenceConfig:
+    """``rc`` narrowed to the fits the reference's own tuning record's winner matches (every knob the
+    winner spells that the configs carry); unchanged when nothing or everything matches."""
+    from dataclasses import replace
+
+    if len(rc.fits) <= 1 or not winner:
+        return rc
+    raw = parse_config_repr(winner)
+    if not raw:
+        return rc
+    want = TuneConfig.of(raw)
+    knobs = [k for k, _ in want.knobs if all(c.get(k) is not None for c in rc.fits)]
+    keep = [c for c in rc.fits if c.matches(want, knobs)] if knobs else []
+    if not keep or len(keep) == len(rc.fits):
+        return rc
+    before_open = set(rc.open_knobs)
+    open_knobs = tuple(k for k in sorted(before_open) if len({c.get(k) for c in keep}) > 1)
+    pinned = [
+        *rc.pinned,
+        *(
+            f"{k}={keep[0].get(k)}: the reference's own autotune record ({source})"
+            for k in sorted(before_open - set(open_knobs))
+        ),
+    ]
+    return replace(rc, fits=tuple(keep), open_knobs=open_knobs, pinned=tuple(pinned))

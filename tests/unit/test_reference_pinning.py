@@ -105,3 +105,28 @@ def test_a_grid_no_config_gives_is_reported_not_forced(bmm_source: Path) -> None
     assert len(rc.fits) == 2 and any(
         "gives no fitting config the captured grid (999, 1, 1)" in u for u in rc.unknown
     )
+
+
+def test_the_reference_autotuners_own_record_pins_what_it_chose() -> None:
+    """REAL winner: the reference's exhaustive_search table of the H200 run (tests/fixtures/attribution)."""
+    from cutile_workbench.artifacts.events import read_events
+    from cutile_workbench.evidence.autotune import tables_from_events
+    from cutile_workbench.evidence.reference_config import parse_config_repr, pin_by_autotune
+
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "attribution" / "bmm_autotune_events.jsonl"
+    table = tables_from_events(read_events(fix))[(P, "reference")]
+    assert table.winner is not None
+    assert parse_config_repr(table.winner.config) == {
+        "TILE_M": 256,
+        "TILE_N": 128,
+        "TILE_K": 64,
+        "GROUP_SIZE_M": 8,
+        "occupancy": 2,
+        "num_ctas": 2,
+    }
+    rc = pin_by_autotune(_rc(), table.winner.config, "workbench/events.jsonl")
+    assert len(rc.fits) == 1 and rc.fits[0].get("occupancy") == 2 and rc.open_knobs == ()
+    assert rc.pinned == ("occupancy=2: the reference's own autotune record (workbench/events.jsonl)",)
+    # a record that matches every fit, or none, changes nothing
+    assert pin_by_autotune(_rc(), "namespace(TILE_M=256)", "x") == _rc()
+    assert pin_by_autotune(_rc(), "namespace(TILE_M=64, occupancy=2)", "x") == _rc()

@@ -134,6 +134,7 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         **recorded_argnames(ws.kernel),
         **test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ()),
     }
+    tuned = _autotune_tables(ws, evidence)  # issue 32: both sides' autotune tables (events)
     trust = None
     if table is not None and cand_log is not None:
         from cutile_workbench.stages.e.report import workspace_trust
@@ -150,6 +151,7 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
             kernel=ws.kernel,
             argnames=argnames,
             gpu_name=gpu.name,
+            autotune=tuned,
         )
         if search is not None:
             search = with_ran_configs(search, trust, table)
@@ -173,7 +175,7 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         ir_config_audits=_ir_config_audits(ws),
         trust=trust,
         stand_ins=_stand_ins(cand_log, meta, table),
-        autotune=_autotune_tables(ws, evidence),
+        autotune=tuned,
     )
 
 

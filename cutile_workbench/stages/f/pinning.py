@@ -5,7 +5,8 @@ with every reference config that several configs fit narrowed by
 :func:`cutile_workbench.evidence.reference_config.pin_by_launch`: the reference's main kernel launch
 of that row (grid, CUPTI cluster dims), the reference wrapper's grid function(s)
 (``src/tilegym/ops/cutile/<kernel>.py``), the row's test params by the test's argnames, and the
-GPU's SM count by name. Pure apart from reading the reference wrapper source; nothing is guessed:
+GPU's SM count by name; then the reference autotuner's own record (its winner in the run's
+``autotune`` events), when the run has one. Pure apart from reading the reference wrapper source; nothing is guessed:
 a config stays open (both listed) when the evidence admits several.
 """
 
@@ -17,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from cutile_workbench.evidence.launches import pick_sets, summarize_launch_set
-from cutile_workbench.evidence.reference_config import grid_functions, params_env, pin_by_launch, sm_count_for
+from cutile_workbench.evidence.reference_config import (
+    grid_functions,
+    params_env,
+    pin_by_autotune,
+    pin_by_launch,
+    sm_count_for,
+)
 from cutile_workbench.model import LaunchSet
 
 
@@ -43,6 +50,7 @@ def pin_reference_configs(
     kernel: str,
     argnames: Mapping[str, Sequence[str]],
     gpu_name: str | None,
+    autotune: Mapping[tuple[str, str], Any] | None = None,
 ) -> Any:
     """See the module docstring (``trust`` None or nothing to narrow: returned as is)."""
     if trust is None or table is None:
@@ -63,6 +71,9 @@ def pin_reference_configs(
         grid, cluster = _main_launch(base) if base is not None else (None, None)
         env = params_env(argnames.get(row.func_key, ()), row.params)
         new = pin_by_launch(rc, grid=grid, cluster=cluster, grid_fns=fns, env=env, num_sms=num_sms)
+        table = (autotune or {}).get((row.params, "reference"))
+        if table is not None and table.winner is not None:
+            new = pin_by_autotune(new, table.winner.config, "workbench/events.jsonl")
         if new is not rc:
             refs[row.params] = new
             changed = True
