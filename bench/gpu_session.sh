@@ -211,6 +211,62 @@ PY
     rsmmtg)
       step matmul_tg 300 python3 -m cutile_workbench run matmul --tilegym "$TG" -b cutile-rs -b cutile -k "$MM_K" \
         --tilegym-harness --timeout 300 --out-root "$W/rectg" ;;
+    evtune)  # issue 32: both sides' autotune tables (autotune events) on the planted tree's bmm and matmul
+      [ -d /tmp/tgp/TileGym ] || { mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ && python3 bench/plant_bugs.py /tmp/tgp/TileGym --out /tmp/tgp/planted.json; }
+      for kk in "bmm|2-2048-2048-2048-False-False-torch.float16 or 8-2048-2048-2048-False-False-torch.float16" \
+                "matmul|False-False-2048-2048-2048-0-0-torch.float16"; do
+        IFS='|' read -r kn ksel <<< "$kk"
+        step "tune_$kn" 170 env PYTHONPATH="/tmp/site:$PWD:/tmp/tgp/TileGym/src" bash -c "python3 -m cutile_workbench run $kn \
+          --tilegym /tmp/tgp/TileGym -b cutile-rs -b cutile -k '$ksel' --timeout 160 --out-root /tmp/evtune &&
+          python3 -m cutile_workbench report f $kn --tilegym /tmp/tgp/TileGym --out-root /tmp/evtune --yes --no-real-scripts | tail -n 2;
+          grep -h -A6 'Autotune tables' /tmp/evtune/$kn/reports/perf_investigation_*.md | head -n 30"
+        mkdir -p "$W/tune_$kn" && cp -r /tmp/evtune/$kn/reports /tmp/evtune/$kn/*.txt "$W/tune_$kn/" 2>/dev/null
+        grep -h '"event": *"autotune"' /tmp/evtune/$kn/workbench/events.jsonl > "$W/tune_$kn/autotune_events.jsonl" 2>/dev/null
+      done ;;
+    evcost)  # issue 32: attribution's cost alone (medians on/off alternated in one process)
+      [ -d /tmp/tgp/TileGym ] || { mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ && python3 bench/plant_bugs.py /tmp/tgp/TileGym --out /tmp/tgp/planted.json; }
+      step attcost 120 env PYTHONPATH="/tmp/site:$PWD:/tmp/tgp/TileGym/src" python3 bench/attribution_cost.py \
+        --out "$W/attribution_cost.json" --rounds 5 ;;
+    evidence|evdemo)  # issue 32: three planted wrapper bugs (bench/plant_bugs.py, in a copy) + real bmm rows
+      # (q=2), with launch attribution; E + F per kernel, attribution's cost (evidence); then F's
+      # demonstrations (evdemo, a second call right after: the runs stay in $EV_ROOT under /tmp)
+      EV_ROOT=/tmp/ev32
+      # a fresh machine: the evidence runs' kernel dirs come carried (.carry/ev32, from the first call)
+      [ "$s" = evdemo ] && [ ! -d "$EV_ROOT" ] && [ -d .carry/ev32 ] && cp -r .carry/ev32 "$EV_ROOT"
+      EV_K_SILU="64-1024-4096-torch.float16 or 64-1024-8192-torch.float16"
+      EV_K_MM="False-False-2048-2048-2048-0-0-torch.float16"
+      EV_K_BMM="2-2048-2048-2048-False-False-torch.float16 or 2-4096-4096-4096-False-False-torch.float16 or 8-2048-2048-2048-False-False-torch.float16"
+      if [ ! -d /tmp/tgp/TileGym ]; then
+        mkdir -p /tmp/tgp && cp -r "$TG" /tmp/tgp/ && python3 bench/plant_bugs.py /tmp/tgp/TileGym --out /tmp/tgp/planted.json
+      fi
+      cp /tmp/tgp/planted.json "$W/planted.json"; cat "$W/planted.json" >> "$W/summary.txt"
+      EV_PP="/tmp/site:$PWD:/tmp/tgp/TileGym/src"
+      if [ "$s" = evidence ]; then  # first: attribution's cost, and whether a subscriber can be had at all
+        step attcost 100 env PYTHONPATH="$EV_PP" python3 bench/attribution_cost.py --out "$W/attribution_cost.json" --rounds 5
+        if grep -q '"unavailable"' "$W/attribution_cost.json" 2>/dev/null; then
+          # Kineto (TileGym's cutile-rs autotuner times configs with torch.profiler) kept the one CUPTI
+          # subscriber: make it let go after its sessions (cupti.md 2.1), and say so
+          export TEARDOWN_CUPTI=1; echo "attribution refused a subscriber: runs with TEARDOWN_CUPTI=1" | tee -a "$W/summary.txt"
+        fi
+      fi
+      for kk in "silu_and_mul|$EV_K_SILU|150" "bmm|$EV_K_BMM|200" "matmul|$EV_K_MM|200"; do
+        IFS='|' read -r kn ksel kmax <<< "$kk"
+        if [ "$s" = evidence ]; then
+          step "ev_$kn" "$kmax" env PYTHONPATH="$EV_PP" python3 -m cutile_workbench run "$kn" --tilegym /tmp/tgp/TileGym \
+            -b cutile-rs -b cutile -k "$ksel" --timeout "$kmax" --out-root "$EV_ROOT"
+          step "ev_f_$kn" 60 env PYTHONPATH="$EV_PP" bash -c "python3 -m cutile_workbench report e $kn --out-root $EV_ROOT --yes --no-real-scripts | tail -n 3;
+            python3 -m cutile_workbench report f $kn --tilegym /tmp/tgp/TileGym --out-root $EV_ROOT --yes --no-real-scripts | tail -n 3;
+            grep -h -iE 'issued at|confirmed|not executed|attribution|pinned' $EV_ROOT/$kn/reports/perf_investigation_*.md | head -n 20"
+        else
+          step "ev_demo_$kn" 170 env PYTHONPATH="$EV_PP" bash -c "python3 -m cutile_workbench report f $kn --tilegym /tmp/tgp/TileGym \
+            --out-root $EV_ROOT --yes --no-real-scripts --demonstrate --demonstrate-timeout 150 | tail -n 3;
+            sed -n '/## Demonstrated/,/TileGym tree/p' $EV_ROOT/$kn/reports/perf_investigation_*.md | head -n 60"
+        fi
+        mkdir -p "$W/ev_$kn" && cp -r "$EV_ROOT/$kn/reports" "$EV_ROOT/$kn/workbench" "$W/ev_$kn/" 2>/dev/null
+        rm -rf "$W/ev_$kn/workbench/demonstrate"/*/ 2>/dev/null
+        cp "$EV_ROOT/$kn"/*.txt "$W/ev_$kn/" 2>/dev/null
+      done
+      ;;
     nvmlclocks)  # issue 18 §3: cost of the per-call NVML clock readings (per reading, on medians), then the
       # GPU tests of the record's clocks key and discard-on-throttle
       step nvmlclocks 200 python3 bench/clock_sampler_cost.py --out "$W/clock_sampler_cost.json"

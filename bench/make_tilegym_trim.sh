@@ -7,7 +7,7 @@
 # The cutile-rs library is NOT in it: make-cutile-rs-carry.sh builds it; the GPU command places it.
 set -euo pipefail
 GIT=$1; DEST=${2:-.carry/tg}
-KERNELS=(silu_and_mul matmul rms_norm swiglu)
+KERNELS=(silu_and_mul matmul rms_norm swiglu bmm)
 SKILL=skills/tilegym-converting-cutile-triton-to-cutile-rs
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 paths=(src/tilegym pytest.ini tests/__init__.py tests/common.py tests/config.py tests/conftest.py "$SKILL/scripts")

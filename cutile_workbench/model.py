@@ -172,6 +172,7 @@ class Launch:
     bytes: int | None = None  # memcpy/memset size
     copy_kind: str | None = None  # e.g. "DtoD", "HtoD"
     api_name: str | None = None  # launching runtime/driver API (e.g. "cuLaunchKernel")
+    cluster: tuple[int, int, int] | None = None  # CUPTI cluster_x/y/z (thread-block cluster dims)
 
     @property
     def duration_ns(self) -> int:
@@ -207,6 +208,44 @@ class LaunchSet:
     params: str
     calls: list[CallCapture]
     source: str = "cupti"  # "cupti" | "kineto" | "events" (events: no launch data)
+    #: launch attribution: every GPU activity of one call outside the timed samples, with the Python
+    #: stack that issued it (``run.capture.attribution``); empty when not recorded
+    attribution: tuple[AttributedLaunch, ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceFrame:
+    """One kept Python frame of a launch's host stack: the kernel's own code (TileGym tree) or the
+    top library frame it called (``library``); ``file`` is TileGym-relative where it can be."""
+
+    file: str
+    line: int
+    function: str
+    code: str = ""
+    library: bool = False
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class AttributedLaunch:
+    """One GPU activity of the attributed call and the host stack that issued it (innermost first)."""
+
+    kind: LaunchKind
+    name: str  # display name (demangled where it could be)
+    correlation_id: int
+    frames: tuple[SourceFrame, ...]
+    api_name: str | None = None
+    grid: tuple[int, int, int] | None = None
+    block: tuple[int, int, int] | None = None
+    cluster: tuple[int, int, int] | None = None
+
+    @property
+    def own_frames(self) -> tuple[SourceFrame, ...]:
+        """The frames in the kernel's own code (no library frame), innermost first."""
+        return tuple(f for f in self.frames if not f.library)
 
 
 # --------------------------------------------------------------------------- ratios (E)
@@ -309,7 +348,7 @@ class Investigation:
     verdict: FVerdict
     rows: list[RatioRow]
     findings: list[Finding]
-    pattern: Literal["uniform", "shape_specific", "none"] = "none"
+    pattern: Literal["uniform", "shape_specific", "variant", "none"] = "none"  # variant: issue 32
     # F extras (diagnosis): representative params, overall confidence, launch summaries (base first)
     details: dict[str, Any] = field(default_factory=dict, compare=False)
 

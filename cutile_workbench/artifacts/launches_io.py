@@ -23,7 +23,7 @@ from typing import Any
 
 from cutile_workbench.errors import InputError
 from cutile_workbench.infra.jsonutil import loads_located
-from cutile_workbench.model import CallCapture, Launch, LaunchSet
+from cutile_workbench.model import AttributedLaunch, CallCapture, Launch, LaunchSet, SourceFrame
 
 VERSION = 1
 #: a launches file decompresses to at most this (real ones: a few MiB); more is a gzip bomb, refused
@@ -62,6 +62,25 @@ def launch_to_dict(launch: Launch) -> dict[str, Any]:
         d["grid"] = list(launch.grid)
     if launch.block is not None:
         d["block"] = list(launch.block)
+    if launch.cluster is not None:
+        d["cluster"] = list(launch.cluster)
+    return d
+
+
+def attributed_to_dict(a: AttributedLaunch) -> dict[str, Any]:
+    """Compact: frames as ``[file, line, function, code, library]`` rows, innermost first."""
+    d: dict[str, Any] = {
+        "kind": a.kind,
+        "name": a.name,
+        "correlation_id": a.correlation_id,
+        "frames": [[f.file, f.line, f.function, f.code, 1 if f.library else 0] for f in a.frames],
+    }
+    if a.api_name is not None:
+        d["api_name"] = a.api_name
+    for key in ("grid", "block", "cluster"):
+        value = getattr(a, key)
+        if value is not None:
+            d[key] = list(value)
     return d
 
 
@@ -82,6 +101,7 @@ def set_to_dict(s: LaunchSet) -> dict[str, Any]:
         "params": s.params,
         "source": s.source,
         "calls": [call_to_dict(c) for c in s.calls],
+        **({"attribution": [attributed_to_dict(a) for a in s.attribution]} if s.attribution else {}),
     }
 
 
@@ -168,8 +188,41 @@ class _Reader:
             correlation_id=self.get(d, "correlation_id", key, int),
             grid=self.dims(d, "grid", key),
             block=self.dims(d, "block", key),
+            cluster=self.dims(d, "cluster", key),
             **opt_int,
             **opt_str,
+        )
+
+    def frame(self, value: Any, key: str) -> SourceFrame:
+        row = self.list_(value, key)
+        if (
+            len(row) != 5
+            or not isinstance(row[0], str)
+            or not isinstance(row[1], int)
+            or isinstance(row[1], bool)
+            or row[1] < 0
+            or not isinstance(row[2], str)
+            or not isinstance(row[3], str)
+            or row[4] not in (0, 1)
+        ):
+            raise self.fail(key, "expected [file, line, function, code, library 0|1]")
+        return SourceFrame(row[0], row[1], row[2], row[3], bool(row[4]))
+
+    def attributed(self, value: Any, key: str) -> AttributedLaunch:
+        d = self.obj(value, key)
+        kind = self.get(d, "kind", key, str)
+        if kind not in _KINDS:
+            raise self.fail(f"{key}.kind", f"unknown kind {kind!r} (expected one of {', '.join(_KINDS)})")
+        frames = self.list_(d.get("frames"), f"{key}.frames")
+        return AttributedLaunch(
+            kind=kind,
+            name=self.get(d, "name", key, str),
+            correlation_id=self.get(d, "correlation_id", key, int),
+            frames=tuple(self.frame(f, f"{key}.frames[{i}]") for i, f in enumerate(frames)),
+            api_name=self.get(d, "api_name", key, str, optional=True),
+            grid=self.dims(d, "grid", key),
+            block=self.dims(d, "block", key),
+            cluster=self.dims(d, "cluster", key),
         )
 
     def call(self, value: Any, key: str, backend: str) -> CallCapture:
@@ -192,12 +245,16 @@ class _Reader:
                 f"{key}.source", f"unknown source {source!r} (expected one of {', '.join(_SOURCES)})"
             )
         calls = self.list_(d.get("calls"), f"{key}.calls")
+        attributed = self.list_(d.get("attribution") or [], f"{key}.attribution")
         return LaunchSet(
             nodeid=self.get(d, "nodeid", key, str),
             backend=backend,
             params=self.get(d, "params", key, str),
             calls=[self.call(c, f"{key}.calls[{i}]", backend) for i, c in enumerate(calls)],
             source=source,
+            attribution=tuple(
+                self.attributed(a, f"{key}.attribution[{i}]") for i, a in enumerate(attributed)
+            ),
         )
 
 

@@ -113,7 +113,51 @@ def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[
             continue
         texts[origin] = edit.after
         edits.append(edit)
+    # issue 32: the line-level fixes at the lines the attributed launches point at, applied first
+    # (bottom-up per file) so the evidence's line numbers stay valid; config edits are AST-placed
+    from cutile_workbench.stages.f.actions import plan_line_edits
+    from cutile_workbench.stages.f.diagnosis import diagnose
+
+    root = Path(ws.tilegym)
+    line_edits, line_notes = plan_line_edits(
+        diagnose(inputs), lambda rel: (root / rel).read_text(encoding="utf-8")
+    )
+    notes += line_notes
+    if line_edits:
+        edits = _rebase(line_edits, edits, root)
     return edits, notes
+
+
+def _rebase(line_edits: list[WrapperEdit], config_edits: list[WrapperEdit], root: Path) -> list[WrapperEdit]:
+    """Line edits first; each config edit re-derived on the text its file has after them."""
+    from dataclasses import replace
+
+    texts = {e.relpath: e.after for e in line_edits}
+    out = list(line_edits)
+    for e in config_edits:
+        if e.relpath not in texts:
+            out.append(e)
+            continue
+        before = texts[e.relpath]
+        # the config edit inserted text in the original: apply the same change on the edited text
+        import difflib
+
+        original = (root / e.relpath).read_text(encoding="utf-8")
+        sm = difflib.SequenceMatcher(a=original, b=e.after, autojunk=False)
+        inserted = [(i1, e.after[j1:j2]) for tag, i1, _i2, j1, j2 in sm.get_opcodes() if tag == "insert"]
+        if len(inserted) != 1:
+            out.append(e)  # not a pure insertion: applied on its own (it rewrites the file as it saw it)
+            continue
+        at, chunk = inserted[0]
+        anchor = original[max(0, at - 200) : at]
+        pos = before.find(anchor)
+        if pos < 0:
+            out.append(e)
+            continue
+        after = before[: pos + len(anchor)] + chunk + before[pos + len(anchor) :]
+        texts[e.relpath] = after
+        out.append(replace(e, before=before, after=after))
+    return out
 
 
 def tree_sha256(root: Path, items: Iterable[str] = ("src", "tests")) -> str:
@@ -203,7 +247,13 @@ def demonstrate(
         return Demonstration("not_applicable", "; ".join(notes) or "no wrapper-level edit derived")
     assert ws.tilegym is not None
     tilegym = Path(ws.tilegym).resolve()
-    rows = [r for r in slow_rows(inputs) if any(e.variant == r.variant for e in edits)]
+    rows = [r for r in slow_rows(inputs) if any(e.variant in (r.variant, None) for e in edits)]
+    named = {p for e in edits for p in e.params}  # line edits: the rows whose evidence named them
+    rows += [
+        r
+        for r in (inputs.table.rows if inputs.table else ())
+        if r.params in named and r.status == "OK" and all(r.params != x.params for x in rows)
+    ]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     base = ws.paths.workbench_dir / "demonstrate"
     overlay = base / stamp

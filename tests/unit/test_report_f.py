@@ -69,6 +69,7 @@ def test_hotpath_report_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
     heads = [ln for ln in inv.splitlines() if ln.startswith("## ")]
     # the stand-in wraps the clean cuTile kernel: its main kernel IS the reference's (issue 18 item 1)
     assert heads == [
+        "## Change first",  # issue 32: the one line to change leads the report
         "## Ratio",
         "## Launch-count evidence",
         "## Root Cause",
@@ -308,7 +309,12 @@ def test_wrapper_audit_findings_reach_the_report(tmp_path: Path) -> None:
     canary = [
         f for f in invs[0].findings if f.kind == "wrapper" and f.details.get("rule") == "canary_hot_path"
     ]
-    assert canary and canary[0].fixable and "confirmed" in canary[0].summary
+    # issue 32: this recorded capture carries no launch attribution: the static finding stays unconfirmed
+    assert (
+        canary
+        and canary[0].fixable
+        and "(unconfirmed: the captures carry no launch attribution" in canary[0].summary
+    )
     plan = plan_f_reports(ws, invs, inputs=inputs, run_real_scripts=False)
     rep = next(f.content for f in plan.files if f.relpath.endswith("all_shapes.md"))
     import re

@@ -41,6 +41,7 @@ class KernelRec(NamedTuple):
     stream_id: int
     graph_id: int
     graph_node_id: int
+    cluster: tuple[int, int, int] = (0, 0, 0)  # CUPTI cluster_x/y/z (0s: no cluster launch)
 
 
 class ApiRec(NamedTuple):
@@ -159,6 +160,7 @@ def attribute_calls(
                         graph_id=k.graph_id or None,
                         graph_node_id=k.graph_node_id or None,
                         api_name=name_of_api,
+                        cluster=k.cluster if any(k.cluster) else None,
                     )
                 )
             for c in copies_by_cid.get(api.correlation_id, ()):

@@ -275,6 +275,11 @@ class CuptiSession(_SessionBase):
                         r.stream_id,
                         r.graph_id,
                         r.graph_node_id,
+                        (
+                            getattr(r, "cluster_x", 0) or 0,
+                            getattr(r, "cluster_y", 0) or 0,
+                            getattr(r, "cluster_z", 0) or 0,
+                        ),
                     )
                 )
             elif kind in (KIND_RUNTIME, KIND_DRIVER):

@@ -10,7 +10,9 @@ hook wraps the module's loader):
 - ``tests.common._extract_kernel_times_from_profile`` and
   ``tilegym.backend.cutile_rs.autotuner._bench_config_cupti`` → their twins in
   :mod:`cutile_workbench.run.capture.tilegym_timing`, so no torch.profiler (Kineto) session ever starts in a
-  measuring process (one CUPTI client per process; see ``conflicts``).
+  measuring process (one CUPTI client per process; see ``conflicts``);
+- ``cuda.tile.tune.exhaustive_search`` (the reference's tuner) → the same search plus an ``autotune``
+  event with its table (:mod:`cutile_workbench.run.capture.autotune_tables`; issue 32).
 It also installs the Kineto start tracker (``conflicts.install_tracker``) as soon as torch is
 imported, so any other torch.profiler session is seen. Without ``install`` TileGym is untouched.
 The backend is the first id token of the running test (``PYTEST_CURRENT_TEST``).
@@ -38,6 +40,8 @@ TARGETS: dict[tuple[str, str], str] = {
         "tilegym.backend.cutile_rs.autotuner",
         "_bench_config_cupti",
     ): "cutile_workbench.run.capture.tilegym_timing:bench_config_cupti",
+    # issue 32: the reference's autotune table (the search itself is cuda.tile's, unchanged)
+    ("cuda.tile.tune", "exhaustive_search"): "cutile_workbench.run.capture.autotune_tables:exhaustive_search",
 }
 _MODULES = frozenset(m for m, _ in TARGETS)
 _ORIGINAL_PREFIX = "_workbench_original_"
@@ -126,6 +130,20 @@ def install(config: Any = None) -> None:
             _patch(module)
     if not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _PatchOnImport())
+    _rebind_loaded_users()
+
+
+def _rebind_loaded_users() -> None:
+    """TileGym modules loaded before the swap bound ``from cuda.tile.tune import exhaustive_search``
+    to the original: point them at the twin too (modules imported later bind the patched name)."""
+    tune = sys.modules.get("cuda.tile.tune")
+    original = getattr(tune, _ORIGINAL_PREFIX + "exhaustive_search", None) if tune is not None else None
+    if original is None:
+        return
+    twin = getattr(tune, "exhaustive_search", None)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("tilegym.") and getattr(module, "exhaustive_search", None) is original:
+            setattr(module, "exhaustive_search", twin)  # noqa: B010 (a module of any type)
 
 
 def uninstall() -> None:

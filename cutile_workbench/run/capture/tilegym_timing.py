@@ -113,6 +113,9 @@ def bench_config_cupti(
     times_ms = sorted(t / 1000.0 for t in times_us)
     median = times_ms[len(times_ms) // 2]
     dumps.emit(dumps.RESULT_MARKER.format(cfg=cfg, ms=f"{median:.6f}"))
+    from cutile_workbench.run.capture.autotune_tables import record_candidate_config
+
+    record_candidate_config(kernel_filter or "cutile-rs", cfg, times_us)  # issue 32: the candidate's table
     return out, median
 
 

@@ -43,7 +43,7 @@ class EditRefused(Exception):
 class WrapperEdit:
     """One wrapper-level change in the throwaway copy."""
 
-    kind: Literal["add_config"]
+    kind: Literal["add_config", "replace_alloc", "remove_canary", "route_fallback"]
     variant: str | None
     relpath: str  # inside the TileGym tree, e.g. src/tilegym/ops/cutile_rs/matmul.py
     function: str
@@ -55,6 +55,8 @@ class WrapperEdit:
     ]  # knobs filled with a default: "NUM_CTAS=1 (cuTile's default; the reference sets none)"
     before: str
     after: str
+    #: configs whose evidence named this edit (line edits: the rows of the investigation), re-run too
+    params: tuple[str, ...] = ()
 
     @property
     def diff(self) -> str:
@@ -260,10 +262,16 @@ def render_demonstration(demo: Demonstration, scope_configs: Sequence[str] | Non
         "",
     ]
     for e in demo.edits:
+        what = {
+            "add_config": f"Adds the reference's config ({e.reference_config}; {e.reference_source}) as `{e.config}`.",
+            "replace_alloc": f"Replaces the hot-path allocation `{e.reference_config}` with `{e.config}` ({e.reference_source}).",
+            "remove_canary": f"Removes the per-call canary launch `{e.reference_config}` ({e.reference_source}).",
+            "route_fallback": f"Routes the fallback `{e.reference_config}` back to the FFI kernel ({e.reference_source}).",
+        }[e.kind]
         out += [
-            f"### Change: {e.relpath} `{e.function}()` (variant {e.variant or '(single)'})",
+            f"### Change ({e.kind}): {e.relpath} `{e.function}()` (variant {e.variant or '(single)'})",
             "",
-            f"Adds the reference's config ({e.reference_config}; {e.reference_source}) as `{e.config}`.",
+            what,
         ]
         out += [f"- filled: {f}" for f in e.filled]
         out += ["", "```diff", e.diff.rstrip("\n"), "```", ""]

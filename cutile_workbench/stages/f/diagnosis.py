@@ -41,7 +41,11 @@ Steps, in order:
    different tile config produces by itself (tile shape set, MMA accumulator shape, num_cta/occupancy
    hints: :data:`CONFIG_DRIVEN_IR`) are kept as a note that they follow from the config; only the
    others can make the IR a root cause.
-7. **Static wrapper findings** are hypotheses: measured equal launch counts clear hot-path ones.
+7. **Static wrapper findings** are hypotheses: measured equal launch counts clear hot-path ones, and
+   only launch attribution (``evidence.attribution``: the host stack of every activity of one
+   un-timed call) confirms one — "confirmed" where an attributed launch was issued through that
+   line, "static suspicion, not executed in the measured call" where none was; without attribution
+   they stay unconfirmed. Each extra or foreign activity in steps 0 and 2 names the line that issued it.
 
 Verdict rules (one test each in ``tests/unit/test_f_rules.py``):
 
@@ -79,6 +83,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
+from cutile_workbench.evidence import attribution as attr
 from cutile_workbench.evidence.gap import GapAssessment, assess_gap
 from cutile_workbench.evidence.gpu import GpuFacts
 from cutile_workbench.evidence.identity import config_kernels, dispatch_findings, kernel_functions_of
@@ -163,6 +168,8 @@ class FInputs:
     trust: KernelTrust | None = None
     #: issue 18 §5: the sentences naming a stand-in candidate / plain-Triton baseline (``cutile_workbench.artifacts.stand_ins``)
     stand_ins: tuple[str, ...] = ()
+    #: issue 32: both sides' autotune tables by (params, side) (``evidence.autotune``, from workbench/events.jsonl)
+    autotune: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- step 5 helpers
@@ -381,6 +388,22 @@ def classify_pattern(rows: Sequence[RatioRow]) -> tuple[str, list[RatioRow]]:
     return "shape_specific", slow
 
 
+def variant_pattern(rows: Sequence[RatioRow], slow: Sequence[RatioRow]) -> str | None:
+    """Issue 32: the variant whose rows are exactly the slow ones (>= 2 slow rows, every matched row of
+    that variant slow, and matched rows of another variant, none slow), else None."""
+    matched = [r for r in rows if r.status == "OK" and r.ratio is not None]
+    variants = {r.variant for r in slow}
+    if len(slow) < 2 or len(variants) != 1 or None in variants:
+        return None
+    (v,) = variants
+    slow_ids = {r.params for r in slow}
+    own = [r for r in matched if r.variant == v]
+    others = [r for r in matched if r.variant != v]
+    if not others or any(r.params not in slow_ids for r in own) or any(r.params in slow_ids for r in others):
+        return None
+    return v
+
+
 def _evidence_for(inputs: FInputs, row: RatioRow) -> LaunchEvidence:
     base_recs = inputs.baseline_records.get(row.baseline_backend or "", {})
     return launch_evidence(
@@ -394,8 +417,23 @@ def _evidence_for(inputs: FInputs, row: RatioRow) -> LaunchEvidence:
     )
 
 
-def _launch_findings(le: LaunchEvidence) -> tuple[list[Finding], bool | None]:
-    """Step 2 for one config: (findings, launch counts match?) — None when there are no counts."""
+def _issued_text(issued: list[attr.IssuedLine] | None, fallback: bool, has_captures: bool) -> str:
+    """The lines that issued the candidate's extra (or, for a fallback, all) activities."""
+    if issued is None:
+        return (
+            " (these captures carry no launch attribution: the lines that issued them are not evidenced)"
+            if has_captures
+            else ""
+        )
+    shown = [x for x in issued if fallback or x.cls != "main"]
+    return f"; {attr.describe(shown)}" if shown else ""
+
+
+def _launch_findings(
+    le: LaunchEvidence, issued: list[attr.IssuedLine] | None = None
+) -> tuple[list[Finding], bool | None]:
+    """Step 2 for one config: (findings, launch counts match?) — None when there are no counts.
+    ``issued``: the candidate's attributed activities by class and line (None: no attribution)."""
     c, b = le.candidate, le.baseline
     if not le.has_counts or c is None or b is None:
         return [], None
@@ -418,17 +456,36 @@ def _launch_findings(le: LaunchEvidence) -> tuple[list[Finding], bool | None]:
         )
         conf: Confidence = "high" if same and cs is not None else "medium"
         unit = "GPU activities per call" if cs is not None else "launches/iter (kernel_times)"
+        shown = [x for x in (issued or []) if fallback or x.cls != "main"]
         return [
             Finding(
                 "launch_count",
                 f"{c.backend} runs {c.launches_per_call} {unit} vs {b.launches_per_call} for "
                 f"{b.backend}"
                 + (" with the same per-launch kernel time" if same else "")
-                + f"; extra: {kinds} — a wrapper/host hot-path issue",
+                + f"; extra: {kinds} — a wrapper/host hot-path issue"
+                + _issued_text(issued, fallback, cs is not None),
                 True,
                 ev,
                 conf,
-                {"extra": extras, "same_per_launch": same, "source": le.source},
+                {
+                    "extra": extras,
+                    "same_per_launch": same,
+                    "source": le.source,
+                    "attributed": issued is not None,
+                    "issued_at": [
+                        {
+                            "class": x.cls,
+                            "kernel": x.name,
+                            "count": x.count,
+                            "file": x.frame.file if x.frame else None,
+                            "line": x.frame.line if x.frame else None,
+                            "code": x.frame.code if x.frame else None,
+                            "library": x.library.where if x.library else None,
+                        }
+                        for x in shown
+                    ],
+                },
             )
         ], False
     if c.launches_per_call == b.launches_per_call:
@@ -558,18 +615,73 @@ def _ir_findings(
 _HOT_PATH_RULES = ("canary_hot_path", "kernel_fn_alloc", "second_output", "hot_path_copy")
 
 
-def _cross_check_wrapper(wrapper: Sequence[Finding], launch: Sequence[Finding]) -> list[Finding]:
-    """Static wrapper findings are hypotheses: measured launch counts confirm or clear them.
+def _cross_check_wrapper(
+    wrapper: Sequence[Finding],
+    launch: Sequence[Finding],
+    cand_set: LaunchSet | None = None,
+    main_kernel: str | None = None,
+) -> list[Finding]:
+    """Static wrapper findings are hypotheses: only the attributed launches confirm one (issue 32).
 
-    A hot-path rule (extra launch/alloc/copy) flagged statically while the captures show the same
-    launch count as the reference is kept as a note but no longer decides FIXABLE; confirmed by
-    extra measured launches, it gets high confidence."""
+    A hot-path rule (extra launch/alloc/copy) is **confirmed** (fixable, high) only where an
+    attributed launch of the candidate's un-timed call was issued through that very line on a path of
+    its own (not the measured main launch's: ``attribution.extra_launches_at``); with attribution and
+    no launch at that line it is a static suspicion, not executed in the measured call (low, not
+    fixable); a line only the main launch's own path runs through is not confirmed either. Without attribution it stays what the static audit said, labelled
+    unconfirmed (capped at medium): a launch count alone confirms no line. Measured equal launch
+    counts still clear hot-path findings (kept as notes)."""
     extra = any(f.kind == "launch_count" and f.fixable for f in launch)
     measured_equal = any(f.kind == "launch_count" and not f.fixable for f in launch)
+    attributed = cand_set is not None and bool(cand_set.attribution)
     out: list[Finding] = []
     for f in wrapper:
         rule = str(f.details.get("rule", ""))
-        if rule in _HOT_PATH_RULES and measured_equal:
+        if rule not in _HOT_PATH_RULES:
+            out.append(f)
+            continue
+        file, line = str(f.details.get("file", "")), int(f.details.get("line", 0) or 0)
+        hits = attr.extra_launches_at(cand_set, main_kernel, file, line) if attributed else []
+        on_main_path = bool(attributed and not hits and attr.launches_at(cand_set, file, line))
+        if on_main_path:
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (not confirmed: every attributed launch through {file}:{line} is the "
+                    "measured main kernel's own path)",
+                    False,
+                    f.evidence,
+                    "low",
+                    {**f.details, "confirmed_by": None, "executed": True},
+                )
+            )
+        elif hits:
+            names = sorted({short_kernel_name(a.name) for a in hits})
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (confirmed: the attributed call issued {len(hits)} GPU "
+                    f"activit{'y' if len(hits) == 1 else 'ies'} through {file}:{line}: "
+                    + ", ".join(f"`{n}`" for n in names)
+                    + ")",
+                    True,
+                    f.evidence,
+                    "high",
+                    {**f.details, "confirmed_by": "attribution", "attributed_launches": names},
+                )
+            )
+        elif attributed:
+            out.append(
+                Finding(
+                    f.kind,
+                    f"{f.summary} (static suspicion, not executed in the measured call: no attributed "
+                    f"launch was issued through {file}:{line})",
+                    False,
+                    f.evidence,
+                    "low",
+                    {**f.details, "confirmed_by": None, "executed": False},
+                )
+            )
+        elif measured_equal:
             out.append(
                 Finding(
                     f.kind,
@@ -580,15 +692,17 @@ def _cross_check_wrapper(wrapper: Sequence[Finding], launch: Sequence[Finding]) 
                     dict(f.details),
                 )
             )
-        elif rule in _HOT_PATH_RULES and extra:
+        elif extra:
+            conf: Confidence = "medium" if f.confidence == "high" else f.confidence
             out.append(
                 Finding(
                     f.kind,
-                    f"{f.summary} (confirmed by the extra measured launches)",
-                    True,
+                    f"{f.summary} (unconfirmed: the captures carry no launch attribution, so the extra "
+                    "launches are not tied to this line)",
+                    f.fixable,
                     f.evidence,
-                    "high",
-                    dict(f.details),
+                    conf,
+                    {**f.details, "confirmed_by": None},
                 )
             )
         else:
@@ -788,6 +902,8 @@ def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding
         base = ident.baseline.symbol if ident.baseline else "n/a"
         where = tuple(e for e in (ident.evidence, *(c.split(": ", 1)[0] for c in ident.wrapper_calls)) if e)
         ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "NA"
+        cand_set, _b = pick_sets(inputs.launch_sets, r, inputs.candidate_backend)
+        issued = attr.issued_by_class(cand_set, None)
         out.append(
             Finding(
                 "identity",
@@ -797,7 +913,8 @@ def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding
                     "; the wrapper delegates: " + "; ".join(ident.wrapper_calls)
                     if ident.wrapper_calls
                     else ""
-                ),
+                )
+                + (f"; the attributed call ran: {attr.describe(issued)}" if issued else ""),
                 True,
                 where,
                 "high",
@@ -809,6 +926,18 @@ def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding
                     "baseline_kernel": base,
                     "same_launch": ident.same_launch,
                     "wrapper_calls": list(ident.wrapper_calls),
+                    "issued_at": [
+                        {
+                            "class": x.cls,
+                            "kernel": x.name,
+                            "count": x.count,
+                            "file": x.frame.file if x.frame else None,
+                            "line": x.frame.line if x.frame else None,
+                            "code": x.frame.code if x.frame else None,
+                            "where": x.where,
+                        }
+                        for x in issued or []
+                    ],
                 },
             )
         )
@@ -914,7 +1043,10 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         with_counts = [r for r in rows if evidences[r.params].has_counts]
         rep = max(with_counts or rows, key=lambda r: r.ratio or 0.0)
         le = evidences[rep.params]
-        lf, counts_match = _launch_findings(le)
+        cand_set, _base_set = pick_sets(inputs.launch_sets, rep, inputs.candidate_backend)
+        cs0 = le.candidate.summary if le.candidate is not None else None
+        issued = attr.issued_by_class(cand_set, cs0.main_kernel if cs0 else None)
+        lf, counts_match = _launch_findings(le, issued)
         gap = _gap_for(le, rep, inputs) if counts_match else None
         findings: list[Finding] = list(lf)
         if gap is not None:
@@ -954,7 +1086,10 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
                 )
                 for f in irf
             ]
-        findings += _cross_check_wrapper(inputs.wrapper_findings, lf) + irf
+        findings += (
+            _cross_check_wrapper(inputs.wrapper_findings, lf, cand_set, cs0.main_kernel if cs0 else None)
+            + irf
+        )
         ident = identity_findings(inputs, rows)
         if ident:
             # the measured kernel is not the candidate's: its IR, config and resources cannot explain these
@@ -1011,7 +1146,11 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
     if pattern == "uniform":
         invs = [investigate("all_shapes", slow, "uniform")]
     else:
-        invs = [investigate(r.params, [r], "shape_specific") for r in slow]
+        var = variant_pattern(table.rows, slow)
+        invs = [investigate(r.params, [r], "variant" if var else "shape_specific") for r in slow]
+        for inv in invs:
+            if var:
+                inv.details["variant_pattern"] = var
     covered = {r.params for inv in invs for r in inv.rows}
     # a passing row that did not run the candidate gets its own report (step 0), never silence
     invs += [investigate(r.params, [r], "shape_specific") for r in not_candidate if r.params not in covered]

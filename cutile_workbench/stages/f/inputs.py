@@ -134,11 +134,25 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         **recorded_argnames(ws.kernel),
         **test_argnames(getattr(ws, "tilegym", None), (r.func_key for r in table.matched) if table else ()),
     }
+    tuned = _autotune_tables(ws, evidence)  # issue 32: both sides' autotune tables (events)
     trust = None
     if table is not None and cand_log is not None:
         from cutile_workbench.stages.e.report import workspace_trust
 
         trust = workspace_trust(ws, table, cand_log, launch_sets if paths.launches_json.is_file() else None)
+        from cutile_workbench.stages.f.pinning import pin_reference_configs
+
+        trust = pin_reference_configs(
+            trust,
+            table=table,
+            launch_sets=launch_sets,
+            candidate_backend=cand_name,
+            tilegym=getattr(ws, "tilegym", None),
+            kernel=ws.kernel,
+            argnames=argnames,
+            gpu_name=gpu.name,
+            autotune=tuned,
+        )
         if search is not None:
             search = with_ran_configs(search, trust, table)
     return FInputs(
@@ -161,7 +175,23 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         ir_config_audits=_ir_config_audits(ws),
         trust=trust,
         stand_ins=_stand_ins(cand_log, meta, table),
+        autotune=tuned,
     )
+
+
+def _autotune_tables(ws: Workspace, evidence: dict[str, str]) -> dict[tuple[str, str], Any]:
+    """Both sides' autotune tables from workbench/events.jsonl (issue 32); none when absent. A malformed
+    stream raises InputError naming the file and line, as every input F reads."""
+    from cutile_workbench.artifacts.events import read_events
+    from cutile_workbench.evidence.autotune import tables_from_events
+
+    path = ws.paths.events_jsonl
+    if not path.is_file():
+        return {}
+    tables = tables_from_events(read_events(path, allow_truncated_tail=True))
+    if tables:
+        evidence["autotune"] = _rel(ws, path)
+    return dict(tables)
 
 
 def ran_configs_by_variant(trust: Any, table: Any) -> dict[str | None, list[Any]]:

@@ -549,6 +549,46 @@ def _identity_of(inputs: FInputs, rows: Sequence[RatioRow]) -> str:
     return f"Candidate identity: {other or 'unknown (no capture of these rows)'}"
 
 
+def change_first(inv: Investigation, inputs: FInputs) -> str | None:
+    """Issue 32: the ONE config or line to change, from the strongest evidence (None: nothing fixable).
+
+    Order: a library/delegation path at an attributed line; a static finding confirmed by attribution;
+    an extra launch at its attributed line; the reference's pinned config absent from the candidate's
+    space; else the first fixable finding's action."""
+    fixable = [f for f in inv.findings if f.fixable]
+    if not fixable:
+        return None
+
+    def at(x: dict[str, Any]) -> str:
+        code = f" `{x['code']}`" if x.get("code") else ""
+        return f"{x.get('file')}:{x.get('line')}{code}"
+
+    for f in fixable:
+        lines = [x for x in f.details.get("issued_at") or () if x.get("file")]
+        if f.kind == "identity" and lines:
+            return (
+                f"route {at(lines[0])} back to the cutile-rs FFI kernel (it ran `{lines[0].get('kernel')}`)"
+            )
+    for f in fixable:
+        if f.kind == "wrapper" and f.details.get("confirmed_by") == "attribution":
+            return f"{f.details.get('file')}:{f.details.get('line')}: {f.details.get('action') or f.summary}"
+    for f in fixable:
+        lines = [x for x in f.details.get("issued_at") or () if x.get("file")]
+        if f.kind == "launch_count" and lines:
+            return "; ".join(
+                f"{at(x)} issues {x.get('class')} `{x.get('kernel')}` x{x.get('count')} per call: "
+                + ("remove it" if x.get("class") == "canary" else "allocate with torch.empty / drop the copy")
+                for x in lines
+            )
+    rep = next((r for r in inv.rows if r.params == details(inv).get("representative")), None)
+    audit = inputs.search_space
+    cmp = audit.for_variant(rep.variant if rep else None) if audit is not None else None
+    if cmp is not None and cmp.best is not None and cmp.best_present is False:
+        where = cmp.candidate.origin if cmp.candidate is not None else "the candidate's config function"
+        return f"add the reference's config `{cmp.best.label}` ({cmp.best_source}) to {where}"
+    return action(fixable[0])
+
+
 def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     """``perf_investigation_<scope>.md`` (first line is the verdict, nothing before it)."""
     d = details(inv)
@@ -560,8 +600,14 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         else inv.scope
     )
     gm = _x(table.geomean) if table is not None else "n/a"
+    var = d.get("variant_pattern")
     pattern = (
-        inv.pattern.replace("_", "-")
+        (
+            f"variant {var}: every slow row is a {var} row and the other variants' rows are at parity "
+            "(one cause in that variant's config or kernel, not per-shape)"
+        )
+        if inv.pattern == "variant" and var
+        else inv.pattern.replace("_", "-")
         if inv.pattern != "none"
         else "unknown (no usable E table)"
         if table is None or not table.matched
@@ -572,6 +618,17 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         "",
         f"# Perf Investigation: {inv.kernel} {title}",
         "",
+    ]
+    first = change_first(inv, inputs)
+    if first is not None:  # issue 32: the action item is one line, before the evidence behind it
+        lines += [
+            "## Change first",
+            "",
+            f"- {cell(first)}",
+            "- The rest of the evidence and audit follows.",
+            "",
+        ]
+    lines += [
         "## Ratio",
         *(f"- **{cell(s)}**" for s in inputs.stand_ins),
         f"- Agent E geomean: {gm}",
@@ -661,6 +718,19 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
     return "\n".join(lines) + "\n"
 
 
+def autotune_lines(inv: Investigation, inputs: FInputs) -> list[str]:
+    """Issue 32: per config of the report, both sides' autotune winner, runner-up and margin vs noise."""
+    out: list[str] = []
+    for r in inv.rows:
+        for side in ("reference", "candidate"):
+            t = inputs.autotune.get((r.params, side))
+            if t is not None:
+                out.append(f"- `{cell(r.params)}`: {cell(t.text)}")
+    if out:
+        out.append(f"- (from {inputs.evidence.get('autotune', 'workbench/events.jsonl')})")
+    return out
+
+
 def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
     d = details(inv)
     kinds = {f.kind for f in inv.findings if f.fixable}
@@ -671,9 +741,12 @@ def _optional_sections(inv: Investigation, inputs: FInputs) -> list[str]:
         out += ["", "## Candidate identity", *candidate_identity_lines(inputs, inv.rows)]
     if "dispatch" in kinds or len(variants) > 1:
         out += ["", "## Kernel identity", *identity_table(kernels)]
-    deep = inv.pattern == "shape_specific" or bool(kinds & {"resources", "config", "ir"})
+    deep = inv.pattern in ("shape_specific", "variant") or bool(kinds & {"resources", "config", "ir"})
     if deep or d.get("search_space") is not None:
         out += ["", "## Config parity", *config_parity(inputs)]
+    tuned = autotune_lines(inv, inputs)
+    if tuned:
+        out += ["", "## Autotune tables (both sides)", *tuned]
     evidences: dict[str, LaunchEvidence] = d.get("row_evidence") or {}
     resources = resources_table(list(evidences.values()))
     if resources and (deep or "resources" in kinds):
