@@ -16,6 +16,8 @@ Contract:
   (:data:`NEEDS`), cheapest first, and the first failing :class:`Check` (None: go ahead). The
   faces refuse with :meth:`Check.line` (exit 2). It imports no torch in the child (``find_spec``
   only), so it costs one short child process.
+- :func:`rerun_refusal` is the TUI's form (``L``, ``G``): ``""`` when the re-run may start, else the
+  line to show (``FAIL pytest in the child: … — fix: …``).
 - The child is probed with one ``PY -c`` script that prints JSON (:data:`_CHILD_PROBE`); its
   environment is this process's.
 """
@@ -465,3 +467,9 @@ def preflight(
         if c.status == "fail":
             return c
     return None
+
+
+def rerun_refusal(python: str | None = None) -> str:
+    """The TUI's preflight of ``L`` and ``G`` (see the module contract): "" or the failing check's line."""
+    failing = preflight("rerun", python=python or sys.executable)
+    return "" if failing is None else f"not ready to re-run: {failing.line()}"
