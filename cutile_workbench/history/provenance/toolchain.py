@@ -9,9 +9,11 @@ Contract:
   key has no value. Nothing is guessed and it never raises: a missing tool is an ``unknown`` entry.
 - Tools are found as TileGym finds them: ``$CUTILE_TILEIRAS_PATH``, else ``$TILEIRAS_BIN``, else
   ``tileiras`` on ``PATH``; ``ptxas`` in ``$CUDA_HOME/bin`` (the folder tileiras needs), else on
-  ``PATH``. Each ``--version`` runs with a 20 s limit.
-- :func:`toolchain_change` names the toolchain keys whose values differ between two runs'
-  facts (both known), as ``key: older -> newer``, for ``history`` to name as the likely cause.
+  ``PATH``. Each ``--version`` runs with a 20 s limit; the version is its line that names a release
+  or version (ptxas: ``Cuda compilation tools, release 13.4, V13.4.92``), else its last line.
+- :func:`session_provenance` is the block ``session.json`` records per run role: the toolchain,
+  TileGym commit, torch, CUDA, driver and cupti of the run's provenance, ``unknown`` saying why a
+  value is missing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 #: the toolchain facts a run records, in the order they are shown
-TOOLCHAIN_KEYS: tuple[str, ...] = ("tileiras", "ptxas", "cutile_rs", "cutile_rs_commit", "cuda_tile")
+TOOLCHAIN_KEYS: tuple[str, ...] = ("tileiras", "ptxas", "cutile_rs", "cutile_rs_commit", "cuda_tile", "cupti")
 #: the cutile-rs kernels crate of a TileGym tree (TileGym's ``backend/cutile_rs/utils.py``)
 KERNELS_CRATE = Path("src/tilegym/ops/cutile_rs/cutile_kernels")
 _VERSION_TIMEOUT_S = 20.0
@@ -45,7 +47,7 @@ def find_ptxas(env: Mapping[str, str]) -> str | None:
 
 
 def tool_version(exe: str) -> tuple[str | None, str]:
-    """The last non-empty line of ``exe --version`` (``release 13.4, V13.4.92``), or None and why."""
+    """The version line of ``exe --version`` (see the module contract), or None and why."""
     try:
         proc = subprocess.run(
             [exe, "--version"], capture_output=True, text=True, timeout=_VERSION_TIMEOUT_S, check=False
@@ -55,7 +57,8 @@ def tool_version(exe: str) -> tuple[str | None, str]:
     lines = [ln.strip() for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
     if proc.returncode != 0 or not lines:
         return None, f"{exe} --version exited {proc.returncode}"
-    return lines[-1][:200], ""
+    named = [ln for ln in lines if re.search(r"\b(release|version)\b", ln, re.IGNORECASE)]
+    return (named or lines)[-1][:200], ""
 
 
 _LOCK_PACKAGE = re.compile(
@@ -138,10 +141,25 @@ def toolchain_facts(
     return facts, unknown
 
 
-def toolchain_change(older: Mapping[str, str], newer: Mapping[str, str]) -> list[str]:
-    """``key: older -> newer`` for each toolchain key known in both runs whose value differs."""
-    return [
-        f"{key}: {older[key]} -> {newer[key]}"
-        for key in TOOLCHAIN_KEYS
-        if older.get(key) and newer.get(key) and older[key] != newer[key]
-    ]
+def session_provenance(prov: object) -> dict[str, object]:
+    """What ``session.json`` records of a run's provenance (issue 36): the toolchain, TileGym commit,
+    torch, CUDA, driver and cupti, each a value or ``None`` with ``unknown`` saying why."""
+    from cutile_workbench.history.provenance import Provenance
+
+    if not isinstance(prov, Provenance):
+        return {"recorded": False, "why": "no provenance event from the pytest child"}
+    gpu = prov.gpu
+    out: dict[str, object] = {
+        "tilegym_commit": prov.tilegym_commit,
+        "torch": prov.torch,
+        "torch_cuda": prov.torch_cuda,
+        "driver": gpu.driver_version if gpu else None,
+        "cuda_driver": gpu.cuda_driver_version if gpu else None,
+        **{key: prov.toolchain.get(key) for key in TOOLCHAIN_KEYS},
+    }
+    unknown = {
+        key: prov.unknown.get(key) or prov.unknown.get(f"toolchain.{key}") or "not recorded"
+        for key, value in out.items()
+        if value is None
+    }
+    return {**out, "unknown": unknown}
