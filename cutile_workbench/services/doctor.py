@@ -4,7 +4,8 @@ Contract:
 - :func:`diagnose` runs every check of :data:`CHECK_ORDER`, in the order a run needs them: the GPU
   and driver (``nvidia-smi``), the child Python (it starts), torch + CUDA in it, cupti-python
   against the CUDA torch was built for, pytest and TileGym importable in it, the TileGym tree and
-  its commit, the cutile-rs build (crate version, ``libcutile_kernels.so``), tileiras and ptxas,
+  its commit, the cutile-rs build (crate version, ``libcutile_kernels.so``), tileiras and ptxas (a
+  ptxas older than tileiras fails: tileiras compiles through it),
   ncu and the perf-counter permission, SLURM (only when asked). It returns a :class:`DoctorReport`
   of :class:`Check` rows; it never raises and writes nothing.
 - A :class:`Check` is ``ok`` (``detail`` = what was found), ``fail`` (a run that needs it cannot
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -365,6 +367,30 @@ def _tool_check(key: str, exe: str | None, fix: str) -> Check:
     return Check(key, key, "ok", f"{exe}: {version}")
 
 
+def _release(detail: str) -> tuple[int, int] | None:
+    """``(13, 4)`` of a ``--version`` line (``release 13.4, V13.4.92``), or None."""
+    m = re.search(r"release (\d+)\.(\d+)", detail) or re.search(r"\bV?(\d+)\.(\d+)\.\d+", detail)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _ptxas_for_tileiras(ptxas: Check, tileiras: Check, cuda_home: str) -> Check:
+    """tileiras compiles through the ptxas beside it: an older ptxas fails every compile ("failed to compile
+    Tile IR program", exit 5, seen with tileiras 13.4 and CUDA 13.0's ptxas on an H200)."""
+    if ptxas.status != "ok" or tileiras.status != "ok":
+        return ptxas
+    have, need = _release(ptxas.detail), _release(tileiras.detail)
+    if have is None or need is None or have >= need:
+        return ptxas
+    return Check(
+        "ptxas",
+        "ptxas",
+        "fail",
+        f"{ptxas.detail} is older than tileiras {need[0]}.{need[1]}: every Tile IR compile fails (exit 5)",
+        f"export CUDA_HOME={cuda_home} (a folder whose bin/ptxas and libnvvm are {need[0]}.{need[1]}, "
+        "e.g. pip's nvidia/cu13)",
+    )
+
+
 def _ncu_check(env: Mapping[str, str]) -> Check:
     ncu = shutil.which("ncu", path=env.get("PATH"))
     if ncu is None:
@@ -424,9 +450,11 @@ def diagnose(req: DoctorRequest) -> DoctorReport:
             f'{req.python} -m pip install "nvidia-cuda-tileiras>=13.4" and export CUTILE_TILEIRAS_PATH=<its bin/tileiras>',
         )
     )
-    checks.append(
-        _tool_check("ptxas", find_ptxas(env), f"export CUDA_HOME={cuda_home} (tileiras needs its bin/ptxas)")
+    tileiras = checks[-1]
+    ptxas = _tool_check(
+        "ptxas", find_ptxas(env), f"export CUDA_HOME={cuda_home} (tileiras needs its bin/ptxas)"
     )
+    checks.append(_ptxas_for_tileiras(ptxas, tileiras, cuda_home))
     checks.append(_ncu_check(env))
     checks.append(_slurm_check(req.slurm, env))
     order = {k: i for i, k in enumerate(CHECK_ORDER)}

@@ -155,3 +155,26 @@ def test_doctor_on_a_dir_that_is_not_tilegym(tmp_path: Path) -> None:
     report = diagnose(DoctorRequest(python=sys.executable, tilegym=tmp_path))
     by_key = {c.key: c for c in report.checks}
     assert by_key["tilegym"].status == "fail" and "no tests/ops/" in by_key["tilegym"].detail
+
+
+def _stub(bin_dir: Path, name: str, line: str) -> None:
+    """SYNTHETIC ``name --version`` printing ``line`` (ptxas's format)."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / name
+    exe.write_text(f"#!/bin/sh\necho '{line}'\n")
+    exe.chmod(0o755)
+
+
+def test_a_ptxas_older_than_tileiras_fails_with_the_cuda_home_fix(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir, "tileiras", "Cuda compilation tools, release 13.4, V13.4.92")
+    _stub(bin_dir, "ptxas", "Cuda compilation tools, release 13.0, V13.0.88")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
+    assert by_key["tileiras"].status == "ok"
+    ptxas = by_key["ptxas"]
+    assert ptxas.status == "fail" and "older than tileiras 13.4" in ptxas.detail
+    assert ptxas.fix is not None and ptxas.fix.startswith("export CUDA_HOME=")
+    _stub(bin_dir, "ptxas", "Cuda compilation tools, release 13.4, V13.4.92")
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
+    assert by_key["ptxas"].status == "ok"
