@@ -10,7 +10,7 @@ Contract:
   ``src/tilegym/ops/cutile_rs/<kernel>.py`` for which ``tests/ops/**/test_<kernel>.py`` exists, as
   ``{kernel: test file}``; an unreadable or absent tree is ``{}``.
 - :func:`close_kernels` — up to three names of those sources closest to ``name`` (difflib), for the
-  "unknown kernel" message; never raises.
+  "unknown kernel" message (``recorded=False``: the out root's and TileGym's only); never raises.
 """
 
 from __future__ import annotations
@@ -66,16 +66,16 @@ def tilegym_kernels(tilegym: Path) -> dict[str, Path]:
     return {k: tests[k] for k in sorted(wrappers) if k in tests}
 
 
-def close_kernels(name: str, *, out_root: Path | None = None, tilegym: Path | None = None) -> list[str]:
-    known = set(recorded_kernels())
+def close_kernels(
+    name: str, *, out_root: Path | None = None, tilegym: Path | None = None, recorded: bool = True
+) -> list[str]:
+    known = set(recorded_kernels()) if recorded else set()
     if out_root is not None:
         known.update(out_root_kernels(out_root))
     if tilegym is not None:
         known.update(tilegym_kernels(tilegym))
-    try:
+    if recorded:
         from cutile_workbench.profiles import list_profiles
 
         known.update(p.kernel for p in list_profiles())
-    except ImportError:
-        pass
     return difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)

@@ -106,3 +106,13 @@ def test_no_kernel_opens_the_overview_of_the_recorded_sessions(
     assert opened == [recorded_overview_root()] and (opened[0] / "matmul").is_dir()
     assert main(["overview", "--out-root", str(opened[0]), "--json"]) == 0  # the same root, headless
     assert {r["kernel"] for r in json.loads(capsys.readouterr().out)["kernels"]} >= {"matmul", "silu_and_mul"}
+
+
+def test_an_unknown_kernel_under_an_out_root_names_the_close_match(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shutil.copytree(RECORDED / "matmul", tmp_path / "matmul")
+    assert main(["table", "matmu", "--out-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "kernel dir does not exist" in err and "(did you mean matmul?)" in err
+    assert list(tmp_path.iterdir()) == [tmp_path / "matmul"]
