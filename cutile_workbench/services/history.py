@@ -254,10 +254,6 @@ def run_facts(run: StoredRun) -> RunFacts:
             "cutile-rs lib",
             f"sha256 {prov.cutile_rs_lib_sha256[:16]}…" if prov.cutile_rs_lib_sha256 else NOT_RECORDED,
         ),
-        (
-            "toolchain",
-            ", ".join(f"{k.replace('_', '-')} {v}" for k, v in prov.toolchain.items()) or NOT_RECORDED,
-        ),
         ("workbench", workbench or NOT_RECORDED),
         (
             "python / torch",
