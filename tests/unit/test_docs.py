@@ -227,3 +227,22 @@ def test_the_readme_key_table_names_only_bound_keys() -> None:
     for key in re.findall(r"`([^`]+)`", intro):
         if not key.startswith("cutile-workbench") and not key.startswith("--"):
             assert KEY_NAMES.get(key, key) in app_keys, f"README: app key {key!r} is not bound"
+
+
+def test_the_docs_name_every_command_and_every_cli_and_service_module() -> None:
+    from cutile_workbench.cli import COMMAND_INDEX
+
+    cli_md = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    first_column = re.findall(r"^\| `(?:cutile-workbench )?([<a-z][^`]*)` \|", cli_md, re.MULTILINE)
+    for cmd in COMMAND_INDEX:
+        spelled = f"{cmd.group} {cmd.name}" if cmd.group else cmd.name
+        assert any(row.startswith(spelled) for row in first_column) or (
+            cmd.name == "open" and any(row.startswith("<kernel>") for row in first_column)
+        ), f"docs/cli.md has no row for {spelled}"
+    arch = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for folder in ("cli", "services"):
+        for module in sorted((ROOT / "cutile_workbench" / folder).glob("*.py")):
+            if module.stem != "__init__":
+                assert f"`{module.stem}`" in arch, (
+                    f"docs/architecture.md does not name {folder}/{module.name}"
+                )
