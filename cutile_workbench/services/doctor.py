@@ -71,7 +71,7 @@ NEEDS: Mapping[str, tuple[str, ...]] = {
     "demonstrate": ("tilegym", "python", "pytest", "gpu"),
 }
 #: the cupti-python matching torch's CUDA major (the ``gpu`` extra pins the 13.0 one)
-CUPTI_PIN = {"13": "cupti-python==13.0.1", "12": "cupti-python==12.9.0"}
+CUPTI_PIN = {"13": "cupti-python==13.0.1"}
 _CHILD_TIMEOUT_S = 120.0
 
 
