@@ -22,7 +22,7 @@ from cutile_workbench.cli.common import EXIT_BLOCKED, EXIT_OK, EXIT_USAGE, TILEG
 
 DOCTOR_DESCRIPTION = """\
 Check, in the order a run needs them, everything a live run on this machine depends on: the GPU
-and driver, torch + CUDA, cupti-python and pytest in the child Python (--python), TileGym
+and driver, torch + CUDA, NVML, cupti-python and pytest in the child Python (--python), TileGym
 importable, the TileGym tree and commit, the cutile-rs build, tileiras and ptxas, ncu and the
 perf-counter permission, SLURM (--slurm). Each failing line ends with the exact fix.
 Exit: 0 ready (warnings allowed), 1 some check failed, 2 bad usage."""

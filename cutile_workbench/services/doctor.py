@@ -2,7 +2,7 @@
 
 Contract:
 - :func:`diagnose` runs every check of :data:`CHECK_ORDER`, in the order a run needs them: the GPU
-  and driver (``nvidia-smi``), the child Python (it starts), torch + CUDA in it, cupti-python
+  and driver (``nvidia-smi``), the child Python (it starts), torch + CUDA and NVML (``pynvml``) in it, cupti-python
   against the CUDA torch was built for, pytest and TileGym importable in it, the TileGym tree and
   its commit, the cutile-rs build (crate version, ``libcutile_kernels.so``), tileiras and ptxas (a
   ptxas older than tileiras fails: tileiras compiles through it),
@@ -53,6 +53,7 @@ CHECK_ORDER: tuple[str, ...] = (
     "gpu",
     "python",
     "torch",
+    "nvml",
     "cupti",
     "pytest",
     "tilegym-import",
@@ -125,7 +126,7 @@ _CHILD_PROBE = r"""
 import importlib.util, json, sys
 from importlib import metadata
 out = {"python": sys.version.split()[0], "executable": sys.executable, "modules": {}, "dists": {}}
-for m in ("pytest", "tilegym", "cupti", "cuda.tile"):
+for m in ("pytest", "tilegym", "cupti", "cuda.tile", "pynvml"):
     try:
         out["modules"][m] = importlib.util.find_spec(m) is not None
     except Exception:
@@ -242,6 +243,20 @@ def _torch_check(python: str, child: dict[str, Any]) -> Check:
         )
     return Check(
         "torch", "torch + CUDA in the child", "ok", f"torch {t.get('version')}, CUDA {t.get('cuda')}"
+    )
+
+
+def _nvml_check(python: str, child: dict[str, Any]) -> Check:
+    if child.get("modules", {}).get("pynvml"):
+        return Check(
+            "nvml", "NVML in the child", "ok", "pynvml importable (clocks, throttling, GPU identity)"
+        )
+    return Check(
+        "nvml",
+        "NVML in the child",
+        "warn",
+        "pynvml is not importable: no clock or throttle readings, the run's GPU and driver not recorded",
+        f"{python} -m pip install nvidia-ml-py",
     )
 
 
@@ -439,6 +454,7 @@ def diagnose(req: DoctorRequest) -> DoctorReport:
     checks.append(_python_check(req.python, child, why))
     if child is not None:
         checks.append(_torch_check(req.python, child))
+        checks.append(_nvml_check(req.python, child))
         checks.append(_cupti_check(req.python, child))
         checks.append(_pytest_check(req.python, child))
     checks.extend(_tilegym_checks(req.tilegym, req.python, child, env))

@@ -117,6 +117,10 @@ def test_doctor_lists_every_check_in_order_and_exits_1_when_one_fails(
         and by_key["pytest"]["fix"] == f"{bare_python} -m pip install pytest"
     )
     assert by_key["torch"]["status"] == "fail" and bare_python in by_key["torch"]["fix"]
+    assert (
+        by_key["nvml"]["status"] == "warn"
+        and by_key["nvml"]["fix"] == f"{bare_python} -m pip install nvidia-ml-py"
+    )
     assert by_key["tilegym"]["status"] == "skip" and by_key["slurm"]["status"] == "skip"
     for c in data["checks"]:
         assert c["status"] in ("ok", "fail", "warn", "skip")

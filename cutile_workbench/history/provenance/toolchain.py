@@ -158,7 +158,10 @@ def session_provenance(prov: object) -> dict[str, object]:
         **{key: prov.toolchain.get(key) for key in TOOLCHAIN_KEYS},
     }
     unknown = {
-        key: prov.unknown.get(key) or prov.unknown.get(f"toolchain.{key}") or "not recorded"
+        key: prov.unknown.get(key)
+        or prov.unknown.get(f"toolchain.{key}")
+        or (prov.unknown.get("gpu") if key in ("driver", "cuda_driver") else None)
+        or "not recorded"
         for key, value in out.items()
         if value is None
     }
