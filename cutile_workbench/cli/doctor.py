@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -75,7 +76,10 @@ def refuse(command: str, *, python: str, tilegym: str | Path | None) -> int | No
     if failing is None:
         return None
     print(f"error: not ready for {command}: {failing.line()}", file=sys.stderr)
-    print("(cutile-workbench doctor checks everything a run needs)", file=sys.stderr)
+    doctor = shlex.join(
+        ["cutile-workbench", "doctor", "--python", python, *(["--tilegym", str(tg)] if tg else [])]
+    )
+    print(f"(`{doctor}` checks everything a run needs)", file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -141,3 +141,36 @@ def test_calibrates_measure_again_advice_runs_up_to_the_gpu(
     assert "No GPU on this machine" in text and "error: key" not in text, text
     assert proc.returncode == 2
     shutil.rmtree(out)
+
+
+def test_a_refusals_doctor_line_checks_the_same_child(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SYNTHETIC child: a venv without pytest. The refusal names the doctor with that Python; pasted, it
+    shows the same failing line."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["run", "rms_norm", "--out-root", str(out), "--python", py, "--skip-gpu-check"]) == 2
+    err = capsys.readouterr().err
+    hint = re.search(r"\(`(cutile-workbench doctor [^`]+)` checks everything a run needs\)", err)
+    assert hint, err
+    assert main(_cli(hint.group(1))) == 1
+    assert f"FAIL pytest in the child: pytest is not importable in {py}" in capsys.readouterr().out
+
+
+def test_timelines_no_capture_advice_names_the_kernel_and_out_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_gpu()
+    shutil.copytree(RMS, tmp_path / "rms_norm")
+    (tmp_path / "rms_norm" / "workbench" / "launches.json.gz").unlink()
+    params = _first_params(tmp_path / "rms_norm", capsys)
+    assert main(["timeline", "rms_norm", "--out-root", str(tmp_path), "--config", params]) == 2
+    err = capsys.readouterr().err
+    hint = re.search(r"run `(cutile-workbench run [^`]+)` on a GPU node first", err)
+    assert hint, err
+    assert main(_cli(hint.group(1))) == 2  # planned and refused at the GPU check, nothing else
+    assert "No GPU on this machine" in capsys.readouterr().err
