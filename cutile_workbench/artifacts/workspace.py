@@ -217,9 +217,14 @@ def open_workspace(
         root = recorded_session_root(kernel)
         source = "recorded"
         if root is None:
+            from cutile_workbench.artifacts.kernel_index import close_kernels, recorded_kernels
+
+            close = close_kernels(kernel, tilegym=tilegym_checkout(tilegym, env))
             raise InputError(
                 f"no out root for kernel {kernel!r}: pass --out-root DIR or set "
-                "CUTILE_KERNEL_OUT_ROOT (no recorded session has this kernel)",
+                "CUTILE_KERNEL_OUT_ROOT (no recorded session has this kernel"
+                + (f"; did you mean {' or '.join(close)}?" if close else "")
+                + f"; recorded: {', '.join(recorded_kernels())}; all: cutile-workbench kernels)",
                 key="kernel",
             )
     tg = tilegym_checkout(tilegym, env)

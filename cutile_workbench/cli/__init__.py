@@ -70,6 +70,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cutile_workbench.cli.history",
     "cutile_workbench.cli.overview",
     "cutile_workbench.cli.calibrate",
+    "cutile_workbench.cli.doctor",
+    "cutile_workbench.cli.kernels",
 )
 
 
@@ -165,6 +167,18 @@ COMMAND_INDEX: tuple[IndexedCommand, ...] = (
         "calibrate",
         None,
         "A/A test: how many rows would a candidate identical to the baseline flag?",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.doctor",
+        "doctor",
+        None,
+        "check GPU, child Python, TileGym, cutile-rs, toolchain, ncu: each failing line with its fix",
+    ),
+    IndexedCommand(
+        "cutile_workbench.cli.kernels",
+        "kernels",
+        None,
+        "the kernels you can open or run: recorded sessions, profiles, TileGym's cutile-rs wrappers",
     ),
 )
 OPEN_COMMAND = "open"
@@ -314,14 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         except SystemExit as exc:  # argparse: --help (0) or usage error (2)
             return int(exc.code) if isinstance(exc.code, int) else 2
         func = getattr(args, "func", None)
-        if func is None and (args.out_root or os.environ.get("CUTILE_KERNEL_OUT_ROOT")):
-            # no kernel named but an out root: the TUI opens on the campaign's overview
+        if func is None:
+            # no kernel named: the TUI opens on the overview of the out root, else of the recorded sessions
             from cutile_workbench.cli.tui import open_overview
 
             return open_overview(args)
-        if func is None:
-            parser.print_help(sys.stderr)
-            return 2
         for name in ("out_root", "tilegym"):
             if not hasattr(args, name):
                 setattr(args, name, None)

@@ -31,6 +31,7 @@ from cutile_workbench.cli.common import (
     path_arg,
     positive_seconds,
 )
+from cutile_workbench.cli.doctor import refuse
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.services import probe as probe_service
 
@@ -143,6 +144,8 @@ class ProbeCommand(Command):
 
     def _run_all(self, plan: probe_service.ProbePlan, timeout_s: float, out: TextIO) -> bool | None:
         """Run every side; True when one failed, None when ncu/GPU are missing (lines printed)."""
+        if refuse("probe", python=sys.executable, tilegym=None) is not None:  # doctor's checks first
+            return None
         why = probe_service.cannot_run(plan)
         if why:
             print(

@@ -24,6 +24,7 @@ from cutile_workbench.artifacts.events import Event
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.cli.common import Command, path_arg, positive_seconds
+from cutile_workbench.cli.doctor import refuse
 from cutile_workbench.cli.timeline import display_path
 from cutile_workbench.infra.cancel import run_cancellable, signal_name
 from cutile_workbench.run.runner import RunResult, raw_log_destination, run, write_results
@@ -252,6 +253,9 @@ class RunCommand(Command):
         plan = plan_runs(run_request(args))
         if plan.suite_note:
             print(f"note: {plan.suite_note}", file=sys.stderr)
+        refused = refuse("run", python=args.python, tilegym=None)  # doctor's checks, before any GPU work
+        if refused is not None:
+            return refused
         # --gpus pins one worker per GPU itself (nvidia-smi), --slurm runs on compute nodes: no probe here
         if scaleout.wanted(args):
             return scaleout.run_console(scaleout.request_from_args(args, plan.runs, plan.out), out_stream)

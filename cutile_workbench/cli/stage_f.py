@@ -18,6 +18,17 @@ from cutile_workbench.errors import InputError
 from cutile_workbench.services import stage_f
 
 
+def _demonstrate_preflight(ws: object, args: argparse.Namespace) -> int | None:
+    """The doctor's checks ``--demonstrate`` needs (TileGym tree, pytest, GPU), unless the workspace is
+    read-only (that refusal comes from the plan, naming the recorded session): exit 2 or None."""
+    from cutile_workbench.cli.doctor import refuse
+    from cutile_workbench.services.stage_e import read_only_reason
+
+    if read_only_reason(ws):  # type: ignore[arg-type]
+        return None
+    return refuse("demonstrate", python=sys.executable, tilegym=args.tilegym)
+
+
 class ReportFCommand(Command):
     name = "f"
     group = "report"
@@ -75,6 +86,9 @@ class ReportFCommand(Command):
                     "workbench/: it cannot be a --dry-run",
                     key="--demonstrate",
                 )
+            refused = _demonstrate_preflight(ws, args)
+            if refused is not None:
+                return refused
             demo = stage_f.DemonstrateRequest(
                 timeout_s=args.demonstrate_timeout, keep_overlay=args.keep_overlay
             )

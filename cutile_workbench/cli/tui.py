@@ -54,11 +54,15 @@ class OpenCommand(Command):
 
 
 def open_overview(args: argparse.Namespace) -> int:
-    """``cutile-workbench --out-root DIR`` (or ``$CUTILE_KERNEL_OUT_ROOT``) with no kernel: the overview."""
+    """``cutile-workbench [--out-root DIR]`` with no kernel: the overview of the out root (``--out-root``, else
+    ``$CUTILE_KERNEL_OUT_ROOT``), else of the recorded real cutile-rs sessions shipped in the package."""
     import os
     from pathlib import Path
 
-    root = Path(args.out_root or os.environ["CUTILE_KERNEL_OUT_ROOT"])
+    from cutile_workbench.services.kernels import recorded_overview_root
+
+    named = args.out_root or os.environ.get("CUTILE_KERNEL_OUT_ROOT")
+    root = Path(named) if named else recorded_overview_root()
     try:
         from cutile_workbench.tui.overview_app import run_overview
     except ImportError as exc:

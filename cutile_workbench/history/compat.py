@@ -10,6 +10,9 @@ Contract of :func:`compare_provenance` (``a`` = candidate or newer run, ``b`` = 
   that changes what a sample measures set on both sides to different values: ``CUPTI``,
   ``CUDAGRAPH``, ``MODE``, ``WORKBENCH_CUPTI_*``, ...; ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER`` and the
   candidate-only ``DISABLE_FALLBACK`` excluded).
+- ``toolchain`` flags (issue 36): tileiras, ptxas, the cutile-rs crate (version, commit), cuda-tile
+  or cupti-python at different versions, compared only where both runs recorded it (older runs
+  did not: no ``unknown`` entry for them, so nothing changes for a history without it).
 - Throttling seen in a run (clock-event reasons at a snapshot, or violation counters that grew)
   is a ``note`` when the exposures are within the bound: heavy GEMMs hit the power cap routinely,
   and what decides a ratio is whether both sides ran at the same clocks (compared as above; when
@@ -34,9 +37,19 @@ from typing import Literal
 from cutile_workbench.clock_exposure import EXPOSURE_BOUND
 from cutile_workbench.history.provenance import Provenance
 from cutile_workbench.history.provenance.gpu import ClockSnapshot
+from cutile_workbench.history.provenance.toolchain import TOOLCHAIN_KEYS
 
 DifferenceKind = Literal[
-    "gpu_model", "driver", "cuda", "mig", "throttling", "clocks", "harness", "gpu_instance", "host"
+    "gpu_model",
+    "driver",
+    "cuda",
+    "mig",
+    "throttling",
+    "clocks",
+    "harness",
+    "gpu_instance",
+    "host",
+    "toolchain",
 ]
 #: which GPU a run used, and the runner's guard against a silent fallback to another backend (set for
 #: the candidate only, by design): neither changes what a sample measures
@@ -197,6 +210,13 @@ def compare_provenance(
             "it ran slower cannot be judged"
         )
     _compare_harness(a, b, a_label, b_label, diffs, unknown)
+    for key in TOOLCHAIN_KEYS:  # recorded since issue 36: compared where both runs carry it, else silent
+        va, vb = a.toolchain.get(key), b.toolchain.get(key)
+        if va and vb and va != vb:
+            label = key.replace("_", "-")
+            diffs.append(
+                Difference("toolchain", "flag", f"{label}: {a_label} {va} vs {b_label} {vb}", va, vb)
+            )
     fact("gpu_instance", "GPU UUID", lambda p: p.gpu.uuid if p.gpu else None, "note")
     fact("host", "host", lambda p: p.host, "note")
     return Comparability(a_label, b_label, tuple(diffs), tuple(unknown))

@@ -1213,8 +1213,20 @@ def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
         "host": socket.gethostname(),
         "gpu": gpu_description(child_env, result.events),
         "compute_capability": gpu_query("compute_cap", child_env),
+        "provenance": _provenance_block(result.events),
         "notes": list(result.notes),
     }
+
+
+def _provenance_block(events: Iterable[Event]) -> dict[str, Any]:
+    """Toolchain, TileGym commit, torch, CUDA, driver, cupti of the child's run (issue 36)."""
+    from cutile_workbench.history.provenance import provenance_from_events
+    from cutile_workbench.history.provenance.toolchain import session_provenance
+
+    try:
+        return session_provenance(provenance_from_events(events))
+    except InputError as exc:
+        return {"recorded": False, "why": f"malformed provenance event: {exc}"}
 
 
 #: a ``CUDA_VISIBLE_DEVICES`` entry CUDA accepts (it stops at the first other one: ``-1`` hides every GPU)

@@ -20,6 +20,7 @@ from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError
 from cutile_workbench.history.noise import FLAG_RATIO, Calibration, calibrate, run_identity
 from cutile_workbench.history.query import open_history
+from cutile_workbench.profiles import get_profile
 
 #: analysis.json reference backend → the record framework its baseline log holds
 _FRAMEWORK = {"cutile": "cutile", "triton_tileir": "triton", "triton": "triton"}
@@ -82,7 +83,7 @@ def calibration(ws: Workspace, backend: str | None = None) -> CalibrationReport:
     if len(holding) < 2:
         raise InputError(
             f"the history holds {len(holding)} run of {chosen}: the A/A test needs two (measure it "
-            f"again: `cutile-workbench calibrate {ws.kernel} --run -b {chosen}` on a GPU node)",
+            f"again on a GPU node: `{measure_again_hint(ws, chosen)}`)",
             path=str(ws.kernel_dir),
             key="runs",
         )
@@ -97,3 +98,20 @@ def calibration(ws: Workspace, backend: str | None = None) -> CalibrationReport:
         else f"the two runs measured different code ({ids[0]} vs {ids[1]}): not a clean A/A test"
     )
     return CalibrationReport(ws.kernel, result, older.when, newer.when, len(holding), identity_note=note)
+
+
+def measure_again_hint(ws: Workspace, backend: str) -> str:
+    """The command that measures ``backend`` twice for this workspace, as it can be pasted (issue 36): its
+    out root named (a recorded session is read-only: copied to ``OUT`` first), and ``--tilegym DIR`` for a
+    TileGym kernel when no checkout is known (``OUT`` and ``DIR`` are the user's to fill in)."""
+    from cutile_workbench.services.stage_e import read_only_reason
+
+    tilegym = (
+        f" --tilegym {ws.tilegym}"
+        if ws.tilegym
+        else (" --tilegym DIR" if get_profile(ws.kernel) is None else "")
+    )
+    line = f"cutile-workbench calibrate {ws.kernel} --run -b {backend}"
+    if read_only_reason(ws):
+        return f"cp -r {ws.kernel_dir} OUT/ && {line} --out-root OUT{tilegym}"
+    return f"{line} --out-root {ws.kernel_dir.parent}{tilegym}"

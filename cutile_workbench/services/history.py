@@ -108,14 +108,17 @@ class Change:
     comparable: bool  # the two runs' conditions (newer vs older run)
     condition_flags: tuple[str, ...]
     conditions_unknown: tuple[str, ...]
+    #: a regression or improvement between runs whose toolchain differs: the toolchain is the likely cause
+    likely_cause: str | None = None
 
     def brief(self) -> str:
         """``+ regression ×1.105 CI [1.090, 1.121] p=3.2e-40``; untested changes say why instead."""
         head = f"{self.symbol} {self.kind} ×{self.ratio:.3f}"
+        cause = f" (likely cause: {self.likely_cause})" if self.likely_cause else ""
         if self.test is None or self.p_value is None:
-            return f"{head} ({self.reason.split(': ')[0]})"
+            return f"{head} ({self.reason.split(': ')[0]}){cause}"
         ci = f" {self.ci_level:.0%} CI [{self.ci[0]:.3f}, {self.ci[1]:.3f}]" if self.ci else ""
-        return f"{head}{ci} {p_text(self.p_value)}"
+        return f"{head}{ci} {p_text(self.p_value)}{cause}"
 
 
 @dataclass(frozen=True)
@@ -294,7 +297,16 @@ def _change(flag: ChangeFlag, cond: Comparability, previous: str, ci_level: floa
         cond.comparable,
         tuple(d.text for d in cond.flags),
         cond.unknown,
+        _likely_cause(flag, cond),
     )
+
+
+def _likely_cause(flag: ChangeFlag, cond: Comparability) -> str | None:
+    """A toolchain change between the two runs, named as the likely cause of a decided change (issue 36)."""
+    tools = [d.text.split(":")[0] for d in cond.flags if d.kind == "toolchain"]
+    if not tools or flag.change not in ("regression", "improvement"):
+        return None
+    return f"the toolchain changed ({', '.join(tools)}), not necessarily the kernel"
 
 
 def _view(

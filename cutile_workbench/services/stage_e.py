@@ -66,8 +66,12 @@ def open_kernel(
 def require_kernel_dir(ws: Workspace) -> None:
     """A kernel dir that does not exist is a usage error (typo in kernel or out root), not BLOCKED."""
     if not ws.kernel_dir.is_dir():
+        from cutile_workbench.artifacts.kernel_index import close_kernels
+
+        close = close_kernels(ws.kernel, out_root=ws.kernel_dir.parent, tilegym=ws.tilegym, recorded=False)
         raise InputError(
-            f"kernel dir does not exist (source: {ws.source}); check the kernel name and --out-root",
+            f"kernel dir does not exist (source: {ws.source}); check the kernel name and --out-root"
+            + (f" (did you mean {' or '.join(close)}?)" if close else ""),
             path=str(ws.kernel_dir),
         )
 

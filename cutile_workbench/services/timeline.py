@@ -69,7 +69,8 @@ def find_launches(
         looked.append(str(kp.launches_json))
     raise InputError(
         f"no per-launch captures for {kernel!r} (looked at: {', '.join(looked) or 'nothing'}); "
-        "run `cutile-workbench run --harness` on a GPU node first",
+        f"run `cutile-workbench run {kernel} --out-root {roots[0] if roots else 'OUT'}` on a GPU node first "
+        "(the workbench harness records them)",
         key="kernel",
     )
 

@@ -164,7 +164,6 @@ def test_usage_errors_and_help(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["report"]) == 2
     assert main(["table"]) == 2
     assert main(["table", "k", "--json", "--csv"]) == 2
-    assert main([]) == 2
     assert main(["table", "../x", "--out-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "not a plain identifier" in err

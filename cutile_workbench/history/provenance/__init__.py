@@ -14,6 +14,9 @@ Contract:
   the last test, torch's versions and the UUID of the CUDA device torch really used.
 - :func:`provenance_from_events` merges a run's events: static facts and the ``before`` snapshot
   from the first start, ``after`` from the last finish (a resumed run has several of each).
+- ``toolchain`` (issue 36): the tileiras and ptxas versions, the cutile-rs crate version and commit,
+  cuda-tile and cupti-python, computed once per process with the static facts
+  (:mod:`.toolchain`); a missing one is ``unknown["toolchain.<key>"]``.
 - The TileGym commit is read from ``.git`` (HEAD, loose refs, packed-refs, worktree ``gitdir:``
   files) without running git; the working tree's cleanliness is not checked.
 """
@@ -96,6 +99,9 @@ class Provenance:
     torch_cuda: str | None = None
     started_at: float | None = None
     finished_at: float | None = None
+    #: tileiras, ptxas, cutile_rs, cutile_rs_commit, cuda_tile, cupti (``toolchain.toolchain_facts``);
+    #: a key without a value says why in ``unknown["toolchain.<key>"]``
+    toolchain: Mapping[str, str] = field(default_factory=dict)
     unknown: Mapping[str, str] = field(default_factory=dict)
     origin: Mapping[str, str] = field(default_factory=dict)
     version: int = PROVENANCE_VERSION
@@ -307,6 +313,19 @@ def _distribution_version(name: str) -> str | None:
         return None
 
 
+def run_toolchain(tilegym_dir: Path | None) -> tuple[dict[str, str], dict[str, str]]:
+    """This process's toolchain facts and why-not reasons (tileiras, ptxas, cutile-rs, cuda-tile, cupti)."""
+    from cutile_workbench.history.provenance.toolchain import toolchain_facts
+
+    facts, unknown = toolchain_facts(tilegym_dir=tilegym_dir, cuda_tile=_distribution_version("cuda-tile"))
+    cupti = _distribution_version("cupti-python")
+    if cupti is None:
+        unknown["cupti"] = "no installed cupti-python distribution"
+    else:
+        facts["cupti"] = cupti
+    return facts, unknown
+
+
 def static_provenance(*, tilegym_dir: Path | None, harness: HarnessInfo) -> Provenance:
     """Everything that does not change during a run (no GPU query; no environment beyond ``harness``)."""
     unknown: dict[str, str] = {}
@@ -333,7 +352,10 @@ def static_provenance(*, tilegym_dir: Path | None, harness: HarnessInfo) -> Prov
         unknown["tilegym_version"] = "no installed tilegym distribution"
     for key in ("torch", "torch_cuda"):
         unknown[key] = "torch not imported yet (filled in at session finish)"
+    toolchain, tool_unknown = run_toolchain(tilegym_dir)
+    unknown.update({f"toolchain.{k}": why for k, why in tool_unknown.items()})
     return Provenance(
+        toolchain=toolchain,
         source="live",
         harness=harness,
         tilegym_dir=str(tilegym_dir) if tilegym_dir else None,

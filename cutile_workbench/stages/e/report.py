@@ -417,6 +417,8 @@ class SessionFacts:
     machine: str | None = None
     recorded_at: str | None = None
     tileiras: str | None = None
+    #: the candidate run's other toolchain facts (``runs.candidate.provenance`` of a workbench run)
+    toolchain: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     candidate_cmd: str | None = None
     candidate_rc: int | None = None
@@ -425,6 +427,20 @@ class SessionFacts:
 
 def _s(v: object) -> str | None:
     return None if v in (None, "") else str(v)
+
+
+#: session.json ``runs.candidate.provenance`` keys → the agent_e.md ``- toolchain:`` line's labels
+_TOOLCHAIN_LABELS = (
+    ("ptxas", "ptxas"),
+    ("cutile_rs", "cutile-rs"),
+    ("cutile_rs_commit", "cutile-rs commit"),
+    ("cuda_tile", "cuda-tile"),
+    ("cupti", "cupti-python"),
+    ("torch", "torch"),
+    ("torch_cuda", "CUDA"),
+    ("driver", "driver"),
+    ("tilegym_commit", "TileGym"),
+)
 
 
 def session_facts(meta: Mapping[str, Any] | None, candidate_frameworks: set[str]) -> SessionFacts:
@@ -453,12 +469,22 @@ def session_facts(meta: Mapping[str, Any] | None, candidate_frameworks: set[str]
                 env = {**env, **{k: str(v) for k, v in entry.items() if k.isupper()}}
             else:
                 others.append((str(name), str(entry["cmd"]), rc))
+    runs = meta.get("runs")
+    cand_run = runs.get("candidate") if isinstance(runs, dict) else None
+    prov = cand_run.get("provenance") if isinstance(cand_run, dict) else None
+    prov = prov if isinstance(prov, dict) else {}
+    tools = [
+        f"{label} {prov[key]}"
+        for key, label in _TOOLCHAIN_LABELS
+        if isinstance(prov.get(key), (str, int, float)) and str(prov[key])
+    ]
     return SessionFacts(
+        toolchain="; ".join(tools) or None,
         gpu=_s(meta.get("gpu")) or _s(versions.get("gpu")) or _s(versions.get("nvidia_smi")),
         driver=_s(versions.get("driver")),
         machine=_s(meta.get("machine")),
         recorded_at=_s(meta.get("recorded_at")) or _s(meta.get("date")),
-        tileiras=_s(meta.get("tileiras")) or _s(versions.get("tileiras")),
+        tileiras=_s(meta.get("tileiras")) or _s(versions.get("tileiras")) or _s(prov.get("tileiras")),
         env=env,
         candidate_cmd=cand_cmd,
         candidate_rc=cand_rc if isinstance(cand_rc, int) and not isinstance(cand_rc, bool) else None,
@@ -501,6 +527,7 @@ def render_agent_e_log(
         + (f" (driver {facts.driver})" if facts.driver else "")
         + "\n",
         f"- tileiras: {facts.tileiras or os.environ.get('TILEIRAS_BIN') or 'not recorded'}\n",
+        *([f"- toolchain: {facts.toolchain}\n"] if facts.toolchain else []),
         *([f"- machine: {facts.machine}\n"] if facts.machine else []),
         *([f"- run recorded at: {facts.recorded_at}\n"] if facts.recorded_at else []),
         f"- kernel dir: {ws.kernel_dir} (source: {ws.source})\n",

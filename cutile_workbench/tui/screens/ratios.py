@@ -366,6 +366,11 @@ class RatiosScreen(WorkbenchScreen):
             )
             self.notify(why, severity="warning", timeout=8, markup=False)
             return
+        from cutile_workbench.services.doctor import rerun_refusal
+
+        if refusal := rerun_refusal():  # the doctor's checks, before any GPU work
+            self.notify(refusal, severity="error", timeout=12, markup=False)
+            return
         rows = list(self.table.shown_rows)
         if not rows:
             self.notify("no rows shown: clear the filter (Escape) to re-run them", severity="warning")

@@ -298,6 +298,11 @@ class TimelineScreen(WorkbenchScreen):
     def action_live(self) -> None:
         if self.data.runner is None or self.row is None or self.live_running:
             return
+        from cutile_workbench.services.doctor import rerun_refusal
+
+        if refusal := rerun_refusal():  # the doctor's checks, before any GPU work
+            self.notify(refusal, severity="error", timeout=12, markup=False)
+            return
         self.live_running = True
         self.cancel_event = threading.Event()
         self.live_results.clear()

@@ -1,0 +1,176 @@
+"""Every command line the tool prints as advice works when pasted (issue 36 item 5).
+
+Each test provokes the refusal on real data (the recorded sessions), takes the command it prints
+and runs it. Lines that open the TUI are run through the TUI's own loader (``run_app`` with the app
+itself left out: no terminal here). Placeholders the user fills in (``OUT``, ``DIR``, ``<params>``,
+``<dir>``) get a temp dir, the TileGym snapshot or a real config. A line that needs a GPU is run up
+to the GPU check, which this box answers "no GPU" (skipped where a GPU is visible, so a test never
+starts GPU work). Not run: the doctor's ``pip install`` / ``cargo build`` fixes (they need the
+network or a toolchain; the doctor's tests check their exact text instead).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cutile_workbench.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+TILEGYM = ROOT / ".fetched" / "TileGym"
+RMS = ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session" / "rms_norm"
+
+
+@pytest.fixture(autouse=True)
+def _no_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CUTILE_KERNEL_OUT_ROOT", raising=False)
+    monkeypatch.delenv("TILEGYM_PATH", raising=False)
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Path | None]]:
+    """``run_app`` loads the workspace exactly as the TUI does, then returns instead of drawing."""
+    import cutile_workbench.tui.app as app_module
+    from cutile_workbench.tui.loaders import load_app_data
+
+    seen: list[tuple[str, Path | None]] = []
+
+    def load_only(kernel: str, *, out_root: Path | None, tilegym: Path | None, **_kw: object) -> int:
+        data = load_app_data(kernel, out_root=out_root, tilegym=tilegym)
+        seen.append((data.kernel, out_root))
+        return 0
+
+    monkeypatch.setattr(app_module, "run_app", load_only)
+    return seen
+
+
+def _no_gpu() -> None:
+    from cutile_workbench.services.runs import gpu_probe
+
+    if gpu_probe(sys.executable)[0]:
+        pytest.skip("a GPU is visible here: the pasted line would start GPU work")
+
+
+def _cli(line: str) -> list[str]:
+    words = shlex.split(line)
+    assert words[0] == "cutile-workbench", line
+    return words[1:]
+
+
+def _first_params(kernel_dir: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["table", kernel_dir.name, "--out-root", str(kernel_dir.parent), "--csv"]) == 0
+    return capsys.readouterr().out.splitlines()[1].split(",")[1]
+
+
+def test_runs_no_gpu_advice_opens_the_recorded_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], opened: list[tuple[str, Path | None]]
+) -> None:
+    _no_gpu()
+    assert main(["run", "rms_norm", "--out-root", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    open_line = re.search(r"open it with: (cutile-workbench [^ ]+ [^ ]+ rms_norm)", err)
+    timeline_line = re.search(r"\(or: (cutile-workbench timeline rms_norm --config <params>)\)", err)
+    assert open_line and timeline_line, err
+    assert main(_cli(open_line.group(1))) == 0 and opened[-1][0] == "rms_norm"
+    params = _first_params(RMS, capsys)
+    assert main(_cli(timeline_line.group(1).replace("<params>", params))) == 0
+
+
+def test_the_read_only_advice_copies_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "e", "rms_norm", "--yes", "--no-real-scripts"]) == 2
+    err = capsys.readouterr().err
+    m = re.search(r"copy it \(cp -r (\S+) <dir>/\) and pass --out-root <dir>, or use (--dry-run)", err)
+    assert m, err
+    subprocess.run(["cp", "-r", m.group(1), f"{tmp_path}/"], check=True)
+    assert main(["report", "e", "rms_norm", "--out-root", str(tmp_path), "--yes", "--no-real-scripts"]) in (
+        0,
+        1,
+    )
+    assert (tmp_path / "rms_norm" / "reports" / "performance.md").is_file()
+    assert main(["report", "e", "rms_norm", m.group(2), "--no-real-scripts"]) in (0, 1)
+
+
+def test_the_unknown_kernel_advice_lists_the_kernels(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["table", "rms_nrom"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean rms_norm" in err
+    hint = re.search(r"all: (cutile-workbench kernels)\)", err)
+    assert hint and main(_cli(hint.group(1))) == 0
+    assert "rms_norm" in capsys.readouterr().out
+
+
+def test_the_doctors_no_gpu_advice_opens_the_embedded_default(
+    capsys: pytest.CaptureFixture[str], opened: list[tuple[str, Path | None]]
+) -> None:
+    _no_gpu()
+    main(["doctor"])
+    gpu_line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("FAIL GPU and driver"))
+    hint = re.search(r"open a recorded session: (cutile-workbench \w+)$", gpu_line)
+    assert hint, gpu_line
+    assert main(_cli(hint.group(1))) == 0 and opened == [("matmul", None)]
+
+
+@pytest.mark.parametrize("kernel,backend", [("rms_norm", "triton"), ("matmul", "cutile")])
+def test_calibrates_measure_again_advice_runs_up_to_the_gpu(
+    kernel: str, backend: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_gpu()
+    if kernel == "matmul" and not (TILEGYM / "tests" / "ops").is_dir():
+        pytest.skip("TileGym snapshot absent (.fetched/TileGym)")
+    assert main(["calibrate", kernel, "-b", backend]) == 2
+    err = capsys.readouterr().err
+    hint = re.search(r"measure it again on a GPU node: `([^`]+)`", err)
+    assert hint, err
+    out = tmp_path / "out"
+    out.mkdir()
+    line = hint.group(1).replace("OUT", str(out)).replace("DIR", str(TILEGYM))
+    line = line.replace("cutile-workbench", f"{shlex.quote(sys.executable)} -m cutile_workbench")
+    proc = subprocess.run(
+        ["bash", "-c", line], capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ)
+    )
+    text = proc.stdout + proc.stderr
+    # pasted as printed, it copies the session and reaches the GPU check of the baseline's first run
+    assert (out / kernel).is_dir() and "calibrate: baseline run 1 of 2" in text, text
+    assert "No GPU on this machine" in text and "error: key" not in text, text
+    assert proc.returncode == 2
+    shutil.rmtree(out)
+
+
+def test_a_refusals_doctor_line_checks_the_same_child(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SYNTHETIC child: a venv without pytest. The refusal names the doctor with that Python; pasted, it
+    shows the same failing line."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["run", "rms_norm", "--out-root", str(out), "--python", py, "--skip-gpu-check"]) == 2
+    err = capsys.readouterr().err
+    hint = re.search(r"\(`(cutile-workbench doctor [^`]+)` checks everything a run needs\)", err)
+    assert hint, err
+    assert main(_cli(hint.group(1))) == 1
+    assert f"FAIL pytest in the child: pytest is not importable in {py}" in capsys.readouterr().out
+
+
+def test_timelines_no_capture_advice_names_the_kernel_and_out_root(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_gpu()
+    shutil.copytree(RMS, tmp_path / "rms_norm")
+    (tmp_path / "rms_norm" / "workbench" / "launches.json.gz").unlink()
+    params = _first_params(tmp_path / "rms_norm", capsys)
+    assert main(["timeline", "rms_norm", "--out-root", str(tmp_path), "--config", params]) == 2
+    err = capsys.readouterr().err
+    hint = re.search(r"run `(cutile-workbench run [^`]+)` on a GPU node first", err)
+    assert hint, err
+    assert main(_cli(hint.group(1))) == 2  # planned and refused at the GPU check, nothing else
+    assert "No GPU on this machine" in capsys.readouterr().err

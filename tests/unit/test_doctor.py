@@ -1,0 +1,184 @@
+"""``doctor`` and the preflight of ``run`` / ``probe`` / ``report f --demonstrate`` (issue 36).
+
+The child Python without pytest is SYNTHETIC: a ``venv --without-pip`` of this interpreter (no site
+packages), i.e. the venv the README's first set-up command makes on a GPU node before the ``dev``
+extra. The TileGym tree is the real snapshot (75a1430) where the test needs one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cutile_workbench.cli import main
+from cutile_workbench.services.doctor import CHECK_ORDER, DoctorRequest, diagnose, preflight
+
+PROFILES = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles"
+TILEGYM = Path(__file__).resolve().parents[2] / ".fetched" / "TileGym"
+needs_tilegym = pytest.mark.skipif(
+    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot absent (.fetched/TileGym)"
+)
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """SYNTHETIC: a Python with no pytest (a venv without pip or site packages)."""
+    venv = tmp_path_factory.mktemp("bare") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    probe = subprocess.run([str(py), "-c", "import pytest"], capture_output=True)
+    assert probe.returncode != 0, "the synthetic child Python must not have pytest"
+    return str(py)
+
+
+def test_preflight_names_missing_pytest_with_the_exact_fix(bare_python: str) -> None:
+    failing = preflight("run", python=bare_python)
+    assert failing is not None and failing.key == "pytest"
+    assert failing.fix == f"{bare_python} -m pip install pytest"
+    assert preflight("run", python=sys.executable) is None
+
+
+def test_run_refuses_before_any_gpu_work_or_write(
+    bare_python: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_root = tmp_path / "out"
+    out_root.mkdir()
+    rc = main(["run", "rms_norm", "--out-root", str(out_root), "--python", bare_python, "--skip-gpu-check"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "FAIL pytest in the child" in err and f"fix: {bare_python} -m pip install pytest" in err
+    assert list(out_root.iterdir()) == []  # nothing written, no kernel dir made
+
+
+def test_run_refuses_a_python_that_does_not_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(
+        [
+            "run",
+            "rms_norm",
+            "--out-root",
+            str(tmp_path),
+            "--python",
+            str(tmp_path / "nope"),
+            "--skip-gpu-check",
+        ]
+    )
+    assert rc == 2
+    assert "FAIL child Python" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_probe_refuses_a_child_without_pytest(
+    bare_python: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    shutil.copytree(PROFILES / "rms_norm" / "session" / "rms_norm", tmp_path / "rms_norm")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    monkeypatch.setattr(sys, "executable", bare_python)  # probe's child is this Python
+    rc = main(["probe", "rms_norm", "--out-root", str(tmp_path), "--config", "4096-1024-torch.bfloat16"])
+    assert rc == 2, capsys.readouterr()
+    assert "FAIL pytest in the child" in capsys.readouterr().err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_demonstrate_without_tilegym_refuses_before_writing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from history_helpers import RECORDED_TILEGYM
+
+    monkeypatch.delenv("TILEGYM_PATH", raising=False)
+    shutil.copytree(RECORDED_TILEGYM / "matmul", tmp_path / "matmul")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    rc = main(["report", "f", "matmul", "--out-root", str(tmp_path), "--demonstrate", "--yes"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "FAIL TileGym tree" in err and "fix: pass --tilegym" in err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_doctor_lists_every_check_in_order_and_exits_1_when_one_fails(
+    bare_python: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TILEGYM_PATH", raising=False)
+    rc = main(["doctor", "--python", bare_python, "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 1 and data["ready"] is False
+    keys = [c["key"] for c in data["checks"]]
+    assert keys == [k for k in CHECK_ORDER if k in keys]  # the order a run needs them
+    by_key = {c["key"]: c for c in data["checks"]}
+    assert (
+        by_key["pytest"]["status"] == "fail"
+        and by_key["pytest"]["fix"] == f"{bare_python} -m pip install pytest"
+    )
+    assert by_key["torch"]["status"] == "fail" and bare_python in by_key["torch"]["fix"]
+    assert (
+        by_key["nvml"]["status"] == "warn"
+        and by_key["nvml"]["fix"] == f"{bare_python} -m pip install nvidia-ml-py"
+    )
+    assert by_key["tilegym"]["status"] == "skip" and by_key["slurm"]["status"] == "skip"
+    for c in data["checks"]:
+        assert c["status"] in ("ok", "fail", "warn", "skip")
+        assert (c["fix"] is not None) == (c["status"] in ("fail", "warn")), c
+
+
+def test_doctor_text_is_one_line_per_check_then_the_summary(
+    bare_python: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(["doctor", "--python", bare_python])
+    lines = capsys.readouterr().out.splitlines()
+    assert rc == 1
+    assert lines[-1].startswith("ready: no (")
+    assert any(ln.startswith("FAIL pytest in the child:") and "— fix: " in ln for ln in lines)
+
+
+@needs_tilegym
+def test_doctor_on_the_real_tilegym_tree_names_the_unbuilt_cutile_rs_library(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = diagnose(DoctorRequest(python=sys.executable, tilegym=TILEGYM))
+    by_key = {c.key: c for c in report.checks}
+    assert by_key["tilegym"].status == "ok"
+    rs = by_key["cutile-rs"]
+    # the snapshot pins cutile = "=0.2.0" and ships no built library
+    assert rs.status == "fail" and "cutile 0.2.0" in rs.detail
+    assert (
+        rs.fix
+        == f"cargo build --release --manifest-path {TILEGYM / 'src/tilegym/ops/cutile_rs/cutile_kernels/Cargo.toml'}"
+    )
+    assert by_key["tilegym-import"].status == "fail"
+    assert by_key["tilegym-import"].fix == f"{sys.executable} -m pip install -e {TILEGYM}"
+
+
+def test_doctor_on_a_dir_that_is_not_tilegym(tmp_path: Path) -> None:
+    report = diagnose(DoctorRequest(python=sys.executable, tilegym=tmp_path))
+    by_key = {c.key: c for c in report.checks}
+    assert by_key["tilegym"].status == "fail" and "no tests/ops/" in by_key["tilegym"].detail
+
+
+def _stub(bin_dir: Path, name: str, line: str) -> None:
+    """SYNTHETIC ``name --version`` printing ``line`` (ptxas's format)."""
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / name
+    exe.write_text(f"#!/bin/sh\necho '{line}'\n")
+    exe.chmod(0o755)
+
+
+def test_a_ptxas_older_than_tileiras_fails_with_the_cuda_home_fix(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    _stub(bin_dir, "tileiras", "Cuda compilation tools, release 13.4, V13.4.92")
+    _stub(bin_dir, "ptxas", "Cuda compilation tools, release 13.0, V13.0.88")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
+    assert by_key["tileiras"].status == "ok"
+    ptxas = by_key["ptxas"]
+    assert ptxas.status == "fail" and "older than tileiras 13.4" in ptxas.detail
+    assert ptxas.fix is not None and ptxas.fix.startswith("export CUDA_HOME=")
+    _stub(bin_dir, "ptxas", "Cuda compilation tools, release 13.4, V13.4.92")
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
+    assert by_key["ptxas"].status == "ok"
