@@ -199,6 +199,70 @@ def build_session(root: Path, n: int) -> tuple[Path, str]:
     return kdir, _replica_params(params[0], (n - 1) // 6)
 
 
+def _rerecord_block(block: str, factor: float) -> str:
+    """One test block with its forward samples (and their statistics) scaled by ``factor``, as a
+    re-run of that config that measured it ``factor`` slower writes it (record_json line only: the
+    parser reads the record from it)."""
+    out = []
+    for line in block.splitlines(keepends=True):
+        if line.startswith("record_json: "):
+            doc = json.loads(line[len("record_json: ") :])
+            for fw in doc["benchmark"].values():
+                fwd = fw.get("forward")
+                if isinstance(fwd, dict):
+                    for k in ("mean", "median", "min", "max", "std"):
+                        if isinstance(fwd.get(k), float):
+                            fwd[k] *= factor
+                    if isinstance(fwd.get("samples"), list):
+                        fwd["samples"] = [x * factor for x in fwd["samples"]]
+            line = "record_json: " + json.dumps(doc) + "\n"
+        out.append(line)
+    return "".join(out)
+
+
+def rerecord_config(kdir: Path, params: str, factor: float = 1.03) -> None:
+    """ "After one config changed": ``params``'s samples re-recorded in both logs (scaled by ``factor``)
+    and its capture members rewritten (every launch's duration scaled), as a re-run of that one
+    config writes them; every other config's bytes stay as they were (the store's other members are
+    copied raw)."""
+    import dataclasses
+
+    from cutile_workbench.artifacts.launch_store import open_store, write_store
+
+    for rel in (CANDIDATE_LOG, BASELINE_LOG):
+        path = kdir / rel
+        lines = path.read_text().splitlines(keepends=True)
+        starts = [i for i, ln in enumerate(lines) if ln.startswith("tests/") and "::test_perf[" in ln]
+        ends = [*starts[1:], next(i for i in range(starts[-1], len(lines)) if lines[i].startswith("===="))]
+        hit = [(a, b) for a, b in zip(starts, ends, strict=True) if lines[a].rstrip().endswith(f"-{params}]")]
+        if len(hit) != 1:
+            raise SystemExit(f"{rel}: {len(hit)} blocks of {params!r}")
+        a, b = hit[0]
+        block = _rerecord_block("".join(lines[a:b]), factor)
+        path.write_text("".join(lines[:a]) + block + "".join(lines[b:]))
+    data = kdir / "workbench/launches.json.gz"
+    store = open_store(data)
+    mine = set(store.indices_for_params(params))
+    items: list = []
+    for i, raw in enumerate(store.raw_members()):
+        if i not in mine:
+            items.append(raw)
+            continue
+        s = store[i]
+        calls = [
+            dataclasses.replace(
+                c,
+                launches=tuple(
+                    dataclasses.replace(x, end_ns=x.start_ns + round((x.end_ns - x.start_ns) * factor))
+                    for x in c.launches
+                ),
+            )
+            for c in s.calls
+        ]
+        items.append(dataclasses.replace(s, calls=calls))
+    write_store(data, items)
+
+
 def build_history(root: Path, runs: int) -> Path:
     from history_helpers import SP_2048, candidate_configs, copy_matmul, derived_entry, provenance, utc
 
