@@ -369,6 +369,36 @@ class LaunchStore(Sequence[LaunchSet]):
     def for_nodeid(self, nodeid: str) -> list[LaunchSet]:
         return [self._decode(i) for i in self._by_nodeid.get(nodeid, ())]
 
+    def member_digests(self) -> dict[str, str]:
+        """``{params: digest}`` of each config's stored members (their compressed bytes and index
+        entries; nothing decompressed or decoded, one sequential read): a per-config cache key."""
+        by: dict[str, hashlib._Hash] = {}
+        order = sorted(range(len(self.entries)), key=lambda i: self.entries[i].offset)
+        fh = None
+        try:
+            if self._data is None:
+                assert self._data_path is not None
+                fh = open(self._data_path, "rb")
+            for i in order:
+                e = self.entries[i]
+                if fh is None:
+                    assert self._data is not None
+                    raw = self._data[e.offset : e.offset + e.length]
+                else:
+                    fh.seek(e.offset)
+                    raw = fh.read(e.length)
+                h = by.setdefault(e.params, hashlib.sha256())
+                h.update(f"{i}\0{e.nodeid}\0{e.backend}\0{e.source}\0{e.calls}\0{len(raw)}\0".encode())
+                h.update(raw)
+        except OSError as exc:
+            raise InputError(
+                f"cannot read launches file: {exc.strerror or exc}", path=str(self.source)
+            ) from None
+        finally:
+            if fh is not None:
+                fh.close()
+        return {p: h.hexdigest() for p, h in by.items()}
+
     def raw_members(self, keep: Iterable[int] | None = None) -> Iterator[RawMember]:
         """The stored members (payload bytes, no JSON parsing) of ``keep`` (default: all), for a merge."""
         for i in range(len(self)) if keep is None else keep:

@@ -180,8 +180,10 @@ def identify(
     *,
     wrapper_calls: Sequence[str] = (),
     evidence: str = "",
+    any_capture: bool | None = None,
 ) -> CandidateIdentity:
-    """One row's identity (see the module docstring)."""
+    """One row's identity (see the module docstring). ``launch_sets`` may be that config's sets alone;
+    ``any_capture`` then says whether the session has a capture file at all (default: any set given)."""
     same = sets_for(launch_sets, row.params)
     cand_sets = [s for s in same if same_backend(s.backend, candidate_backend)]
     if not cand_sets:
@@ -192,7 +194,7 @@ def identify(
     if not cand_sets:
         why = (
             "no per-launch capture of the candidate for this config"
-            if launch_sets
+            if (bool(launch_sets) if any_capture is None else any_capture)
             else "no per-launch capture (workbench/launches.json.gz absent)"
         )
         return CandidateIdentity(
