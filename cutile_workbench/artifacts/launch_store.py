@@ -371,7 +371,11 @@ class LaunchStore(Sequence[LaunchSet]):
 
     def member_digests(self) -> dict[str, str]:
         """``{params: digest}`` of each config's stored members (their compressed bytes and index
-        entries; nothing decompressed or decoded, one sequential read): a per-config cache key."""
+        entries; nothing decompressed or decoded, one sequential read): a per-config cache key.
+        Computed once per store."""
+        done: dict[str, str] | None = self.memo.get("member_digests")
+        if done is not None:
+            return done
         by: dict[str, hashlib._Hash] = {}
         order = sorted(range(len(self.entries)), key=lambda i: self.entries[i].offset)
         fh = None
@@ -397,7 +401,9 @@ class LaunchStore(Sequence[LaunchSet]):
         finally:
             if fh is not None:
                 fh.close()
-        return {p: h.hexdigest() for p, h in by.items()}
+        done = {p: h.hexdigest() for p, h in by.items()}
+        self.memo["member_digests"] = done
+        return done
 
     def raw_members(self, keep: Iterable[int] | None = None) -> Iterator[RawMember]:
         """The stored members (payload bytes, no JSON parsing) of ``keep`` (default: all), for a merge."""

@@ -360,6 +360,7 @@ def trust_context(
 def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -> ConfigTrust:
     """One config's trust from its own sets, decoded once (identity and the reference's config share them)."""
     same = sets_for(ctx.launch_sets, row.params)
+    _keep_summaries(ctx, row.params, same)
     if ctx.unreadable:
         ident = CandidateIdentity(
             row.params,
@@ -391,6 +392,15 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             names_memo=ctx.names_memo,
         )
     return ConfigTrust(ident, ref)
+
+
+def _keep_summaries(ctx: TrustContext, params: str, same: list[LaunchSet]) -> None:
+    """F summarises every config's sets too: done from this decode, not a second one (issue 31)."""
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+    from cutile_workbench.evidence.launches import config_summaries
+
+    if isinstance(ctx.launch_sets, LaunchStore) and same:
+        config_summaries(ctx.launch_sets, params, same)
 
 
 def _shard(key: str) -> str:
