@@ -173,6 +173,9 @@ class _Reader:
         )
 
     def call(self, value: Any, key: str, backend: str) -> CallCapture:
+        fast = _fast_call(value, backend)  # the common, valid case (issue 31); None: any doubt
+        if fast is not None:
+            return fast
         d = self.obj(value, key)
         launches = self.list_(d.get("launches", []), f"{key}.launches")
         return CallCapture(
@@ -199,6 +202,106 @@ class _Reader:
             calls=[self.call(c, f"{key}.calls[{i}]", backend) for i, c in enumerate(calls)],
             source=source,
         )
+
+
+_OPT_INT = (
+    "registers_per_thread",
+    "static_smem",
+    "dynamic_smem",
+    "stream_id",
+    "graph_id",
+    "graph_node_id",
+    "bytes",
+)
+_OPT_STR = ("demangled", "copy_kind", "api_name")
+
+
+def _fast_dims(value: Any) -> tuple[int, int, int] | bool | None:
+    """``dims`` of a valid value; False when it is not (the strict reader then names the key)."""
+    if value is None:
+        return None
+    if type(value) is not list or len(value) != 3:
+        return False
+    x, y, z = value
+    if type(x) is not int or type(y) is not int or type(z) is not int or x < 0 or y < 0 or z < 0:
+        return False
+    return (x, y, z)
+
+
+def _fast_launch(d: Any) -> Launch | None:
+    """:meth:`_Reader.launch` of a valid launch, checking exactly what it checks (JSON gives exact
+    ``int``/``str``/``list`` types, so ``type(v) is int`` is its ``isinstance`` minus ``bool``);
+    None on any doubt, for the strict reader to raise its located error."""
+    if type(d) is not dict:
+        return None
+    get = d.get
+    kind, name, start, end, cid = (
+        get("kind"),
+        get("name"),
+        get("start_ns"),
+        get("end_ns"),
+        get("correlation_id"),
+    )
+    if (
+        type(kind) is not str
+        or kind not in _KINDS
+        or type(name) is not str
+        or type(start) is not int
+        or type(end) is not int
+        or type(cid) is not int
+        or end < start
+    ):
+        return None
+    opt: dict[str, Any] = {}
+    for n in _OPT_INT:
+        v = get(n)
+        if v is not None and type(v) is not int:
+            return None
+        opt[n] = v
+    for n in _OPT_STR:
+        v = get(n)
+        if v is not None and type(v) is not str:
+            return None
+        opt[n] = v
+    grid, block = _fast_dims(get("grid")), _fast_dims(get("block"))
+    if grid is False or block is False:
+        return None
+    return Launch(
+        kind=kind,  # type: ignore[arg-type]  # checked against _KINDS above
+        name=name,
+        start_ns=start,
+        end_ns=end,
+        correlation_id=cid,
+        grid=grid,  # type: ignore[arg-type]  # False excluded above
+        block=block,  # type: ignore[arg-type]
+        **opt,
+    )
+
+
+def _fast_call(d: Any, backend: str) -> CallCapture | None:
+    """:meth:`_Reader.call` of a valid call (see :func:`_fast_launch`); None on any doubt."""
+    if type(d) is not dict:
+        return None
+    get = d.get
+    index, cb, hs, he = get("index"), get("backend"), get("host_start_ns"), get("host_end_ns")
+    launches = get("launches", [])
+    if (
+        type(index) is not int
+        or (cb is not None and type(cb) is not str)
+        or type(hs) is not int
+        or type(he) is not int
+        or type(launches) is not list
+    ):
+        return None
+    out = []
+    for x in launches:
+        launch = _fast_launch(x)
+        if launch is None:
+            return None
+        out.append(launch)
+    return CallCapture(
+        index=index, backend=cb or backend, host_start_ns=hs, host_end_ns=he, launches=tuple(out)
+    )
 
 
 def _tname(typ: type | tuple[type, ...]) -> str:

@@ -23,7 +23,7 @@ through ``services.stage_e.trust`` and ``stages.e.report.workspace_trust``) keep
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import (
     CandidateIdentity,
+    SideLaunch,
     identify,
     sets_for,
     side_launch,
     summary_line,
     wrapper_delegations,
 )
-from cutile_workbench.evidence.launches import same_backend
+from cutile_workbench.evidence.launches import LaunchSummary, same_backend
 from cutile_workbench.evidence.reference_config import (
     ReferenceConfig,
     decode_cutile_symbol,
@@ -126,10 +127,11 @@ def _reference_for_row(
     reference_wrapper: Path | None,
     ir_entry: str | None,
     names_memo: dict[str, tuple[list[str] | None, str]] | None = None,
+    side_of: Callable[[LaunchSet], SideLaunch | None] | None = None,
 ) -> ReferenceConfig:
     """One matched row's reference config from that config's sets ``same`` (see the module docstring)."""
     base_set = next((s for s in same if s.calls and same_backend(s.backend, row.baseline_backend)), None)
-    side = side_launch(base_set) if base_set is not None else None
+    side = (side_of or side_launch)(base_set) if base_set is not None else None
     symbol = side.symbol if side is not None else None
     grid = block = regs = smem = None
     if side is not None:
@@ -360,7 +362,12 @@ def trust_context(
 def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -> ConfigTrust:
     """One config's trust from its own sets, decoded once (identity and the reference's config share them)."""
     same = sets_for(ctx.launch_sets, row.params)
-    _keep_summaries(ctx, row.params, same)
+    summaries = _keep_summaries(ctx, row.params, same)
+
+    def side(ls: LaunchSet) -> SideLaunch | None:
+        got = next((summ for s, summ in zip(same, summaries, strict=True) if s is ls), False)
+        return side_launch(ls, got)
+
     if ctx.unreadable:
         ident = CandidateIdentity(
             row.params,
@@ -379,6 +386,7 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             wrapper_calls=ctx.wrapper_calls,
             evidence=ctx.evidence,
             any_capture=ctx.any_capture,
+            side=side,
         )
     ref = None
     if ref_row is not None:
@@ -390,17 +398,21 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             reference_wrapper=ctx.reference_wrapper,
             ir_entry=ctx.ir_entries.get(ref_row.params),
             names_memo=ctx.names_memo,
+            side_of=side,
         )
     return ConfigTrust(ident, ref)
 
 
-def _keep_summaries(ctx: TrustContext, params: str, same: list[LaunchSet]) -> None:
-    """F summarises every config's sets too: done from this decode, not a second one (issue 31)."""
+def _keep_summaries(ctx: TrustContext, params: str, same: list[LaunchSet]) -> list[LaunchSummary | None]:
+    """Each of ``same``'s :func:`summarize_launch_set`, once: identity and the reference's config read
+    their main kernels from them, and F's launch summaries are kept from this decode (issue 31)."""
     from cutile_workbench.artifacts.launch_store import LaunchStore
-    from cutile_workbench.evidence.launches import config_summaries
+    from cutile_workbench.evidence.launches import config_summaries, summarize_launch_set
 
     if isinstance(ctx.launch_sets, LaunchStore) and same:
-        config_summaries(ctx.launch_sets, params, same)
+        by_index = config_summaries(ctx.launch_sets, params, same)
+        return [by_index[i] for i in ctx.launch_sets.indices_for_params(params)]
+    return [summarize_launch_set(s) for s in same]
 
 
 def _shard(key: str) -> str:

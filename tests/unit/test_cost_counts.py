@@ -196,3 +196,32 @@ def test_rerecorded_config_is_seen_changed(session: tuple[Path, str]) -> None:
         for i, s in enumerate(open_store(kdir / "workbench/launches.json.gz"))
     }
     assert {sets_after[i][0] for i in sets_after if sets_after[i] != sets_before[i]} == {config}
+
+
+def test_fast_launch_reader_is_the_strict_reader() -> None:
+    """The fast path of the launches reader (issue 31) builds exactly what the strict reader builds, on
+    every REAL recorded capture, and leaves a malformed launch to the strict reader's located error."""
+    import copy
+    import gzip
+    import json
+
+    from cutile_workbench.artifacts import launches_io
+    from cutile_workbench.errors import InputError
+
+    files = sorted((REPO / "cutile_workbench" / "profiles").glob("*/session/*/workbench/launches.json.gz"))
+    assert files
+    for path in files:
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        fast = launches_io.sets_from_document(doc, str(path))
+        try:
+            launches_io._fast_call, real = (lambda d, b: None), launches_io._fast_call  # type: ignore[assignment]
+            slow = launches_io.sets_from_document(doc, str(path))
+        finally:
+            launches_io._fast_call = real
+        assert fast == slow and sum(len(s.calls) for s in fast) > 0, path
+    bad = copy.deepcopy(doc)
+    bad["sets"][-1]["calls"][-1]["launches"][0]["grid"] = [1, -2, 1]  # SYNTHETIC: one bad dim
+    with pytest.raises(InputError) as err:
+        launches_io.sets_from_document(bad, "x.json.gz")
+    n_sets, n_calls = len(bad["sets"]) - 1, len(bad["sets"][-1]["calls"]) - 1
+    assert err.value.key == f"sets[{n_sets}].calls[{n_calls}].launches[0].grid"
