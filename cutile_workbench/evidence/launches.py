@@ -217,8 +217,6 @@ def config_summaries(
     (issue 31: a re-run of one config re-summarises that config alone). ``sets``: the config's sets
     already decoded by the caller (trust decodes them once for identity, the reference's config and
     this)."""
-    from cutile_workbench.artifacts.derive_cache import cached_derivation
-
     idx = store.indices_for_params(params)
 
     def compute() -> dict[int, LaunchSummary | None]:
@@ -227,13 +225,21 @@ def config_summaries(
 
     if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
         return compute()
-    digest = store.member_digests().get(params, "")
-    key = f"{_summary_code()}\0{params}\0{digest}"
-    import hashlib
+    digest = f"{_summary_code()}\0{store.member_digests().get(params, '')}"
+    cache = summaries_cache(store)
+    hit = cache.get(params, digest)
+    if isinstance(hit, dict):
+        return hit
+    got = compute()
+    cache.put(params, digest, got)  # written by the caller's flush (once per kernel, not per config)
+    return got
 
-    shard = hashlib.sha256(key.encode()).hexdigest()[:2]
-    # one directory per leading byte: derive_cache bounds the files per kind (a 1,000-config session)
-    return cached_derivation(f"launch-summaries-config/{shard}", [], key, [], compute)
+
+def summaries_cache(store: Any) -> Any:
+    """The per-config file of a store's launch summaries (:mod:`cutile_workbench.artifacts.config_cache`)."""
+    from cutile_workbench.artifacts.config_cache import ConfigCache
+
+    return ConfigCache.open("launch-summaries-config", str(store.source))
 
 
 def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
@@ -246,6 +252,8 @@ def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
     memo = {}
     for params in store.params():
         memo.update(config_summaries(store, params))
+    if store.data_path is not None:
+        summaries_cache(store).flush()
     store.memo["summaries"] = memo
     return memo
 

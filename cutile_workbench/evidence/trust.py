@@ -227,6 +227,7 @@ class ConfigTrust:
 class TrustContext:
     """The whole-kernel inputs every config's trust reads, read once (see the module docstring)."""
 
+    root: str  # the kernel dir: the per-config file's owner
     candidate_framework: str
     launch_sets: Sequence[LaunchSet]
     any_capture: bool
@@ -344,6 +345,7 @@ def trust_context(
     ):
         h.update(f"{len(data)}\0".encode() + data)
     return TrustContext(
+        root=str(paths.root),
         candidate_framework=candidate_framework,
         launch_sets=launch_sets,
         any_capture=bool(launch_sets),
@@ -415,24 +417,28 @@ def _keep_summaries(ctx: TrustContext, params: str, same: list[LaunchSet]) -> li
     return [summarize_launch_set(s) for s in same]
 
 
-def _shard(key: str) -> str:
-    # one directory per leading byte: derive_cache keeps a bounded number of files per kind, and a
-    # 1,000-config session must keep all of its configs' entries
-    return f"trust-config/{key[:2]}"
+def _row_cache(ctx: TrustContext) -> Any:
+    from cutile_workbench.artifacts.config_cache import ConfigCache
+
+    return ConfigCache.open("trust-config", ctx.root)
 
 
 def config_trust(
-    row: RatioRow, ctx: TrustContext, *, ref_row: RatioRow | None = None, cache: bool = True
+    row: RatioRow,
+    ctx: TrustContext,
+    *,
+    ref_row: RatioRow | None = None,
+    cache: bool = True,
+    flush: bool = True,
 ) -> ConfigTrust:
     """One config's trust (``ref_row``: the matched row whose reference config is wanted; default: ``row``
-    when it is ``OK``); with ``cache``, kept per content of that config's own inputs (module docstring)."""
+    when it is ``OK``); with ``cache``, kept per content of that config's own inputs (module docstring;
+    ``flush=False``: the caller writes the kernel's per-config file once, after its last config)."""
     if ref_row is None and row.status == "OK":
         ref_row = row
     members = ctx.member_digest(row.params) if cache else None
     if members is None:
         return _derive_config(row, ref_row, ctx)
-    from cutile_workbench.artifacts.derive_cache import cached_derivation
-
     key = hashlib.sha256(
         "\0".join(
             (
@@ -445,7 +451,24 @@ def config_trust(
             )
         ).encode()
     ).hexdigest()
-    return cached_derivation(_shard(key), [], key, [], lambda: _derive_config(row, ref_row, ctx))
+    store = _row_cache(ctx)
+    hit = store.get(row.params, key)
+    if isinstance(hit, ConfigTrust):
+        return hit
+    got = _derive_config(row, ref_row, ctx)
+    store.put(row.params, key, got)
+    if flush:
+        _flush(ctx)
+    return got
+
+
+def _flush(ctx: TrustContext) -> None:
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+    from cutile_workbench.evidence.launches import summaries_cache
+
+    _row_cache(ctx).flush()
+    if isinstance(ctx.launch_sets, LaunchStore):
+        summaries_cache(ctx.launch_sets).flush()
 
 
 def kernel_trust(
@@ -468,10 +491,12 @@ def kernel_trust(
     identities: dict[str, CandidateIdentity] = {}
     refs: dict[str, ReferenceConfig] = {}
     for params, row in first.items():
-        got = config_trust(row, ctx, ref_row=matched.get(params), cache=row_cache)
+        got = config_trust(row, ctx, ref_row=matched.get(params), cache=row_cache, flush=False)
         identities[params] = got.identity
         if got.reference is not None:
             refs[params] = got.reference
+    if row_cache:
+        _flush(ctx)  # one write of the kernel's per-config file (only when an entry changed)
     refs = {p: refs[p] for p in matched if p in refs}  # in the table's order of matched rows
     return KernelTrust(candidate_framework, identities, refs, ctx.wrapper_calls, ctx.notes)
 

@@ -40,13 +40,14 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]
 
 def _forget_process_memos() -> None:
     """What a new process starts with: nothing derived in memory."""
-    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.artifacts import config_cache, derive_cache
     from cutile_workbench.artifacts.perflog import parser
     from cutile_workbench.stages.e import e_table
 
     derive_cache._DERIVED.clear()
     e_table._MEMORY.clear()
     getattr(parser, "_MEMO", {}).clear()
+    config_cache.forget()
 
 
 class Counts:
