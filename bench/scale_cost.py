@@ -64,7 +64,22 @@ def report():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     out["cpu_s"] = ru.ru_utime + ru.ru_stime
     print("BENCH " + json.dumps(out), flush=True)
-if spec["kind"] == "cli":
+if spec["kind"] == "floor":  # the floor: parse both logs, each config's forward median (no workbench code)
+    import statistics
+    for rel in spec["logs"]:
+        medians = {}
+        with open(os.path.join(spec["kdir"], rel), encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("record_json: "):
+                    doc = json.loads(line[13:])
+                    for fw in doc["benchmark"].values():
+                        fwd = fw.get("forward") or {}
+                        if fwd.get("samples"):
+                            medians[doc["params"]] = statistics.median(fwd["samples"])
+        out[rel] = len(medians)
+    out["rc"] = 0
+    report()
+elif spec["kind"] == "cli":
     from cutile_workbench.cli import main
     sink = open(os.devnull, "w")
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()) as err:
@@ -288,15 +303,15 @@ def build_history(root: Path, runs: int) -> Path:
     return root
 
 
-def measure(spec: dict, cache: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUTILE_WORKBENCH_CACHE": str(cache)}
+def measure(spec: dict, cache: Path, repo: Path = REPO) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(repo), "CUTILE_WORKBENCH_CACHE": str(cache)}
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(spec)],
         capture_output=True,
         text=True,
         env=env,
-        cwd=REPO,
+        cwd=repo,
         timeout=1800,
     )
     wall = time.perf_counter() - t0
@@ -312,6 +327,7 @@ def commands(kdir: Path, config: str) -> dict[str, dict]:
     root = str(kdir.parent)
     legacy = str(kdir.parent / "legacy")
     return {
+        "floor": {"kind": "floor", "kdir": str(kdir), "logs": [CANDIDATE_LOG, BASELINE_LOG]},
         "help": {"kind": "cli", "argv": ["--help"]},
         "table": {"kind": "cli", "argv": ["--out-root", root, "table", "matmul", "--json"]},
         "report-e": {"kind": "cli", "argv": ["--out-root", root, "report", "e", "matmul", "--dry-run"]},
@@ -344,6 +360,68 @@ def growth(points: list[tuple[int, float]]) -> float | None:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / den if den else None
 
 
+CASES = ("fresh", "warm", "changed")
+
+
+def run_cases(n: int, names: list[str], reps: int, trees: dict[str, Path], tmp: Path) -> dict:
+    """Issue 31's cases for one size: per command and code tree, ``fresh`` (an empty user cache),
+    ``warm`` (the same command again) and ``changed`` (one config re-recorded in both logs and its
+    capture members rewritten, :func:`rerecord_config`, then the command with the cache it left).
+    Every measurement is one fresh process; CPU seconds are the child's; the floor runs in the same
+    rep, so ratios to it are of one run."""
+    kdir, config = build_session(tmp, n)
+    specs = commands(kdir, config)
+    out: dict = {name: {t: {c: [] for c in CASES} for t in trees} for name in names}
+    flip = 0
+    for _rep in range(reps):
+        for name in names:
+            for tree, repo in trees.items():
+                cache = tmp / f"cache-{tree}-{name}"
+                shutil.rmtree(cache, ignore_errors=True)
+                cell = out[name][tree]
+                cell["fresh"].append(measure(specs[name], cache, repo))
+                cell["warm"].append(measure(specs[name], cache, repo))
+                flip ^= 1
+                rerecord_config(kdir, config, 1.03 if flip else 1 / 1.03)
+                cell["changed"].append(measure(specs[name], cache, repo))
+                shutil.rmtree(cache, ignore_errors=True)
+    return {"config_changed": config, "cells": out}
+
+
+def _cpu(reps: list[dict]) -> float | None:
+    ok = [r["cpu_s"] for r in reps if "cpu_s" in r]
+    return statistics.median(ok) if ok else None
+
+
+def print_cases(n: int, got: dict) -> None:
+    cells = got["cells"]
+    floor = statistics.median(
+        [
+            c
+            for case in CASES
+            for t in cells["floor"]
+            for c in [_cpu(cells["floor"][t][case])]
+            if c is not None
+        ]
+    )
+    print(f"N={n}: floor {floor:.3f} CPU-s", flush=True)
+    for name, trees in cells.items():
+        if name == "floor":
+            continue
+        for tree, cases in trees.items():
+            parts = []
+            for case in CASES:
+                cpu = _cpu(cases[case])
+                rss = max((r.get("maxrss_mib", 0) for r in cases[case]), default=0)
+                fails = [r for r in cases[case] if "failed" in r or r.get("rc") not in (0, 1)]
+                parts.append(
+                    "FAILED"
+                    if fails or cpu is None
+                    else f"{case} {cpu:.2f} s ({cpu / floor:.1f}x) {rss:.0f} MiB"
+                )
+            print(f"  {name} [{tree}]: " + " | ".join(parts), flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--configs", type=int, nargs="*", default=[10, 100, 1000, 10000])
@@ -353,7 +431,43 @@ def main() -> int:
     ap.add_argument("--big", type=int, default=10000, help="sizes ≥ this run only --big-only commands")
     ap.add_argument("--big-only", default="timeline,timeline-legacy,timeline-legacy-warm,help")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--cases",
+        default="",
+        help="issue 31's cases (fresh, warm, after one config changed) for these comma-separated commands "
+        "(the floor is added); --configs and --reps apply, history is skipped",
+    )
+    ap.add_argument(
+        "--tree",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="also measure the code tree at PATH (e.g. `git archive <commit>` unpacked), for --cases",
+    )
     ns = ap.parse_args()
+    if ns.cases:
+        trees = {"this": REPO, **{t.split("=", 1)[0]: Path(t.split("=", 1)[1]) for t in ns.tree}}
+        names = ["floor", *[c for c in ns.cases.split(",") if c and c != "floor"]]
+        results: dict = {
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "reps": ns.reps,
+            "trees": {k: str(v) for k, v in trees.items()},
+            "note": "shared 2-core CPU box, loaded by 7 engineers' processes: compare CPU seconds and "
+            "ratios to the floor of one run, not absolute wall times",
+            "sizes": {},
+        }
+        for n in ns.configs:
+            with tempfile.TemporaryDirectory() as tmp:
+                got = run_cases(n, names, ns.reps, trees, Path(tmp))
+            results["sizes"][str(n)] = got
+            print_cases(n, got)
+            if ns.out:
+                ns.out.parent.mkdir(parents=True, exist_ok=True)
+                ns.out.write_text(json.dumps(results, indent=1) + "\n")
+        return 0
     only = {c for c in ns.only.split(",") if c}
     big_only = {c for c in ns.big_only.split(",") if c}
     results: dict = {

@@ -226,3 +226,21 @@ def test_fast_launch_reader_is_the_strict_reader() -> None:
         launches_io.sets_from_document(bad, "x.json.gz")
     n_sets, n_calls = len(bad["sets"]) - 1, len(bad["sets"][-1]["calls"]) - 1
     assert err.value.key == f"sets[{n_sets}].calls[{n_calls}].launches[0].grid"
+
+
+def test_timeline_of_one_config_reads_that_config_alone(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`timeline --config` after `table` (warm user cache): no perf log parsed (E's cached table names
+    the row), and only that config's capture members decoded (today: both logs parsed, every row's
+    bootstrap recomputed for one row's trust)."""
+    from cutile_workbench.artifacts.launch_store import open_store
+
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    mine = set(open_store(kdir / "workbench/launches.json.gz").indices_for_params(config))
+    _forget_process_memos()
+    counts = Counts(monkeypatch)
+    assert _cli(kdir.parent, "timeline", "matmul", "--config", config, "--json") == 0
+    assert not counts.parses, dict(counts.parses)
+    assert counts.decodes and set(counts.decodes) <= mine, sorted(counts.decodes)
