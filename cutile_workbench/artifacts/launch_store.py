@@ -27,6 +27,8 @@ Contract:
   :meth:`LaunchStore.for_params` / :meth:`for_nodeid` decode only that config's members. Every set is
   validated on decode exactly as :func:`cutile_workbench.artifacts.launches_io.load_launch_sets` does (the error names
   the original file and ``sets[i]...``); a malformed file raises ``InputError``, never a traceback.
+  :meth:`LaunchStore.member_digests` hashes each config's stored members (compressed bytes, no
+  decoding; once per store): the key of that config's derived facts (issue 31).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Contract:
 - :func:`save_launch_sets` / :func:`load_launch_sets` round-trip ``list[LaunchSet]`` exactly.
   Loading anything malformed raises :class:`~cutile_workbench.errors.InputError` naming the file and the
-  key path (e.g. ``sets[2].calls[0].launches[1].start_ns``); never a bare traceback.
+  key path (e.g. ``sets[2].calls[0].launches[1].start_ns``); never a bare traceback. A valid call is
+  read through a fast path (:func:`_fast_call`, issue 31) that checks exactly what the strict reader
+  checks; on any doubt the strict reader reads it and raises the located error.
 - :func:`launch_sets_from_events` rebuilds sets from ``"launches"`` event dicts (JSON-lines stream).
 - :func:`to_chrome_trace` returns Chrome-trace JSON (Perfetto opens it): one process per backend,
   one thread lane per stream, categories ``kernel``/``memcpy``/``memset``, args grid/block/regs/smem.
