@@ -244,3 +244,32 @@ def test_timeline_of_one_config_reads_that_config_alone(
     assert _cli(kdir.parent, "timeline", "matmul", "--config", config, "--json") == 0
     assert not counts.parses, dict(counts.parses)
     assert counts.decodes and set(counts.decodes) <= mine, sorted(counts.decodes)
+
+
+def test_cheap_table_is_the_full_table_without_its_bootstrap(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cheap facts a face can paint first (issue 31 §3): every row's medians and ratio, the geomean
+    and severity, equal to the full table's, with no bootstrap draw and no capture decoded."""
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.stages.e import stats
+    from cutile_workbench.stages.e.e_table import cheap_table, load_e_table
+
+    kdir, _ = session
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    full = load_e_table(ws, use_cache=False).table
+    _forget_process_memos()
+    counts = Counts(monkeypatch)
+    draws: list[int] = []
+    real = stats.bootstrap_medians
+    monkeypatch.setattr(stats, "bootstrap_medians", lambda *a: draws.append(1) or real(*a))
+    cheap = cheap_table(stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None))
+    assert not draws and not counts.decodes
+    assert max(counts.parses.values()) == 1
+    key = ("func_key", "params", "status", "baseline_backend", "baseline_ms", "candidate_ms", "ratio")
+    assert [tuple(getattr(r, k) for k in key) for r in cheap.rows] == [
+        tuple(getattr(r, k) for k in key) for r in full.rows
+    ]
+    assert len(cheap.rows) == N and all(r.ci_low is None for r in cheap.rows)
+    assert any(r.ci_low is not None for r in full.rows)  # the full table has the CIs the cheap one lacks
+    assert (cheap.geomean, cheap.severity, cheap.verdict) == (full.geomean, full.severity, full.verdict)
