@@ -371,17 +371,17 @@ def config_trust(
     from cutile_workbench.artifacts.workspace import open_workspace
     from cutile_workbench.errors import WorkbenchError
     from cutile_workbench.evidence import trust as trust_mod
-    from cutile_workbench.stages.e.e_table import table_for_one_config
+    from cutile_workbench.stages.e.e_table import load_e_table
     from cutile_workbench.stages.e.report import framework_of
 
     ws = open_workspace(
         kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
     )
     try:
-        # E's cached table (no parse on a hit), else its rows without the bootstrap (issue 31)
-        table, frameworks = table_for_one_config(ws)
-        rows = [r for r in table.rows if r.params == config or config.endswith(f"[{r.params}]")]
-        framework = framework_of(frameworks)
+        # E's table as every face has it (cached per content of its inputs: no parse on a hit, issue 31)
+        et = load_e_table(ws)
+        rows = [r for r in et.table.rows if r.params == config or config.endswith(f"[{r.params}]")]
+        framework = framework_of(et.candidate_frameworks)
     except WorkbenchError as exc:
         return ConfigTrust(None, None, f"no candidate log: {exc.message}")
     if not rows:
@@ -389,6 +389,6 @@ def config_trust(
     # that one config's trust: its own capture members, its per-config cache entry (issue 31)
     ctx = trust_mod.trust_context(ws, candidate_framework=framework)
     row = rows[0]
-    ref_row = next((r for r in reversed(table.rows) if r.params == row.params and r.status == "OK"), None)
+    ref_row = next((r for r in reversed(et.table.rows) if r.params == row.params and r.status == "OK"), None)
     got = trust_mod.config_trust(row, ctx, ref_row=ref_row)
     return ConfigTrust(got.identity, got.reference)

@@ -273,27 +273,3 @@ def test_cheap_table_is_the_full_table_without_its_bootstrap(
     assert len(cheap.rows) == N and all(r.ci_low is None for r in cheap.rows)
     assert any(r.ci_low is not None for r in full.rows)  # the full table has the CIs the cheap one lacks
     assert (cheap.geomean, cheap.severity, cheap.verdict) == (full.geomean, full.severity, full.verdict)
-
-
-def test_timeline_after_one_config_changed_bootstraps_no_row(
-    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`timeline --config` right after a re-run of that config (E's cached table now stale): the logs are
-    parsed once each, no row is bootstrapped and only that config's members are decoded (before: every
-    row's bootstrap recomputed to find one row's status and baseline)."""
-    from cutile_workbench.artifacts.launch_store import open_store
-    from cutile_workbench.stages.e import stats
-
-    kdir, config = session
-    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
-    scale_cost.rerecord_config(kdir, config)
-    mine = set(open_store(kdir / "workbench/launches.json.gz").indices_for_params(config))
-    _forget_process_memos()
-    counts = Counts(monkeypatch)
-    draws: list[int] = []
-    real = stats.bootstrap_medians
-    monkeypatch.setattr(stats, "bootstrap_medians", lambda *a: draws.append(1) or real(*a))
-    assert _cli(kdir.parent, "timeline", "matmul", "--config", config, "--json") == 0
-    assert not draws
-    assert counts.parses and max(counts.parses.values()) == 1, dict(counts.parses)
-    assert counts.decodes and set(counts.decodes) <= mine, sorted(counts.decodes)

@@ -354,26 +354,3 @@ def cheap_table(ws: Workspace) -> RatioTable:
         )
     logs = ETable(table=None, key="", from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
     return build_ratio_table(ws.kernel, logs.candidate, logs.baselines, ws.analysis, n_boot=0)
-
-
-def table_for_one_config(ws: Workspace) -> tuple[RatioTable, tuple[str, ...]]:
-    """E's rows for a one-config question (``timeline --config``): the cached full table when there is
-    one for the current inputs (nothing parsed), else :func:`cheap_table` (the logs parsed once, no
-    bootstrap of every row for one row's status and baseline). Also the candidate records' frameworks."""
-    raws, _notes = candidate_raw_logs(ws)
-    if raws:
-        key = inputs_key(ws, raws, ws.analysis, seed=0, n_boot=2000)
-        hit: tuple[RatioTable, tuple[str, ...]] | None = None
-        if key in _MEMORY:
-            hit = _DataclassesOnly(io.BytesIO(_MEMORY[key])).load()[1:]
-        if hit is None:
-            hit = _load_cached(_cache_file(key), key)
-        if hit is not None:
-            return hit
-    table = cheap_table(ws)
-    from cutile_workbench.artifacts.perflog.parser import parse_perf_log
-
-    frameworks = sorted(
-        {r.framework for raw in raws for r in parse_perf_log(raw.path, text=raw.text, strict=True).records}
-    )
-    return table, tuple(frameworks)
