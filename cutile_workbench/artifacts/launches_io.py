@@ -230,54 +230,43 @@ def _fast_dims(value: Any) -> tuple[int, int, int] | bool | None:
     return (x, y, z)
 
 
+_TYPES: dict[str, type] = {
+    "kind": str,
+    "name": str,
+    "start_ns": int,
+    "end_ns": int,
+    "correlation_id": int,
+    **dict.fromkeys(_OPT_INT, int),
+    **dict.fromkeys(_OPT_STR, str),
+}
+_REQUIRED = ("kind", "name", "start_ns", "end_ns", "correlation_id")
+
+
 def _fast_launch(d: Any) -> Launch | None:
     """:meth:`_Reader.launch` of a valid launch, checking exactly what it checks (JSON gives exact
-    ``int``/``str``/``list`` types, so ``type(v) is int`` is its ``isinstance`` minus ``bool``);
-    None on any doubt, for the strict reader to raise its located error."""
+    ``int``/``str``/``list`` types, so ``type(v) is int`` is its ``isinstance`` minus ``bool``; a key
+    it does not read is ignored, a ``null`` is an absent key); None on any doubt, for the strict
+    reader to raise its located error."""
     if type(d) is not dict:
         return None
-    get = d.get
-    kind, name, start, end, cid = (
-        get("kind"),
-        get("name"),
-        get("start_ns"),
-        get("end_ns"),
-        get("correlation_id"),
-    )
-    if (
-        type(kind) is not str
-        or kind not in _KINDS
-        or type(name) is not str
-        or type(start) is not int
-        or type(end) is not int
-        or type(cid) is not int
-        or end < start
-    ):
-        return None
-    opt: dict[str, Any] = {}
-    for n in _OPT_INT:
-        v = get(n)
-        if v is not None and type(v) is not int:
+    kw: dict[str, Any] = {}
+    for k, v in d.items():
+        t = _TYPES.get(k)
+        if t is None:
+            if k == "grid" or k == "block":
+                dims = _fast_dims(v)
+                if dims is False:
+                    return None
+                kw[k] = dims
+            continue
+        if v is None:
+            continue
+        if type(v) is not t:
             return None
-        opt[n] = v
-    for n in _OPT_STR:
-        v = get(n)
-        if v is not None and type(v) is not str:
-            return None
-        opt[n] = v
-    grid, block = _fast_dims(get("grid")), _fast_dims(get("block"))
-    if grid is False or block is False:
+        kw[k] = v
+    if len(kw.keys() & _REQUIRED) != 5 or kw["kind"] not in _KINDS or kw["end_ns"] < kw["start_ns"]:
         return None
-    return Launch(
-        kind=kind,  # type: ignore[arg-type]  # checked against _KINDS above
-        name=name,
-        start_ns=start,
-        end_ns=end,
-        correlation_id=cid,
-        grid=grid,  # type: ignore[arg-type]  # False excluded above
-        block=block,  # type: ignore[arg-type]
-        **opt,
-    )
+    return Launch(**kw)
 
 
 def _fast_call(d: Any, backend: str) -> CallCapture | None:

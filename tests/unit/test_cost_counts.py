@@ -220,6 +220,33 @@ def test_fast_launch_reader_is_the_strict_reader() -> None:
         finally:
             launches_io._fast_call = real
         assert fast == slow and sum(len(s.calls) for s in fast) > 0, path
+    # SYNTHETIC edge cases, one field of one real launch changed: both paths agree (value or located error)
+    for field, value in (
+        ("name", None),
+        ("start_ns", True),
+        ("registers_per_thread", 1.5),
+        ("demangled", None),
+        ("block", None),
+        ("block", [1, 2]),
+        ("stream_id", "7"),
+        ("unread_key", {"x": 1}),
+        ("end_ns", 0),
+        ("kind", "graph"),
+    ):
+        case = copy.deepcopy(doc)
+        case["sets"][0]["calls"][0]["launches"][0][field] = value
+        outcomes = []
+        for fast_path in (True, False):
+            real = launches_io._fast_call
+            if not fast_path:
+                launches_io._fast_call = lambda d, b: None  # type: ignore[assignment]
+            try:
+                outcomes.append(("ok", launches_io.sets_from_document(case, "x")))
+            except InputError as exc:
+                outcomes.append(("error", exc.key))
+            finally:
+                launches_io._fast_call = real
+        assert outcomes[0] == outcomes[1], (field, value)
     bad = copy.deepcopy(doc)
     bad["sets"][-1]["calls"][-1]["launches"][0]["grid"] = [1, -2, 1]  # SYNTHETIC: one bad dim
     with pytest.raises(InputError) as err:
