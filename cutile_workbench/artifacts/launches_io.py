@@ -3,9 +3,7 @@
 Contract:
 - :func:`save_launch_sets` / :func:`load_launch_sets` round-trip ``list[LaunchSet]`` exactly.
   Loading anything malformed raises :class:`~cutile_workbench.errors.InputError` naming the file and the
-  key path (e.g. ``sets[2].calls[0].launches[1].start_ns``); never a bare traceback. A valid call is
-  read through a fast path (:func:`_fast_call`, issue 31) that checks exactly what the strict reader
-  checks; on any doubt the strict reader reads it and raises the located error.
+  key path (e.g. ``sets[2].calls[0].launches[1].start_ns``); never a bare traceback.
 - :func:`launch_sets_from_events` rebuilds sets from ``"launches"`` event dicts (JSON-lines stream).
 - :func:`to_chrome_trace` returns Chrome-trace JSON (Perfetto opens it): one process per backend,
   one thread lane per stream, categories ``kernel``/``memcpy``/``memset``, args grid/block/regs/smem.
@@ -175,9 +173,6 @@ class _Reader:
         )
 
     def call(self, value: Any, key: str, backend: str) -> CallCapture:
-        fast = _fast_call(value, backend)  # the common, valid case (issue 31); None: any doubt
-        if fast is not None:
-            return fast
         d = self.obj(value, key)
         launches = self.list_(d.get("launches", []), f"{key}.launches")
         return CallCapture(
@@ -204,95 +199,6 @@ class _Reader:
             calls=[self.call(c, f"{key}.calls[{i}]", backend) for i, c in enumerate(calls)],
             source=source,
         )
-
-
-_OPT_INT = (
-    "registers_per_thread",
-    "static_smem",
-    "dynamic_smem",
-    "stream_id",
-    "graph_id",
-    "graph_node_id",
-    "bytes",
-)
-_OPT_STR = ("demangled", "copy_kind", "api_name")
-
-
-def _fast_dims(value: Any) -> tuple[int, int, int] | bool | None:
-    """``dims`` of a valid value; False when it is not (the strict reader then names the key)."""
-    if value is None:
-        return None
-    if type(value) is not list or len(value) != 3:
-        return False
-    x, y, z = value
-    if type(x) is not int or type(y) is not int or type(z) is not int or x < 0 or y < 0 or z < 0:
-        return False
-    return (x, y, z)
-
-
-_TYPES: dict[str, type] = {
-    "kind": str,
-    "name": str,
-    "start_ns": int,
-    "end_ns": int,
-    "correlation_id": int,
-    **dict.fromkeys(_OPT_INT, int),
-    **dict.fromkeys(_OPT_STR, str),
-}
-_REQUIRED = ("kind", "name", "start_ns", "end_ns", "correlation_id")
-
-
-def _fast_launch(d: Any) -> Launch | None:
-    """:meth:`_Reader.launch` of a valid launch, checking exactly what it checks (JSON gives exact
-    ``int``/``str``/``list`` types, so ``type(v) is int`` is its ``isinstance`` minus ``bool``; a key
-    it does not read is ignored, a ``null`` is an absent key); None on any doubt, for the strict
-    reader to raise its located error."""
-    if type(d) is not dict:
-        return None
-    kw: dict[str, Any] = {}
-    for k, v in d.items():
-        t = _TYPES.get(k)
-        if t is None:
-            if k == "grid" or k == "block":
-                dims = _fast_dims(v)
-                if dims is False:
-                    return None
-                kw[k] = dims
-            continue
-        if v is None:
-            continue
-        if type(v) is not t:
-            return None
-        kw[k] = v
-    if len(kw.keys() & _REQUIRED) != 5 or kw["kind"] not in _KINDS or kw["end_ns"] < kw["start_ns"]:
-        return None
-    return Launch(**kw)
-
-
-def _fast_call(d: Any, backend: str) -> CallCapture | None:
-    """:meth:`_Reader.call` of a valid call (see :func:`_fast_launch`); None on any doubt."""
-    if type(d) is not dict:
-        return None
-    get = d.get
-    index, cb, hs, he = get("index"), get("backend"), get("host_start_ns"), get("host_end_ns")
-    launches = get("launches", [])
-    if (
-        type(index) is not int
-        or (cb is not None and type(cb) is not str)
-        or type(hs) is not int
-        or type(he) is not int
-        or type(launches) is not list
-    ):
-        return None
-    out = []
-    for x in launches:
-        launch = _fast_launch(x)
-        if launch is None:
-            return None
-        out.append(launch)
-    return CallCapture(
-        index=index, backend=cb or backend, host_start_ns=hs, host_end_ns=he, launches=tuple(out)
-    )
 
 
 def _tname(typ: type | tuple[type, ...]) -> str:

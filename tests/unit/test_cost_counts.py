@@ -199,62 +199,6 @@ def test_rerecorded_config_is_seen_changed(session: tuple[Path, str]) -> None:
     assert {sets_after[i][0] for i in sets_after if sets_after[i] != sets_before[i]} == {config}
 
 
-def test_fast_launch_reader_is_the_strict_reader() -> None:
-    """The fast path of the launches reader (issue 31) builds exactly what the strict reader builds, on
-    every REAL recorded capture, and leaves a malformed launch to the strict reader's located error."""
-    import copy
-    import gzip
-    import json
-
-    from cutile_workbench.artifacts import launches_io
-    from cutile_workbench.errors import InputError
-
-    files = sorted((REPO / "cutile_workbench" / "profiles").glob("*/session/*/workbench/launches.json.gz"))
-    assert files
-    for path in files:
-        doc = json.loads(gzip.decompress(path.read_bytes()))
-        fast = launches_io.sets_from_document(doc, str(path))
-        try:
-            launches_io._fast_call, real = (lambda d, b: None), launches_io._fast_call  # type: ignore[assignment]
-            slow = launches_io.sets_from_document(doc, str(path))
-        finally:
-            launches_io._fast_call = real
-        assert fast == slow and sum(len(s.calls) for s in fast) > 0, path
-    # SYNTHETIC edge cases, one field of one real launch changed: both paths agree (value or located error)
-    for field, value in (
-        ("name", None),
-        ("start_ns", True),
-        ("registers_per_thread", 1.5),
-        ("demangled", None),
-        ("block", None),
-        ("block", [1, 2]),
-        ("stream_id", "7"),
-        ("unread_key", {"x": 1}),
-        ("end_ns", 0),
-        ("kind", "graph"),
-    ):
-        case = copy.deepcopy(doc)
-        case["sets"][0]["calls"][0]["launches"][0][field] = value
-        outcomes = []
-        for fast_path in (True, False):
-            real = launches_io._fast_call
-            if not fast_path:
-                launches_io._fast_call = lambda d, b: None  # type: ignore[assignment]
-            try:
-                outcomes.append(("ok", launches_io.sets_from_document(case, "x")))
-            except InputError as exc:
-                outcomes.append(("error", exc.key))
-            finally:
-                launches_io._fast_call = real
-        assert outcomes[0] == outcomes[1], (field, value)
-    bad = copy.deepcopy(doc)
-    bad["sets"][-1]["calls"][-1]["launches"][0]["grid"] = [1, -2, 1]  # SYNTHETIC: one bad dim
-    with pytest.raises(InputError) as err:
-        launches_io.sets_from_document(bad, "x.json.gz")
-    n_sets, n_calls = len(bad["sets"]) - 1, len(bad["sets"][-1]["calls"]) - 1
-    assert err.value.key == f"sets[{n_sets}].calls[{n_calls}].launches[0].grid"
-
-
 def test_timeline_of_one_config_reads_that_config_alone(
     session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
