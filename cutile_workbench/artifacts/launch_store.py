@@ -27,6 +27,8 @@ Contract:
   :meth:`LaunchStore.for_params` / :meth:`for_nodeid` decode only that config's members. Every set is
   validated on decode exactly as :func:`cutile_workbench.artifacts.launches_io.load_launch_sets` does (the error names
   the original file and ``sets[i]...``); a malformed file raises ``InputError``, never a traceback.
+  :meth:`LaunchStore.member_digests` hashes each config's stored members (compressed bytes, no
+  decoding; once per store): the key of that config's derived facts (issue 31).
 """
 
 from __future__ import annotations
@@ -368,6 +370,42 @@ class LaunchStore(Sequence[LaunchSet]):
 
     def for_nodeid(self, nodeid: str) -> list[LaunchSet]:
         return [self._decode(i) for i in self._by_nodeid.get(nodeid, ())]
+
+    def member_digests(self) -> dict[str, str]:
+        """``{params: digest}`` of each config's stored members (their compressed bytes and index
+        entries; nothing decompressed or decoded, one sequential read): a per-config cache key.
+        Computed once per store."""
+        done: dict[str, str] | None = self.memo.get("member_digests")
+        if done is not None:
+            return done
+        by: dict[str, hashlib._Hash] = {}
+        order = sorted(range(len(self.entries)), key=lambda i: self.entries[i].offset)
+        fh = None
+        try:
+            if self._data is None:
+                assert self._data_path is not None
+                fh = open(self._data_path, "rb")
+            for i in order:
+                e = self.entries[i]
+                if fh is None:
+                    assert self._data is not None
+                    raw = self._data[e.offset : e.offset + e.length]
+                else:
+                    fh.seek(e.offset)
+                    raw = fh.read(e.length)
+                h = by.setdefault(e.params, hashlib.sha256())
+                h.update(f"{i}\0{e.nodeid}\0{e.backend}\0{e.source}\0{e.calls}\0{len(raw)}\0".encode())
+                h.update(raw)
+        except OSError as exc:
+            raise InputError(
+                f"cannot read launches file: {exc.strerror or exc}", path=str(self.source)
+            ) from None
+        finally:
+            if fh is not None:
+                fh.close()
+        done = {p: h.hexdigest() for p, h in by.items()}
+        self.memo["member_digests"] = done
+        return done
 
     def raw_members(self, keep: Iterable[int] | None = None) -> Iterator[RawMember]:
         """The stored members (payload bytes, no JSON parsing) of ``keep`` (default: all), for a merge."""

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cutile_workbench.evidence.launches import is_native, same_backend, summarize_launch_set
+from cutile_workbench.evidence.launches import LaunchSummary, is_native, same_backend, summarize_launch_set
 from cutile_workbench.model import LaunchSet, RatioRow
 
 IdentityKind = Literal["candidate", "reference", "library", "none", "unknown"]
@@ -143,10 +143,11 @@ class CandidateIdentity:
         }
 
 
-def side_launch(ls: LaunchSet) -> SideLaunch | None:
-    """The main kernel of a set's common per-call signature (None: no kernel launch in it)."""
-    s = summarize_launch_set(ls)
-    if s is None:
+def side_launch(ls: LaunchSet, summary: LaunchSummary | bool | None = False) -> SideLaunch | None:
+    """The main kernel of a set's common per-call signature (None: no kernel launch in it);
+    ``summary``: the set's :func:`summarize_launch_set` when the caller has it already."""
+    s = summarize_launch_set(ls) if summary is False else summary
+    if s is None or s is True:
         return None
     kernels = tuple(g.name for g in s.groups if g.kind == "kernel")
     return SideLaunch(
@@ -180,8 +181,12 @@ def identify(
     *,
     wrapper_calls: Sequence[str] = (),
     evidence: str = "",
+    any_capture: bool | None = None,
+    side: Callable[[LaunchSet], SideLaunch | None] = side_launch,
 ) -> CandidateIdentity:
-    """One row's identity (see the module docstring)."""
+    """One row's identity (see the module docstring). ``launch_sets`` may be that config's sets alone;
+    ``any_capture`` then says whether the session has a capture file at all (default: any set given);
+    ``side``: :func:`side_launch`, or one answering from summaries the caller has already."""
     same = sets_for(launch_sets, row.params)
     cand_sets = [s for s in same if same_backend(s.backend, candidate_backend)]
     if not cand_sets:
@@ -192,7 +197,7 @@ def identify(
     if not cand_sets:
         why = (
             "no per-launch capture of the candidate for this config"
-            if launch_sets
+            if (bool(launch_sets) if any_capture is None else any_capture)
             else "no per-launch capture (workbench/launches.json.gz absent)"
         )
         return CandidateIdentity(
@@ -208,13 +213,9 @@ def identify(
         return CandidateIdentity(
             row.params, "unknown", why, unknown=(f"identity: {why}",), wrapper_calls=calls, evidence=evidence
         )
-    cand = side_launch(cset)
+    cand = side(cset)
     base = next(
-        (
-            b
-            for b in (side_launch(s) for s in base_sets if same_backend(s.backend, row.baseline_backend))
-            if b
-        ),
+        (b for b in (side(s) for s in base_sets if same_backend(s.backend, row.baseline_backend)) if b),
         None,
     )
     ran_by: dict[str, str] = {}  # kernel symbol → the (first) other backend whose capture ran it

@@ -189,28 +189,71 @@ def _pick_entries(store: Any, row: RatioRow, candidate: str) -> tuple[int | None
     return cand, base
 
 
-def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
-    """:func:`summarize_launch_set` of every set of a per-config store, computed once per content of its
-    data file (``e_table.cached_derivation``: memory + user cache dir), decoding one set at a time."""
-    from cutile_workbench.artifacts.derive_cache import cached_derivation
+_SUMMARY_CODE: list[str] = []
 
-    memo: dict[int, LaunchSummary | None] | None = store.memo.get("summaries")
-    if memo is not None:
-        return memo
 
-    def compute() -> dict[int, LaunchSummary | None]:
-        return {i: summarize_launch_set(store[i]) for i in range(len(store))}
+def _summary_code() -> str:
+    if not _SUMMARY_CODE:
+        import hashlib
 
-    if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
-        memo = compute()
-    else:
-        code = [
+        from cutile_workbench.artifacts.derive_cache import module_source
+
+        h = hashlib.sha256(b"launch-summaries-config v1\0")
+        for name in (
             "cutile_workbench.evidence.launches",
             "cutile_workbench.artifacts.launch_store",
             "cutile_workbench.artifacts.launches_io",
             "cutile_workbench.model",
-        ]
-        memo = cached_derivation("launch_summaries", [store.data_path], str(store.source), code, compute)
+        ):
+            h.update(name.encode() + b"\0" + module_source(name))
+        _SUMMARY_CODE.append(h.hexdigest())
+    return _SUMMARY_CODE[0]
+
+
+def config_summaries(
+    store: Any, params: str, sets: Sequence[LaunchSet] | None = None
+) -> dict[int, LaunchSummary | None]:
+    """``{store position: summary}`` of one config's sets, kept per content of that config's members
+    (issue 31: a re-run of one config re-summarises that config alone). ``sets``: the config's sets
+    already decoded by the caller (trust decodes them once for identity, the reference's config and
+    this)."""
+    idx = store.indices_for_params(params)
+
+    def compute() -> dict[int, LaunchSummary | None]:
+        decoded = list(sets) if sets is not None else [store[i] for i in idx]
+        return {i: summarize_launch_set(s) for i, s in zip(idx, decoded, strict=True)}
+
+    if store.data_path is None:  # a conversion kept in memory: nothing to key a file cache on
+        return compute()
+    digest = f"{_summary_code()}\0{store.member_digests().get(params, '')}"
+    cache = summaries_cache(store)
+    hit = cache.get(params, digest)
+    if isinstance(hit, dict):
+        return hit
+    got = compute()
+    cache.put(params, digest, got)  # written by the caller's flush (once per kernel, not per config)
+    return got
+
+
+def summaries_cache(store: Any) -> Any:
+    """The per-config file of a store's launch summaries (:mod:`cutile_workbench.artifacts.config_cache`)."""
+    from cutile_workbench.artifacts.config_cache import ConfigCache
+
+    return ConfigCache.open("launch-summaries-config", str(store.source))
+
+
+def store_summaries(store: Any) -> dict[int, LaunchSummary | None]:
+    """:func:`summarize_launch_set` of every set of a per-config store, assembled from the per-config
+    entries of :func:`config_summaries` (each decoded one config at a time, or not at all when trust
+    already summarised it); kept on the store for the process."""
+    memo: dict[int, LaunchSummary | None] | None = store.memo.get("summaries")
+    if memo is not None:
+        return memo
+    memo = {}
+    for params in store.params():
+        memo.update(config_summaries(store, params))
+    if store.data_path is not None:
+        summaries_cache(store).flush()
     store.memo["summaries"] = memo
     return memo
 

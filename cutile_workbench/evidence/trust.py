@@ -8,11 +8,22 @@ for the session's GPU), analysis.json (variant constants, autotune configs) and,
 carries no reference symbol, ``workbench/ir/index.json``'s recorded entry symbol. It returns
 :class:`KernelTrust`: :mod:`.candidate_identity` per row and :mod:`.reference_config` per matched row.
 An absent input leaves the affected rows ``unknown`` with the reason; nothing is guessed.
+
+Cost (issue 31): the whole-kernel inputs are read once into a :class:`TrustContext`
+(:func:`trust_context`); each config's trust (:func:`config_trust`: its identity and the reference's
+config) is derived from that config's own launch sets, decoded once (:func:`_derive_config`). With
+``row_cache`` each config's result is kept in the user cache (:mod:`cutile_workbench.artifacts.derive_cache`)
+under a key of that config's own inputs — its capture members' bytes, its row's status and baseline,
+its IR entry symbol — and the context's digest (the shared inputs and the deriving code), so a re-run
+of one config recomputes that config alone. :func:`cached_kernel_trust` (what every face reaches,
+through ``services.stage_e.trust`` and ``stages.e.report.workspace_trust``) keeps the assembled
+:class:`KernelTrust` once per content of all its inputs on top.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,13 +31,14 @@ from typing import TYPE_CHECKING, Any
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import (
     CandidateIdentity,
-    candidate_identities,
+    SideLaunch,
+    identify,
     sets_for,
     side_launch,
     summary_line,
     wrapper_delegations,
 )
-from cutile_workbench.evidence.launches import same_backend
+from cutile_workbench.evidence.launches import LaunchSummary, same_backend
 from cutile_workbench.evidence.reference_config import (
     ReferenceConfig,
     decode_cutile_symbol,
@@ -99,6 +111,68 @@ def _space_for_function(function: str | None, spaces: list[ConfigSpace], analysi
     return spaces[0] if len(spaces) == 1 else None
 
 
+def _space_for_symbol(symbol: str | None, spaces: list[ConfigSpace], analysis: Any) -> ConfigSpace | None:
+    decoded = decode_cutile_symbol(symbol) if symbol else None
+    if decoded:
+        return _space_for_function(decoded.function, spaces, analysis)
+    return spaces[0] if len(spaces) == 1 else None
+
+
+def _reference_for_row(
+    row: RatioRow,
+    same: Sequence[LaunchSet],
+    *,
+    spaces: list[ConfigSpace],
+    analysis: Any,
+    reference_wrapper: Path | None,
+    ir_entry: str | None,
+    names_memo: dict[str, tuple[list[str] | None, str]] | None = None,
+    side_of: Callable[[LaunchSet], SideLaunch | None] | None = None,
+) -> ReferenceConfig:
+    """One matched row's reference config from that config's sets ``same`` (see the module docstring)."""
+    base_set = next((s for s in same if s.calls and same_backend(s.backend, row.baseline_backend)), None)
+    side = (side_of or side_launch)(base_set) if base_set is not None else None
+    symbol = side.symbol if side is not None else None
+    grid = block = regs = smem = None
+    if side is not None:
+        grid, block, regs, smem = side.grid, side.block, side.registers, side.smem
+    if not symbol and ir_entry:
+        symbol = ir_entry  # the compile the IR filing matched to CUPTI's kernel
+    memo_key = symbol or ""
+    if names_memo is not None and memo_key in names_memo:
+        names, src = names_memo[memo_key]
+    else:
+        names, src = names_for(symbol, analysis=analysis, reference_wrapper=reference_wrapper)
+        if names_memo is not None:
+            names_memo[memo_key] = (names, src)
+    return reference_config(
+        row.params,
+        row.baseline_backend,
+        symbol,
+        space=_space_for_symbol(symbol, spaces, analysis),
+        constant_names=names,
+        names_source=src,
+        grid=grid,
+        block=block,
+        registers=regs,
+        smem=smem,
+    )
+
+
+def _reference_spaces(
+    reference_wrapper: Path | None, capability: tuple[int, int]
+) -> tuple[list[ConfigSpace], list[str]]:
+    notes: list[str] = []
+    spaces: list[ConfigSpace] = []
+    if reference_wrapper is not None and reference_wrapper.is_file():
+        try:
+            spaces, wnotes = reference_wrapper_spaces(reference_wrapper, capability)
+            notes += wnotes
+        except InputError as exc:  # the reference's configs stay unknown; the reason is kept
+            notes.append(f"reference wrapper unreadable, its configs are not matched: {exc}")
+    return spaces, notes
+
+
 def reference_configs_for(
     rows: list[RatioRow],
     launch_sets: Sequence[LaunchSet],
@@ -109,51 +183,20 @@ def reference_configs_for(
     ir_entries: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, ReferenceConfig], list[str]]:
     """``{params: ReferenceConfig}`` for the matched rows, and notes on what could not be read."""
-    notes: list[str] = []
-    spaces: list[ConfigSpace] = []
-    if reference_wrapper is not None and reference_wrapper.is_file():
-        try:
-            spaces, wnotes = reference_wrapper_spaces(reference_wrapper, capability)
-            notes += wnotes
-        except InputError as exc:  # the reference's configs stay unknown; the reason is kept
-            notes.append(f"reference wrapper unreadable, its configs are not matched: {exc}")
+    spaces, notes = _reference_spaces(reference_wrapper, capability)
     out: dict[str, ReferenceConfig] = {}
+    names_memo: dict[str, tuple[list[str] | None, str]] = {}
     for row in rows:
         if row.status != "OK":
             continue
-        base_set = next(
-            (
-                s
-                for s in sets_for(launch_sets, row.params)
-                if s.calls and same_backend(s.backend, row.baseline_backend)
-            ),
-            None,
-        )
-        side = side_launch(base_set) if base_set is not None else None
-        symbol = side.symbol if side is not None else None
-        grid = block = regs = smem = None
-        if side is not None:
-            grid, block, regs, smem = side.grid, side.block, side.registers, side.smem
-        if not symbol and ir_entries and ir_entries.get(row.params):
-            symbol = ir_entries[row.params]  # the compile the IR filing matched to CUPTI's kernel
-        decoded = decode_cutile_symbol(symbol) if symbol else None
-        names, src = names_for(symbol, analysis=analysis, reference_wrapper=reference_wrapper)
-        space = (
-            _space_for_function(decoded.function if decoded else None, spaces, analysis)
-            if decoded
-            else (spaces[0] if len(spaces) == 1 else None)
-        )
-        out[row.params] = reference_config(
-            row.params,
-            row.baseline_backend,
-            symbol,
-            space=space,
-            constant_names=names,
-            names_source=src,
-            grid=grid,
-            block=block,
-            registers=regs,
-            smem=smem,
+        out[row.params] = _reference_for_row(
+            row,
+            sets_for(launch_sets, row.params),
+            spaces=spaces,
+            analysis=analysis,
+            reference_wrapper=reference_wrapper,
+            ir_entry=(ir_entries or {}).get(row.params),
+            names_memo=names_memo,
         )
     return out, notes
 
@@ -169,14 +212,84 @@ def _ir_entries(kernel_dir: Path) -> dict[str, str]:
     return out
 
 
-def kernel_trust(
-    ws: Workspace,
-    table: RatioTable,
-    *,
-    candidate_framework: str,
-    launch_sets: Sequence[LaunchSet] | None = None,
-) -> KernelTrust:
-    """See the module docstring (``launch_sets`` given: the captures are not re-read)."""
+# --------------------------------------------------------------------------- per config (issue 31)
+
+
+@dataclass(frozen=True)
+class ConfigTrust:
+    """One config's trust: the candidate's identity and (matched rows) the reference's config."""
+
+    identity: CandidateIdentity
+    reference: ReferenceConfig | None = None
+
+
+@dataclass
+class TrustContext:
+    """The whole-kernel inputs every config's trust reads, read once (see the module docstring)."""
+
+    root: str  # the kernel dir: the per-config file's owner
+    candidate_framework: str
+    launch_sets: Sequence[LaunchSet]
+    any_capture: bool
+    unreadable: str
+    evidence: str
+    wrapper_calls: tuple[str, ...]
+    analysis: Any
+    reference_wrapper: Path | None
+    spaces: list[ConfigSpace]
+    ir_entries: Mapping[str, str]
+    notes: tuple[str, ...]
+    digest: str  # the shared inputs and the deriving code: part of every per-config key
+    names_memo: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
+    _member_digests: dict[str, str] | None = None
+
+    def member_digest(self, params: str) -> str | None:
+        """A digest of ``params``'s capture members as stored (no decoding); None: not a store."""
+        from cutile_workbench.artifacts.launch_store import LaunchStore
+
+        if not isinstance(self.launch_sets, LaunchStore):
+            return None if self.launch_sets else ""
+        if self._member_digests is None:
+            self._member_digests = self.launch_sets.member_digests()
+        return self._member_digests.get(params, "")
+
+
+#: the modules whose code decides a config's trust: a changed rule is a miss, never a stale hit
+_DERIVING = (
+    "cutile_workbench.evidence.trust",
+    "cutile_workbench.evidence.candidate_identity",
+    "cutile_workbench.evidence.reference_config",
+    "cutile_workbench.evidence.search_space",
+    "cutile_workbench.evidence.launches",
+    "cutile_workbench.artifacts.launches_io",
+    "cutile_workbench.model",
+)
+_CODE: list[str] = []
+#: bump when ConfigTrust's shape changes (old per-config entries become misses)
+ROW_CACHE_VERSION = 1
+
+
+def _code_digest() -> str:
+    if not _CODE:
+        from cutile_workbench.artifacts.derive_cache import module_source
+
+        h = hashlib.sha256()
+        for name in _DERIVING:
+            h.update(name.encode() + b"\0" + module_source(name))
+        _CODE.append(h.hexdigest())
+    return _CODE[0]
+
+
+def _file_bytes(path: Path | None) -> bytes:
+    from cutile_workbench.artifacts.derive_cache import _read
+
+    return _read(path) if path is not None else b"\0none"
+
+
+def trust_context(
+    ws: Workspace, *, candidate_framework: str, launch_sets: Sequence[LaunchSet] | None = None
+) -> TrustContext:
+    """Read the whole-kernel inputs of trust once (``launch_sets`` given: the captures are not re-opened)."""
     from cutile_workbench.artifacts.launch_store import open_store
     from cutile_workbench.evidence.gpu import gpu_facts
 
@@ -198,28 +311,8 @@ def kernel_trust(
     calls = tuple(wrapper_delegations(wrapper)) if wrapper is not None else ()
     if wrapper is None:
         notes.append("cutile-rs wrapper source not read (no TileGym checkout): no static delegation audit")
-    cand_backend = candidate_framework.replace("-", "_")
-    identities = candidate_identities(
-        table.rows,
-        launch_sets,
-        candidate_backend=cand_backend,
-        candidate_framework=candidate_framework,
-        wrapper_calls=calls,
-        evidence=evidence,
-    )
     if unreadable:
         notes.append(unreadable)
-        identities = {
-            p: CandidateIdentity(
-                p,
-                "unknown",
-                unreadable,
-                unknown=(f"identity: {unreadable}",),
-                wrapper_calls=calls,
-                evidence=evidence,
-            )
-            for p in identities
-        }
     tilegym = getattr(ws, "tilegym", None)
     ref_wrapper = (
         Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if tilegym else None
@@ -228,13 +321,227 @@ def kernel_trust(
     try:
         ir_entries = _ir_entries(paths.root)
     except InputError as exc:
-        ir_entries, notes = {}, [*notes, f"IR index unreadable, its entry symbols are not used: {exc}"]
-    refs, rnotes = reference_configs_for(
-        table.rows,
-        launch_sets,
-        analysis=ws.analysis,
+        ir_entries = {}
+        notes.append(f"IR index unreadable, its entry symbols are not used: {exc}")
+    spaces, rnotes = _reference_spaces(ref_wrapper, gpu.capability)
+    analysis = ws.analysis
+    h = hashlib.sha256(f"trust-config v{ROW_CACHE_VERSION} code {_code_digest()}\0".encode())
+    for part in (
+        str(paths.root),
+        candidate_framework,
+        evidence,
+        unreadable,
+        repr(calls),
+        repr(gpu.capability),
+        str(ref_wrapper),
+    ):
+        h.update(part.encode() + b"\0")
+    analysis_path = Path(analysis.path) if analysis is not None and getattr(analysis, "path", None) else None
+    for data in (
+        _file_bytes(analysis_path)
+        if analysis_path is not None and analysis_path.is_file()
+        else repr(analysis).encode(),
+        _file_bytes(ref_wrapper),
+    ):
+        h.update(f"{len(data)}\0".encode() + data)
+    return TrustContext(
+        root=str(paths.root),
+        candidate_framework=candidate_framework,
+        launch_sets=launch_sets,
+        any_capture=bool(launch_sets),
+        unreadable=unreadable,
+        evidence=evidence,
+        wrapper_calls=calls,
+        analysis=analysis,
         reference_wrapper=ref_wrapper,
-        capability=gpu.capability,
+        spaces=spaces,
         ir_entries=ir_entries,
+        notes=tuple(notes + rnotes),
+        digest=h.hexdigest(),
     )
-    return KernelTrust(candidate_framework, identities, refs, calls, tuple(notes + rnotes))
+
+
+def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -> ConfigTrust:
+    """One config's trust from its own sets, decoded once (identity and the reference's config share them)."""
+    same = sets_for(ctx.launch_sets, row.params)
+    summaries = _keep_summaries(ctx, row.params, same)
+
+    def side(ls: LaunchSet) -> SideLaunch | None:
+        got = next((summ for s, summ in zip(same, summaries, strict=True) if s is ls), False)
+        return side_launch(ls, got)
+
+    if ctx.unreadable:
+        ident = CandidateIdentity(
+            row.params,
+            "unknown",
+            ctx.unreadable,
+            unknown=(f"identity: {ctx.unreadable}",),
+            wrapper_calls=ctx.wrapper_calls,
+            evidence=ctx.evidence,
+        )
+    else:
+        ident = identify(
+            row,
+            same,
+            ctx.candidate_framework.replace("-", "_"),
+            ctx.candidate_framework,
+            wrapper_calls=ctx.wrapper_calls,
+            evidence=ctx.evidence,
+            any_capture=ctx.any_capture,
+            side=side,
+        )
+    ref = None
+    if ref_row is not None:
+        ref = _reference_for_row(
+            ref_row,
+            same,
+            spaces=ctx.spaces,
+            analysis=ctx.analysis,
+            reference_wrapper=ctx.reference_wrapper,
+            ir_entry=ctx.ir_entries.get(ref_row.params),
+            names_memo=ctx.names_memo,
+            side_of=side,
+        )
+    return ConfigTrust(ident, ref)
+
+
+def _keep_summaries(ctx: TrustContext, params: str, same: list[LaunchSet]) -> list[LaunchSummary | None]:
+    """Each of ``same``'s :func:`summarize_launch_set`, once: identity and the reference's config read
+    their main kernels from them, and F's launch summaries are kept from this decode (issue 31)."""
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+    from cutile_workbench.evidence.launches import config_summaries, summarize_launch_set
+
+    if isinstance(ctx.launch_sets, LaunchStore) and same:
+        by_index = config_summaries(ctx.launch_sets, params, same)
+        return [by_index[i] for i in ctx.launch_sets.indices_for_params(params)]
+    return [summarize_launch_set(s) for s in same]
+
+
+def _row_cache(ctx: TrustContext) -> Any:
+    from cutile_workbench.artifacts.config_cache import ConfigCache
+
+    return ConfigCache.open("trust-config", ctx.root)
+
+
+def config_trust(
+    row: RatioRow,
+    ctx: TrustContext,
+    *,
+    ref_row: RatioRow | None = None,
+    cache: bool = True,
+    flush: bool = True,
+) -> ConfigTrust:
+    """One config's trust (``ref_row``: the matched row whose reference config is wanted; default: ``row``
+    when it is ``OK``); with ``cache``, kept per content of that config's own inputs (module docstring;
+    ``flush=False``: the caller writes the kernel's per-config file once, after its last config)."""
+    if ref_row is None and row.status == "OK":
+        ref_row = row
+    members = ctx.member_digest(row.params) if cache else None
+    if members is None:
+        return _derive_config(row, ref_row, ctx)
+    key = hashlib.sha256(
+        "\0".join(
+            (
+                ctx.digest,
+                row.params,
+                str(row.baseline_backend),
+                "" if ref_row is None else f"{ref_row.status}|{ref_row.baseline_backend}",
+                ctx.ir_entries.get(row.params, ""),
+                members,
+            )
+        ).encode()
+    ).hexdigest()
+    store = _row_cache(ctx)
+    hit = store.get(row.params, key)
+    if isinstance(hit, ConfigTrust):
+        return hit
+    got = _derive_config(row, ref_row, ctx)
+    store.put(row.params, key, got)
+    if flush:
+        _flush(ctx)
+    return got
+
+
+def _flush(ctx: TrustContext) -> None:
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+    from cutile_workbench.evidence.launches import summaries_cache
+
+    _row_cache(ctx).flush()
+    if isinstance(ctx.launch_sets, LaunchStore):
+        summaries_cache(ctx.launch_sets).flush()
+
+
+def kernel_trust(
+    ws: Workspace,
+    table: RatioTable,
+    *,
+    candidate_framework: str,
+    launch_sets: Sequence[LaunchSet] | None = None,
+    row_cache: bool = False,
+) -> KernelTrust:
+    """See the module docstring (``launch_sets`` given: the captures are not re-read; ``row_cache``:
+    each config's trust kept per content of its own inputs)."""
+    ctx = trust_context(ws, candidate_framework=candidate_framework, launch_sets=launch_sets)
+    first: dict[str, RatioRow] = {}
+    matched: dict[str, RatioRow] = {}
+    for r in table.rows:
+        first.setdefault(r.params, r)
+        if r.status == "OK":
+            matched[r.params] = r  # the last matched row of a config (as reference_configs_for)
+    identities: dict[str, CandidateIdentity] = {}
+    refs: dict[str, ReferenceConfig] = {}
+    for params, row in first.items():
+        got = config_trust(row, ctx, ref_row=matched.get(params), cache=row_cache, flush=False)
+        identities[params] = got.identity
+        if got.reference is not None:
+            refs[params] = got.reference
+    if row_cache:
+        _flush(ctx)  # one write of the kernel's per-config file (only when an entry changed)
+    refs = {p: refs[p] for p in matched if p in refs}  # in the table's order of matched rows
+    return KernelTrust(candidate_framework, identities, refs, ctx.wrapper_calls, ctx.notes)
+
+
+#: the modules whose code decides the assembled trust (the per-config rules are in the row keys too)
+_KERNEL_MODULES = [*_DERIVING, "cutile_workbench.stages.e.report"]
+
+
+def cached_kernel_trust(
+    ws: Workspace,
+    table: RatioTable,
+    *,
+    candidate_framework: str,
+    launch_sets: Sequence[LaunchSet] | None = None,
+) -> KernelTrust:
+    """:func:`kernel_trust`, computed once per content of its inputs (issue 26) and, on a miss, from the
+    per-config entries (issue 31: a re-run of one config recomputes that config alone)."""
+    from cutile_workbench.artifacts.derive_cache import cached_derivation
+
+    paths = ws.paths
+    tilegym = getattr(ws, "tilegym", None)
+    ref = Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if tilegym else None
+    wrapper = ws.wrapper_source() if hasattr(ws, "wrapper_source") else None
+    inputs = [
+        p
+        for p in (
+            paths.launches_json,
+            paths.analysis_json,
+            paths.session_json,
+            paths.workbench_dir / "ir" / "index.json",
+            wrapper,
+            ref,
+        )
+        if p is not None
+    ]
+    rows = "\n".join(
+        f"{r.func_key}|{r.params}|{r.status}|{r.baseline_backend}|{r.variant}" for r in table.rows
+    )
+    extra = f"{paths.root}\0{tilegym}\0{candidate_framework}\0{rows}"
+    return cached_derivation(
+        "trust",
+        inputs,
+        extra,
+        _KERNEL_MODULES,
+        lambda: kernel_trust(
+            ws, table, candidate_framework=candidate_framework, launch_sets=launch_sets, row_cache=True
+        ),
+    )

@@ -122,47 +122,20 @@ def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]
 
 def trust(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> KernelTrust:
     """Candidate identity per row and the reference's config per matched row, from the workspace's captures,
-    wrapper sources and analysis.json (:mod:`cutile_workbench.evidence.trust`); InputError for malformed captures."""
-    from cutile_workbench.artifacts.derive_cache import cached_derivation
+    wrapper sources and analysis.json (:mod:`cutile_workbench.evidence.trust`); InputError for malformed captures.
+    Computed once per content of its inputs, per config on a miss (issue 31): the one cached path
+    ``report e`` and ``report f`` take too."""
+    from cutile_workbench.evidence.trust import cached_kernel_trust
     from cutile_workbench.stages.e.e_table import load_e_table
-    from cutile_workbench.stages.e.report import workspace_trust
+    from cutile_workbench.stages.e.report import candidate_framework, framework_of
 
-    def compute() -> KernelTrust:
-        return workspace_trust(ws, table, candidate if candidate is not None else load_e_table(ws).candidate)
-
-    # Computed once per content of its inputs (issue 26): identity and the reference's config decode
-    # every row's captures, seconds for a 100-config session, on every open of the TUI otherwise.
-    paths = ws.paths
-    ref = ws.tilegym / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if ws.tilegym else None
-    inputs = [
-        p
-        for p in (
-            ws.raw_log_path(),
-            paths.baseline_cutile,
-            paths.baseline_triton_tileir,
-            paths.launches_json,
-            paths.analysis_json,
-            paths.session_json,
-            paths.workbench_dir / "ir" / "index.json",
-            ws.wrapper_source(),
-            ref,
-        )
-        if p is not None
-    ]
-    rows = "\n".join(
-        f"{r.func_key}|{r.params}|{r.status}|{r.baseline_backend}|{r.variant}" for r in table.rows
+    # the cached E table's frameworks (no parse on its hit) when no parsed candidate log is given
+    framework = (
+        candidate_framework(candidate)
+        if candidate is not None
+        else framework_of(load_e_table(ws).candidate_frameworks)
     )
-    modules = [
-        "cutile_workbench.evidence.trust",
-        "cutile_workbench.evidence.candidate_identity",
-        "cutile_workbench.evidence.reference_config",
-        "cutile_workbench.evidence.search_space",
-        "cutile_workbench.evidence.launches",
-        "cutile_workbench.stages.e.report",
-        "cutile_workbench.model",
-    ]
-    extra = f"{paths.root}\0{ws.tilegym}\0{rows}"
-    return cached_derivation("trust", inputs, extra, modules, compute)
+    return cached_kernel_trust(ws, table, candidate_framework=framework)
 
 
 def row_samples(

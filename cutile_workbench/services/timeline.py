@@ -371,24 +371,25 @@ def config_trust(
     """See the module contract; InputError only for malformed inputs (an absent one gives ``why``)."""
     from cutile_workbench.artifacts.workspace import open_workspace
     from cutile_workbench.errors import WorkbenchError
-    from cutile_workbench.evidence.trust import kernel_trust
-    from cutile_workbench.model import RatioTable
-    from cutile_workbench.stages.e.report import candidate_framework, load_candidate
-    from cutile_workbench.stages.e.stats import build_ratio_table
+    from cutile_workbench.evidence import trust as trust_mod
+    from cutile_workbench.stages.e.e_table import load_e_table
+    from cutile_workbench.stages.e.report import framework_of
 
     ws = open_workspace(
         kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
     )
     try:
-        cand, _parsed, _notes = load_candidate(ws)
+        # E's table as every face has it (cached per content of its inputs: no parse on a hit, issue 31)
+        et = load_e_table(ws)
+        rows = [r for r in et.table.rows if r.params == config or config.endswith(f"[{r.params}]")]
+        framework = framework_of(et.candidate_frameworks)
     except WorkbenchError as exc:
         return ConfigTrust(None, None, f"no candidate log: {exc.message}")
-    baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
-    table = build_ratio_table(ws.kernel, cand, baselines, ws.analysis)
-    rows = [r for r in table.rows if r.params == config or config.endswith(f"[{r.params}]")]
     if not rows:
         return ConfigTrust(None, None, f"config {config!r} is not a row of the E table")
-    one = RatioTable(kernel, rows[:1], None, None, "BLOCKED")
-    trust = kernel_trust(ws, one, candidate_framework=candidate_framework(cand))
-    p = rows[0].params
-    return ConfigTrust(trust.identities.get(p), trust.reference_configs.get(p))
+    # that one config's trust: its own capture members, its per-config cache entry (issue 31)
+    ctx = trust_mod.trust_context(ws, candidate_framework=framework)
+    row = rows[0]
+    ref_row = next((r for r in reversed(et.table.rows) if r.params == row.params and r.status == "OK"), None)
+    got = trust_mod.config_trust(row, ctx, ref_row=ref_row)
+    return ConfigTrust(got.identity, got.reference)

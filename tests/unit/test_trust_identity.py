@@ -650,20 +650,21 @@ def test_trust_is_computed_once_per_content_of_its_inputs(
     """Issue 26 x 18: identity decodes every row's captures, so the TUI and `table` reuse it while the
     captures, logs and sources are unchanged, and recompute it when one changes. REAL matmul session."""
     from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.evidence import trust as trust_mod
     from cutile_workbench.services import stage_e
-    from cutile_workbench.stages.e import report
 
     root = _copy(tmp_path, "matmul")
     ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
     table = stage_e.ratio_table(ws)
     calls: list[int] = []
-    real = report.workspace_trust
+    real = trust_mod.kernel_trust
 
     def counting(*a, **kw):  # type: ignore[no-untyped-def]
         calls.append(1)
         return real(*a, **kw)
 
-    monkeypatch.setattr(report, "workspace_trust", counting)
+    # the kernel-level derivation behind the one cached path (issue 31: report e/f take it too)
+    monkeypatch.setattr(trust_mod, "kernel_trust", counting)
     first = stage_e.trust(ws, table)
     derive_cache._DERIVED.clear()  # a new process: served from the user cache dir
     assert stage_e.trust(ws, table) == first and calls == [1]

@@ -315,7 +315,7 @@ class _Splitter:
             return "record block without its PASSED line"
         block_text = "\n".join(ln for _, ln in lines[m0 : end + 1])
         try:
-            parsed = parse_perf_log(self.source, text=block_text, strict=True)
+            parsed = parse_perf_log(self.source, text=block_text, strict=True, memo=False)
         except WorkbenchError as exc:
             return f"invalid record block: {exc.message}"
         if len(parsed.records) != 1:

@@ -332,3 +332,25 @@ def load_e_table(
             _MEMORY.clear()
         _MEMORY[key] = data
     return result
+
+
+def cheap_table(ws: Workspace) -> RatioTable:
+    """Every row's medians and ratio without the bootstrap (issue 31 §3: what a face paints first).
+
+    The floor's work: the logs parsed (once per process, :func:`~cutile_workbench.artifacts.perflog.parser.parse_perf_log`)
+    and matched by :func:`cutile_workbench.stages.e.stats.build_ratio_table` with ``n_boot=0`` — the one
+    assembly, so rows, statuses, medians, ratios, geomean and severity are :func:`load_e_table`'s; the
+    CIs are None (pending, not "none"); the verdict does not read them, ``inconclusive`` does (False
+    here: unknown until the full table). Nothing is cached, no capture is read. ``Blocked`` without a
+    candidate log, ``InputError`` for a malformed one (as :func:`load_e_table`)."""
+    from cutile_workbench.stages.e.stats import build_ratio_table
+
+    raws, notes = candidate_raw_logs(ws)
+    if not raws:
+        raise Blocked(
+            "no candidate perf log: neither reports/agent_logs/perf_cutile_rs.full.txt nor "
+            "perf_cutile_rs.txt (nor a per-variant log) exists",
+            path=str(ws.paths.perf_cutile_rs),
+        )
+    logs = ETable(table=None, key="", from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
+    return build_ratio_table(ws.kernel, logs.candidate, logs.baselines, ws.analysis, n_boot=0)

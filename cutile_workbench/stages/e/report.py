@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -788,17 +788,23 @@ def plan_e_report(
 
 def candidate_framework(candidate: PerfLog) -> str:
     """The candidate log's framework (``cutile-rs`` unless a stand-in's single framework says otherwise)."""
-    frameworks = sorted({r.framework for r in candidate.records})
-    return frameworks[0] if len(frameworks) == 1 else "cutile-rs"
+    return framework_of(r.framework for r in candidate.records)
+
+
+def framework_of(frameworks: Iterable[str]) -> str:
+    """:func:`candidate_framework` from the candidate records' frameworks alone."""
+    names = sorted(set(frameworks))
+    return names[0] if len(names) == 1 else "cutile-rs"
 
 
 def workspace_trust(
     ws: Workspace, table: RatioTable, candidate: PerfLog, launch_sets: Sequence[Any] | None = None
 ) -> KernelTrust:
-    """Candidate identity per row and the reference's config (:mod:`cutile_workbench.evidence.trust`)."""
-    from cutile_workbench.evidence.trust import kernel_trust
+    """Candidate identity per row and the reference's config (:mod:`cutile_workbench.evidence.trust`),
+    through the one cached path every face takes (issue 31: computed once per content, per config)."""
+    from cutile_workbench.evidence.trust import cached_kernel_trust
 
-    return kernel_trust(
+    return cached_kernel_trust(
         ws, table, candidate_framework=candidate_framework(candidate), launch_sets=launch_sets
     )
 
