@@ -7,6 +7,7 @@ built only from files in the TileGym artifact layout (see ``workspace``). Times 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -355,3 +356,25 @@ class CheckItem:
     action: str = ""  # the seed's suggested action
     diff: str = ""  # a unified diff (the proposed wiring edit) — shown, never applied here
     cli: str = ""  # the CLI twin that reproduces (or, for the wiring edit, applies) this row
+
+
+def config_labels(params: Sequence[str]) -> dict[str, str]:
+    """Each params string shown as the fields that vary across ``params`` (``-``-separated pytest
+    parametrize ids): with equal field counts, the fields that are the same everywhere are
+    dropped; otherwise the common leading and trailing fields. A lone config keeps its full id.
+    The TUI's label of a config; every ``--config`` accepts it (:mod:`cutile_workbench.stages.session.configs`)."""
+    unique = list(dict.fromkeys(params))
+    if len(unique) < 2:
+        return {p: p for p in unique}
+    split = [p.split("-") for p in unique]
+    if len({len(f) for f in split}) == 1:
+        varying = [i for i in range(len(split[0])) if len({f[i] for f in split}) > 1]
+        return {p: "-".join(f[i] for i in varying) for p, f in zip(unique, split, strict=True)}
+    shortest = min(len(f) for f in split)
+    head = 0
+    while head < shortest - 1 and len({f[head] for f in split}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
+        tail += 1
+    return {p: "-".join(f[head : len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}

@@ -366,8 +366,12 @@ def _check_backends(backends: Sequence[str], present: Iterable[str], label: str)
 def kernel_history(
     ws: Workspace, *, config: str | None = None, backends: Sequence[str] = (), phase: str | None = None
 ) -> KernelHistory:
-    """Open, import, load and close the workspace's history (see module contract)."""
-    store, report = open_history(ws.paths, source=ws.source, variants=ws.variant_names())
+    """Open, import, load and close the workspace's history (see module contract); the logs the
+    command's session parsed already are imported as parsed (not parsed again)."""
+    from cutile_workbench.stages.session.kernel import KernelSession
+
+    parsed = KernelSession.of(ws).parsed_logs()
+    store, report = open_history(ws.paths, source=ws.source, variants=ws.variant_names(), parsed=parsed)
     try:
         core = _load(ws.kernel, store, config, backends, phase)
     except InputError as exc:

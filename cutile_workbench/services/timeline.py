@@ -40,6 +40,7 @@ from cutile_workbench.evidence.candidate_identity import CandidateIdentity
 from cutile_workbench.evidence.reference_config import ReferenceConfig
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
+from cutile_workbench.stages.session.kernel import KernelSession
 
 
 def find_launches(
@@ -291,9 +292,9 @@ def config_timeline(
     from cutile_workbench.artifacts.launch_store import open_store
 
     path, session_json = find_launches(kernel, out_root, env)
-    chosen = select_sets(
-        open_store(path, kernel_dir=path.parents[1]), config, backends, path
-    )  # this config's sets only
+    store = open_store(path, kernel_dir=path.parents[1])
+    config = _session_of_launches(kernel, path, env).resolve_config(config)  # any spelling → its params
+    chosen = select_sets(store, config, backends, path)  # this config's sets only
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
@@ -303,6 +304,14 @@ def config_timeline(
         for s, label in zip(chosen, labels, strict=True)
     ]
     return ConfigTimeline(kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json))
+
+
+def _session_of_launches(kernel: str, launches: Path, env: Mapping[str, str]) -> KernelSession:
+    """The session of the kernel dir the launches file lies in (the out root's or the recording's)."""
+    from cutile_workbench.artifacts.workspace import open_workspace
+
+    ws = open_workspace(kernel, out_root=launches.parents[2], tilegym=None, env=env, strict=False)
+    return KernelSession.of(ws)
 
 
 def _stand_in_lines(summaries: list[dict[str, Any]], session_json: Path | None) -> list[str]:
@@ -367,27 +376,26 @@ def config_trust(
     tilegym: Path | None = None,
     env: Mapping[str, str] = os.environ,
 ) -> ConfigTrust:
-    """See the module contract; InputError only for malformed inputs (an absent one gives ``why``)."""
+    """See the module contract; InputError only for malformed inputs (an absent one gives ``why``). The
+    session's E table and trust: the same rows and identities ``table`` shows; ``config`` in any spelling
+    the config naming accepts (:mod:`cutile_workbench.stages.session.configs`)."""
     from cutile_workbench.artifacts.workspace import open_workspace
     from cutile_workbench.errors import WorkbenchError
-    from cutile_workbench.evidence.trust import kernel_trust
-    from cutile_workbench.model import RatioTable
-    from cutile_workbench.stages.e.report import candidate_framework, load_candidate
-    from cutile_workbench.stages.e.stats import build_ratio_table
 
     ws = open_workspace(
         kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
     )
+    session = KernelSession.of(ws)
     try:
-        cand, _parsed, _notes = load_candidate(ws)
+        table = session.table()
     except WorkbenchError as exc:
         return ConfigTrust(None, None, f"no candidate log: {exc.message}")
-    baselines = {k: v for k, v in ws.baseline_logs().items() if not k.startswith("cutile_rs")}
-    table = build_ratio_table(ws.kernel, cand, baselines, ws.analysis)
-    rows = [r for r in table.rows if r.params == config or config.endswith(f"[{r.params}]")]
+    try:
+        params = session.resolve_config(config)
+    except WorkbenchError:
+        params = config
+    rows = [r for r in table.rows if r.params == params]
     if not rows:
         return ConfigTrust(None, None, f"config {config!r} is not a row of the E table")
-    one = RatioTable(kernel, rows[:1], None, None, "BLOCKED")
-    trust = kernel_trust(ws, one, candidate_framework=candidate_framework(cand))
-    p = rows[0].params
-    return ConfigTrust(trust.identities.get(p), trust.reference_configs.get(p))
+    trust = session.trust()
+    return ConfigTrust(trust.identities.get(params), trust.reference_configs.get(params))

@@ -37,7 +37,7 @@ from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
 from cutile_workbench.artifacts.testids import natural_key
 from cutile_workbench.evidence.sol import SolRow
-from cutile_workbench.model import RatioRow
+from cutile_workbench.model import RatioRow, config_labels
 
 SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 
@@ -207,27 +207,6 @@ def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Col
             break
         keep.remove(key)
     return keep
-
-
-def config_labels(params: Sequence[str]) -> dict[str, str]:
-    """Each params string shown as the fields that vary across ``params`` (``-``-separated pytest
-    parametrize ids): with equal field counts, the fields that are the same everywhere are
-    dropped; otherwise the common leading and trailing fields. A lone config keeps its full id."""
-    unique = list(dict.fromkeys(params))
-    if len(unique) < 2:
-        return {p: p for p in unique}
-    split = [p.split("-") for p in unique]
-    if len({len(f) for f in split}) == 1:
-        varying = [i for i in range(len(split[0])) if len({f[i] for f in split}) > 1]
-        return {p: "-".join(f[i] for i in varying) for p, f in zip(unique, split, strict=True)}
-    shortest = min(len(f) for f in split)
-    head = 0
-    while head < shortest - 1 and len({f[head] for f in split}) == 1:
-        head += 1
-    tail = 0
-    while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
-        tail += 1
-    return {p: "-".join(f[head : len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
 
 
 def row_key(row: RatioRow) -> str:
