@@ -221,6 +221,9 @@ def to_json(ir: IRDiff) -> dict[str, Any]:
     pair, sd, audit = ir.pair, ir.struct, ir.audit
     return {
         "variant": pair.variant,
+        # the IR one config ran (workbench/ir/index.json): its params; None for a variant's pair
+        "config": ir.label.removeprefix("config ") if ir.label.startswith("config ") else None,
+        "audit_verdict": ir.audit.verdict,
         "reference": str(pair.reference.path),
         "generated": str(pair.generated.path),
         "verdict": sd.verdict,
@@ -289,6 +292,12 @@ class DiffCommand(Command):
             help="variant name (default: every pair, the slowest in E's table first)",
         )
         which.add_argument(
+            "--config",
+            default=None,
+            metavar="CONFIG",
+            help="the IR one config ran (run --dump-ir): its params, its TUI label or a node id",
+        )
+        which.add_argument(
             "--slowest",
             action="store_true",
             help="only the pair of the variant slowest in E's table (per-variant geomean)",
@@ -304,7 +313,7 @@ class DiffCommand(Command):
         ws = open_workspace(
             args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), strict=False
         )
-        diffs = diff_pairs(ws, args.variant, slowest=args.slowest)
+        diffs = diff_pairs(ws, args.variant, slowest=args.slowest, config=args.config)
         stand_ins = workspace_stand_ins(ws)  # issue 18 §5: a stand-in's "generated" IR is not cutile-rs's
         if args.json:
             doc = to_json(diffs[0]) if len(diffs) == 1 else {"pairs": [to_json(d) for d in diffs]}

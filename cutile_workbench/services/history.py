@@ -370,7 +370,14 @@ def kernel_history(
     command's session parsed already are imported as parsed (not parsed again)."""
     from cutile_workbench.stages.session.kernel import KernelSession
 
-    parsed = KernelSession.of(ws).parsed_logs()
+    session = KernelSession.of(ws)
+    # the one config naming (full params, the TUI's label); a node id stays one (it names one test: its backend)
+    if config is not None and "[" not in config:
+        named = session.configs().lookup(config)
+        if len(named) > 1:
+            session.resolve_config(config)  # ambiguous: InputError listing every config it names
+        config = named[0] if named else config  # a config of older runs only: the history names it
+    parsed = session.parsed_logs()
     store, report = open_history(ws.paths, source=ws.source, variants=ws.variant_names(), parsed=parsed)
     try:
         core = _load(ws.kernel, store, config, backends, phase)

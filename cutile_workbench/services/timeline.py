@@ -293,7 +293,8 @@ def config_timeline(
 
     path, session_json = find_launches(kernel, out_root, env)
     store = open_store(path, kernel_dir=path.parents[1])
-    config = _session_of_launches(kernel, path, env).resolve_config(config)  # any spelling → its params
+    if not store.for_nodeid(config):  # a node id names one test (its backend's sets); else any spelling
+        config = _session_of_launches(kernel, path, env).resolve_config(config)
     chosen = select_sets(store, config, backends, path)  # this config's sets only
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}

@@ -37,14 +37,14 @@ class ConfigNames:
     def label(self, params: str) -> str:
         return self.labels.get(params, params)
 
-    def resolve(self, spelling: str, *, path: str | Path | None = None, key: str = "--config") -> str:
-        """The params string ``spelling`` names (module contract); InputError otherwise."""
+    def lookup(self, spelling: str) -> list[str]:
+        """Every config ``spelling`` names, by the module contract's order ([] = none, 2+ = ambiguous)."""
         text = spelling.strip()
         if text in self.params:
-            return text
+            return [text]
         by_label = sorted({p for p, lab in self.labels.items() if lab == text}, key=natural_key)
         if len(by_label) == 1:
-            return by_label[0]
+            return by_label
         named = set(self.nodeids.get(text, ()))
         if not named and "[" in text:
             short = text.rsplit("::", 1)[-1]  # the test function and its id, without the file
@@ -53,7 +53,12 @@ class ConfigNames:
                 _func, _token, params = split_nodeid(text)
                 inner = text[text.index("[") + 1 : text.rindex("]")] if text.endswith("]") else ""
                 named = {p for p in (params, inner) if p in self.params}
-        candidates = sorted(named | set(by_label), key=natural_key)
+        return sorted(named | set(by_label), key=natural_key)
+
+    def resolve(self, spelling: str, *, path: str | Path | None = None, key: str = "--config") -> str:
+        """The params string ``spelling`` names (module contract); InputError otherwise."""
+        text = spelling.strip()
+        candidates = self.lookup(text)
         if len(candidates) == 1:
             return candidates[0]
         if len(candidates) > 1:
