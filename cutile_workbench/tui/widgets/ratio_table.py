@@ -35,9 +35,8 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
-from cutile_workbench.artifacts.testids import natural_key
 from cutile_workbench.evidence.sol import SolRow
-from cutile_workbench.model import RatioRow, config_labels
+from cutile_workbench.model import RatioRow, config_labels, natural_key
 
 SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 
