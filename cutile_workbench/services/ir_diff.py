@@ -24,13 +24,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError, WorkbenchError
-from cutile_workbench.ir.audit import IRAudit, audit_texts
-from cutile_workbench.ir.diffmodel import SideBySide, diff_lines
+from cutile_workbench.ir.audit import IRAudit as IRAudit
+from cutile_workbench.ir.audit import audit_texts as audit_texts
+from cutile_workbench.ir.diffmodel import DiffRow as DiffRow
+from cutile_workbench.ir.diffmodel import Fold as Fold
+from cutile_workbench.ir.diffmodel import SideBySide as SideBySide
+from cutile_workbench.ir.diffmodel import diff_lines
 from cutile_workbench.ir.loader import IRInventory, IRPair, IRPairPaths, discover_ir, load_pair
-from cutile_workbench.ir.structdiff import StructDiff, structural_diff
+from cutile_workbench.ir.structdiff import SRow as SRow
+from cutile_workbench.ir.structdiff import StructDiff as StructDiff
+from cutile_workbench.ir.structdiff import structural_diff as structural_diff
+
+
+def get_lexer() -> Any:
+    """The Tile IR lexer the TUI highlights with (:func:`cutile_workbench.ir.lexer.get_lexer`; pygments is
+    imported on first use only)."""
+    from cutile_workbench.ir.lexer import get_lexer as lexer
+
+    return lexer()
+
+
+def highlight_terminal(text: str) -> str:
+    """Tile IR highlighted for a terminal (:func:`cutile_workbench.ir.lexer.highlight_terminal`; pygments
+    is imported on first use only)."""
+    from cutile_workbench.ir.lexer import highlight_terminal as highlight
+
+    return highlight(text)
 
 
 @dataclass(frozen=True)

@@ -32,17 +32,20 @@ from pathlib import Path
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.model import RatioTable
+from cutile_workbench.stages.e.overview import E_SOURCE_SHORT as E_SOURCE_SHORT
 from cutile_workbench.stages.e.overview import (
     MAX_REPORT_BYTES,
     SCHEMA_VERSION,
-    Overview,
-    OverviewRow,
     f_verdicts,
     kernel_dirs,
     performance_md_is_current,
     read_performance_md,
-    sort_rows,
 )
+from cutile_workbench.stages.e.overview import SEVERITY_ORDER as SEVERITY_ORDER
+from cutile_workbench.stages.e.overview import Overview as Overview
+from cutile_workbench.stages.e.overview import OverviewRow as OverviewRow
+from cutile_workbench.stages.e.overview import geomean_strip as geomean_strip
+from cutile_workbench.stages.e.overview import sort_rows as sort_rows
 from cutile_workbench.stages.e.stats import round4
 from cutile_workbench.stages.session.kernel import KernelSession
 

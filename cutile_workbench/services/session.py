@@ -12,12 +12,39 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from cutile_workbench.artifacts.confine import check_kernel_name as check_kernel_name
 from cutile_workbench.artifacts.workspace import Workspace as Workspace
 from cutile_workbench.artifacts.workspace import open_workspace
 from cutile_workbench.errors import InputError
 from cutile_workbench.stages.session.configs import ConfigNames as ConfigNames
 from cutile_workbench.stages.session.kernel import KernelSession as KernelSession
+
+if TYPE_CHECKING:  # the value types the faces name; imported on first use (they pull in the evidence layer)
+    from cutile_workbench.artifacts.launch_store import LaunchStore as LaunchStore
+    from cutile_workbench.evidence.ncu import ProbeResult as ProbeResult
+    from cutile_workbench.evidence.sol import SolRow as SolRow
+    from cutile_workbench.evidence.trust import KernelTrust as KernelTrust
+    from cutile_workbench.stages.e.stats import RowSamples as RowSamples
+
+_LAZY = {
+    "LaunchStore": "cutile_workbench.artifacts.launch_store",
+    "ProbeResult": "cutile_workbench.evidence.ncu",
+    "SolRow": "cutile_workbench.evidence.sol",
+    "KernelTrust": "cutile_workbench.evidence.trust",
+    "RowSamples": "cutile_workbench.stages.e.stats",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The value types above, imported when a face first asks for one (``--help`` and light commands
+    stay light)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_session(

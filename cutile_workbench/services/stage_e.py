@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cutile_workbench.artifacts.workspace import Workspace, open_workspace
-from cutile_workbench.artifacts.writer import WriteResult, write_plan
+from cutile_workbench.artifacts.workspace import Workspace as Workspace
+from cutile_workbench.artifacts.workspace import open_workspace
+from cutile_workbench.artifacts.writer import WriteResult as WriteResult
+from cutile_workbench.artifacts.writer import write_plan
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.trust import KernelTrust as KernelTrust
 
@@ -34,6 +36,7 @@ from cutile_workbench.history.noise import ratio_with_noise as ratio_with_noise
 from cutile_workbench.model import PerfLog, RatioRow, RatioTable, ReportPlan
 from cutile_workbench.stages.e.stats import RowSamples as RowSamples
 from cutile_workbench.stages.e.stats import round4 as round4
+from cutile_workbench.stages.e.stats import subset_summary as subset_summary
 from cutile_workbench.stages.session.kernel import KernelSession
 
 if TYPE_CHECKING:
@@ -106,6 +109,13 @@ def row_samples(
     samples (TileGym's own harness prints medians only) are absent."""
     session = KernelSession.of(ws)
     return session.samples(None if session.is_shown(table) else table)
+
+
+def output_block(transcript_text: str) -> str:
+    """The return protocol's ``<VALIDATOR_OUTPUT>`` block (:func:`cutile_workbench.stages.e.validators.output_block`)."""
+    from cutile_workbench.stages.e.validators import output_block as block
+
+    return block(transcript_text)
 
 
 def harness_summary(rows: list[RatioRow]) -> str:

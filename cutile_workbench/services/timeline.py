@@ -33,10 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cutile_workbench.artifacts.launches_io import VERSION as VERSION
+from cutile_workbench.artifacts.launches_io import sets_from_document as sets_from_document
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import id_token
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import CandidateIdentity
+from cutile_workbench.evidence.launches import pick_sets as pick_sets
+from cutile_workbench.evidence.launches import same_backend as same_backend
 from cutile_workbench.evidence.reference_config import ReferenceConfig
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
@@ -249,6 +253,13 @@ def select_sets(
     return chosen
 
 
+def to_chrome_trace(sets: Sequence[LaunchSet]) -> dict[str, Any]:
+    """Chrome-trace JSON of launch sets (:func:`cutile_workbench.artifacts.launches_io.to_chrome_trace`)."""
+    from cutile_workbench.artifacts.launches_io import to_chrome_trace as trace
+
+    return trace(list(sets))
+
+
 def write_perfetto(path: Path, trace: dict[str, Any], *, force: bool) -> None:
     """Atomic write of a Chrome trace; an existing non-JSON file is only replaced with ``force``."""
     path = Path(path)
@@ -278,6 +289,8 @@ class ConfigTimeline:
     summaries: list[dict[str, Any]]
     #: what is a stand-in here (``cutile_workbench.artifacts.stand_ins``): the lines every face prints, [] when nothing is
     stand_ins: list[str] = field(default_factory=list)
+    #: the session of the kernel dir the captures lie in (``config_trust`` takes it: one per command)
+    session: KernelSession | None = field(default=None, compare=False, repr=False)
 
 
 def config_timeline(
@@ -293,8 +306,9 @@ def config_timeline(
 
     path, session_json = find_launches(kernel, out_root, env)
     store = open_store(path, kernel_dir=path.parents[1])
+    session = _session_of_launches(kernel, path, env)
     if not store.for_nodeid(config):  # a node id names one test (its backend's sets); else any spelling
-        config = _session_of_launches(kernel, path, env).resolve_config(config)
+        config = session.resolve_config(config)
     chosen = select_sets(store, config, backends, path)  # this config's sets only
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
@@ -304,7 +318,9 @@ def config_timeline(
         summarize_set(s, roles.get(id_token(s.backend), "-"), label)
         for s, label in zip(chosen, labels, strict=True)
     ]
-    return ConfigTimeline(kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json))
+    return ConfigTimeline(
+        kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json), session
+    )
 
 
 def _session_of_launches(kernel: str, launches: Path, env: Mapping[str, str]) -> KernelSession:
@@ -376,6 +392,7 @@ def config_trust(
     out_root: str | Path | None = None,
     tilegym: Path | None = None,
     env: Mapping[str, str] = os.environ,
+    session: KernelSession | None = None,
 ) -> ConfigTrust:
     """See the module contract; InputError only for malformed inputs (an absent one gives ``why``). The
     session's E table and trust: the same rows and identities ``table`` shows; ``config`` in any spelling
@@ -383,10 +400,11 @@ def config_trust(
     from cutile_workbench.artifacts.workspace import open_workspace
     from cutile_workbench.errors import WorkbenchError
 
-    ws = open_workspace(
-        kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
-    )
-    session = KernelSession.of(ws)
+    if session is None or (tilegym is not None and session.tilegym != tilegym):  # else the command's session
+        ws = open_workspace(
+            kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
+        )
+        session = KernelSession.of(ws)
     try:
         table = session.table()
     except WorkbenchError as exc:

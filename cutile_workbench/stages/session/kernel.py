@@ -321,9 +321,10 @@ class KernelSession:
         return self._once("gpu", lambda: gpu_facts(self.session_meta()))
 
     # ------------------------------------------------------------------ configs
-    def configs(self) -> ConfigNames:
+    def configs(self, *, with_logs: bool = False) -> ConfigNames:
         """Every config of this kernel dir and the names it goes by (:mod:`cutile_workbench.stages.session.configs`):
-        the rows of E's table when there is one, plus the configs the launch captures and the IR index name."""
+        the rows of E's table when there is one, plus the configs the launch captures and the IR index name;
+        ``with_logs`` adds the node ids of every record of the perf logs (they are parsed for it)."""
         from cutile_workbench.stages.session.configs import config_names
 
         def compute() -> ConfigNames:
@@ -333,10 +334,11 @@ class KernelSession:
                 rows = self.table().rows
                 labelled = [r.params for r in rows]  # the Ratios screen labels these
                 entries += [(r.params, f"{r.func_key}[{r.params}]") for r in rows]
-                entries += [(rec.params, rec.nodeid) for rec in self.candidate().records]
+                if with_logs:
+                    entries += [(rec.params, rec.nodeid) for rec in self.candidate().records]
             except WorkbenchError:
                 pass  # no candidate log: the other sources still name configs
-            for log in self._baselines_or_empty().values():
+            for log in self._baselines_or_empty().values() if with_logs else ():
                 entries += [(rec.params, rec.nodeid) for rec in log.records]
             try:
                 store = self.launches()
@@ -347,11 +349,15 @@ class KernelSession:
             entries += [(p, "") for p in self._ir_index_configs()]
             return config_names(entries, labelled)
 
-        return self._once("configs", compute)
+        return self._once(("configs", with_logs), compute)
 
     def resolve_config(self, spelling: str, *, key: str = "--config") -> str:
-        """The params string of the one config ``spelling`` names (see :mod:`cutile_workbench.stages.session.configs`)."""
-        return self.configs().resolve(spelling, path=self.kernel_dir, key=key)
+        """The params string of the one config ``spelling`` names (see :mod:`cutile_workbench.stages.session.configs`);
+        the perf logs' node ids are read only for a spelling the table, captures and IR index do not name."""
+        names = self.configs()
+        if not names.lookup(spelling):
+            names = self.configs(with_logs=True)
+        return names.resolve(spelling, path=self.kernel_dir, key=key)
 
     def _baselines_or_empty(self) -> dict[str, PerfLog]:
         try:
