@@ -12,7 +12,9 @@ warm case, as a user sees it on the second command. Counted in the child:
 - ``opens``: every ``os.open`` / ``io.open`` (``open``, ``Path.read_*``, ``gzip.open``) of a path
   inside the kernel dir, per path relative to it (sqlite's own opens of the history store are not
   seen: it opens the file in C);
-- ``parses``: :func:`cutile_workbench.artifacts.perflog.parser.parse_perf_log` calls, per log;
+- ``parses``: :func:`cutile_workbench.artifacts.perflog.parser.parse_perf_log` calls, per log (the
+  sanitizer's parses of each test block it judges, inside ``report e``, are not counted: they are
+  sanitizing, not a read of the log);
 - ``load_e_table``: calls of :func:`cutile_workbench.stages.e.e_table.load_e_table`.
 
 Commands: ``table``, ``report e --dry-run``, ``report f --dry-run``, ``timeline`` (first config),
@@ -34,7 +36,6 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SESSIONS = REPO / "cutile_workbench" / "profiles" / "tilegym" / "session"
 
 _CHILD = r"""
 import builtins, contextlib, io, json, os, sys
@@ -61,10 +62,13 @@ def io_open(p, *a, **k):
     return _io_open(p, *a, **k)
 os.open, io.open, builtins.open = os_open, io_open, io_open
 
+import traceback
 import cutile_workbench.artifacts.perflog.parser as parser
 _parse = parser.parse_perf_log
 def parse_perf_log(path, *a, **k):
-    note(parses, path)
+    # the sanitizer's own parse of each test block it judges is part of sanitizing, not a read of the log
+    if not any(f.filename.endswith("sanitizer.py") for f in traceback.extract_stack()[:-1]):
+        note(parses, path)
     return _parse(path, *a, **k)
 parser.parse_perf_log = parse_perf_log
 import cutile_workbench.stages.e.e_table as e_table
@@ -114,13 +118,13 @@ def first_config(kernel_dir: Path) -> str:
     raise SystemExit(f"no config found in {kernel_dir}")
 
 
-def run_child(spec: dict[str, object], env: dict[str, str]) -> dict[str, object]:
+def run_child(spec: dict[str, object], env: dict[str, str], repo: Path) -> dict[str, object]:
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(spec)],
         capture_output=True,
         text=True,
         env=env,
-        cwd=str(REPO),
+        cwd=str(repo),
         check=False,
     )
     if proc.returncode != 0:
@@ -134,13 +138,18 @@ def main() -> int:
     ap.add_argument("--kernel", default="matmul")
     ap.add_argument("--only", default="", help="comma-separated command names (default: all)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--tree", default="", help="what the tree is, for the JSON (e.g. a commit)")
+    ap.add_argument("--repo", type=Path, default=REPO, help="the tree to measure (default: this one)")
     args = ap.parse_args()
+    repo = args.repo.resolve()
+    sessions = repo / "cutile_workbench" / "profiles" / "tilegym" / "session"
     with tempfile.TemporaryDirectory(prefix="read_counts-") as tmp:
         out_root = Path(tmp) / "out"
-        shutil.copytree(SESSIONS / args.kernel, out_root / args.kernel)
+        shutil.copytree(sessions / args.kernel, out_root / args.kernel)
         kernel_dir = out_root / args.kernel
-        env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
+        env = {**os.environ, "PYTHONPATH": str(repo), "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
         env.pop("CUTILE_KERNEL_OUT_ROOT", None)
+        env.pop("CUTILE_WORKBENCH_CACHE", None)
         config = first_config(kernel_dir)
         results: dict[str, object] = {}
         only = {c for c in args.only.split(",") if c}
@@ -153,8 +162,8 @@ def main() -> int:
                 "out_root": str(out_root),
                 "kernel_dir": str(kernel_dir),
             }
-            run_child(spec, env)  # warm the user cache
-            results[name] = run_child(spec, env)
+            run_child(spec, env, repo)  # warm the user cache
+            results[name] = run_child(spec, env, repo)
     logs = ("reports/agent_logs/perf_cutile_rs.full.txt", "baseline_perf_cutile.txt")
     print(
         f"{'command':10} {'rc':>3} {'cand opens':>10} {'base opens':>10} {'cand parses':>11} "
@@ -171,6 +180,7 @@ def main() -> int:
         doc = {
             "kernel": args.kernel,
             "config": config,
+            "tree": args.tree or str(repo),
             "host": platform.node(),
             "python": platform.python_version(),
             "note": "2-core CPU box shared by 7 engineers (loaded); counts do not depend on load",
