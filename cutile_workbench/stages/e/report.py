@@ -767,9 +767,11 @@ def plan_e_report(
 
 
 def candidate_framework(candidate: PerfLog) -> str:
-    """The candidate log's framework (``cutile-rs`` unless a stand-in's single framework says otherwise)."""
-    frameworks = sorted({r.framework for r in candidate.records})
-    return frameworks[0] if len(frameworks) == 1 else "cutile-rs"
+    """The candidate log's framework (``cutile-rs`` unless a stand-in's single framework says otherwise):
+    the one rule, :func:`cutile_workbench.artifacts.candidate.log_framework`."""
+    from cutile_workbench.artifacts.candidate import log_framework
+
+    return log_framework(candidate)
 
 
 def workspace_trust(
@@ -790,7 +792,6 @@ def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog)
     from cutile_workbench.evidence.sol import recorded_argnames, render_sol_section, sol_rows, test_argnames
 
     gpu = gpu_facts(ws.session_meta())
-    frameworks = sorted({r.framework for r in candidate.records})
     argnames = {
         **recorded_argnames(ws.kernel),
         **test_argnames(ws.tilegym, (r.func_key for r in table.matched)),
@@ -802,7 +803,7 @@ def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog)
         analysis=ws.analysis,
         probes=load_probes(ws.paths),
         argnames=argnames,
-        candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs",
+        candidate_backend=candidate_framework(candidate),
     )
     return render_sol_section(rows, gpu)
 
