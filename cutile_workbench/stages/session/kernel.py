@@ -21,6 +21,7 @@ Contract:
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class KernelSession:
 
     ws: Workspace
     _memo: dict[Any, tuple[bool, Any]] = field(default_factory=dict, repr=False)
+    #: the TUI asks from its worker threads too: a fact is computed once, not once per thread
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     @classmethod
     def of(cls, ws: Workspace | KernelSession) -> KernelSession:
@@ -84,21 +87,27 @@ class KernelSession:
         return self.ws.tilegym
 
     def _once(self, key: Any, compute: Callable[[], T]) -> T:
-        if key not in self._memo:
-            try:
-                self._memo[key] = (True, compute())
-            except WorkbenchError as exc:
-                self._memo[key] = (False, exc)
-        ok, value = self._memo[key]
+        with self._lock:
+            if key not in self._memo:
+                try:
+                    self._memo[key] = (True, compute())
+                except WorkbenchError as exc:
+                    self._memo[key] = (False, exc)
+            ok, value = self._memo[key]
         if not ok:
             raise value
         return cast(T, value)
 
+    def _facts(self) -> list[tuple[Any, tuple[bool, Any]]]:
+        with self._lock:
+            return list(self._memo.items())
+
     def forget(self, *keys: str) -> None:
         """Drop the named facts (a command that just wrote their file reads it again: ``probes`` after
         filing a probe); nothing else is recomputed."""
-        for key in keys:
-            self._memo.pop(key, None)
+        with self._lock:
+            for key in keys:
+                self._memo.pop(key, None)
 
     # ------------------------------------------------------------------ inputs
     def session_meta(self) -> dict[str, Any] | None:
@@ -124,7 +133,7 @@ class KernelSession:
     def any_e_table(self) -> ETable:
         """An E table already built in this session (any seed), else the default one: for facts that
         depend on the logs only (the candidate log, its frameworks), not on the bootstrap."""
-        for key, (ok, value) in self._memo.items():
+        for key, (ok, value) in self._facts():
             if ok and isinstance(key, tuple) and key[0] == "e_table":
                 return cast("ETable", value)
         return self.e_table()
@@ -153,7 +162,7 @@ class KernelSession:
         """Every perf log this session has parsed so far, by path string (nothing is parsed here): a
         reader of the same files (the history import) takes them instead of parsing them again."""
         out: dict[str, PerfLog] = {}
-        for key, (ok, value) in self._memo.items():
+        for key, (ok, value) in self._facts():
             if ok and isinstance(key, tuple) and key[0] == "e_table":
                 out.update(value.loaded_logs())
         paths = self.paths
@@ -194,8 +203,7 @@ class KernelSession:
     def is_shown(self, table: RatioTable) -> bool:
         """``table`` is one this session built (:meth:`table`): its facts are the session's."""
         return any(
-            ok and isinstance(k, tuple) and k[0] == "table" and v is table
-            for k, (ok, v) in self._memo.items()
+            ok and isinstance(k, tuple) and k[0] == "table" and v is table for k, (ok, v) in self._facts()
         )
 
     def _stand_ins_for(self, frameworks: set[str] | None, table: RatioTable | None) -> StandIns:
