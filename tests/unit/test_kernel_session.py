@@ -135,3 +135,21 @@ def test_an_ambiguous_or_unknown_config_lists_the_close_matches(
     both = config_names([("p-1", "t[p-1]"), ("p-2", "t[p-1]")])  # SYNTHETIC: one node id, two configs
     with pytest.raises(Exception, match="ambiguous: it names 2 configs"):
         both.resolve("t[p-1]")
+
+
+def test_the_tui_label_names_the_config_in_every_command_that_takes_config(
+    out_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Item 3 across the commands: `diff --config`, `history --config`, `probe --config` (before: no
+    --config on diff; history and probe refused the label)."""
+    import json
+
+    label, where = "False-2048-2048-2048", ("matmul", "--out-root", str(out_root))
+    assert main(["diff", *where, "--config", label, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"] == PARAMS
+    assert main(["history", *where, "--config", label, "--json"]) == 0
+    assert {s["params"] for s in json.loads(capsys.readouterr().out)["series"]} == {PARAMS}
+    # probe resolves the config first; the recorded TileGym session then needs the checkout to run it
+    assert main(["probe", *where, "--config", label, "--print-command"]) == 2
+    err = capsys.readouterr().err
+    assert "--tilegym" in err and "unknown config" not in err
