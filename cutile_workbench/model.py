@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from cutile_workbench.clock_exposure import ClockExposure, RowClocks, compare_exposures
 
@@ -500,3 +500,20 @@ class OverviewRow:
     def in_band(self) -> bool | None:
         """Is the geomean inside E's DONE band (≤ 1.05)? None without a geomean."""
         return None if self.geomean is None else round4(self.geomean) <= DONE_MAX
+
+
+class SideSol(Protocol):
+    """One side's speed of light as a face shows it: the fraction of the measured peak (None = unknown)."""
+
+    @property
+    def sol(self) -> float | None: ...
+
+
+class RowSol(Protocol):
+    """One E row's speed of light as the Ratios table shows it (``evidence.sol.SolRow`` is one)."""
+
+    @property
+    def candidate(self) -> SideSol | None: ...
+
+    @property
+    def baseline(self) -> SideSol | None: ...

@@ -1,7 +1,7 @@
 """RatioTable: the E table as an interactive DataTable (sort, filter, slow-only, variant).
 
 Contract: fed ``cutile_workbench.model.RatioRow`` objects (``set_rows``) and, optionally, each row's speed
-of light (``sol``: ``(func_key, params)`` → ``cutile_workbench.evidence.sol.SolRow``, shown as "SOL c/b",
+of light (``sol``: ``(func_key, params)`` → a ``cutile_workbench.model.RowSol`` (``evidence.sol.SolRow``), shown as "SOL c/b",
 the fraction of the measured peak each side reaches, "—" where there is no work model) and each row's
 candidate identity mark (``marks``: params → ``own``/``REF``/``LIB``/``NONE``/``?``, the narrow "id"
 column, never dropped; REF/LIB/NONE in bold red; absent when identity was not computed); never reads
@@ -35,8 +35,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
-from cutile_workbench.evidence.sol import SolRow
-from cutile_workbench.model import RatioRow, config_labels, natural_key
+from cutile_workbench.model import RatioRow, RowSol, config_labels, natural_key
 
 SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 
@@ -45,7 +44,7 @@ SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 class CellContext:
     """What a cell may need beyond its row: the row's speed of light and its config label."""
 
-    sol: SolRow | None
+    sol: RowSol | None
     config_label: str
     mark: str = ""  # the row's candidate identity mark (issue 18), "" when not computed
 
@@ -225,7 +224,7 @@ def visible_rows(
     variant: str | None = None,
     sort_key: str = "config",
     reverse: bool = False,
-    sol: Mapping[tuple[str, str], SolRow] | None = None,
+    sol: Mapping[tuple[str, str], RowSol] | None = None,
     marks: Mapping[str, str] | None = None,
 ) -> list[RatioRow]:
     """The rows the table shows, in order. ``None`` sort values always sort last."""
@@ -264,11 +263,11 @@ def _fmt_ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.4f}"
 
 
-def _candidate_sol(sr: SolRow | None) -> float | None:
+def _candidate_sol(sr: RowSol | None) -> float | None:
     return sr.candidate.sol if sr is not None and sr.candidate is not None else None
 
 
-def sol_text(sr: SolRow | None) -> str:
+def sol_text(sr: RowSol | None) -> str:
     """``"44%/90%"``: each side's fraction of the measured peak (roofline limiter); "—" without a model."""
     if sr is None:
         return NO_SOL
@@ -291,7 +290,7 @@ def _cells_from(row: RatioRow, strings: list[str], columns: Sequence[Column]) ->
 
 
 def row_cells(
-    row: RatioRow, sol: SolRow | None = None, config_label: str | None = None, mark: str = ""
+    row: RatioRow, sol: RowSol | None = None, config_label: str | None = None, mark: str = ""
 ) -> list[Text]:
     """Display cells of one row, every column (styled by verdict; never parsed as markup)."""
     ctx = CellContext(sol, row.params if config_label is None else config_label, mark)
@@ -343,13 +342,13 @@ class RatioTable(DataTable[Text]):
         self,
         rows: Sequence[RatioRow] = (),
         *,
-        sol: Mapping[tuple[str, str], SolRow] | None = None,
+        sol: Mapping[tuple[str, str], RowSol] | None = None,
         marks: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._all: list[RatioRow] = list(rows)
-        self._sol: dict[tuple[str, str], SolRow] = dict(sol or {})
+        self._sol: dict[tuple[str, str], RowSol] = dict(sol or {})
         self._marks: dict[str, str] = dict(marks or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
@@ -364,7 +363,7 @@ class RatioTable(DataTable[Text]):
     def set_rows(
         self,
         rows: Sequence[RatioRow],
-        sol: Mapping[tuple[str, str], SolRow] | None = None,
+        sol: Mapping[tuple[str, str], RowSol] | None = None,
         marks: Mapping[str, str] | None = None,
     ) -> None:
         self._all = list(rows)
