@@ -108,3 +108,20 @@ def test_overview_states_the_identity_table_states(
     summary = table["candidate_identity"]["summary"].removeprefix("WARNING: ")
     assert row["identity"] == summary.removeprefix("candidate identity: ")
     assert row["geomean"] == pytest.approx(table["geomean"], abs=5e-5)
+
+
+def test_f_and_the_timeline_state_the_reference_config_the_tui_states(
+    faces: dict[str, object], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The config the reference ran, per config: F's inputs (report f), `timeline --json` and the TUI's
+    line under the Ratios table read the same trust; F's identities are `table`'s."""
+    from cutile_workbench.services import stage_f
+
+    root, data = faces["root"], faces["data"]
+    inputs = stage_f.collect(stage_f.open_kernel("matmul", out_root=root, tilegym=None))  # type: ignore[arg-type]
+    assert inputs.trust is not None
+    assert {p: i.mark for p, i in inputs.trust.identities.items()} == data.identity_marks()  # type: ignore[attr-defined]
+    for params, rc in inputs.trust.reference_configs.items():
+        tl = _json(capsys, "timeline", "matmul", "--out-root", str(root), "--config", params, "--json")
+        assert tl["reference_config"]["text"] == rc.text
+        assert rc.config is not None and rc.config.label in data.reference_config_line(params)  # type: ignore[attr-defined]
