@@ -7,7 +7,8 @@ The session is the recorded H200 one shipped in the package (``profiles/tilegym/
 copied into a temp out root (so nothing of the package is touched and a command that would write
 finds a writable dir). Each command runs in a fresh process (``python -c``), twice: the first run
 warms the user cache (E's table, trust: cached on their inputs' hash), the second is counted — the
-warm case, as a user sees it on the second command. Counted in the child:
+warm case, as a user sees it on the second command (``--cold``: the first run on an empty user cache
+of its own is counted instead). Counted in the child:
 
 - ``opens``: every ``os.open`` / ``io.open`` (``open``, ``Path.read_*``, ``gzip.open``) of a path
   inside the kernel dir, per path relative to it (sqlite's own opens of the history store are not
@@ -138,6 +139,9 @@ def main() -> int:
     ap.add_argument("--kernel", default="matmul")
     ap.add_argument("--only", default="", help="comma-separated command names (default: all)")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--cold", action="store_true", help="count the first run (an empty user cache), not the second"
+    )
     ap.add_argument("--tree", default="", help="what the tree is, for the JSON (e.g. a commit)")
     ap.add_argument("--repo", type=Path, default=REPO, help="the tree to measure (default: this one)")
     args = ap.parse_args()
@@ -162,6 +166,10 @@ def main() -> int:
                 "out_root": str(out_root),
                 "kernel_dir": str(kernel_dir),
             }
+            if args.cold:  # each command on an empty user cache of its own
+                cold_env = {**env, "XDG_CACHE_HOME": str(Path(tmp) / f"cache-{len(results)}")}
+                results[name] = run_child(spec, cold_env, repo)
+                continue
             run_child(spec, env, repo)  # warm the user cache
             results[name] = run_child(spec, env, repo)
     logs = ("reports/agent_logs/perf_cutile_rs.full.txt", "baseline_perf_cutile.txt")
@@ -180,6 +188,7 @@ def main() -> int:
         doc = {
             "kernel": args.kernel,
             "config": config,
+            "cache": "cold (each command on an empty user cache)" if args.cold else "warm (second run)",
             "tree": args.tree or str(repo),
             "host": platform.node(),
             "python": platform.python_version(),

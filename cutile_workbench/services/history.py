@@ -672,7 +672,17 @@ def _ratio_comparability(
     table: RatioTable | None,
     logs: tuple[PerfLog, Mapping[str, PerfLog]] | None = None,
 ) -> RatioComparability:
-    # ``logs``: the candidate and baseline logs the caller parsed already (the overview), not again
+    # ``logs``: the candidate and baseline logs the caller parsed already (the overview), not again;
+    # without them the command's session gives its own (parsed once for every fact of the command)
+    if logs is None:
+        from cutile_workbench.errors import WorkbenchError
+        from cutile_workbench.stages.session.kernel import KernelSession
+
+        session = KernelSession.of(ws)
+        try:
+            logs = (session.candidate(), session.baseline_logs())
+        except WorkbenchError:
+            logs = None  # the conditions read what they can (a missing or bad log is said there)
     conds = ratio_conditions(
         ws.paths,
         used,

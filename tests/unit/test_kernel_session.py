@@ -153,3 +153,30 @@ def test_the_tui_label_names_the_config_in_every_command_that_takes_config(
     assert main(["probe", *where, "--config", label, "--print-command"]) == 2
     err = capsys.readouterr().err
     assert "--tilegym" in err and "unknown config" not in err
+
+
+@pytest.mark.parametrize("argv", [("table",), ("history",), ("tui",)])
+def test_on_a_cold_cache_too_each_log_is_parsed_once(
+    argv: tuple[str, ...], out_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty user cache (a first command on a new session): before the session `table` parsed the
+    candidate log 5 times and ran load_e_table 3 times (stand-ins, trust and the conditions each
+    parsed again); `history` parsed both logs twice (its import, then the stand-ins)."""
+    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.stages.e import e_table
+
+    monkeypatch.setenv("CUTILE_WORKBENCH_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.setattr(e_table, "_MEMORY", {})
+    monkeypatch.setattr(derive_cache, "_DERIVED", {})
+    with counting(monkeypatch) as counts:
+        if argv[0] == "tui":
+            from cutile_workbench.tui.loaders import load_app_data
+
+            data = load_app_data("matmul", out_root=out_root, tilegym=None)
+            assert data.ir_loader is not None and data.history_loader is not None
+            data.ir_loader()
+            data.history_loader()
+        else:
+            assert _cli(argv[0], "matmul", "--out-root", str(out_root)) == 0
+    assert counts["load_e_table"] <= 1, counts
+    assert counts[f"parse {CAND}"] == 1 and counts[f"parse {BASE}"] == 1, counts
