@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.model import PlannedFile, RatioRow, ReportPlan
 import tui_synthetic as syn
+
+from cutile_workbench.model import PlannedFile, RatioRow, ReportPlan
 from cutile_workbench.tui.data import AppData
 from cutile_workbench.tui.ir_rows import build_ir_pair
 
