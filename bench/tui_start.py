@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python bench/tui_start.py`` (headless, no terminal needed; ~20 s on 2 cores).
 Each scenario runs in its own child interpreter so start-up cost and peak RSS are not shared.
 
-Scenarios (data: ``cutile_workbench.tui.synthetic`` — SYNTHETIC tables/launches/IR of realistic shape):
+Scenarios (data: ``tests/tui_synthetic.py`` — SYNTHETIC tables/launches/IR of realistic shape):
 - first paint: fresh process → import app → 500-config table + two 10k-line IR files written to
   disk and read back through the real loader path (IR diff+audit deferred to the background
   thread, as in ``run_app``) → first frame of the Ratios screen rendered. Target ≤ 1.0 s.
@@ -36,7 +36,8 @@ from pathlib import Path
 scenario, tmp = sys.argv[1], Path(sys.argv[2])
 
 async def main():
-    from cutile_workbench.tui import synthetic as syn
+    sys.path.insert(0, "tests")  # the SYNTHETIC builders are test fixtures (cwd: the repo root)
+    import tui_synthetic as syn
     from cutile_workbench.tui.app import make_app
     from cutile_workbench.tui.data import AppData
     from cutile_workbench.tui.ir_rows import build_ir_pair
@@ -168,7 +169,8 @@ def _bytecode_state() -> str:
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from cutile_workbench.tui.synthetic import write_ir_pair
+    sys.path.insert(0, str(ROOT / "tests"))
+    from tui_synthetic import write_ir_pair
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)

@@ -7,9 +7,11 @@ built only from files in the TileGym artifact layout (see ``workspace``). Times 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from cutile_workbench.clock_exposure import ClockExposure, RowClocks, compare_exposures
 
@@ -394,3 +396,163 @@ class CheckItem:
     action: str = ""  # the seed's suggested action
     diff: str = ""  # a unified diff (the proposed wiring edit) — shown, never applied here
     cli: str = ""  # the CLI twin that reproduces (or, for the wiring edit, applies) this row
+
+
+def config_labels(params: Sequence[str]) -> dict[str, str]:
+    """Each params string shown as the fields that vary across ``params`` (``-``-separated pytest
+    parametrize ids): with equal field counts, the fields that are the same everywhere are
+    dropped; otherwise the common leading and trailing fields. A lone config keeps its full id.
+    The TUI's label of a config; every ``--config`` accepts it (:mod:`cutile_workbench.stages.session.configs`)."""
+    unique = list(dict.fromkeys(params))
+    if len(unique) < 2:
+        return {p: p for p in unique}
+    split = [p.split("-") for p in unique]
+    if len({len(f) for f in split}) == 1:
+        varying = [i for i in range(len(split[0])) if len({f[i] for f in split}) > 1]
+        return {p: "-".join(f[i] for i in varying) for p, f in zip(unique, split, strict=True)}
+    shortest = min(len(f) for f in split)
+    head = 0
+    while head < shortest - 1 and len({f[head] for f in split}) == 1:
+        head += 1
+    tail = 0
+    while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
+        tail += 1
+    return {p: "-".join(f[head : len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
+
+
+# --------------------------------------------------------------------------- test ids (TileGym contract §3.4/§3.5)
+
+#: backend tokens as they appear in ids (``cutile-rs`` becomes ``cutile_rs`` via the conftest hook)
+BACKEND_TOKENS: tuple[str, ...] = (
+    "cutile_rs",
+    "cutile",
+    "triton",
+    "pytorch",
+    "tilecpp",
+    # the workbench's own profile suites (cutile_workbench/profiles/): a hot-path-flawed
+    # wrapper, a second cuTile variant, and tilegym.ops
+    "cutile_hotpath",
+    "cutile_row",
+    "tilegym",
+)
+
+_NODEID = re.compile(r"^(?P<func>[^\[\]]+?)(?:\[(?P<id>.*)\])?$")
+
+
+def split_nodeid(nodeid: str, extra_tokens: tuple[str, ...] = ()) -> tuple[str, str, str]:
+    """Return ``(func_key, backend_token, params)``; token is "" when the id has none we know."""
+    m = _NODEID.match(nodeid.strip())
+    if not m:
+        return nodeid, "", ""
+    func, test_id = m.group("func"), m.group("id") or ""
+    first, sep, rest = test_id.partition("-")
+    if first in BACKEND_TOKENS or first in extra_tokens:
+        return func, first, rest if sep else ""
+    return func, "", test_id
+
+
+_DIGIT_RUNS = re.compile(r"(\d+)")
+
+
+def natural_key(params: str) -> tuple[tuple[int, int | str], ...]:
+    """Natural order of a params string: shape fields compare as numbers (4096 before 16384).
+    The Ratios table and the run history order configs by it."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in _DIGIT_RUNS.split(params) if part
+    )
+
+
+# --------------------------------------------------------------------------- values the faces show
+
+
+@dataclass(frozen=True)
+class RowSamples:
+    """The raw forward samples (ms) behind one E row: candidate and its chosen baseline."""
+
+    candidate: tuple[float, ...]
+    baseline: tuple[float, ...]
+
+
+@dataclass
+class ShardProgress:
+    index: int
+    planned: int = 0
+    finished: int = 0
+    failed: int = 0
+    state: str = "pending"
+    host: str = ""
+    gpu: str = ""
+    device: str = ""  # the CUDA_VISIBLE_DEVICES entry of its slot ("" unpinned / not known yet)
+    running: str | None = None
+    detail: str = ""
+
+
+#: E's DONE band: a geomean at or under it (on its 4-decimal value) is DONE (contract §5.1)
+DONE_MAX = 1.05
+
+
+def round4(g: float) -> float:
+    """The value written as ``geomean_ratio=X.XXXX`` (the verdict is decided on this)."""
+    return float(f"{g:.4f}")
+
+
+#: the overview's short form of where E's figures came from
+E_SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
+
+
+@dataclass(frozen=True)
+class OverviewRow:
+    """One kernel dir of the out root (see the module contract for each source)."""
+
+    kernel: str
+    path: str
+    problem: str | None = None  # what is wrong with a broken / half-written dir
+    e_source: str | None = None  # "performance.md" | "logs (performance.md stale)" | "logs" | None
+    e_verdict: str | None = None  # DONE | INVESTIGATE | BLOCKED
+    geomean: float | None = None
+    severity: str | None = None
+    worst_config: str | None = None
+    worst_ratio: float | None = None
+    configs: int | None = None
+    matched: int | None = None
+    missing: int | None = None
+    f_verdicts: dict[str, str] = field(default_factory=dict)
+    candidate: str | None = None  # "cutile-rs" or the stand-in's frameworks
+    stand_in: bool = False
+    identity: str | None = None  # who the candidate's launches really are (trust rules), None = unknown
+    comparability: str | None = None  # "comparable" | "not_comparable" | "unknown" | "no_baseline"
+    comparability_text: str = ""
+    last_run: str | None = None  # ISO time of the last measured run (session.json), else None
+    regression: str | None = None  # "none" | "N config(s) regressed" | "no history" | ...
+    notes: tuple[str, ...] = ()
+
+    @property
+    def identity_mark(self) -> str:
+        """``own`` when every row ran the candidate's own kernels, ``—`` unknown, else ``CHECK`` (see identity)."""
+        if not self.identity:
+            return "—"
+        if self.identity.startswith("all ") and "own kernels" in self.identity:
+            return "own"
+        return "CHECK"
+
+    @property
+    def in_band(self) -> bool | None:
+        """Is the geomean inside E's DONE band (≤ 1.05)? None without a geomean."""
+        return None if self.geomean is None else round4(self.geomean) <= DONE_MAX
+
+
+class SideSol(Protocol):
+    """One side's speed of light as a face shows it: the fraction of the measured peak (None = unknown)."""
+
+    @property
+    def sol(self) -> float | None: ...
+
+
+class RowSol(Protocol):
+    """One E row's speed of light as the Ratios table shows it (``evidence.sol.SolRow`` is one)."""
+
+    @property
+    def candidate(self) -> SideSol | None: ...
+
+    @property
+    def baseline(self) -> SideSol | None: ...

@@ -1,4 +1,4 @@
-"""Test helpers for the TUI tests: deterministic AppData built from cutile_workbench.tui.synthetic.
+"""Test helpers for the TUI tests: deterministic AppData built from tests/tui_synthetic.py.
 
 SYNTHETIC data, labelled as such in the app header (``source: synthetic``): the rms_norm medians
 are real H200 numbers (gpu.md §4); CIs, timestamps, IR texts and the ncu probes' occupancy and
@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import tui_synthetic as syn
+
 from cutile_workbench.model import PlannedFile, RatioRow, ReportPlan
-from cutile_workbench.tui import synthetic as syn
 from cutile_workbench.tui.data import AppData
 from cutile_workbench.tui.ir_rows import build_ir_pair
 

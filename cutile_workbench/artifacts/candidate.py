@@ -8,6 +8,9 @@ Contract: :func:`resolve_candidate_backend` returns, first that applies:
    a ``run`` before E wrote any report);
 5. the framework of the candidate log's first record (a log holding several);
 6. None — the caller says what it assumes (F: ``cutile-rs``).
+
+:func:`log_framework` is the candidate *log's* framework, what identity and the speed of light are
+computed for: its one framework, ``cutile-rs`` when it holds none or several (the same rule everywhere).
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from cutile_workbench.model import PerfLog
+
+
+def log_framework(candidate_log: PerfLog | None) -> str:
+    """The candidate log's framework: its records' one framework, else ``cutile-rs`` (module contract)."""
+    frameworks = sorted({r.framework for r in candidate_log.records}) if candidate_log is not None else []
+    return frameworks[0] if len(frameworks) == 1 else "cutile-rs"
 
 
 def run_token(session: Mapping[str, Any] | None) -> str | None:

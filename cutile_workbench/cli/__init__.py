@@ -53,7 +53,6 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from cutile_workbench import __version__
-from cutile_workbench.artifacts.confine import check_kernel_name
 from cutile_workbench.cli.common import KEYMAP_HELP, OUT_ROOT_HELP, TILEGYM_HELP, Command
 from cutile_workbench.errors import WorkbenchError
 
@@ -339,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
         if (
             getattr(args, "kernel", None) is not None
         ):  # every kernel command: one check, before any path is built
+            from cutile_workbench.services.session import check_kernel_name
+
             check_kernel_name(args.kernel)
         return int(func(args))
     except WorkbenchError as exc:

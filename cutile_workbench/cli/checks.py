@@ -18,11 +18,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.artifacts.layout import KernelPaths
-from cutile_workbench.artifacts.testids import split_nodeid
-from cutile_workbench.artifacts.workspace import tilegym_checkout
-from cutile_workbench.checks import childproc, kselect, precondition, wiring
-from cutile_workbench.checks.wrapper_audit import audit_wrapper
 from cutile_workbench.cli.common import (
     EXIT_BLOCKED,
     EXIT_OK,
@@ -33,6 +28,16 @@ from cutile_workbench.cli.common import (
 )
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.services import checks
+from cutile_workbench.services.checks import (
+    KernelPaths,
+    audit_wrapper,
+    childproc,
+    kselect,
+    precondition,
+    split_nodeid,
+    tilegym_checkout,
+    wiring,
+)
 from cutile_workbench.services.runs import parse_env_items
 
 

@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TextIO
 from cutile_workbench.errors import InputError
 
 if TYPE_CHECKING:  # the write gate's types; imported where used so that --help loads no service
-    from cutile_workbench.artifacts.workspace import Workspace
-    from cutile_workbench.artifacts.writer import WriteResult
     from cutile_workbench.model import ReportPlan
+    from cutile_workbench.services.stage_e import Workspace, WriteResult
 
 EXIT_OK, EXIT_BLOCKED, EXIT_USAGE, EXIT_REFUSED = 0, 1, 2, 3
 OUT_ROOT_HELP = "dir holding <kernel>/ (else $CUTILE_KERNEL_OUT_ROOT, else the recorded session)"
@@ -144,7 +143,7 @@ def print_written(plan: ReportPlan, result: WriteResult, out: TextIO) -> None:
 
 def closing_blocks(plan: ReportPlan) -> str:
     """E's ``<PERF_LOG>`` block (F has none), then the ``<VALIDATOR_OUTPUT>`` block."""
-    from cutile_workbench.stages.e.validators import output_block
+    from cutile_workbench.services.stage_e import output_block
 
     return plan.perf_log_block + output_block(plan.validator_output)
 

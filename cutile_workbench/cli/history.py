@@ -200,8 +200,10 @@ class HistoryCommand(Command):
         ws = stage_e.open_kernel(
             args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), strict=False
         )
+        # issue 18 §5: a stand-in is named on every face; asked first, so that the history import takes the
+        # logs the session parsed for it (a cold cache) instead of parsing them again
+        stand_ins = workspace_stand_ins(ws).lines()
         history = history_service.kernel_history(ws, config=args.config, backends=args.backend or ())
-        stand_ins = workspace_stand_ins(ws).lines()  # issue 18 §5: a stand-in is named on every face
         if args.json:
             out.write(
                 json.dumps({**history_service.history_json(history), "stand_ins": stand_ins}, indent=2) + "\n"

@@ -22,12 +22,19 @@ import shutil
 import sys
 from typing import Any
 
-from cutile_workbench.artifacts.workspace import open_workspace
 from cutile_workbench.cli.common import Command, add_kernel_args, path_arg
-from cutile_workbench.ir.audit import IRAudit
-from cutile_workbench.ir.diffmodel import DiffRow, Fold, SideBySide
-from cutile_workbench.ir.structdiff import SRow, StructDiff
-from cutile_workbench.services.ir_diff import IRDiff, diff_pairs
+from cutile_workbench.services.ir_diff import (
+    DiffRow,
+    Fold,
+    IRAudit,
+    IRDiff,
+    SideBySide,
+    SRow,
+    StructDiff,
+    diff_pairs,
+    highlight_terminal,
+)
+from cutile_workbench.services.session import open_session
 from cutile_workbench.services.stand_ins import workspace_stand_ins
 
 _MARK = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}
@@ -58,7 +65,6 @@ def render_side_by_side(
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
     hl = None
     if color:
-        from cutile_workbench.ir.lexer import highlight_terminal
 
         def hl(s: str) -> str:
             return highlight_terminal(s).rstrip("\n")
@@ -124,7 +130,6 @@ def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[s
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
     hl = None
     if color:
-        from cutile_workbench.ir.lexer import highlight_terminal
 
         def hl(s: str) -> str:
             return highlight_terminal(s).rstrip("\n")
@@ -221,6 +226,9 @@ def to_json(ir: IRDiff) -> dict[str, Any]:
     pair, sd, audit = ir.pair, ir.struct, ir.audit
     return {
         "variant": pair.variant,
+        # the IR one config ran (workbench/ir/index.json): its params; None for a variant's pair
+        "config": ir.label.removeprefix("config ") if ir.label.startswith("config ") else None,
+        "audit_verdict": ir.audit.verdict,
         "reference": str(pair.reference.path),
         "generated": str(pair.generated.path),
         "verdict": sd.verdict,
@@ -289,6 +297,12 @@ class DiffCommand(Command):
             help="variant name (default: every pair, the slowest in E's table first)",
         )
         which.add_argument(
+            "--config",
+            default=None,
+            metavar="CONFIG",
+            help="the IR one config ran (run --dump-ir): its params, its TUI label or a node id",
+        )
+        which.add_argument(
             "--slowest",
             action="store_true",
             help="only the pair of the variant slowest in E's table (per-variant geomean)",
@@ -301,10 +315,14 @@ class DiffCommand(Command):
         g.add_argument("--json", action="store_true", help="print verdict, hunks, rows + audit as JSON")
 
     def run(self, args: argparse.Namespace) -> int:
-        ws = open_workspace(
-            args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym), strict=False
-        )
-        diffs = diff_pairs(ws, args.variant, slowest=args.slowest)
+        ws = open_session(
+            args.kernel,
+            out_root=path_arg(args.out_root),
+            tilegym=path_arg(args.tilegym),
+            strict=False,
+            require_dir=False,
+        ).ws
+        diffs = diff_pairs(ws, args.variant, slowest=args.slowest, config=args.config)
         stand_ins = workspace_stand_ins(ws)  # issue 18 §5: a stand-in's "generated" IR is not cutile-rs's
         if args.json:
             doc = to_json(diffs[0]) if len(diffs) == 1 else {"pairs": [to_json(d) for d in diffs]}

@@ -25,13 +25,14 @@ from typing import TextIO
 
 from cutile_workbench.cli.common import Command
 from cutile_workbench.errors import InputError
-from cutile_workbench.services.overview import SORT_KEYS, overview
-from cutile_workbench.stages.e.overview import (
+from cutile_workbench.services.overview import (
     E_SOURCE_SHORT,
     SEVERITY_ORDER,
+    SORT_KEYS,
     Overview,
     OverviewRow,
     geomean_strip,
+    overview,
 )
 
 CSV_FIELDS = (

@@ -20,16 +20,26 @@ import sys
 import threading
 from typing import TextIO
 
-from cutile_workbench.artifacts.events import Event
-from cutile_workbench.artifacts.layout import KernelPaths
-from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.cli.common import Command, path_arg, positive_seconds
 from cutile_workbench.cli.doctor import refuse
 from cutile_workbench.cli.timeline import display_path
-from cutile_workbench.infra.cancel import run_cancellable, signal_name
-from cutile_workbench.run.runner import RunResult, raw_log_destination, run, write_results
-from cutile_workbench.run.scaleout import console as scaleout
-from cutile_workbench.services.runs import BackendRun, RunRequest, gpu_probe, parse_env_items, plan_runs
+from cutile_workbench.services.runs import (
+    BackendRun,
+    Event,
+    KernelPaths,
+    RunRequest,
+    RunResult,
+    gpu_probe,
+    parse_env_items,
+    plan_runs,
+    raw_log_destination,
+    run,
+    run_cancellable,
+    signal_name,
+    split_nodeid,
+    write_results,
+)
+from cutile_workbench.services.sharded import console as scaleout
 
 RUN_DESCRIPTION = """\
 Run a kernel's perf suite live and lay the results into <out-root>/<kernel>/ (TileGym's layout).

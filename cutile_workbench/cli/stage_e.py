@@ -21,15 +21,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.artifacts.stand_ins import StandIns
-from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.cli.common import Command, add_kernel_args, finish_report, path_arg
 from cutile_workbench.errors import Blocked
-from cutile_workbench.evidence.trust import KernelTrust
 from cutile_workbench.model import RatioTable
 from cutile_workbench.services import stage_e
 from cutile_workbench.services.history import RatioComparability, ratio_comparability
-from cutile_workbench.stages.e.stats import round4
+from cutile_workbench.services.session import Workspace
+from cutile_workbench.services.stage_e import KernelTrust, round4
+from cutile_workbench.services.stand_ins import StandIns
 
 
 def table_json(
@@ -226,14 +225,13 @@ def _stand_ins(table: RatioTable, ws: Workspace | None) -> StandIns | None:
 def _candidate_lines(table: RatioTable, ws: Workspace | None) -> list[str]:
     """Who the candidate is (a stand-in is always named as one) and which harness measured the rows."""
     from cutile_workbench.errors import WorkbenchError
-    from cutile_workbench.stages.e.e_table import load_e_table
-    from cutile_workbench.stages.e.report import harness_summary
+    from cutile_workbench.services.stage_e import harness_summary
 
     out = []
     frameworks: tuple[str, ...] = ()
     if ws is not None:
         try:
-            frameworks = load_e_table(ws).candidate_frameworks  # kept with the (cached) table: no re-parse
+            frameworks = stage_e.candidate_frameworks(ws)  # the session's (cached) table: no re-parse
         except WorkbenchError:
             frameworks = ()  # the table itself names a bad log
     if frameworks:

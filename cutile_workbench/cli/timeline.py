@@ -115,7 +115,7 @@ class TimelineCommand(Command):
         )
 
     def run(self, args: argparse.Namespace, stream: Any = None) -> int:
-        from cutile_workbench.artifacts.launches_io import to_chrome_trace
+        from cutile_workbench.services.timeline import to_chrome_trace
 
         out_stream = stream or sys.stdout
         tl = config_timeline(
@@ -133,6 +133,7 @@ class TimelineCommand(Command):
             args.config,
             out_root=getattr(args, "out_root", None),
             tilegym=path_arg(getattr(args, "tilegym", None)),
+            session=tl.session,  # the command's one session (the kernel dir of the captures)
         )
         if args.json:
             json.dump(

@@ -23,9 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
-from cutile_workbench.model import AttributedLaunch, LaunchSet, SourceFrame
+from cutile_workbench.model import AttributedLaunch, SourceFrame
+
+
+class Attributed(Protocol):
+    """What the readers below need: a launch set, or its summary (which keeps the set's attribution)."""
+
+    @property
+    def attribution(self) -> tuple[AttributedLaunch, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,7 @@ def _library(a: AttributedLaunch) -> SourceFrame | None:
     return next((f for f in a.frames if f.library), None)
 
 
-def measured_main(ls: LaunchSet | None, main_kernel: str | None) -> AttributedLaunch | None:
+def measured_main(ls: Attributed | None, main_kernel: str | None) -> AttributedLaunch | None:
     """The main kernel launch the call measures (routed through the autotuner, else the last one)."""
     if ls is None or not ls.attribution:
         return None
@@ -91,7 +99,7 @@ def measured_main(ls: LaunchSet | None, main_kernel: str | None) -> AttributedLa
 
 
 def extra_launches_at(
-    ls: LaunchSet | None, main_kernel: str | None, file: str, line: int
+    ls: Attributed | None, main_kernel: str | None, file: str, line: int
 ) -> list[AttributedLaunch]:
     """The activities issued through ``file:line`` on a path of their own: not the measured main launch,
     and ``file:line`` is not a frame of the main launch's own path (a line every launch passes through,
@@ -107,7 +115,7 @@ def extra_launches_at(
     ]
 
 
-def issued_by_class(ls: LaunchSet | None, main_kernel: str | None) -> list[IssuedLine] | None:
+def issued_by_class(ls: Attributed | None, main_kernel: str | None) -> list[IssuedLine] | None:
     """Per launch class and issuing line, the activities of the attributed call; None without attribution."""
     if ls is None or not ls.attribution:
         return None
@@ -136,14 +144,14 @@ def issued_by_class(ls: LaunchSet | None, main_kernel: str | None) -> list[Issue
     return list(out.values())
 
 
-def executed_lines(ls: LaunchSet | None) -> set[tuple[str, int]]:
+def executed_lines(ls: Attributed | None) -> set[tuple[str, int]]:
     """Every (file, line) an attributed activity's own frames pass through."""
     if ls is None:
         return set()
     return {(f.file, f.line) for a in ls.attribution for f in a.own_frames}
 
 
-def launches_at(ls: LaunchSet | None, file: str, line: int) -> list[AttributedLaunch]:
+def launches_at(ls: Attributed | None, file: str, line: int) -> list[AttributedLaunch]:
     """The attributed activities whose stack passes through ``file:line`` (paths compared by suffix)."""
     if ls is None:
         return []

@@ -24,7 +24,7 @@ from typing import Any
 
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
 from cutile_workbench.artifacts.testids import id_token
-from cutile_workbench.model import LaunchSet, PerfRecord, RatioRow
+from cutile_workbench.model import AttributedLaunch, LaunchSet, PerfRecord, RatioRow
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,11 @@ class LaunchSummary:
     main_durations_ns: tuple[int, ...] = field(default=(), compare=False)
     main_name: str = ""  # the main kernel's name as CUPTI reports it (mangled where compilers mangle)
     nodeid: str = ""
+    #: the main kernel's CUPTI cluster dims (F pins num_ctas from them; None: not captured)
+    cluster: tuple[int, int, int] | None = None
+    #: the set's attributed un-timed call (issue 32), kept with the summary so that F reads which line
+    #: issued each launch without decoding the set again (issue 31)
+    attribution: tuple[AttributedLaunch, ...] = field(default=(), compare=False)
 
 
 def is_native(name: str) -> bool:
@@ -146,6 +151,10 @@ def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:
         main_durations_ns=tuple(per[main_key]),
         main_name=main_key[1],
         nodeid=ls.nodeid,
+        attribution=ls.attribution,
+        cluster=next(
+            (x.cluster for c in calls for x in c.launches if (x.kind, x.name) == main_key and x.cluster), None
+        ),
     )
 
 
@@ -271,6 +280,18 @@ def pick_summaries(
         return (summaries.get(ci) if ci is not None else None, summaries.get(bi) if bi is not None else None)
     cset, bset = pick_sets(sets, row, candidate)
     return (summarize_launch_set(cset) if cset else None, summarize_launch_set(bset) if bset else None)
+
+
+def candidate_attribution(sets: Sequence[LaunchSet], row: RatioRow, candidate: str) -> Any:
+    """The candidate's side of a row as something with ``.attribution`` (its summary on a per-config
+    store: no decode of a set trust already summarised; else :func:`pick_sets`' set), None without one."""
+    from cutile_workbench.artifacts.launch_store import LaunchStore
+
+    if isinstance(sets, LaunchStore):
+        cand, _base = pick_summaries(sets, row, candidate)
+        if cand is not None:
+            return cand
+    return pick_sets(sets, row, candidate)[0]
 
 
 def extra_launches(cand: LaunchSummary, base: LaunchSummary) -> list[str]:

@@ -34,9 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.artifacts.layout import KernelPaths
-from cutile_workbench.artifacts.workspace import tilegym_checkout
-from cutile_workbench.checks import kselect
+from cutile_workbench.artifacts.layout import KernelPaths as KernelPaths
+from cutile_workbench.artifacts.testids import split_nodeid as split_nodeid
+from cutile_workbench.artifacts.workspace import tilegym_checkout as tilegym_checkout
+from cutile_workbench.checks import childproc as childproc
+from cutile_workbench.checks import kselect as kselect
+from cutile_workbench.checks import precondition as precondition
+from cutile_workbench.checks import wiring as wiring
 from cutile_workbench.checks.precondition import check_precondition, require_tilegym
 from cutile_workbench.checks.static_eval import Assumptions, Unresolvable
 from cutile_workbench.checks.testfile import TestModule, load_test_module
@@ -49,7 +53,7 @@ from cutile_workbench.checks.wiring import (
     find_test_file,
     perf_targets,
 )
-from cutile_workbench.checks.wrapper_audit import audit_wrapper
+from cutile_workbench.checks.wrapper_audit import audit_wrapper as audit_wrapper
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.model import CheckItem
 

@@ -378,8 +378,19 @@ def _check_backends(backends: Sequence[str], present: Iterable[str], label: str)
 def kernel_history(
     ws: Workspace, *, config: str | None = None, backends: Sequence[str] = (), phase: str | None = None
 ) -> KernelHistory:
-    """Open, import, load and close the workspace's history (see module contract)."""
-    store, report = open_history(ws.paths, source=ws.source, variants=ws.variant_names())
+    """Open, import, load and close the workspace's history (see module contract); the logs the
+    command's session parsed already are imported as parsed (not parsed again)."""
+    from cutile_workbench.stages.session.kernel import KernelSession
+
+    session = KernelSession.of(ws)
+    # the one config naming (full params, the TUI's label); a node id stays one (it names one test: its backend)
+    if config is not None and "[" not in config:
+        named = session.configs().lookup(config)
+        if len(named) > 1:
+            session.resolve_config(config)  # ambiguous: InputError listing every config it names
+        config = named[0] if named else config  # a config of older runs only: the history names it
+    parsed = session.parsed_logs()
+    store, report = open_history(ws.paths, source=ws.source, variants=ws.variant_names(), parsed=parsed)
     try:
         core = _load(ws.kernel, store, config, backends, phase)
     except InputError as exc:
@@ -673,7 +684,17 @@ def _ratio_comparability(
     table: RatioTable | None,
     logs: tuple[PerfLog, Mapping[str, PerfLog]] | None = None,
 ) -> RatioComparability:
-    # ``logs``: the candidate and baseline logs the caller parsed already (the overview), not again
+    # ``logs``: the candidate and baseline logs the caller parsed already (the overview), not again;
+    # without them the command's session gives its own (parsed once for every fact of the command)
+    if logs is None:
+        from cutile_workbench.errors import WorkbenchError
+        from cutile_workbench.stages.session.kernel import KernelSession
+
+        session = KernelSession.of(ws)
+        try:
+            logs = (session.candidate(), session.baseline_logs())
+        except WorkbenchError:
+            logs = None  # the conditions read what they can (a missing or bad log is said there)
     conds = ratio_conditions(
         ws.paths,
         used,

@@ -24,13 +24,36 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError, WorkbenchError
-from cutile_workbench.ir.audit import IRAudit, audit_texts
-from cutile_workbench.ir.diffmodel import SideBySide, diff_lines
+from cutile_workbench.ir.audit import IRAudit as IRAudit
+from cutile_workbench.ir.audit import audit_texts as audit_texts
+from cutile_workbench.ir.diffmodel import DiffRow as DiffRow
+from cutile_workbench.ir.diffmodel import Fold as Fold
+from cutile_workbench.ir.diffmodel import SideBySide as SideBySide
+from cutile_workbench.ir.diffmodel import diff_lines
 from cutile_workbench.ir.loader import IRInventory, IRPair, IRPairPaths, discover_ir, load_pair
-from cutile_workbench.ir.structdiff import StructDiff, structural_diff
+from cutile_workbench.ir.structdiff import SRow as SRow
+from cutile_workbench.ir.structdiff import StructDiff as StructDiff
+from cutile_workbench.ir.structdiff import structural_diff as structural_diff
+
+
+def get_lexer() -> Any:
+    """The Tile IR lexer the TUI highlights with (:func:`cutile_workbench.ir.lexer.get_lexer`; pygments is
+    imported on first use only)."""
+    from cutile_workbench.ir.lexer import get_lexer as lexer
+
+    return lexer()
+
+
+def highlight_terminal(text: str) -> str:
+    """Tile IR highlighted for a terminal (:func:`cutile_workbench.ir.lexer.highlight_terminal`; pygments
+    is imported on first use only)."""
+    from cutile_workbench.ir.lexer import highlight_terminal as highlight
+
+    return highlight(text)
 
 
 @dataclass(frozen=True)
@@ -111,12 +134,55 @@ def variant_slowness(ws: Workspace) -> dict[str, float]:
     return dict(sorted(table.variant_geomeans.items(), key=lambda kv: -kv[1]))
 
 
-def diff_pairs(ws: Workspace, variant: str | None, *, slowest: bool = False) -> list[IRDiff]:
-    """``variant``'s pair, or (None) every pair of the workspace, the variant slowest in E's table
-    first (a note says the order and its figures); ``slowest``: only that variant's pair (InputError
-    when E's table gives no variant figures). InputError when there is no pair or a pair cannot be
-    loaded (the error names the file and line)."""
+def diff_pairs(
+    ws: Workspace, variant: str | None, *, slowest: bool = False, config: str | None = None
+) -> list[IRDiff]:
+    """``variant``'s pair; ``config``'s (the IR that config ran, any spelling of the config naming); or
+    (neither) every pair of the workspace — the variant pairs, the variant slowest in E's table first (a
+    note says the order and its figures), then the IR each config ran, the same set the TUI's IR screen
+    shows; ``slowest``: only that variant's pair (InputError when E's table gives no variant figures).
+    InputError when there is no pair or a pair cannot be loaded (the error names the file and line)."""
+    if config is not None:
+        return [_config_diff(ws, config)]
     inv: IRInventory = discover_ir(ws.paths)
+    if variant is None and not slowest:
+        configs = _config_diffs(ws)
+        if not inv.pairs and configs:
+            return configs
+        if inv.pairs or not configs:
+            return _variant_diffs(ws, inv, None, slowest=False) + configs
+    return _variant_diffs(ws, inv, variant, slowest=slowest)
+
+
+def _config_diffs(ws: Workspace) -> list[IRDiff]:
+    """The IR each config ran, diffed (:func:`diff_configs`); a pair that cannot be loaded raises."""
+    configs, problems = diff_configs(ws)
+    damaged = {id(p) for c in configs for p in c.diff.file_problems}
+    for problem in problems:
+        if id(problem) not in damaged:
+            raise problem
+    return [c.diff for c in configs]
+
+
+def _config_diff(ws: Workspace, config: str) -> IRDiff:
+    """The IR ``config`` ran; InputError naming the configs that have one when it has none."""
+    from cutile_workbench.ir.filing import read_index
+    from cutile_workbench.stages.session.kernel import KernelSession
+
+    params = KernelSession.of(ws).resolve_config(config)
+    have = [str(p) for p in read_index(ws.paths.root)["configs"]]
+    if params not in have:
+        raise InputError(
+            f"no recorded IR for config {params} (run --dump-ir files it); configs with IR: "
+            + (", ".join(have) or "none"),
+            path=ws.paths.root,
+            key="--config",
+        )
+    found = [d for d in _config_diffs(ws) if d.label == f"config {params}"]
+    return found[0]
+
+
+def _variant_diffs(ws: Workspace, inv: IRInventory, variant: str | None, *, slowest: bool) -> list[IRDiff]:
     if variant is not None or (len(inv.pairs) <= 1 and not slowest):
         return [diff_variant(ws, variant)]
     order = variant_slowness(ws)

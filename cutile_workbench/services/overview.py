@@ -32,18 +32,22 @@ from pathlib import Path
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.model import RatioTable
+from cutile_workbench.stages.e.overview import E_SOURCE_SHORT as E_SOURCE_SHORT
 from cutile_workbench.stages.e.overview import (
     MAX_REPORT_BYTES,
     SCHEMA_VERSION,
-    Overview,
-    OverviewRow,
     f_verdicts,
     kernel_dirs,
     performance_md_is_current,
     read_performance_md,
-    sort_rows,
 )
+from cutile_workbench.stages.e.overview import SEVERITY_ORDER as SEVERITY_ORDER
+from cutile_workbench.stages.e.overview import Overview as Overview
+from cutile_workbench.stages.e.overview import OverviewRow as OverviewRow
+from cutile_workbench.stages.e.overview import geomean_strip as geomean_strip
+from cutile_workbench.stages.e.overview import sort_rows as sort_rows
 from cutile_workbench.stages.e.stats import round4
+from cutile_workbench.stages.session.kernel import KernelSession
 
 SORT_KEYS = ("geomean", "kernel", "severity", "last_run")
 
@@ -126,7 +130,6 @@ def kernel_row(
     """One kernel dir as a row; any failure inside it becomes ``problem`` (module contract)."""
     from cutile_workbench.services import stage_e
     from cutile_workbench.services.history import ratio_comparability
-    from cutile_workbench.stages.e.e_table import load_e_table
     from cutile_workbench.stages.e.report import stand_in_frameworks
 
     kernel, path = kdir.name, str(kdir)
@@ -140,8 +143,9 @@ def kernel_row(
         "last_run": _last_run(ws),
     }
     try:
-        # one E table (cached on its inputs) whose logs are parsed once for every column of the row
-        et = load_e_table(ws, n_boot=0)
+        # the kernel dir's session: one E table (cached on its inputs), its logs parsed once for every column
+        session = KernelSession.of(ws)
+        et = session.e_table(n_boot=0)
         candidate = et.candidate
         stand_in = stand_in_frameworks(candidate)
         fields["candidate"] = (
@@ -175,20 +179,15 @@ def kernel_row(
             worst_ratio=summary.worst_ratio,
             identity=summary.identity,
         )
+        if summary.identity is None:  # a performance.md without the identity line: the captures say it
+            fields["identity"] = _identity(session, session.shown(et))
     else:
         try:
             table = table_of(ws) if table_of is not None else stage_e.table_of(ws, et)
         except WorkbenchError as exc:
             return OverviewRow(kernel, path, problem=f"E table: {exc}", notes=tuple(notes), **fields)  # type: ignore[arg-type]
         fields.update(_from_table(table))
-        try:  # who the candidate's launches really are (issue 18's trust rules), from the captures
-            fields["identity"] = (
-                stage_e.trust(ws, table, candidate)
-                .summary.removeprefix("WARNING: ")
-                .removeprefix("candidate identity: ")
-            )
-        except WorkbenchError as exc:
-            fields["identity"] = f"unknown: {exc}"
+        fields["identity"] = _identity(session, table)
         fields["e_source"] = "logs (performance.md stale)" if summary is not None else "logs"
     try:
         comp = ratio_comparability(
@@ -202,6 +201,15 @@ def kernel_row(
         notes.append(f"comparability: {exc}")
     fields["regression"] = _regression(ws)
     return OverviewRow(kernel, path, notes=tuple(notes), **fields)  # type: ignore[arg-type]
+
+
+def _identity(session: KernelSession, table: RatioTable) -> str:
+    """Who the candidate's launches really are (issue 18's trust rules, from the captures): the session's
+    trust summary, the same one ``table`` prints under its rows."""
+    try:
+        return session.trust(table).summary.removeprefix("WARNING: ").removeprefix("candidate identity: ")
+    except WorkbenchError as exc:
+        return f"unknown: {exc}"
 
 
 #: what a row is computed from, relative to the kernel dir (globs): any change recomputes the row

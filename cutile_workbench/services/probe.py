@@ -44,7 +44,6 @@ from cutile_workbench.evidence.ncu import (
     DEFAULT_TIMEOUT_S,
     ProbeResult,
     ProbeSpec,
-    load_probes,
     parse_ncu_csv,
     probe_for,
     probe_path,
@@ -57,6 +56,7 @@ from cutile_workbench.evidence.ncu import (
 from cutile_workbench.model import RatioRow
 from cutile_workbench.run.runner import PACKAGE_ROOT
 from cutile_workbench.services.runs import NO_SILENT_FALLBACK
+from cutile_workbench.stages.session.kernel import KernelSession
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,8 @@ def plan_probe(
             "no E ratio table: the probe needs E's rows and their captures (run E first)",
             path=str(ws.kernel_dir),
         )
-    row = _find_row(inputs.table.rows, request.config)
+    # any spelling of the config (full params, the TUI's label, a node id): the one config naming
+    row = _find_row(inputs.table.rows, KernelSession.of(ws).resolve_config(request.config))
     suite, cwd = _suite_dir(ws, row)
     cand = inputs.candidate_records.get((row.func_key, row.params))
     base = inputs.baseline_records.get(row.baseline_backend or "", {}).get((row.func_key, row.params))
@@ -260,9 +261,12 @@ def file_csv(plan: ProbePlan, side: ProbeSide, csv_file: Path) -> tuple[ProbeRes
     return result, save_probe(plan.ws.paths, result, raw_csv=raw)
 
 
-def load(ws: Workspace) -> dict[tuple[str, str], ProbeResult]:
-    """Every probe filed under the kernel dir (``workbench/probes/``)."""
-    return load_probes(ws.paths)
+def load(ws: Workspace | KernelSession) -> dict[tuple[str, str], ProbeResult]:
+    """Every probe filed under the kernel dir (``workbench/probes/``) as it is now: this service files
+    probes, so the session's copy is read again (the rest of the command then shares it)."""
+    session = KernelSession.of(ws)
+    session.forget("probes")
+    return dict(session.probes())
 
 
 def probe_rows(

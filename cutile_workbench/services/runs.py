@@ -39,14 +39,23 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cutile_workbench.artifacts.confine import check_kernel_name, in_recorded_sessions
-from cutile_workbench.artifacts.layout import KernelPaths
+from cutile_workbench.artifacts.events import Event as Event
+from cutile_workbench.artifacts.events import read_events as read_events
+from cutile_workbench.artifacts.layout import KernelPaths as KernelPaths
 from cutile_workbench.artifacts.testids import id_token
+from cutile_workbench.artifacts.testids import split_nodeid as split_nodeid
 from cutile_workbench.artifacts.workspace import Workspace, tilegym_checkout
 from cutile_workbench.errors import InputError
 from cutile_workbench.gpu.smi import run_nvidia_smi
+from cutile_workbench.infra.cancel import run_cancellable as run_cancellable
+from cutile_workbench.infra.cancel import signal_name as signal_name
 from cutile_workbench.model import RatioRow
 from cutile_workbench.run.runner import PACKAGE_ROOT, Role, RunSpec, backend_k_expr
+from cutile_workbench.run.runner import RunResult as RunResult
+from cutile_workbench.run.runner import raw_log_destination as raw_log_destination
+from cutile_workbench.run.runner import run as run
 from cutile_workbench.run.runner import run as run_suite
+from cutile_workbench.run.runner import write_results as write_results
 
 SuiteKind = Literal["tilegym", "profile", "suite"]
 

@@ -37,8 +37,12 @@ from typing import Any
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError, WorkbenchError
+from cutile_workbench.infra.cancel import install_cancel_handlers as install_cancel_handlers
+from cutile_workbench.infra.cancel import restore_handlers as restore_handlers
 from cutile_workbench.model import RatioRow, RatioTable
 from cutile_workbench.run.runner import Role, RunSpec
+from cutile_workbench.run.scaleout import console as console
+from cutile_workbench.run.scaleout.console import ConsolePrinter as ConsolePrinter
 from cutile_workbench.run.scaleout.devices import (
     Device,
     count_visible_gpus,

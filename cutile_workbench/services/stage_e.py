@@ -23,17 +23,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cutile_workbench.artifacts.candidate import resolve_candidate_backend
-from cutile_workbench.artifacts.workspace import Workspace, open_workspace
-from cutile_workbench.artifacts.writer import WriteResult, write_plan
+from cutile_workbench.artifacts.workspace import Workspace as Workspace
+from cutile_workbench.artifacts.workspace import open_workspace
+from cutile_workbench.artifacts.writer import WriteResult as WriteResult
+from cutile_workbench.artifacts.writer import write_plan
 from cutile_workbench.errors import InputError
-from cutile_workbench.evidence.trust import KernelTrust
+from cutile_workbench.evidence.trust import KernelTrust as KernelTrust
 
 # the faces' noise-floor text (issue 18 §4), re-exported: faces read the history only through services
 from cutile_workbench.history.noise import noise_lines as noise_lines
 from cutile_workbench.history.noise import ratio_with_noise as ratio_with_noise
-from cutile_workbench.model import PerfLog, RatioTable, ReportPlan
-from cutile_workbench.stages.e.stats import RowSamples, baseline_records
+from cutile_workbench.model import PerfLog, RatioRow, RatioTable, ReportPlan
+from cutile_workbench.stages.e.stats import RowSamples as RowSamples
+from cutile_workbench.stages.e.stats import round4 as round4
+from cutile_workbench.stages.e.stats import subset_summary as subset_summary
+from cutile_workbench.stages.session.kernel import KernelSession
 
 if TYPE_CHECKING:
     from cutile_workbench.stages.e.e_table import ETable
@@ -76,108 +80,82 @@ def require_kernel_dir(ws: Workspace) -> None:
         )
 
 
-def ratio_table(ws: Workspace, seed: int = 0, *, n_boot: int = 2000) -> RatioTable:
+def ratio_table(ws: Workspace | KernelSession, seed: int = 0, *, n_boot: int = 2000) -> RatioTable:
     """E's table from the raw candidate log (full tee if present) + baselines; InputError if malformed.
 
-    Assembled by :func:`cutile_workbench.stages.e.e_table.load_e_table` (cached on its inputs); the noise floor per row
-    (the run history) and the baseline labels (session.json) are added here, outside that cache, since
-    their inputs are not the logs. ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity
+    The session's table as every face shows it (:meth:`KernelSession.table`: E's table from
+    :func:`cutile_workbench.stages.e.e_table.load_e_table`, once per session, plus the noise floor per
+    row and the baseline labels). ``n_boot=0`` skips the bootstrap (no CIs): the verdict and severity
     depend on the geomean only."""
-    from cutile_workbench.stages.e.e_table import load_e_table
-
-    return table_of(ws, load_e_table(ws, seed=seed, n_boot=n_boot))
+    return KernelSession.of(ws).table(seed=seed, n_boot=n_boot)
 
 
-def table_of(ws: Workspace, et: ETable) -> RatioTable:
+def table_of(ws: Workspace | KernelSession, et: ETable) -> RatioTable:
     """:func:`ratio_table` of an E table the caller already loaded (its logs parsed once for every use)."""
-    from cutile_workbench.history.noise import table_with_noise
-
-    frameworks = set(et.candidate_frameworks)
-    table = table_with_noise(et.table, ws.paths, frameworks)  # issue 18 §4
-    return _with_baseline_labels(ws, table, frameworks)
+    return KernelSession.of(ws).shown(et)
 
 
-def _with_baseline_labels(ws: Workspace, table: RatioTable, frameworks: set[str]) -> RatioTable:
-    """Rows whose baseline key alone would mislead carry the label (a plain-Triton ``triton_tileir``)."""
-    import dataclasses
-
-    from cutile_workbench.artifacts.stand_ins import stand_ins_of
-    from cutile_workbench.errors import WorkbenchError
-
-    try:
-        session = ws.session_meta()
-    except WorkbenchError:
-        session = None  # the loaders report a malformed session.json already
-    labels = stand_ins_of(
-        frameworks, session, {r.baseline_backend for r in table.matched if r.baseline_backend}
-    )
-    rows = [
-        dataclasses.replace(r, baseline_label=label)
-        if r.baseline_backend and (label := labels.baseline_label(r.baseline_backend)) != r.baseline_backend
-        else r
-        for r in table.rows
-    ]
-    return dataclasses.replace(table, rows=rows)
-
-
-def trust(ws: Workspace, table: RatioTable, candidate: PerfLog | None = None) -> KernelTrust:
-    """Candidate identity per row and the reference's config per matched row, from the workspace's captures,
-    wrapper sources and analysis.json (:mod:`cutile_workbench.evidence.trust`); InputError for malformed captures.
-    Computed once per content of its inputs, per config on a miss (issue 31): the one cached path
-    ``report e`` and ``report f`` take too."""
-    from cutile_workbench.evidence.trust import cached_kernel_trust
-    from cutile_workbench.stages.e.e_table import load_e_table
-    from cutile_workbench.stages.e.report import candidate_framework, framework_of
-
-    # the cached E table's frameworks (no parse on its hit) when no parsed candidate log is given
-    framework = (
-        candidate_framework(candidate)
-        if candidate is not None
-        else framework_of(load_e_table(ws).candidate_frameworks)
-    )
-    return cached_kernel_trust(ws, table, candidate_framework=framework)
+def trust(
+    ws: Workspace | KernelSession, table: RatioTable | None = None, candidate: PerfLog | None = None
+) -> KernelTrust:
+    """Candidate identity per row and the reference's config per matched row (:meth:`KernelSession.trust`:
+    once per session, and once per content of its inputs in the derived-facts cache); InputError for
+    malformed captures. ``candidate`` is accepted for the old callers: the session's is the same log."""
+    session = KernelSession.of(ws)
+    return session.trust(None if table is None or session.is_shown(table) else table)
 
 
 def row_samples(
-    ws: Workspace, table: RatioTable, candidate: PerfLog | None = None
+    ws: Workspace | KernelSession, table: RatioTable, candidate: PerfLog | None = None
 ) -> dict[tuple[str, str], RowSamples]:
     """The raw forward samples behind each ``OK`` row of ``table`` (the candidate's, and those of the
-    baseline E chose for the row), from the same logs as :func:`ratio_table` (``candidate``: that
-    log when the caller parsed it already); rows whose logs carry no samples (TileGym's own harness
-    prints medians only) are absent."""
-    from cutile_workbench.stages.e.e_table import load_e_table
-
-    if candidate is None:
-        candidate = load_e_table(ws).candidate
-    cand_frameworks = {r.framework for r in candidate.records}
-    cand = {r.row_key: r for r in candidate.records}
-    logs = ws.baseline_logs()
-    indexes = {name: baseline_records(name, log, cand_frameworks) for name, log in logs.items()}
-    out: dict[tuple[str, str], RowSamples] = {}
-    for row in table.rows:
-        key = (row.func_key, row.params)
-        c = cand.get(key)
-        b = indexes.get(row.baseline_backend or "", {}).get(key)
-        cs = c.forward.samples_ms if c is not None and c.forward is not None else None
-        bs = b.forward.samples_ms if b is not None and b.forward is not None else None
-        if row.status == "OK" and cs and bs:
-            out[key] = RowSamples(tuple(cs), tuple(bs))
-    return out
+    baseline E chose for the row), from the same logs as :func:`ratio_table`; rows whose logs carry no
+    samples (TileGym's own harness prints medians only) are absent."""
+    session = KernelSession.of(ws)
+    return session.samples(None if session.is_shown(table) else table)
 
 
-def candidate_backend(ws: Workspace) -> str | None:
+def output_block(transcript_text: str) -> str:
+    """The return protocol's ``<VALIDATOR_OUTPUT>`` block (:func:`cutile_workbench.stages.e.validators.output_block`)."""
+    from cutile_workbench.stages.e.validators import output_block as block
+
+    return block(transcript_text)
+
+
+def harness_summary(rows: list[RatioRow]) -> str:
+    """Which harness measured the rows (the line every face prints: :func:`cutile_workbench.stages.e.report.harness_summary`)."""
+    from cutile_workbench.stages.e.report import harness_summary as summary
+
+    return summary(rows)
+
+
+def candidate_frameworks(ws: Workspace | KernelSession) -> tuple[str, ...]:
+    """The frameworks of the candidate's records (the session's E table: no parse on a cache hit)."""
+    return KernelSession.of(ws).candidate_frameworks()
+
+
+def candidate_backend(ws: Workspace | KernelSession) -> str | None:
     """The candidate backend of ``ws``, in the one order F uses too (:mod:`cutile_workbench.artifacts.candidate`),
     read from the log E's table is built from (raw tee preferred). ``Blocked`` without a candidate log."""
-    from cutile_workbench.stages.e.e_table import load_e_table
-
-    # the cached E table's candidate log (parsed once per content, issue 26), not a second parse
-    return resolve_candidate_backend(ws.session_meta(), load_e_table(ws).candidate)
+    return KernelSession.of(ws).candidate_backend()
 
 
-def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPlan:
-    """Render + validate E's report set (``cutile_workbench.stages.e.report.plan_e_report``); nothing is written."""
+def plan(ws: Workspace | KernelSession, request: EReportRequest = EReportRequest()) -> ReportPlan:
+    """Render + validate E's report set (``cutile_workbench.stages.e.report.plan_e_report``); nothing is
+    written. Without a ``raw_log`` override it is planned on the session's facts (E's table, trust)."""
     from cutile_workbench.stages.e.report import plan_e_report
 
+    session = KernelSession.of(ws)
+    ws = session.ws
+    if request.raw_log is None:
+        return plan_e_report(
+            ws,
+            etable=session.e_table(),
+            trust=session.trust(),
+            pytest_rc=request.pytest_rc,
+            command=request.command,
+            run_real_scripts=request.run_real_scripts,
+        )
     raw_text = None
     if request.raw_log is not None:
         from cutile_workbench.artifacts.confine import read_regular
@@ -193,10 +171,11 @@ def plan(ws: Workspace, request: EReportRequest = EReportRequest()) -> ReportPla
     )
 
 
-def read_only_reason(ws: Workspace, *, preview: str = "--dry-run") -> str:
+def read_only_reason(ws: Workspace | KernelSession, *, preview: str = "--dry-run") -> str:
     """Why nothing may be written into ``ws`` ("" = it may): the recorded sessions ship inside the
     package — opened as the default, or named with ``--out-root`` — and are never modified in place.
     ``preview`` is the flag that shows the work without writing (``--dry-run``; ``probe``: ``--print-command``)."""
+    ws = KernelSession.of(ws).ws
     if ws.source == "recorded" or inside_recorded_sessions(ws.kernel_dir):
         return (
             f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
@@ -213,8 +192,9 @@ def inside_recorded_sessions(path: Path) -> bool:
     return in_recorded_sessions(path)
 
 
-def write(ws: Workspace, report: ReportPlan) -> WriteResult:
+def write(ws: Workspace | KernelSession, report: ReportPlan) -> WriteResult:
     """Write a validated plan (all-or-nothing, backed up, locked); InputError for a read-only workspace."""
+    ws = KernelSession.of(ws).ws
     why = read_only_reason(ws)
     if why:
         raise InputError(why, path=str(ws.kernel_dir))

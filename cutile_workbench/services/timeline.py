@@ -33,13 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cutile_workbench.artifacts.launches_io import VERSION as VERSION
+from cutile_workbench.artifacts.launches_io import sets_from_document as sets_from_document
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import id_token
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import CandidateIdentity
+from cutile_workbench.evidence.launches import pick_sets as pick_sets
+from cutile_workbench.evidence.launches import same_backend as same_backend
 from cutile_workbench.evidence.reference_config import ReferenceConfig
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
+from cutile_workbench.stages.session.kernel import KernelSession
 
 
 def find_launches(
@@ -249,6 +254,13 @@ def select_sets(
     return chosen
 
 
+def to_chrome_trace(sets: Sequence[LaunchSet]) -> dict[str, Any]:
+    """Chrome-trace JSON of launch sets (:func:`cutile_workbench.artifacts.launches_io.to_chrome_trace`)."""
+    from cutile_workbench.artifacts.launches_io import to_chrome_trace as trace
+
+    return trace(list(sets))
+
+
 def write_perfetto(path: Path, trace: dict[str, Any], *, force: bool) -> None:
     """Atomic write of a Chrome trace; an existing non-JSON file is only replaced with ``force``."""
     path = Path(path)
@@ -278,6 +290,8 @@ class ConfigTimeline:
     summaries: list[dict[str, Any]]
     #: what is a stand-in here (``cutile_workbench.artifacts.stand_ins``): the lines every face prints, [] when nothing is
     stand_ins: list[str] = field(default_factory=list)
+    #: the session of the kernel dir the captures lie in (``config_trust`` takes it: one per command)
+    session: KernelSession | None = field(default=None, compare=False, repr=False)
 
 
 def config_timeline(
@@ -292,9 +306,11 @@ def config_timeline(
     from cutile_workbench.artifacts.launch_store import open_store
 
     path, session_json = find_launches(kernel, out_root, env)
-    chosen = select_sets(
-        open_store(path, kernel_dir=path.parents[1]), config, backends, path
-    )  # this config's sets only
+    store = open_store(path, kernel_dir=path.parents[1])
+    session = _session_of_launches(kernel, path, env)
+    if not store.for_nodeid(config):  # a node id names one test (its backend's sets); else any spelling
+        config = session.resolve_config(config)
+    chosen = select_sets(store, config, backends, path)  # this config's sets only
     roles = backend_roles(session_json, kernel)
     order = {"candidate": 0, "baseline": 1}
     chosen.sort(key=lambda s: (order.get(roles.get(id_token(s.backend), ""), 2), s.backend))
@@ -303,7 +319,17 @@ def config_timeline(
         summarize_set(s, roles.get(id_token(s.backend), "-"), label)
         for s, label in zip(chosen, labels, strict=True)
     ]
-    return ConfigTimeline(kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json))
+    return ConfigTimeline(
+        kernel, config, path, chosen, summaries, _stand_in_lines(summaries, session_json), session
+    )
+
+
+def _session_of_launches(kernel: str, launches: Path, env: Mapping[str, str]) -> KernelSession:
+    """The session of the kernel dir the launches file lies in (the out root's or the recording's)."""
+    from cutile_workbench.artifacts.workspace import open_workspace
+
+    ws = open_workspace(kernel, out_root=launches.parents[2], tilegym=None, env=env, strict=False)
+    return KernelSession.of(ws)
 
 
 def _stand_in_lines(summaries: list[dict[str, Any]], session_json: Path | None) -> list[str]:
@@ -367,29 +393,29 @@ def config_trust(
     out_root: str | Path | None = None,
     tilegym: Path | None = None,
     env: Mapping[str, str] = os.environ,
+    session: KernelSession | None = None,
 ) -> ConfigTrust:
-    """See the module contract; InputError only for malformed inputs (an absent one gives ``why``)."""
+    """See the module contract; InputError only for malformed inputs (an absent one gives ``why``). The
+    session's E table and trust: the same rows and identities ``table`` shows; ``config`` in any spelling
+    the config naming accepts (:mod:`cutile_workbench.stages.session.configs`)."""
     from cutile_workbench.artifacts.workspace import open_workspace
     from cutile_workbench.errors import WorkbenchError
-    from cutile_workbench.evidence import trust as trust_mod
-    from cutile_workbench.stages.e.e_table import load_e_table
-    from cutile_workbench.stages.e.report import framework_of
 
-    ws = open_workspace(
-        kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
-    )
+    if session is None or (tilegym is not None and session.tilegym != tilegym):  # else the command's session
+        ws = open_workspace(
+            kernel, out_root=Path(out_root) if out_root else None, tilegym=tilegym, env=env, strict=False
+        )
+        session = KernelSession.of(ws)
     try:
-        # E's table as every face has it (cached per content of its inputs: no parse on a hit, issue 31)
-        et = load_e_table(ws)
-        rows = [r for r in et.table.rows if r.params == config or config.endswith(f"[{r.params}]")]
-        framework = framework_of(et.candidate_frameworks)
+        table = session.table()
     except WorkbenchError as exc:
         return ConfigTrust(None, None, f"no candidate log: {exc.message}")
+    try:
+        params = session.resolve_config(config)
+    except WorkbenchError:
+        params = config
+    rows = [r for r in table.rows if r.params == params]
     if not rows:
         return ConfigTrust(None, None, f"config {config!r} is not a row of the E table")
-    # that one config's trust: its own capture members, its per-config cache entry (issue 31)
-    ctx = trust_mod.trust_context(ws, candidate_framework=framework)
-    row = rows[0]
-    ref_row = next((r for r in reversed(et.table.rows) if r.params == row.params and r.status == "OK"), None)
-    got = trust_mod.config_trust(row, ctx, ref_row=ref_row)
-    return ConfigTrust(got.identity, got.reference)
+    trust = session.trust()
+    return ConfigTrust(trust.identities.get(params), trust.reference_configs.get(params))

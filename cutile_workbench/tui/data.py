@@ -19,11 +19,8 @@ from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import LaunchSet, RatioRow, RatioTable, ReportPlan
 
 if TYPE_CHECKING:  # annotations only: the IR widgets load with their screen, after the first paint
-    from cutile_workbench.evidence.ncu import ProbeResult
-    from cutile_workbench.evidence.sol import SolRow
-    from cutile_workbench.evidence.trust import KernelTrust
     from cutile_workbench.services.history import KernelHistory, RatioComparability
-    from cutile_workbench.stages.e.stats import RowSamples
+    from cutile_workbench.services.session import KernelTrust, ProbeResult, RowSamples, SolRow
     from cutile_workbench.tui.widgets.audit_panel import AuditItem
     from cutile_workbench.tui.widgets.ir_diff_view import DiffLine
 
@@ -166,13 +163,13 @@ class AppData:
     def sets_for(self, row: RatioRow) -> tuple[LaunchSet | None, LaunchSet | None]:
         """(candidate, baseline) launch sets of one config — F's own matching rule
         (``diagnosis.pick_sets``: params string, ``triton_tileir`` log ≙ ``triton`` records)."""
-        from cutile_workbench.stages.f.diagnosis import pick_sets
+        from cutile_workbench.services.timeline import pick_sets
 
         return pick_sets(self.launch_sets, row, self.candidate_backend)
 
     def sets_of_test(self, nodeid: str) -> list[LaunchSet]:
         """Every launch set of one test node id (its forward and backward measurements), decoding no other."""
-        from cutile_workbench.artifacts.launch_store import LaunchStore
+        from cutile_workbench.services.session import LaunchStore
 
         if isinstance(self.launch_sets, LaunchStore):
             return self.launch_sets.for_nodeid(nodeid)

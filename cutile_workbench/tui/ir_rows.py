@@ -15,10 +15,14 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 
-from cutile_workbench.ir.audit import IRAudit, audit_texts
-from cutile_workbench.ir.lexer import get_lexer
-from cutile_workbench.ir.structdiff import StructDiff, structural_diff
-from cutile_workbench.services.ir_diff import IRDiff
+from cutile_workbench.services.ir_diff import (
+    IRAudit,
+    IRDiff,
+    StructDiff,
+    audit_texts,
+    get_lexer,
+    structural_diff,
+)
 from cutile_workbench.tui.data import IRPair
 from cutile_workbench.tui.widgets.audit_panel import AuditItem
 from cutile_workbench.tui.widgets.ir_diff_view import DiffLine

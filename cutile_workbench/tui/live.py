@@ -18,8 +18,8 @@ from typing import Any
 
 from textual.message import Message
 
-from cutile_workbench.artifacts.launches_io import VERSION, sets_from_document
 from cutile_workbench.model import LaunchSet, RatioRow
+from cutile_workbench.services.timeline import VERSION, sets_from_document
 from cutile_workbench.tui.messages import LiveLaunches, LiveProgress, LiveRecord
 
 
@@ -97,7 +97,7 @@ class ReplayRunner:
     def __call__(
         self, rows: Sequence[RatioRow], on_event: Callable[[Any], None], cancel: threading.Event
     ) -> int:
-        from cutile_workbench.artifacts.events import read_events
+        from cutile_workbench.services.runs import read_events
 
         wanted = {r.params for r in rows}
         events = read_events(self.events_path, allow_truncated_tail=True)

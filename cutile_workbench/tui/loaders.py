@@ -16,9 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.artifacts.workspace import Workspace, open_workspace
 from cutile_workbench.errors import Blocked, InputError, WorkbenchError
 from cutile_workbench.model import ReportPlan
+from cutile_workbench.services.session import Workspace, open_session
 from cutile_workbench.tui.data import AppData, IRPair, read_existing_files
 
 
@@ -79,15 +79,19 @@ def load_app_data(
     gpus: str | None = None,
 ) -> AppData:
     """``gpus``: the app's ``--gpus`` (a bad selection raises InputError, as the CLI's does)."""
-    ws = open_workspace(kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False)
+    # one session for everything the app shows: each input read once, each fact computed once
+    session = open_session(
+        kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False, require_dir=False
+    )
+    ws = session.ws
     problems: list[WorkbenchError] = []
     for gap in ws.gaps:
         if gap.severity == "error":
             problems.append(InputError(gap.what, path=gap.path))
 
-    session: Mapping[str, Any] = {}
+    meta: Mapping[str, Any] = {}
     try:
-        session = ws.session_meta() or {}
+        meta = session.session_meta() or {}
     except WorkbenchError as e:
         problems.append(e)
 
@@ -96,8 +100,8 @@ def load_app_data(
         kernel=kernel,
         source=source,
         out_root=ws.paths.root.parent,
-        gpu=find_gpu(session) or "GPU unknown",
-        session=session,
+        gpu=find_gpu(meta) or "GPU unknown",
+        session=meta,
         problems=problems,
     )
 
@@ -105,13 +109,13 @@ def load_app_data(
     try:
         from cutile_workbench.services.stage_e import candidate_backend, ratio_table
 
-        data.table = ratio_table(ws)
+        data.table = ratio_table(session)
         # the order F uses too (artifacts.candidate); unknown keeps the data's default
-        data.candidate_backend = candidate_backend(ws) or data.candidate_backend
+        data.candidate_backend = candidate_backend(session) or data.candidate_backend
         if data.table is not None:
             from cutile_workbench.services.stage_e import row_samples
 
-            data.samples = row_samples(ws, data.table)  # the cached E table's candidate log, not parsed again
+            data.samples = row_samples(session, data.table)  # the session's candidate log, not parsed again
             used = sorted(
                 {h for r in data.table.rows for h in (r.candidate_harness, r.baseline_harness) if h}
             )
@@ -128,20 +132,18 @@ def load_app_data(
     data.history_loader = partial(history_service.kernel_history, ws)
 
     # --- launches
-    if ws.paths.launches_json.is_file():
-        try:
-            from cutile_workbench.artifacts.launch_store import open_store
-
-            # index only: sets decoded per config shown
-            data.launch_sets = open_store(ws.paths.launches_json, kernel_dir=ws.paths.root)
-        except WorkbenchError as e:
-            problems.append(e)
+    try:
+        store = session.launches()  # index only: sets decoded per config shown
+        if store is not None:
+            data.launch_sets = store
+    except WorkbenchError as e:
+        problems.append(e)
 
     # --- ncu probes and speed of light (the Timeline's probe panel, the Ratios SOL column)
     try:
         from cutile_workbench.services.probe import load as load_probes
 
-        data.probes = load_probes(ws)
+        data.probes = load_probes(session)
     except WorkbenchError as e:
         problems.append(e)
     if data.table is not None:
@@ -159,7 +161,7 @@ def load_app_data(
         try:
             from cutile_workbench.services.stage_e import trust
 
-            data.trust = trust(ws, data.table)
+            data.trust = trust(session, data.table)
         except WorkbenchError as e:
             problems.append(e)
 

@@ -23,8 +23,14 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
 
 from cutile_workbench.errors import WorkbenchError
-from cutile_workbench.services.overview import SORT_KEYS, overview
-from cutile_workbench.stages.e.overview import SEVERITY_ORDER, Overview, geomean_strip, sort_rows
+from cutile_workbench.services.overview import (
+    SEVERITY_ORDER,
+    SORT_KEYS,
+    Overview,
+    geomean_strip,
+    overview,
+    sort_rows,
+)
 from cutile_workbench.tui.widgets.overview_table import OverviewTable
 
 #: what :func:`WorkbenchApp` returns when Escape on its Ratios screen asks to come back here

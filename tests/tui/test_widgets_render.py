@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import tui_synthetic as syn
 from textual.app import App, ComposeResult
 
 from cutile_workbench.model import CallCapture, Launch, LaunchSet
-from cutile_workbench.tui import synthetic as syn
 from cutile_workbench.tui.widgets.ir_diff_view import DiffLine, IRDiffView
 from cutile_workbench.tui.widgets.launch_timeline import GUTTER, LaunchTimeline
 from cutile_workbench.tui.widgets.severity_bar import SeverityBar

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import tui_synthetic as syn
+
 from cutile_workbench.model import Launch
-from cutile_workbench.tui import synthetic as syn
 from cutile_workbench.tui.widgets.audit_panel import AuditItem, ordered
 from cutile_workbench.tui.widgets.ir_diff_view import DiffLine, fold_rows, number_hunks
 from cutile_workbench.tui.widgets.launch_timeline import launch_details

@@ -131,7 +131,7 @@ def test_import_contracts_hold() -> None:
     only what they may; the profiles reach no face."""
     proc = _lint_imports(ROOT, "pyproject.toml")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "7 kept, 0 broken" in proc.stdout
+    assert "8 kept, 0 broken" in proc.stdout
 
 
 def test_every_workbench_module_is_in_a_layer() -> None:
@@ -152,8 +152,8 @@ def test_every_workbench_module_is_in_a_layer() -> None:
 #: the faces' and the widgets' direct imports of the core listed as debt when their contracts were added
 #: (issue 21): the lists may only shrink — a new import goes behind a service instead
 DEBT_CEILING = {
-    "Faces (cli, tui) import only services, the model and errors": 59,
-    "Widgets import only the model (and errors)": 6,
+    "Faces (cli, tui) import only services, the model and errors": 1,
+    "Widgets import only the model (and errors)": 0,
 }
 
 

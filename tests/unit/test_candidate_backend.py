@@ -56,3 +56,21 @@ def test_the_tui_and_f_agree_when_the_session_names_another_backend(tmp_path: Pa
     data = load_app_data("rms_norm", out_root=tmp_path, tilegym=None, env={})
     f_backend = collect_inputs(open_workspace("rms_norm", out_root=tmp_path, env={})).candidate_backend
     assert data.candidate_backend == f_backend == "cutile-hotpath"
+
+
+def test_the_log_framework_is_one_rule_for_identity_and_the_speed_of_light() -> None:
+    """REAL rms_norm log (our cuTile kernel standing in): its one framework; SYNTHETIC: none or several
+    frameworks → cutile-rs. Identity (report.candidate_framework) and the SOL section use this rule."""
+    import dataclasses
+
+    from cutile_workbench.artifacts.candidate import log_framework
+    from cutile_workbench.model import PerfLog
+    from cutile_workbench.stages.e.report import candidate_framework
+
+    log = load_candidate(open_workspace("rms_norm", out_root=RECORDED, env={}))[0]
+    assert log_framework(log) == candidate_framework(log) == "cutile"
+    assert log_framework(None) == log_framework(PerfLog(path="x")) == "cutile-rs"
+    mixed = PerfLog(
+        path="x", records=[log.records[0], dataclasses.replace(log.records[1], framework="cutile-rs")]
+    )
+    assert log_framework(mixed) == candidate_framework(mixed) == "cutile-rs"

@@ -258,7 +258,7 @@ def test_bad_config_backend_and_timeout(
         "--tilegym",
         tg,
     )
-    assert rc == 2 and "no config" in err and "close matches: 64-1024-4096-torch.float16" in err
+    assert rc == 2 and "unknown config" in err and "close matches: 64-1024-4096-torch.float16" in err
     rc, _out, err = _run(
         capsys,
         "probe",

@@ -24,6 +24,7 @@ from typing import Any
 
 from cutile_workbench.artifacts.events import Event, read_events
 from cutile_workbench.errors import InputError
+from cutile_workbench.model import ShardProgress as ShardProgress  # a value the faces show: in the model
 
 #: worker events not forwarded to the progress stream (bulky; the shard layout keeps them)
 NOT_FORWARDED = frozenset({"launches", "progress"})
@@ -103,20 +104,6 @@ class TailSet:
                 if self.on_event is not None:
                     self.on_event(ev)
         return n
-
-
-@dataclass
-class ShardProgress:
-    index: int
-    planned: int = 0
-    finished: int = 0
-    failed: int = 0
-    state: str = "pending"
-    host: str = ""
-    gpu: str = ""
-    device: str = ""  # the CUDA_VISIBLE_DEVICES entry of its slot ("" unpinned / not known yet)
-    running: str | None = None
-    detail: str = ""
 
 
 @dataclass

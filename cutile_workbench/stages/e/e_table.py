@@ -95,6 +95,13 @@ class ETable:
         assert self._parsed is not None
         return self._parsed
 
+    def loaded_logs(self) -> dict[str, PerfLog]:
+        """Each raw candidate log parsed so far, by path string ({} before the first parse; nothing is
+        parsed here): what a caller reading the same files (the history import) need not parse again."""
+        if self._parsed is None:
+            return {}
+        return {str(raw.path): log for raw, log in self._parsed if raw.text is not None}
+
     @property
     def baselines(self) -> dict[str, PerfLog]:
         """The baseline logs present (``cutile``, ``triton_tileir``), parsed strictly on first use

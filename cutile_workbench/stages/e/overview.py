@@ -26,10 +26,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from cutile_workbench.model import E_SOURCE_SHORT as E_SOURCE_SHORT  # values the faces show: in the model
+from cutile_workbench.model import OverviewRow as OverviewRow
 from cutile_workbench.stages.e.stats import DONE_MAX, round4
 
 SCHEMA_VERSION = 1
@@ -39,7 +41,6 @@ KERNEL_MARKERS = ("perf_cutile_rs.txt", "reports", "workbench", "reference", "ge
 MAX_REPORT_BYTES = 8 << 20
 BAND_WIDTH = 40  # cells of the geomean strip
 #: ``OverviewRow.e_source`` as the text and TUI tables abbreviate it (md = the current performance.md)
-E_SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 SEVERITY_ORDER = ("DONE", "MILD_GAP", "MODERATE_GAP", "LARGE_GAP")
 
 _VERDICT_RE = re.compile(r"^VERDICT: (DONE|INVESTIGATE|FIXABLE|ALIGNED|BLOCKED)\s*$")
@@ -62,47 +63,6 @@ class ReportSummary:
     worst_config: str | None
     worst_ratio: float | None
     identity: str | None = None  # E's "candidate identity:" line
-
-
-@dataclass(frozen=True)
-class OverviewRow:
-    """One kernel dir of the out root (see the module contract for each source)."""
-
-    kernel: str
-    path: str
-    problem: str | None = None  # what is wrong with a broken / half-written dir
-    e_source: str | None = None  # "performance.md" | "logs (performance.md stale)" | "logs" | None
-    e_verdict: str | None = None  # DONE | INVESTIGATE | BLOCKED
-    geomean: float | None = None
-    severity: str | None = None
-    worst_config: str | None = None
-    worst_ratio: float | None = None
-    configs: int | None = None
-    matched: int | None = None
-    missing: int | None = None
-    f_verdicts: dict[str, str] = field(default_factory=dict)
-    candidate: str | None = None  # "cutile-rs" or the stand-in's frameworks
-    stand_in: bool = False
-    identity: str | None = None  # who the candidate's launches really are (trust rules), None = unknown
-    comparability: str | None = None  # "comparable" | "not_comparable" | "unknown" | "no_baseline"
-    comparability_text: str = ""
-    last_run: str | None = None  # ISO time of the last measured run (session.json), else None
-    regression: str | None = None  # "none" | "N config(s) regressed" | "no history" | ...
-    notes: tuple[str, ...] = ()
-
-    @property
-    def identity_mark(self) -> str:
-        """``own`` when every row ran the candidate's own kernels, ``—`` unknown, else ``CHECK`` (see identity)."""
-        if not self.identity:
-            return "—"
-        if self.identity.startswith("all ") and "own kernels" in self.identity:
-            return "own"
-        return "CHECK"
-
-    @property
-    def in_band(self) -> bool | None:
-        """Is the geomean inside E's DONE band (≤ 1.05)? None without a geomean."""
-        return None if self.geomean is None else round4(self.geomean) <= DONE_MAX
 
 
 @dataclass(frozen=True)

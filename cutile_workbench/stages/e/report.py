@@ -40,7 +40,7 @@ from cutile_workbench.errors import Blocked, WorkbenchError
 from cutile_workbench.evidence.trust import KernelTrust
 from cutile_workbench.history.noise import noise_lines, ratio_with_noise
 from cutile_workbench.model import PerfLog, PerfRecord, PlannedFile, RatioRow, RatioTable, ReportPlan
-from cutile_workbench.stages.e.e_table import PERF_LOG, RawLog
+from cutile_workbench.stages.e.e_table import PERF_LOG, ETable, RawLog
 from cutile_workbench.stages.e.e_table import (
     candidate_raw_logs as candidate_raw_logs,  # re-exported: read where E's table is
 )
@@ -636,8 +636,13 @@ def plan_e_report(
     command: str | None = None,
     run_real_scripts: bool = True,
     raw_log_path: Path | None = None,
+    etable: ETable | None = None,
+    trust: KernelTrust | None = None,
 ) -> ReportPlan:
     """Render + validate E's report set for ``ws`` (see module docstring); nothing is written.
+
+    ``etable`` / ``trust``: the facts the caller's session already holds (E's table of the workspace's
+    own logs, the candidate identity): given, they are not loaded again.
 
     ``raw_log_path`` names where ``raw_log_text`` came from (used in messages and agent_e.md).
     Multi-variant kernels: each variant's raw log (``reports/agent_logs/perf_cutile_rs_<v>.full.txt``,
@@ -648,7 +653,8 @@ def plan_e_report(
     from cutile_workbench.stages.e.e_table import load_e_table
 
     paths = ws.paths
-    etable = load_e_table(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
+    if etable is None or raw_log_text is not None:
+        etable = load_e_table(ws, raw_log_text=raw_log_text, raw_log_path=raw_log_path)
     candidate, parsed, baselines = etable.candidate, etable.parsed, etable.baselines
     if table is None:
         from cutile_workbench.history.noise import table_with_noise
@@ -691,7 +697,8 @@ def plan_e_report(
         candidate=candidate,
         baselines=baselines,
     ).section()
-    trust = workspace_trust(ws, table, candidate)
+    if trust is None or raw_log_text is not None:
+        trust = workspace_trust(ws, table, candidate)
     from cutile_workbench.clock_exposure import render_clock_section
 
     clocks = render_clock_section([(r.params, r.candidate_clocks, r.baseline_clocks) for r in table.matched])
@@ -787,12 +794,15 @@ def plan_e_report(
 
 
 def candidate_framework(candidate: PerfLog) -> str:
-    """The candidate log's framework (``cutile-rs`` unless a stand-in's single framework says otherwise)."""
-    return framework_of(r.framework for r in candidate.records)
+    """The candidate log's framework (``cutile-rs`` unless a stand-in's single framework says otherwise):
+    the one rule, :func:`cutile_workbench.artifacts.candidate.log_framework`."""
+    from cutile_workbench.artifacts.candidate import log_framework
+
+    return log_framework(candidate)
 
 
 def framework_of(frameworks: Iterable[str]) -> str:
-    """:func:`candidate_framework` from the candidate records' frameworks alone."""
+    """:func:`candidate_framework` from the candidate records' frameworks alone (the same rule)."""
     names = sorted(set(frameworks))
     return names[0] if len(names) == 1 else "cutile-rs"
 
@@ -816,7 +826,6 @@ def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog)
     from cutile_workbench.evidence.sol import recorded_argnames, render_sol_section, sol_rows, test_argnames
 
     gpu = gpu_facts(ws.session_meta())
-    frameworks = sorted({r.framework for r in candidate.records})
     argnames = {
         **recorded_argnames(ws.kernel),
         **test_argnames(ws.tilegym, (r.func_key for r in table.matched)),
@@ -828,7 +837,7 @@ def speed_of_light_section(ws: Workspace, table: RatioTable, candidate: PerfLog)
         analysis=ws.analysis,
         probes=load_probes(ws.paths),
         argnames=argnames,
-        candidate_backend=frameworks[0] if len(frameworks) == 1 else "cutile-rs",
+        candidate_backend=candidate_framework(candidate),
     )
     return render_sol_section(rows, gpu)
 

@@ -39,20 +39,17 @@ from cutile_workbench.infra.bootstrap import bootstrap_medians, median_ratio_ci,
 from cutile_workbench.infra.bootstrap import interval as _interval
 from cutile_workbench.infra.bootstrap import sorted_valid as _sorted_valid
 from cutile_workbench.infra.bootstrap import valid_sample as _valid
+from cutile_workbench.model import DONE_MAX as DONE_MAX  # E's DONE band and the 4-decimal rule: the model's
 from cutile_workbench.model import PerfLog, PerfRecord, PhaseStats, RatioRow, RatioTable, Severity
+from cutile_workbench.model import RowSamples as RowSamples  # a value the faces show: in the model
+from cutile_workbench.model import round4 as round4
 
-DONE_MAX = 1.05
 MILD_MAX = 1.10
 MODERATE_MAX = 1.50
 
 #: analysis.json backend name → baseline log key (``Workspace.baseline_logs``) and record framework
 BASELINE_LOG_FOR = {"cutile": "cutile", "triton": "triton_tileir", "triton_tileir": "triton_tileir"}
 _LOG_FRAMEWORK = {"cutile": "cutile", "triton_tileir": "triton"}
-
-
-def round4(g: float) -> float:
-    """The value written as ``geomean_ratio=X.XXXX`` (the verdict is decided on this)."""
-    return float(f"{g:.4f}")
 
 
 def severity_for(g: float) -> Severity:
@@ -402,14 +399,6 @@ def build_ratio_table(
 
 
 # --------------------------------------------------------------------------- a subset of the table
-
-
-@dataclass(frozen=True)
-class RowSamples:
-    """The raw forward samples (ms) behind one E row: candidate and its chosen baseline."""
-
-    candidate: tuple[float, ...]
-    baseline: tuple[float, ...]
 
 
 def subset_summary(

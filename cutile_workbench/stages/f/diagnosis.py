@@ -91,6 +91,7 @@ from cutile_workbench.evidence.launches import (
     KernelGroup,
     LaunchEvidence,
     LaunchSummary,
+    candidate_attribution,
     classify_kernel,
     extra_launches,
     is_native,
@@ -618,7 +619,7 @@ _HOT_PATH_RULES = ("canary_hot_path", "kernel_fn_alloc", "second_output", "hot_p
 def _cross_check_wrapper(
     wrapper: Sequence[Finding],
     launch: Sequence[Finding],
-    cand_set: LaunchSet | None = None,
+    cand_set: attr.Attributed | None = None,
     main_kernel: str | None = None,
 ) -> list[Finding]:
     """Static wrapper findings are hypotheses: only the attributed launches confirm one (issue 32).
@@ -902,8 +903,9 @@ def identity_findings(inputs: FInputs, rows: Sequence[RatioRow]) -> list[Finding
         base = ident.baseline.symbol if ident.baseline else "n/a"
         where = tuple(e for e in (ident.evidence, *(c.split(": ", 1)[0] for c in ident.wrapper_calls)) if e)
         ratio = f"{r.ratio:.3f}x" if r.ratio is not None else "NA"
-        cand_set, _b = pick_sets(inputs.launch_sets, r, inputs.candidate_backend)
-        issued = attr.issued_by_class(cand_set, None)
+        issued = attr.issued_by_class(
+            candidate_attribution(inputs.launch_sets, r, inputs.candidate_backend), None
+        )
         out.append(
             Finding(
                 "identity",
@@ -1043,7 +1045,7 @@ def diagnose(inputs: FInputs) -> list[Investigation]:
         with_counts = [r for r in rows if evidences[r.params].has_counts]
         rep = max(with_counts or rows, key=lambda r: r.ratio or 0.0)
         le = evidences[rep.params]
-        cand_set, _base_set = pick_sets(inputs.launch_sets, rep, inputs.candidate_backend)
+        cand_set = candidate_attribution(inputs.launch_sets, rep, inputs.candidate_backend)
         cs0 = le.candidate.summary if le.candidate is not None else None
         issued = attr.issued_by_class(cand_set, cs0.main_kernel if cs0 else None)
         lf, counts_match = _launch_findings(le, issued)

@@ -31,6 +31,7 @@ from cutile_workbench.ir.audit import IRAudit, audit_texts
 from cutile_workbench.ir.loader import discover_ir, load_pair
 from cutile_workbench.model import Finding, LaunchSet
 from cutile_workbench.stages.f.diagnosis import FInputs
+from cutile_workbench.stages.session.kernel import KernelSession
 
 
 def _rel(ws: Workspace, p: Path | str) -> str:
@@ -58,12 +59,14 @@ def _analysis(ws: Workspace) -> Any:
     return ws.analysis
 
 
-def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FInputs:
-    """Everything F reads for ``ws`` (see the module docstring)."""
-    from cutile_workbench.evidence.gpu import gpu_facts
+def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | None = None) -> FInputs:
+    """Everything F reads for ``ws`` — a workspace, or the command's :class:`KernelSession`, whose facts
+    (E's table, the launch store, trust, probes) are read once for every face (see the module docstring)."""
     from cutile_workbench.evidence.identity import index_records
     from cutile_workbench.stages.e.stats import baseline_records
 
+    session = KernelSession.of(ws)
+    ws = session.ws
     paths = ws.paths
     missing: list[str] = []
     evidence: dict[str, str] = {}
@@ -72,7 +75,7 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         missing.append("reference/analysis.json: absent (no config/cache-key audit, no variants)")
     else:
         evidence["analysis"] = _rel(ws, paths.analysis_json)
-    meta = ws.session_meta()  # InputError when malformed
+    meta = session.session_meta()  # InputError when malformed
 
     table = None
     cand_name = candidate_backend
@@ -80,9 +83,12 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
     bases: dict[str, Any] = {}
     etable = None
     try:
-        from cutile_workbench.stages.e.e_table import load_e_table
+        if analysis is ws.analysis:
+            etable = session.e_table()  # E's own table, the session's (cached on its inputs' hash)
+        else:  # opened leniently with a usable analysis.json re-read strictly: E's table of that one
+            from cutile_workbench.stages.e.e_table import load_e_table
 
-        etable = load_e_table(ws, analysis=analysis)  # E's own table (cached on its inputs' hash)
+            etable = load_e_table(ws, analysis=analysis)
         cand_log = etable.candidate
         evidence["perf_log"] = " + ".join(raw.source for raw in etable.raw_logs)
     except Blocked as exc:
@@ -94,9 +100,12 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         else:
             from cutile_workbench.history.noise import table_with_noise
 
-            table = table_with_noise(
-                etable.table, paths, set(etable.candidate_frameworks)
-            )  # F's noise band (issue 18 §4)
+            # F's noise band (issue 18 §4): the table every face shows, the session's when it is its E table
+            table = (
+                session.table()
+                if etable is session.any_e_table()
+                else table_with_noise(etable.table, paths, set(etable.candidate_frameworks))
+            )
             evidence["e_table"] = " + ".join(
                 [evidence["perf_log"]]
                 + [_rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()]
@@ -107,11 +116,9 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
     base_recs = {k: baseline_records(k, log, cand_frameworks) for k, log in bases.items()}
 
     launch_sets: Sequence[LaunchSet] = []
-    if paths.launches_json.is_file():
-        from cutile_workbench.artifacts.launch_store import open_store
-
-        # InputError when malformed; each row's sets are decoded when F reads that row
-        launch_sets = open_store(paths.launches_json, kernel_dir=paths.root)
+    store = session.launches()  # InputError when malformed; each row's sets decoded when F reads that row
+    if store is not None:
+        launch_sets = store
         evidence["launches"] = _rel(ws, paths.launches_json)
     else:
         missing.append(
@@ -120,12 +127,10 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
         )
 
     audits = _ir_audits(ws, missing)
-    gpu = gpu_facts(meta)
+    gpu = session.gpu()
     wrapper_findings, search, wrapper_read = _wrapper_evidence(ws, analysis, gpu, evidence, missing)
 
-    from cutile_workbench.evidence.ncu import load_probes
-
-    probes = load_probes(paths)
+    probes = dict(session.probes())
     if probes:
         evidence["probes"] = _rel(ws, paths.workbench_dir / "probes")
     from cutile_workbench.evidence.sol import recorded_argnames, test_argnames
@@ -137,9 +142,7 @@ def collect_inputs(ws: Workspace, *, candidate_backend: str | None = None) -> FI
     tuned = _autotune_tables(ws, evidence)  # issue 32: both sides' autotune tables (events)
     trust = None
     if table is not None and cand_log is not None:
-        from cutile_workbench.stages.e.report import workspace_trust
-
-        trust = workspace_trust(ws, table, cand_log, launch_sets if paths.launches_json.is_file() else None)
+        trust = session.trust(None if session.is_shown(table) else table)
         from cutile_workbench.stages.f.pinning import pin_reference_configs
 
         trust = pin_reference_configs(

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from cutile_workbench.evidence.launches import pick_sets, summarize_launch_set
+from cutile_workbench.evidence.launches import pick_summaries
 from cutile_workbench.evidence.reference_config import (
     grid_functions,
     params_env,
@@ -26,18 +26,6 @@ from cutile_workbench.evidence.reference_config import (
     sm_count_for,
 )
 from cutile_workbench.model import LaunchSet
-
-
-def _main_launch(ls: LaunchSet) -> tuple[Any, Any]:
-    """(grid, cluster) of the set's main kernel (the summary's), from its first call that has it."""
-    summary = summarize_launch_set(ls)
-    if summary is None:
-        return None, None
-    for call in ls.calls:
-        for x in call.launches:
-            if x.kind == "kernel" and x.name == summary.main_name:
-                return x.grid, x.cluster
-    return summary.grid, None
 
 
 def pin_reference_configs(
@@ -67,8 +55,10 @@ def pin_reference_configs(
         rc = refs.get(row.params)
         if rc is None or len(rc.fits) <= 1:
             continue
-        _cand, base = pick_sets(launch_sets, row, candidate_backend)
-        grid, cluster = _main_launch(base) if base is not None else (None, None)
+        # the reference's main launch from its summary (kept per config: the sets trust already
+        # decoded are not decoded again, issue 31)
+        _cand, base = pick_summaries(launch_sets, row, candidate_backend)
+        grid, cluster = (base.grid, base.cluster) if base is not None else (None, None)
         env = params_env(argnames.get(row.func_key, ()), row.params)
         new = pin_by_launch(rc, grid=grid, cluster=cluster, grid_fns=fns, env=env, num_sms=num_sms)
         table = (autotune or {}).get((row.params, "reference"))

@@ -28,7 +28,7 @@ from textual.widgets import Footer, Input, Static, Tab, Tabs
 
 from cutile_workbench.model import RatioRow
 from cutile_workbench.model import RatioTable as RatioTableModel
-from cutile_workbench.stages.e.stats import subset_summary
+from cutile_workbench.services.stage_e import subset_summary
 from cutile_workbench.tui.chrome import WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.screens.base import WorkbenchScreen

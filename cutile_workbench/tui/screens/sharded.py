@@ -36,9 +36,8 @@ from textual.widgets import Footer, Log, Static
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
-from cutile_workbench.infra.cancel import install_cancel_handlers, restore_handlers
 from cutile_workbench.model import RatioRow
-from cutile_workbench.run.scaleout.console import ConsolePrinter
+from cutile_workbench.services.sharded import ConsolePrinter, install_cancel_handlers, restore_handlers
 from cutile_workbench.tui.data import ShardedRunner
 from cutile_workbench.tui.widgets.shard_panel import ShardPanel
 

@@ -30,7 +30,7 @@ from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import LaunchSet, RatioRow
-from cutile_workbench.stages.f.diagnosis import same_backend
+from cutile_workbench.services.timeline import same_backend
 from cutile_workbench.tui.chrome import WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.live import Batcher, dispatch_event

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import DataTable
 
-from cutile_workbench.stages.e.overview import E_SOURCE_SHORT, OverviewRow
+from cutile_workbench.model import E_SOURCE_SHORT, OverviewRow
 
 COLUMNS = (
     "kernel",

@@ -23,8 +23,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from cutile_workbench.model import RatioRow
-from cutile_workbench.stages.e.stats import RowSamples
+from cutile_workbench.model import RatioRow, RowSamples
 
 BAND = 1.05  # contract §5.1: above it a row is INVESTIGATE
 SPARK = "▁▂▃▄▅▆▇█"

@@ -1,7 +1,7 @@
 """RatioTable: the E table as an interactive DataTable (sort, filter, slow-only, variant).
 
 Contract: fed ``cutile_workbench.model.RatioRow`` objects (``set_rows``) and, optionally, each row's speed
-of light (``sol``: ``(func_key, params)`` → ``cutile_workbench.evidence.sol.SolRow``, shown as "SOL c/b",
+of light (``sol``: ``(func_key, params)`` → a ``cutile_workbench.model.RowSol`` (``evidence.sol.SolRow``), shown as "SOL c/b",
 the fraction of the measured peak each side reaches, "—" where there is no work model) and each row's
 candidate identity mark (``marks``: params → ``own``/``REF``/``LIB``/``NONE``/``?``, the narrow "id"
 column, never dropped; REF/LIB/NONE in bold red; absent when identity was not computed); never reads
@@ -35,9 +35,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable
 from textual.widgets.data_table import DuplicateKey, Row, RowKey
 
-from cutile_workbench.artifacts.testids import natural_key
-from cutile_workbench.evidence.sol import SolRow
-from cutile_workbench.model import RatioRow
+from cutile_workbench.model import RatioRow, RowSol, config_labels, natural_key
 
 SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 
@@ -46,7 +44,7 @@ SLOW_THRESHOLD = 1.05  # contract §5.1: a row above this is flagged INVESTIGATE
 class CellContext:
     """What a cell may need beyond its row: the row's speed of light and its config label."""
 
-    sol: SolRow | None
+    sol: RowSol | None
     config_label: str
     mark: str = ""  # the row's candidate identity mark (issue 18), "" when not computed
 
@@ -209,27 +207,6 @@ def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Col
     return keep
 
 
-def config_labels(params: Sequence[str]) -> dict[str, str]:
-    """Each params string shown as the fields that vary across ``params`` (``-``-separated pytest
-    parametrize ids): with equal field counts, the fields that are the same everywhere are
-    dropped; otherwise the common leading and trailing fields. A lone config keeps its full id."""
-    unique = list(dict.fromkeys(params))
-    if len(unique) < 2:
-        return {p: p for p in unique}
-    split = [p.split("-") for p in unique]
-    if len({len(f) for f in split}) == 1:
-        varying = [i for i in range(len(split[0])) if len({f[i] for f in split}) > 1]
-        return {p: "-".join(f[i] for i in varying) for p, f in zip(unique, split, strict=True)}
-    shortest = min(len(f) for f in split)
-    head = 0
-    while head < shortest - 1 and len({f[head] for f in split}) == 1:
-        head += 1
-    tail = 0
-    while tail < shortest - 1 - head and len({f[len(f) - 1 - tail] for f in split}) == 1:
-        tail += 1
-    return {p: "-".join(f[head : len(f) - tail]) or p for p, f in zip(unique, split, strict=True)}
-
-
 def row_key(row: RatioRow) -> str:
     return f"{row.func_key}\x1f{row.params}\x1f{row.variant or ''}"
 
@@ -247,7 +224,7 @@ def visible_rows(
     variant: str | None = None,
     sort_key: str = "config",
     reverse: bool = False,
-    sol: Mapping[tuple[str, str], SolRow] | None = None,
+    sol: Mapping[tuple[str, str], RowSol] | None = None,
     marks: Mapping[str, str] | None = None,
 ) -> list[RatioRow]:
     """The rows the table shows, in order. ``None`` sort values always sort last."""
@@ -286,11 +263,11 @@ def _fmt_ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.4f}"
 
 
-def _candidate_sol(sr: SolRow | None) -> float | None:
+def _candidate_sol(sr: RowSol | None) -> float | None:
     return sr.candidate.sol if sr is not None and sr.candidate is not None else None
 
 
-def sol_text(sr: SolRow | None) -> str:
+def sol_text(sr: RowSol | None) -> str:
     """``"44%/90%"``: each side's fraction of the measured peak (roofline limiter); "—" without a model."""
     if sr is None:
         return NO_SOL
@@ -313,7 +290,7 @@ def _cells_from(row: RatioRow, strings: list[str], columns: Sequence[Column]) ->
 
 
 def row_cells(
-    row: RatioRow, sol: SolRow | None = None, config_label: str | None = None, mark: str = ""
+    row: RatioRow, sol: RowSol | None = None, config_label: str | None = None, mark: str = ""
 ) -> list[Text]:
     """Display cells of one row, every column (styled by verdict; never parsed as markup)."""
     ctx = CellContext(sol, row.params if config_label is None else config_label, mark)
@@ -365,13 +342,13 @@ class RatioTable(DataTable[Text]):
         self,
         rows: Sequence[RatioRow] = (),
         *,
-        sol: Mapping[tuple[str, str], SolRow] | None = None,
+        sol: Mapping[tuple[str, str], RowSol] | None = None,
         marks: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
         self._all: list[RatioRow] = list(rows)
-        self._sol: dict[tuple[str, str], SolRow] = dict(sol or {})
+        self._sol: dict[tuple[str, str], RowSol] = dict(sol or {})
         self._marks: dict[str, str] = dict(marks or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
@@ -386,7 +363,7 @@ class RatioTable(DataTable[Text]):
     def set_rows(
         self,
         rows: Sequence[RatioRow],
-        sol: Mapping[tuple[str, str], SolRow] | None = None,
+        sol: Mapping[tuple[str, str], RowSol] | None = None,
         marks: Mapping[str, str] | None = None,
     ) -> None:
         self._all = list(rows)

@@ -17,8 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from cutile_workbench.artifacts.testids import split_nodeid
-from cutile_workbench.run.scaleout.progress import ShardProgress
+from cutile_workbench.model import ShardProgress, split_nodeid
 
 #: shard state → component class (the colour of its state cell)
 STATE_CLASS = {
