@@ -1,0 +1,85 @@
+"""The check-then-open race of issue 33 §4, run for real: a thread swaps a dir of the kernel dir with
+a link out (and back) in a bounded loop while the main thread writes through the one atomic write.
+
+SYNTHETIC trees in tmp_path (the race is about the file system, not about the data). An *escape* is
+any byte, temp file or dir that lands in the outside dir; a refusal (``UnsafePath``) is the right
+answer while the link is in place, and a write into the real dir the right one otherwise. The loop
+counts are fixed (no wall time): the default run does 300 writes per target, ``-m slow`` 2,500.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from cutile_workbench.errors import UnsafePath, WorkbenchError
+from cutile_workbench.infra.atomicio import atomic_write_bytes
+
+
+def _race(tmp: Path, sub: str, writes: int) -> tuple[int, int, int]:
+    """(escapes, refusals, written) of ``writes`` writes to ``kdir/sub/f.json`` while ``sub`` swaps."""
+    kdir, outside = tmp / "k", tmp / "outside"
+    (kdir / sub).mkdir(parents=True)
+    outside.mkdir()
+    real, link = kdir / sub, kdir / f"{sub}.link"
+    os.symlink(outside, link)
+    parked = kdir / f"{sub}.parked"
+    stop = threading.Event()
+
+    swaps = 0
+
+    def swapper() -> None:
+        nonlocal swaps
+        while not stop.is_set():
+            try:
+                os.rename(real, parked)  # the real dir aside, the link in its place …
+                os.rename(link, real)
+                os.rename(real, link)  # … and back
+                os.rename(parked, real)
+                swaps += 1
+            except OSError:  # the writer made a fresh dir in the gap (inside: allowed): clear it, go on
+                with contextlib.suppress(OSError):
+                    if parked.is_dir() and real.is_dir() and not real.is_symlink():
+                        shutil.rmtree(real, ignore_errors=True)
+                    if not link.is_symlink():
+                        os.symlink(outside, link)
+                    if parked.is_dir() and not os.path.lexists(real):
+                        os.rename(parked, real)
+
+    refused = written = 0
+    t = threading.Thread(target=swapper, daemon=True)
+    t.start()
+    try:
+        for i in range(writes):
+            try:
+                atomic_write_bytes(kdir / sub / "f.json", b"%d" % i, kdir)
+                written += 1
+            except UnsafePath:
+                refused += 1
+            except WorkbenchError:  # the dir was parked for a moment: a named refusal, never a crash
+                refused += 1
+    finally:
+        stop.set()
+        t.join()
+    escapes = sum(len(files) + len(dirs) for _root, dirs, files in os.walk(outside))
+    assert swaps > 0, "the swapper never ran: the race was not exercised"
+    return escapes, refused, written
+
+
+@pytest.mark.parametrize("sub", ["workbench", "reports"])
+def test_no_escape_while_a_dir_swaps_with_a_link(tmp_path: Path, sub: str) -> None:
+    escapes, refused, written = _race(tmp_path, sub, 300)
+    assert escapes == 0
+    assert refused + written == 300
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sub", ["workbench", "reports"])
+def test_no_escape_in_thousands_of_racing_writes(tmp_path: Path, sub: str) -> None:
+    escapes, refused, written = _race(tmp_path, sub, 2_500)
+    assert escapes == 0, f"{escapes} escapes in 2,500 writes ({refused} refused, {written} written)"
