@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -131,17 +133,31 @@ def test_newer_schema_is_refused_for_reading_and_writing(tmp_path):
 
 
 def test_locked_store_times_out_with_a_clear_error(tmp_path):
+    """Another program (a sqlite3 connection in another process) holds the store EXCLUSIVE: SQLite's
+    locks are per process, so the holder is a real second process."""
     path = tmp_path / "history.sqlite"
     HistoryStore.open(path).close()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('BEGIN EXCLUSIVE'); print('held', flush=True); sys.stdin.read()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(InputError) as err, HistoryStore.open(path, timeout_s=0.2) as store:
             store.add(real_entry())
         assert "locked" in err.value.message and str(path) in str(err.value)
+        with pytest.raises(InputError, match="locked"):  # a reader waits for the writer too
+            HistoryStore.open(path, timeout_s=0.2, read_only=True)
     finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+        holder.communicate("")
 
 
 def test_concurrent_writers_serialise(tmp_path):
