@@ -20,6 +20,11 @@ Contract:
   (3) the renames run; (4) the journal is removed. :func:`recover` (run at the start of every write
   and by the workspace loader) rolls a committed journal forward and deletes uncommitted temps, so
   after any crash either the complete old set or the complete new set is on disk, never a mix.
+- A report set is one unit (issue 33 §8): a plan of a stage that owns a set (:data:`REPORT_SETS`:
+  F's ``reports/perf_investigation_*.md``) replaces the whole set: the set's files on disk that
+  the new plan does not contain are backed up with the replaced ones and removed, listed in the
+  same journal (``removals``) so a crash rolls them forward with the renames; the kernel dir never
+  holds two runs' verdicts. ``WriteResult.removed`` names them.
 - Fault injection for tests: with ``CUTILE_WORKBENCH_WRITER_KILL_AT=N`` the process SIGKILLs itself
   at the N-th step (see :data:`STEPS`); unset in normal use, so the hook is a no-op.
 """
@@ -67,12 +72,39 @@ STEPS = (
 )
 
 
+#: per stage, the report set its plan replaces as a whole (relpaths under the kernel dir, top of reports/)
+REPORT_SETS: dict[str, re.Pattern[str]] = {
+    "F": re.compile(r"reports/perf_investigation_[A-Za-z0-9_.,+=-]+\.md"),
+}
+
+
 @dataclass
 class WriteResult:
-    """What a write did: the absolute paths written and where replaced files were backed up."""
+    """What a write did: the absolute paths written, the previous set's files removed, and where
+    replaced (and removed) files were backed up."""
 
     written: list[Path] = field(default_factory=list)
     backup_dir: Path | None = None
+    removed: list[Path] = field(default_factory=list)
+
+
+def stale_set_files(plan: ReportPlan) -> list[str]:
+    """The relpaths of the plan's report set on disk that the plan does not write (module contract)."""
+    pattern = REPORT_SETS.get(plan.stage)
+    reports = Path(plan.kernel_dir) / "reports"
+    if pattern is None or reports.is_symlink() or not reports.is_dir():
+        return []
+    planned = {f.relpath for f in plan.files}
+    if not any(pattern.fullmatch(r) for r in planned):
+        return []
+    out = []
+    for name in sorted(_safe_listdir(reports)):
+        rel = f"reports/{name}"
+        if pattern.fullmatch(rel) and rel not in planned:
+            st = os.lstat(reports / name)
+            if stat.S_ISREG(st.st_mode):
+                out.append(rel)
+    return out
 
 
 class LockBusy(WorkbenchError):
@@ -349,6 +381,14 @@ def _recover_locked(kernel_dir: Path) -> str:
             if temp.exists():
                 os.replace(temp, target)
                 _fsync_dir(target.parent)
+        removals = data.get("removals", []) if isinstance(data, dict) else []
+        if not isinstance(removals, list) or not all(isinstance(r, str) for r in removals):
+            raise WorkbenchError("write journal's removals are not a list of paths", path=str(journal))
+        for rel in removals:
+            gone = resolve_target(kernel_dir, rel)  # a tampered journal cannot remove outside reports/
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(gone)
+            _fsync_dir(gone.parent)
         journal.unlink()
         _fsync_dir(journal.parent)
         action = "rolled_forward"
@@ -469,6 +509,8 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
         _step("recovered")
         # re-check after locking: a symlink could have been planted meanwhile
         targets = check_plan_paths(plan)
+        stale = stale_set_files(plan)
+        stale_targets = [resolve_target(kernel_dir, rel) for rel in stale]
         backup_root = _backup_root(kernel_dir)
         token = secrets.token_hex(4)
         entries = []
@@ -487,22 +529,28 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
             for d in {t.parent for t in targets}:
                 _fsync_dir(d)
             _step("temp_written")
-            existing = [(f, t) for f, t in zip(plan.files, targets, strict=True) if t.exists()]
+            existing = [(f.relpath, t) for f, t in zip(plan.files, targets, strict=True) if t.exists()]
+            existing += list(zip(stale, stale_targets, strict=True))
             if existing:
                 backup_root.mkdir(exist_ok=True)
                 _backup_root(kernel_dir)  # the mkdir cannot have escaped either
                 backup_dir = _stamp(backup_root)
                 backup_dir.mkdir()
                 result.backup_dir = backup_dir
-                for f, t in existing:
-                    _backup(t, backup_dir / f.relpath, backup_dir)
+                for rel, t in existing:
+                    _backup(t, backup_dir / rel, backup_dir)
             _step("backup_made")
             journal = _journal_path(kernel_dir)
             jtemp = journal.with_name(f"{JOURNAL_NAME}{TEMP_MARK}{token}")
             _write_fsync(
                 jtemp,
                 json.dumps(
-                    {"version": 1, "entries": entries, "backup_dir": str(result.backup_dir or "")}
+                    {
+                        "version": 1,
+                        "entries": entries,
+                        "removals": stale,
+                        "backup_dir": str(result.backup_dir or ""),
+                    }
                 ).encode(),
             )
             _step("journal_temp")
@@ -527,8 +575,12 @@ def _write_plan(plan: ReportPlan, lock_timeout_s: float) -> WriteResult:
         _step("journal_committed")
         for e in entries:
             os.replace(kernel_dir / e["temp"], kernel_dir / e["target"])
-        for d in {t.parent for t in targets}:
+        for gone in stale_targets:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(gone)
+        for d in {t.parent for t in [*targets, *stale_targets]}:
             _fsync_dir(d)
+        result.removed = stale_targets
         _step("renamed")
         journal.unlink()
         _fsync_dir(journal.parent)
