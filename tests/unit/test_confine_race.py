@@ -83,3 +83,72 @@ def test_no_escape_while_a_dir_swaps_with_a_link(tmp_path: Path, sub: str) -> No
 def test_no_escape_in_thousands_of_racing_writes(tmp_path: Path, sub: str) -> None:
     escapes, refused, written = _race(tmp_path, sub, 2_500)
     assert escapes == 0, f"{escapes} escapes in 2,500 writes ({refused} refused, {written} written)"
+
+
+def _writer_race(tmp: Path, swapped: str, writes: int) -> tuple[int, int, int]:
+    """(escapes, refusals, written) of ``writes`` report-set writes while ``swapped`` (the kernel dir
+    itself, or its ``reports/``) swaps with a link to an outside dir (a stand-in for the shipped
+    recorded session)."""
+    from cutile_workbench.artifacts.writer import write_plan
+    from cutile_workbench.model import PlannedFile, ReportPlan
+
+    kdir, outside = tmp / "root" / "matmul", tmp / "outside"
+    (kdir / "reports").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "reports").mkdir()
+    real = kdir if swapped == "kernel dir" else kdir / "reports"
+    link, parked = real.with_name(real.name + ".link"), real.with_name(real.name + ".parked")
+    os.symlink(outside if swapped == "kernel dir" else outside / "reports", link)
+    stop = threading.Event()
+    swaps = 0
+
+    def swapper() -> None:
+        nonlocal swaps
+        while not stop.is_set():
+            try:
+                os.rename(real, parked)
+                os.rename(link, real)
+                os.rename(real, link)
+                os.rename(parked, real)
+                swaps += 1
+            except OSError:
+                with contextlib.suppress(OSError):
+                    if not link.is_symlink() and real.is_symlink():
+                        os.rename(real, link)
+                    if parked.is_dir() and not os.path.lexists(real):
+                        os.rename(parked, real)
+
+    refused = written = 0
+    t = threading.Thread(target=swapper, daemon=True)
+    t.start()
+    try:
+        for i in range(writes):
+            files = [
+                PlannedFile("reports/performance.md", f"VERDICT: DONE\n{i}\n"),
+                PlannedFile("reports/agent_logs/agent_e.md", f"{i}\n"),
+                PlannedFile("perf_cutile_rs.txt", f"{i}\n"),
+            ]
+            try:
+                write_plan(ReportPlan("E", "matmul", kdir, files, "DONE", "", True), lock_timeout_s=5)
+                written += 1
+            except WorkbenchError:  # refused while a link is in place: named, nothing written
+                refused += 1
+    finally:
+        stop.set()
+        t.join()
+    escapes = sum(len(files) + len(dirs) for _root, dirs, files in os.walk(outside)) - 1  # its reports/
+    assert swaps > 0, "the swapper never ran: the race was not exercised"
+    return escapes, refused, written
+
+
+@pytest.mark.parametrize("swapped", ["kernel dir", "reports"])
+def test_no_report_set_byte_lands_outside_while_the_kernel_dir_swaps(tmp_path: Path, swapped: str) -> None:
+    escapes, refused, written = _writer_race(tmp_path, swapped, 60)
+    assert escapes == 0 and refused + written == 60
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("swapped", ["kernel dir", "reports"])
+def test_no_report_set_byte_lands_outside_in_a_thousand_racing_writes(tmp_path: Path, swapped: str) -> None:
+    escapes, refused, written = _writer_race(tmp_path, swapped, 1_000)
+    assert escapes == 0, f"{escapes} escapes in 1,000 writes ({refused} refused, {written} written)"

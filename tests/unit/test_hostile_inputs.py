@@ -419,12 +419,11 @@ def test_11_failed_write_removes_its_temp_files_and_empty_backup_dir(
         budget["bytes"] -= n
         return n
 
-    def failing_link(src: object, dst: object) -> None:
+    def failing_link(src: object, dst: object, **_by_descriptor: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(writer.os, "write", full_disk)
-    monkeypatch.setattr(writer.os, "link", failing_link)
-    monkeypatch.setattr(writer.shutil, "copy2", failing_link)
+    monkeypatch.setattr(writer.os, "link", failing_link)  # the copy fallback writes with os.write: full too
     rc, text = cli(capsys, "report", "e", KERNEL, "--out-root", str(out_root), "--yes")
     monkeypatch.undo()
     assert rc == 2 and "No space left" in text
