@@ -307,6 +307,11 @@ class _Splitter:
                 if not self.more():
                     raise _Malformed from None
                 continue
+            except (
+                ValueError,
+                RecursionError,
+            ):  # a 5,000-digit number, a nesting bomb: the strict reader names it
+                raise _Malformed from None
             text = self.buf[self.pos : end]
             self.pos = end
             return obj, text
@@ -460,7 +465,7 @@ class LaunchStore(Sequence[LaunchSet]):
         key = f"sets[{i}]"
         try:
             obj = json.loads(payload[1:] if payload[:1] == b"," else payload)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise InputError(f"malformed JSON in {key}: {exc}", path=str(self.source)) from None
         s = _Reader(str(self.source)).launch_set(obj, key)
         with self._lock:

@@ -42,6 +42,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import sqlite3
 import stat
 import time
@@ -285,7 +286,10 @@ class HistoryStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise InputError(_describe(exc, doing), path=self.label) from None
+            column = re.search(r"decode to UTF-8 column '([^']{1,80})'", str(exc))
+            raise InputError(
+                _describe(exc, doing), path=self.label, key=column.group(1) if column else None
+            ) from None
         except (UnicodeError, OverflowError, RecursionError, MemoryError) as exc:  # a tampered cell
             raise InputError(
                 f"history store holds a value that cannot be read ({type(exc).__name__}: {exc}) while {doing}",
@@ -727,6 +731,11 @@ def _describe(exc: sqlite3.Error, doing: str) -> str:
         return f"history store is locked by another process ({text}) while {doing}; retry when it finishes"
     if "readonly" in text or "read-only" in text:
         return f"history store is read-only ({text}) while {doing}"
+    if isinstance(exc, sqlite3.DatabaseError):  # undecodable text, a schema that contradicts itself…
+        return (
+            f"history store is corrupt or not a SQLite file ({text[:200]}) while {doing}; "
+            "move it aside to start afresh"
+        )
     return f"SQLite error while {doing}: {text}"
 
 

@@ -80,7 +80,11 @@ def test_no_escape_while_a_dir_swaps_with_a_link(tmp_path: Path, sub: str) -> No
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sub", ["workbench", "reports"])
-def test_no_escape_in_thousands_of_racing_writes(tmp_path: Path, sub: str) -> None:
+def test_no_escape_in_thousands_of_racing_writes(
+    tmp_path: Path, sub: str, request: pytest.FixtureRequest
+) -> None:
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("a long sweep: select it with -m slow")
     escapes, refused, written = _race(tmp_path, sub, 2_500)
     assert escapes == 0, f"{escapes} escapes in 2,500 writes ({refused} refused, {written} written)"
 
@@ -149,6 +153,10 @@ def test_no_report_set_byte_lands_outside_while_the_kernel_dir_swaps(tmp_path: P
 
 @pytest.mark.slow
 @pytest.mark.parametrize("swapped", ["kernel dir", "reports"])
-def test_no_report_set_byte_lands_outside_in_a_thousand_racing_writes(tmp_path: Path, swapped: str) -> None:
+def test_no_report_set_byte_lands_outside_in_a_thousand_racing_writes(
+    tmp_path: Path, swapped: str, request: pytest.FixtureRequest
+) -> None:
+    if "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("a long sweep: select it with -m slow")
     escapes, refused, written = _writer_race(tmp_path, swapped, 1_000)
     assert escapes == 0, f"{escapes} escapes in 1,000 writes ({refused} refused, {written} written)"
