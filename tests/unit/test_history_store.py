@@ -188,3 +188,26 @@ def test_concurrent_writers_serialise(tmp_path):
 def test_missing_store_for_reading(tmp_path):
     with pytest.raises(InputError, match="no history store"):
         HistoryStore.open(tmp_path / "none.sqlite", create=False)
+
+
+@pytest.mark.parametrize(
+    ("sql", "key"),
+    [
+        ("UPDATE configs SET run_id = 999", "run_id"),  # orphaned rows (KeyError in table/calibrate before)
+        ("UPDATE configs SET run_id = 'one'", "run_id"),  # a non-integer id (ValueError before)
+    ],
+)
+def test_orphaned_and_mistyped_ids_are_named(tmp_path, sql, key):
+    """SYNTHETIC damage to a store holding a REAL run (issue 33 §6): a located InputError, never a crash."""
+    path = tmp_path / "workbench" / "history.sqlite"
+    with HistoryStore.open(path) as store:
+        store.add(real_entry())
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    with pytest.raises(InputError) as err, HistoryStore.open(path, read_only=True) as store:
+        store.runs()
+        store.configs()
+    assert err.value.key == key and str(path) in str(err.value)
