@@ -79,7 +79,7 @@ def test_a_demonstrate_dir_linked_out_of_the_kernel_dir_is_refused(tmp_path: Pat
 
 @needs_tilegym
 def test_a_relative_tilegym_path_is_resolved_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    tg, root = _setup(tmp_path)
+    _tg, root = _setup(tmp_path)
     monkeypatch.chdir(tmp_path)
     ws = stage_f.open_kernel("matmul", out_root=root, tilegym=Path("tg/TileGym"))
     seen: dict[str, object] = {}
