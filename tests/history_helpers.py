@@ -137,7 +137,7 @@ def matmul_with_followups(out_root: Path) -> KernelPaths:
       at 1755 MHz: static_persistent 2048³ 1.12x slower again, the rest unchanged.
     """
     paths = copy_matmul(out_root)
-    store, _report = open_history(paths, source="out_root")
+    store, _report = open_history(paths, source="out_root", persist=True)
     with store:
         base = candidate_configs(store)
         week2, week3 = utc("2026-12-08 10:00"), utc("2026-12-15 10:00")

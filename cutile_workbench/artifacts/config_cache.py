@@ -13,55 +13,54 @@ Contract:
   stored under the same ``digest`` (the caller's key of that config's inputs and deriving code), else
   None; :meth:`put` replaces the entry of ``params``; :meth:`flush` writes the map when it changed.
   One entry per params: the file never grows past the session's configs.
-- Storage is derive_cache's: its put (``_store``, atomic, pruned per kind) and its get (a file loaded
-  with ``_DataclassesOnly``: workbench dataclasses and builtin containers only). A file that is
-  unreadable, foreign or of another shape is ignored (every entry recomputed), never trusted.
+- Storage is derive_cache's (:func:`~cutile_workbench.artifacts.derive_cache.store_value` /
+  :func:`~cutile_workbench.artifacts.derive_cache.load_value`: plain JSON with a schema, a payload
+  digest, finite numbers and this package's dataclasses checked field by field on read; atomic,
+  pruned per kind). A file that is unreadable, foreign, changed or of another shape is ignored (every
+  entry recomputed), never trusted.
 - Kept in memory for the process (one map per file), so a second reader in the process reads nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import pickle
 import threading
-from pathlib import Path
 from typing import Any
 
 #: bump when the map's shape changes (old files are ignored)
-VERSION = 1
-_OPEN: dict[Path, ConfigCache] = {}
+VERSION = 2
+_OPEN: dict[str, ConfigCache] = {}
 _LOCK = threading.Lock()
 
 
 class ConfigCache:
     """One kernel's per-config facts of one kind (see the module docstring)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind, self.name = kind, name
         self._entries: dict[str, tuple[str, Any]] | None = None
         self._dirty = False
         self._lock = threading.Lock()
 
     @classmethod
     def open(cls, kind: str, owner: str) -> ConfigCache:
-        from cutile_workbench.artifacts.derive_cache import _user_cache_dir
+        from cutile_workbench.artifacts.derive_cache import cache_path
 
         name = hashlib.sha256(f"{kind} v{VERSION}\0{owner}".encode()).hexdigest()[:32]
-        path = _user_cache_dir() / kind / f"{name}.pickle"
+        path = str(cache_path(kind, name))  # the user cache dir of now (tests move it)
         with _LOCK:
             if path not in _OPEN:
-                _OPEN[path] = cls(path)
+                _OPEN[path] = cls(kind, name)
             return _OPEN[path]
 
     def _load(self) -> dict[str, tuple[str, Any]]:
         if self._entries is None:
-            from cutile_workbench.artifacts.derive_cache import _DataclassesOnly
+            from cutile_workbench.artifacts.derive_cache import CacheMiss, load_value
 
             entries: dict[str, tuple[str, Any]] = {}
             try:
-                doc = _DataclassesOnly(io.BytesIO(self.path.read_bytes())).load()
-            except Exception:  # absent, unreadable, foreign or corrupt: every entry is recomputed
+                doc = load_value(self.kind, self.name)
+            except CacheMiss:  # absent, unreadable, foreign, changed or corrupt: every entry is recomputed
                 doc = None
             if (
                 isinstance(doc, dict)
@@ -69,9 +68,12 @@ class ConfigCache:
                 and isinstance(doc.get("entries"), dict)
             ):
                 for params, item in doc["entries"].items():
-                    if isinstance(params, str) and isinstance(item, tuple) and len(item) == 2:
-                        if isinstance(item[0], str):
-                            entries[params] = item
+                    if (
+                        isinstance(params, str)
+                        and isinstance(item, dict)
+                        and isinstance(item.get("digest"), str)
+                    ):
+                        entries[params] = (item["digest"], item.get("value"))
             self._entries = entries
         return self._entries
 
@@ -87,16 +89,17 @@ class ConfigCache:
 
     def flush(self) -> None:
         """Write the map (one file, atomically) when an entry changed since the last flush."""
-        from cutile_workbench.artifacts.derive_cache import _store
+        from cutile_workbench.artifacts.derive_cache import store_value
 
         with self._lock:
             if not self._dirty or self._entries is None:
                 return
-            data = pickle.dumps(
-                {"version": VERSION, "entries": self._entries}, protocol=pickle.HIGHEST_PROTOCOL
-            )
+            doc = {
+                "version": VERSION,
+                "entries": {p: {"digest": d, "value": v} for p, (d, v) in self._entries.items()},
+            }
             self._dirty = False
-        _store(self.path, data)
+        store_value(self.kind, self.name, doc)
 
 
 def forget() -> None:

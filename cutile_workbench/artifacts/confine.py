@@ -18,6 +18,19 @@ Contract (every reader and writer of a kernel dir calls these; nothing else deci
   ``stat``; the open uses ``O_NONBLOCK`` and the opened file is checked again, so a swap between
   the two cannot hang), refused over the size cap of its kind (:data:`SIZE_CAPS`), confined with
   :func:`confine_read` when ``kernel_dir`` is given. It never reads more than cap + 1 bytes.
+- Confinement by file descriptor (race-free; the path checks above are a first, friendlier
+  message): :func:`open_kernel_dir` opens the kernel dir once (its parents as the user named them,
+  the kernel dir itself with ``O_NOFOLLOW``: a kernel dir swapped for a link is refused), and
+  :func:`walk_at` reaches a subdir from that descriptor one component at a time with
+  ``O_NOFOLLOW | O_DIRECTORY`` (``create=True`` makes missing dirs with ``mkdir(dir_fd=)``), so a
+  link planted anywhere on the way, before or during the walk, is refused, never followed.
+  :func:`read_at` opens one file in such a dir with ``O_NOFOLLOW | O_NONBLOCK``, ``fstat``s it
+  (regular, within the cap) and reads at most cap + 1 bytes; :func:`replace_at` writes a temp file
+  (``O_CREAT | O_EXCL | O_NOFOLLOW``) in the same dir descriptor, fsyncs it and renames it over
+  the target with ``src_dir_fd``/``dst_dir_fd`` = that descriptor: the bytes can only land in the
+  dir that was walked. A target that is a link or a special file is refused; a rename never
+  writes through a hard link (the other name keeps the old inode). :func:`read_confined` and
+  :func:`write_confined` are the two in one call (relative path under the kernel dir).
 """
 
 from __future__ import annotations
@@ -28,6 +41,7 @@ import stat
 from pathlib import Path
 
 from cutile_workbench.errors import InputError, UnsafePath
+from cutile_workbench.infra.paths import dir_at, read_at, replace_at, split_relpath
 from cutile_workbench.infra.paths import is_inside as is_inside  # re-exported: the one rule
 from cutile_workbench.infra.paths import under as _under
 
@@ -190,3 +204,30 @@ def _file_type(mode: int) -> str:
         if test(mode):
             return name
     return "a special file"
+
+
+# --------------------------------------------------------------------------- by file descriptor
+
+
+def read_confined(kernel_dir: Path | str, relpath: str | Path, *, kind: str, cap: int | None = None) -> bytes:
+    """The bytes of ``kernel_dir/relpath`` reached by descriptor (module contract); no link followed."""
+    where = os.path.join(str(kernel_dir), str(relpath))
+    parts = split_relpath(relpath, where=where)
+    with dir_at(kernel_dir, parts[:-1]) as fd:
+        limit = cap if cap is not None else SIZE_CAPS.get(kind, SIZE_CAPS["JSON"])
+        return read_at(fd, parts[-1], kind=kind, where=where, cap=limit)[0]
+
+
+def write_confined(
+    kernel_dir: Path | str,
+    relpath: str | Path,
+    data: bytes,
+    *,
+    keep_mode: bool = False,
+    create_dirs: bool = True,
+) -> None:
+    """Replace ``kernel_dir/relpath`` atomically, by descriptor (module contract); no link followed."""
+    where = os.path.join(str(kernel_dir), str(relpath))
+    parts = split_relpath(relpath, where=where)
+    with dir_at(kernel_dir, parts[:-1], create=create_dirs) as fd:
+        replace_at(fd, parts[-1], data, where=where, keep_mode=keep_mode)

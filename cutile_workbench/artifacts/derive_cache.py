@@ -3,41 +3,68 @@
 Contract:
 - :func:`cached_derivation` runs ``compute()`` once per content of ``inputs`` plus an ``extra`` text and
   the source of the ``modules`` whose code decides the value (dotted names: a changed rule is a miss,
-  never a stale hit); the value is kept in memory and pickled to ``<user cache>/<kind>/<key>.pickle``.
-- A cache file is data, never code: it is loaded with :class:`_DataclassesOnly` (this package's
-  dataclasses and builtin containers only); a file that is unreadable, foreign or corrupt is
-  recomputed, never trusted. Inputs are hashed as regular files only (:func:`_read`: a FIFO or
-  device planted at an input must not hang or flood the key).
+  never a stale hit); the value is kept in memory (a deep copy per caller) and written to
+  ``<user cache>/<kind>/<key>.json``. The key hashes the inputs' *bytes* (never size or mtime).
+- A cache file is plain data, never code (no pickle): JSON of :data:`CACHE_SCHEMA`, holding the
+  kind, the key (equal to the file name), the sha256 of the payload and the payload in a tagged
+  form (:func:`encode`: this package's dataclasses by name, tuples, sets, non-string dict keys,
+  paths, enums). :func:`decode` validates it on read: a class must be a dataclass of this package,
+  its fields exactly the dataclass's, each value of its field's declared type (``int``/``float``/
+  ``str``/``bool``/``None``, unions, ``tuple[...]``/``list``/``dict``/``set``, ``Literal``,
+  nested dataclasses), every float finite (a non-finite float is never stored: such a value is
+  recomputed each time). A file that is absent, a link, not a regular file, over
+  :data:`MAX_FILE_BYTES`, of another schema/kind/key, whose digest does not match, or that fails
+  validation is a **miss** (recomputed, then overwritten), never a number.
+- Inputs are hashed as regular files only (:func:`_read`: a FIFO or device planted at an input must
+  not hang or flood the key).
 - The user cache dir is :mod:`cutile_workbench.artifacts.launch_store`'s (``$CUTILE_WORKBENCH_CACHE``, else
-  ``$XDG_CACHE_HOME``/``~/.cache`` + ``cutile-workbench``); at most :data:`KEEP_FILES` files per kind.
-Used by E's table (:mod:`cutile_workbench.stages.e.e_table`), the ratios' conditions and F's launch summaries.
+  ``$XDG_CACHE_HOME``/``~/.cache`` + ``cutile-workbench``); per kind at most :data:`KEEP_FILES` files and
+  :data:`KEEP_BYTES` bytes, least recently used pruned first (a hit refreshes the file's mtime).
+- :func:`load_value` / :func:`store_value` are the same storage for a caller that keys entries
+  itself (E's table: :mod:`cutile_workbench.stages.e.e_table`).
+Used by E's table, the ratios' conditions, trust and F's launch summaries.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import enum
 import hashlib
+import importlib
 import importlib.util
-import io
-import pickle
+import json
+import math
+import os
+import stat
+import types
+import typing
 from collections.abc import Callable
-from dataclasses import is_dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, TypeVar, cast
 
 T = TypeVar("T")
-#: bump when the pickled shapes change (old caches become misses)
-CACHE_VERSION = 1
+#: bump when the stored shapes change (old caches become misses)
+CACHE_VERSION = 2
+#: the file format's schema (the envelope of every cache file)
+CACHE_SCHEMA = "cutile-workbench.derive-cache/1"
 #: this package's top-level name: the only module prefix a cache file may name
 _PACKAGE = __name__.split(".", 1)[0]
+#: the largest cache file read (a 1,000-config table is well under a MiB)
+MAX_FILE_BYTES = 64 * 1024 * 1024
+#: deepest nesting accepted in a payload (real values nest < 10 deep)
+MAX_DEPTH = 64
+
+
+class CacheMiss(Exception):
+    """A cache file that is not a valid entry: recomputed (never surfaces to a user)."""
 
 
 def _read(path: Path) -> bytes:
     """The bytes an input key hashes: regular files only (a FIFO or device planted at a baseline
     log must not hang or flood the key; the parser then refuses it with the located error)."""
-    import stat as stat_mod
-
     try:
-        if not stat_mod.S_ISREG(path.stat().st_mode):
+        if not stat.S_ISREG(path.stat().st_mode):
             return b"\0not a regular file"
         return path.read_bytes()
     except FileNotFoundError:
@@ -53,15 +80,207 @@ def module_source(name: str) -> bytes:
     return _read(Path(origin)) if origin else b""
 
 
-class _DataclassesOnly(pickle.Unpickler):
-    """Loads only workbench dataclasses and builtin containers: a cache file is data, never code."""
+# --------------------------------------------------------------------------- the plain format
 
-    def find_class(self, module: str, name: str) -> Any:
-        if module.split(".", 1)[0] == _PACKAGE:
-            obj = super().find_class(module, name)
-            if isinstance(obj, type) and is_dataclass(obj):
-                return obj
-        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a cache file")
+
+def encode(value: object) -> object:
+    """``value`` as JSON-able tagged data; ValueError for what the format does not hold."""
+    return _enc(value, 0)
+
+
+def _enc(v: object, depth: int) -> object:
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, enum.Enum):
+        return {"$enum": _class_name(type(v)), "v": _enc(v.value, depth + 1)}
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError("a non-finite float is not stored")
+        return v
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        fields = {f.name: _enc(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v)}
+        return {"$dc": _class_name(type(v)), "v": fields}
+    if isinstance(v, tuple):
+        return {"$tuple": [_enc(x, depth + 1) for x in v]}
+    if isinstance(v, list):
+        return [_enc(x, depth + 1) for x in v]
+    if isinstance(v, (set, frozenset)):
+        items = [_enc(x, depth + 1) for x in v]
+        return {"$frozenset" if isinstance(v, frozenset) else "$set": sorted(items, key=json.dumps)}
+    if isinstance(v, dict):
+        return {"$dict": [[_enc(k, depth + 1), _enc(x, depth + 1)] for k, x in v.items()]}
+    if isinstance(v, PurePath):
+        return {"$path": str(v)}
+    raise ValueError(f"{type(v).__name__} is not stored in the cache")
+
+
+def _class_name(cls: type) -> str:
+    if not cls.__module__.split(".", 1)[0] == _PACKAGE:
+        raise ValueError(f"{cls.__module__}.{cls.__qualname__} is not a {_PACKAGE} type")
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _resolve(name: object, want: str) -> type:
+    """The class a payload names: this package's dataclass (or enum), already imported; else CacheMiss."""
+    if not isinstance(name, str) or ":" not in name:
+        raise CacheMiss(f"bad class name {name!r:.80}")
+    module, _, qual = name.partition(":")
+    if module.split(".", 1)[0] != _PACKAGE:
+        raise CacheMiss(f"{module} is not a {_PACKAGE} module")
+    import sys
+
+    mod = sys.modules.get(module)  # never imports: a cache file cannot make code run
+    if mod is None:
+        raise CacheMiss(f"{module} is not loaded")
+    obj: Any = mod
+    for part in qual.split("."):
+        obj = getattr(obj, part, None)
+    ok = isinstance(obj, type) and (
+        dataclasses.is_dataclass(obj) if want == "dataclass" else issubclass(obj, enum.Enum)
+    )
+    if not ok:
+        raise CacheMiss(f"{name} is not a {_PACKAGE} {want}")
+    return cast(type, obj)
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        try:
+            _HINTS[cls] = typing.get_type_hints(cls)
+        except Exception:  # an annotation only importable under TYPE_CHECKING: checked as Any
+            _HINTS[cls] = {}
+    return _HINTS[cls]
+
+
+def decode(doc: object, hint: Any = Any) -> Any:
+    """The value :func:`encode` made, validated against ``hint`` (module contract); CacheMiss if not."""
+    try:
+        return _dec(doc, hint, 0)
+    except RecursionError:
+        raise CacheMiss("nested too deeply") from None
+
+
+def _dec(d: object, hint: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise CacheMiss("nested too deeply")
+    v = _dec_raw(d, depth)
+    _check(v, hint)
+    return v
+
+
+def _dec_raw(d: object, depth: int) -> Any:
+    if d is None or isinstance(d, (bool, str, int)):
+        return d
+    if isinstance(d, float):
+        if not math.isfinite(d):
+            raise CacheMiss("a non-finite float")
+        return d
+    if isinstance(d, list):
+        return [_dec(x, Any, depth + 1) for x in d]
+    if not isinstance(d, dict) or len(d) not in (1, 2):
+        raise CacheMiss(f"unexpected {type(d).__name__}")
+    if "$dc" in d:
+        cls = _resolve(d["$dc"], "dataclass")
+        fields = d.get("v")
+        declared = {f.name: f for f in dataclasses.fields(cls)}
+        if not isinstance(fields, dict) or set(fields) != set(declared):
+            raise CacheMiss(f"{d['$dc']}: fields differ from the dataclass")
+        hints = _hints(cls)
+        values = {k: _dec(x, hints.get(k, Any), depth + 1) for k, x in fields.items()}
+        init = {k: x for k, x in values.items() if declared[k].init}
+        try:
+            obj = cls(**init)
+        except Exception as exc:  # a __post_init__ that refuses the values
+            raise CacheMiss(f"{d['$dc']}: {exc}") from None
+        for k, x in values.items():
+            if not declared[k].init:
+                object.__setattr__(obj, k, x)
+        return obj
+    if "$enum" in d:
+        ecls = _resolve(d["$enum"], "enum")
+        try:
+            return ecls(_dec(d.get("v"), Any, depth + 1))
+        except ValueError:
+            raise CacheMiss(f"{d['$enum']}: not a member") from None
+    (tag, body), *_ = d.items()
+    if tag == "$path" and isinstance(body, str):
+        return Path(body)
+    if tag in ("$tuple", "$set", "$frozenset") and isinstance(body, list):
+        items = [_dec(x, Any, depth + 1) for x in body]
+        try:
+            return tuple(items) if tag == "$tuple" else set(items) if tag == "$set" else frozenset(items)
+        except TypeError:
+            raise CacheMiss("unhashable set member") from None
+    if tag == "$dict" and isinstance(body, list):
+        out = {}
+        for pair in body:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise CacheMiss("bad dict item")
+            try:
+                out[_dec(pair[0], Any, depth + 1)] = _dec(pair[1], Any, depth + 1)
+            except TypeError:
+                raise CacheMiss("unhashable dict key") from None
+        return out
+    raise CacheMiss(f"unknown tag {tag!r:.40}")
+
+
+def _check(v: Any, hint: Any) -> None:
+    """``v`` is of type ``hint`` (the subset of typing the package's dataclasses use); CacheMiss if not."""
+    if not _conforms(v, hint):
+        raise CacheMiss(f"{type(v).__name__} {v!r:.60} is not {hint}")
+
+
+def _conforms(v: Any, hint: Any) -> bool:
+    if hint is Any or isinstance(hint, (str, TypeVar)):
+        return True
+    if hint is None or hint is type(None):
+        return v is None
+    if hint is float:
+        return type(v) in (int, float)
+    if hint is int:
+        return type(v) is int
+    if hint is bool:
+        return type(v) is bool
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(v, a) for a in args)
+    if origin is typing.Literal:
+        return any(v == a and type(v) is type(a) for a in args)
+    if origin is tuple:
+        if not isinstance(v, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(x, args[0]) for x in v)
+        return not args or (
+            len(args) == len(v) and all(_conforms(x, a) for x, a in zip(v, args, strict=True))
+        )
+    if origin in (list, typing.Sequence) or hint is list:
+        seq = list if origin is list or hint is list else (list, tuple)
+        return isinstance(v, seq) and (not args or all(_conforms(x, args[0]) for x in v))
+    if origin in (dict, typing.Mapping) or hint is dict:
+        return isinstance(v, dict) and (
+            not args or all(_conforms(k, args[0]) and _conforms(x, args[1]) for k, x in v.items())
+        )
+    if origin in (set, frozenset):
+        return isinstance(v, origin) and (not args or all(_conforms(x, args[0]) for x in v))
+    if origin is not None:  # another generic (Callable, ClassVar…): not in stored values; structure only
+        return True
+    if isinstance(hint, type):
+        if hint is Path or hint is PurePath:
+            return isinstance(v, PurePath)
+        return isinstance(v, hint)
+    return True
+
+
+# --------------------------------------------------------------------------- the files
 
 
 def _user_cache_dir() -> Path:
@@ -70,32 +289,128 @@ def _user_cache_dir() -> Path:
     return user_cache()
 
 
-#: cache files kept in the user cache dir (oldest pruned): a year of kernels × log versions stays small
+#: per kind: cache files kept in the user cache dir, and their total bytes (least recently used pruned)
 KEEP_FILES = 256
+KEEP_BYTES = 256 * 1024 * 1024
 
 
-def _store(path: Path, data: bytes) -> None:
+def cache_path(kind: str, key: str) -> Path:
+    return _user_cache_dir() / kind / f"{key}.json"
+
+
+def _read_file(path: Path) -> bytes:
+    """A cache file's bytes: a regular file (no link followed), at most MAX_FILE_BYTES; else CacheMiss."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise CacheMiss(str(exc)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
+            raise CacheMiss("not a regular file within the size limit")
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_FILE_BYTES:
+                raise CacheMiss("grew past the size limit")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise CacheMiss(str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _no_constant(name: str) -> object:
+    raise CacheMiss(f"{name} is not a number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999
+        raise CacheMiss(f"{text:.40} is not finite")
+    return value
+
+
+def load_value(kind: str, key: str, hint: Any = Any) -> Any:
+    """The stored value of ``kind``/``key`` validated against ``hint``; raises CacheMiss otherwise."""
+    path = cache_path(kind, key)
+    data = _read_file(path)
+    try:
+        doc = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError, CacheMiss):
+        raise CacheMiss("not JSON of finite numbers") from None
+    if not isinstance(doc, dict) or set(doc) != {"schema", "kind", "key", "sha256", "value"}:
+        raise CacheMiss("not a cache entry")
+    if doc["schema"] != CACHE_SCHEMA or doc["kind"] != kind or doc["key"] != key:
+        raise CacheMiss("another schema, kind or key")
+    try:
+        payload = json.dumps(doc["value"], sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (ValueError, RecursionError):
+        raise CacheMiss("not JSON of finite numbers") from None
+    if hashlib.sha256(payload.encode()).hexdigest() != doc["sha256"]:
+        raise CacheMiss("digest mismatch (the entry was changed)")
+    value = decode(doc["value"], hint)
+    try:
+        os.utime(path)  # least recently used is pruned first
+    except OSError:
+        pass
+    return value
+
+
+def store_value(kind: str, key: str, value: object) -> bool:
+    """Write ``value`` as ``kind``/``key`` (module contract); False when it cannot be stored."""
     from cutile_workbench.artifacts.launch_store import _write_atomic
 
     try:
+        body = encode(value)
+        payload = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (ValueError, TypeError, RecursionError):  # non-finite or foreign: recomputed each time
+        return False
+    doc = {
+        "schema": CACHE_SCHEMA,
+        "kind": kind,
+        "key": key,
+        "sha256": hashlib.sha256(payload.encode()).hexdigest(),
+        "value": body,
+    }
+    path = cache_path(kind, key)
+    try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, data)
-        files = sorted(path.parent.glob("*.pickle"), key=lambda p: p.stat().st_mtime_ns)
-        for old in files[:-KEEP_FILES]:
-            old.unlink(missing_ok=True)
+        _write_atomic(path, json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode())
+        _prune(path.parent)
     except OSError:  # a cache that cannot be written is only a slower next run
-        pass
+        return False
+    return True
 
 
-_DERIVED: dict[str, bytes] = {}
+def _prune(directory: Path) -> None:
+    entries = []
+    for p in directory.iterdir():
+        if p.suffix in (".json", ".pickle"):
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            entries.append((st.st_mtime_ns, st.st_size, p))
+    entries.sort(reverse=True)  # newest (most recently used) first
+    total = 0
+    for i, (_m, size, p) in enumerate(entries):
+        total += size
+        if i >= KEEP_FILES or total > KEEP_BYTES or p.suffix == ".pickle":  # old pickles: never read
+            p.unlink(missing_ok=True)
+
+
+_DERIVED: dict[str, object] = {}
 
 
 def cached_derivation(
     kind: str, inputs: list[Path], extra: str, modules: list[str], compute: Callable[[], T]
 ) -> T:
     """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the source of ``modules``):
-    kept in memory and in ``<user cache>/<kind>/<key>.pickle`` like E's table (workbench dataclasses
-    only; a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
+    kept in memory and in ``<user cache>/<kind>/<key>.json`` (module contract: plain validated data;
+    a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
     conditions, that every command would otherwise re-parse the logs for."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
     for name in modules:
@@ -106,18 +421,20 @@ def cached_derivation(
         h.update(data)
     key = h.hexdigest()
     if key in _DERIVED:
-        return cast(T, _DataclassesOnly(io.BytesIO(_DERIVED[key])).load())
-    path = _user_cache_dir() / kind / f"{key}.pickle"
+        return cast(T, copy.deepcopy(_DERIVED[key]))
     try:
-        value = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
-        _DERIVED[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        value = load_value(kind, key)
+        _remember(key, value)
         return cast(T, value)
-    except Exception:  # absent or not ours: compute it
+    except CacheMiss:  # absent, changed or not ours: compute it
         pass
     value = compute()
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    _store(path, data)
+    store_value(kind, key, value)
+    _remember(key, value)
+    return value
+
+
+def _remember(key: str, value: object) -> None:
     if len(_DERIVED) >= 16:
         _DERIVED.clear()
-    _DERIVED[key] = data
-    return value
+    _DERIVED[key] = copy.deepcopy(value)

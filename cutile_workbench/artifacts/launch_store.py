@@ -8,21 +8,30 @@ when decompressed whole, so every reader of the old format keeps working):
 
 - ``launches.json.gz``: gzip members concatenated: a head ``{"version":1,"sets":[``, one member per
   launch set (``,``-prefixed after the first), a tail ``]}``.
-- ``launches.idx.json`` beside it: ``{"version": 1, "data_size", "data_mtime_ns", "entries": [{nodeid,
-  backend, params, source, calls, offset, length}]}`` — byte range of each set's member.
+- ``launches.idx.json`` beside it: ``{"version": 2, "data_size", "data_mtime_ns", "data_sha256",
+  "entries": [[nodeid, backend, params, source, calls, offset, length], ...]}`` — byte range of each
+  set's member, and the sha256 of the data file it describes.
 
 Contract:
 
 - :func:`write_store` writes sets (or raw members kept from an existing store: a merge copies bytes,
   it parses nothing) atomically: data first, index last; the index names the data file's size and
-  mtime, so a data file replaced by any other writer makes the index stale, never wrong.
+  mtime *and content digest*, so a data file replaced or edited by any other writer (even keeping
+  its size and mtime) makes the index stale, never wrong.
 - :func:`open_store` gives a :class:`LaunchStore` for a launches file. With a current index it reads
   only the index; a file without one (today's recorded sessions: a single gzip member) is converted
   once, streaming (one set in memory at a time), into the user cache dir
   (``$CUTILE_WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME/cutile-workbench``, else
-  ``~/.cache/cutile-workbench``), keyed on the file's path, size and mtime — never into the kernel dir
-  (recorded sessions are read-only); with no writable cache dir the conversion is kept in memory.
-  The conversion validates every set, so a malformed file is refused when it is opened.
+  ``~/.cache/cutile-workbench``), keyed on the file's *content* (sha256) — never into the kernel dir
+  (recorded sessions are read-only); at most :data:`KEEP_CONVERSIONS` conversions are kept, least
+  recently used pruned; with no writable cache dir the conversion is kept in memory. The
+  conversion validates every set, so a malformed file is refused when it is opened.
+- Every read is guarded like every other input (:func:`cutile_workbench.artifacts.confine.read_regular`):
+  an index that is a FIFO, a device, a link out, over its cap, not JSON, nested too deeply, or
+  whose entries are not strictly increasing, non-overlapping byte ranges of the data file is
+  ignored (the file is converted instead), never followed. The streaming splitter accepts any
+  valid JSON spacing; the whole-file fallback decompresses in chunks (no preallocation) up to
+  :data:`~cutile_workbench.artifacts.launches_io.MAX_DECOMPRESSED_BYTES`.
 - :class:`LaunchStore` is a ``Sequence[LaunchSet]`` whose items are decoded on access;
   :meth:`LaunchStore.for_params` / :meth:`for_nodeid` decode only that config's members. Every set is
   validated on decode exactly as :func:`cutile_workbench.artifacts.launches_io.load_launch_sets` does (the error names
@@ -34,6 +43,7 @@ Contract:
 from __future__ import annotations
 
 import codecs
+import contextlib
 import gzip
 import hashlib
 import io
@@ -51,7 +61,13 @@ from cutile_workbench.artifacts.launches_io import VERSION, _Reader, load_launch
 from cutile_workbench.errors import InputError
 from cutile_workbench.model import LaunchSet
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
+#: the largest index read (real ones: a few KiB per config)
+MAX_INDEX_BYTES = 16 * 1024 * 1024
+#: the largest set element the streaming splitter buffers before handing over to the strict reader
+MAX_ELEMENT_CHARS = 64 * 1024 * 1024
+#: converted launches files kept in the user cache (least recently used pruned)
+KEEP_CONVERSIONS = 64
 HEAD = b'{"version":%d,"sets":[' % VERSION
 TAIL = b"]}"
 _CHUNK = 1 << 20
@@ -127,11 +143,12 @@ def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]
     return out.getvalue(), entries
 
 
-def _index_doc(entries: Sequence[Entry], size: int, mtime_ns: int) -> dict[str, Any]:
+def _index_doc(entries: Sequence[Entry], size: int, mtime_ns: int, sha256: str) -> dict[str, Any]:
     return {
         "version": INDEX_VERSION,
         "data_size": size,
         "data_mtime_ns": mtime_ns,
+        "data_sha256": sha256,
         "entries": [[e.nodeid, e.backend, e.params, e.source, e.calls, e.offset, e.length] for e in entries],
     }
 
@@ -160,8 +177,10 @@ def write_store(path: Path, items: Iterable[LaunchSet | RawMember]) -> Path:
     data, entries = _encode(items)
     st = _write_atomic(path, data)
     index = index_path_for(path)
+    digest = hashlib.sha256(data).hexdigest()
     _write_atomic(
-        index, json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns), separators=(",", ":")).encode()
+        index,
+        json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns, digest), separators=(",", ":")).encode(),
     )
     return index
 
@@ -169,28 +188,62 @@ def write_store(path: Path, items: Iterable[LaunchSet | RawMember]) -> Path:
 # --------------------------------------------------------------------------- reading
 
 
-def _load_index(index: Path, data_stat: os.stat_result) -> list[Entry] | None:
-    """The index's entries when it is current for the data file (size and mtime), else None."""
+def _file_sha256(path: Path) -> str | None:
+    """sha256 of a regular file's bytes, read by descriptor without following a link (None: unreadable)."""
+    import stat as stat_mod
+
     try:
-        doc = json.loads(index.read_bytes())
-    except (OSError, ValueError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, _CHUNK):
+            h.update(chunk)
+        return h.hexdigest()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _load_index(index: Path, data_stat: os.stat_result, data_path: Path | None = None) -> list[Entry] | None:
+    """The index's entries when it is current for the data file (size, mtime and content), else None.
+    Guarded like any input (module contract): a bad index is ignored, never followed or trusted."""
+    from cutile_workbench.artifacts.confine import read_regular
+    from cutile_workbench.errors import WorkbenchError
+
+    if index.is_symlink():
+        return None
+    try:
+        doc = json.loads(read_regular(index, kind="launch index", cap=MAX_INDEX_BYTES))
+    except (WorkbenchError, ValueError, RecursionError):
         return None
     if (
         not isinstance(doc, dict)
         or doc.get("version") != INDEX_VERSION
         or doc.get("data_size") != data_stat.st_size
         or doc.get("data_mtime_ns") != data_stat.st_mtime_ns
+        or not isinstance(doc.get("data_sha256"), str)
+        or not isinstance(doc.get("entries"), list)
     ):
         return None
-    try:
-        entries = [
-            Entry(str(n), str(b), str(p), str(s), int(c), int(o), int(ln))
-            for n, b, p, s, c, o, ln in doc["entries"]
-        ]
-    except (KeyError, TypeError, ValueError):
-        return None
-    if any(e.offset < 0 or e.length <= 0 or e.offset + e.length > data_stat.st_size for e in entries):
-        return None
+    entries = []
+    end = 0
+    for item in doc["entries"]:
+        if not isinstance(item, list) or len(item) != 7:
+            return None
+        n, b, p, src, c, o, ln = item
+        if not all(isinstance(x, str) for x in (n, b, p, src)) or not all(type(x) is int for x in (c, o, ln)):
+            return None
+        if o < end or ln <= 0 or c < 0 or o + ln > data_stat.st_size:  # ranges strictly in order, disjoint
+            return None
+        end = o + ln
+        entries.append(Entry(n, b, p, src, c, o, ln))
+    if data_path is not None and _file_sha256(data_path) != doc["data_sha256"]:
+        return None  # the data file was edited since (size and mtime kept): the index is stale
     return entries
 
 
@@ -246,13 +299,21 @@ class _Splitter:
                 return ""
 
     def value(self) -> tuple[Any, str]:
+        self.peek()  # any JSON spacing before a value
         while True:
+            if len(self.buf) - self.pos > MAX_ELEMENT_CHARS:
+                raise _Malformed  # one element this large: the strict reader decides (and names it)
             try:
                 obj, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError:
                 if not self.more():
                     raise _Malformed from None
                 continue
+            except (
+                ValueError,
+                RecursionError,
+            ):  # a 5,000-digit number, a nesting bomb: the strict reader names it
+                raise _Malformed from None
             text = self.buf[self.pos : end]
             self.pos = end
             return obj, text
@@ -442,7 +503,7 @@ class LaunchStore(Sequence[LaunchSet]):
         key = f"sets[{i}]"
         try:
             obj = json.loads(payload[1:] if payload[:1] == b"," else payload)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise InputError(f"malformed JSON in {key}: {exc}", path=str(self.source)) from None
         s = _Reader(str(self.source)).launch_set(obj, key)
         with self._lock:
@@ -453,8 +514,26 @@ class LaunchStore(Sequence[LaunchSet]):
 
 
 def _cache_key(path: Path, st: os.stat_result) -> str:
-    ident = f"{os.path.realpath(path)}\0{st.st_size}\0{st.st_mtime_ns}".encode()
-    return hashlib.sha256(ident).hexdigest()[:32]
+    """The conversion's key: the file's content (never its path, size or mtime)."""
+    digest = _file_sha256(path)
+    if digest is None:
+        raise InputError("cannot read launches file", path=str(path))
+    return f"{digest[:32]}-{INDEX_VERSION}"
+
+
+def _prune_conversions(root: Path) -> None:
+    try:
+        dirs = sorted(
+            (d for d in root.iterdir() if d.is_dir() and not d.is_symlink()),
+            key=lambda d: d.stat().st_mtime_ns,
+            reverse=True,
+        )
+    except OSError:
+        return
+    import shutil
+
+    for d in dirs[KEEP_CONVERSIONS:]:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def open_store(path: Path, *, kernel_dir: Path | None = None) -> LaunchStore:
@@ -474,24 +553,30 @@ def open_store(path: Path, *, kernel_dir: Path | None = None) -> LaunchStore:
         raise InputError(f"cannot read launches file: {exc.strerror or exc}", path=str(path)) from None
     if not stat_mod.S_ISREG(st.st_mode):
         raise InputError("launches file is not a regular file: refused", path=str(path))
-    entries = _load_index(index_path_for(path), st)
+    entries = _load_index(index_path_for(path), st, path)
     if entries is not None:
         return LaunchStore(path, entries, data_path=path)
     cache = _user_cache_dir() / "launches" / _cache_key(path, st)
     cached_data = cache / "launches.json.gz"
-    if cached_data.is_file():
+    if cached_data.is_file() and not cached_data.is_symlink():
         cst = os.stat(cached_data)
-        entries = _load_index(index_path_for(cached_data), cst)
+        entries = _load_index(index_path_for(cached_data), cst, cached_data)
         if entries is not None:
+            with contextlib.suppress(OSError):
+                os.utime(cache)  # least recently used is pruned first
             return LaunchStore(path, entries, data_path=cached_data)
     data, entries = _convert(path)
     try:
         cache.mkdir(parents=True, exist_ok=True)
         cst = _write_atomic(cached_data, data)
+        digest = hashlib.sha256(data).hexdigest()
         _write_atomic(
             index_path_for(cached_data),
-            json.dumps(_index_doc(entries, cst.st_size, cst.st_mtime_ns), separators=(",", ":")).encode(),
+            json.dumps(
+                _index_doc(entries, cst.st_size, cst.st_mtime_ns, digest), separators=(",", ":")
+            ).encode(),
         )
+        _prune_conversions(cache.parent)
     except OSError:  # no writable cache dir: keep the conversion in memory for this process
         return LaunchStore(path, entries, data=data)
     return LaunchStore(path, entries, data_path=cached_data)

@@ -27,7 +27,7 @@ from cutile_workbench.model import AttributedLaunch, CallCapture, Launch, Launch
 
 VERSION = 1
 #: a launches file decompresses to at most this (real ones: a few MiB); more is a gzip bomb, refused
-MAX_DECOMPRESSED_BYTES = 1 << 30
+MAX_DECOMPRESSED_BYTES = 256 << 20
 _KINDS = ("kernel", "memcpy", "memset")
 _SOURCES = ("cupti", "kineto", "events")
 
@@ -300,13 +300,21 @@ def load_launch_sets(path: Path, *, kernel_dir: Path | None = None) -> list[Laun
     raw = read_regular(path, kind="launches", kernel_dir=kernel_dir)  # a FIFO or device is refused unread
     if raw[:2] == b"\x1f\x8b":
         cap = MAX_DECOMPRESSED_BYTES
+        chunks: list[bytes] = []
+        total = 0
         try:
             with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-                raw = fh.read(cap + 1)  # a gzip bomb stops at the cap
+                while chunk := fh.read(1 << 20):  # in chunks: nothing preallocated for the cap
+                    chunks.append(chunk)
+                    total += len(chunk)
+                    if total > cap:  # a gzip bomb stops at the cap
+                        raise InputError(
+                            f"launches file decompresses to over {cap:,} bytes: refused", path=str(path)
+                        )
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(f"corrupt gzip data: {exc}", path=str(path)) from None
-        if len(raw) > cap:
-            raise InputError(f"launches file decompresses to over {cap:,} bytes: refused", path=str(path))
+        raw = b"".join(chunks)
+        del chunks
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -11,8 +11,12 @@ Contract:
 - :func:`row_noise` combines a row's two sides: the floor is the larger spread of the sides that
   have two or more runs; ``text`` says from how many runs of which backend, or why there is none.
   A ratio whose distance from 1 is within the floor is what an identical candidate could show.
-- :func:`read_noise` reads the kernel dir's ``workbench/history.sqlite`` **only if it exists**
-  (nothing is created or imported: ``history`` and ``run`` fill it); forward phase only.
+- :func:`read_noise` reads the kernel dir's ``workbench/history.sqlite`` **only if it exists**, read-only
+  (:meth:`HistoryStore.open` with ``read_only``: reached by descriptor, no link followed, a copy
+  in memory, an older schema migrated there; nothing under the out root changes, and on a
+  read-only mount the floors are still shown); nothing is created or imported (``run`` fills it);
+  forward phase only. A store it cannot read (a link, a hard-linked or corrupt file, orphaned
+  rows) gives no floor and says why, naming the file.
   :func:`with_noise_floors` puts the result on E's rows (``RatioRow.noise_floor`` / ``noise_text``).
 - :func:`calibrate` is the A/A test: two runs of the baseline, the second as the "candidate";
   the rows E would flag (ratio > 1.05) are counted (the goal is zero) with the largest deviation.
@@ -122,20 +126,20 @@ def read_noise(paths: KernelPaths) -> tuple[dict[tuple[str, str, str], SideNoise
     from cutile_workbench.history.store import HISTORY_FILE, HistoryStore
 
     db = Path(paths.workbench_dir) / HISTORY_FILE
-    if not db.is_file():
+    if not (db.exists() or db.is_symlink()):
         return (
             {},
-            "no run history here (workbench/history.sqlite absent; `run` and `history` record runs into it)",
+            "no run history here (workbench/history.sqlite absent; `run` records runs into it)",
         )
     try:
-        store = HistoryStore.open(db, create=False)
+        store = HistoryStore.open(db, read_only=True, root=paths.root)
     except WorkbenchError as exc:
         return {}, f"run history unreadable ({exc})"
     try:
         runs = {r.run_id: r for r in store.runs()}
         order = sorted(runs, key=lambda rid: (runs[rid].when, rid))
         rank = {rid: i for i, rid in enumerate(order)}
-        rows = sorted(store.configs(phase="forward"), key=lambda rc: rank[rc[0]])
+        rows = sorted(store.configs(phase="forward"), key=lambda rc: rank[rc[0]])  # no orphan: store.configs
         return spreads_by_config(
             (run_identity(runs[rid].provenance, runs[rid].roles), c) for rid, c in rows
         ), ""

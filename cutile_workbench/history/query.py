@@ -8,11 +8,15 @@ runs' conditions (a flag across a driver change is reported as such, not silentl
 ``config`` selects one config by exact params or node id; an unknown one raises ``InputError``
 (key ``--config``) with close matches, as ``timeline --config`` does.
 
-:func:`open_history` is the "import when opened" step: the kernel dir's own store (created and
-migrated on first use) for an out root, an in-memory store for the recorded sessions shipped in
-the package (never written to, also when ``--out-root``/``$CUTILE_KERNEL_OUT_ROOT`` or a link names
-them); it imports the artifact tree idempotently in both cases. A store (or SQLite side file) that
-resolves outside the kernel's ``workbench/`` is refused (:func:`cutile_workbench.artifacts.confine.confine_write`).
+:func:`open_history` is the "import when opened" step, read-only by default (issue 33 §2): the
+kernel dir's store, when there is one, is read into memory (migrated there when older; nothing
+under the out root changes) and the artifact tree is imported into that copy idempotently; the
+recorded sessions shipped in the package are always read this way (also when
+``--out-root``/``$CUTILE_KERNEL_OUT_ROOT`` or a link names them). ``persist=True`` (what records
+runs: the runner, tests that append runs) opens the kernel dir's own store for writing (created on
+first use) instead. A store that resolves outside the kernel's ``workbench/`` is refused
+(:func:`cutile_workbench.artifacts.confine.confine_read`/``confine_write`` first, then the descriptor
+walk of :meth:`HistoryStore.open`).
 :func:`history_to_dict` / :func:`history_csv` are the ``--json`` / ``--csv`` forms.
 """
 
@@ -183,20 +187,23 @@ def open_history(
     source: Literal["recorded", "out_root"],
     variants: Sequence[str] = (),
     parsed: dict[str, PerfLog] | None = None,
+    persist: bool = False,
 ) -> tuple[HistoryStore, ImportReport]:
     """Open the kernel's store and import its artifact tree into it (see module doc)."""
-    from cutile_workbench.artifacts.confine import confine_write, in_recorded_sessions
+    from cutile_workbench.artifacts.confine import confine_read, confine_write, in_recorded_sessions
 
     notes: tuple[str, ...] = ()
     target = paths.workbench_dir / HISTORY_FILE
     # the recorded sessions are read-only however they are named (default, --out-root, env, a link to them)
     recorded = source == "recorded" or in_recorded_sessions(paths.root)
-    if not recorded and paths.root.is_dir():
-        # the store and SQLite's side files are writes: refused (UnsafePath) when a link takes them out
+    if not recorded and paths.root.is_dir() and (target.exists() or target.is_symlink() or persist):
+        # a link that takes the store (or SQLite's side files) out is refused with where it goes
+        check = confine_write if persist else confine_read
         for p in (target, *(target.with_name(HISTORY_FILE + s) for s in ("-journal", "-wal", "-shm"))):
-            confine_write(paths.root, p)
+            check(paths.root, p)
     writable = (
-        not recorded
+        persist
+        and not recorded
         and paths.root.is_dir()
         and os.access(paths.workbench_dir if paths.workbench_dir.is_dir() else paths.root, os.W_OK)
     )
@@ -204,15 +211,19 @@ def open_history(
     if writable:
         created = not (target.exists() or target.is_symlink())
         try:
-            store = HistoryStore.open(target)
+            store = HistoryStore.open(target, root=paths.root)
         except BaseException:
             if created:
                 _remove_created_store(target)
             raise
+    elif not recorded and (target.exists() or target.is_symlink()):
+        store = HistoryStore.open(target, read_only=True, root=paths.root)  # a copy in memory
+        store.path = None  # nothing is persisted
     else:
         store = HistoryStore.in_memory()
-        why = "a recorded session shipped with cutile-workbench" if recorded else "not writable"
-        notes = (f"{paths.root}: {why}; its history is imported into memory, nothing is written",)
+        if recorded or persist:
+            why = "a recorded session shipped with cutile-workbench" if recorded else "not writable"
+            notes = (f"{paths.root}: {why}; its history is imported into memory, nothing is written",)
     try:
         report = import_kernel_dir(store, paths, variants=variants, parsed=parsed)
     except BaseException:

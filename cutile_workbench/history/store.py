@@ -7,10 +7,22 @@ Contract:
   application, a non-SQLite/corrupt file, or one locked longer than ``timeout_s`` raises
   :class:`~cutile_workbench.errors.InputError` naming the file (exit 2 in the CLI); no reader method lets
   a ``sqlite3.Error`` escape.
-- Writes are transactions (``BEGIN IMMEDIATE`` … ``COMMIT``, ``ROLLBACK`` on any error): a run is
-  stored with all its configs and its source row, or not at all. Rollback journal
-  (``journal_mode=DELETE``, ``synchronous=FULL``) rather than WAL: out roots often live on network
-  file systems, where WAL's shared memory does not work.
+- The file is reached by descriptor (:mod:`cutile_workbench.infra.paths`): the kernel dir opened
+  once, ``workbench/`` and the store opened with ``O_NOFOLLOW`` (a link anywhere is refused, never
+  followed), ``fstat``-checked (a regular file, at most :data:`MAX_STORE_BYTES`), and read into
+  memory under SQLite's SHARED lock (other programs' connections keep their semantics; a hot
+  ``-journal`` of another program is refused, not read half-done). SQLite never opens the file by
+  path, so no check-then-open window exists.
+- ``read_only`` (every command that does not record a run: ``table``, ``report --dry-run``,
+  ``overview``, ``diff``, ``timeline``, ``history``, ``calibrate`` without ``--run``, the TUI): the
+  in-memory copy is migrated there when older and never written back: not a byte under the out
+  root changes, also on a read-only mount.
+- Recording stores (``read_only=False``: the runner's record, tests appending runs): one writer at a
+  time (``flock`` on ``history.sqlite.lock`` beside it, threads included); the store must have
+  ``st_nlink == 1``; every committed transaction writes the whole database back by temp file +
+  fsync + rename inside the store's dir descriptor, under SQLite's EXCLUSIVE lock, so a run is
+  stored with all its configs and its source row, or not at all, readers see the old file or the
+  new one, and a file another program changed since it was read is refused, never overwritten.
 - ``runs`` keeps the provenance as JSON plus the facts one filters on as columns (GPU, driver,
   MIG, throttling, harness, commits); ``configs`` one row per (run, func_key, params, backend,
   phase) with the median, raw samples as a JSON array (``json_each`` works on it), launches/call,
@@ -24,18 +36,25 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import math
+import os
+import re
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cutile_workbench.errors import InputError
+from cutile_workbench.errors import InputError, UnsafePath, WorkbenchError
 from cutile_workbench.history.entries import ConfigResult, RunEntry
 from cutile_workbench.history.provenance import Provenance, provenance_from_dict
+from cutile_workbench.infra.paths import file_type, open_kernel_dir, replace_at, walk_at
 
 HISTORY_FILE = "history.sqlite"
 APPLICATION_ID = 0x43574248  # "CWBH"
@@ -136,46 +155,91 @@ class HistoryStore:
         self.read_only = False  # opened with mode=ro (HistoryStore.open): never migrated nor written
         self.label = label  # the file name in messages (":memory:" for an in-memory store)
         self.path = path
+        self._dir_fd: int | None = None  # the store's dir, by descriptor (files opened from it)
+        self._lock_fd: int | None = None  # the writers' lock file (recording stores only)
+        self._name = HISTORY_FILE
+        self._image: _Image | None = None  # identity of the file as read (a write-back checks it)
+        self._timeout_s = 5.0
+        self._persist = False
 
     # ------------------------------------------------------------------ opening
 
     @classmethod
     def open(
-        cls, path: Path | str, *, create: bool = True, timeout_s: float = 5.0, read_only: bool = False
+        cls,
+        path: Path | str,
+        *,
+        create: bool = True,
+        timeout_s: float = 5.0,
+        read_only: bool = False,
+        root: Path | str | None = None,
     ) -> HistoryStore:
-        """Open (and migrate) the store at ``path``; ``create=False`` refuses a missing file.
+        """Open the store at ``path`` (module contract: by descriptor, in memory); ``create=False``
+        refuses a missing file. ``root`` is the kernel dir the walk starts from (default: the dir
+        above ``workbench/``, else the store's own dir).
 
-        ``read_only`` (the overview): an existing store opened with SQLite's ``mode=ro``, never
-        migrated or written (comparisons are decided and not cached; an older schema is read as it is)."""
+        ``read_only`` (every command that does not record a run): a copy read under SQLite's shared
+        lock, migrated in memory when older, never written back (comparisons are not cached)."""
         p = Path(path)
         if read_only:
             create = False
-        if not create and not p.is_file():
-            raise InputError("no history store (no run has been recorded or imported here)", path=str(p))
-        if p.exists() and not p.is_file():  # a FIFO or device would hang or feed SQLite garbage
-            raise InputError("history store is not a regular file: refused unread", path=str(p))
-        if create:
-            try:
-                p.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:  # workbench/ is a file or FIFO, or the dir is read-only
-                raise InputError(
-                    f"cannot create the history store's dir: {exc.strerror or exc}", path=str(p.parent)
-                ) from None
+        base, parts = _walk_parts(p, root)
+        where = str(p)
         try:
-            if read_only:
-                conn = sqlite3.connect(
-                    f"{p.resolve().as_uri()}?mode=ro", timeout=timeout_s, isolation_level=None, uri=True
-                )
-            else:
-                conn = sqlite3.connect(str(p), timeout=timeout_s, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise InputError(f"cannot open the history store: {exc}", path=str(p)) from None
-        store = cls(conn, str(p), p)
+            if create and not base.exists() and not base.is_symlink():
+                base.mkdir(parents=True, exist_ok=True)
+            root_fd = open_kernel_dir(base)
+        except OSError as exc:
+            raise InputError(
+                f"cannot create the history store's dir: {exc.strerror or exc}", path=str(base)
+            ) from None
+        except InputError:
+            if not create and not base.exists():
+                raise InputError(
+                    "no history store (no run has been recorded or imported here)", path=where
+                ) from None
+            raise
+        try:
+            try:
+                dir_fd = walk_at(root_fd, parts[:-1], where=str(base), create=create)
+            except InputError as exc:
+                if not create and "no such directory" in exc.message:
+                    raise InputError(
+                        "no history store (no run has been recorded or imported here)", path=where
+                    ) from None
+                raise
+        finally:
+            os.close(root_fd)
+        name = parts[-1]
+        lock_fd: int | None = None
+        try:
+            if not read_only:
+                lock_fd = _exclusive_writer_lock(dir_fd, name, where, timeout_s)
+            image = _read_image(dir_fd, name, where, timeout_s, for_write=not read_only)
+            if image is None and not create:
+                raise InputError("no history store (no run has been recorded or imported here)", path=where)
+            conn = sqlite3.connect(":memory:", isolation_level=None)
+            if image is not None and image.data:  # a 0-byte file is an empty database
+                try:
+                    conn.deserialize(image.data)
+                except sqlite3.Error as exc:
+                    conn.close()
+                    raise InputError(_describe(exc, "opening"), path=where) from None
+        except BaseException:
+            if lock_fd is not None:
+                os.close(lock_fd)
+            os.close(dir_fd)
+            raise
+        store = cls(conn, where, p)
         store.read_only = read_only
+        store._dir_fd, store._lock_fd, store._name = dir_fd, lock_fd, name
+        store._image = image
+        store._timeout_s = timeout_s
+        store._persist = not read_only and image is None  # a new store is written by its first migration
         try:
             store._prepare(timeout_s)
         except BaseException:
-            conn.close()
+            store.close()
             raise
         return store
 
@@ -187,6 +251,29 @@ class HistoryStore:
 
     def close(self) -> None:
         self._conn.close()
+        for fd in (self._lock_fd, self._dir_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._lock_fd = self._dir_fd = None
+
+    def _write_back(self) -> None:
+        """The in-memory database replaces the file (recording stores only): temp + rename in the
+        store's dir descriptor, under SQLite's exclusive lock against other programs' connections;
+        a file changed by another program since it was read is refused, never overwritten."""
+        if self._dir_fd is None or self.read_only:
+            return
+        data = self._conn.serialize()
+        with _foreign_exclusive(self._dir_fd, self._name, self.label, self._timeout_s) as now:
+            if self._image is not None and now != self._image.identity:
+                raise InputError(
+                    "history store changed on disk while it was open (another program wrote it); "
+                    "nothing written: run the command again",
+                    path=self.label,
+                )
+            replace_at(self._dir_fd, self._name, data, where=self.label)
+        ident = _identity_at(self._dir_fd, self._name)
+        self._image = _Image(b"", ident) if ident is not None else None
 
     def __enter__(self) -> HistoryStore:
         return self
@@ -199,7 +286,15 @@ class HistoryStore:
         try:
             yield
         except sqlite3.Error as exc:
-            raise InputError(_describe(exc, doing), path=self.label) from None
+            column = re.search(r"decode to UTF-8 column '([^']{1,80})'", str(exc))
+            raise InputError(
+                _describe(exc, doing), path=self.label, key=column.group(1) if column else None
+            ) from None
+        except (UnicodeError, OverflowError, RecursionError, MemoryError) as exc:  # a tampered cell
+            raise InputError(
+                f"history store holds a value that cannot be read ({type(exc).__name__}: {exc}) while {doing}",
+                path=self.label,
+            ) from None
 
     def _prepare(self, timeout_s: float) -> None:
         with self._guard("opening"):
@@ -222,12 +317,17 @@ class HistoryStore:
                     path=self.label,
                     key="schema_migrations",
                 )
+            migrated = False
             for migration in MIGRATIONS:
-                if migration.version > current and not self.read_only:
+                if migration.version > current:  # in memory; written back only by a recording store
                     self._migrate(migration)
+                    migrated = True
+            if migrated or self._persist:
+                self._persist = False
+                self._write_back()
 
     def _migrate(self, migration: Migration) -> None:
-        with self._transaction():
+        with self._transaction(write_back=False):
             if migration.version == 1:
                 self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                 self._conn.execute(
@@ -246,7 +346,7 @@ class HistoryStore:
             )
 
     @contextmanager
-    def _transaction(self) -> Iterator[None]:
+    def _transaction(self, *, write_back: bool = True) -> Iterator[None]:
         with self._guard("writing"):
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -255,6 +355,22 @@ class HistoryStore:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+        if write_back:
+            try:
+                self._write_back()
+            except BaseException:
+                # the file keeps the last committed image; memory must not claim more than it holds
+                self._reload_image()
+                raise
+
+    def _reload_image(self) -> None:
+        if self._dir_fd is None:
+            return
+        with contextlib.suppress(WorkbenchError, sqlite3.Error):
+            image = _read_image(self._dir_fd, self._name, self.label, self._timeout_s, for_write=True)
+            if image is not None and image.data:
+                self._conn.deserialize(image.data)
+                self._image = image
 
     def schema_version(self) -> int:
         with self._guard("reading the schema version"):
@@ -369,8 +485,9 @@ class HistoryStore:
             ).fetchall()
         out = []
         for run_id, key, kernel, source, rec_at, origin, added_at, prov_json, notes_json, roles, n in rows:
-            where = f"{self.label}: runs.id={run_id}"
+            where = f"{self.label}: runs.id={run_id!r:.40}"
             cell = _Cells(where)
+            cell.integer("id", run_id, 1, 2**63 - 1)
             rec_at = cell.real("recorded_at", rec_at, 0.0, MAX_TIMESTAMP, nullable=True)
             added = cell.real("added_at", added_at, 0.0, MAX_TIMESTAMP)
             assert added is not None  # not nullable
@@ -429,6 +546,7 @@ class HistoryStore:
         )
         with self._guard("reading configs"):
             rows = self._conn.execute(sql, args).fetchall()
+            run_ids = {r[0] for r in self._conn.execute("SELECT id FROM runs")}
         out = []
         for (
             run_id,
@@ -446,7 +564,14 @@ class HistoryStore:
             csrc,
             check,
         ) in rows:
-            cell = _Cells(f"{self.label}: configs run_id={run_id} {nodeid!r:.200}")
+            cell = _Cells(f"{self.label}: configs run_id={run_id!r:.40} {nodeid!r:.200}")
+            cell.integer("run_id", run_id, 1, 2**63 - 1)
+            if run_id not in run_ids:
+                raise InputError(
+                    f"the row names run_id={run_id}, which has no row in runs (orphaned)",
+                    path=cell.where,
+                    key="run_id",
+                )
             for name, value in (
                 ("func_key", func_key),
                 ("params", p),
@@ -606,4 +731,218 @@ def _describe(exc: sqlite3.Error, doing: str) -> str:
         return f"history store is locked by another process ({text}) while {doing}; retry when it finishes"
     if "readonly" in text or "read-only" in text:
         return f"history store is read-only ({text}) while {doing}"
+    if isinstance(exc, sqlite3.DatabaseError):  # undecodable text, a schema that contradicts itself…
+        return (
+            f"history store is corrupt or not a SQLite file ({text[:200]}) while {doing}; "
+            "move it aside to start afresh"
+        )
     return f"SQLite error while {doing}: {text}"
+
+
+# --------------------------------------------------------------------------- the file, by descriptor
+
+#: the largest store read into memory (a year of runs of a big suite is a few MiB)
+MAX_STORE_BYTES = 256 * 1024 * 1024
+#: the recording stores' lock file beside the store (flock: one writer at a time, threads included)
+WRITER_LOCK_SUFFIX = ".lock"
+# SQLite's unix-VFS lock bytes (os_unix.c): other programs' connections respect these
+_PENDING_BYTE = 0x40000000
+_SHARED_FIRST = _PENDING_BYTE + 2
+_SHARED_SIZE = 510
+_POLL_S = 0.01
+
+
+@dataclass(frozen=True)
+class _Image:
+    data: bytes
+    identity: tuple[int, int, int, int]  # (dev, ino, size, mtime_ns) of the file read
+
+
+def _walk_parts(p: Path, root: Path | str | None) -> tuple[Path, list[str]]:
+    """(the dir the descriptor walk starts from, the components below it down to the store's name)."""
+    if root is not None:
+        base = Path(root)
+        try:
+            rel = p.relative_to(base)
+        except ValueError:
+            raise UnsafePath(f"history store is not below the kernel dir {base}", path=str(p)) from None
+        parts = list(rel.parts)
+        if not parts or any(x in ("", ".", "..") for x in parts):
+            raise UnsafePath(f"history store is not below the kernel dir {base}", path=str(p))
+        return base, parts
+    if p.parent.name == "workbench":
+        return p.parent.parent, ["workbench", p.name]
+    return p.parent, [p.name]
+
+
+def _poll(attempt: object, timeout_s: float, what: str, where: str) -> None:
+    """Call ``attempt()`` until it stops raising BlockingIOError/EACCES/EAGAIN, up to ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            attempt()  # type: ignore[operator]
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise InputError(
+                    f"cannot lock the history store: {exc.strerror or exc}", path=where
+                ) from None
+            if time.monotonic() >= deadline:
+                raise InputError(
+                    f"history store is locked by another process ({what}); retry when it finishes", path=where
+                ) from None
+            time.sleep(_POLL_S)
+
+
+def _exclusive_writer_lock(dir_fd: int, name: str, where: str, timeout_s: float) -> int:
+    """The writers' lock file (``history.sqlite.lock``, a regular file, no link), held with flock."""
+    lock_name = name + WRITER_LOCK_SUFFIX
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lock_name, flags, 0o644, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(
+                "refused: the history store's lock file is a symlink", path=where + WRITER_LOCK_SUFFIX
+            ) from None
+        raise InputError(f"cannot open the history store's lock: {exc.strerror or exc}", path=where) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise UnsafePath(
+                f"refused: the history store's lock is {file_type(st.st_mode)} with {st.st_nlink} link(s), "
+                "not the store's own file",
+                path=where + WRITER_LOCK_SUFFIX,
+            )
+        _poll(lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB), timeout_s, "another recording", where)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_store_file(dir_fd: int, name: str, where: str, *, for_write: bool) -> int | None:
+    """A descriptor of the store file (regular, no link; for a write also st_nlink == 1), or None."""
+    flags = (
+        os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath("refused: the history store is a symlink (not followed)", path=where) from None
+        raise InputError(f"cannot open the history store: {exc.strerror or exc}", path=where) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise InputError(
+            f"history store is not a regular file ({file_type(st.st_mode)}): refused unread", path=where
+        )
+    if for_write and st.st_nlink != 1:
+        os.close(fd)
+        raise UnsafePath(
+            f"refused: the history store has {st.st_nlink} hard links (another file shares it); "
+            "move it aside",
+            path=where,
+        )
+    if st.st_size > MAX_STORE_BYTES:
+        os.close(fd)
+        raise InputError(
+            f"history store is {st.st_size:,} bytes, over the {MAX_STORE_BYTES:,}-byte limit: refused unread",
+            path=where,
+        )
+    return fd
+
+
+def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _identity_at(dir_fd: int, name: str) -> tuple[int, int, int, int] | None:
+    try:
+        return _ident(os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
+    except OSError:
+        return None
+
+
+def _read_image(dir_fd: int, name: str, where: str, timeout_s: float, *, for_write: bool) -> _Image | None:
+    """The store's bytes read under SQLite's SHARED lock (None: no file); an interrupted write of
+    another program (a hot ``-journal``) is refused, not read half-done."""
+    fd = _open_store_file(dir_fd, name, where, for_write=for_write)
+    if fd is None:
+        return None
+    try:
+
+        def shared() -> None:
+            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, _PENDING_BYTE)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, _SHARED_SIZE, _SHARED_FIRST)
+            finally:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, _PENDING_BYTE)
+
+        _poll(shared, timeout_s, "a write in progress", where)
+        try:
+            journal = os.stat(name + "-journal", dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            journal = None
+        if journal is not None and journal.st_size > 0:
+            raise InputError(
+                "history store has an unfinished write of another program (history.sqlite-journal); "
+                "open it with sqlite3 to recover it, or move both aside",
+                path=where,
+            )
+        st = os.fstat(fd)
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > MAX_STORE_BYTES:
+                raise InputError("history store grew past its size limit while reading: refused", path=where)
+        return _Image(b"".join(chunks), _ident(st))
+    except OSError as exc:
+        raise InputError(f"cannot read the history store: {exc.strerror or exc}", path=where) from None
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextmanager
+def _foreign_exclusive(
+    dir_fd: int, name: str, where: str, timeout_s: float
+) -> Iterator[tuple[int, int, int, int] | None]:
+    """SQLite's EXCLUSIVE lock on the current file (other programs' connections wait) around a write-back;
+    yields the file's identity (None: no file yet)."""
+    flags = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        yield None
+        return
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath("refused: the history store is a symlink (not followed)", path=where) from None
+        raise InputError(f"cannot write the history store: {exc.strerror or exc}", path=where) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise UnsafePath(
+                f"refused: the history store is {file_type(st.st_mode)} with {st.st_nlink} link(s)",
+                path=where,
+            )
+
+        def exclusive() -> None:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _PENDING_BYTE)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _SHARED_SIZE, _SHARED_FIRST)
+            except BaseException:
+                fcntl.lockf(fd, fcntl.LOCK_UN, 1, _PENDING_BYTE)
+                raise
+
+        _poll(exclusive, timeout_s, "a reader or writer of another program", where)
+        yield _ident(st)
+    finally:
+        os.close(fd)

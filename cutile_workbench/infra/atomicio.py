@@ -1,12 +1,17 @@
 """Atomic single-file writes inside a kernel dir (temp file in the same dir + fsync + ``os.replace``).
 
 Contract: :func:`atomic_write_bytes` is THE atomic write of the package: it never leaves a
-half-written file at ``path`` (readers see the old bytes or the new ones), refuses any target that
-resolves, symlinks included, outside ``root`` (:class:`~cutile_workbench.errors.UnsafePath`) —
-``root=None`` only for a file the user named on the command line (``--perfetto FILE``) or a TileGym
-test file being edited — and with ``keep_mode`` gives the new file the old one's permission bits.
-Imports nothing but the errors module and :mod:`.paths` (the one is-inside rule), so every module that files evidence (runner, IR filing,
-probes, scale-out, the wiring edit, the timeline export) uses it without a cycle.
+half-written file at ``path`` (readers see the old bytes or the new ones). With a ``root`` (the
+kernel dir) the write is confined by descriptor (:mod:`cutile_workbench.infra.paths`): ``path``
+must lie lexically under ``root`` (no ``..``), ``root`` is opened once (itself never a link),
+every dir below it is reached with ``O_NOFOLLOW | O_DIRECTORY`` (missing ones created that way),
+and the temp file and the rename live in that same dir descriptor, so a link planted or swapped in
+at any moment is refused (:class:`~cutile_workbench.errors.UnsafePath`), never followed; a target
+that is a link or a special file is refused too. ``root=None`` only for a file the user named on
+the command line (``--perfetto FILE``) or a TileGym test file being edited. ``keep_mode`` gives the
+new file the old one's permission bits. Imports nothing but the errors module and :mod:`.paths`,
+so every module that files evidence (runner, IR filing, probes, scale-out, the wiring edit, the
+timeline export) uses it without a cycle.
 """
 
 from __future__ import annotations
@@ -17,22 +22,41 @@ import threading
 from pathlib import Path
 
 from cutile_workbench.errors import UnsafePath
-from cutile_workbench.infra.paths import is_inside
+from cutile_workbench.infra.paths import dir_at, is_inside, replace_at, split_relpath
 
 
 def ensure_inside(path: Path, root: Path) -> None:
     """Raise UnsafePath unless ``path`` (symlinks resolved) lies inside ``root`` (the test is
-    :func:`cutile_workbench.infra.paths.is_inside`, the one confinement rule)."""
+    :func:`cutile_workbench.infra.paths.is_inside`; a friendly early message, the guard is the
+    descriptor walk of :func:`atomic_write_bytes`)."""
     if not is_inside(path, root):
         raise UnsafePath(f"write target resolves outside the kernel dir {os.path.realpath(root)}", path=path)
+
+
+def relpath_under(path: Path | str, root: Path | str) -> str:
+    """``path`` relative to ``root``, lexically (no link resolved); UnsafePath when it is not below it."""
+    p, r = os.path.normpath(os.path.abspath(path)), os.path.normpath(os.path.abspath(root))
+    if os.path.normpath(os.path.join(os.path.abspath(root), os.path.relpath(path, root))) != p or not (
+        p.startswith(r.rstrip(os.sep) + os.sep)
+    ):
+        raise UnsafePath(f"write target is not below the kernel dir {root}", path=str(path))
+    rel = os.path.relpath(p, r)
+    if rel.split(os.sep)[0] == ".." or ".." in Path(path).parts:
+        raise UnsafePath(f"write target is not below the kernel dir {root}", path=str(path))
+    return rel.replace(os.sep, "/")
 
 
 def atomic_write_bytes(path: Path, data: bytes, root: Path | None, *, keep_mode: bool = False) -> None:
     """Write ``data`` to ``path`` via a temp file in the same dir + fsync + ``os.replace``."""
     path = Path(path)
     if root is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ensure_inside(path, root)
+        root = Path(root)
+        parts = split_relpath(relpath_under(path, root), where=str(path))
+        if not root.exists() and not root.is_symlink():
+            root.mkdir(parents=True, exist_ok=True)  # the kernel dir itself, as the user named it
+        with dir_at(root, parts[:-1], create=True) as fd:
+            replace_at(fd, parts[-1], data, where=str(path), keep_mode=keep_mode)
+        return
     mode = path.stat().st_mode & 0o7777 if keep_mode and path.exists() else None
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:

@@ -8,12 +8,17 @@ Contract:
   nothing is tried (unknown reference config, config already present, no TileGym checkout).
 - :func:`demonstrate` — the caller's explicit authorization — copies what the run needs of the
   TileGym tree (``src/``, ``tests/``, ``pytest.ini``/``conftest.py``/``pyproject.toml``; build output
-  dirs named ``target`` are linked, not copied) into ``<kernel>/workbench/demonstrate/<stamp>/``,
+  dirs named ``target`` are linked, not copied) into ``<kernel>/workbench/demonstrate/<stamp>/``
+  (``workbench/demonstrate`` reached by descriptor, never through a link; the overlay never inside
+  the real tree nor the real tree inside it). The copy holds regular files only: a file link in the
+  tree is resolved into a copy of its bytes, a dir link (other than ``target``) or a special file is
+  refused; the edits are written by the confined atomic write, so no edit can reach the real tree,
   applies the edits there, re-runs only the slow configs of the candidate with the workbench
   harness in that overlay (its own out root inside the overlay: the kernel dir's measured logs are
   never touched), and returns a :class:`~cutile_workbench.stages.f.demonstrate.Demonstration` with before /
   after / reference medians and CIs and the launch evidence of the re-run. The real TileGym tree is
-  hashed before and after (``Demonstration.tree_sha256_*``). The overlay is removed unless
+  hashed before and after (``Demonstration.tree_sha256_*``: every regular file's bytes *and* every
+  link's target), and a differing hash fails the demonstration. ``--tilegym`` is resolved once. The overlay is removed unless
   ``keep_overlay``; its run log is kept beside it (``<stamp>.log``) either way. A failed or timed-out
   run is a Demonstration with that status and its log, never an exception; bad input (no checkout,
   the read-only recorded session) is an ``InputError``.
@@ -30,8 +35,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from cutile_workbench.artifacts.workspace import Workspace
-from cutile_workbench.errors import InputError, WorkbenchError
+from cutile_workbench.errors import InputError, UnsafePath, WorkbenchError
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.bootstrap import ratio_ci
+from cutile_workbench.infra.paths import dir_at, is_inside
 from cutile_workbench.model import LaunchSet, RatioRow
 from cutile_workbench.run.runner import RunResult, RunSpec, write_results
 from cutile_workbench.stages.e.stats import DONE_MAX, round4
@@ -95,7 +102,9 @@ def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[
         origin = cmp.candidate.origin.split(" ", 1)[0].rsplit(":", 1)[
             0
         ]  # src/tilegym/ops/cutile_rs/matmul.py
-        path = ws.tilegym / origin
+        tg = Path(ws.tilegym).resolve()
+        origin = _tree_relative(origin, Path(ws.tilegym), tg)
+        path = tg / origin
         try:
             text = texts.get(origin) or path.read_text(encoding="utf-8")
             edit = add_config_edit(
@@ -161,46 +170,110 @@ def _rebase(line_edits: list[WrapperEdit], config_edits: list[WrapperEdit], root
 
 
 def tree_sha256(root: Path, items: Iterable[str] = ("src", "tests")) -> str:
-    """Hash of every regular file (path + bytes) under ``root``'s items; build outputs (``target``) and
-    ``__pycache__`` are not the tree's source and are skipped."""
+    """Hash of every regular file (path + bytes) and every link (path + target) under ``root``'s items;
+    build outputs (``target``) and ``__pycache__`` are not the tree's source and are skipped."""
     h = hashlib.sha256()
     for item in items:
         base = root / item
+        if base.is_symlink():
+            h.update(f"{item}\0link\0{os.readlink(base)}\0".encode())
+            continue
         if not base.exists():
             continue
-        for p in sorted(base.rglob("*")) if base.is_dir() else [base]:
+        entries = [base] if not base.is_dir() else []
+        for dirpath, dirnames, filenames in os.walk(base) if base.is_dir() else ():  # links not followed
+            dirnames.sort()
+            for name in sorted(dirnames + filenames):
+                entries.append(Path(dirpath, name))
+        for p in entries:
             rel = p.relative_to(root).as_posix()
-            if "__pycache__" in p.parts or "/target/" in f"/{rel}/" or p.is_symlink() or not p.is_file():
+            if "__pycache__" in p.parts or "/target/" in f"/{rel}/" or rel.endswith("/target"):
                 continue
-            h.update(rel.encode() + b"\0")
-            h.update(p.read_bytes())
-            h.update(b"\0")
+            if p.is_symlink():
+                h.update(f"{rel}\0link\0{os.readlink(p)}\0".encode())
+            elif p.is_file():
+                h.update(rel.encode() + b"\0")
+                h.update(p.read_bytes())
+                h.update(b"\0")
     return h.hexdigest()
 
 
 def build_overlay(tilegym: Path, dest: Path) -> Path:
-    """Copy what a test_perf run needs of ``tilegym`` into ``dest`` (module contract); returns ``dest``."""
+    """Copy what a test_perf run needs of ``tilegym`` into ``dest`` (module contract); returns ``dest``.
+
+    Regular files only: a file link is copied as the bytes it points to, a dir link (other than a
+    build output ``target``, linked) or a special file is refused (``UnsafePath``)."""
     dest.mkdir(parents=True)
     links: list[tuple[Path, Path]] = []
-
-    def ignore(directory: str, names: list[str]) -> set[str]:
-        skip = {n for n in names if n in ("__pycache__", ".git") or n.endswith(".pyc")}
-        for n in names:
-            if n == "target" and (Path(directory) / n).is_dir():
-                links.append((Path(directory) / n, dest / Path(directory).relative_to(tilegym) / n))
-                skip.add(n)
-        return skip
-
     for item in OVERLAY_ITEMS:
         src = tilegym / item
-        if src.is_dir():
-            shutil.copytree(src, dest / item, ignore=ignore, symlinks=True)
-        elif src.is_file():
-            shutil.copy2(src, dest / item)
-    for src, link in links:  # the built library: linked, never copied or written
+        if not (src.exists() or src.is_symlink()):
+            continue
+        if not src.is_dir() or src.is_symlink():
+            _copy_regular(src, dest / item)
+            continue
+        for dirpath, dirnames, filenames in os.walk(src):  # links are not followed
+            here = Path(dirpath)
+            out = dest / here.relative_to(tilegym)
+            out.mkdir(parents=True, exist_ok=True)
+            keep = []
+            for d in dirnames:
+                p = here / d
+                if d in ("__pycache__", ".git"):
+                    continue
+                if d == "target":  # the built library: linked, never copied or written
+                    links.append((p, out / d))
+                elif p.is_symlink():
+                    raise UnsafePath(
+                        "the TileGym tree holds a link to a directory: refused (the overlay copies regular "
+                        "files only)",
+                        path=str(p),
+                    )
+                else:
+                    keep.append(d)
+            dirnames[:] = keep
+            for f in filenames:
+                if not f.endswith(".pyc"):
+                    _copy_regular(here / f, out / f)
+    for src, link in links:
         link.parent.mkdir(parents=True, exist_ok=True)
         link.symlink_to(src.resolve(), target_is_directory=True)
     return dest
+
+
+def _copy_regular(src: Path, dst: Path) -> None:
+    """``src``'s bytes (a link resolved to the regular file it names) as a new regular file ``dst``."""
+    if not src.is_file():  # a FIFO, a device, a dangling link, a dir link
+        raise UnsafePath("the TileGym tree holds a special file or a dangling link: refused", path=str(src))
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst, follow_symlinks=True)  # dst is new: never a link, never the real file
+    shutil.copymode(src, dst)
+
+
+def _tree_relative(origin: str, given: Path, resolved: Path) -> str:
+    """``origin`` relative to the TileGym tree, whichever spelling of the tree it starts with (the
+    path as given, absolute or resolved): a relative ``--tilegym`` is never joined twice."""
+    p = Path(origin)
+    for base in (resolved, given.absolute(), given):
+        if p.is_absolute() != base.is_absolute():
+            continue
+        try:
+            return p.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return origin
+
+
+def _check_place(kernel_dir: Path, base: Path, tilegym: Path) -> None:
+    """``workbench/demonstrate`` exists as a real dir of the kernel dir (reached by descriptor: no link
+    followed), and the overlay is neither inside the real tree nor holds it; else UnsafePath."""
+    with dir_at(kernel_dir, ["workbench", "demonstrate"], create=True):
+        pass
+    if is_inside(base, tilegym) or is_inside(tilegym, base):
+        raise UnsafePath(
+            f"refused: the demonstration's overlay {base} and the real TileGym tree {tilegym} overlap",
+            path=str(base),
+        )
 
 
 def _main_launch(sets: Iterable[LaunchSet], params: str, backend_token: str) -> str:
@@ -246,7 +319,7 @@ def demonstrate(
     if not edits:
         return Demonstration("not_applicable", "; ".join(notes) or "no wrapper-level edit derived")
     assert ws.tilegym is not None
-    tilegym = Path(ws.tilegym).resolve()
+    tilegym = Path(ws.tilegym).resolve()  # resolved once: every path below is built on it
     rows = [r for r in slow_rows(inputs) if any(e.variant in (r.variant, None) for e in edits)]
     named = {p for e in edits for p in e.params}  # line edits: the rows whose evidence named them
     rows += [
@@ -258,6 +331,7 @@ def demonstrate(
     base = ws.paths.workbench_dir / "demonstrate"
     overlay = base / stamp
     log = base / f"{stamp}.log"
+    place_ok = True
 
     def rel(p: Path) -> str:
         return p.relative_to(ws.kernel_dir).as_posix()
@@ -271,9 +345,15 @@ def demonstrate(
     after_records: dict[str, object] = {}
     command = ""
     try:
+        try:
+            _check_place(ws.kernel_dir, base, tilegym)
+        except WorkbenchError:
+            place_ok = False
+            raise
         build_overlay(tilegym, overlay / "TileGym")
         for e in edits:
-            (overlay / "TileGym" / e.relpath).write_text(e.after, encoding="utf-8")
+            # by descriptor inside the overlay: a link planted there is refused, never written through
+            atomic_write_bytes(overlay / "TileGym" / e.relpath, e.after.encode("utf-8"), overlay / "TileGym")
             lines.append(f"edited {e.relpath}:\n{e.diff}")
         child_env = dict(env or {})
         child_env["PYTHONPATH"] = os.pathsep.join(
@@ -336,10 +416,16 @@ def demonstrate(
         status, reason = "failed", str(exc)
     finally:
         after_hash = tree_sha256(tilegym)
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        if not keep_overlay:
-            shutil.rmtree(overlay, ignore_errors=True)
+        if place_ok:  # never beside a link out of the kernel dir
+            try:
+                atomic_write_bytes(log, ("\n".join(lines) + "\n").encode("utf-8"), Path(ws.kernel_dir))
+            except WorkbenchError as exc:
+                status, reason = (
+                    "failed",
+                    f"{reason + '; ' if reason else ''}the run log was not written: {exc}",
+                )
+            if not keep_overlay:
+                shutil.rmtree(overlay, ignore_errors=True)
     outcomes = []
     for r in rows:
         before_ms, before_s = _samples(inputs.candidate_records.get((r.func_key, r.params)))

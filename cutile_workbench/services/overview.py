@@ -15,9 +15,12 @@ Contract:
 - Nothing is written into the out root; a kernel dir is only read. Each row is cached in the user's
   cache dir (``$CUTILE_WORKBENCH_CACHE``, else ``$XDG_CACHE_HOME``/``~/.cache`` +
   ``/cutile-workbench/overview/``), keyed on the kernel dir's resolved path and valid only while the
-  size and mtime of every file the row was computed from are unchanged (:func:`row_signature`):
-  a re-listing of an unchanged campaign parses no log. ``cache=False`` bypasses it; a cache that
-  cannot be read or written is ignored.
+  *content* (sha256, plus size and mtime) of every file the row was computed from is unchanged (:func:`row_signature`;
+  never size or mtime: an edit that keeps both is seen): a re-listing of an unchanged campaign
+  parses no log. The row is stored in the plain, validated format of
+  :mod:`cutile_workbench.artifacts.derive_cache` (an edited or foreign entry is a miss); at most
+  :data:`KEEP_ROWS` rows are kept, least recently used pruned. ``cache=False`` bypasses it; a cache
+  that cannot be read or written is ignored.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import hashlib
 import json
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
 from pathlib import Path
 
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
@@ -220,6 +222,7 @@ SIGNATURE_GLOBS = (
     "reports/perf_investigation_*.md",
     "reports/agent_logs/perf_cutile_rs*.full.txt",
     "workbench/session.json",
+    "workbench/events.jsonl",
     "workbench/history.sqlite",
     "workbench/launches.json.gz",
     "reference/analysis.json",
@@ -227,16 +230,26 @@ SIGNATURE_GLOBS = (
 )
 
 
+#: overview rows kept in the user cache (least recently used pruned)
+KEEP_ROWS = 1024
+
+
 def row_signature(kdir: Path) -> list[list[object]]:
-    """``[relpath, size, mtime_ns]`` of every file a row reads (module contract), sorted."""
+    """``[relpath, size, mtime_ns, sha256]`` of every file a row reads (module contract), sorted; a
+    file that is not a regular file (a link is not followed) is listed as such. The mtime stays in it
+    because a row depends on it (a report older than its logs is stale), the digest because content
+    is what a row is computed from."""
+    from cutile_workbench.artifacts.launch_store import _file_sha256
+
     out: list[list[object]] = []
     for pattern in SIGNATURE_GLOBS:
         for p in kdir.glob(pattern):
             try:
-                st = p.stat()
+                st = p.lstat()
             except OSError:
                 continue
-            out.append([p.relative_to(kdir).as_posix(), st.st_size, st.st_mtime_ns])
+            digest = _file_sha256(p) or f"mode {st.st_mode:o}"
+            out.append([p.relative_to(kdir).as_posix(), st.st_size, st.st_mtime_ns, digest])
     return sorted(out, key=lambda e: str(e[0]))
 
 
@@ -253,6 +266,8 @@ def _cache_file(kdir: Path, env: Mapping[str, str]) -> Path:
 
 
 def _cached_row(kdir: Path, signature: list[list[object]], env: Mapping[str, str]) -> OverviewRow | None:
+    from cutile_workbench.artifacts.derive_cache import CacheMiss, decode
+
     path = _cache_file(kdir, env)
     try:
         if not path.is_file() or path.is_symlink() or path.stat().st_size > 1 << 20:
@@ -260,30 +275,32 @@ def _cached_row(kdir: Path, signature: list[list[object]], env: Mapping[str, str
         doc = json.loads(path.read_text(encoding="utf-8"))
         if doc.get("schema_version") != SCHEMA_VERSION or doc.get("signature") != signature:
             return None
-        row = dict(doc["row"])
-        row["notes"] = tuple(row.get("notes", ()))
-        return OverviewRow(**row)
-    except (OSError, ValueError, TypeError, KeyError):
+        row = decode(doc["row"], OverviewRow)
+        os.utime(path)  # least recently used is pruned first
+        return row if isinstance(row, OverviewRow) else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, CacheMiss):
         return None  # a cache is a convenience: anything odd in it means "recompute"
 
 
 def _store_row(kdir: Path, signature: list[list[object]], row: OverviewRow, env: Mapping[str, str]) -> None:
+    from cutile_workbench.artifacts.derive_cache import encode
+
     path = _cache_file(kdir, env)
     try:
+        body = encode(row)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         tmp.write_text(
             json.dumps(
-                {
-                    "schema_version": SCHEMA_VERSION,
-                    "signature": signature,
-                    "row": {**asdict(row), "notes": list(row.notes)},
-                }
+                {"schema_version": SCHEMA_VERSION, "signature": signature, "row": body}, allow_nan=False
             ),
             encoding="utf-8",
         )
         os.replace(tmp, path)
-    except OSError:
+        rows = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in rows[KEEP_ROWS:]:
+            old.unlink(missing_ok=True)
+    except (OSError, ValueError):  # not writable, or a value the plain format does not hold
         pass
 
 

@@ -267,7 +267,9 @@ def _history_store_seed(_unused: bytes) -> bytes:
 
         with tempfile.TemporaryDirectory(prefix="fuzz-history-seed-") as d:
             shutil.copytree(REPO / "cutile_workbench/profiles/tilegym/session/matmul", Path(d) / "matmul")
-            store, _report = open_history(KernelPaths.under(Path(d), "matmul"), source="out_root")
+            store, _report = open_history(
+                KernelPaths.under(Path(d), "matmul"), source="out_root", persist=True
+            )
             store.close()
             _history_seed["b"] = (Path(d) / "matmul/workbench/history.sqlite").read_bytes()
     return _history_seed["b"]

@@ -6,9 +6,12 @@ planted by the tests (a foreign pickle, a link out) are SYNTHETIC attacks on the
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import pickle
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,7 +83,7 @@ def test_cached_on_the_inputs_hash_and_invalidated_when_a_log_changes(
     before = sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*"))
     ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
     first = e_table.load_e_table(ws)
-    assert not first.from_cache and (fresh / "e_tables" / f"{first.key}.pickle").is_file()
+    assert not first.from_cache and (fresh / "e_tables" / f"{first.key}.json").is_file()
     assert (
         sorted((p.relative_to(root), p.stat().st_mtime_ns) for p in root.rglob("*")) == before
     )  # nothing written
@@ -102,7 +105,7 @@ def test_recorded_sessions_cache_in_the_user_cache_dir_only(fresh: Path, builds:
     ws = stage_e.open_kernel("rms_norm", out_root=RMS, tilegym=None)
     e_table.load_e_table(ws)
     assert sorted(p.relative_to(kdir) for p in kdir.rglob("*")) == before
-    assert len(list((fresh / "e_tables").glob("*.pickle"))) == 1
+    assert len(list((fresh / "e_tables").glob("*.json"))) == 1
     e_table._MEMORY.clear()
     assert e_table.load_e_table(ws).from_cache and len(builds) == 1
 
@@ -113,18 +116,70 @@ class _Boom:
 
 
 def test_a_foreign_cache_file_is_data_never_code(tmp_path: Path, fresh: Path, builds: list[str]) -> None:
-    """SYNTHETIC: a pickle that would run a command when loaded with plain pickle."""
+    """SYNTHETIC: a pickle that would run a command when loaded with plain pickle, planted under the old
+    name, and a JSON entry naming a module that is not loaded (a test module): neither is run nor trusted."""
     root = copy_of(MATMUL, "matmul", tmp_path)
     ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
     key = e_table.load_e_table(ws, use_cache=False).key
-    cache = fresh / "e_tables" / f"{key}.pickle"
-    cache.parent.mkdir(parents=True)
-    cache.write_bytes(pickle.dumps((key, _Boom(), ())))
+    old = fresh / "e_tables" / f"{key}.pickle"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(pickle.dumps((key, _Boom(), ())))
+    foreign = {"$dc": "cutile_workbench.profiles.faults.test_faults:Thing", "v": {}}
+    _plant(fresh, key, {"$tuple": [foreign, {"$tuple": []}]})
     os.chdir(tmp_path)
     got = e_table.load_e_table(ws)
     assert not got.from_cache and not (tmp_path / "pwned").exists() and len(builds) == 2
+    assert "cutile_workbench.profiles.faults.test_faults" not in sys.modules
+    assert not old.exists()  # an old pickle is pruned, never read
     e_table._MEMORY.clear()
     assert e_table.load_e_table(ws).from_cache  # replaced by a good one
+
+
+def _plant(fresh: Path, key: str, value: object, *, digest: str | None = None) -> Path:
+    """SYNTHETIC: a cache entry with ``value`` (and, unless given, its correct digest)."""
+    payload = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    doc = {
+        "schema": derive_cache.CACHE_SCHEMA,
+        "kind": "e_tables",
+        "key": key,
+        "sha256": digest or hashlib.sha256(payload.encode()).hexdigest(),
+        "value": value,
+    }
+    path = fresh / "e_tables" / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_an_edited_entry_is_a_miss_never_a_number(tmp_path: Path, fresh: Path, builds: list[str]) -> None:
+    """SYNTHETIC edits of a real cached table (issue 33 §5: a changed geomean was shown and written as
+    0.500x): the digest catches the edit; a re-digested entry of the wrong type or a non-finite number
+    fails validation. Each is recomputed from the logs."""
+    root = copy_of(MATMUL, "matmul", tmp_path)
+    ws = stage_e.open_kernel("matmul", out_root=root, tilegym=None)
+    first = e_table.load_e_table(ws)
+    path = fresh / "e_tables" / f"{first.key}.json"
+    doc = json.loads(path.read_text())
+    text = json.dumps(doc["value"])
+    assert str(first.table.rows[0].ratio) in text
+    for edit in (
+        lambda t: t.replace(str(first.table.rows[0].ratio), "0.5", 1),  # digest now wrong
+        lambda t: t,  # unchanged value, digest of something else
+    ):
+        _plant(fresh, first.key, json.loads(edit(text)), digest="0" * 64)
+        e_table._MEMORY.clear()
+        got = e_table.load_e_table(stage_e.open_kernel("matmul", out_root=root, tilegym=None))
+        assert not got.from_cache and got.table == first.table
+    bad_type = json.loads(text.replace(json.dumps(first.table.rows[0].ratio), '"0.5"', 1))
+    for value in (bad_type, json.loads(text.replace(str(first.table.rows[0].ratio), "1e999", 1))):
+        _plant(fresh, first.key, value)  # re-digested: only validation stands between it and the table
+        e_table._MEMORY.clear()
+        got = e_table.load_e_table(stage_e.open_kernel("matmul", out_root=root, tilegym=None))
+        assert not got.from_cache and got.table == first.table
+    path.unlink()
+    os.symlink(tmp_path / "elsewhere.json", path)  # a link is not read either
+    e_table._MEMORY.clear()
+    assert not e_table.load_e_table(stage_e.open_kernel("matmul", out_root=root, tilegym=None)).from_cache
 
 
 def test_measurement_conditions_are_read_once_per_content(

@@ -109,12 +109,12 @@ def test_series_across_two_real_runs_flags_what_the_data_can_decide(tmp_path):
     for name in ("baseline_perf_cutile.txt", "baseline_perf_triton_tileir.txt"):
         shutil.copy(H200 / "plain" / name, kdir / name)
     paths = KernelPaths.under(tmp_path, "rms_norm")
-    store, first = open_history(paths, source="out_root")
+    store, first = open_history(paths, source="out_root", persist=True)
     store.close()
     assert len(first.added) == 2 and (kdir / "workbench" / HISTORY_FILE).is_file()
     for name in ("baseline_perf_cutile.txt", "baseline_perf_triton_tileir.txt"):
         shutil.copy(H200 / "harness" / name, kdir / name)
-    store, second = open_history(paths, source="out_root")
+    store, second = open_history(paths, source="out_root", persist=True)
     with store:
         assert len(second.added) == 2
         hist = load_history(store, "rms_norm", config="static_persistent-262144-1024-torch.float16")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -131,17 +133,31 @@ def test_newer_schema_is_refused_for_reading_and_writing(tmp_path):
 
 
 def test_locked_store_times_out_with_a_clear_error(tmp_path):
+    """Another program (a sqlite3 connection in another process) holds the store EXCLUSIVE: SQLite's
+    locks are per process, so the holder is a real second process."""
     path = tmp_path / "history.sqlite"
     HistoryStore.open(path).close()
-    holder = sqlite3.connect(path, isolation_level=None)
-    holder.execute("BEGIN EXCLUSIVE")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+            "c.execute('BEGIN EXCLUSIVE'); print('held', flush=True); sys.stdin.read()",
+            str(path),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(InputError) as err, HistoryStore.open(path, timeout_s=0.2) as store:
             store.add(real_entry())
         assert "locked" in err.value.message and str(path) in str(err.value)
+        with pytest.raises(InputError, match="locked"):  # a reader waits for the writer too
+            HistoryStore.open(path, timeout_s=0.2, read_only=True)
     finally:
-        holder.execute("ROLLBACK")
-        holder.close()
+        holder.communicate("")
 
 
 def test_concurrent_writers_serialise(tmp_path):
@@ -172,3 +188,26 @@ def test_concurrent_writers_serialise(tmp_path):
 def test_missing_store_for_reading(tmp_path):
     with pytest.raises(InputError, match="no history store"):
         HistoryStore.open(tmp_path / "none.sqlite", create=False)
+
+
+@pytest.mark.parametrize(
+    ("sql", "key"),
+    [
+        ("UPDATE configs SET run_id = 999", "run_id"),  # orphaned rows (KeyError in table/calibrate before)
+        ("UPDATE configs SET run_id = 'one'", "run_id"),  # a non-integer id (ValueError before)
+    ],
+)
+def test_orphaned_and_mistyped_ids_are_named(tmp_path, sql, key):
+    """SYNTHETIC damage to a store holding a REAL run (issue 33 §6): a located InputError, never a crash."""
+    path = tmp_path / "workbench" / "history.sqlite"
+    with HistoryStore.open(path) as store:
+        store.add(real_entry())
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    with pytest.raises(InputError) as err, HistoryStore.open(path, read_only=True) as store:
+        store.runs()
+        store.configs()
+    assert err.value.key == key and str(path) in str(err.value)

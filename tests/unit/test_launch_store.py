@@ -155,12 +155,65 @@ def test_corrupt_member_names_the_file_and_set(tmp_path: Path) -> None:
     raw[e.offset + e.length - 6] ^= 0xFF  # inside the member's CRC/size trailer
     st = path.stat()
     path.write_bytes(bytes(raw))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime: the index still "current"
-    store = launch_store.open_store(path)
-    with pytest.raises(InputError) as err:
-        store.for_params(e.params)
-    assert str(path) in str(err.value) and "sets[4]" in str(err.value)
-    assert store.for_params("0-2")  # the other members still read
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and mtime …
+    with pytest.raises(InputError) as err:  # … but not the same content: the index is stale (issue 33 §7),
+        launch_store.open_store(path)  # the file is converted, and the corrupt member refused at open
+    assert str(path) in str(err.value)
+
+
+def test_an_edit_keeping_size_and_mtime_is_seen(tmp_path: Path) -> None:
+    """SYNTHETIC edit of a launch's duration that keeps the file's size and mtime (issue 33 §7: the
+    timeline showed the old 51.13 µs where the data said 153.39 µs)."""
+    path = tmp_path / "launches.json"
+    sets = many_sets(2)
+    path.write_text(json.dumps({"version": 1, "sets": [launches_io.set_to_dict(s) for s in sets]}))
+    first = launch_store.open_store(path)
+    end = first[0].calls[0].launches[0].end_ns
+    st = path.stat()
+    text = path.read_text()
+    new_end = int(str(end)[:-1] + str((int(str(end)[-1]) + 1) % 10))  # one digit changed, same length
+    edited = text.replace(f'"end_ns": {end}', f'"end_ns": {new_end}', 1)
+    assert edited != text and len(edited) == len(text)
+    path.write_text(edited)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    again = launch_store.open_store(path)
+    assert again[0].calls[0].launches[0].end_ns == new_end
+
+
+def test_a_hostile_index_is_ignored_never_followed(tmp_path: Path) -> None:
+    """SYNTHETIC indexes beside a real store: a FIFO (blocked every reader), a link to /dev/zero
+    (MemoryError), deep nesting (RecursionError), overlapping duplicate entries (142.7 s CPU)."""
+    path = tmp_path / "launches.json.gz"
+    index = launch_store.write_store(path, many_sets(3))
+    good = json.loads(index.read_text())
+    want = [s.params for s in launch_store.open_store(path)]
+    plants = {
+        "fifo": lambda: os.mkfifo(index),
+        "zero": lambda: os.symlink("/dev/zero", index),
+        "deep": lambda: index.write_text("[" * 100_000 + "]" * 100_000),
+        "dupes": lambda: index.write_text(json.dumps({**good, "entries": good["entries"] * 1000})),
+    }
+    for name, plant in plants.items():
+        index.unlink()
+        plant()
+        assert [s.params for s in launch_store.open_store(path)] == want, name
+
+
+def test_default_json_spacing_streams_without_the_whole_file_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A valid file dumped with json.dump's default spacing (issue 33 §5: it fell back to the whole-file
+    reader, which preallocated its cap)."""
+    path = tmp_path / "launches.json"
+    sets = many_sets(3)
+    path.write_text(json.dumps({"version": 1, "sets": [launches_io.set_to_dict(s) for s in sets]}, indent=1))
+
+    def no_fallback(*_a: object, **_k: object) -> None:
+        raise AssertionError("the whole-file reader was used")
+
+    monkeypatch.setattr(launch_store, "load_launch_sets", no_fallback)
+    assert [s.params for s in launch_store.open_store(path)] == [s.params for s in sets]
 
 
 def test_unreadable_file_is_an_input_error(tmp_path: Path) -> None:

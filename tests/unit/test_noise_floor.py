@@ -28,7 +28,7 @@ def _with_baseline_rerun(out_root: Path, scale: dict[str, float] | None = None) 
     second scaled by ``scale`` per config). The real run's code identity is not recorded, so the A/A
     floor comes from the two synthetic ones."""
     paths = copy_matmul(out_root)
-    store, _ = open_history(paths, source="out_root")
+    store, _ = open_history(paths, source="out_root", persist=True)
     with store:
         run = next(r for r in store.runs() if any(role.startswith("baseline") for role in r.roles))
         base = [c for rid, c in store.configs() if rid == run.run_id]
@@ -44,7 +44,7 @@ def _with_baseline_rerun(out_root: Path, scale: dict[str, float] | None = None) 
 def test_a_code_change_between_runs_is_never_noise(tmp_path: Path):
     """SYNTHETIC: two candidate runs 20 % apart, of different cutile-rs libraries (a fix): no floor."""
     paths = copy_matmul(tmp_path)
-    store, _ = open_history(paths, source="out_root")
+    store, _ = open_history(paths, source="out_root", persist=True)
     with store:
         run = next(r for r in store.runs() if "candidate" in r.roles)
         cand = [c for rid, c in store.configs() if rid == run.run_id]

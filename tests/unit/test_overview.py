@@ -270,3 +270,32 @@ def test_a_candidate_that_runs_the_reference_kernel_is_flagged(tmp_path: Path) -
     (row,) = overview(root).rows
     assert row.identity_mark == "CHECK" and row.identity is not None and "REFERENCE's kernel" in row.identity
     assert row.stand_in
+
+
+def test_the_row_cache_is_keyed_on_content_and_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SYNTHETIC edits of the REAL sessions (issue 33 §7): a same-size, same-mtime edit of
+    performance.md and any edit of events.jsonl recompute the row; an edited cache file is a miss."""
+    import cutile_workbench.services.overview as service
+
+    root = make_root(tmp_path)
+    write_e(root, "matmul")
+    overview(root)
+    calls: list[str] = []
+    real = service.kernel_row
+    monkeypatch.setattr(service, "kernel_row", lambda r, k, **kw: calls.append(k.name) or real(r, k, **kw))
+    perf = root / "matmul" / "reports" / "performance.md"
+    st = perf.stat()
+    text = perf.read_text()
+    i = next(i for i, ch in enumerate(text) if ch.isdigit())
+    perf.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1 :])
+    os.utime(perf, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert perf.stat().st_size == st.st_size
+    overview(root)
+    assert calls == ["matmul"]
+    calls.clear()
+    events = root / "matmul" / "workbench" / "events.jsonl"
+    events.write_text(events.read_text() + "\n")
+    overview(root)
+    assert calls == ["matmul"]

@@ -311,3 +311,60 @@ def test_tampered_journal_cannot_move_outside_files(tmp_path: Path) -> None:
     with pytest.raises(UnsafePath):
         recover(kdir, blocking=True)
     assert secret.read_text() == "outside"
+
+
+# --------------------------------------------------------------------------- a report set is one unit
+
+OLD_F = (
+    "reports/perf_investigation_2048-2048-2048.md",
+    "reports/perf_investigation_4096-4096-4096.md",
+    "reports/perf_investigation_8192-8192-8192.md",
+    "reports/agent_f.md",
+    "reports/agent_logs/agent_f.md",
+)
+NEW_F = ("reports/perf_investigation_all_shapes.md", "reports/agent_f.md", "reports/agent_logs/agent_f.md")
+
+
+def f_plan(kdir: Path, tag: str, rels: tuple[str, ...]) -> ReportPlan:
+    """SYNTHETIC F sets: a per-config run (three FIXABLE reports) then an all-shapes run (issue 33 §8)."""
+    verdict = "FIXABLE" if tag == "old" else "ALIGNED"
+    files = [PlannedFile(r, f"VERDICT: {verdict}\n{tag}:{r}\n") for r in rels]
+    return ReportPlan("F", kdir.name, kdir, files, verdict, "", True)
+
+
+def test_a_report_set_is_one_unit_the_previous_runs_reports_go_with_a_backup(tmp_path: Path) -> None:
+    kdir = tmp_path / "matmul"
+    kdir.mkdir()
+    write_plan(f_plan(kdir, "old", OLD_F))
+    (kdir / "reports" / "performance.md").write_text("E's report: not F's set\n")
+    result = write_plan(f_plan(kdir, "new", NEW_F))
+    reports = sorted(p.name for p in (kdir / "reports").glob("perf_investigation_*.md"))
+    assert reports == ["perf_investigation_all_shapes.md"]
+    assert (kdir / "reports" / "performance.md").is_file()
+    assert result.backup_dir is not None
+    for rel in OLD_F:
+        assert (result.backup_dir / rel).read_text().startswith("VERDICT: FIXABLE")
+    assert sorted(p.relative_to(kdir).as_posix() for p in result.removed) == sorted(OLD_F[:3])
+    assert not any(
+        "FIXABLE" in p.read_text() for p in (kdir / "reports").rglob("*.md") if BACKUP_DIR_NAME not in str(p)
+    )
+
+
+F_CHILD = CHILD.replace('stage="E"', 'stage="F"')
+
+
+def test_sigkill_at_every_step_of_a_set_change_leaves_the_old_set_or_the_new_one(tmp_path: Path) -> None:
+    for step in range(1, len(STEPS) + 1):
+        kdir = tmp_path / f"k{step}" / "matmul"
+        kdir.mkdir(parents=True)
+        write_plan(f_plan(kdir, "old", OLD_F))
+        old = snapshot(kdir)
+        env = {k: v for k, v in os.environ.items() if k != KILL_ENV}
+        env[KILL_ENV] = str(step)
+        proc = subprocess.run(
+            [sys.executable, "-c", F_CHILD, str(kdir), "new", ",".join(NEW_F)], env=env, capture_output=True
+        )
+        assert proc.returncode == -9, f"not killed at step {step}"
+        recover(kdir)
+        new = {r: f"new:{r}\n" * 50 for r in NEW_F}
+        assert snapshot(kdir) in (old, new), f"mixed set after kill at step {step} ({STEPS[step - 1]})"

@@ -10,11 +10,11 @@ Contract of :func:`load_e_table` (the single door: ``table``, ``report e``, ``re
 - Cache: keyed on the SHA-256 of every input's bytes plus :data:`CACHE_VERSION`, the package
   version and the source of the modules that decide the table (stats, parser, analysis, model,
   report_e), so a changed log (or analysis.json, or code) is a miss, never a stale table. Kept in
-  memory for the process and in ``<user cache>/e_tables/<key>.pickle`` (the user cache dir of
-  :mod:`cutile_workbench.artifacts.launch_store`; the newest :data:`KEEP_FILES` kept) — never in the kernel dir:
-  ``table``, ``--dry-run`` and the TUI promise to write nothing there, and the recorded sessions
-  are read-only. A cache file that is unreadable, of another key, or holds anything but workbench
-  dataclasses is ignored (recomputed), never trusted.
+  memory for the process and in ``<user cache>/e_tables/<key>.json`` (the plain, validated format
+  of :mod:`cutile_workbench.artifacts.derive_cache`: no pickle; least recently used pruned) — never in
+  the kernel dir: ``table``, ``--dry-run`` and the TUI promise to write nothing there, and the
+  recorded sessions are read-only. A cache file that is unreadable, of another key, changed since
+  it was written, or fails validation is a miss (recomputed), never trusted.
 - :class:`ETable` gives the table and, parsed on first use only, the candidate log, the parsed raw
   logs and the baseline logs (a cache hit parses nothing until a caller needs the records).
 - ``Blocked`` without a candidate log; ``InputError`` (file, line) for a malformed one — raised on a
@@ -24,21 +24,21 @@ Contract of :func:`load_e_table` (the single door: ``table``, ``report e``, ``re
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import io
 import os
-import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cutile_workbench.artifacts.derive_cache import (
-    _DataclassesOnly,
+    CacheMiss,
     _read,
-    _store,
-    _user_cache_dir,
+    cache_path,
+    load_value,
     module_source,
+    store_value,
 )
 from cutile_workbench.errors import Blocked
 from cutile_workbench.model import PerfLog, RatioTable
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 #: bump when the table's rules or its dataclasses change shape (old caches become misses)
 CACHE_VERSION = 1
-_MEMORY: dict[str, bytes] = {}  # pickled: every caller gets its own copy to change
+_MEMORY: dict[str, tuple[RatioTable, tuple[str, ...]]] = {}  # every caller gets its own (deep) copy
 _BASELINES = ("cutile", "triton_tileir")
 
 
@@ -274,24 +274,15 @@ def inputs_key(
 
 
 def _cache_file(key: str) -> Path:
-    return _user_cache_dir() / "e_tables" / f"{key}.pickle"
+    return cache_path("e_tables", key)
 
 
 def _load_cached(path: Path, key: str) -> tuple[RatioTable, tuple[str, ...]] | None:
     try:
-        doc = _DataclassesOnly(io.BytesIO(path.read_bytes())).load()
-    except Exception:  # absent, unreadable, a link out, foreign or corrupt: recompute
+        doc = load_value("e_tables", key, tuple[RatioTable, tuple[str, ...]])
+    except CacheMiss:  # absent, a link, changed, foreign or invalid: recompute
         return None
-    if (
-        not isinstance(doc, tuple)
-        or len(doc) != 3
-        or doc[0] != key
-        or not isinstance(doc[1], RatioTable)
-        or not isinstance(doc[2], tuple)
-        or not all(isinstance(x, str) for x in doc[2])
-    ):
-        return None
-    return doc[1], doc[2]
+    return doc[0], doc[1]
 
 
 def load_e_table(
@@ -316,7 +307,7 @@ def load_e_table(
     key = inputs_key(ws, raws, analysis, seed=seed, n_boot=n_boot)
     hit: tuple[RatioTable, tuple[str, ...]] | None = None
     if use_cache and key in _MEMORY:
-        hit = _DataclassesOnly(io.BytesIO(_MEMORY[key])).load()[1:]
+        hit = copy.deepcopy(_MEMORY[key])
     path = _cache_file(key)
     if hit is None and use_cache:
         hit = _load_cached(path, key)
@@ -331,13 +322,10 @@ def load_e_table(
         ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed
     )
     if use_cache:
-        data = pickle.dumps(
-            (key, result.table, result.candidate_frameworks), protocol=pickle.HIGHEST_PROTOCOL
-        )
-        _store(path, data)
+        store_value("e_tables", key, (result.table, result.candidate_frameworks))
         if len(_MEMORY) >= 8:  # a process looks at a few kernels; keep it bounded
             _MEMORY.clear()
-        _MEMORY[key] = data
+        _MEMORY[key] = copy.deepcopy((result.table, result.candidate_frameworks))
     return result
 
 
