@@ -2,8 +2,8 @@
 
 Contract:
 - :func:`cached_derivation` runs ``compute()`` once per content of ``inputs`` plus an ``extra`` text and
-  the source of the ``modules`` whose code decides the value (dotted names: a changed rule is a miss,
-  never a stale hit); the value is kept in memory and pickled to ``<user cache>/<kind>/<key>.pickle``.
+  the source of the ``modules`` whose code decides the value and of every module they import
+  (:func:`cutile_workbench.infra.codekey.code_key`; a changed rule is a miss, never a stale hit); the value is kept in memory and pickled to ``<user cache>/<kind>/<key>.pickle``.
 - A cache file is data, never code: it is loaded with :class:`_DataclassesOnly` (this package's
   dataclasses and builtin containers only); a file that is unreadable, foreign or corrupt is
   recomputed, never trusted. Inputs are hashed as regular files only (:func:`_read`: a FIFO or
@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
+
+from cutile_workbench.infra.codekey import code_key
 
 T = TypeVar("T")
 #: bump when the pickled shapes change (old caches become misses)
@@ -98,8 +100,7 @@ def cached_derivation(
     only; a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
     conditions, that every command would otherwise re-parse the logs for."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
-    for name in modules:
-        h.update(name.encode() + b"\0" + module_source(name))
+    h.update(code_key(modules).encode())  # the modules and their whole import closure
     for path in inputs:
         data = _read(path)
         h.update(f"{path} {len(data)}\0".encode())
