@@ -166,3 +166,34 @@ def test_a_later_failed_overrides_passed() -> None:
     log = parse_perf_log("perf_cutile_rs.full.txt", text=text + f"\nFAILED {nodeid} - boom\n")
     assert next(o for o in log.outcomes if o.nodeid == nodeid).outcome == "failed"
     assert nodeid not in {r.nodeid for r in log.records}
+
+
+def test_in_physical_range_edges() -> None:
+    from cutile_workbench.artifacts.perflog.parser import MAX_COUNT, MAX_VALUE, in_physical_range
+
+    assert in_physical_range(0, integer=True) and in_physical_range(MAX_COUNT, integer=True)  # both ends
+    assert not in_physical_range(MAX_COUNT + 1, integer=True) and not in_physical_range(-1, integer=True)
+    assert in_physical_range(0.0) and in_physical_range(MAX_VALUE)
+    assert not in_physical_range(math.nextafter(MAX_VALUE, math.inf)) and not in_physical_range(-1e-300)
+    assert not in_physical_range(math.inf) and not in_physical_range(math.nan)
+
+
+def test_a_second_failed_line_keeps_the_first_reason() -> None:
+    """Same outcome twice: a reason fills an empty one, it never replaces the first one given."""
+    text = (SESSION / "reports/agent_logs/perf_cutile_rs.full.txt").read_text()
+    nodeid = _nodeid(text)
+    log = parse_perf_log(
+        "perf_cutile_rs.full.txt", text=text + f"\nFAILED {nodeid} - first\nFAILED {nodeid} - second\n"
+    )
+    assert next(o for o in log.outcomes if o.nodeid == nodeid).reason == "first"
+
+
+def test_the_geomean_ci_contains_the_geomean_on_a_real_session() -> None:
+    """The joint bootstrap averages the rows' log ratios (a sum times n, not over n, misses it)."""
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.stages.e.e_table import load_e_table
+
+    ws = stage_e.open_kernel("rms_norm", out_root=SESSION.parent, tilegym=None)
+    table = load_e_table(ws, n_boot=200, use_cache=False).table
+    assert table.geomean is not None and table.geomean_ci is not None and len(table.matched) > 2
+    assert table.geomean_ci[0] <= table.geomean <= table.geomean_ci[1]
