@@ -55,9 +55,11 @@ def test_every_stage_runs_and_every_failure_is_listed(tmp_path: Path) -> None:
     root = _scratch(tmp_path, snapshot_rc=1, readme_rc=3, slow_rc=4)
     proc = _run(root)
     assert proc.returncode == 1, proc.stderr
-    assert (root / "stages.log").read_text().splitlines() == ["snapshot", "readme", "slow -m pytest -m slow"]
-    summary = proc.stderr[proc.stderr.index("ci: FAILED stages (3):") :]
-    for name in ("TileGym snapshot", "README test command (exit 3)", "slow tests (exit 4)"):
+    ran = (root / "stages.log").read_text().splitlines()
+    assert ran[:3] == ["snapshot", "readme", "slow -m pytest -m slow"]
+    assert ran[3].startswith("slow bench/mutation_test.py --sample") and "--check-survivors" in ran[3]
+    summary = proc.stderr[proc.stderr.index("ci: FAILED stages (4):") :]
+    for name in ("TileGym snapshot", "README test command (exit 3)", "slow tests (exit 4)", "mutants"):
         assert name in summary, summary
 
 
