@@ -130,7 +130,7 @@ RULES: dict[str, Rule] = {
     "identity": Rule(
         "evidence/candidate_identity.py",
         ("symbol_family", "identify", "summary_line"),
-        (_U + "test_trust_identity.py",),
+        (_U + "test_edges_identity.py", _U + "test_trust_identity.py"),
         False,
     ),
     "noise": Rule(
@@ -143,7 +143,11 @@ RULES: dict[str, Rule] = {
         ("compare_provenance", "_compare_clocks", "_compare_harness"),
         (_U + "test_history_compat.py", _U + "test_edges_compat.py"),
     ),
-    "clocks": Rule("clock_exposure.py", ("compare_exposures",), (_U + "test_clock_exposure.py",)),
+    "clocks": Rule(
+        "clock_exposure.py",
+        ("compare_exposures",),
+        (_U + "test_clock_exposure.py", _U + "test_edges_compat.py"),
+    ),
     "parser": Rule(
         "artifacts/perflog/parser.py",
         ("in_physical_range", "_outcome", "_phase_stats"),

@@ -9,6 +9,8 @@ import dataclasses
 
 import pytest
 
+from cutile_workbench.clock_exposure import CLOCK_BOUND, ClockExposure, compare_exposures
+from cutile_workbench.clock_exposure import EXPOSURE_BOUND as ROW_EXPOSURE_BOUND
 from cutile_workbench.history.compat import EXPOSURE_BOUND, compare_provenance
 from cutile_workbench.history.provenance import HarnessInfo, Provenance
 from cutile_workbench.history.provenance.gpu import ClockSnapshot, GpuIdentity
@@ -83,3 +85,33 @@ def test_same_conditions_is_never_claimed_with_the_driver_unrecorded(side: str) 
     assert comp.comparable and not comp.checked
     assert not comp.summary().startswith("same conditions")
     assert compare_provenance(prov(), prov()).summary().startswith("same conditions")  # the other side
+
+
+# --------------------------------------------------------------------------- a row's clock exposure
+
+
+def _exp(mhz: float, throttled: int = 0) -> ClockExposure:
+    return ClockExposure(samples=100, sm_min_mhz=mhz, sm_median_mhz=mhz, sm_max_mhz=mhz, throttled=throttled)
+
+
+def test_the_row_clock_bounds() -> None:
+    assert (CLOCK_BOUND, ROW_EXPOSURE_BOUND) == (0.02, 0.10)
+
+
+@pytest.mark.parametrize(
+    ("mhz_b", "verdict"), [(1960.4, "comparable"), (1960.0, "comparable"), (1959.0, "not_comparable")]
+)
+def test_row_clock_edge(mhz_b: float, verdict: str) -> None:
+    """2 % of 2000 MHz is 40 MHz: 1960 is at the bound (comparable), 1959 beyond it."""
+    assert compare_exposures(_exp(2000.0), _exp(mhz_b)).state == verdict
+
+
+@pytest.mark.parametrize(("throttled", "verdict"), [(10, "comparable"), (11, "not_comparable")])
+def test_row_exposure_edge(throttled: int, verdict: str) -> None:
+    """10 of 100 calls throttled on one side only: 10 points apart is at the bound; 11 beyond."""
+    assert compare_exposures(_exp(2000.0, throttled), _exp(2000.0)).state == verdict
+
+
+def test_an_unmeasured_side_is_unknown_not_comparable() -> None:
+    assert compare_exposures(_exp(2000.0), ClockExposure()).state == "unknown"
+    assert compare_exposures(None, _exp(2000.0)).state == "unknown"

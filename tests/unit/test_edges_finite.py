@@ -126,3 +126,20 @@ def test_bootstrap_replicates_that_overflow_leave_no_inf_in_the_ci() -> None:
     assert (row.ci_low, row.ci_high) == (None, None)
     assert table.geomean_ci is None
     _finite_everywhere(table)
+
+
+def test_no_ok_row_with_na_and_unmatched_rows_does_not_claim_no_baseline_matches() -> None:
+    """The BLOCKED note 'no baseline matches any of them' only when nothing failed: here one config
+    failed (an NA row, its baseline present) and the others lack a baseline (SYNTHETIC drops of the
+    REAL baseline's blocks)."""
+    cand_text = CAND.read_text()
+    others = {
+        line.split(": ", 1)[1].strip()
+        for line in BASE.read_text().splitlines()
+        if line.startswith("params: ") and line.split(": ", 1)[1].strip() != CONFIG
+    }
+    base_text = edit_log(BASE.read_text(), dict.fromkeys(others, Edit("drop")))
+    table = _table(edit_log(cand_text, {CONFIG: Edit("fail")}), base_text)
+    assert table.geomean is None and table.verdict == "BLOCKED"
+    assert {r.status for r in table.rows} == {"NA", "NO_BASELINE"}
+    assert not [n for n in table.notes if "no baseline matches" in n]
