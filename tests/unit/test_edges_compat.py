@@ -115,3 +115,11 @@ def test_row_exposure_edge(throttled: int, verdict: str) -> None:
 def test_an_unmeasured_side_is_unknown_not_comparable() -> None:
     assert compare_exposures(_exp(2000.0), ClockExposure()).state == "unknown"
     assert compare_exposures(None, _exp(2000.0)).state == "unknown"
+
+
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_a_side_without_clock_snapshots_is_unknown_clocks(side: str) -> None:
+    bare = prov(before=None, after=None)
+    a, b = (bare, prov()) if side == "a" else (prov(), bare)
+    comp = compare_provenance(a, b)
+    assert any(u.startswith("clocks:") for u in comp.unknown), comp.unknown
