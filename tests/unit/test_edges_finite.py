@@ -143,3 +143,16 @@ def test_no_ok_row_with_na_and_unmatched_rows_does_not_claim_no_baseline_matches
     assert table.geomean is None and table.verdict == "BLOCKED"
     assert {r.status for r in table.rows} == {"NA", "NO_BASELINE"}
     assert not [n for n in table.notes if "no baseline matches" in n]
+
+
+def test_a_row_without_candidate_samples_gets_no_ci_and_the_others_keep_theirs() -> None:
+    """One config's candidate samples removed (SYNTHETIC; TileGym's own harness prints none): that row
+    has no CI, every other row keeps its own, the joint geomean CI is absent; n_boot=0 gives none."""
+    table = _table(_samples(CAND.read_text(), []), BASE.read_text(), n_boot=50)
+    row = _row(table)
+    assert row.status == "OK" and (row.ci_low, row.ci_high) == (None, None)
+    others = [r for r in table.matched if r.params != CONFIG]
+    assert others and all(r.ci_low is not None and r.ci_high is not None for r in others)
+    assert table.geomean_ci is None
+    plain = _table(CAND.read_text(), BASE.read_text(), n_boot=0)
+    assert plain.geomean_ci is None and all(r.ci_low is None for r in plain.rows)
