@@ -154,7 +154,10 @@ RULES: dict[str, Rule] = {
         (_U + "test_perflog_parser.py", _U + "test_edges_finite.py", _U + "test_edges_rules.py"),
     ),
     "sanitizer": Rule(
-        "artifacts/perflog/sanitizer.py", ("sanitize",), (_U + "test_perflog_sanitizer.py",), False
+        "artifacts/perflog/sanitizer.py",
+        ("sanitize", "judge"),
+        (_U + "test_perflog_sanitizer.py", _U + "test_edges_sanitizer.py"),
+        False,
     ),
 }
 
@@ -245,7 +248,9 @@ def _is_member_set(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
         return node in parent.comparators and any(isinstance(o, ast.In | ast.NotIn) for o in parent.ops)
     if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name):
         return parent.func.id in ("frozenset", "set")
-    return isinstance(node, ast.Set) or isinstance(parent, ast.Assign | ast.AnnAssign)
+    if isinstance(parent, ast.Assign):  # NAMES = (..): a constant, not an unpacking ``a, b = None, None``
+        return len(parent.targets) == 1 and isinstance(parent.targets[0], ast.Name)
+    return isinstance(node, ast.Set) or isinstance(parent, ast.AnnAssign)
 
 
 def _node_sites(node: ast.AST, parents: dict[int, ast.AST]) -> Iterator[str]:
