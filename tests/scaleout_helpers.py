@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
 from pathlib import Path
 
 from perflog_helpers import load_suite_runner
@@ -207,6 +208,15 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+def still_alive(pids: list[int], cap_s: float = 60.0) -> list[int]:
+    """The pids still running once every one stopped or ``cap_s`` passed (waits for the state; the cap
+    only ends a hung test — no assertion rides on how fast this box reaps a killed process)."""
+    deadline = time.monotonic() + cap_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
 
 
 class CancelOnceAllStarted:

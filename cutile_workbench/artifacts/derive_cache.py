@@ -2,8 +2,8 @@
 
 Contract:
 - :func:`cached_derivation` runs ``compute()`` once per content of ``inputs`` plus an ``extra`` text and
-  the source of the ``modules`` whose code decides the value (dotted names: a changed rule is a miss,
-  never a stale hit); the value is kept in memory (a deep copy per caller) and written to
+  the source of the ``modules`` whose code decides the value and of every module they import
+  (:func:`cutile_workbench.infra.codekey.code_key`: a changed rule is a miss, never a stale hit); the value is kept in memory (a deep copy per caller) and written to
   ``<user cache>/<kind>/<key>.json``. The key hashes the inputs' *bytes* (never size or mtime).
 - A cache file is plain data, never code (no pickle): JSON of :data:`CACHE_SCHEMA`, holding the
   kind, the key (equal to the file name), the sha256 of the payload and the payload in a tagged
@@ -42,6 +42,8 @@ import typing
 from collections.abc import Callable
 from pathlib import Path, PurePath
 from typing import Any, TypeVar, cast
+
+from cutile_workbench.infra.codekey import code_key
 
 T = TypeVar("T")
 #: bump when the stored shapes change (old caches become misses)
@@ -413,8 +415,7 @@ def cached_derivation(
     a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
     conditions, that every command would otherwise re-parse the logs for."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
-    for name in modules:
-        h.update(name.encode() + b"\0" + module_source(name))
+    h.update(code_key(modules).encode())  # the modules and their whole import closure
     for path in inputs:
         data = _read(path)
         h.update(f"{path} {len(data)}\0".encode())

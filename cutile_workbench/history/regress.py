@@ -30,13 +30,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
 
 from cutile_workbench.history.entries import ConfigResult
 from cutile_workbench.infra.bootstrap import median_ratio_ci
+from cutile_workbench.infra.codekey import code_key
 
 EXACT_MAX_PAIRS = 2500
 
@@ -197,15 +197,8 @@ _CODE: list[str] = []
 
 def _code_fingerprint() -> str:
     """Hash of the code that decides a comparison: an edited rule makes every cached one a miss."""
-    if not _CODE:
-        here = Path(__file__).resolve()
-        h = hashlib.sha256()
-        for path in (here, here.parent.parent / "stats.py", here.parent / "entries.py"):
-            try:
-                h.update(path.read_bytes())
-            except OSError:
-                h.update(str(path).encode())
-        _CODE.append(h.hexdigest())
+    if not _CODE:  # this module, the entries and all they import (the bootstrap among them)
+        _CODE.append(code_key((__name__, "cutile_workbench.history.entries")))
     return _CODE[0]
 
 

@@ -18,7 +18,9 @@ from fuzzing.targets import RuleViolation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-_settings = settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_settings = settings(
+    max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 
 @pytest.mark.parametrize("stage", sorted(COMMANDS))

@@ -48,7 +48,7 @@ def _is_known_bug(exc: BaseException) -> bool:
     return any(type(exc).__name__ == b.exc_type and b.message.search(str(exc)) for b in KNOWN_BUGS)
 
 
-@settings(max_examples=10, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=10, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1))
 def test_loader_turns_bad_files_into_named_problems(seed: int, tmp_path: Path) -> None:
     root, rel = _mutated_root(seed, tmp_path)

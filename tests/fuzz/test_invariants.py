@@ -205,7 +205,9 @@ def slow_only(request: pytest.FixtureRequest) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=2000, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(ce=cand_write_edits, be=base_write_edits)
 def test_written_report_invariants_slow(ce: dict[str, Edit], be: dict[str, Edit], slow_only: None) -> None:
     with tempfile.TemporaryDirectory() as d:

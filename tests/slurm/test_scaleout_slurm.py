@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 from scaleout_helpers import (
     FAULTS_ROLES,
     CancelOnceAllStarted,
-    alive,
     comparable_table,
     faults_suite,
     interrupt_cli_once_running,
     role_runs,
     single_run,
+    still_alive,
 )
 
 from cutile_workbench.artifacts.events import Event
@@ -64,13 +63,12 @@ def slurm_pair(tmp_path_factory):
     roles = role_runs(faults_suite(root), FAULTS_ROLES)
     single_run(roles, KernelPaths.under(root / "single", "rms_norm"))
     events: list[Event] = []
-    t0 = time.monotonic()
     result = run_scaled(slurm_request(roles, root / "sharded"), on_event=events.append)
-    return root, result, events, time.monotonic() - t0
+    return root, result, events
 
 
 def test_one_array_job_runs_every_shard_and_merges(slurm_pair):
-    _root, result, events, wall = slurm_pair
+    _root, result, events = slurm_pair
     submits = [e for e in events if e.event == "scaleout_submit"]
     assert len(submits) == 1 and submits[0]["tasks"] == [[0], [1]]
     assert "--array=0-1" in submits[0]["command"] and "--gpus-per-node" not in submits[0]["command"]
@@ -83,7 +81,6 @@ def test_one_array_job_runs_every_shard_and_merges(slurm_pair):
         assert f"array task {task}" in log and f"shard {task}: complete" in log
     for s in result.statuses.values():
         assert s.slurm["slurm_array_job_id"] == job and s.slurm["slurm_array_task_id"] == str(s.index)
-    assert wall < 120
 
 
 def test_merged_slurm_run_equals_the_single_process_run(slurm_pair):
@@ -164,10 +161,7 @@ def test_cancel_scancels_the_whole_array_and_leaves_nothing_running(tmp_path, mo
     assert squeue_tasks(job) == {}  # no task left in the queue
     assert {st.state for st in final_task_states(job).values()} == {"CANCELLED"}
     assert {s.state for s in result.statuses.values()} == {"cancelled"}
-    deadline = time.monotonic() + 15
-    while any(alive(p) for p in watcher.pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert watcher.pids and not [p for p in watcher.pids if alive(p)]  # workers and pytest children are gone
+    assert watcher.pids and not still_alive(watcher.pids)  # workers and pytest children are gone
 
 
 def test_a_rerun_attaches_to_the_running_job_instead_of_submitting_again(tmp_path):
@@ -262,7 +256,4 @@ def test_ctrl_c_in_the_real_cli_scancels_the_array(tmp_path):
         "jobs"
     ]
     assert squeue_tasks(jobs[0]["job_id"]) == {}  # no orphaned job
-    deadline = time.monotonic() + 15
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert len(pids) == 4 and not [p for p in pids if alive(p)]
+    assert len(pids) == 4 and not still_alive(pids)

@@ -4,13 +4,18 @@ The TileGym tree is SYNTHETIC (``tests/fixtures/tilegym_tree/fake_tilegym.py``) 
 autotuner: importing it records the child's pid and the pid of a grandchild it starts (a second
 member of the process group, as pytest's own children would be) in a file *outside* the tree,
 sleeps 30 s, and only then writes ``IMPORT_FINISHED`` into the tree. The children are real
-processes of this venv's Python; the tests prove the cancel returns within ~1 s, both processes
-are gone and the marker (or anything else) never appears in the tree.
+processes of this venv's Python; the tests prove the cancel stops the child at once (the hook is not
+polled again once it said yes, and the group is killed with the short CANCEL_GRACE_S, not the
+timeout's grace), both processes are gone and the marker (or anything else) never appears in the tree.
+No assertion reads the wall clock: "within ~1 s" is the design budget (poll + grace), pinned below as
+constants, and the path taken is read from what the code did (a counted step), not from how long it
+took on this box (a loaded box made the old elapsed-time asserts fail).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import sys
 import threading
@@ -23,9 +28,11 @@ import pytest
 from checks_helpers import fake
 from tui_helpers import make_data
 
-from cutile_workbench.checks.childproc import run_child, tilegym_env
+from cutile_workbench.checks import childproc
+from cutile_workbench.checks.childproc import CANCEL_GRACE_S, TIMEOUT_GRACE_S, run_child, tilegym_env
 from cutile_workbench.checks.precondition import check_precondition
 from cutile_workbench.checks.wiring import check_wiring
+from cutile_workbench.proc.group import kill_group
 from cutile_workbench.services.checks import ChecksResult, gather_checks
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.screens.checks import ChecksScreen
@@ -69,7 +76,7 @@ def _fingerprint(root: Path) -> dict[str, str]:
     }
 
 
-def _wait_for_pids(pid_file: Path, timeout_s: float = 20.0) -> list[int]:
+def _wait_for_pids(pid_file: Path, timeout_s: float = 60.0) -> list[int]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         text = pid_file.read_text() if pid_file.exists() else ""
@@ -89,23 +96,45 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def _assert_gone(pids: list[int], within_s: float = 3.0) -> None:
+def _assert_gone(pids: list[int], within_s: float = 60.0) -> None:
+    """Wait for the state (every pid gone); ``within_s`` only ends a hung test, it is not the claim."""
     deadline = time.monotonic() + within_s
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not [p for p in pids if _alive(p)], "a process of the cancelled child's group is still running"
 
 
-def _cancel_when_started(pid_file: Path) -> tuple[Callable[[], bool], dict[str, float]]:
-    """A ``cancelled()`` that turns True once the child has written its pids (i.e. is mid-import)."""
-    seen: dict[str, float] = {}
+def _cancel_when_started(pid_file: Path) -> tuple[Callable[[], bool], dict[str, int]]:
+    """A ``cancelled()`` that turns True once the child has written its pids (i.e. is mid-import);
+    ``seen["yes"]`` counts the calls that answered True (1: the caller stopped polling at once)."""
+    seen: dict[str, int] = {"yes": 0}
 
     def cancelled() -> bool:
-        if "at" not in seen and pid_file.exists() and pid_file.read_text().endswith("\n"):
-            seen["at"] = time.monotonic()
-        return "at" in seen
+        if not seen["yes"] and not (pid_file.exists() and pid_file.read_text().endswith("\n")):
+            return False
+        seen["yes"] += 1
+        return True
 
     return cancelled, seen
+
+
+@pytest.fixture
+def kills(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The grace periods run_child's kills were given (the real kill still runs)."""
+    graces: list[float] = []
+
+    def spy(proc: Any, grace_s: float, **kw: Any) -> str:
+        graces.append(grace_s)
+        return kill_group(proc, grace_s, **kw)
+
+    monkeypatch.setattr(childproc, "kill_group", spy)
+    return graces
+
+
+def test_the_cancel_budget_is_under_a_second() -> None:
+    """Escape must answer within ~1 s: one poll step plus the SIGTERM->SIGKILL grace (constants)."""
+    poll_s = inspect.signature(run_child).parameters["poll_s"].default
+    assert poll_s + CANCEL_GRACE_S <= 1.0 and CANCEL_GRACE_S < TIMEOUT_GRACE_S
 
 
 @pytest.fixture
@@ -116,8 +145,8 @@ def pid_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("ignore_term", [False, True], ids=["sigterm", "sigterm-ignored-sigkill"])
-def test_run_child_cancel_kills_the_process_group_within_a_second(
-    tmp_path: Path, pid_file: Path, ignore_term: bool
+def test_run_child_cancel_kills_the_process_group_at_once(
+    tmp_path: Path, pid_file: Path, kills: list[float], ignore_term: bool
 ) -> None:
     root = _sleeping_tree(tmp_path, ignore_term=ignore_term)
     before = _fingerprint(root)
@@ -131,10 +160,9 @@ def test_run_child_cancel_kills_the_process_group_within_a_second(
         timeout_s=60,
         cancelled=cancelled,
     )
-    took = time.monotonic() - seen["at"]
     assert child.cancelled and not child.timed_out and child.rc != 0
     assert "cancelled by the user" in child.stderr
-    assert took < 1.0 + (0.5 if ignore_term else 0.0), took
+    assert seen["yes"] == 1 and kills == [CANCEL_GRACE_S]  # stopped at the first yes, the short grace
     _assert_gone(_wait_for_pids(pid_file))
     assert _fingerprint(root) == before
 
@@ -144,7 +172,9 @@ def test_without_cancel_hook_the_child_runs_and_a_timeout_still_kills(tmp_path: 
     code = "from tilegym.backend.cutile_rs import autotune_launch"
     child = run_child(sys.executable, ["-c", code], cwd=root, env=tilegym_env(root, CHILD_ENV), timeout_s=1.5)
     assert child.timed_out and not child.cancelled
-    _assert_gone(_wait_for_pids(pid_file))
+    # on a loaded box the timeout may strike before the child wrote its pids: then none to check
+    text = pid_file.read_text() if pid_file.exists() else ""
+    _assert_gone([int(p) for p in text.split()] if text.endswith("\n") else [])
     assert not (root / "IMPORT_FINISHED").exists()
 
 
@@ -178,7 +208,7 @@ def test_check_precondition_reports_cancelled_not_blocked_reason(tmp_path: Path,
     _assert_gone(_wait_for_pids(pid_file))
 
 
-def test_check_wiring_collect_is_cancelled(tmp_path: Path, pid_file: Path) -> None:
+def test_check_wiring_collect_is_cancelled(tmp_path: Path, pid_file: Path, kills: list[float]) -> None:
     root = _sleeping_tree(tmp_path, slow_collect=True)
     before = _fingerprint(root)
     cancelled, seen = _cancel_when_started(pid_file)
@@ -191,32 +221,35 @@ def test_check_wiring_collect_is_cancelled(tmp_path: Path, pid_file: Path) -> No
         cancelled=cancelled,
     )
     assert check.collect is not None and check.collect.child.cancelled and not check.collect.ok
-    assert time.monotonic() - seen["at"] < 1.5
+    assert seen["yes"] == 1 and kills == [CANCEL_GRACE_S]
     _assert_gone(_wait_for_pids(pid_file))
     assert _fingerprint(root) == before
 
 
-def test_gather_checks_stops_at_the_cancelled_step(tmp_path: Path, pid_file: Path) -> None:
+def test_gather_checks_stops_at_the_cancelled_step(
+    tmp_path: Path, pid_file: Path, kills: list[float]
+) -> None:
     root = _sleeping_tree(tmp_path)
     before = _fingerprint(root)
     cancelled, seen = _cancel_when_started(pid_file)
-    start = time.monotonic()
     result = gather_checks("bmm", root, None, python=sys.executable, env=CHILD_ENV, cancelled=cancelled)
     assert result.cancelled
     assert [(i.section, i.status) for i in result.items] == [("precondition", "CANCELLED")]
-    assert time.monotonic() - seen["at"] < 1.0 and time.monotonic() - start < 20
+    assert seen["yes"] == 1 and kills == [CANCEL_GRACE_S]  # no later step asked again or ran
     _assert_gone(_wait_for_pids(pid_file))
     assert _fingerprint(root) == before
 
 
-async def test_escape_on_the_checks_screen_kills_the_running_child(tmp_path: Path, pid_file: Path) -> None:
+async def test_escape_on_the_checks_screen_kills_the_running_child(
+    tmp_path: Path, pid_file: Path, kills: list[float]
+) -> None:
     root = _sleeping_tree(tmp_path)
     before = _fingerprint(root)
-    results: list[tuple[ChecksResult, float]] = []
+    results: list[ChecksResult] = []
 
     def run(cancelled: Callable[[], bool]) -> ChecksResult:
         result = gather_checks("bmm", root, None, python=sys.executable, env=CHILD_ENV, cancelled=cancelled)
-        results.append((result, time.monotonic()))
+        results.append(result)
         return result
 
     data = make_data()
@@ -232,20 +265,21 @@ async def test_escape_on_the_checks_screen_kills_the_running_child(tmp_path: Pat
         await pilot.press("r")
         pids = await _async_wait_for_pids(pilot, pid_file)
         assert all(_alive(p) for p in pids)
-        pressed = time.monotonic()
         await pilot.press("escape")
         await pilot.pause()
         assert not screen.running
         await app.workers.wait_for_complete()
         _assert_gone(pids)
-        assert results and results[0][0].cancelled and results[0][1] - pressed < 1.0
+        assert (
+            results and results[0].cancelled and kills == [CANCEL_GRACE_S]
+        )  # the cancel path, not a timeout
         assert screen.result is None  # a cancelled run is not shown as a result
         assert "cancelled" in str(screen.query_one("#checks-status").render())
     assert _fingerprint(root) == before
 
 
 async def _async_wait_for_pids(pilot: Any, pid_file: Path) -> list[int]:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a cap that ends a hung test; the wait is for the pid file
     while time.monotonic() < deadline:
         if pid_file.exists() and pid_file.read_text().endswith("\n"):
             return [int(p) for p in pid_file.read_text().split()]

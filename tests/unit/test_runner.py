@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -272,9 +271,8 @@ def test_cancel_kills_the_group_and_stops(tmp_path):
             cancel.set()
 
     spec = spec_for(suite, "cutile-16384-2048:hang_noterm", per_test_timeout_s=60, kill_grace_s=0.5)
-    t0 = time.monotonic()
     result = run(spec, KernelPaths.under(tmp_path / "out", "rms_norm"), on_event=on_event, cancel=cancel)
-    assert time.monotonic() - t0 < 30
+    # the path taken, not the time it took: cancelled (not the 60 s per-test timeout), then SIGKILL
     assert result.cancelled and result.rc == 2
     assert result.attempts[-1].ended == "cancelled" and "SIGKILL" in result.attempts[-1].detail
     assert result.not_run[hanging] == "not run: cancelled while running"
@@ -320,9 +318,8 @@ def test_collection_error_is_reported_not_raised(tmp_path):
 def test_stalled_collection_is_killed_at_the_startup_timeout(tmp_path):
     suite = make_suite(tmp_path)
     spec = spec_for(suite, env={"RUNNER_FIXTURE_COLLECT_SLEEP": "60"}, startup_timeout_s=1.0)
-    t0 = time.monotonic()
     result = run(spec, KernelPaths.under(tmp_path / "out", "rms_norm"))
-    assert time.monotonic() - t0 < 15
+    # the startup timeout's own message proves the kill (the conftest would sleep 60 s)
     assert result.rc == 124 and not result.attempts and "collection killed after 1.0s" in result.raw_log_text
 
 
@@ -330,14 +327,14 @@ def test_cancel_during_collection_returns_promptly(tmp_path):
     suite = make_suite(tmp_path)
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
-    t0 = time.monotonic()
     result = run(
         spec_for(suite, env={"RUNNER_FIXTURE_COLLECT_SLEEP": "60"}),
         KernelPaths.under(tmp_path / "out", "rms_norm"),
         cancel=cancel,
     )
-    assert time.monotonic() - t0 < 15
+    # the collection was cut by the cancel (its marker), not left to finish its 60 s sleep
     assert result.cancelled and result.rc == 2 and not result.attempts
+    assert "cancelled during collection" in result.notes
 
 
 # --------------------------------------------------------------------------- pure units

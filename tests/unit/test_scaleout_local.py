@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ from scaleout_helpers import (
     FAULTS_ROLES,
     PERFLOG_ROLES,
     CancelOnceAllStarted,
-    alive,
     comparable_table,
     fake_nvidia_smi,
     fake_pynvml_dir,
@@ -31,6 +29,7 @@ from scaleout_helpers import (
     perflog_suite,
     role_runs,
     single_run,
+    still_alive,
 )
 
 from cutile_workbench.artifacts.events import Event, read_events
@@ -173,8 +172,7 @@ def test_a_killed_worker_fails_only_its_shard_and_a_rerun_runs_only_that_shard(t
     assert "killed by signal 9" in first.statuses[1].detail and "pytest child" in first.statuses[1].detail
     assert first.merged is None and first.rc == 1
     assert not (tmp_path / "out/rms_norm/reports").exists()  # nothing merged
-    time.sleep(0.2)
-    assert not alive(pytest_pid[1])  # the hanging pytest child did not outlive its worker
+    assert not still_alive([pytest_pid[1]])  # the hanging pytest child did not outlive its worker
     kept = json.loads(first.paths.manifest(0).read_text())
 
     monkeypatch.delenv("RUNNER_FIXTURE_FAULTS")
@@ -194,14 +192,12 @@ def test_cancel_stops_every_shard_and_merges_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("RUNNER_FIXTURE_FAULTS", "triton-4096-1024:hang,triton-8192-8192:hang")  # SYNTHETIC
     roles = role_runs(faults_suite(tmp_path), FAULTS_ROLES)
     watcher = CancelOnceAllStarted({0, 1})
-    t0 = time.monotonic()
     result = run_scaled(request(roles, tmp_path / "out"), on_event=watcher, cancel=watcher.cancel)
-    assert time.monotonic() - t0 < 30
+    # every shard ended "cancelled" (not by the per-test hang timeout): the path, not the time it took
     assert result.cancelled and result.rc == 2 and result.merged is None
     assert {s.state for s in result.statuses.values()} == {"cancelled"}
     assert not (tmp_path / "out/rms_norm/baseline_perf_cutile.txt").exists()
-    time.sleep(0.2)
-    assert watcher.pids and not any(alive(p) for p in watcher.pids)
+    assert watcher.pids and not still_alive(watcher.pids)
 
 
 def test_running_a_merged_plan_again_re_measures_everything(tmp_path):
@@ -468,8 +464,7 @@ def test_ctrl_c_in_the_real_cli_stops_every_shard_and_merges_nothing(tmp_path):
     assert rc == 2, err
     assert "cancelling (SIGINT)" in err and "cancelled; nothing merged" in err
     assert not (tmp_path / "o/rms_norm/baseline_perf_triton_tileir.txt").exists()
-    time.sleep(0.3)
-    assert len(pids) == 4 and not [p for p in pids if alive(p)]  # 2 workers + 2 pytest children gone
+    assert len(pids) == 4 and not still_alive(pids)  # 2 workers + 2 pytest children gone
 
 
 def test_each_shards_own_session_json_names_the_gpu_it_was_pinned_to(tmp_path, monkeypatch):

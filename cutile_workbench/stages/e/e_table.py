@@ -9,12 +9,14 @@ Contract of :func:`load_e_table` (the single door: ``table``, ``report e``, ``re
   :func:`cutile_workbench.stages.e.stats.build_ratio_table` of them — no other assembly exists.
 - Cache: keyed on the SHA-256 of every input's bytes plus :data:`CACHE_VERSION`, the package
   version and the source of the modules that decide the table (stats, parser, analysis, model,
-  report_e), so a changed log (or analysis.json, or code) is a miss, never a stale table. Kept in
+  report_e, and every module they import: :func:`cutile_workbench.infra.codekey.code_key`), so a
+  changed log (or analysis.json, or code) is a miss, never a stale table. Kept in
   memory for the process and in ``<user cache>/e_tables/<key>.json`` (the plain, validated format
   of :mod:`cutile_workbench.artifacts.derive_cache`: no pickle; least recently used pruned) — never in
   the kernel dir: ``table``, ``--dry-run`` and the TUI promise to write nothing there, and the
   recorded sessions are read-only. A cache file that is unreadable, of another key, changed since
   it was written, or fails validation is a miss (recomputed), never trusted.
+  A stored table with a non-finite number is recomputed too.
 - :class:`ETable` gives the table and, parsed on first use only, the candidate log, the parsed raw
   logs and the baseline logs (a cache hit parses nothing until a caller needs the records).
 - ``Blocked`` without a candidate log; ``InputError`` (file, line) for a malformed one — raised on a
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -37,10 +40,10 @@ from cutile_workbench.artifacts.derive_cache import (
     _read,
     cache_path,
     load_value,
-    module_source,
     store_value,
 )
 from cutile_workbench.errors import Blocked
+from cutile_workbench.infra.codekey import code_key
 from cutile_workbench.model import PerfLog, RatioTable
 
 if TYPE_CHECKING:
@@ -231,20 +234,23 @@ _CODE: list[str] = []
 
 
 def _code_fingerprint() -> str:
-    """Hash of the modules that decide the table's content: an edited rule is a miss, not a stale hit."""
+    """Hash of the modules that decide the table's content: an edited rule is a miss, not a stale hit.
+    These roots and their whole import closure (:mod:`cutile_workbench.infra.codekey`): the bootstrap,
+    the test ids and the printer count as much as the stats."""
     if not _CODE:
-        h = hashlib.sha256()
-        for name in (
-            "cutile_workbench.artifacts.analysis",
-            "cutile_workbench.model",
-            "cutile_workbench.artifacts.perflog.parser",
-            "cutile_workbench.stages.e.report",
-            "cutile_workbench.stages.e.stats",
-            "cutile_workbench.stages.e.e_table",
-            "cutile_workbench.clock_exposure",
-        ):
-            h.update(module_source(name))
-        _CODE.append(h.hexdigest())
+        _CODE.append(
+            code_key(
+                (
+                    "cutile_workbench.artifacts.analysis",
+                    "cutile_workbench.model",
+                    "cutile_workbench.artifacts.perflog.parser",
+                    "cutile_workbench.stages.e.report",
+                    "cutile_workbench.stages.e.stats",
+                    "cutile_workbench.stages.e.e_table",
+                    "cutile_workbench.clock_exposure",
+                )
+            )
+        )
     return _CODE[0]
 
 
@@ -282,7 +288,15 @@ def _load_cached(path: Path, key: str) -> tuple[RatioTable, tuple[str, ...]] | N
         doc = load_value("e_tables", key, tuple[RatioTable, tuple[str, ...]])
     except CacheMiss:  # absent, a link, changed, foreign or invalid: recompute
         return None
-    return doc[0], doc[1]
+    return (doc[0], doc[1]) if _finite_table(doc[0]) else None
+
+
+def _finite_table(t: RatioTable) -> bool:
+    """Every number of a stored table is a finite float (the stats never make another): else recompute."""
+    nums: list[object] = [t.geomean, *(t.geomean_ci or ()), *t.variant_geomeans.values()]
+    for r in t.rows:
+        nums += [r.ratio, r.ci_low, r.ci_high, r.baseline_ms, r.candidate_ms]
+    return all(n is None or (isinstance(n, float | int) and math.isfinite(n)) for n in nums)
 
 
 def load_e_table(

@@ -10,7 +10,10 @@ Contract of :func:`build_ratio_table`:
 - ``NA`` rows: failed/errored/skipped/record-less candidate tests, candidate records without a
   finite positive median, rows whose candidate or chosen baseline capture a self-check doubted
   (``capture_check.verdict == "suspect"``: "capture suspect", never a valid median), and configs
-  selected by analysis.json with no valid candidate median.
+  selected by analysis.json with no valid candidate median, and rows whose ratio is not an
+  ordinary number both ways (inf, 0, or a subnormal 1e-315 whose inverse is inf: "ratio not finite",
+  both medians named). No inf or nan leaves this module: a CI whose bootstrap replicates over- or
+  underflow is absent (None), and then so is the joint geomean CI.
 - ``geomean = exp(mean(ln ratio))`` over ``OK`` rows.
 - **Rounding rule** (so the written line and the verdict can never disagree): the verdict is
   decided on ``round4(g) = float(f"{g:.4f}")`` — exactly the number written as
@@ -64,6 +67,11 @@ def severity_for(g: float) -> Severity:
     return "LARGE_GAP"
 
 
+def _ordinary(r: float) -> bool:
+    """A ratio that is a number both ways: finite, > 0 and with a finite inverse (1e-315 is not)."""
+    return math.isfinite(r) and r > 0 and math.isfinite(1.0 / r)
+
+
 def geomean(values: Sequence[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
@@ -102,7 +110,13 @@ def _bootstrap(
             continue
         cand, base = s
         assert cand is not None and base is not None
-        ratios = bootstrap_medians(rng, cand, n_boot) / bootstrap_medians(rng, base, n_boot)
+        with np.errstate(over="ignore", divide="ignore", under="ignore", invalid="ignore"):
+            ratios = bootstrap_medians(rng, cand, n_boot) / bootstrap_medians(rng, base, n_boot)
+            ordinary = bool(np.all(np.isfinite(ratios) & (ratios > 0) & np.isfinite(1.0 / ratios)))
+        if not ordinary:  # a replicate over- or underflowed: no CI rather than an inf/nan one
+            joint_ok = False
+            cis.append(None)
+            continue
         log_sum += np.log(ratios)
         cis.append(_interval(ratios, 0.95))
     gci = _interval(np.exp(log_sum / len(rows)), 0.95) if joint_ok else None
@@ -320,7 +334,7 @@ def build_ratio_table(
     usable: list[_Pending] = []
     for p in pending:
         r = p.cand.median_ms / p.base.median_ms
-        if math.isfinite(r) and r > 0:
+        if _ordinary(r):
             usable.append(p)
         else:
             na_rows.append(
@@ -336,7 +350,7 @@ def build_ratio_table(
                     candidate_launches=p.cand.launches_per_iter,
                     baseline_launches=p.base.launches_per_iter,
                     reason=f"ratio not finite: candidate {p.cand.median_ms!r} ms / baseline "
-                    f"{p.base.median_ms!r} ms",
+                    f"{p.base.median_ms!r} ms = {r!r} (it or its inverse is not an ordinary number)",
                 )
             )
     pending = usable
