@@ -296,6 +296,15 @@ class RatiosScreen(WorkbenchScreen):
         if chart.display:
             self._fill_chart(self.table.current_row)
 
+    def selected_config(self) -> RatioRow | None:
+        return self.table.current_row
+
+    def on_screen_resume(self) -> None:
+        # another screen picked a config (History's c): the cursor goes to it when it is shown here
+        wanted = self.wb.selected_row
+        if wanted is not None and wanted is not self.table.current_row:
+            self.table.move_to_row(wanted)
+
     def on_data_table_row_highlighted(self) -> None:
         self.wb.selected_row = self.table.current_row
         self.update_detail()

@@ -406,6 +406,14 @@ class RatioTable(DataTable[Text]):
             return None
         return self._shown[self.cursor_row]
 
+    def move_to_row(self, row: RatioRow) -> bool:
+        """Put the cursor on ``row`` (same func_key and params) if it is shown; False when it is not."""
+        for i, shown in enumerate(self._shown):
+            if (shown.func_key, shown.params) == (row.func_key, row.params):
+                self.move_cursor(row=i, animate=False)
+                return True
+        return False
+
     def on_mount(self) -> None:
         self._ready = True
         self._rebuild()
