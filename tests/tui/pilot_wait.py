@@ -54,7 +54,9 @@ def _key_event(key: str) -> events.Key:
         char = "\x1b"
     elif key in ("tab",):
         char = "\t"
-    elif key.startswith(("up", "down", "left", "right", "home", "end", "page", "ctrl+", "f")) and len(key) > 1:
+    elif (
+        key.startswith(("up", "down", "left", "right", "home", "end", "page", "ctrl+", "f")) and len(key) > 1
+    ):
         char = None
     return events.Key(key, char)
 

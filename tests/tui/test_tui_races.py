@@ -10,11 +10,12 @@ a fixed pause. Each failed on the code before issue #34.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
-from textual import events
 from pilot_wait import settle, type_fast, until
+from textual import events
 
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.loaders import load_app_data
@@ -24,7 +25,7 @@ from cutile_workbench.tui.screens.ratios import RatiosScreen
 from cutile_workbench.tui.screens.report import ReportScreen
 from cutile_workbench.tui.screens.timeline import TimelineScreen
 from cutile_workbench.tui.widgets.ratio_table import RatioTable
-from cutile_workbench.tui.widgets.report_preview import ReportPreview
+from cutile_workbench.tui.widgets.report_preview import VIEWS, ReportPreview
 
 #: matmul's rows sorted by config (the default): row 3 is static_persistent 2048^3, ratio 2.040x
 ROW3 = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
@@ -112,8 +113,17 @@ async def test_view_keys_typed_quickly_rebuild_the_preview_once_each(keys: tuple
             await until(pilot, lambda: screen.plan is not None, "stage E planned")
             keys = keys[1:]
         type_fast(pilot, *keys)
+        views = sum(1 for k in keys if k == "v")
+        if keys[0] == "f":  # v while F is being planned does nothing: there is no preview to switch
+            views = 0
+        want = VIEWS[views % len(VIEWS)]
+        preview = screen.preview
         await settle(pilot)
-        await until(pilot, lambda: screen.plan is not None, "a plan shown")
+        await until(
+            pilot,
+            lambda: not preview.busy and preview.shown is not None and preview.shown == (screen.plan, want),
+            f"the plan shown in the {want} view",
+        )
         assert screen.plan is not None
         ids = _pane_ids(screen.preview)
         assert len(ids) == len(set(ids)) == len(screen.plan.files) + 1, ids
@@ -121,8 +131,24 @@ async def test_view_keys_typed_quickly_rebuild_the_preview_once_each(keys: tuple
 
 
 async def test_the_plan_shown_is_the_plan_w_writes() -> None:
-    """``e f v`` typed quickly left the E preview on screen while ``w`` offered to write stage F."""
-    app = make_app(_matmul())
+    """``e f v`` typed quickly left the E preview on screen while ``w`` offered to write stage F:
+    E's plan, asked first, was answered last. Here E's planning waits until F's is done (a busy
+    node's order, made certain)."""
+    data = _matmul()
+    real = data.plan_report
+    assert real is not None
+    f_planned = threading.Event()
+
+    def plan(stage: str) -> Any:
+        if stage == "E":
+            f_planned.wait(60)  # a bound against a hang only: F is asked right after E
+        out = real(stage)
+        if stage == "F":
+            f_planned.set()
+        return out
+
+    data.plan_report = plan
+    app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _on_report(pilot)
         type_fast(pilot, "e", "f", "v")
@@ -135,6 +161,7 @@ async def test_the_plan_shown_is_the_plan_w_writes() -> None:
         assert banner.startswith("stage F"), banner
         status = str(screen.query_one("#report-status").render())
         assert status.startswith("stage F"), status
+        await until(pilot, lambda: not preview.busy and preview.shown == (screen.plan, preview.view))
 
 
 async def test_a_new_plan_clears_the_last_write_result(tmp_path: Any) -> None:
