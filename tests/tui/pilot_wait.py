@@ -1,7 +1,8 @@
 """Pilot helpers that wait for state, never for a fixed time (issue #35 item 1), and type like a fast typist.
 
-- :func:`settle`: every worker of the app finished, then the message queues drained
-  (``pilot.pause()`` with no delay: Textual's "process idle", not a sleep).
+- :func:`settle`: every worker of the app finished, no widget of the screen ``busy`` (the Report
+  preview's rebuild), then the message queues drained (``pilot.pause()`` with no delay: Textual's
+  "process idle", not a sleep).
 - :func:`until`: drain the queues until ``predicate()`` holds; bounded by a number of rounds, not
   by seconds, so a loaded box only makes it slower. Fails naming what never happened.
 - :func:`type_fast`: hand every key to the app's queue at once, as a terminal does when several
@@ -22,12 +23,14 @@ ROUNDS = 400  # drains of the queues: far more than any state here needs (each k
 
 async def settle(pilot: Any) -> None:
     """Wait until every worker of the app has finished and the queues are drained."""
+    app = pilot.app
     for _ in range(ROUNDS):
-        await pilot.app.workers.wait_for_complete()
+        await app.workers.wait_for_complete()
         await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
+        busy = [w for w in app.screen.query("*") if getattr(w, "busy", False) is True]
+        if not busy and not any(w.is_running for w in app.workers):
             return
-    raise AssertionError("workers still running after settling")
+    raise AssertionError("workers still running (or widgets busy) after settling")
 
 
 async def until(pilot: Any, predicate: Callable[[], object], what: str = "") -> None:
