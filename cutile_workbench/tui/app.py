@@ -5,8 +5,9 @@ Contract:
   snapshots and the bench use it with recorded or synthetic data); :func:`run_app` is what
   ``cutile-workbench <kernel>`` calls: it loads the workspace (``cutile_workbench.tui.loaders``) and
   returns the process exit code (2 when the workspace itself cannot be opened).
-- Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 help, Ctrl+P palette,
-  Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
+- Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 or ? help, Ctrl+P palette,
+  Ctrl+Q quits from anywhere (priority); q quits too (asking while a GPU run is live; an input
+  with focus takes q and ? as text). Below 100 columns screens get the ``-narrow`` class.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
 - A user keymap (:mod:`cutile_workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
   injected so tests never see the user's file) is applied with ``App.set_keymap`` at mount; its
@@ -102,6 +103,12 @@ class WorkbenchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
+        Binding(
+            "question_mark", "help", "Help", show=False, tooltip="Keys of this screen", id="app-help-question"
+        ),
+        Binding(
+            "q", "quit_asking", "Quit", show=False, tooltip="Quit (asks while a GPU run is live)", id="app-q"
+        ),
         Binding(
             "i",
             "info",
@@ -285,6 +292,20 @@ class WorkbenchApp(App[int]):
             return self.back_code is not None
         return True
 
+    def gpu_run_live(self) -> bool:
+        """A live or sharded GPU run is going on (its worker is running)."""
+        return any(w.group in ("live", "sharded") and w.is_running for w in self.workers)
+
+    def action_quit_asking(self) -> None:
+        """``q`` (k9s, lazygit, htop): quits, asking first while a GPU run is live (Ctrl+Q never asks)."""
+        if not self.gpu_run_live():
+            self.exit(0)
+            return
+        from cutile_workbench.tui.modals import ConfirmModal
+
+        lines = ["A GPU run is going on: quitting cancels it (nothing of it is merged).", "Quit?"]
+        self.push_screen(ConfirmModal("Quit", lines), lambda yes: self.exit(0) if yes else None)
+
     def action_back_to_overview(self) -> None:
         if self.back_code is not None:
             self.exit(self.back_code)
@@ -370,7 +391,7 @@ def run_app(
     """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``.
 
     ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read.
-    ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``G`` on Ratios; a bad one exits 2)."""
+    ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``R`` on Ratios; a bad one exits 2)."""
     from cutile_workbench.tui.keymap import load_keymap
     from cutile_workbench.tui.loaders import load_app_data
 

@@ -10,8 +10,9 @@ columns the terminal cannot fit in ``cutile_workbench.tui.widgets.ratio_table.CO
 row (the dropped columns included). A variant tab or a filter makes the severity bar re-state the
 geomean, CI, severity and verdict of the rows shown, labelled "variant …" / "filtered …", under
 which E's whole-table result stays. ``c`` shows the chart (ratio per config with CI whiskers and
-the 1.05 edge, the highlighted config's raw samples). L and G always answer: they act, or say
-what is missing.
+the 1.05 edge, the highlighted config's raw samples). L and R always answer: they act (after
+asking: both run on the GPU), or say what is missing. Moves: ↑/↓ or j/k, PgUp/PgDn, g/Home the
+first row, G/End the last; / filters over every shown column (Escape clears).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ NO_GPU_LIVE = (
     "(this is a recorded session; run the app on a GPU node)"
 )
 NO_GPU_SHARDED = (
-    "no GPU visible: G re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
+    "no GPU visible: R re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
 )
-ONE_GPU_SHARDED = "one GPU here: G shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
+ONE_GPU_SHARDED = "one GPU here: R shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
 
 
 class RatiosScreen(WorkbenchScreen):
@@ -98,7 +99,7 @@ class RatiosScreen(WorkbenchScreen):
             id="ratios-chart",
         ),
         Binding(
-            "G",
+            "R",
             "sharded_rerun",
             "Re-run on GPUs",
             tooltip="Re-run every shown config sharded over this node's GPUs, with per-shard progress",
@@ -221,6 +222,12 @@ class RatiosScreen(WorkbenchScreen):
         bar = self.query_one(SeverityBar)
         if not scope:
             bar.set_scope("", None, whole)
+            return
+        if not shown:  # an empty result has no geomean and no verdict: the bar says nothing matched
+            if self._scope_timer is not None:
+                self._scope_timer.stop()
+            self._scope_timer = None
+            bar.set_scope(scope, None, whole)
             return
         # geomean, severity and verdict now; the CI (a joint bootstrap: 2000 resamples of every
         # shown row) in a thread once the filter stops changing, so typing stays responsive
@@ -366,7 +373,22 @@ class RatiosScreen(WorkbenchScreen):
         if row is None:
             self.notify("no row highlighted: nothing to re-run", severity="warning")
             return
-        self.wb.open_timeline(row, live=True)
+        from cutile_workbench.tui.modals import ConfirmModal
+
+        lines = [
+            f"config: {row.params}",
+            "",
+            "Runs the perf test of this config on this machine's GPU (the Timeline shows it live;",
+            "Escape there cancels). Start it?",
+        ]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.wb.open_timeline(row, live=True)
+            else:
+                self.notify("nothing run")
+
+        self.app.push_screen(ConfirmModal("Re-run live on the GPU", lines), answered)
 
     def action_sharded_rerun(self) -> None:
         if self.data.sharded is None:

@@ -239,6 +239,25 @@ def is_slow(row: RatioRow) -> bool:
     return row.ratio is None or row.ratio > SLOW_THRESHOLD
 
 
+def _haystack(row: RatioRow, marks: Mapping[str, str] | None) -> str:
+    """What the filter matches: every column the table can show (config, variant, baseline, the
+    medians and ratio as shown, launches, verdict, id mark) plus the test id and the NA reason."""
+    nums = (row.baseline_ms, row.candidate_ms)
+    parts = [
+        row.params,
+        row.func_key,
+        row.variant or "",
+        row.baseline_backend or "",
+        *(f"{v:.4f}" for v in nums if v is not None),
+        ratio_text(row),
+        f"{row.candidate_launches}/{row.baseline_launches}",
+        row.row_verdict,
+        (marks or {}).get(row.params, ""),
+        row.reason or "",
+    ]
+    return "\n".join(parts).lower()
+
+
 def visible_rows(
     rows: Sequence[RatioRow],
     *,
@@ -257,13 +276,7 @@ def visible_rows(
         for r in rows
         if (variant is None or r.variant == variant)
         and (not slow_only or is_slow(r))
-        and (
-            not needle
-            or needle in r.params.lower()
-            or needle in r.func_key.lower()
-            or needle in (r.baseline_backend or "").lower()
-            or needle in r.row_verdict.lower()
-        )
+        and (not needle or needle in _haystack(r, marks))
     ]
     sols = sol or {}
 
@@ -334,6 +347,11 @@ class RatioTable(DataTable[Text]):
     COMPONENT_CLASSES: ClassVar[set[str]] = DataTable.COMPONENT_CLASSES | {"ratiotable--sorted"}
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # k9s / lazygit / htop moves beside DataTable's arrows, PgUp/PgDn and Home/End
+        Binding("j", "cursor_down", "Down", show=False, id="ratios-down"),
+        Binding("k", "cursor_up", "Up", show=False, id="ratios-up"),
+        Binding("g,home", "first_row", "First row", show=False, id="ratios-first"),
+        Binding("G,end", "last_row", "Last row", show=False, id="ratios-last"),
         Binding("s", "cycle_sort", "Sort", tooltip="Sort by the next column", id="ratios-sort"),
         Binding("r", "reverse_sort", "Reverse", tooltip="Reverse the sort order", id="ratios-reverse"),
         Binding(
@@ -580,6 +598,14 @@ class RatioTable(DataTable[Text]):
 
     def action_reverse_sort(self) -> None:
         self.reverse = not self.reverse
+
+    def action_first_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
 
     def action_toggle_slow(self) -> None:
         self.slow_only = not self.slow_only

@@ -1,4 +1,4 @@
-"""SVG snapshots of the sharded re-run panel (``G`` on Ratios) mid-run, at 80x24 and 160x48.
+"""SVG snapshots of the sharded re-run panel (``R`` on Ratios) mid-run, at 80x24 and 160x48.
 
 The event stream is SYNTHETIC, pinned (host, GPUs, paths, times): the shapes of the scale-out
 service's real events (``scaleout_plan``, ``scaleout_shard_state``, the workers' ``shard_start`` /
@@ -166,7 +166,7 @@ class PinnedRunner:
 def _run_before(runner: PinnedRunner) -> Callable[[Any], Any]:
     async def run(pilot: Any) -> None:
         await pilot.pause()
-        await pilot.press("G")
+        await pilot.press("R")
         await pilot.pause()
         await pilot.press("enter")
         await until(pilot, runner.emitted.is_set, "every pinned event emitted")
