@@ -89,3 +89,24 @@ async def test_palette_offers_the_actions_of_screens_not_shown_yet() -> None:
         titles["report: plan E"]()
         await until(pilot, lambda: getattr(app.screen, "plan", None) is not None, "Report opened, E planned")
         assert app.current_mode == "report" and app.screen.plan.stage == "E"  # type: ignore[attr-defined]
+
+
+async def test_sorting_in_place_shows_the_rows_in_the_sorted_order_and_keeps_the_cursor_row() -> None:
+    """The sort keys reorder the table in place where they can (issue #34 per-key cost): what is
+    drawn is the sorted order, and the highlighted config stays highlighted."""
+    from cutile_workbench.tui.widgets.ratio_table import config_labels
+
+    app = make_app(_matmul())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RatioTable)
+        labels = config_labels([r.params for r in table.shown_rows])
+        await pilot.press("down", "down")
+        picked = table.current_row
+        assert picked is not None
+        for key in ["s"] * 11 + ["r", "s", "r"]:
+            await pilot.press(key)
+            await settle(pilot)
+            drawn = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+            assert drawn == [labels[r.params] for r in table.shown_rows], (table.sort_key, table.reverse)
+            assert table.current_row is not None and table.current_row.params == picked.params

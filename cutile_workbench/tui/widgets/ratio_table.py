@@ -182,6 +182,7 @@ COLUMNS: tuple[Column, ...] = (
 
 NO_SOL = "—"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
+_CONFIG_INDEX = COLUMN_KEYS.index("config")  # the config cell of a row (always shown)
 _BY_KEY = {c.key: c for c in COLUMNS}
 #: cells are padded by one space on each side (DataTable's ``cell_padding``)
 CELL_PADDING = 1
@@ -399,6 +400,8 @@ class RatioTable(DataTable[Text]):
         self._widths: dict[str, int] = {}
         self._dropped: list[str] = []  # columns left out at this width (fit_columns)
         self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
+        #: the config cell of every row added (its identity orders the rows in place on a sort)
+        self._config_cells: dict[str, Text] = {}
 
     # ------------------------------------------------------------------ data
     def set_rows(
@@ -441,7 +444,7 @@ class RatioTable(DataTable[Text]):
             return Text(col.label)
         return Text(col.label + (" ▼" if self.reverse else " ▲"), style="bold")
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, *, order_only: bool = False) -> None:
         if not self._ready:
             return
         keep = self.current_row
@@ -455,6 +458,9 @@ class RatioTable(DataTable[Text]):
             sol=self._sol,
             marks=self._marks,
         )
+        if order_only and self._reorder_in_place(keep):
+            self.post_message(self.ViewChanged())
+            return
         # the config column shows the fields that vary across the whole table (stable under filters)
         labels = config_labels([r.params for r in self._all])
         texts = [
@@ -491,6 +497,7 @@ class RatioTable(DataTable[Text]):
         self._generation += 1
         self._widths = {c.key: w for c, w in zip(cols, widths, strict=True)}
         self._premeasured.clear()
+        self._config_cells.clear()
         with self.app.batch_update():
             self.clear(columns=True)
             for col, w in zip(cols, widths, strict=True):
@@ -502,6 +509,32 @@ class RatioTable(DataTable[Text]):
             # first paint shows a screenful; the rest is added right after it (same order)
             self.call_after_refresh(self._add_rest, self._generation, upto, texts, keep_idx)
         self.post_message(self.ViewChanged())
+
+    def _reorder_in_place(self, keep: RatioRow | None) -> bool:
+        """A sort or a reverse: when the rows shown are the ones already in the table (all added)
+        and every new header label fits its width, reorder them with ``DataTable.sort`` instead of
+        rebuilding every row (issue #34: a rebuild per sort key was 13-71x a DataTable sort).
+        False: the caller rebuilds."""
+        keys = [row_key(r) for r in self._shown]
+        if self.row_count != len(keys) or set(keys) != set(self._config_cells):
+            return False
+        by_key = {c.key: c for c in COLUMNS}
+        labels = {}
+        for column_key in self.columns:
+            col = by_key.get(str(column_key.value))
+            if col is None:
+                return False
+            label = self._label(col)
+            if label.cell_len > self._widths.get(col.key, 0):
+                return False  # the sort mark needs a wider column: rebuild with new widths
+            labels[column_key] = label
+        for column_key, label in labels.items():  # set before sort(): it refreshes the header
+            self.columns[column_key].label = label
+        position = {id(self._config_cells[k]): i for i, k in enumerate(keys)}
+        self.sort("config", key=lambda cell: position[id(cell)])
+        if keep is not None:
+            self.move_cursor(row=self.get_row_index(row_key(keep)), animate=False)
+        return True
 
     def _available_width(self) -> int:
         """Cells the columns may use: the table's width less a vertical scrollbar's when the rows overflow."""
@@ -515,6 +548,7 @@ class RatioTable(DataTable[Text]):
             cells = _cells_from(r, strings, COLUMNS)
             key = self.add_row(*(cells[i] for i in keep_idx), key=row_key(r))
             self._premeasured.add(key)
+            self._config_cells[row_key(r)] = cells[_CONFIG_INDEX]
 
     def _add_rest(self, generation: int, start: int, texts: list[list[str]], keep_idx: list[int]) -> None:
         """The rows past the first batch, appended in one go.
@@ -543,6 +577,7 @@ class RatioTable(DataTable[Text]):
             locations[key] = index
             data[key] = {column_key: cells[i] for column_key, i in zip(column_keys, keep_idx, strict=True)}
             rows[key] = Row(key, 1, None, False)
+            self._config_cells[row_key(r)] = cells[_CONFIG_INDEX]
             new_rows.add(key)
             premeasured.add(key)
             index += 1
@@ -553,10 +588,10 @@ class RatioTable(DataTable[Text]):
             self.check_idle()
 
     def watch_sort_key(self) -> None:
-        self._rebuild()
+        self._rebuild(order_only=True)
 
     def watch_reverse(self) -> None:
-        self._rebuild()
+        self._rebuild(order_only=True)
 
     def watch_filter_text(self) -> None:
         self._rebuild()
