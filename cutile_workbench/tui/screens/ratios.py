@@ -148,6 +148,9 @@ class RatiosScreen(WorkbenchScreen):
         conditions.display = bool(self.data.conditions and self.data.conditions.short)
         yield conditions
         yield Static(id="status")
+        problems = Static(self._problems_text(), id="problems")
+        problems.display = bool(self.data.problems)
+        yield problems
         yield Footer()
 
     def on_mount(self) -> None:
@@ -158,10 +161,17 @@ class RatiosScreen(WorkbenchScreen):
             tabs.add_tab(Tab(v, id=f"variant-{v}"))
         self.query_one(RatioTable).focus()
         self.update_status()
-        if self.data.table is None:
-            self.query_one("#status", Static).update(
-                Text("no ratio table: run E (or open an out root with logs)")
-            )
+
+    def _problems_text(self) -> Text:
+        """The first load problem (file, line) and how many: it stays while the data lacks what it
+        refused (issue #34; a toast left after 30 s); ``i`` lists every one."""
+        problems = self.data.problems
+        if not problems:
+            return Text()
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        text = Text("⚠ ", style="bold")
+        text.append(f"{problems[0]}{more} · i lists the load problems")
+        return text
 
     def _conditions_text(self) -> Text:
         cond = self.data.conditions
@@ -191,6 +201,11 @@ class RatiosScreen(WorkbenchScreen):
         return self.query_one(RatioTable)
 
     def update_status(self) -> None:
+        if self.data.table is None:  # says why where the rows would be (the first load problem)
+            why = f": {self.data.problems[0]}" if self.data.problems else ""
+            text = f"no ratio table{why or ': run E (or open an out root with logs)'}"
+            self.query_one("#status", Static).update(Text(text, style="bold" if why else ""))
+            return
         t = self.table
         total = len(self.data.table.rows) if self.data.table else 0
         bits = [f"{len(t.shown_rows)}/{total} rows", f"sort {t.sort_key}{' ▼' if t.reverse else ' ▲'}"]
