@@ -5,7 +5,10 @@ them back to back, before the messages the first ones caused (a cursor move's Ro
 plan worker's result) have run. :func:`type_fast` reproduces that in Pilot by handing every key to
 the app's queue at once; ``pilot.press`` instead lets the app go idle after each key, which hides
 these races. Each test waits for the state it asserts (:func:`settle`, :func:`until`), never for
-a fixed pause. Each failed on the code before issue #34.
+a fixed pause. Each failed on the code before issue #34, except
+:func:`test_a_screen_key_in_the_first_frame_opens_that_screen` (the crash it guards against came from
+pushing a whole frame to a real terminal, which a headless Pilot app never did; the code that
+did it is gone, which :func:`test_the_tui_uses_no_private_textual_api` pins).
 """
 
 from __future__ import annotations
