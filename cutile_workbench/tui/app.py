@@ -5,12 +5,18 @@ Contract:
   snapshots and the bench use it with recorded or synthetic data); :func:`run_app` is what
   ``cutile-workbench <kernel>`` calls: it loads the workspace (``cutile_workbench.tui.loaders``) and
   returns the process exit code (2 when the workspace itself cannot be opened).
-- Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 help, Ctrl+P palette,
-  Ctrl+Q quits from anywhere (priority). Below 100 columns screens get the ``-narrow`` class.
+- Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 or ? help, Ctrl+P palette,
+  Ctrl+Q quits from anywhere (priority); q quits too (asking while a GPU run is live; an input
+  with focus takes q and ? as text). Below 100 columns screens get the ``-narrow`` class.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
 - A user keymap (:mod:`cutile_workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
   injected so tests never see the user's file) is applied with ``App.set_keymap`` at mount; its
   problems are notifications; F1 lists the keys in effect. Ctrl+Q always quits.
+- Loading model (issue #34): the first screen paints from ``AppData``; every slower load (IR pairs
+  here, the run history and the report plans in their screens) runs in a worker behind a visible
+  "loading…" state; a screen is built when first shown (Textual's modes: nothing pre-warmed on the
+  UI thread). Keys run in the order typed, against the state they were typed in: a screen key
+  takes the config under the cursor of the screen it was typed on (:meth:`WorkbenchApp.sync_selection`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ from rich.text import Text
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
@@ -49,7 +54,7 @@ textual_fixes.apply()
 
 def _timeline_screen() -> Screen[None]:
     # The non-initial screens (and the Markdown/ProgressBar widgets they pull in) are imported on
-    # first use: ~0.1 s less before the first paint; on_ready pre-warms them right after it.
+    # first use: ~0.1 s less before the first paint; each is built when it is first shown.
     from cutile_workbench.tui.screens.timeline import TimelineScreen
 
     return TimelineScreen()
@@ -98,6 +103,12 @@ class WorkbenchApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
         Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
+        Binding(
+            "question_mark", "help", "Help", show=False, tooltip="Keys of this screen", id="app-help-question"
+        ),
+        Binding(
+            "q", "quit_asking", "Quit", show=False, tooltip="Quit (asks while a GPU run is live)", id="app-q"
+        ),
         Binding(
             "i",
             "info",
@@ -163,8 +174,7 @@ class WorkbenchApp(App[int]):
         self.back_code = back_code
         self.user_keymap = keymap
         self._reported_clashes: set[frozenset[str]] = set()
-        self.prewarm = prewarm
-        self._prewarmed = False
+        del prewarm  # accepted for callers written before screens were built on first visit
         self.data = data
         self.initial_mode = initial_mode
         self.pending_row: RatioRow | None = None
@@ -176,7 +186,6 @@ class WorkbenchApp(App[int]):
         self.first_paint_at: float | None = None  # perf_counter() of the first displayed frame
         self.irdiff_screen: IRDiffScreen | None = None  # set by the screen when it mounts
         self.sub_title = data.kernel
-        self._initial_shown = False  # on_mount switched to the initial mode
 
     def on_mount(self) -> None:
         if self.user_keymap is not None:
@@ -190,7 +199,6 @@ class WorkbenchApp(App[int]):
                     markup=False,
                 )
         self.switch_mode(self.initial_mode)
-        self._initial_shown = True
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
             self.notify(
@@ -200,11 +208,9 @@ class WorkbenchApp(App[int]):
             self.notify("a live runner is available: L on a row re-runs it live", timeout=8)
 
     def on_ready(self) -> None:
-        """The first frame is on screen: record it (bench), start the deferred IR build, then mount
-        the other screens off-screen so that the first switch to each is instant (CSS parse +
-        compose ≈ 0.5 s on a busy box). The pre-warm waits for the IR build: both are CPU-bound
-        Python and would share the GIL, each taking about twice as long (the IR pair would then
-        be ready only when the pre-warm is too, ~1.3 s on the H200 host instead of ~0.5 s)."""
+        """The first frame is on screen: record it (bench) and start the deferred IR build in a
+        worker. Nothing else runs on the UI thread: the other screens are built when first shown
+        (Textual's modes), each loading what it needs in its own worker behind a visible state."""
         self.first_paint_at = time.perf_counter()
         # Everything loaded so far (100k+ launch records, IR rows) lives as long as the app:
         # exclude it from cyclic-GC scans, which otherwise cost ~80 ms full collections that
@@ -212,49 +218,6 @@ class WorkbenchApp(App[int]):
         gc.freeze()
         if self.data.ir_loader is not None:
             self.load_ir()
-        else:
-            self._prewarm()
-
-    def _prewarm(self) -> None:
-        if not self.prewarm or self._prewarmed:
-            return
-        self._prewarmed = True
-        # Not awaited on purpose: the other screens compose in the background while the
-        # current mode is already back to ``start`` before any key is read (awaiting here
-        # let keys typed during the warm-up reach the wrong screen).
-        start = self.current_mode
-        # the IR diff first: its pairs were just built, and it is the screen most worth opening next
-        order = sorted(self.MODES, key=lambda m: m != "irdiff")
-        with self.batch_update():
-            for mode in order:
-                if mode != start:
-                    self.switch_mode(mode)
-            self.switch_mode(start)
-
-    def switch_mode(self, mode: str) -> AwaitMount:
-        """Switch screens. A switch asked for before the start-up pre-warm ran (a key in the first
-        second, while the IR pairs load) pre-warms first: switching to a screen and then having the
-        pre-warm switch away and back left Textual's display batch open, so the terminal kept the
-        old screen and every later key looked dropped (issue #20)."""
-        if self._initial_shown and mode != self.current_mode:
-            self._prewarm()
-        switching = mode != self.current_mode
-        mounted = super().switch_mode(mode)
-        if switching and self._initial_shown:
-            # A screen composed (and painted) inside the pre-warm's batch never reached the
-            # terminal, yet its compositor counts that frame as sent and later sends only changes:
-            # the old screen stayed on the terminal. Send the new screen's whole frame once.
-            self.set_timer(0.06, self._send_whole_frame)
-        return mounted
-
-    def _send_whole_frame(self, tries: int = 20) -> None:
-        """The current screen's whole frame to the terminal (Textual is pinned, ==8.2.8)."""
-        if self._batch_count and tries:  # a switch or an update batch is still open: after it
-            self.set_timer(0.05, lambda: self._send_whole_frame(tries - 1))
-            return
-        if self.is_headless or not self.screen.is_attached:
-            return
-        self._display(self.screen, self.screen._compositor.render_full_update())
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="ir-load", description="loading IR pairs")
     def load_ir(self) -> None:
@@ -270,12 +233,13 @@ class WorkbenchApp(App[int]):
         screen = self.irdiff_screen
         if screen is not None and screen.is_mounted:  # opened while loading: show the pairs now
             screen.show_pair(screen.selected_pair_index())
-        self._prewarm()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "ir-load" and event.state == WorkerState.ERROR:
             self.ir_loading = False
-            self._prewarm()
+            screen = self.irdiff_screen
+            if screen is not None and screen.is_mounted:  # "loading…" gives way to "no IR pair"
+                screen.show_pair(0)
             self.show_error(f"{type(event.worker.error).__name__}: {event.worker.error}", "Loading IR failed")
 
     def handle_bindings_clash(self, clashed_bindings: set[Binding], node: DOMNode) -> None:
@@ -311,8 +275,16 @@ class WorkbenchApp(App[int]):
         await super().on_event(event)
 
     def mode_screens(self) -> dict[str, Screen[object]]:
-        """The screen of every mode mounted so far (the global palette offers their commands)."""
-        return {mode: stack[0] for mode, stack in self._screen_stacks.items() if mode in self.MODES and stack}
+        """The screen of every mode shown so far (the global palette offers their commands)."""
+        out: dict[str, Screen[object]] = {}
+        for mode in self.MODES:
+            try:
+                stack = self.get_screen_stack(mode)
+            except KeyError:  # never shown: built on first visit
+                continue
+            if stack:
+                out[mode] = stack[0]
+        return out
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -320,12 +292,38 @@ class WorkbenchApp(App[int]):
             return self.back_code is not None
         return True
 
+    def gpu_run_live(self) -> bool:
+        """A live or sharded GPU run is going on (its worker is running)."""
+        return any(w.group in ("live", "sharded") and w.is_running for w in self.workers)
+
+    def action_quit_asking(self) -> None:
+        """``q`` (k9s, lazygit, htop): quits, asking first while a GPU run is live (Ctrl+Q never asks)."""
+        if not self.gpu_run_live():
+            self.exit(0)
+            return
+        from cutile_workbench.tui.modals import ConfirmModal
+
+        lines = ["A GPU run is going on: quitting cancels it (nothing of it is merged).", "Quit?"]
+        self.push_screen(ConfirmModal("Quit", lines), lambda yes: self.exit(0) if yes else None)
+
     def action_back_to_overview(self) -> None:
         if self.back_code is not None:
             self.exit(self.back_code)
 
     def action_mode(self, mode: str) -> None:
+        """Switch screens, taking the config along: the one under the cursor of the screen the key
+        was typed on (Ratios' row, History's config) *now*, not the last one a highlight message
+        reported — ``↓↓↓3`` typed quickly opens the row the three moves reached."""
+        self.sync_selection()
         self.switch_mode(mode)
+
+    def sync_selection(self) -> None:
+        """``selected_row`` := the config the current screen has under its cursor (if it has one)."""
+        screen = self.screen
+        if isinstance(screen, WorkbenchScreen):
+            row = screen.selected_config()
+            if row is not None:
+                self.selected_row = row
 
     def action_help(self) -> None:
         screen = self.screen
@@ -377,7 +375,8 @@ def make_app(
     back_code: int | None = None,
 ) -> WorkbenchApp:
     """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap;
-    ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it."""
+    ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it.
+    ``prewarm`` is accepted and has no effect (issue #34: no screen is built before its first visit)."""
     return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap, back_code=back_code)
 
 
@@ -392,7 +391,7 @@ def run_app(
     """Load the workspace and run the app; returns the exit code for ``cutile-workbench <kernel>``.
 
     ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read.
-    ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``G`` on Ratios; a bad one exits 2)."""
+    ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``R`` on Ratios; a bad one exits 2)."""
     from cutile_workbench.tui.keymap import load_keymap
     from cutile_workbench.tui.loaders import load_app_data
 

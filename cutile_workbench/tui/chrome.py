@@ -73,4 +73,7 @@ def header_lines(app: object) -> list[str]:
     cond = getattr(data, "conditions", None)
     if cond is not None and cond.short:
         lines += ["", "comparability of the ratios:", *cond.lines]
+    problems = list(getattr(data, "problems", ()))
+    if problems:  # issue #34: what the loaders refused, with file and line, for as long as it is so
+        lines += ["", f"load problems ({len(problems)}):", *(f"  {p}" for p in problems)]
     return lines

@@ -2,9 +2,11 @@
 
 :func:`available_commands` is the single source of truth (tests call it directly): the views,
 then the entries of the screen the palette was opened from (``WorkbenchScreen.palette_commands``),
-then those of every other screen already mounted (the palette is global: choosing one switches to
-its screen first, then runs it), then help and quit. The :class:`WorkbenchCommands` provider only
-matches titles against the query.
+then those of every other screen (the palette is global: choosing one switches to its screen
+first, then runs it there), then help and quit. A screen not shown yet (screens are built on first
+visit, issue #34) offers the entries of a fresh instance of it; choosing one builds the real screen,
+then runs the entry of the same title there. The :class:`WorkbenchCommands` provider only matches
+titles against the query.
 """
 
 from __future__ import annotations
@@ -39,7 +41,21 @@ def available_commands(app: WorkbenchHost, screen: object) -> list[PaletteComman
     if isinstance(screen, WorkbenchScreen):
         out += screen.palette_commands()
     seen = {title for title, _h, _cb in out}
-    for mode, other in app.mode_screens().items():
+    shown = app.mode_screens()
+    for mode, factory in getattr(app, "MODES", {}).items():
+        if mode in shown:
+            continue
+        for title, help_text in _fresh_entries(factory):
+            if title not in seen:
+                seen.add(title)
+                out.append(
+                    (
+                        title,
+                        f"{help_text} (opens its screen)".strip(),
+                        partial(_on_new_screen, app, mode, title),
+                    )
+                )
+    for mode, other in shown.items():
         if other is screen or not isinstance(other, WorkbenchScreen):
             continue
         for title, help_text, cb in other.palette_commands():
@@ -55,6 +71,35 @@ def available_commands(app: WorkbenchHost, screen: object) -> list[PaletteComman
     out.append(("app: help", "Keys of this screen", app.action_help))
     out.append(("app: quit", "Quit cutile-workbench", app.exit))
     return out
+
+
+def _fresh_entries(factory: Callable[[], object]) -> list[tuple[str, str]]:
+    """(title, help) of the entries a screen not built yet would offer (none when it needs its widgets)."""
+    from textual.css.query import NoMatches
+
+    try:
+        screen = factory()
+        if not isinstance(screen, WorkbenchScreen):
+            return []
+        return [(title, help_text) for title, help_text, _cb in screen.palette_commands()]
+    except NoMatches:  # its entries read its widgets: offered once it is shown
+        return []
+
+
+def _on_new_screen(app: WorkbenchHost, mode: str, title: str) -> None:
+    """Build ``mode``'s screen (switch to it), then run its entry called ``title`` once it is mounted."""
+    mounted = app.switch_mode(mode)
+
+    async def then() -> None:
+        await mounted
+        screen = app.mode_screens().get(mode)
+        if isinstance(screen, WorkbenchScreen):
+            for entry, _help, cb in screen.palette_commands():
+                if entry == title:
+                    cb()
+                    return
+
+    app.call_later(then)
 
 
 def _on_screen(app: WorkbenchHost, mode: str, command: Callable[[], object]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pilot_wait import until
 from textual.command import CommandPalette
 from tui_helpers import ScriptedRunner, make_data
 
@@ -353,10 +354,13 @@ async def test_bad_data_problem_notifies_with_file_and_line() -> None:
         )
     )
     app = make_app(data)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+
+    def notified() -> bool:  # waits for the notification itself, not for a pause (issue #35)
         msgs = [str(n.message) for n in app._notifications]
-        assert any("/o/rms_norm/workbench/session.json:3" in m and "[bold]x[/]" in m for m in msgs)
+        return any("/o/rms_norm/workbench/session.json:3" in m and "[bold]x[/]" in m for m in msgs)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, notified, "the load problem notified with its file and line")
 
 
 async def test_markup_in_user_strings_is_not_interpreted() -> None:

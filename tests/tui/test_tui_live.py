@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pilot_wait import until
 from tui_helpers import ScriptedRunner, make_data
 
 from cutile_workbench.artifacts.events import encode_event
@@ -68,8 +69,10 @@ def _events(params: str = PARAMS) -> list[dict[str, Any]]:
 async def _open_live(app: Any, pilot: Any) -> TimelineScreen:
     await pilot.pause()
     await pilot.press("down", "down", "down", "down")  # wrapper_alloc row
-    await pilot.press("L")
-    await pilot.pause()
+    await pilot.press("L")  # asks first (issue #34: a GPU run is confirmed)
+    await until(pilot, lambda: type(app.screen).__name__ == "ConfirmModal", "the live run's confirmation")
+    await pilot.press("y")
+    await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "the Timeline")
     screen = app.screen
     assert isinstance(screen, TimelineScreen)
     return screen
@@ -136,9 +139,9 @@ async def test_malformed_launch_event_shows_error_naming_line() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         await pilot.press("down", "down", "down", "down", "L")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        assert isinstance(app.screen, ErrorModal)
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmModal", "the live run's confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal), "the error modal")
         assert "events.jsonl:2" in app.screen.error_text and "unknown kind 'warp'" in app.screen.error_text
 
 

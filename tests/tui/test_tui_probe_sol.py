@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pilot_wait import settle, until
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
@@ -84,7 +85,9 @@ async def test_narrow_timeline_shows_the_probe_panel(silu_with_probes: Path) -> 
         await pilot.pause()
         rows = app.screen.query_one(RatioTable).shown_rows
         await pilot.press(*["down"] * [r.params for r in rows].index(PROBED), "enter")
-        await pilot.pause()
+        # the Timeline is built on first visit: wait for its probe panel, not for a pause (issue #35)
+        await until(pilot, lambda: bool(app.screen.query("#probe")), "the Timeline's probe panel")
+        await settle(pilot)
         probe = app.screen.query_one("#probe", DataTable)
         # issue #20: at 80 columns the panel sits beside the details, under the lanes (it was hidden)
         assert probe.row_count == 13 and 0 < probe.region.width and probe.region.right <= 80

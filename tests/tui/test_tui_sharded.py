@@ -1,8 +1,8 @@
-"""``G`` on Ratios: re-run the shown configs sharded over GPU slots, per-shard progress, Escape cancels.
+"""``R`` on Ratios: re-run the shown configs sharded over GPU slots, per-shard progress, Escape cancels.
 
 CPU only, everything real but the GPUs: the Ratios table is E's table of a real single-process run
 of the runner fixture suite (tests/fixtures/runner/perf_faults.py: real H200 medians replayed,
-SYNTHETIC faults on demand), and ``G`` runs :class:`~cutile_workbench.services.sharded.ShardedRerun` —
+SYNTHETIC faults on demand), and ``R`` runs :class:`~cutile_workbench.services.sharded.ShardedRerun` —
 real shard workers and pytest children pinned to unprobed ``CUDA_VISIBLE_DEVICES`` slots (the suite
 never touches a GPU), merged into a scratch out root, as ``run --gpus 0,1 --skip-gpu-check`` does.
 """
@@ -103,7 +103,7 @@ def _app(session: tuple[Path, Path], tmp_path: Path, faults: str = "") -> tuple[
 
 async def _open_panel(app: Any, pilot: Any) -> ShardedRunScreen:
     await pilot.pause()
-    await pilot.press("G")
+    await pilot.press("R")
     await pilot.pause()
     screen = app.screen
     assert isinstance(screen, ShardedRunScreen)
@@ -221,16 +221,16 @@ async def test_g_without_a_sharded_runner_says_why(session, tmp_path):
         ratios = app.screen
         # issue #20: G always answers; without a runner (fewer than 2 GPUs, no --gpus) it says so
         assert ratios.check_action("sharded_rerun", ()) is True
-        await pilot.press("G")
+        await pilot.press("R")
         await pilot.pause()
         assert any(
-            "G shards the shown configs over 2 or more GPUs" in str(n.message)
+            "R shards the shown configs over 2 or more GPUs" in str(n.message)
             or "no GPU visible" in str(n.message)
             for n in app._notifications
         )
         app.data.sharded_unavailable = "this workspace has no suite to re-run (open it with --tilegym DIR)"
         assert ratios.check_action("sharded_rerun", ()) is True
-        await pilot.press("G")
+        await pilot.press("R")
         await pilot.pause()
         assert isinstance(app.screen, RatiosScreen)
         assert any("no suite to re-run" in str(n.message) for n in app._notifications)

@@ -258,7 +258,7 @@ async def test_f1_shows_keys_as_typed() -> None:
     ("keys", "says"),
     [
         (("L",), "no GPU visible"),
-        (("G",), "no GPU visible"),
+        (("R",), "no GPU visible"),
         (("4", "w"), "recorded session shipped in the package (read-only): copy"),
         (("5", "r"), "no TileGym checkout attached: open with --tilegym DIR"),
     ],

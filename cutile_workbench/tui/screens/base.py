@@ -13,6 +13,7 @@ from cutile_workbench.tui.chrome import WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand, WorkbenchHost
 
 if TYPE_CHECKING:
+    from cutile_workbench.model import RatioRow
     from cutile_workbench.tui.data import AppData
 
 
@@ -93,6 +94,11 @@ class WorkbenchScreen(Screen[None]):
     def palette_commands(self) -> list[PaletteCommand]:
         """This screen's Ctrl+P entries valid right now (``area: action`` titles); none by default."""
         return []
+
+    def selected_config(self) -> RatioRow | None:
+        """The config under this screen's cursor right now (a screen key takes it along to the next
+        screen); None: this screen does not pick configs."""
+        return None
 
     def help_keys(self) -> list[tuple[str, str, str]]:
         """(key, description, tooltip) for every binding active on this screen right now: this

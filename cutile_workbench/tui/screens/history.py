@@ -32,6 +32,7 @@ from cutile_workbench.tui.screens.base import WorkbenchScreen
 from cutile_workbench.tui.widgets.history_view import ProvenancePanel, RunsTable, SeriesRow, SeriesTable
 
 if TYPE_CHECKING:
+    from cutile_workbench.model import RatioRow
     from cutile_workbench.services.history import KernelHistory
 
 
@@ -240,6 +241,23 @@ class HistoryScreen(WorkbenchScreen):
             return
         i = configs.index(self.params) + 1 if self.params in configs else 0
         self.show_config(configs[i % len(configs)], None)
+        row = self.selected_config()
+        if row is not None:  # the config picked here is the one every screen shows next (issue #34)
+            self.wb.selected_row = row
+
+    def selected_config(self) -> RatioRow | None:
+        """The E row of the config shown (None when E has no row for it)."""
+        table = self.data.table
+        if table is None or self.params is None:
+            return None
+        return next(
+            (
+                r
+                for r in table.rows
+                if r.params == self.params and (self.func_key is None or r.func_key == self.func_key)
+            ),
+            None,
+        )
 
     def action_next_series(self) -> None:
         table = self.query_one(SeriesTable)

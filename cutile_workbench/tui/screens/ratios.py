@@ -10,8 +10,9 @@ columns the terminal cannot fit in ``cutile_workbench.tui.widgets.ratio_table.CO
 row (the dropped columns included). A variant tab or a filter makes the severity bar re-state the
 geomean, CI, severity and verdict of the rows shown, labelled "variant …" / "filtered …", under
 which E's whole-table result stays. ``c`` shows the chart (ratio per config with CI whiskers and
-the 1.05 edge, the highlighted config's raw samples). L and G always answer: they act, or say
-what is missing.
+the 1.05 edge, the highlighted config's raw samples). L and R always answer: they act (after
+asking: both run on the GPU), or say what is missing. Moves: ↑/↓ or j/k, PgUp/PgDn, g/Home the
+first row, G/End the last; / filters over every shown column (Escape clears).
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ NO_GPU_LIVE = (
     "(this is a recorded session; run the app on a GPU node)"
 )
 NO_GPU_SHARDED = (
-    "no GPU visible: G re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
+    "no GPU visible: R re-runs the shown configs sharded over this node's GPUs (2 or more, or --gpus)"
 )
-ONE_GPU_SHARDED = "one GPU here: G shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
+ONE_GPU_SHARDED = "one GPU here: R shards the shown configs over 2 or more GPUs (or name slots with --gpus)"
 
 
 class RatiosScreen(WorkbenchScreen):
@@ -98,7 +99,7 @@ class RatiosScreen(WorkbenchScreen):
             id="ratios-chart",
         ),
         Binding(
-            "G",
+            "R",
             "sharded_rerun",
             "Re-run on GPUs",
             tooltip="Re-run every shown config sharded over this node's GPUs, with per-shard progress",
@@ -147,6 +148,9 @@ class RatiosScreen(WorkbenchScreen):
         conditions.display = bool(self.data.conditions and self.data.conditions.short)
         yield conditions
         yield Static(id="status")
+        problems = Static(self._problems_text(), id="problems")
+        problems.display = bool(self.data.problems)
+        yield problems
         yield Footer()
 
     def on_mount(self) -> None:
@@ -157,10 +161,17 @@ class RatiosScreen(WorkbenchScreen):
             tabs.add_tab(Tab(v, id=f"variant-{v}"))
         self.query_one(RatioTable).focus()
         self.update_status()
-        if self.data.table is None:
-            self.query_one("#status", Static).update(
-                Text("no ratio table: run E (or open an out root with logs)")
-            )
+
+    def _problems_text(self) -> Text:
+        """The first load problem (file, line) and how many: it stays while the data lacks what it
+        refused (issue #34; a toast left after 30 s); ``i`` lists every one."""
+        problems = self.data.problems
+        if not problems:
+            return Text()
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        text = Text("⚠ ", style="bold")
+        text.append(f"{problems[0]}{more} · i lists the load problems")
+        return text
 
     def _conditions_text(self) -> Text:
         cond = self.data.conditions
@@ -190,6 +201,11 @@ class RatiosScreen(WorkbenchScreen):
         return self.query_one(RatioTable)
 
     def update_status(self) -> None:
+        if self.data.table is None:  # says why where the rows would be (the first load problem)
+            why = f": {self.data.problems[0]}" if self.data.problems else ""
+            text = f"no ratio table{why or ': run E (or open an out root with logs)'}"
+            self.query_one("#status", Static).update(Text(text, style="bold" if why else ""))
+            return
         t = self.table
         total = len(self.data.table.rows) if self.data.table else 0
         bits = [f"{len(t.shown_rows)}/{total} rows", f"sort {t.sort_key}{' ▼' if t.reverse else ' ▲'}"]
@@ -221,6 +237,12 @@ class RatiosScreen(WorkbenchScreen):
         bar = self.query_one(SeverityBar)
         if not scope:
             bar.set_scope("", None, whole)
+            return
+        if not shown:  # an empty result has no geomean and no verdict: the bar says nothing matched
+            if self._scope_timer is not None:
+                self._scope_timer.stop()
+            self._scope_timer = None
+            bar.set_scope(scope, None, whole)
             return
         # geomean, severity and verdict now; the CI (a joint bootstrap: 2000 resamples of every
         # shown row) in a thread once the filter stops changing, so typing stays responsive
@@ -296,6 +318,15 @@ class RatiosScreen(WorkbenchScreen):
         if chart.display:
             self._fill_chart(self.table.current_row)
 
+    def selected_config(self) -> RatioRow | None:
+        return self.table.current_row
+
+    def on_screen_resume(self) -> None:
+        # another screen picked a config (History's c): the cursor goes to it when it is shown here
+        wanted = self.wb.selected_row
+        if wanted is not None and wanted is not self.table.current_row:
+            self.table.move_to_row(wanted)
+
     def on_data_table_row_highlighted(self) -> None:
         self.wb.selected_row = self.table.current_row
         self.update_detail()
@@ -357,7 +388,22 @@ class RatiosScreen(WorkbenchScreen):
         if row is None:
             self.notify("no row highlighted: nothing to re-run", severity="warning")
             return
-        self.wb.open_timeline(row, live=True)
+        from cutile_workbench.tui.modals import ConfirmModal
+
+        lines = [
+            f"config: {row.params}",
+            "",
+            "Runs the perf test of this config on this machine's GPU (the Timeline shows it live;",
+            "Escape there cancels). Start it?",
+        ]
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.wb.open_timeline(row, live=True)
+            else:
+                self.notify("nothing run")
+
+        self.app.push_screen(ConfirmModal("Re-run live on the GPU", lines), answered)
 
     def action_sharded_rerun(self) -> None:
         if self.data.sharded is None:

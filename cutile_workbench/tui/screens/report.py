@@ -16,6 +16,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import ReportPlan
@@ -108,6 +109,10 @@ class ReportScreen(WorkbenchScreen):
         self.refusal: str = ""
         self.last_result: str = ""
         self.match_line = -1  # the line of the last search hit in the pane on show
+        #: counts the plans asked for: a worker's answer to an older request is dropped (issue #34:
+        #: ``e f`` typed quickly showed E's plan, answered last, while the status said F)
+        self.plan_request = 0
+        self.planning = ""  # the stage being planned ("" = none)
 
     def compose(self) -> ComposeResult:
         yield self.header()
@@ -163,31 +168,53 @@ class ReportScreen(WorkbenchScreen):
 
     def _demonstrate(self, yes: bool | None) -> None:
         if yes:
-            self.query_one("#report-status", Static).update(
-                Text("demonstrating F's fix in a throwaway copy…")
-            )
-            self.make_plan("F+demonstrate")
+            self._start_plan("F+demonstrate", "demonstrating F's fix in a throwaway copy…")
 
     def action_plan(self, stage: str) -> None:
         if self.data.plan_report is None:
             return
-        self.query_one("#report-status", Static).update(Text(f"planning stage {stage}…"))
-        self.make_plan(stage)
+        self._start_plan(stage, f"planning stage {stage}…")
+
+    def _start_plan(self, stage: str, status: str) -> None:
+        """A new plan replaces what is shown: the old plan can no longer be written (w says it is
+        being planned) and the last write's result goes (it was about the old plan)."""
+        self.plan_request += 1
+        self.planning = stage
+        self.plan = None
+        self.refusal = ""
+        self.last_result = ""
+        self.query_one("#report-result", Static).add_class("hidden")
+        self.query_one("#report-status", Static).update(Text(status))
+        self.refresh_bindings()
+        self.make_plan(stage, self.plan_request)
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="report-plan")
-    def make_plan(self, stage: str) -> None:
+    def make_plan(self, stage: str, request: int) -> None:
         assert self.data.plan_report is not None
         try:
             plan = self.data.plan_report(stage)
             reader = self.data.read_existing
             existing = dict(reader(plan)) if reader else {}
         except WorkbenchError as e:
-            self.app.call_from_thread(self._refused, stage, str(e))
+            self.app.call_from_thread(self._refused, stage, str(e), request)
             return
         # _planned is a coroutine function; call_from_thread awaits it (its overloads confuse mypy)
-        self.app.call_from_thread(self._planned, plan, existing)  # type: ignore[arg-type]
+        self.app.call_from_thread(self._planned, plan, existing, request)  # type: ignore[arg-type]
 
-    def _refused(self, stage: str, reason: str) -> None:
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A plan that crashed (not a refusal) says so instead of "planning…" forever."""
+        worker = event.worker
+        if worker.group != "report-plan" or event.state != WorkerState.ERROR:
+            return
+        if worker.is_cancelled or not self.planning:  # an older request (a newer one replaced it)
+            return
+        error = worker.error
+        self._refused(self.planning, f"{type(error).__name__}: {error}", self.plan_request)
+
+    def _refused(self, stage: str, reason: str, request: int) -> None:
+        if request != self.plan_request:  # an older request: a newer plan is on its way
+            return
+        self.planning = ""
         self.plan = None
         self.refusal = reason
         self.query_one("#report-status", Static).update(
@@ -196,11 +223,17 @@ class ReportScreen(WorkbenchScreen):
         self.wb.show_error(reason, f"Cannot plan stage {stage}")
         self.refresh_bindings()
 
-    async def _planned(self, plan: ReportPlan, existing: dict[str, str | None]) -> None:
-        self.plan = plan
-        self.refusal = "" if plan.ok else "in-process validators failed: see the validation tab"
+    async def _planned(self, plan: ReportPlan, existing: dict[str, str | None], request: int) -> None:
+        if request != self.plan_request:  # an older request answered late: a newer plan follows
+            return
         writable = not self.data.read_only and self.data.write_report is not None
         await self.preview.show_plan(plan, existing, writable=writable)
+        if request != self.plan_request:  # asked again while the preview was being built
+            return
+        self.planning = ""
+        # the plan w writes is set once the preview shows it, never before
+        self.plan = plan
+        self.refusal = "" if plan.ok else "in-process validators failed: see the validation tab"
         status = Text(f"stage {plan.stage}: VERDICT: {plan.verdict} · {len(plan.files)} file(s)")
         if plan.ok and self.data.read_only:
             status.append("  ·  validators pass — read-only session: preview only", style="yellow")
@@ -275,6 +308,11 @@ class ReportScreen(WorkbenchScreen):
         plan = self.plan
         if self.data.read_only:
             self.wb.show_error(self.data.read_only, "Write refused")
+            return
+        if plan is None and self.planning:
+            self.notify(
+                f"stage {self.planning} is still being planned: w once it is shown", severity="warning"
+            )
             return
         if plan is None:
             self.notify("nothing planned yet: e plans stage E, f stage F; w then writes", severity="warning")

@@ -1,4 +1,4 @@
-"""Sharded re-run panel (``G`` on Ratios): the shown configs re-run over the node's GPUs, live per shard.
+"""Sharded re-run panel (``R`` on Ratios): the shown configs re-run over the node's GPUs, live per shard.
 
 Contract:
 - Opened with the rows to re-run and ``AppData.sharded`` (a

@@ -193,7 +193,7 @@ class TimelineScreen(WorkbenchScreen):
             self.show_aggregate()
         self.refresh_bindings()
         if live:
-            self.action_live()
+            self.start_live()  # asked on Ratios already (L there confirms first)
 
     def show_probe(self, row: RatioRow) -> None:
         """The config's filed ncu probes side by side (candidate, reference), or how to get them."""
@@ -296,6 +296,18 @@ class TimelineScreen(WorkbenchScreen):
         return True
 
     def action_live(self) -> None:
+        """L: a live run on the GPU, after a yes (issue #34: no GPU run without asking)."""
+        if self.data.runner is None or self.row is None or self.live_running:
+            return
+        from cutile_workbench.tui.modals import ConfirmModal
+
+        lines = [f"config: {self.row.params}", "", "Runs its perf test on this machine's GPU. Start it?"]
+        self.app.push_screen(
+            ConfirmModal("Re-run live on the GPU", lines), lambda yes: self.start_live() if yes else None
+        )
+
+    def start_live(self) -> None:
+        """Start the live run of the row shown (the caller asked already)."""
         if self.data.runner is None or self.row is None or self.live_running:
             return
         from cutile_workbench.services.doctor import rerun_refusal

@@ -11,10 +11,15 @@ whatever has focus) and :meth:`ReportPreview.find` searches the active pane's te
 diff or validator transcript; the rendered Markdown view is searched in its raw form: the caller
 switches views), highlighting matches and scrolling the next one into view. Raw and diff text
 does not wrap (a line is one screen row, as in ``less -S``), so a match's line is its row.
+
+Rebuilds are serialised (issue #34): :meth:`show_plan`, :meth:`set_view` and :meth:`find` each
+rebuild the tabs under one lock, so keys typed quickly (``v v v``, a plan arriving during ``v``)
+rebuild one after another, each on the latest plan and view, never two at once (DuplicateIds).
 """
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 from collections.abc import Mapping
 from typing import ClassVar
@@ -83,6 +88,14 @@ class ReportPreview(Vertical):
         self.existing: dict[str, str | None] = {}
         self.writable = True
         self.query_text = ""  # the last search
+        self._rebuilding = asyncio.Lock()  # one rebuild of the tabs at a time
+        #: (plan, view) the tabs show once the last rebuild finished (None before the first)
+        self.shown: tuple[ReportPlan, str] | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A rebuild of the tabs is running (or waiting for the one before it)."""
+        return self._rebuilding.locked()
 
     def compose(self) -> ComposeResult:
         yield Static(Text("no report planned yet: press e (stage E) or f (stage F)"), id="banner")
@@ -97,9 +110,18 @@ class ReportPreview(Vertical):
         self, plan: ReportPlan, existing: Mapping[str, str | None], *, writable: bool = True
     ) -> None:
         """Show ``plan``; ``writable`` False (a read-only session) says preview only instead of "w writes"."""
-        self.plan = plan
-        self.existing = dict(existing)
-        self.writable = writable
+        async with self._rebuilding:
+            self.plan = plan
+            self.existing = dict(existing)
+            self.writable = writable
+            await self._rebuild(None)
+
+    async def _rebuild(self, keep_active: str | None) -> None:
+        """The banner and the tabs of ``self.plan`` in ``self.view`` (the caller holds the lock)."""
+        plan = self.plan
+        if plan is None:
+            return
+        writable = self.writable
         banner = self.query_one("#banner", Static)
         banner.set_classes("-ok" if plan.ok else "-refused")
         if not plan.ok:
@@ -131,6 +153,9 @@ class ReportPreview(Vertical):
         await tabs.add_pane(
             TabPane("validation", VerticalScroll(validation, classes="scroller"), id="validation")
         )
+        if keep_active in {f"file-{i}" for i in range(len(plan.files))} | {"validation"}:
+            tabs.active = keep_active
+        self.shown = (plan, self.view)
 
     def _styled(self, text: Text) -> Text:
         text.no_wrap = True
@@ -166,11 +191,9 @@ class ReportPreview(Vertical):
         lines = self.active_text().splitlines()
         hits = [i for i, line in enumerate(lines) if needle and needle in line.lower()]
         if self.plan is not None and query != self.query_text:
-            self.query_text = query
-            active = self.query_one("#files", TabbedContent).active
-            await self.show_plan(self.plan, self.existing, writable=self.writable)
-            if active:
-                self.query_one("#files", TabbedContent).active = active
+            async with self._rebuilding:
+                self.query_text = query
+                await self._rebuild(self.query_one("#files", TabbedContent).active or None)
         if not hits:
             return None
         line = next((i for i in hits if i > after), hits[0])
@@ -182,9 +205,7 @@ class ReportPreview(Vertical):
     async def set_view(self, view: str) -> None:
         if view not in VIEWS:
             raise ValueError(view)
-        self.view = view
-        if self.plan is not None:
-            active = self.query_one("#files", TabbedContent).active
-            await self.show_plan(self.plan, self.existing, writable=self.writable)
-            if active:
-                self.query_one("#files", TabbedContent).active = active
+        async with self._rebuilding:
+            self.view = view
+            if self.plan is not None:
+                await self._rebuild(self.query_one("#files", TabbedContent).active or None)

@@ -95,6 +95,8 @@ class SeverityBar(Widget):
 
     def summary_text(self) -> str:
         """Plain words (also used by tests and the narrow layout)."""
+        if self.scope and self.table is None:  # nothing shown: say so, not a verdict of no rows
+            return f"{self.scope}: no row matches (Escape clears the filter)"
         if self.scope:
             return f"{self.scope}: {self.words(self.table, self.ci_pending)}"
         return self.words(self.table)

@@ -1,4 +1,4 @@
-"""SVG snapshots of the sharded re-run panel (``G`` on Ratios) mid-run, at 80x24 and 160x48.
+"""SVG snapshots of the sharded re-run panel (``R`` on Ratios) mid-run, at 80x24 and 160x48.
 
 The event stream is SYNTHETIC, pinned (host, GPUs, paths, times): the shapes of the scale-out
 service's real events (``scaleout_plan``, ``scaleout_shard_state``, the workers' ``shard_start`` /
@@ -12,11 +12,11 @@ Update only after looking at the report: ``pytest tests/tui/snapshots -k sharded
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from pilot_wait import until
 from tui_helpers import make_data
 
 from cutile_workbench.artifacts.events import Event
@@ -166,13 +166,13 @@ class PinnedRunner:
 def _run_before(runner: PinnedRunner) -> Callable[[Any], Any]:
     async def run(pilot: Any) -> None:
         await pilot.pause()
-        await pilot.press("G")
+        await pilot.press("R")
         await pilot.pause()
         await pilot.press("enter")
-        deadline = time.monotonic() + 10
-        while not runner.emitted.is_set() and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-        await pilot.pause(0.3)  # two ticks of the panel: the board and the last lines are shown
+        await until(pilot, runner.emitted.is_set, "every pinned event emitted")
+        # the panel renders what the board holds now (its 0.1 s ticker does the same, later on a
+        # loaded box): the snapshot shows every event, whatever the box's speed (issue #35)
+        pilot.app.screen._show_progress()
         await pilot.pause()
 
     return run

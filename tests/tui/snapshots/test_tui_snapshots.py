@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from pilot_wait import settle
 from textual.widgets import Input
 from tui_helpers import make_data
 
@@ -22,8 +23,7 @@ SIZES = [(80, 24), (120, 40), (160, 48)]  # issue #20: the three sizes people us
 async def _settle(pilot: Any) -> None:
     for inp in pilot.app.query(Input):
         inp.cursor_blink = False
-    await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot)  # workers done and the Report preview's rebuild finished (issue #35)
 
 
 def _keys(*keys: str) -> Callable[[Any], Awaitable[None]]:

@@ -1,0 +1,262 @@
+"""TUI first paint, first key and per-key latency as ratios to a bare Textual app and a plain DataTable.
+
+Run: ``.venv/bin/python bench/tui_keys.py [--out bench/data/tui_keys-DATE.json]`` (headless; a few
+minutes on 2 cores). Issue #34's targets: the first key answered within 0.2 s of the first paint;
+per key at most 2x a plain DataTable doing the same job.
+
+Every scenario runs in a fresh child interpreter, REPEATS times, in one run (so the ratios compare
+minutes of the same box load; the box was loaded by other work while this ran: absolute seconds
+are not portable, the ratios are the figures). Three apps, same terminal size (160x48):
+
+- ``bare``: a Textual app with one Static; ``s`` updates it.
+- ``datatable``: a Textual app with one DataTable of N rows x 9 columns (the Ratios table's shape);
+  ``s`` sorts it by the next column, ``/`` + ``8`` filters the rows holding "8" (rebuild).
+- ``workbench``: :func:`cutile_workbench.tui.app.make_app` on ``synthetic.big_table(N)``
+  (SYNTHETIC configs of realistic shape); ``s`` sorts, ``/`` + ``8`` filters, ``2`` opens the
+  Timeline (first visit: built then), ``1`` back to Ratios.
+
+Measured per app: first paint (process start → ``on_ready``), first key (``s`` posted at the first
+paint → its state change seen), then per key the median of 5 presses (post → state change seen;
+the app's loop polled with ``asyncio.sleep(0)``, no fixed sleeps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REPEATS = 3
+SIZES = (100, 1000)
+
+_CHILD = r"""
+import asyncio, json, sys, time
+T0 = time.perf_counter()
+kind, n = sys.argv[1], int(sys.argv[2])
+
+async def wait(pred):
+    t = time.perf_counter()
+    while not pred():
+        await asyncio.sleep(0)
+    return time.perf_counter()
+
+def key(app, k, ch):
+    from textual import events
+    ev = events.Key(k, ch)
+    ev.set_sender(app)
+    app.post_message(ev)
+    return time.perf_counter()
+
+async def main():
+    out = {}
+    from textual.app import App
+    from textual.binding import Binding
+    from textual.widgets import DataTable, Static
+    if kind == "bare":
+        class Bare(App):
+            BINDINGS = [Binding("s", "bump", "bump")]
+            count = 0
+            painted = None
+            def compose(self):
+                yield Static("0", id="s")
+            def on_ready(self):
+                self.painted = time.perf_counter()
+            def action_bump(self):
+                self.count += 1
+                self.query_one("#s", Static).update(str(self.count))
+        app = Bare()
+        state = lambda: app.count
+    elif kind == "datatable":
+        from cutile_workbench.tui import synthetic as syn
+        rows = syn.big_table(n).rows
+        class Plain(App):
+            BINDINGS = [Binding("s", "sort", "sort"), Binding("slash", "filter", "filter"), Binding("8", "eight", "8")]
+            count = 0
+            painted = None
+            col = 0
+            def compose(self):
+                yield DataTable(id="t")
+            def on_mount(self):
+                t = self.query_one(DataTable)
+                t.add_columns(*[f"c{i}" for i in range(9)])
+                self._fill("")
+                t.focus()
+            def _fill(self, needle):
+                t = self.query_one(DataTable)
+                t.clear()
+                for r in rows:
+                    cells = (r.params, r.variant or "", r.baseline_backend or "", r.baseline_ms, r.candidate_ms,
+                             r.ratio, r.ci_low, r.ci_high, r.row_verdict)
+                    if needle in r.params:
+                        t.add_row(*[str(c) for c in cells])
+            def on_ready(self):
+                self.painted = time.perf_counter()
+            def action_sort(self):
+                t = self.query_one(DataTable)
+                self.col = (self.col + 1) % 9
+                t.sort(list(t.columns)[self.col])
+                self.count += 1
+            def action_filter(self):
+                pass
+            def action_eight(self):
+                self._fill("8")
+                self.count += 1
+        app = Plain()
+        state = lambda: app.count
+    else:
+        from cutile_workbench.tui import synthetic as syn
+        from cutile_workbench.tui.app import make_app
+        from cutile_workbench.tui.data import AppData
+        data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=syn.big_table(n))
+        app = make_app(data)
+        def state():
+            from cutile_workbench.tui.widgets.ratio_table import RatioTable
+            try:
+                t = app.screen.query_one(RatioTable)
+            except Exception:
+                return None
+            return (t.sort_key, t.reverse, t.filter_text, len(t.shown_rows))
+    async with app.run_test(size=(160, 48)) as pilot:
+        painted = lambda: (app.first_paint_at if kind == "workbench" else app.painted)
+        await wait(lambda: painted() is not None)
+        out["first_paint_s"] = painted() - T0
+        before = state()
+        t = key(app, "s", "s")
+        answered = await wait(lambda: state() != before)
+        out["first_key_s"] = answered - t
+        out["first_key_after_paint_s"] = answered - painted()
+        await pilot.pause()
+        sorts = []
+        for _ in range(5):
+            before = state()
+            t = key(app, "s", "s")
+            sorts.append(await wait(lambda: state() != before) - t)
+            await pilot.pause()
+        out["sort_s"] = sorts
+        if kind != "bare":
+            key(app, "slash", "/")
+            await pilot.pause()
+            before = state()
+            t = key(app, "8", "8")
+            out["filter_s"] = await wait(lambda: state() != before) - t
+            await pilot.pause()
+        if kind == "workbench":
+            from cutile_workbench.tui.screens.ratios import RatiosScreen
+            from cutile_workbench.tui.screens.timeline import TimelineScreen
+            key(app, "escape", "\x1b")
+            await pilot.pause()
+            switches = {"first_visit": None, "again": []}
+            for i in range(3):
+                t = key(app, "2", "2")
+                done = await wait(lambda: isinstance(app.screen, TimelineScreen) and app.screen.is_mounted)
+                if i == 0:
+                    switches["first_visit"] = done - t
+                else:
+                    switches["again"].append(done - t)
+                await pilot.pause()
+                key(app, "1", "1")
+                await wait(lambda: isinstance(app.screen, RatiosScreen))
+                await pilot.pause()
+            out["switch_first_visit_s"] = switches["first_visit"]
+            out["switch_again_s"] = switches["again"]
+    print(json.dumps(out))
+
+asyncio.run(main())
+"""
+
+
+def child(kind: str, n: int) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, str(n)], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} {n}: rc {proc.returncode}\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _med(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, help="write the raw runs and the summary here (JSON)")
+    args = parser.parse_args()
+    raw: dict[str, list[dict[str, object]]] = {}
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for rep in range(REPEATS):  # interleaved: each repeat runs every app once, minutes apart at most
+        for n in SIZES:
+            for kind in ("bare", "datatable", "workbench"):
+                if kind == "bare" and n != SIZES[0]:
+                    continue
+                raw.setdefault(f"{kind}-{n}" if kind != "bare" else "bare", []).append(child(kind, n))
+        print(f"repeat {rep + 1}/{REPEATS} done", file=sys.stderr)
+
+    def med(name: str, field: str) -> float:
+        vals: list[float] = []
+        for run in raw[name]:
+            v = run[field]
+            vals += v if isinstance(v, list) else [v]  # type: ignore[list-item]
+        return _med(vals)
+
+    summary: dict[str, object] = {}
+    bare_paint = med("bare", "first_paint_s")
+    bare_key = med("bare", "sort_s")
+    for n in SIZES:
+        wb, dt = f"workbench-{n}", f"datatable-{n}"
+        summary[str(n)] = {
+            "first_paint_s": {
+                "bare": bare_paint,
+                "datatable": med(dt, "first_paint_s"),
+                "workbench": med(wb, "first_paint_s"),
+                "workbench_over_bare": med(wb, "first_paint_s") / bare_paint,
+                "workbench_over_datatable": med(wb, "first_paint_s") / med(dt, "first_paint_s"),
+            },
+            "first_key_after_paint_s": {
+                "bare": med("bare", "first_key_after_paint_s"),
+                "datatable": med(dt, "first_key_after_paint_s"),
+                "workbench": med(wb, "first_key_after_paint_s"),
+                "target_s": 0.2,
+            },
+            "sort_key_s": {
+                "bare_update": bare_key,
+                "datatable": med(dt, "sort_s"),
+                "workbench": med(wb, "sort_s"),
+                "workbench_over_datatable": med(wb, "sort_s") / med(dt, "sort_s"),
+                "target_ratio": 2.0,
+            },
+            "filter_key_s": {
+                "datatable": med(dt, "filter_s"),
+                "workbench": med(wb, "filter_s"),
+                "workbench_over_datatable": med(wb, "filter_s") / med(dt, "filter_s"),
+            },
+            "screen_switch_s": {
+                "first_visit": med(wb, "switch_first_visit_s"),
+                "again": med(wb, "switch_again_s"),
+            },
+        }
+    report = {
+        "what": "bench/tui_keys.py: first paint, first key, per key; ratios to a bare Textual app and a plain DataTable",
+        "started_utc": started,
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "repeats": REPEATS,
+        "box": "2-core CPU box shared with other engineers' test runs (loaded); not run on the GPU machine",
+        "summary": summary,
+        "raw": raw,
+    }
+    text = json.dumps(report, indent=1)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
