@@ -71,6 +71,19 @@ for s in $STEPS; do
       step demo 420 env TILEGYM_PATH="$TG" WB_DEMO_OUT="$W/demo.json" python3 -m pytest -m gpu \
         tests/gpu/test_demonstrate_gpu.py -v -s -rs -p no:cacheprovider ;;
     stage) echo "staged: the cuTile bundle is unpacked in /tmp/site" | tee -a "$W/summary.txt" ;;
+    doctor)  # issue 36: the doctor on the GPU node, with TileGym + cutile-rs, then with a child Python
+      # that has the node's torch but no pytest (a venv whose site dir links every system package but pytest)
+      step doctor 120 bash -c '
+        python3 -m cutile_workbench doctor --tilegym "$TG" --python python3; echo "rc=$?"
+        python3 -m cutile_workbench doctor --tilegym "$TG" --python python3 --json > "$W/doctor.json"
+        sp=$(python3 -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+        mkdir -p /tmp/nopytest/site && for f in "$sp"/*; do case ${f##*/} in pytest*|_pytest*|py.py) ;;
+          *) ln -sfn "$f" /tmp/nopytest/site/ ;; esac; done
+        python3 -m venv --without-pip /tmp/nopytest/venv
+        v=$(/tmp/nopytest/venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()[\"purelib\"])")
+        printf "/tmp/site\n/tmp/nopytest/site\n" > "$v/node.pth"
+        echo "--- child Python without pytest"
+        python3 -m cutile_workbench doctor --tilegym "$TG" --python /tmp/nopytest/venv/bin/python; echo "rc=$?"' ;;
     gputests) step gputests 240 python3 -m pytest -m gpu tests/gpu/test_gpu_capture.py tests/gpu/test_gpu_faults.py tests/gpu/test_runner_gpu.py -v -s -rs -p no:cacheprovider ;;
     record) step record 300 python3 -m scripts.record_profiles gpu --out "$W/rec" --timeout 120 ;;
     harness) step harness 200 python3 bench/harness_cost.py --out "$W/harness_cost.json" \
