@@ -1,8 +1,8 @@
 """``history <kernel> [--config PARAMS] [--backend B] [--json|--csv]``: every run of each config, with flags.
 
 Contract: reads the kernel's history through :mod:`cutile_workbench.services.history` (an out root's
-``workbench/history.sqlite``, importing the artifact tree first; the recorded session shipped in
-the package is imported in memory and never written). The text form prints, per config and
+``workbench/history.sqlite`` and the artifact tree, or the recorded session shipped in the package,
+imported in memory: reading never writes; only ``run`` records). The text form prints, per config and
 backend, a trend sparkline of the medians and one line per run — run time (UTC), run key, GPU,
 harness, median, raw samples kept, and the change from the previous run (``+`` regression, ``-``
 improvement, ``=`` same, ``~`` inconclusive) with its median ratio, bootstrap CI and Mann-Whitney
@@ -156,8 +156,10 @@ def render_history_text(history: KernelHistory, where: str) -> str:
 def _where(history: KernelHistory) -> str:
     if history.persisted:
         return f"store {display_path(Path(history.store))}"
-    what = "recorded session" if history.source == "recorded" else "read-only kernel dir"
-    return f"{what} {display_path(history.kernel_dir)}, imported in memory (nothing written)"
+    if history.source == "recorded":
+        return f"recorded session {display_path(history.kernel_dir)}, imported in memory (nothing written)"
+    # reading never writes the store (issue 33): the logs are imported in memory; `run` records
+    return f"kernel dir {display_path(history.kernel_dir)}, its logs imported in memory (nothing written; `run` records)"
 
 
 class HistoryCommand(Command):
@@ -168,8 +170,8 @@ class HistoryCommand(Command):
         "Every recorded run of each config (median, raw samples kept, GPU, harness, run time) with a trend "
         "sparkline and, between consecutive runs, regression / improvement / same / inconclusive decided "
         "on the raw samples (Mann-Whitney U + bootstrap CI of the median ratio), never on a bare "
-        "percentage. Opening imports the kernel dir's logs into <kernel>/workbench/history.sqlite; the "
-        "recorded session is imported in memory (nothing written)."
+        "percentage. Reading writes nothing: the kernel dir's store and logs (or the recorded session) "
+        "are imported in memory; only `run` records into <kernel>/workbench/history.sqlite."
     )
 
     def prepare_parser(self, parser: argparse.ArgumentParser) -> None:

@@ -216,8 +216,9 @@ class HistoryScreen(WorkbenchScreen):
             f"store {history.store}"
             if history.persisted
             else (
-                f"{'recorded session' if history.source == 'recorded' else 'read-only dir'} imported in memory "
-                "(nothing written)"
+                "recorded session imported in memory (nothing written)"
+                if history.source == "recorded"
+                else "kernel dir's logs imported in memory (nothing written; `run` records)"
             )
         )
         text = Text(f"{len(history.runs)} runs · {where} · {history.policy}", style="dim")
