@@ -24,7 +24,8 @@ from perflog_helpers import load_suite_runner
 from cutile_workbench.artifacts.events import Event, read_events
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import id_token
-from cutile_workbench.run.runner import RunSpec, backend_k_expr, run, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import RunSpec, backend_k_expr, run
 from cutile_workbench.run.scaleout.plan import RoleRun
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -20,6 +20,7 @@ import pytest
 from cutile_workbench.artifacts.events import Event, read_events
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.errors import InputError, UnsafePath
+from cutile_workbench.run.results import write_results
 from cutile_workbench.run.runner import (
     RunResult,
     RunSpec,
@@ -29,7 +30,6 @@ from cutile_workbench.run.runner import (
     backend_k_expr,
     parse_collect_output,
     run,
-    write_results,
 )
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runner"

@@ -20,7 +20,7 @@ Contract:
   the first is overwritten).
 - Layout (:class:`PlanPaths`): ``<kernel>/workbench/shards/<plan_id>/`` holds ``plan.json``; one
   TileGym kernel-layout dir per shard, ``<index>/`` (written by
-  :func:`cutile_workbench.run.runner.write_results`), with ``ids.<role>.txt``, ``shard.json`` (the manifest),
+  :func:`cutile_workbench.run.results.write_results`), with ``ids.<role>.txt``, ``shard.json`` (the manifest),
   ``progress.jsonl`` and ``worker.log``; ``locks/<index>.lock``; ``slurm/`` (batch script,
   submissions, per-task logs) and ``merged/`` (the merged raw logs).
 - A shard is **done** when its manifest says ``complete`` for this plan id: every role's run ended
