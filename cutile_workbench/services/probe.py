@@ -137,8 +137,8 @@ def plan_probe(
     request: ProbeRequest, env: Mapping[str, str] = os.environ, ws: Workspace | None = None
 ) -> ProbePlan:
     """The probe of one config (see the module contract); nothing is run or written."""
+    from cutile_workbench.evidence.launches import same_backend
     from cutile_workbench.services import stage_f
-    from cutile_workbench.stages.f.diagnosis import same_backend
 
     ws = ws or open_kernel(request, env)
     inputs = stage_f.collect(ws)
