@@ -41,8 +41,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cutile_workbench.ir.audit import ARITH_OPS, CRITICAL_OPS, INFO_OPS
 from cutile_workbench.ir.diffmodel import RowKind, Span, intraline_spans
-from cutile_workbench.ir.graph import IRGraph, normalize_shape, parse_ir
+from cutile_workbench.ir.graph import MEMORY_OPS, IRGraph, normalize_shape, parse_ir
 from cutile_workbench.ir.structmatch import Matcher, Side
 from cutile_workbench.ir.structrender import Renderer
 
@@ -70,9 +71,7 @@ COSMETIC = Category(9, "cosmetic (constants, assume chains, dead ops)", cosmetic
 CATEGORIES = (TILE, MMA, LOOP, MEMORY, VIEW, HINTS, EXTRA, UNPARSED, OTHER, COSMETIC)
 
 _LOOP_OPS = frozenset({"for", "loop", "if", "continue", "yield", "break"})
-_MEM_OPS = frozenset(
-    {"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko", "atomic_cas_tko", "atomic_rmw_tko"}
-)
+_MEM_OPS = MEMORY_OPS
 _VIEW_OPS = frozenset(
     {
         "make_tensor_view",
@@ -87,33 +86,9 @@ _VIEW_OPS = frozenset(
 )
 _CAST_OPS = frozenset({"ftof", "itof", "ftoi", "exti", "trunci", "bitcast"})
 _PURE_COSMETIC = frozenset({"constant", "assume", "make_token"})
-#: op rows of the diff_ir.sh audit table (a hunk of one of these kinds names that row)
-_AUDIT_OPS = frozenset(
-    {
-        "load_ptr_tko",
-        "store_ptr_tko",
-        "load_view_tko",
-        "store_view_tko",
-        "reduce",
-        "exp",
-        "exp2",
-        "rsqrt",
-        "fma",
-        "for",
-        "addf",
-        "subf",
-        "mulf",
-        "divf",
-        "maxf",
-        "minf",
-        "select",
-        "iota",
-        "cmpi",
-        "ftof",
-        "itof",
-        "exti",
-    }
-)
+#: op rows of the diff_ir.sh audit table (a hunk of one of these kinds names that row); ``mma``'s
+#: row is named by the ``mmaf``/``mmai`` rules of :func:`categorize_row`
+_AUDIT_OPS = frozenset(CRITICAL_OPS + ARITH_OPS + INFO_OPS) - {"mma"}
 #: tile dimensions only (``tile<128x64xf16>`` → ``128x64x``, ``tile=(64x512)``): a dtype change is not a shape change
 _TILE_SHAPE = re.compile(r"tile<((?:\d+x)+)[A-Za-z]|tile=\(([0-9x]+)\)")
 _NUM_CTA = re.compile(r"num_cta_in_cga = \d+")

@@ -16,7 +16,7 @@ import functools
 import re
 from collections import deque
 
-from cutile_workbench.ir.graph import IRGraph, Op
+from cutile_workbench.ir.graph import MEMORY_OPS, IRGraph, Op
 
 #: fuzzy candidates looked at per op (closest by relative position); keeps 10k-line pairs linear
 MAX_CANDIDATES = 24
@@ -271,27 +271,24 @@ _DTYPES = re.compile(
     r"(?<![A-Za-z0-9_])(?:bf16|tf32|f8E4M3FN|f8E5M2|f16|f32|f64|i1|i8|i16|i32|i64|token)(?![A-Za-z0-9_])"
 )
 #: kinds paired whenever both sides have one left (loops, terminators): their differences are the point
-_ALWAYS_PAIRED = frozenset(
-    {
-        "continue",
-        "yield",
-        "return",
-        "break",
-        "for",
-        "loop",
-        "if",
-        "reduce",
-        "scan",
-        "entry",
-        "mmaf",
-        "mmai",
-        "load_view_tko",
-        "store_view_tko",
-        "load_ptr_tko",
-        "store_ptr_tko",
-        "atomic_cas_tko",
-        "atomic_rmw_tko",
-    }
+_ALWAYS_PAIRED = (
+    frozenset(
+        {
+            "continue",
+            "yield",
+            "return",
+            "break",
+            "for",
+            "loop",
+            "if",
+            "reduce",
+            "scan",
+            "entry",
+            "mmaf",
+            "mmai",
+        }
+    )
+    | MEMORY_OPS
 )
 _TOK = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+|[^\sA-Za-z0-9_]")
 

@@ -113,7 +113,7 @@ def _write_locked(
         from cutile_workbench.artifacts.launch_store import write_store
 
         written.append(out.launches_json)  # one gzip member per set + its index (temp files + os.replace)
-        written.append(write_store(out.launches_json, merged_sets))
+        written.append(write_store(out.launches_json, merged_sets, root))
     session.setdefault("version", 1)
     session["kernel"] = spec.kernel
     session.setdefault("runs", {})[spec.role] = {**session_metadata(result, spec), **metadata_overrides}
