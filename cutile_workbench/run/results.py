@@ -1,6 +1,6 @@
 """A run's results into the TileGym artifact layout (contract §1.2) (moved out of ``run/runner.py``).
 
-Contract: :func:`write_results` lays a :class:`~cutile_workbench.run.runner.RunResult` into the
+Contract: :func:`write_results` lays a :class:`~cutile_workbench.run.spec.RunResult` into the
 artifact layout with atomic writes (``infra.atomicio``) under the kernel dir's writer lock
 (``cutile_workbench.artifacts.writer.kernel_lock``), refusing any target that resolves (symlinks
 included) outside the kernel dir; existing evidence files are read and checked first, so a malformed
@@ -28,7 +28,7 @@ from cutile_workbench.gpu.visible import gpu_query
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.atomicio import ensure_inside as _ensure_inside
 from cutile_workbench.model import LaunchSet
-from cutile_workbench.run.runner import ROLES, RunResult, RunSpec, check_kernel_dir
+from cutile_workbench.run.spec import ROLES, RunResult, RunSpec, check_kernel_dir
 
 RAW_LOG_TARGET: dict[str, str] = {
     "candidate": "perf_full_log",

@@ -41,7 +41,7 @@ from cutile_workbench.infra.bootstrap import ratio_ci
 from cutile_workbench.infra.paths import dir_at, is_inside
 from cutile_workbench.model import LaunchSet, RatioRow
 from cutile_workbench.run.results import write_results
-from cutile_workbench.run.runner import RunResult, RunSpec
+from cutile_workbench.run.spec import RunResult, RunSpec
 from cutile_workbench.stages.e.stats import DONE_MAX, round4
 from cutile_workbench.stages.f.demonstrate import (
     ConfigOutcome,

@@ -54,7 +54,7 @@ from cutile_workbench.evidence.ncu import (
     side_by_side,
 )
 from cutile_workbench.model import RatioRow
-from cutile_workbench.run.runner import PACKAGE_ROOT
+from cutile_workbench.run.spec import PACKAGE_ROOT
 from cutile_workbench.services.runs import NO_SILENT_FALLBACK
 from cutile_workbench.stages.session.kernel import KernelSession
 

@@ -16,7 +16,8 @@ import pytest
 
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.run.results import write_results
-from cutile_workbench.run.runner import RunSpec, run
+from cutile_workbench.run.runner import run
+from cutile_workbench.run.spec import RunSpec
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runner"
 

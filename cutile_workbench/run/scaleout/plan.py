@@ -48,7 +48,8 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.infra.atomicio import atomic_write_bytes
-from cutile_workbench.run.runner import ROLES, Role, RunSpec, collect
+from cutile_workbench.run.runner import collect
+from cutile_workbench.run.spec import ROLES, Role, RunSpec
 
 PLAN_VERSION = 1
 ShardState = Literal["pending", "running", "complete", "incomplete", "failed", "cancelled"]
