@@ -94,44 +94,29 @@ class Renderer:
         op = side.g.ops[i]
         t = self.op_text(side, op) if op.parsed else normalize_shape(op.text)
         left = kind == "delete"
-        self.emit(
-            kind,
-            None,
-            None,
-            op.line if left else None,
-            None if left else op.line,
-            t if left else "",
-            "" if left else t,
-            op.kind,
-        )
-        for k, region in enumerate(op.regions):
-            no, s = op.region_lines[k]
-            if no != op.line:
-                rt = self.text(side, s)
-                self.emit(
-                    kind,
-                    None,
-                    None,
-                    no if left else None,
-                    None if left else no,
-                    rt if left else "",
-                    "" if left else rt,
-                    op.kind,
-                )
-            for c in region:
-                self.one_sided(side, c, kind)
-        if op.regions and len(op.region_lines) > len(op.regions):
-            no, s = op.region_lines[-1]
+
+        def row(no: int, text: str) -> None:  # a line on one side only: the reference's for a delete
             self.emit(
                 kind,
                 None,
                 None,
                 no if left else None,
                 None if left else no,
-                s if left else "",
-                "" if left else s,
+                text if left else "",
+                "" if left else text,
                 op.kind,
             )
+
+        row(op.line, t)
+        for k, region in enumerate(op.regions):
+            no, s = op.region_lines[k]
+            if no != op.line:
+                row(no, self.text(side, s))
+            for c in region:
+                self.one_sided(side, c, kind)
+        if op.regions and len(op.region_lines) > len(op.regions):
+            no, s = op.region_lines[-1]
+            row(no, s)
 
     def region(self, A: list[int], B: list[int]) -> None:
         m = self.m
