@@ -186,8 +186,9 @@ def plain_difflib(a: list[str], b: list[str], budget_s: float) -> tuple[float, f
 
 
 def load_before(rev: str) -> Callable[[str, str], Any]:
-    """``structural_diff`` as committed at git ``rev`` (its ``cutile_workbench/ir/graph.py`` and
-    ``structdiff.py``, loaded under private module names beside today's), so before and after are
+    """``structural_diff`` as committed at git ``rev`` (its ``cutile_workbench/ir/graph.py``,
+    ``structmatch.py`` and ``structrender.py`` where present, and ``structdiff.py``, loaded under
+    private module names beside today's), so before and after are
     timed in one process, case by case, on the same inputs."""
     import importlib.util
     import subprocess
@@ -198,19 +199,24 @@ def load_before(rev: str) -> Callable[[str, str], Any]:
             ["git", "-C", str(ROOT), "show", f"{rev}:{path}"], check=True, capture_output=True, text=True
         ).stdout
 
-    mods: dict[str, types.ModuleType] = {}
-    for short, path in (
-        ("graph", "cutile_workbench/ir/graph.py"),
-        ("structdiff", "cutile_workbench/ir/structdiff.py"),
-    ):
-        name = f"_before_{rev[:12]}_{short}"
-        text = (
-            source(path).replace(
-                "from cutile_workbench.ir.graph import", f"from {mods['graph'].__name__} import"
-            )
-            if short == "structdiff"
-            else source(path)
+    def exists(path: str) -> bool:
+        return (
+            subprocess.run(
+                ["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{path}"], capture_output=True
+            ).returncode
+            == 0
         )
+
+    mods: dict[str, types.ModuleType] = {}
+    # in import order; structmatch/structrender exist from issue 30's split on (absent at older revs)
+    for short in ("graph", "structmatch", "structrender", "structdiff"):
+        path = f"cutile_workbench/ir/{short}.py"
+        if short in ("structmatch", "structrender") and not exists(path):
+            continue
+        name = f"_before_{rev[:12]}_{short}"
+        text = source(path)
+        for dep, mod_ in mods.items():
+            text = text.replace(f"from cutile_workbench.ir.{dep} import", f"from {mod_.__name__} import")
         spec = importlib.util.spec_from_loader(name, loader=None)
         assert spec is not None
         mod = importlib.util.module_from_spec(spec)

@@ -30,11 +30,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from cutile_workbench.artifacts.layout import KernelPaths  # noqa: E402
-from cutile_workbench.run.runner import RunSpec, backend_k_expr  # noqa: E402
 from cutile_workbench.run.scaleout.devices import Device  # noqa: E402
 from cutile_workbench.run.scaleout.plan import RoleRun  # noqa: E402
 from cutile_workbench.run.scaleout.service import ScaleoutRequest, run_scaled  # noqa: E402
 from cutile_workbench.run.scaleout.slurm import SlurmOptions, squeue_tasks  # noqa: E402
+from cutile_workbench.run.spec import RunSpec, backend_k_expr  # noqa: E402
 
 
 def trivial_array(n: int, work: Path) -> dict[str, Any]:

@@ -499,6 +499,24 @@ def round4(g: float) -> float:
 #: the overview's short form of where E's figures came from
 E_SOURCE_SHORT = {"performance.md": "md", "logs": "logs", "logs (performance.md stale)": "logs*"}
 
+#: the overview's columns, in priority order: the one list both faces show (the CLI's text table,
+#: the TUI's ``OverviewTable``); each face formats a cell of a column its own way
+OVERVIEW_COLUMNS: tuple[str, ...] = (
+    "kernel",
+    "E",
+    "geomean",
+    "severity",
+    "worst config",
+    "matched",
+    "F",
+    "candidate",
+    "identity",
+    "comparable",
+    "from",
+    "regression",
+    "last run",
+)
+
 
 @dataclass(frozen=True)
 class OverviewRow:

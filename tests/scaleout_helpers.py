@@ -24,8 +24,10 @@ from perflog_helpers import load_suite_runner
 from cutile_workbench.artifacts.events import Event, read_events
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import id_token
-from cutile_workbench.run.runner import RunSpec, backend_k_expr, run, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import run
 from cutile_workbench.run.scaleout.plan import RoleRun
+from cutile_workbench.run.spec import RunSpec, backend_k_expr
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VISIBLE_HEADER = '''"""SYNTHETIC test helper: shows the CUDA_VISIBLE_DEVICES the pytest child saw in its header."""

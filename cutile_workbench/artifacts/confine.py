@@ -41,7 +41,7 @@ import stat
 from pathlib import Path
 
 from cutile_workbench.errors import InputError, UnsafePath
-from cutile_workbench.infra.paths import dir_at, read_at, replace_at, split_relpath
+from cutile_workbench.infra.paths import dir_at, file_type, read_at, replace_at, split_relpath
 from cutile_workbench.infra.paths import is_inside as is_inside  # re-exported: the one rule
 from cutile_workbench.infra.paths import under as _under
 
@@ -145,7 +145,7 @@ def read_regular(
         raise InputError(f"cannot read {kind}: {exc.strerror or exc}", path=str(p)) from None
     if not stat.S_ISREG(st.st_mode):
         raise InputError(
-            f"{kind} is not a regular file ({_file_type(st.st_mode)}): refused unread", path=str(p)
+            f"{kind} is not a regular file ({file_type(st.st_mode)}): refused unread", path=str(p)
         )
     if st.st_size > limit:
         raise InputError(
@@ -159,7 +159,7 @@ def read_regular(
         st2 = os.fstat(fd)
         if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
             raise InputError(
-                f"{kind} changed while opening it (now {_file_type(st2.st_mode)}): refused", path=str(p)
+                f"{kind} changed while opening it (now {file_type(st2.st_mode)}): refused", path=str(p)
             )
         chunks: list[bytes] = []
         total = 0
@@ -190,20 +190,6 @@ def read_regular_text(
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError(f"{kind}: invalid UTF-8 at byte {exc.start}", path=str(path), line=line) from None
-
-
-def _file_type(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISREG, "a regular file"),
-    ):
-        if test(mode):
-            return name
-    return "a special file"
 
 
 # --------------------------------------------------------------------------- by file descriptor

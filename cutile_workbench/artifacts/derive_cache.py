@@ -363,7 +363,7 @@ def load_value(kind: str, key: str, hint: Any = Any) -> Any:
 
 def store_value(kind: str, key: str, value: object) -> bool:
     """Write ``value`` as ``kind``/``key`` (module contract); False when it cannot be stored."""
-    from cutile_workbench.artifacts.launch_store import _write_atomic
+    from cutile_workbench.infra.atomicio import atomic_write_bytes
 
     try:
         body = encode(value)
@@ -380,7 +380,9 @@ def store_value(kind: str, key: str, value: object) -> bool:
     path = cache_path(kind, key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode())
+        atomic_write_bytes(
+            path, json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode(), None
+        )
         _prune(path.parent)
     except OSError:  # a cache that cannot be written is only a slower next run
         return False

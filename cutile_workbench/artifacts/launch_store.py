@@ -59,6 +59,7 @@ from typing import Any, overload
 
 from cutile_workbench.artifacts.launches_io import VERSION, _Reader, load_launch_sets, set_to_dict
 from cutile_workbench.errors import InputError
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
 
 INDEX_VERSION = 2
@@ -153,34 +154,29 @@ def _index_doc(entries: Sequence[Entry], size: int, mtime_ns: int, sha256: str) 
     }
 
 
-def _write_atomic(path: Path, data: bytes) -> os.stat_result:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        st = os.stat(tmp)  # os.replace keeps size and mtime: the index names what readers will see
-        os.replace(tmp, path)
-        return st
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+def _write_atomic(path: Path, data: bytes, root: Path | None = None) -> os.stat_result:
+    """:func:`~cutile_workbench.infra.atomicio.atomic_write_bytes`, then the new file's stat (a rename
+    keeps size and mtime: the index names what readers will see)."""
+    atomic_write_bytes(path, data, root)
+    return os.lstat(path)
 
 
-def write_store(path: Path, items: Iterable[LaunchSet | RawMember]) -> Path:
+def write_store(path: Path, items: Iterable[LaunchSet | RawMember], root: Path | None = None) -> Path:
     """Write ``items`` as a per-set store at ``path`` (+ its index); returns the index path.
 
-    The caller confines ``path`` (the runner checks it lies inside the kernel dir)."""
+    With ``root`` (the kernel dir) both writes are confined to it by descriptor
+    (:func:`~cutile_workbench.infra.atomicio.atomic_write_bytes`); the results filing passes it."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if root is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
     data, entries = _encode(items)
-    st = _write_atomic(path, data)
+    st = _write_atomic(path, data, root)
     index = index_path_for(path)
     digest = hashlib.sha256(data).hexdigest()
     _write_atomic(
         index,
         json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns, digest), separators=(",", ":")).encode(),
+        root,
     )
     return index
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cutile_workbench.errors import InputError
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.jsonutil import loads_located
 from cutile_workbench.model import AttributedLaunch, CallCapture, Launch, LaunchSet, SourceFrame
 
@@ -283,12 +284,7 @@ def save_launch_sets(path: Path, sets: list[LaunchSet]) -> None:
     data = json.dumps(
         {"version": VERSION, "sets": [set_to_dict(s) for s in sets]}, separators=(",", ":")
     ).encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write_bytes(path, gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data, None)
 
 
 def load_launch_sets(path: Path, *, kernel_dir: Path | None = None) -> list[LaunchSet]:

@@ -25,6 +25,7 @@ from typing import TextIO
 
 from cutile_workbench.cli.common import Command
 from cutile_workbench.errors import InputError
+from cutile_workbench.model import OVERVIEW_COLUMNS
 from cutile_workbench.services.overview import (
     E_SOURCE_SHORT,
     SEVERITY_ORDER,
@@ -73,44 +74,32 @@ def _fmt(x: float | None, spec: str = ".4f") -> str:
 
 
 def _cells(r: OverviewRow) -> tuple[str, ...]:
+    """One row's text cells, in :data:`~cutile_workbench.model.OVERVIEW_COLUMNS` order."""
     if r.problem:  # the problem itself is printed under the table (it would widen every column)
         return (r.kernel, "BROKEN", *("—",) * (len(HEAD) - 2))
     f = ",".join(f"{s}:{v}" for s, v in r.f_verdicts.items()) or "—"
     cand = ("STAND-IN " + (r.candidate or "?")) if r.stand_in else (r.candidate or "—")
     matched = f"{r.matched}/{r.configs}" if r.configs is not None else "—"
     worst = f"{r.worst_config} {r.worst_ratio:.2f}x" if r.worst_config and r.worst_ratio is not None else "—"
-    return (
-        r.kernel,
-        r.e_verdict or "—",
-        _fmt(r.geomean),
-        r.severity or "—",
-        E_SOURCE_SHORT.get(r.e_source or "", "—"),
-        worst,
-        matched,
-        f,
-        cand,
-        r.identity_mark,
-        r.comparability or "—",
-        (r.last_run or "—").replace("T", " "),
-        r.regression or "—",
-    )
+    cell = {
+        "kernel": r.kernel,
+        "E": r.e_verdict or "—",
+        "geomean": _fmt(r.geomean),
+        "severity": r.severity or "—",
+        "worst config": worst,
+        "matched": matched,
+        "F": f,
+        "candidate": cand,
+        "identity": r.identity_mark,
+        "comparable": r.comparability or "—",
+        "from": E_SOURCE_SHORT.get(r.e_source or "", "—"),
+        "regression": r.regression or "—",
+        "last run": (r.last_run or "—").replace("T", " "),
+    }
+    return tuple(cell[c] for c in HEAD)
 
 
-HEAD = (
-    "kernel",
-    "E",
-    "geomean",
-    "severity",
-    "from",
-    "worst config",
-    "matched",
-    "F",
-    "candidate",
-    "identity",
-    "comparable",
-    "last run",
-    "regression",
-)
+HEAD = OVERVIEW_COLUMNS
 
 
 def render_text(ov: Overview) -> str:

@@ -5,7 +5,7 @@ Contract: :func:`add_run_arguments` is the one place the flags are declared and
 :mod:`cutile_workbench.services.runs` resolves the suite (TileGym's ``tests/ops/test_<kernel>.py`` with
 ``--tilegym DIR`` or ``$TILEGYM_PATH``, else the built-in profile) and the backends. One line is
 printed per finished config; the results are laid into ``<out-root>/<kernel>/``
-(``cutile_workbench.run.runner.write_results``). Without a GPU (``nvidia-smi`` absent/failing **and**
+(``cutile_workbench.run.results.write_results``). Without a GPU (``nvidia-smi`` absent/failing **and**
 ``torch.cuda`` unavailable in the child Python) it says so, points at the profile's recorded
 session, and exits 2. Exit: 0 every config passed or skipped; 1 some config failed or did not run
 (results are still written); 2 bad input / no GPU / cancelled (Ctrl-C, SIGTERM or SIGHUP: the pytest

@@ -170,7 +170,7 @@ def kernel_name_base(kernel_name: str) -> str:
 
 def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str, str]]:
     """(argv, extra environment) of the probe (see the module docstring)."""
-    from cutile_workbench.run.runner import PACKAGE_ROOT, plugin_args
+    from cutile_workbench.run.spec import PACKAGE_ROOT, plugin_args
 
     argv = [
         spec.ncu,

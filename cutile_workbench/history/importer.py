@@ -220,7 +220,7 @@ class _Facts:
 def _session_facts(meta: Mapping[str, Any], role: str, facts: _Facts) -> None:
     runs = meta.get("runs")
     run = runs.get(role) if isinstance(runs, dict) else None
-    if isinstance(run, dict):  # written by cutile_workbench.run.runner.write_results
+    if isinstance(run, dict):  # written by cutile_workbench.run.results.write_results
         where = f"session.json runs.{role}"
         gpu = _str(run.get("gpu"))
         if gpu:

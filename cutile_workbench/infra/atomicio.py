@@ -8,8 +8,9 @@ every dir below it is reached with ``O_NOFOLLOW | O_DIRECTORY`` (missing ones cr
 and the temp file and the rename live in that same dir descriptor, so a link planted or swapped in
 at any moment is refused (:class:`~cutile_workbench.errors.UnsafePath`), never followed; a target
 that is a link or a special file is refused too. ``root=None`` only for a file the user named on
-the command line (``--perfetto FILE``) or a TileGym test file being edited. ``keep_mode`` gives the
-new file the old one's permission bits. Imports nothing but the errors module and :mod:`.paths`,
+the command line (``--perfetto FILE``), a TileGym test file being edited, or a cache in the user's
+cache dir. ``keep_mode`` gives the new file the old one's permission bits; ``durable=False`` (caches)
+skips the fsync. Imports nothing but the errors module and :mod:`.paths`,
 so every module that files evidence (runner, IR filing, probes, scale-out, the wiring edit, the
 timeline export) uses it without a cycle.
 """
@@ -46,8 +47,13 @@ def relpath_under(path: Path | str, root: Path | str) -> str:
     return rel.replace(os.sep, "/")
 
 
-def atomic_write_bytes(path: Path, data: bytes, root: Path | None, *, keep_mode: bool = False) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same dir + fsync + ``os.replace``."""
+def atomic_write_bytes(
+    path: Path, data: bytes, root: Path | None, *, keep_mode: bool = False, durable: bool = True
+) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same dir + fsync + ``os.replace``.
+
+    ``durable=False`` (unconfined writes only: a cache in the user's cache dir) skips the fsync: a
+    crash may then lose the new bytes, never leave half of them."""
     path = Path(path)
     if root is not None:
         root = Path(root)
@@ -63,7 +69,8 @@ def atomic_write_bytes(path: Path, data: bytes, root: Path | None, *, keep_mode:
         with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)

@@ -44,6 +44,11 @@ sqrt store_ptr_tko store_view_tko subf subi tan tanh trunci xori yield
 )
 
 REGION_OPS = frozenset({"entry", "for", "if", "loop", "reduce", "scan"})
+#: the dialect's memory ops (token-ordered loads, stores and atomics): the structural diff pairs and
+#: categorizes them as one family
+MEMORY_OPS = frozenset(
+    {"load_view_tko", "store_view_tko", "load_ptr_tko", "store_ptr_tko", "atomic_cas_tko", "atomic_rmw_tko"}
+)
 
 _VALUE = re.compile(r"%[A-Za-z0-9_$.]+(?:#\d+)?")
 _RESULTS = re.compile(

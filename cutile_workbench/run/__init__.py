@@ -1,2 +1,3 @@
-"""Running and measuring: the pytest child (runner), CUPTI capture (capture/), the pytest
-plugins loaded in the child (plugins/), scale-out over GPUs and SLURM (scaleout/)."""
+"""Running and measuring: the run's spec and command lines (spec), the pytest child (runner), its
+results filed into the artifact layout (results), CUPTI capture (capture/), the pytest plugins loaded
+in the child (plugins/), scale-out over GPUs and SLURM (scaleout/)."""

@@ -38,50 +38,46 @@ Contract:
 - The live log is capped at ``max_log_bytes``: beyond it the middle is dropped and replaced by one
   ``[workbench: N bytes of child output omitted ...]`` line; the head and the last quarter are kept,
   and the pipe is always drained, so a chatty child is never blocked.
-- :func:`write_results` lays a result into the artifact layout (contract §1.2) with atomic writes
-  (temp file + ``os.replace``) under the kernel dir's writer lock (``cutile_workbench.artifacts.writer.kernel_lock``),
-  refusing any target that resolves (symlinks included) outside the kernel dir; existing evidence
-  files are read and checked first, so a malformed one raises before anything is written.
+- This module is the child process alone: collection, the run, its attempts and watchdog. The spec,
+  the result and the child's command lines are :mod:`cutile_workbench.run.spec`'s; the results are
+  laid into the artifact layout by :mod:`cutile_workbench.run.results` (``write_results``); the GPU
+  a child sees is :mod:`cutile_workbench.gpu.visible`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import queue
 import re
-import shlex
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import cutile_workbench
 from cutile_workbench.artifacts.events import Event, read_events
-from cutile_workbench.artifacts.launch_store import RawMember
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
-from cutile_workbench.errors import InputError, UnsafePath
-from cutile_workbench.gpu.smi import query_gpu
-from cutile_workbench.infra.atomicio import atomic_write_bytes
+from cutile_workbench.errors import InputError
 from cutile_workbench.infra.atomicio import ensure_inside as _ensure_inside
 from cutile_workbench.model import LaunchSet
 from cutile_workbench.proc.collect import parse_collect_output
 from cutile_workbench.proc.group import kill_group, reap_group
-
-Role = Literal["candidate", "baseline_cutile", "baseline_triton_tileir"]
-ROLES: tuple[Role, ...] = ("candidate", "baseline_cutile", "baseline_triton_tileir")
-
-#: the directory that holds the ``workbench`` package (goes first on the child's PYTHONPATH)
-PACKAGE_ROOT = Path(cutile_workbench.__file__).resolve().parent.parent
+from cutile_workbench.run.spec import (
+    Attempt,
+    RunResult,
+    RunSpec,
+    check_kernel_dir,
+    child_env,
+    collect_argv,
+    count_outcomes,
+    run_argv,
+)
 
 #: CUDA errors that leave the process's context unusable ("sticky"): every later CUDA call in that
 #: process fails with the same error, so the child is restarted after the test that hit one.
@@ -94,186 +90,7 @@ STICKY_CUDA_ERROR = re.compile(
 
 #: pytest's verbose outcome words, as they end a test's line in ``-v`` output
 _OUTCOME_WORDS = ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL", "XPASS")
-_KERNEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 _POLL_S = 0.05
-
-
-# --------------------------------------------------------------------------- spec and result
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What to run, for which role, with which limits. Times in seconds."""
-
-    kernel: str
-    test_target: str  # a suite path, or tests/ops/test_X.py::Class::test_perf (relative to cwd)
-    k_expr: str | None = None
-    cwd: Path = Path(".")
-    role: Role = "candidate"
-    python: str = sys.executable
-    env: Mapping[str, str] = field(default_factory=dict)  # e.g. CUPTI=1 WARMUP REP MIN_REP
-    workbench_harness: bool = False
-    #: ``run --dump-ir``: cutile-rs prints its Tile IR (``CUTILE_DUMP=ir``), cuTile Python writes
-    #: ``*.tileir`` files here (``CUDA_TILE_DUMP_TILEIR``), our plugin marks tests (``ir.dumps``)
-    dump_ir_dir: str | None = None
-    per_test_timeout_s: float = 600.0
-    total_timeout_s: float | None = None
-    extra_pythonpath: tuple[str, ...] = ()
-    #: keep only ids whose first id token is exactly this (``cutile`` never matches ``cutile_rs``)
-    backend_token: str | None = None
-    #: grace before the first event (imports of torch/tilegym, CUDA context) instead of the per-test limit
-    startup_timeout_s: float = 300.0
-    kill_grace_s: float = 3.0
-    max_log_bytes: int = 256 * 1024 * 1024
-    extra_args: tuple[str, ...] = ()
-    #: ``run --compile-cache DIR``: every toolchain's compile cache under DIR (shared by runs and
-    #: scale-out shards; :mod:`cutile_workbench.run.compile_cache`), its cold/warm split recorded per run
-    compile_cache: str | None = None
-
-    def describe(self) -> str:
-        return f"{self.kernel}/{self.role}: {self.test_target}" + (
-            f" -k {self.k_expr!r}" if self.k_expr else ""
-        )
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One child pytest process of a run."""
-
-    index: int  # 1-based
-    argv: tuple[str, ...]
-    rc: int | None  # None: never started
-    ended: str  # finished | killed_hang | crashed | poisoned | cancelled | total_timeout | spawn_failed
-    detail: str
-    duration_s: float
-    events_path: str
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Everything one run produced. ``failed``/``not_run`` map node id → human reason."""
-
-    spec: RunSpec
-    rc: int  # pytest-like: 0 ok, 1 tests failed, 2 cancelled/timed out, 4 usage, 5 nothing selected
-    raw_log_path: Path
-    events: tuple[Event, ...]
-    collected: tuple[str, ...]
-    outcomes: Mapping[str, str]  # node id → passed | failed | skipped
-    failed: Mapping[str, str]
-    not_run: Mapping[str, str]
-    attempts: tuple[Attempt, ...]
-    launch_sets: tuple[LaunchSet, ...] = ()
-    cancelled: bool = False
-    started_at: float = 0.0
-    duration_s: float = 0.0
-    collect_output: str = ""
-    notes: tuple[str, ...] = ()
-    #: what the run did to ``spec.compile_cache`` (:func:`cutile_workbench.run.compile_cache.split`); None without one
-    compile_cache: Mapping[str, Any] | None = None
-
-    @property
-    def completed(self) -> tuple[str, ...]:
-        """Node ids pytest reported an outcome for (passed, skipped or failed), in run order."""
-        return tuple(self.outcomes)
-
-    @property
-    def passed(self) -> tuple[str, ...]:
-        return tuple(n for n, o in self.outcomes.items() if o == "passed")
-
-    @property
-    def raw_log_text(self) -> str:
-        """The raw log (all attempts + resume banners), as text."""
-        try:
-            return self.raw_log_path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            return ""
-
-    def summary_line(self) -> str:
-        counts = _count_outcomes(self.outcomes)
-        return (
-            f"{counts['passed']} passed, {len(self.failed)} failed, {counts['skipped']} skipped, "
-            f"{len(self.not_run)} not run in {len(self.attempts)} attempt(s) ({self.duration_s:.2f}s)"
-        )
-
-
-# --------------------------------------------------------------------------- command lines
-
-
-def child_env(spec: RunSpec) -> dict[str, str]:
-    """Environment of the child: ours + ``spec.env`` + PYTHONPATH with our package first."""
-    env = dict(os.environ)
-    env.update({str(k): str(v) for k, v in spec.env.items()})
-    paths = [str(PACKAGE_ROOT), *spec.extra_pythonpath]
-    if env.get("PYTHONPATH"):
-        paths.append(env["PYTHONPATH"])
-    env["PYTHONPATH"] = os.pathsep.join(paths)
-    # A pipe is block-buffered: without this, output written just before a crash is lost and the
-    # watchdog cannot see the "<nodeid> " line pytest writes when a test starts.
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("PYTHONFAULTHANDLER", "1")  # a SIGSEGV leaves a Python traceback in the raw log
-    if spec.compile_cache:
-        from cutile_workbench.run.compile_cache import cache_env
-
-        env.update(cache_env(spec.compile_cache, spec.env))
-    if spec.dump_ir_dir:
-        from cutile_workbench.ir import dumps
-
-        Path(spec.dump_ir_dir).mkdir(parents=True, exist_ok=True)
-        env.setdefault("CUTILE_DUMP", "ir")
-        env["CUDA_TILE_DUMP_TILEIR"] = str(Path(spec.dump_ir_dir).resolve())
-        env[dumps.MARKER_ENV] = "1"
-    return env
-
-
-def plugin_args() -> list[str]:
-    """The pytest arguments that load our plugin whether or not its entry point is installed."""
-    # ``-p cutile_workbench.run.plugins.perflog`` alone crashes pytest ("Plugin already registered under a
-    # different name") where our distribution is installed, because the pytest11 entry point
-    # ``cutile_workbench`` registers the same module; blocking the entry-point name first makes the
-    # explicit -p work both with and without the installed entry point.
-    return ["-p", "no:cutile_workbench", "-p", "cutile_workbench.run.plugins.perflog"]
-
-
-def pytest_base_argv(spec: RunSpec) -> list[str]:
-    # -p no:cacheprovider: never write .pytest_cache into a (possibly read-only) TileGym checkout.
-    # --rootdir=cwd: node ids are relative to cwd, so they can be passed back as arguments.
-    return [
-        spec.python,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        f"--rootdir={Path(spec.cwd).resolve()}",
-        *plugin_args(),
-    ]
-
-
-def collect_argv(spec: RunSpec) -> list[str]:
-    argv = [*pytest_base_argv(spec), spec.test_target, "--collect-only", "-q"]
-    if spec.k_expr:
-        argv += ["-k", spec.k_expr]
-    return argv + list(spec.extra_args)
-
-
-def run_argv(spec: RunSpec, events_file: Path, nodeids: Sequence[str] | None) -> list[str]:
-    """The measured run: the canonical ``<target> -k <expr>`` form, or explicit ids on resume."""
-    argv = pytest_base_argv(spec)
-    if nodeids is None:
-        argv.append(spec.test_target)
-        if spec.k_expr:
-            argv += ["-k", spec.k_expr]
-    else:
-        argv += list(nodeids)
-    argv += ["-sv", "--workbench-print-record", "--workbench-events", str(events_file)]
-    if spec.workbench_harness:
-        argv.append("--workbench-harness")
-    return argv + list(spec.extra_args)
-
-
-def backend_k_expr(token: str, user_k: str | None = None) -> str:
-    """``-k`` for one backend, with TileGym's id quirk: ``cutile`` also matches ``cutile_rs``."""
-    base = "cutile and not cutile_rs" if token == "cutile" else token
-    return f"({base}) and ({user_k})" if user_k else base
 
 
 # --------------------------------------------------------------------------- collection
@@ -440,13 +257,6 @@ def _error_lines(longrepr: str) -> str:
     return "\n".join(errs or lines[-3:])
 
 
-def _count_outcomes(outcomes: Mapping[str, str]) -> dict[str, int]:
-    counts = {"passed": 0, "failed": 0, "skipped": 0}
-    for o in outcomes.values():
-        counts[o] = counts.get(o, 0) + 1
-    return counts
-
-
 def _signal_name(num: int) -> str:
     try:
         return signal.Signals(num).name
@@ -554,7 +364,7 @@ def _run(
     on_event: Callable[[Event], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> RunResult:
-    _check_kernel_dir(out)
+    check_kernel_dir(out)
     started_at = time.time()
     t0 = time.monotonic()
     runs_dir = out.workbench_dir / "runs"
@@ -670,7 +480,7 @@ def _result(
     dispatcher: _Dispatcher,
 ) -> RunResult:
     duration = time.monotonic() - t0
-    counts = _count_outcomes(state.outcomes)
+    counts = count_outcomes(state.outcomes)
     if attempts:
         sink.write_line(
             f"===== workbench summary: {counts['passed']} passed, {len(state.failed)} failed, "
@@ -1039,282 +849,3 @@ def _apply_event(ev: Event, attempt: int, state: _State, dispatcher: _Dispatcher
         status = ev.get("exitstatus")
         state.session_finished = status if isinstance(status, int) else -1
     dispatcher.put(ev)
-
-
-# --------------------------------------------------------------------------- results into the layout
-
-
-RAW_LOG_TARGET: dict[str, str] = {
-    "candidate": "perf_full_log",
-    "baseline_cutile": "baseline_cutile",
-    "baseline_triton_tileir": "baseline_triton_tileir",
-}
-
-
-def raw_log_destination(role: str, out: KernelPaths) -> Path:
-    """Where a role's raw log goes (contract §1.2); E sanitizes the candidate's into perf_cutile_rs.txt."""
-    if role not in RAW_LOG_TARGET:
-        raise InputError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})", key="role")
-    return Path(getattr(out, RAW_LOG_TARGET[role]))
-
-
-def write_results(
-    result: RunResult, spec: RunSpec, out: KernelPaths, *, metadata_overrides: Mapping[str, Any] | None = None
-) -> list[Path]:
-    """Lay a run into the artifact layout; returns the written paths. All reads/validation first.
-
-    raw log → the role's log file; events → ``workbench/events.jsonl`` (this role's previous lines
-    replaced, each line carrying ``role``); launch sets → merged into ``workbench/launches.json.gz``
-    (same ``(nodeid, backend)`` replaced; one gzip member per set + ``launches.idx.json``:
-    :mod:`cutile_workbench.artifacts.launch_store`); metadata → ``workbench/session.json`` (``runs[role]``).
-    ``metadata_overrides`` (hook for :mod:`cutile_workbench.run.scaleout.merge`) replaces keys of
-    ``runs[role]``, e.g. the shards' hosts and GPUs instead of this process's.
-    A malformed existing evidence file raises :class:`InputError` before anything is written.
-    """
-    _check_kernel_dir(out)
-    root = out.root
-    log_dest = raw_log_destination(spec.role, out)
-    # --- read and check everything before the first write
-    kept_lines = _existing_event_lines(out.events_jsonl, spec.role)
-    session = _existing_session(out.session_json)
-    merged_sets: list[LaunchSet | RawMember] | None = None
-    if result.launch_sets:
-        from cutile_workbench.artifacts.launch_store import index_path_for, open_store
-
-        # per-config members: the kept ones are copied as bytes (nothing of them is parsed)
-        old = open_store(out.launches_json) if out.launches_json.exists() else None
-        new_keys = {(s.nodeid, s.backend) for s in result.launch_sets}
-        keep = (
-            []
-            if old is None
-            else [i for i, e in enumerate(old.entries) if (e.nodeid, e.backend) not in new_keys]
-        )
-        merged_sets = [*(old.raw_members(keep) if old is not None else ()), *result.launch_sets]
-        _ensure_inside(index_path_for(out.launches_json), root)
-    for p in (log_dest, out.events_jsonl, out.session_json, out.launches_json):
-        _ensure_inside(p, root)
-    # --- write, holding the kernel dir's writer lock so a report write never sees half of it
-    from cutile_workbench.artifacts.writer import kernel_lock
-
-    root.mkdir(parents=True, exist_ok=True)
-    with kernel_lock(root):
-        return _write_locked(
-            result, spec, out, log_dest, kept_lines, merged_sets, session, dict(metadata_overrides or {})
-        )
-
-
-def _write_locked(
-    result: RunResult,
-    spec: RunSpec,
-    out: KernelPaths,
-    log_dest: Path,
-    kept_lines: list[str],
-    merged_sets: list[LaunchSet | RawMember] | None,
-    session: dict[str, Any],
-    metadata_overrides: dict[str, Any],
-) -> list[Path]:
-    root = out.root
-    written: list[Path] = []
-    atomic_write_bytes(log_dest, result.raw_log_path.read_bytes(), root)
-    written.append(log_dest)
-    new_lines = [
-        json.dumps({**ev.to_dict(), "role": spec.role}, default=str, ensure_ascii=True)
-        for ev in result.events
-    ]
-    atomic_write_bytes(out.events_jsonl, ("".join(ln + "\n" for ln in kept_lines + new_lines)).encode(), root)
-    written.append(out.events_jsonl)
-    if merged_sets is not None:
-        from cutile_workbench.artifacts.launch_store import write_store
-
-        written.append(out.launches_json)  # one gzip member per set + its index (temp files + os.replace)
-        written.append(write_store(out.launches_json, merged_sets))
-    session.setdefault("version", 1)
-    session["kernel"] = spec.kernel
-    session.setdefault("runs", {})[spec.role] = {**session_metadata(result, spec), **metadata_overrides}
-    # issue #15: one history entry per run (workbench/history.sqlite); never blocks the results
-    from cutile_workbench.history.record import record_run
-
-    history = record_run(out, spec.role, log_dest, result.events)
-    session["runs"][spec.role]["history"] = history.as_dict()
-    if history.added:
-        written.append(Path(history.store_path))
-    atomic_write_bytes(
-        out.session_json, (json.dumps(session, indent=2, sort_keys=True, default=str) + "\n").encode(), root
-    )
-    written.append(out.session_json)
-    if spec.dump_ir_dir:
-        written += _file_ir(result, spec, out)
-    return written
-
-
-def _file_ir(result: RunResult, spec: RunSpec, out: KernelPaths) -> list[Path]:
-    """``run --dump-ir``: the IR each config ran, filed per config (``cutile_workbench.ir.filing``)."""
-    from cutile_workbench.ir import filing
-
-    raw = result.raw_log_path.read_text(encoding="utf-8", errors="replace")
-    if spec.role == "candidate":
-        plan = filing.plan_candidate(raw)
-    else:
-        names: dict[str, str] = {}
-        for ev in result.events:
-            if ev.event != "record":
-                continue
-            bench = ev.get("benchmark") or {}
-            fwd = (bench.get(ev.get("framework")) or {}).get("forward") or {}
-            if isinstance(fwd.get("kernel_name"), str):
-                names[str(ev.get("nodeid"))] = fwd["kernel_name"]
-        plan = filing.plan_reference(raw, Path(str(spec.dump_ir_dir)), names)
-    return filing.write_filing(out.root, plan)
-
-
-def session_metadata(result: RunResult, spec: RunSpec) -> dict[str, Any]:
-    """What ``session.json`` records about one role's run (command, env overrides, host, GPU, outcome)."""
-    child_env = {**os.environ, **spec.env}  # the GPU is the one the child saw, not nvidia-smi's GPU 0
-    return {
-        "kernel": spec.kernel,
-        "role": spec.role,
-        "backend_token": spec.backend_token,
-        "test_target": spec.test_target,
-        "k_expr": spec.k_expr,
-        "cwd": str(Path(spec.cwd).resolve()),
-        "python": spec.python,
-        "env_overrides": dict(spec.env),
-        "workbench_harness": spec.workbench_harness,
-        "harness": "workbench" if spec.workbench_harness else "tilegym",
-        "dump_ir_dir": spec.dump_ir_dir,
-        "per_test_timeout_s": spec.per_test_timeout_s,
-        "total_timeout_s": spec.total_timeout_s,
-        "commands": [shlex.join(a.argv) for a in result.attempts],
-        "attempts": [
-            {
-                "index": a.index,
-                "rc": a.rc,
-                "ended": a.ended,
-                "detail": a.detail,
-                "duration_s": round(a.duration_s, 3),
-            }
-            for a in result.attempts
-        ],
-        "rc": result.rc,
-        "collected": len(result.collected),
-        "outcomes": dict(result.outcomes),
-        "failed": dict(result.failed),
-        "not_run": dict(result.not_run),
-        "cancelled": result.cancelled,
-        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(result.started_at)),
-        "duration_s": round(result.duration_s, 3),
-        "compile_cache": dict(result.compile_cache)
-        if result.compile_cache is not None
-        else {
-            "dir": None,
-            "state": "not recorded",
-            "note": "no --compile-cache: the toolchains used their default caches, which are not counted",
-        },
-        "host": socket.gethostname(),
-        "gpu": gpu_description(child_env, result.events),
-        "compute_capability": gpu_query("compute_cap", child_env),
-        "provenance": _provenance_block(result.events),
-        "notes": list(result.notes),
-    }
-
-
-def _provenance_block(events: Iterable[Event]) -> dict[str, Any]:
-    """Toolchain, TileGym commit, torch, CUDA, driver, cupti of the child's run (issue 36)."""
-    from cutile_workbench.history.provenance import provenance_from_events
-    from cutile_workbench.history.provenance.toolchain import session_provenance
-
-    try:
-        return session_provenance(provenance_from_events(events))
-    except InputError as exc:
-        return {"recorded": False, "why": f"malformed provenance event: {exc}"}
-
-
-#: a ``CUDA_VISIBLE_DEVICES`` entry CUDA accepts (it stops at the first other one: ``-1`` hides every GPU)
-_VISIBLE_ENTRY = re.compile(r"\d+|GPU-[0-9A-Fa-f-]+|MIG-[0-9A-Za-z/-]+")
-
-
-def gpu_description(env: Mapping[str, str] | None = None, events: Iterable[Event] = ()) -> str | None:
-    """``name, driver`` of the GPU a run's pytest child used, or None where nothing can tell.
-
-    The child's own NVML reading first (its ``provenance`` events: the CUDA device torch used, else
-    the first ``CUDA_VISIBLE_DEVICES`` entry), else :func:`gpu_query` for the child's environment
-    ``env`` — never simply nvidia-smi's GPU 0, which a pinned shard may not be using."""
-    from cutile_workbench.history.provenance import provenance_from_events
-
-    try:
-        prov = provenance_from_events(events)
-    except InputError:  # a malformed provenance event: the child's reading is unknown, not fatal here
-        prov = None
-    if prov is not None and prov.gpu is not None and prov.gpu.name:
-        return prov.gpu.name + (f", {prov.gpu.driver_version}" if prov.gpu.driver_version else "")
-    return gpu_query("name,driver_version", env)
-
-
-def gpu_query(fields: str, env: Mapping[str, str] | None = None) -> str | None:
-    """``nvidia-smi --query-gpu=<fields>`` for the GPU a child with environment ``env`` (default: ours)
-    sees as device 0 (e.g. ``compute_cap`` → ``"9.0"``), or None.
-
-    That GPU is the first ``CUDA_VISIBLE_DEVICES`` entry (unset: CUDA's device 0). A UUID names it
-    exactly; an index is nvidia-smi's (PCI bus order) only under ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` —
-    CUDA's default numbers the fastest GPU first — so otherwise the answer is given only when every
-    GPU answers the same. None: no nvidia-smi, an entry that hides every GPU, or no GPU it names.
-    F resolves the wrappers' arch-conditional autotune configs from the recorded compute capability."""
-    environ = os.environ if env is None else env
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
-    first = "0" if visible is None else visible.split(",")[0].strip()
-    if not _VISIBLE_ENTRY.fullmatch(first):
-        return None
-    if not first.isdigit():
-        rows = query_gpu(fields, ["-i", first], timeout_s=10)
-        return rows[0] if rows else None
-    indexed = query_gpu(f"index,{fields}", timeout_s=10)
-    answers = dict(r.split(", ", 1) for r in indexed or [] if ", " in r)
-    if environ.get("CUDA_DEVICE_ORDER") == "PCI_BUS_ID" or len(set(answers.values())) == 1:
-        return answers.get(first)
-    return None
-
-
-def _existing_event_lines(path: Path, role: str) -> list[str]:
-    """Lines of an existing events.jsonl other than ``role``'s; InputError on a malformed line."""
-    if not path.exists():
-        return []
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    kept: list[str] = []
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed event line (not JSON: {exc.msg})", path=path, line=lineno) from None
-        if not isinstance(obj, dict):
-            raise InputError("malformed event line (not a JSON object)", path=path, line=lineno)
-        if obj.get("role") != role:
-            kept.append(line)
-    return kept
-
-
-def _existing_session(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed session metadata ({exc.msg})", path=path, line=exc.lineno) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    if not isinstance(data, dict) or not isinstance(data.get("runs", {}), dict):
-        raise InputError(
-            "session metadata must be a JSON object with an object 'runs'", path=path, key="runs"
-        )
-    return data
-
-
-def _check_kernel_dir(out: KernelPaths) -> None:
-    if not _KERNEL_NAME.match(out.kernel) or out.kernel in (".", ".."):
-        raise UnsafePath(
-            f"refusing kernel name {out.kernel!r} (letters, digits, '_', '.', '-' only)", key="kernel"
-        )

@@ -1,7 +1,7 @@
 """``report f --demonstrate`` as a service: F's wrapper-level fix tried in a throwaway copy.
 
 Contract:
-- :func:`plan_edits` derives the wrapper edits from F's evidence (:class:`~cutile_workbench.stages.f.diagnosis.FInputs`):
+- :func:`plan_edits` derives the wrapper edits from F's evidence (:class:`~cutile_workbench.stages.f.finputs.FInputs`):
   for each variant with slow rows (ratio > 1.05), when the reference's config is known and absent
   from the candidate's search space, add it to the candidate's config function in the candidate's
   spelling (:func:`cutile_workbench.stages.f.demonstrate.add_config_edit`). Anything else is a note saying why
@@ -40,7 +40,8 @@ from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.infra.bootstrap import ratio_ci
 from cutile_workbench.infra.paths import dir_at, is_inside
 from cutile_workbench.model import LaunchSet, RatioRow
-from cutile_workbench.run.runner import RunResult, RunSpec, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.spec import RunResult, RunSpec
 from cutile_workbench.stages.e.stats import DONE_MAX, round4
 from cutile_workbench.stages.f.demonstrate import (
     ConfigOutcome,
@@ -50,7 +51,7 @@ from cutile_workbench.stages.f.demonstrate import (
     WrapperEdit,
     add_config_edit,
 )
-from cutile_workbench.stages.f.diagnosis import FInputs
+from cutile_workbench.stages.f.finputs import FInputs
 
 #: what the overlay copies of a TileGym tree (the rest of a checkout is not needed to run test_perf)
 OVERLAY_ITEMS = ("src", "tests", "pytest.ini", "conftest.py", "pyproject.toml", "setup.py", "setup.cfg")

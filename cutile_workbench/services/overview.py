@@ -33,6 +33,7 @@ from pathlib import Path
 
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
 from cutile_workbench.errors import InputError, WorkbenchError
+from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import RatioTable
 from cutile_workbench.stages.e.overview import E_SOURCE_SHORT as E_SOURCE_SHORT
 from cutile_workbench.stages.e.overview import (
@@ -289,14 +290,8 @@ def _store_row(kdir: Path, signature: list[list[object]], row: OverviewRow, env:
     try:
         body = encode(row)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(
-            json.dumps(
-                {"schema_version": SCHEMA_VERSION, "signature": signature, "row": body}, allow_nan=False
-            ),
-            encoding="utf-8",
-        )
-        os.replace(tmp, path)
+        doc = {"schema_version": SCHEMA_VERSION, "signature": signature, "row": body}
+        atomic_write_bytes(path, json.dumps(doc, allow_nan=False).encode("utf-8"), None, durable=False)
         rows = sorted(path.parent.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in rows[KEEP_ROWS:]:
             old.unlink(missing_ok=True)

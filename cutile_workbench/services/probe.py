@@ -54,7 +54,7 @@ from cutile_workbench.evidence.ncu import (
     side_by_side,
 )
 from cutile_workbench.model import RatioRow
-from cutile_workbench.run.runner import PACKAGE_ROOT
+from cutile_workbench.run.spec import PACKAGE_ROOT
 from cutile_workbench.services.runs import NO_SILENT_FALLBACK
 from cutile_workbench.stages.session.kernel import KernelSession
 
@@ -137,8 +137,8 @@ def plan_probe(
     request: ProbeRequest, env: Mapping[str, str] = os.environ, ws: Workspace | None = None
 ) -> ProbePlan:
     """The probe of one config (see the module contract); nothing is run or written."""
+    from cutile_workbench.evidence.launches import same_backend
     from cutile_workbench.services import stage_f
-    from cutile_workbench.stages.f.diagnosis import same_backend
 
     ws = ws or open_kernel(request, env)
     inputs = stage_f.collect(ws)

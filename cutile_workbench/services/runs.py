@@ -50,12 +50,12 @@ from cutile_workbench.gpu.smi import run_nvidia_smi
 from cutile_workbench.infra.cancel import run_cancellable as run_cancellable
 from cutile_workbench.infra.cancel import signal_name as signal_name
 from cutile_workbench.model import RatioRow
-from cutile_workbench.run.runner import PACKAGE_ROOT, Role, RunSpec, backend_k_expr
-from cutile_workbench.run.runner import RunResult as RunResult
-from cutile_workbench.run.runner import raw_log_destination as raw_log_destination
+from cutile_workbench.run.results import raw_log_destination as raw_log_destination
+from cutile_workbench.run.results import write_results as write_results
 from cutile_workbench.run.runner import run as run
 from cutile_workbench.run.runner import run as run_suite
-from cutile_workbench.run.runner import write_results as write_results
+from cutile_workbench.run.spec import PACKAGE_ROOT, Role, RunSpec, backend_k_expr
+from cutile_workbench.run.spec import RunResult as RunResult
 
 SuiteKind = Literal["tilegym", "profile", "suite"]
 

@@ -40,7 +40,6 @@ from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.infra.cancel import install_cancel_handlers as install_cancel_handlers
 from cutile_workbench.infra.cancel import restore_handlers as restore_handlers
 from cutile_workbench.model import RatioRow, RatioTable
-from cutile_workbench.run.runner import Role, RunSpec
 from cutile_workbench.run.scaleout import console as console
 from cutile_workbench.run.scaleout.console import ConsolePrinter as ConsolePrinter
 from cutile_workbench.run.scaleout.devices import (
@@ -53,6 +52,7 @@ from cutile_workbench.run.scaleout.devices import (
 from cutile_workbench.run.scaleout.plan import RoleRun
 from cutile_workbench.run.scaleout.service import ScaleoutRequest, ScaleoutResult, run_scaled
 from cutile_workbench.run.scaleout.worker import SELECT_PLUGIN
+from cutile_workbench.run.spec import Role, RunSpec
 from cutile_workbench.services.runs import rerun_cwd, rerun_env, rerun_targets
 from cutile_workbench.stages.e.stats import geomean
 

@@ -4,7 +4,7 @@ Contract (both faces call exactly these):
 
 - :func:`open_kernel` resolves the workspace like every command (``InputError`` when the kernel
   dir does not exist: nothing to investigate).
-- :func:`collect` reads a workspace into :class:`~cutile_workbench.stages.f.diagnosis.FInputs` with E's
+- :func:`collect` reads a workspace into :class:`~cutile_workbench.stages.f.finputs.FInputs` with E's
   strictness (:func:`cutile_workbench.stages.f.inputs.collect_inputs`: E table, launches, analysis.json, IR pairs
   and the IR each config ran, wrapper audit and search space, probes): an absent input becomes a
   ``missing`` line, a present but malformed one raises ``InputError`` (file, line/key: exit 2).
@@ -28,7 +28,8 @@ from cutile_workbench.errors import InputError
 from cutile_workbench.model import Investigation, ReportPlan
 from cutile_workbench.services.stage_e import read_only_reason
 from cutile_workbench.stages.f.demonstrate import Demonstration
-from cutile_workbench.stages.f.diagnosis import FInputs, diagnose
+from cutile_workbench.stages.f.diagnosis import diagnose
+from cutile_workbench.stages.f.finputs import FInputs
 from cutile_workbench.stages.f.inputs import collect_inputs
 from cutile_workbench.stages.f.report import plan_f_reports
 

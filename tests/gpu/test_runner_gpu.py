@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from cutile_workbench.artifacts.layout import KernelPaths
-from cutile_workbench.run.runner import RunSpec, run, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import run
+from cutile_workbench.run.spec import RunSpec
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runner"
 

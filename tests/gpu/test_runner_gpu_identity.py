@@ -9,9 +9,10 @@ from __future__ import annotations
 from scaleout_helpers import fake_nvidia_smi
 
 from cutile_workbench.artifacts.events import Event
+from cutile_workbench.gpu.visible import gpu_query
 from cutile_workbench.history.provenance import Provenance
 from cutile_workbench.history.provenance.gpu import GpuIdentity
-from cutile_workbench.run.runner import gpu_description, gpu_query
+from cutile_workbench.run.results import gpu_description
 
 TWO_MODELS = (
     "0, GPU-0a0a0a0a-0000-0000-0000-000000000000, NVIDIA H200\n"

@@ -17,10 +17,10 @@ import pytest
 
 from cutile_workbench.artifacts.events import read_events
 from cutile_workbench.artifacts.layout import KernelPaths
-from cutile_workbench.run.runner import RunSpec, backend_k_expr
 from cutile_workbench.run.scaleout.devices import resolve_devices, visible_gpus
 from cutile_workbench.run.scaleout.plan import RoleRun, row_key
 from cutile_workbench.run.scaleout.service import ScaleoutRequest, run_scaled
+from cutile_workbench.run.spec import RunSpec, backend_k_expr
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -16,7 +16,9 @@ from test_runner import make_suite, spec_for
 
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.run import compile_cache
-from cutile_workbench.run.runner import child_env, run, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import run
+from cutile_workbench.run.spec import child_env
 
 STAND_IN_JIT = """
 

@@ -19,7 +19,7 @@ import pytest
 
 from cutile_workbench.cli import main
 from cutile_workbench.evidence.search_space import TuneConfig, compare_spaces, wrapper_spaces
-from cutile_workbench.run.runner import RunResult, RunSpec
+from cutile_workbench.run.spec import RunResult, RunSpec
 from cutile_workbench.services import stage_f
 from cutile_workbench.services.demonstrate import plan_edits, tree_sha256
 from cutile_workbench.stages.f.demonstrate import EditRefused, add_config_edit, render_demonstration

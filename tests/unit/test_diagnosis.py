@@ -12,16 +12,11 @@ import pytest
 
 from cutile_workbench.artifacts.analysis import parse_analysis
 from cutile_workbench.artifacts.launches_io import load_launch_sets
+from cutile_workbench.evidence.launches import classify_kernel, summarize_launch_set
 from cutile_workbench.ir.audit import audit_files
 from cutile_workbench.model import CallCapture, Launch, LaunchSet, RatioRow, RatioTable
-from cutile_workbench.stages.f.diagnosis import (
-    FInputs,
-    classify_kernel,
-    classify_pattern,
-    config_findings,
-    diagnose,
-    summarize_launch_set,
-)
+from cutile_workbench.stages.f.diagnosis import classify_pattern, config_findings, diagnose
+from cutile_workbench.stages.f.finputs import FInputs
 
 FIX = Path(__file__).parent.parent / "fixtures"
 P = "static_persistent-16384-2048-torch.bfloat16"

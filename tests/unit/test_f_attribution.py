@@ -23,7 +23,8 @@ from cutile_workbench.model import (
     SourceFrame,
 )
 from cutile_workbench.run.capture.attribution import keep_frames
-from cutile_workbench.stages.f.diagnosis import FInputs, diagnose
+from cutile_workbench.stages.f.diagnosis import diagnose
+from cutile_workbench.stages.f.finputs import FInputs
 
 P = "64-1024-4096-torch.float16"
 FUNC = "tests/ops/test_silu_and_mul.py::Test_SiluAndMul::test_perf"

@@ -183,7 +183,8 @@ def test_the_recorded_session_is_never_written(how: str, capsys: pytest.CaptureF
 
 def test_register_cap_is_pressure_only_where_the_reference_stays_below_it() -> None:
     """SYNTHETIC summaries (resources only): both at 255 is no difference; 255 vs 168 is."""
-    from cutile_workbench.stages.f.diagnosis import LaunchSummary, resource_finding
+    from cutile_workbench.evidence.launches import LaunchSummary
+    from cutile_workbench.stages.f.diagnosis import resource_finding
 
     def summary(backend: str, regs: int) -> LaunchSummary:
         return LaunchSummary(

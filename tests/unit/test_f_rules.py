@@ -18,7 +18,8 @@ from cutile_workbench.artifacts.workspace import open_workspace
 from cutile_workbench.evidence.search_space import SearchSpaceAudit
 from cutile_workbench.ir.audit import audit_texts
 from cutile_workbench.model import CallCapture, Launch, LaunchSet, RatioRow, RatioTable
-from cutile_workbench.stages.f.diagnosis import FInputs, diagnose
+from cutile_workbench.stages.f.diagnosis import diagnose
+from cutile_workbench.stages.f.finputs import FInputs
 from cutile_workbench.stages.f.inputs import collect_inputs
 from cutile_workbench.stages.f.render import render_investigation
 

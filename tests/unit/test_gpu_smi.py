@@ -35,7 +35,7 @@ def test_no_nvidia_smi_is_an_answer_not_an_error(tmp_path: Path, monkeypatch: py
 def test_the_runner_and_the_shard_devices_ask_through_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cutile_workbench.run import runner
+    from cutile_workbench.gpu import visible
     from cutile_workbench.run.scaleout import devices
 
     fake_nvidia_smi(tmp_path, monkeypatch, GPUS)
@@ -48,10 +48,10 @@ def test_the_runner_and_the_shard_devices_ask_through_it(
         asked.append(fields)
         return real(fields, extra, timeout_s=timeout_s)
 
-    monkeypatch.setattr(runner, "query_gpu", spy)
+    monkeypatch.setattr(visible, "query_gpu", spy)
     monkeypatch.setattr(devices, "query_gpu", spy)
     assert (
-        runner.gpu_query("compute_cap", {"CUDA_VISIBLE_DEVICES": "GPU-1b1b1b1b-1111-1111-1111-111111111111"})
+        visible.gpu_query("compute_cap", {"CUDA_VISIBLE_DEVICES": "GPU-1b1b1b1b-1111-1111-1111-111111111111"})
         == "8.0"
     )
     assert [g.name for g in devices.nvidia_smi_gpus()] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB"]

@@ -20,7 +20,8 @@ from cutile_workbench.errors import InputError
 from cutile_workbench.history.importer import import_kernel_dir, parse_log_header
 from cutile_workbench.history.query import history_csv, history_to_dict, load_history, open_history, sparkline
 from cutile_workbench.history.store import HISTORY_FILE, HistoryStore
-from cutile_workbench.run.runner import run, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import run
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "cutile_workbench" / "profiles" / "rms_norm" / "session"

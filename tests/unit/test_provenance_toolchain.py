@@ -139,7 +139,8 @@ def test_a_runs_session_json_and_agent_e_name_the_toolchain(tmp_path: Path, tool
     from test_runner import make_suite, spec_for
 
     from cutile_workbench.artifacts.layout import KernelPaths
-    from cutile_workbench.run.runner import run, write_results
+    from cutile_workbench.run.results import write_results
+    from cutile_workbench.run.runner import run
     from cutile_workbench.stages.e.report import session_facts
 
     suite = make_suite(tmp_path)

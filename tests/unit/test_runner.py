@@ -20,17 +20,9 @@ import pytest
 from cutile_workbench.artifacts.events import Event, read_events
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.errors import InputError, UnsafePath
-from cutile_workbench.run.runner import (
-    RunResult,
-    RunSpec,
-    _failure_reason,
-    _LogSink,
-    _StdoutTracker,
-    backend_k_expr,
-    parse_collect_output,
-    run,
-    write_results,
-)
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import _failure_reason, _LogSink, _StdoutTracker, parse_collect_output, run
+from cutile_workbench.run.spec import RunResult, RunSpec, backend_k_expr
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "runner"
 TILEGYM_SCRIPTS = (

@@ -16,7 +16,6 @@ import pytest
 
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.errors import InputError
-from cutile_workbench.run.runner import RunSpec
 from cutile_workbench.run.scaleout.devices import (
     Device,
     identify,
@@ -39,6 +38,7 @@ from cutile_workbench.run.scaleout.plan import (
     spec_to_json,
 )
 from cutile_workbench.run.scaleout.provenance import mixed_gpu_rows
+from cutile_workbench.run.spec import RunSpec
 
 F = "tests/ops/test_rms_norm.py::Test_RMSNorm::test_perf"
 

@@ -26,7 +26,7 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.infra.cancel import run_cancellable, signal_name
-from cutile_workbench.run.runner import raw_log_destination
+from cutile_workbench.run.results import raw_log_destination
 from cutile_workbench.run.scaleout.devices import parse_gpus, resolve_devices
 from cutile_workbench.run.scaleout.plan import RoleRun
 from cutile_workbench.run.scaleout.progress import ProgressBoard

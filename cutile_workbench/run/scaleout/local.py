@@ -45,10 +45,10 @@ from pathlib import Path
 
 from cutile_workbench.artifacts.events import Event
 from cutile_workbench.proc.group import kill_groups
-from cutile_workbench.run.runner import PACKAGE_ROOT
 from cutile_workbench.run.scaleout.devices import Device, pinned_env
 from cutile_workbench.run.scaleout.plan import PlanPaths, ShardPlan, ShardStatus, read_status, reset_shard
 from cutile_workbench.run.scaleout.progress import OnEvent, TailSet, scaleout_event
+from cutile_workbench.run.spec import PACKAGE_ROOT
 
 
 def worker_env(device: Device, base: dict[str, str] | None = None) -> dict[str, str]:

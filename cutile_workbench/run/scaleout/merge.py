@@ -1,8 +1,8 @@
 """Merge a plan's complete shards into the kernel's TileGym layout, with per-row provenance.
 
 Contract of :func:`merge_plan` (refuses, writing nothing, unless every shard is ``complete``):
-- Per role, one merged :class:`~cutile_workbench.run.runner.RunResult` is laid into the kernel dir by
-  :func:`cutile_workbench.run.runner.write_results` — the same atomic, locked, role-replacing write as a
+- Per role, one merged :class:`~cutile_workbench.run.spec.RunResult` is laid into the kernel dir by
+  :func:`cutile_workbench.run.results.write_results` — the same atomic, locked, role-replacing write as a
   single run — so every reader (E's table, ``report e``, the TUI) sees one ordinary run:
   - raw log: the shards' raw logs concatenated in shard order, each after one banner
     ``===== workbench shard K/N (plan P): M node id(s) on host H, GPU D NAME UUID =====``, then one
@@ -47,15 +47,11 @@ from cutile_workbench.errors import InputError
 from cutile_workbench.history.provenance import provenance_from_events
 from cutile_workbench.infra.atomicio import atomic_write_bytes
 from cutile_workbench.model import LaunchSet
-from cutile_workbench.run.runner import (
-    Attempt,
-    RunResult,
-    raw_log_destination,
-    write_results,
-)
+from cutile_workbench.run.results import raw_log_destination, write_results
 from cutile_workbench.run.scaleout.devices import UNKNOWN
 from cutile_workbench.run.scaleout.plan import PlanPaths, RoleRun, ShardPlan, ShardStatus, read_status
 from cutile_workbench.run.scaleout.provenance import MixedGpuReport, gpu_model, mixed_gpu_rows
+from cutile_workbench.run.spec import Attempt, RunResult
 
 _COUNTED = (MARKER, "PASSED", "FAILED", "SKIPPED")
 

@@ -20,7 +20,7 @@ Contract:
   the first is overwritten).
 - Layout (:class:`PlanPaths`): ``<kernel>/workbench/shards/<plan_id>/`` holds ``plan.json``; one
   TileGym kernel-layout dir per shard, ``<index>/`` (written by
-  :func:`cutile_workbench.run.runner.write_results`), with ``ids.<role>.txt``, ``shard.json`` (the manifest),
+  :func:`cutile_workbench.run.results.write_results`), with ``ids.<role>.txt``, ``shard.json`` (the manifest),
   ``progress.jsonl`` and ``worker.log``; ``locks/<index>.lock``; ``slurm/`` (batch script,
   submissions, per-task logs) and ``merged/`` (the merged raw logs).
 - A shard is **done** when its manifest says ``complete`` for this plan id: every role's run ended
@@ -48,7 +48,8 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import split_nodeid
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.infra.atomicio import atomic_write_bytes
-from cutile_workbench.run.runner import ROLES, Role, RunSpec, collect
+from cutile_workbench.run.runner import collect
+from cutile_workbench.run.spec import ROLES, Role, RunSpec
 
 PLAN_VERSION = 1
 ShardState = Literal["pending", "running", "complete", "incomplete", "failed", "cancelled"]

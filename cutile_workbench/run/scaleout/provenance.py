@@ -7,7 +7,7 @@ Contract (minimal on purpose; a fuller provenance model can absorb these fields)
   nvidia-smi identity of its pinned GPU (``"unknown"`` where neither could tell; ``gpu_source``
   says which). A single-process run has no ``measured_on``: all its rows were measured where
   ``runs[<role>]["host"]``/``["gpu"]`` say (``gpu``: ``name, driver`` of the GPU its child used,
-  :func:`cutile_workbench.run.runner.gpu_description`).
+  :func:`cutile_workbench.run.results.gpu_description`).
 - :func:`row_gpus` gives ``{role: {(func_key, params): gpu model}}`` from either shape.
 - :func:`mixed_gpu_rows` flags every row whose candidate and baseline (each baseline role
   present) were measured on different GPU **models** (name compared case-insensitively; rows with

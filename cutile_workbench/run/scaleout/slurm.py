@@ -45,10 +45,10 @@ from typing import Any
 
 from cutile_workbench.errors import InputError
 from cutile_workbench.infra.atomicio import atomic_write_bytes
-from cutile_workbench.run.runner import PACKAGE_ROOT
 from cutile_workbench.run.scaleout.local import tail_lines
 from cutile_workbench.run.scaleout.plan import PlanPaths, ShardPlan, ShardStatus, read_status
 from cutile_workbench.run.scaleout.progress import OnEvent, TailSet, scaleout_event
+from cutile_workbench.run.spec import PACKAGE_ROOT
 
 #: squeue/sacct states after which a task will not run again by itself
 FINAL_STATES = frozenset(

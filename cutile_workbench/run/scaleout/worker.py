@@ -8,7 +8,7 @@ Contract:
   ``CUDA_VISIBLE_DEVICES``/``CUDA_DEVICE_ORDER=PCI_BUS_ID`` in ``RunSpec.env``, so each config is
   measured on exactly one GPU and the candidate and baselines of a row on the same one. Fault
   isolation, resume and raw logs are the runner's, unchanged. A role that ran to its end is laid
-  into the shard's kernel dir by :func:`cutile_workbench.run.runner.write_results`; a cancelled one writes
+  into the shard's kernel dir by :func:`cutile_workbench.run.results.write_results`; a cancelled one writes
   nothing (as in a single run).
 - It holds ``locks/<I>.lock`` (``flock``) while it runs: a second worker on the same shard exits
   3 at once and touches nothing.
@@ -48,7 +48,8 @@ from typing import IO, Any
 
 from cutile_workbench.artifacts.events import Event, EventWriter
 from cutile_workbench.errors import WorkbenchError
-from cutile_workbench.run.runner import run, write_results
+from cutile_workbench.run.results import write_results
+from cutile_workbench.run.runner import run
 from cutile_workbench.run.scaleout.devices import identify, pinned_env, visible_gpus
 from cutile_workbench.run.scaleout.plan import (
     PlanPaths,

@@ -1,6 +1,6 @@
 """The F procedure (agent_f.md Step 2, contract §5.4): evidence → findings → verdicts.
 
-Contract: :func:`diagnose` is pure (no I/O): it takes :class:`FInputs` (E's ratio table and the perf
+Contract: :func:`diagnose` is pure (no I/O): it takes :class:`~cutile_workbench.stages.f.finputs.FInputs` (E's ratio table and the perf
 records behind it, per-launch captures, analysis.json, IR audits, the static wrapper audit, the
 search-space audit, ncu probes, the GPU, which inputs are missing) and returns the
 :class:`~cutile_workbench.model.Investigation` list F writes, one report each.
@@ -79,48 +79,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
 from cutile_workbench.evidence import attribution as attr
 from cutile_workbench.evidence.gap import GapAssessment, assess_gap
-from cutile_workbench.evidence.gpu import GpuFacts
 from cutile_workbench.evidence.identity import config_kernels, dispatch_findings, kernel_functions_of
 from cutile_workbench.evidence.launches import (
-    KernelGroup,
     LaunchEvidence,
     LaunchSummary,
     candidate_attribution,
-    classify_kernel,
     extra_launches,
     is_native,
     launch_evidence,
-    pick_sets,
-    same_backend,
-    summarize_launch_set,
 )
 from cutile_workbench.evidence.ncu import ProbeResult, probe_for
-from cutile_workbench.evidence.search_space import SearchSpaceAudit, SpaceComparison
-from cutile_workbench.evidence.trust import KernelTrust
+from cutile_workbench.evidence.search_space import SpaceComparison
 from cutile_workbench.ir.audit import IRAudit
-from cutile_workbench.model import Finding, Investigation, LaunchSet, PerfRecord, RatioRow, RatioTable
+from cutile_workbench.model import Finding, Investigation, RatioRow
+from cutile_workbench.stages.f.finputs import FInputs
 
 __all__ = [
-    "FInputs",
-    "KernelGroup",
-    "LaunchSummary",
     "all_findings",
-    "classify_kernel",
     "classify_pattern",
     "config_findings",
     "diagnose",
-    "extra_launches",
-    "pick_sets",
     "resource_finding",
-    "same_backend",
-    "short_kernel_name",
-    "summarize_launch_set",
 ]
 
 SLOW_RATIO = 1.05
@@ -137,40 +121,6 @@ _RANK = {"high": 2, "medium": 1, "low": 0}
 #: finding rules that may decide FIXABLE only with a real per-launch gap (V3)
 _GAP_GATED_KINDS = ("config", "resources")
 _GAP_GATED_WRAPPER_RULES = ("autotune_missing", "compile_options")
-
-
-@dataclass
-class FInputs:
-    """Everything :func:`diagnose` reads; paths are kernel-dir-relative evidence names."""
-
-    kernel: str
-    table: RatioTable | None
-    launch_sets: Sequence[LaunchSet] = field(default_factory=list)  # a LaunchStore: decoded per row
-    analysis: Any = (
-        None  # cutile_workbench.artifacts.analysis.Analysis (duck-typed: autotune_configs, autotune_key, …)
-    )
-    ir_audits: dict[str | None, IRAudit] = field(default_factory=dict)  # variant → audit
-    wrapper_findings: list[Finding] = field(default_factory=list)
-    candidate_backend: str = "cutile-rs"
-    evidence: dict[str, str] = field(default_factory=dict)  # role → relpath (e_table, launches, …)
-    missing: list[str] = field(default_factory=list)  # human lines: "<input>: <why>"
-    #: the perf records behind the E table: candidate by (func_key, params); baselines by log key too
-    candidate_records: Mapping[tuple[str, str], PerfRecord] = field(default_factory=dict)
-    baseline_records: Mapping[str, Mapping[tuple[str, str], PerfRecord]] = field(default_factory=dict)
-    search_space: SearchSpaceAudit | None = None
-    probes: Mapping[tuple[str, str], ProbeResult] = field(default_factory=dict)
-    gpu: GpuFacts | None = None
-    wrapper_read: bool = False  # the cutile-rs wrapper source was available and audited
-    perf_argnames: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # func_key → test param names
-    #: params → audit of the IR that config ran (``run --dump-ir``: workbench/ir/index.json); preferred
-    #: over the variant pair for that config
-    ir_config_audits: dict[str, IRAudit] = field(default_factory=dict)
-    #: who ran each row (candidate identity) and which config the reference ran (f_evidence.trust)
-    trust: KernelTrust | None = None
-    #: issue 18 §5: the sentences naming a stand-in candidate / plain-Triton baseline (``cutile_workbench.artifacts.stand_ins``)
-    stand_ins: tuple[str, ...] = ()
-    #: issue 32: both sides' autotune tables by (params, side) (``evidence.autotune``, from workbench/events.jsonl)
-    autotune: Mapping[tuple[str, str], Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- step 5 helpers

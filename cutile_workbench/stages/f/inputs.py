@@ -1,6 +1,6 @@
 """Read everything Agent F needs from a workspace, with E's strictness.
 
-Contract of :func:`collect_inputs` (returns :class:`~cutile_workbench.stages.f.diagnosis.FInputs`):
+Contract of :func:`collect_inputs` (returns :class:`~cutile_workbench.stages.f.finputs.FInputs`):
 - An input that is **absent** becomes a ``missing`` line (the diagnosis may then be BLOCKED); an input
   that is **present but malformed** raises :class:`~cutile_workbench.errors.InputError` naming file and line or
   key — the CLI exits 2 and nothing is written, exactly as ``report e`` does. F never computes E figures
@@ -30,7 +30,7 @@ from cutile_workbench.errors import Blocked
 from cutile_workbench.ir.audit import IRAudit, audit_texts
 from cutile_workbench.ir.loader import discover_ir, load_pair
 from cutile_workbench.model import Finding, LaunchSet
-from cutile_workbench.stages.f.diagnosis import FInputs
+from cutile_workbench.stages.f.finputs import FInputs
 from cutile_workbench.stages.session.kernel import KernelSession
 
 

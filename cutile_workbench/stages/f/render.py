@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cutile_workbench.artifacts.kernel_names import short_kernel_name
 from cutile_workbench.artifacts.testids import shape_token
-from cutile_workbench.evidence.launches import LaunchEvidence
+from cutile_workbench.evidence.launches import LaunchEvidence, LaunchSummary
 from cutile_workbench.ir.audit import IRAudit
 from cutile_workbench.model import Finding, Investigation, RatioRow
-from cutile_workbench.stages.f.diagnosis import FInputs, LaunchSummary, config_findings, short_kernel_name
+from cutile_workbench.stages.f.diagnosis import config_findings
+from cutile_workbench.stages.f.finputs import FInputs
 
 OWNER = {
     "launch_count": "Agent D / reflection (wrapper hot path)",

@@ -1,7 +1,7 @@
 """Agent F's reports: collect evidence, render, validate in-process, plan one guarded write.
 
 Contract:
-- The evidence arrives as a :class:`~cutile_workbench.stages.f.diagnosis.FInputs`: :func:`collect_inputs`
+- The evidence arrives as a :class:`~cutile_workbench.stages.f.finputs.FInputs`: :func:`collect_inputs`
   (:mod:`cutile_workbench.stages.f.inputs`, called by :func:`cutile_workbench.services.stage_f.collect`) reads it with
   E's strictness: an absent input becomes a ``missing`` line, a present but malformed one raises
   ``InputError`` (file, line/key; exit 2, nothing written).
@@ -25,7 +25,7 @@ from cutile_workbench.artifacts.workspace import Workspace
 from cutile_workbench.errors import InputError, UnsafePath, ValidationRefused
 from cutile_workbench.model import Investigation, PlannedFile, ReportPlan
 from cutile_workbench.stages.f.demonstrate import Demonstration, render_demonstration
-from cutile_workbench.stages.f.diagnosis import FInputs
+from cutile_workbench.stages.f.finputs import FInputs
 from cutile_workbench.stages.f.inputs import collect_inputs
 from cutile_workbench.stages.f.render import (
     render_agent_f,
