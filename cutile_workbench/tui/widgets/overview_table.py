@@ -16,23 +16,9 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import DataTable
 
-from cutile_workbench.model import E_SOURCE_SHORT, OverviewRow
+from cutile_workbench.model import E_SOURCE_SHORT, OVERVIEW_COLUMNS, OverviewRow
 
-COLUMNS = (
-    "kernel",
-    "E",
-    "geomean",
-    "severity",
-    "worst config",
-    "matched",
-    "F",
-    "candidate",
-    "identity",
-    "comparable",
-    "from",
-    "regression",
-    "last run",
-)
+COLUMNS = OVERVIEW_COLUMNS  # the one column list the CLI prints too
 
 
 def row_text(r: OverviewRow) -> str:
