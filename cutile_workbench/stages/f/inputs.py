@@ -143,7 +143,7 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
     trust = None
     if table is not None and cand_log is not None:
         trust = session.trust(None if session.is_shown(table) else table)
-        from cutile_workbench.stages.f.pinning import pin_reference_configs
+        from cutile_workbench.evidence.pinning import pin_reference_configs
 
         trust = pin_reference_configs(
             trust,

@@ -1,4 +1,4 @@
-"""F's reference config, knob by knob: the trust's fits narrowed by the captured launch (issue 32).
+"""The reference's config, knob by knob: the trust's fits narrowed by the captured launch (issue 32).
 
 Contract: :func:`pin_reference_configs` returns the :class:`~cutile_workbench.evidence.trust.KernelTrust`
 with every reference config that several configs fit narrowed by
