@@ -18,7 +18,8 @@ config) is derived from that config's own launch sets, decoded once (:func:`_der
 ``row_cache`` each config's result is kept in the user cache (:mod:`cutile_workbench.artifacts.derive_cache`)
 under a key of that config's own inputs — its capture members' bytes, its row's status and baseline,
 its IR entry symbol, the reference autotuner's winner for it — and the context's digest (the shared inputs and the deriving code), so a re-run
-of one config recomputes that config alone. :func:`cached_kernel_trust` (what every face reaches,
+of one config recomputes that config alone; :func:`kernel_config_trust` answers one config from its
+entry alone. :func:`cached_kernel_trust` (what every face reaches,
 through ``services.stage_e.trust`` and ``stages.e.report.workspace_trust``) keeps the assembled
 :class:`KernelTrust` once per content of all its inputs on top.
 """
@@ -543,6 +544,30 @@ def kernel_trust(
         _flush(ctx)  # one write of the kernel's per-config file (only when an entry changed)
     refs = {p: refs[p] for p in matched if p in refs}  # in the table's order of matched rows
     return KernelTrust(candidate_framework, identities, refs, ctx.wrapper_calls, ctx.notes)
+
+
+def kernel_config_trust(
+    ws: Workspace,
+    table: RatioTable,
+    params: str,
+    *,
+    candidate_framework: str,
+    launch_sets: Sequence[LaunchSet] | None = None,
+) -> ConfigTrust | None:
+    """One config's entry of :func:`kernel_trust` (the same rows, context and per-config cache), derived
+    or read alone: a one-config question (``timeline --config``) neither reads every config's entry nor
+    assembles and stores the kernel-wide trust. None when ``params`` is no row of ``table``."""
+    rows = [r for r in table.rows if r.params == params]
+    if not rows:
+        return None
+    matched = [r for r in rows if r.status == "OK"]
+    ctx = trust_context(
+        ws,
+        candidate_framework=candidate_framework,
+        launch_sets=launch_sets,
+        func_keys=sorted({r.func_key for r in table.matched}),
+    )
+    return config_trust(rows[0], ctx, ref_row=matched[-1] if matched else None, cache=True)
 
 
 #: the modules whose code decides the assembled trust (the per-config rules are in the row keys too)
