@@ -289,3 +289,50 @@ def test_timeline_states_the_trust_table_states(session: tuple[Path, str]) -> No
         one = config_trust("matmul", params, session=KernelSession.of(ws))
         assert one.identity == whole.identities[params]
         assert one.reference == whole.reference_configs.get(params)
+
+
+def test_one_config_changed_encodes_one_entry_and_timeline_decodes_one(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-config file holds each entry as it was stored: after one config changed, `table` encodes
+    that config's trust entry alone when it writes the file back, and `timeline --config` decodes only
+    the entry it asks for (before: every entry decoded on load and re-encoded on every write)."""
+    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.evidence.trust import ConfigTrust
+
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    scale_cost.rerecord_config(kdir, config)
+    _forget_process_memos()
+    enc: list[int] = []
+    dec: list[int] = []
+    real_enc, real_dec = derive_cache._enc, derive_cache._dec_raw
+
+    def count_enc(v: Any, depth: int) -> Any:
+        if isinstance(v, ConfigTrust):
+            enc.append(1)
+        return real_enc(v, depth)
+
+    def count_dec(d: Any, depth: int) -> Any:
+        got = real_dec(d, depth)
+        if isinstance(got, ConfigTrust):
+            dec.append(1)
+        return got
+
+    monkeypatch.setattr(derive_cache, "_enc", count_enc)
+    monkeypatch.setattr(derive_cache, "_dec_raw", count_dec)
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    assert len(enc) == 1, len(enc)
+    scale_cost.rerecord_config(kdir, config, 1 / 1.03)
+    _forget_process_memos()
+    enc.clear()
+    dec.clear()
+    other = next(p for p in scale_cost_params(kdir) if p != config)
+    assert _cli(kdir.parent, "timeline", "matmul", "--config", other, "--json") == 0
+    assert len(dec) <= 1 and not enc, (len(dec), len(enc))
+
+
+def scale_cost_params(kdir: Path) -> list[str]:
+    from cutile_workbench.artifacts.launch_store import open_store
+
+    return list(open_store(kdir / "workbench/launches.json.gz").params())
