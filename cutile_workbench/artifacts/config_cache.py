@@ -18,6 +18,9 @@ Contract:
   digest, finite numbers and this package's dataclasses checked field by field on read; atomic,
   pruned per kind). A file that is unreadable, foreign, changed or of another shape is ignored (every
   entry recomputed), never trusted.
+- Each entry is kept in the file as the text it was encoded to (issue 31): loading the file decodes
+  no entry, :meth:`get` decodes the one asked for (a bad entry is a miss, recomputed), and
+  :meth:`flush` encodes only the entries put since the load — a re-run of one config encodes one.
 - Kept in memory for the process (one map per file), so a second reader in the process reads nothing.
 """
 
@@ -28,9 +31,43 @@ import threading
 from typing import Any
 
 #: bump when the map's shape changes (old files are ignored)
-VERSION = 2
+VERSION = 3
 _OPEN: dict[str, ConfigCache] = {}
 _LOCK = threading.Lock()
+
+
+class _Stored:
+    """An entry as read from the file: its encoded text, decoded on first :meth:`ConfigCache.get`."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _decode_entry(text: str) -> Any:
+    """An entry's value from its text (derive_cache's format); CacheMiss when it is not one."""
+    import json
+
+    from cutile_workbench.artifacts.derive_cache import CacheMiss, _finite, _no_constant, decode
+
+    try:
+        doc = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except (ValueError, RecursionError):
+        raise CacheMiss("entry not JSON of finite numbers") from None
+    return decode(doc)
+
+
+def _encode_entry(value: Any) -> str | None:
+    """``value``'s text (derive_cache's format); None when the format does not hold it."""
+    import json
+
+    from cutile_workbench.artifacts.derive_cache import encode
+
+    try:
+        return json.dumps(encode(value), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (ValueError, TypeError, RecursionError):
+        return None
 
 
 class ConfigCache:
@@ -38,7 +75,8 @@ class ConfigCache:
 
     def __init__(self, kind: str, name: str) -> None:
         self.kind, self.name = kind, name
-        self._entries: dict[str, tuple[str, Any]] | None = None
+        self._entries: dict[str, tuple[str, Any]] | None = None  # value, or _Stored until decoded
+        self._texts: dict[str, str] = {}  # the encoded text of each entry not put since the load
         self._dirty = False
         self._lock = threading.Lock()
 
@@ -72,19 +110,34 @@ class ConfigCache:
                         isinstance(params, str)
                         and isinstance(item, dict)
                         and isinstance(item.get("digest"), str)
+                        and isinstance(item.get("text"), str)
                     ):
-                        entries[params] = (item["digest"], item.get("value"))
+                        entries[params] = (item["digest"], _Stored(item["text"]))
+                        self._texts[params] = item["text"]
             self._entries = entries
         return self._entries
 
     def get(self, params: str, digest: str) -> Any | None:
+        from cutile_workbench.artifacts.derive_cache import CacheMiss
+
         with self._lock:
-            item = self._load().get(params)
-        return item[1] if item is not None and item[0] == digest else None
+            entries = self._load()
+            item = entries.get(params)
+            if item is None or item[0] != digest:
+                return None
+            if isinstance(item[1], _Stored):
+                try:
+                    value = _decode_entry(item[1].text)
+                except CacheMiss:  # a bad entry: recomputed (and replaced by the caller's put)
+                    return None
+                entries[params] = (digest, value)
+                return value
+            return item[1]
 
     def put(self, params: str, digest: str, value: Any) -> None:
         with self._lock:
             self._load()[params] = (digest, value)
+            self._texts.pop(params, None)
             self._dirty = True
 
     def flush(self) -> None:
@@ -94,10 +147,16 @@ class ConfigCache:
         with self._lock:
             if not self._dirty or self._entries is None:
                 return
-            doc = {
-                "version": VERSION,
-                "entries": {p: {"digest": d, "value": v} for p, (d, v) in self._entries.items()},
-            }
+            out: dict[str, dict[str, str]] = {}
+            for p, (d, v) in self._entries.items():
+                text = self._texts.get(p)
+                if text is None:
+                    text = v.text if isinstance(v, _Stored) else _encode_entry(v)
+                    if text is None:  # not storable: recomputed next time
+                        continue
+                    self._texts[p] = text
+                out[p] = {"digest": d, "text": text}
+            doc = {"version": VERSION, "entries": out}
             self._dirty = False
         store_value(self.kind, self.name, doc)
 

@@ -3,10 +3,13 @@
 Contract: :func:`kernel_trust` reads, for one workspace and its E table, the per-launch captures
 (``workbench/launches.json.gz``; a malformed file leaves every row ``unknown`` with the reader's message
 naming file and key — E's table does not depend on it), the cutile-rs wrapper
-(static delegation audit) and the reference wrapper (``@ct.kernel`` signatures and its configs function
-for the session's GPU), analysis.json (variant constants, autotune configs) and, only when a capture
+(static delegation audit) and the reference wrapper (``@ct.kernel`` signatures, its configs function
+for the session's GPU and its grid function), the tests' parametrize names, the run's ``autotune``
+events, analysis.json (variant constants, autotune configs) and, only when a capture
 carries no reference symbol, ``workbench/ir/index.json``'s recorded entry symbol. It returns
-:class:`KernelTrust`: :mod:`.candidate_identity` per row and :mod:`.reference_config` per matched row.
+:class:`KernelTrust`: :mod:`.candidate_identity` per row and :mod:`.reference_config` per matched row,
+pinned knob by knob where several configs fit (:mod:`.pinning`: the captured grid and cluster dims,
+the reference autotuner's winner) — the one reference config every face states, F included.
 An absent input leaves the affected rows ``unknown`` with the reason; nothing is guessed.
 
 Cost (issue 31): the whole-kernel inputs are read once into a :class:`TrustContext`
@@ -14,8 +17,9 @@ Cost (issue 31): the whole-kernel inputs are read once into a :class:`TrustConte
 config) is derived from that config's own launch sets, decoded once (:func:`_derive_config`). With
 ``row_cache`` each config's result is kept in the user cache (:mod:`cutile_workbench.artifacts.derive_cache`)
 under a key of that config's own inputs — its capture members' bytes, its row's status and baseline,
-its IR entry symbol — and the context's digest (the shared inputs and the deriving code), so a re-run
-of one config recomputes that config alone. :func:`cached_kernel_trust` (what every face reaches,
+its IR entry symbol, the reference autotuner's winner for it — and the context's digest (the shared inputs and the deriving code), so a re-run
+of one config recomputes that config alone; :func:`kernel_config_trust` answers one config from its
+entry alone. :func:`cached_kernel_trust` (what every face reaches,
 through ``services.stage_e.trust`` and ``stages.e.report.workspace_trust``) keeps the assembled
 :class:`KernelTrust` once per content of all its inputs on top.
 """
@@ -39,6 +43,7 @@ from cutile_workbench.evidence.candidate_identity import (
     wrapper_delegations,
 )
 from cutile_workbench.evidence.launches import LaunchSummary, same_backend
+from cutile_workbench.evidence.pinning import PinContext, pin_config, pin_context
 from cutile_workbench.evidence.reference_config import (
     ReferenceConfig,
     decode_cutile_symbol,
@@ -240,6 +245,7 @@ class TrustContext:
     ir_entries: Mapping[str, str]
     notes: tuple[str, ...]
     digest: str  # the shared inputs and the deriving code: part of every per-config key
+    pins: PinContext = field(default_factory=PinContext)
     names_memo: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
     _member_digests: dict[str, str] | None = None
 
@@ -261,12 +267,14 @@ _DERIVING = (
     "cutile_workbench.evidence.reference_config",
     "cutile_workbench.evidence.search_space",
     "cutile_workbench.evidence.launches",
+    "cutile_workbench.evidence.pinning",
+    "cutile_workbench.evidence.autotune",
     "cutile_workbench.artifacts.launches_io",
     "cutile_workbench.model",
 )
 _CODE: list[str] = []
 #: bump when ConfigTrust's shape changes (old per-config entries become misses)
-ROW_CACHE_VERSION = 1
+ROW_CACHE_VERSION = 2
 
 
 def _code_digest() -> str:
@@ -287,9 +295,14 @@ def _file_bytes(path: Path | None) -> bytes:
 
 
 def trust_context(
-    ws: Workspace, *, candidate_framework: str, launch_sets: Sequence[LaunchSet] | None = None
+    ws: Workspace,
+    *,
+    candidate_framework: str,
+    launch_sets: Sequence[LaunchSet] | None = None,
+    func_keys: Sequence[str] = (),
 ) -> TrustContext:
-    """Read the whole-kernel inputs of trust once (``launch_sets`` given: the captures are not re-opened)."""
+    """Read the whole-kernel inputs of trust once (``launch_sets`` given: the captures are not re-opened;
+    ``func_keys``: the tests whose parametrize names pinning reads)."""
     from cutile_workbench.artifacts.launch_store import open_store
     from cutile_workbench.evidence.gpu import gpu_facts
 
@@ -324,6 +337,14 @@ def trust_context(
         ir_entries = {}
         notes.append(f"IR index unreadable, its entry symbols are not used: {exc}")
     spaces, rnotes = _reference_spaces(ref_wrapper, gpu.capability)
+    pins = pin_context(
+        kernel=ws.kernel,
+        tilegym=Path(tilegym) if tilegym else None,
+        func_keys=func_keys,
+        gpu_name=gpu.name,
+        events_path=paths.events_jsonl,
+    )
+    rnotes += list(pins.notes)
     analysis = ws.analysis
     h = hashlib.sha256(f"trust-config v{ROW_CACHE_VERSION} code {_code_digest()}\0".encode())
     for part in (
@@ -334,6 +355,7 @@ def trust_context(
         repr(calls),
         repr(gpu.capability),
         str(ref_wrapper),
+        pins.key_text,
     ):
         h.update(part.encode() + b"\0")
     analysis_path = Path(analysis.path) if analysis is not None and getattr(analysis, "path", None) else None
@@ -358,6 +380,7 @@ def trust_context(
         ir_entries=ir_entries,
         notes=tuple(notes + rnotes),
         digest=h.hexdigest(),
+        pins=pins,
     )
 
 
@@ -402,6 +425,22 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             names_memo=ctx.names_memo,
             side_of=side,
         )
+        if len(ref.fits) > 1:  # several configs fit: the captured launch and the tuner's record narrow them
+            base = next(
+                (
+                    summ
+                    for s, summ in zip(same, summaries, strict=True)
+                    if s.calls and same_backend(s.backend, ref_row.baseline_backend)
+                ),
+                None,
+            )
+            ref = pin_config(
+                ref,
+                func_key=ref_row.func_key,
+                grid=base.grid if base is not None else None,
+                cluster=base.cluster if base is not None else None,
+                ctx=ctx.pins,
+            )
     return ConfigTrust(ident, ref)
 
 
@@ -445,8 +484,9 @@ def config_trust(
                 ctx.digest,
                 row.params,
                 str(row.baseline_backend),
-                "" if ref_row is None else f"{ref_row.status}|{ref_row.baseline_backend}",
+                "" if ref_row is None else f"{ref_row.status}|{ref_row.baseline_backend}|{ref_row.func_key}",
                 ctx.ir_entries.get(row.params, ""),
+                ctx.pins.winners.get(row.params, ""),
                 members,
             )
         ).encode()
@@ -481,7 +521,12 @@ def kernel_trust(
 ) -> KernelTrust:
     """See the module docstring (``launch_sets`` given: the captures are not re-read; ``row_cache``:
     each config's trust kept per content of its own inputs)."""
-    ctx = trust_context(ws, candidate_framework=candidate_framework, launch_sets=launch_sets)
+    ctx = trust_context(
+        ws,
+        candidate_framework=candidate_framework,
+        launch_sets=launch_sets,
+        func_keys=sorted({r.func_key for r in table.matched}),
+    )
     first: dict[str, RatioRow] = {}
     matched: dict[str, RatioRow] = {}
     for r in table.rows:
@@ -499,6 +544,30 @@ def kernel_trust(
         _flush(ctx)  # one write of the kernel's per-config file (only when an entry changed)
     refs = {p: refs[p] for p in matched if p in refs}  # in the table's order of matched rows
     return KernelTrust(candidate_framework, identities, refs, ctx.wrapper_calls, ctx.notes)
+
+
+def kernel_config_trust(
+    ws: Workspace,
+    table: RatioTable,
+    params: str,
+    *,
+    candidate_framework: str,
+    launch_sets: Sequence[LaunchSet] | None = None,
+) -> ConfigTrust | None:
+    """One config's entry of :func:`kernel_trust` (the same rows, context and per-config cache), derived
+    or read alone: a one-config question (``timeline --config``) neither reads every config's entry nor
+    assembles and stores the kernel-wide trust. None when ``params`` is no row of ``table``."""
+    rows = [r for r in table.rows if r.params == params]
+    if not rows:
+        return None
+    matched = [r for r in rows if r.status == "OK"]
+    ctx = trust_context(
+        ws,
+        candidate_framework=candidate_framework,
+        launch_sets=launch_sets,
+        func_keys=sorted({r.func_key for r in table.matched}),
+    )
+    return config_trust(rows[0], ctx, ref_row=matched[-1] if matched else None, cache=True)
 
 
 #: the modules whose code decides the assembled trust (the per-config rules are in the row keys too)
@@ -520,6 +589,7 @@ def cached_kernel_trust(
     tilegym = getattr(ws, "tilegym", None)
     ref = Path(tilegym) / "src" / "tilegym" / "ops" / "cutile" / f"{ws.kernel}.py" if tilegym else None
     wrapper = ws.wrapper_source() if hasattr(ws, "wrapper_source") else None
+    tests = sorted({Path(tilegym) / r.func_key.partition("::")[0] for r in table.matched}) if tilegym else []
     inputs = [
         p
         for p in (
@@ -527,8 +597,10 @@ def cached_kernel_trust(
             paths.analysis_json,
             paths.session_json,
             paths.workbench_dir / "ir" / "index.json",
+            paths.events_jsonl,  # the reference autotuner's winners (pinning)
             wrapper,
             ref,
+            *tests,  # their parametrize names (pinning's grid formula)
         )
         if p is not None
     ]

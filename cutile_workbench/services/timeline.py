@@ -417,5 +417,7 @@ def config_trust(
     rows = [r for r in table.rows if r.params == params]
     if not rows:
         return ConfigTrust(None, None, f"config {config!r} is not a row of the E table")
-    trust = session.trust()
-    return ConfigTrust(trust.identities.get(params), trust.reference_configs.get(params))
+    one = session.config_trust(params)  # that config's entry alone (issue 31: no kernel-wide assembly)
+    if one is None:
+        return ConfigTrust(None, None, f"config {config!r} is not a row of the E table")
+    return ConfigTrust(one.identity, one.reference)

@@ -244,3 +244,95 @@ def test_cheap_table_is_the_full_table_without_its_bootstrap(
     assert len(cheap.rows) == N and all(r.ci_low is None for r in cheap.rows)
     assert any(r.ci_low is not None for r in full.rows)  # the full table has the CIs the cheap one lacks
     assert (cheap.geomean, cheap.severity, cheap.verdict) == (full.geomean, full.severity, full.verdict)
+
+
+@pytest.mark.parametrize("which", ["other", "changed"])
+def test_timeline_after_one_config_changed_derives_that_config_alone(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """`timeline --config` after one config was re-run (the user cache warm from `table`): no
+    kernel-wide trust is assembled (every config's entry read, the whole trust written back) for one
+    config's answer; only the asked config's trust is derived, and only when it is the changed one
+    (before: the whole trust assembled on every such miss)."""
+    from cutile_workbench.evidence import trust
+    from cutile_workbench.services import stage_e
+
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    other = next(r.params for r in stage_e.ratio_table(ws).rows if r.params != config)
+    asked = config if which == "changed" else other
+    scale_cost.rerecord_config(kdir, config)
+    _forget_process_memos()
+    counts = Counts(monkeypatch)
+    assemblies: list[int] = []
+    real = trust.kernel_trust
+    monkeypatch.setattr(trust, "kernel_trust", lambda *a, **kw: assemblies.append(1) or real(*a, **kw))
+    assert _cli(kdir.parent, "timeline", "matmul", "--config", asked, "--json") == 0
+    assert not assemblies
+    assert dict(counts.rows) == ({config: 1} if which == "changed" else {})
+
+
+def test_timeline_states_the_trust_table_states(session: tuple[Path, str]) -> None:
+    """The one config's trust timeline derives on its own is the kernel-wide trust's entry for it."""
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.services.timeline import config_trust
+    from cutile_workbench.stages.session.kernel import KernelSession
+
+    kdir, config = session
+    scale_cost.rerecord_config(kdir, config)
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    whole = stage_e.trust(ws)
+    _forget_process_memos()
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    for params in (config, next(p for p in whole.identities if p != config)):
+        one = config_trust("matmul", params, session=KernelSession.of(ws))
+        assert one.identity == whole.identities[params]
+        assert one.reference == whole.reference_configs.get(params)
+
+
+def test_one_config_changed_encodes_one_entry_and_timeline_decodes_one(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-config file holds each entry as it was stored: after one config changed, `table` encodes
+    that config's trust entry alone when it writes the file back, and `timeline --config` decodes only
+    the entry it asks for (before: every entry decoded on load and re-encoded on every write)."""
+    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.evidence.trust import ConfigTrust
+
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    scale_cost.rerecord_config(kdir, config)
+    _forget_process_memos()
+    enc: list[int] = []
+    dec: list[int] = []
+    real_enc, real_dec = derive_cache._enc, derive_cache._dec_raw
+
+    def count_enc(v: Any, depth: int) -> Any:
+        if isinstance(v, ConfigTrust):
+            enc.append(1)
+        return real_enc(v, depth)
+
+    def count_dec(d: Any, depth: int) -> Any:
+        got = real_dec(d, depth)
+        if isinstance(got, ConfigTrust):
+            dec.append(1)
+        return got
+
+    monkeypatch.setattr(derive_cache, "_enc", count_enc)
+    monkeypatch.setattr(derive_cache, "_dec_raw", count_dec)
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    assert len(enc) == 1, len(enc)
+    scale_cost.rerecord_config(kdir, config, 1 / 1.03)
+    _forget_process_memos()
+    enc.clear()
+    dec.clear()
+    other = next(p for p in scale_cost_params(kdir) if p != config)
+    assert _cli(kdir.parent, "timeline", "matmul", "--config", other, "--json") == 0
+    assert len(dec) <= 1 and not enc, (len(dec), len(enc))
+
+
+def scale_cost_params(kdir: Path) -> list[str]:
+    from cutile_workbench.artifacts.launch_store import open_store
+
+    return list(open_store(kdir / "workbench/launches.json.gz").params())

@@ -142,20 +142,8 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
     tuned = _autotune_tables(ws, evidence)  # issue 32: both sides' autotune tables (events)
     trust = None
     if table is not None and cand_log is not None:
+        # the reference's config pinned where trust is derived (evidence.pinning): E's faces state the same
         trust = session.trust(None if session.is_shown(table) else table)
-        from cutile_workbench.stages.f.pinning import pin_reference_configs
-
-        trust = pin_reference_configs(
-            trust,
-            table=table,
-            launch_sets=launch_sets,
-            candidate_backend=cand_name,
-            tilegym=getattr(ws, "tilegym", None),
-            kernel=ws.kernel,
-            argnames=argnames,
-            gpu_name=gpu.name,
-            autotune=tuned,
-        )
         if search is not None:
             search = with_ran_configs(search, trust, table)
     return FInputs(

@@ -13,7 +13,8 @@ Contract:
   per (seed, n_boot)), ``candidate`` (the merged candidate log, parsed once), ``candidate_frameworks``,
   ``candidate_backend`` (the one rule, :func:`cutile_workbench.artifacts.candidate.resolve_candidate_backend`),
   ``table`` (E's table as every face shows it: noise floors and baseline labels added),
-  ``stand_ins``, ``trust`` (identity and the reference's config, cached on its inputs), ``samples``,
+  ``stand_ins``, ``trust`` (identity and the reference's config, cached on its inputs), ``config_trust``
+  (one config's entry of it, derived or read alone), ``samples``,
   ``launches`` (the per-config launch store, index only), ``probes``, ``gpu``, ``configs`` (the
   config names of :mod:`cutile_workbench.stages.session.configs`).
 - Reads only: nothing here writes under the kernel dir.
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from cutile_workbench.artifacts.stand_ins import StandIns
     from cutile_workbench.evidence.gpu import GpuFacts
     from cutile_workbench.evidence.ncu import ProbeResult
-    from cutile_workbench.evidence.trust import KernelTrust
+    from cutile_workbench.evidence.trust import ConfigTrust, KernelTrust
     from cutile_workbench.stages.e.e_table import ETable
     from cutile_workbench.stages.e.stats import RowSamples
     from cutile_workbench.stages.session.configs import ConfigNames
@@ -272,6 +273,35 @@ class KernelSession:
         return cached_kernel_trust(
             self.ws, table, candidate_framework=framework_of(self.candidate_frameworks()), launch_sets=store
         )
+
+    def config_trust(self, params: str) -> ConfigTrust | None:
+        """One config's identity and reference config, the same answer as :meth:`trust`'s entry: taken
+        from it when this session has it, else derived or read for that config alone
+        (:func:`cutile_workbench.evidence.trust.kernel_config_trust`); None: no row of the table."""
+        from cutile_workbench.evidence.trust import ConfigTrust, kernel_config_trust
+        from cutile_workbench.stages.e.report import framework_of
+
+        with self._lock:
+            whole = self._memo.get("trust")
+        if whole is not None and whole[0]:
+            kt = cast("KernelTrust", whole[1])
+            ident = kt.identities.get(params)
+            return None if ident is None else ConfigTrust(ident, kt.reference_configs.get(params))
+
+        def compute() -> ConfigTrust | None:
+            try:
+                store = self.launches()
+            except WorkbenchError:
+                store = None
+            return kernel_config_trust(
+                self.ws,
+                self.table(),
+                params,
+                candidate_framework=framework_of(self.candidate_frameworks()),
+                launch_sets=store,
+            )
+
+        return self._once(("config_trust", params), compute)
 
     def launches(self) -> LaunchStore | None:
         """``workbench/launches.json.gz`` as a per-config store (index only; sets decoded per config
