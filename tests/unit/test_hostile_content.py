@@ -145,6 +145,9 @@ def test_variant_name_that_cannot_be_a_file_name_is_a_located_error(tmp_path: Pa
     for args in (["table", KERNEL], ["report", "e", KERNEL, "--dry-run"], ["history", KERNEL], ["diff", KERNEL]):
         rc, err = _cli(args, root)
         _no_internal_error(rc, err)
+        if args[0] in ("history", "diff"):  # they read no variant log without a valid analysis: exit 0
+            assert rc == 0, err[-600:]
+            continue
         assert rc == 2 and "analysis.json" in err and "variant_name" in err, (args, err[-600:])
 
 
