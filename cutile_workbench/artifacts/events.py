@@ -344,5 +344,8 @@ def _parse_line(text: str, src: str, lineno: int) -> Event:
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise InputError("event line lacks a numeric 'ts'", path=src, line=lineno, key="ts")
     _check_fields(kind, obj, src, lineno)
+    from cutile_workbench.infra.jsonutil import surrogate_escape_check
+
+    surrogate_escape_check(text, obj, src, "malformed event line", first_line=lineno)
     fields = {k: v for k, v in obj.items() if k not in ("event", "ts")}
     return Event(event=kind, ts=float(ts), fields=fields, line=lineno)

@@ -184,7 +184,7 @@ def test_lone_surrogate_in_record_json_is_located(tmp_path: Path) -> None:
         rc, err = _cli(args, root)
         _no_internal_error(rc, err)
         assert ":memory:" not in err, (args, err[-600:])
-        if rc == 2 and "surrogate" in err:
+        if rc == 2 and "UTF-16 surrogate" in err:
             assert "baseline_perf_cutile.txt" in err, (args, err[-600:])
 
 
@@ -198,14 +198,14 @@ def test_parser_notes_a_lone_surrogate_with_file_and_line(tmp_path: Path) -> Non
     log = parse_perf_log(p)
     assert any(f"{p}:{line}" in n and "surrogate" in n for n in log.notes), log.notes
     for r in log.records:  # nothing with the surrogate got through
-        json.dumps(r.benchmark, ensure_ascii=False).encode("utf-8")
+        json.dumps(r.raw, ensure_ascii=False, default=str).encode("utf-8")
     with pytest.raises(InputError) as ei:
         parse_perf_log(p, strict=True)
     assert ei.value.line == line
     # a surrogate PAIR is one valid character: accepted
     _, kdir2 = _copy(tmp_path / "pair")
     ok = parse_perf_log(_mutate_record(kdir2, "\\ud83d\\ude00"), strict=True)
-    assert any("\U0001f600" in str(r.benchmark) for r in ok.records)
+    assert any("\U0001f600" in str(r.raw) for r in ok.records)
 
 
 # ------------------------------------------------------------------ perf log: a depth-500 value
@@ -221,3 +221,28 @@ def test_depth_500_value_in_record_json_is_located(tmp_path: Path, shape: str) -
     for args in (["history", KERNEL], ["calibrate", KERNEL], ["table", KERNEL], ["report", "e", KERNEL, "--dry-run"]):
         rc, err = _cli(args, root)
         _no_internal_error(rc, err)
+
+
+def test_lone_surrogate_in_session_json_is_located(tmp_path: Path) -> None:
+    """SYNTHETIC ``\\ud800`` in the real session.json's GPU name: table and report e crashed
+    (UnicodeEncodeError), history named only ':memory:'."""
+    root, kdir = _copy(tmp_path)
+    p = kdir / "workbench/session.json"
+    p.write_text(p.read_text().replace("NVIDIA H200", "NVIDIA \\ud800H200"))
+    for args in (["history", KERNEL], ["table", KERNEL], ["report", "e", KERNEL, "--dry-run"]):
+        rc, err = _cli(args, root)
+        _no_internal_error(rc, err)
+        assert ":memory:" not in err, (args, err[-600:])
+
+
+def test_lone_surrogate_in_an_event_line_names_its_line(tmp_path: Path) -> None:
+    from cutile_workbench.artifacts.events import read_events
+    from cutile_workbench.errors import InputError
+
+    p = tmp_path / "events.jsonl"
+    p.write_text('{"event": "progress", "ts": 1.0}\n{"event": "progress", "ts": 2.0, "x": "a\\udc00"}\n')
+    with pytest.raises(InputError) as ei:
+        read_events(p)
+    assert ei.value.line == 2 and "surrogate" in ei.value.message
+    p.write_text('{"event": "progress", "ts": 2.0, "x": "\\ud83d\\ude00"}\n')  # a pair: one valid character
+    assert read_events(p)[0]["x"] == "\U0001f600"
