@@ -328,13 +328,13 @@ def _tilegym_checks(
             )
         )
         return checks
-    commit, how = read_git_commit(tilegym)
+    commit, how = _tilegym_commit(tilegym)
     checks.append(
         Check(
             "tilegym",
             "TileGym tree",
             "ok",
-            f"{tilegym} at {commit[:12] if commit else f'unknown commit ({how})'}",
+            f"{tilegym} at {f'{commit[:12]} ({how})' if commit else f'unknown commit ({how})'}",
         )
     )
     facts, unknown = cutile_rs_version(tilegym, env)
@@ -371,6 +371,31 @@ def _tilegym_checks(
             )
         )
     return checks
+
+
+#: the file bench/make_tilegym_trim.sh writes into a trimmed tree (no .git): ``git rev-parse HEAD``
+TILEGYM_COMMIT_FILE = "TILEGYM_COMMIT"
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _tilegym_commit(tilegym: Path) -> tuple[str | None, str]:
+    """(commit, how it was found): the checkout's git HEAD, else a trimmed tree's TILEGYM_COMMIT
+    file (one full sha on its first line; anything else is not trusted and said so)."""
+    commit, how = read_git_commit(tilegym)
+    if commit is not None:
+        return commit, how
+    marker = tilegym / TILEGYM_COMMIT_FILE
+    if not marker.is_file():
+        return None, how
+    try:
+        with marker.open("rb") as fh:
+            head = fh.read(200).decode("utf-8", errors="replace")
+    except OSError as exc:
+        return None, f"{how}; cannot read {marker}: {exc.strerror or exc}"
+    first = head.split("\n", 1)[0].strip()
+    if _SHA.fullmatch(first):
+        return first, f"from {TILEGYM_COMMIT_FILE}: a trimmed tree without .git"
+    return None, f"{how}; {marker} holds no commit sha"
 
 
 def _tool_check(key: str, exe: str | None, fix: str) -> Check:

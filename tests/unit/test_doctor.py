@@ -182,3 +182,42 @@ def test_a_ptxas_older_than_tileiras_fails_with_the_cuda_home_fix(tmp_path: Path
     _stub(bin_dir, "ptxas", "Cuda compilation tools, release 13.4, V13.4.92")
     by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
     assert by_key["ptxas"].status == "ok"
+
+
+def _trimmed_tree(tmp_path: Path, commit_text: str | None) -> Path:
+    """SYNTHETIC: what bench/make_tilegym_trim.sh unpacks on the GPU node: tests/ops/, no .git, and
+    (when given) a TILEGYM_COMMIT file."""
+    tree = tmp_path / "TileGym"
+    (tree / "tests" / "ops").mkdir(parents=True)
+    if commit_text is not None:
+        (tree / "TILEGYM_COMMIT").write_text(commit_text)
+    return tree
+
+
+def test_doctor_reads_the_commit_of_a_trimmed_tree_from_tilegym_commit(tmp_path: Path) -> None:
+    """On the H200 the trimmed tree said 'at unknown commit': it has no .git, only TILEGYM_COMMIT."""
+    sha = "75a14307776188ff0baf451cd9b9fc9fa3a87233"
+    tree = _trimmed_tree(tmp_path, sha + "\n")
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=tree)).checks}
+    assert by_key["tilegym"].status == "ok"
+    assert f"at {sha[:12]}" in by_key["tilegym"].detail and "TILEGYM_COMMIT" in by_key["tilegym"].detail
+
+
+@pytest.mark.parametrize("text", ["not a sha\n", "", "75a1430" * 100])
+def test_doctor_does_not_trust_a_bad_tilegym_commit_file(tmp_path: Path, text: str) -> None:
+    tree = _trimmed_tree(tmp_path, text)
+    detail = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=tree)).checks}[
+        "tilegym"
+    ].detail
+    assert "unknown commit" in detail and "TILEGYM_COMMIT" in detail
+
+
+@needs_tilegym
+def test_doctor_names_the_commit_of_the_real_snapshot_without_git() -> None:
+    """REAL: the TileGym snapshot (.fetched/TileGym) is a tree without .git, with its TILEGYM_COMMIT."""
+    assert not (TILEGYM / ".git").exists()
+    want = (TILEGYM / "TILEGYM_COMMIT").read_text().split()[0]
+    detail = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=TILEGYM)).checks}[
+        "tilegym"
+    ].detail
+    assert f"at {want[:12]}" in detail
