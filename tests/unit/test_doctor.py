@@ -221,3 +221,69 @@ def test_doctor_names_the_commit_of_the_real_snapshot_without_git() -> None:
         "tilegym"
     ].detail
     assert f"at {want[:12]}" in detail
+
+
+def test_doctor_test_imports_cuda_tile_in_the_child(bare_python: str) -> None:
+    """SYNTHETIC child without cuda.tile: a row says so, with the fix (find_spec alone never said)."""
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=bare_python)).checks}
+    row = by_key["cuda-tile"]
+    assert row.status == "warn" and "cuda.tile" in row.detail
+    assert row.fix == f"{bare_python} -m pip install cuda-tile"
+
+
+def test_doctor_reports_a_cuda_tile_that_fails_to_import(tmp_path: Path) -> None:
+    """SYNTHETIC: a cuda.tile package that is found but raises on import (a CUDA library mismatch)."""
+    site = tmp_path / "site"
+    (site / "cuda" / "tile").mkdir(parents=True)
+    (site / "cuda" / "tile" / "__init__.py").write_text("raise ImportError('libcuda.so.1: cannot open')\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(site)}
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
+    row = by_key["cuda-tile"]
+    assert row.status == "warn" and "libcuda.so.1: cannot open" in row.detail
+
+
+def _built_tree(tmp_path: Path) -> Path:
+    """SYNTHETIC trimmed tree with the cutile-rs crate and a 'built' library (a stand-in file)."""
+    from cutile_workbench.history.provenance import CUTILE_RS_LIB
+    from cutile_workbench.services.doctor import KERNELS_CRATE
+
+    tree = _trimmed_tree(tmp_path, None)
+    crate = tree / KERNELS_CRATE
+    crate.mkdir(parents=True)
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "cutile_kernels"\n\n[dependencies]\ncutile = "=0.2.0"\n'
+    )
+    (tree / CUTILE_RS_LIB).parent.mkdir(parents=True, exist_ok=True)
+    (tree / CUTILE_RS_LIB).write_bytes(b"\x7fELF stand-in")
+    return tree
+
+
+def test_library_arch_against_the_gpu(tmp_path: Path) -> None:
+    from cutile_workbench.services.doctor import library_arch_check
+
+    lib = tmp_path / "libcutile_kernels.so"
+    lib.write_bytes(b"\x7fELF")
+    listing = (
+        "ELF file    1: libcutile_kernels.1.sm_90a.cubin\nELF file    2: libcutile_kernels.2.sm_80.cubin\n"
+    )
+    ok = library_arch_check(lib, "9.0", lambda _lib: (listing, None))
+    assert ok.status == "ok" and "sm_90" in ok.detail
+    bad = library_arch_check(lib, "10.0", lambda _lib: (listing, None))
+    assert bad.status == "warn" and "sm_100" in bad.detail and bad.fix
+    none = library_arch_check(lib, "9.0", lambda _lib: ("", None))
+    assert none.status == "ok" and "cannot tell" in none.detail
+    no_tool = library_arch_check(lib, "9.0", lambda _lib: (None, "cuobjdump not on PATH"))
+    assert (
+        no_tool.status == "ok"
+        and "cannot tell" in no_tool.detail
+        and "cuobjdump not on PATH" in no_tool.detail
+    )
+    no_gpu = library_arch_check(lib, None, lambda _lib: (listing, None))
+    assert "cannot tell" in no_gpu.detail or "no GPU" in no_gpu.detail
+
+
+def test_doctor_on_a_built_tree_says_what_it_can_of_the_arch(tmp_path: Path) -> None:
+    tree = _built_tree(tmp_path)
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=tree)).checks}
+    rs = by_key["cutile-rs"]
+    assert rs.status == "ok" and "built" in rs.detail and "arch" in rs.detail, rs.detail
