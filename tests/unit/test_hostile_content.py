@@ -101,13 +101,17 @@ def test_event_reader_refuses_a_stream_over_its_memory_budget(tmp_path: Path) ->
     assert ei.value.line == 3 and str(p) in str(ei.value)
 
 
-def test_event_reader_refuses_a_line_over_the_line_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_event_reader_refuses_a_line_over_the_line_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from cutile_workbench.artifacts import events
     from cutile_workbench.errors import InputError
 
     monkeypatch.setattr(events, "MAX_LINE_CHARS", 100)
     p = tmp_path / "events.jsonl"
-    p.write_text('{"event": "progress", "ts": 1.0}\n{"event": "progress", "ts": 2.0, "x": "' + "a" * 200 + '"}\n')
+    p.write_text(
+        '{"event": "progress", "ts": 1.0}\n{"event": "progress", "ts": 2.0, "x": "' + "a" * 200 + '"}\n'
+    )
     with pytest.raises(InputError) as ei:
         events.read_events(p)
     assert ei.value.line == 2
@@ -141,8 +145,15 @@ def test_event_reader_streams_the_real_files_as_before(tmp_path: Path) -> None:
 def test_variant_name_that_cannot_be_a_file_name_is_a_located_error(tmp_path: Path) -> None:
     root, kdir = _copy(tmp_path)
     p = kdir / "reference/analysis.json"
-    p.write_text(p.read_text().replace('"variant_name": "non_persistent"', '"variant_name": "' + "n" * 300 + '"'))
-    for args in (["table", KERNEL], ["report", "e", KERNEL, "--dry-run"], ["history", KERNEL], ["diff", KERNEL]):
+    p.write_text(
+        p.read_text().replace('"variant_name": "non_persistent"', '"variant_name": "' + "n" * 300 + '"')
+    )
+    for args in (
+        ["table", KERNEL],
+        ["report", "e", KERNEL, "--dry-run"],
+        ["history", KERNEL],
+        ["diff", KERNEL],
+    ):
         rc, err = _cli(args, root)
         _no_internal_error(rc, err)
         if args[0] in ("history", "diff"):  # they read no variant log without a valid analysis: exit 0
@@ -158,7 +169,9 @@ def test_variant_name_with_a_path_is_refused(tmp_path: Path, name: str) -> None:
 
     _, kdir = _copy(tmp_path)
     p = kdir / "reference/analysis.json"
-    p.write_text(p.read_text().replace('"variant_name": "non_persistent"', json.dumps({"variant_name": name})[1:-1]))
+    p.write_text(
+        p.read_text().replace('"variant_name": "non_persistent"', json.dumps({"variant_name": name})[1:-1])
+    )
     with pytest.raises(InputError) as ei:
         load_analysis(p)
     assert ei.value.key is not None and "variant_name" in ei.value.key
@@ -180,7 +193,12 @@ def test_lone_surrogate_in_record_json_is_located(tmp_path: Path) -> None:
     """SYNTHETIC ``\\ud800`` (valid JSON, not valid Unicode) inside a real record's kernel name."""
     root, kdir = _copy(tmp_path)
     _mutate_record(kdir, "\\ud800")
-    for args in (["history", KERNEL], ["calibrate", KERNEL], ["report", "e", KERNEL, "--dry-run"], ["table", KERNEL]):
+    for args in (
+        ["history", KERNEL],
+        ["calibrate", KERNEL],
+        ["report", "e", KERNEL, "--dry-run"],
+        ["table", KERNEL],
+    ):
         rc, err = _cli(args, root)
         _no_internal_error(rc, err)
         assert ":memory:" not in err, (args, err[-600:])
@@ -217,8 +235,15 @@ def test_depth_500_value_in_record_json_is_located(tmp_path: Path, shape: str) -
     deep = "[" * 500 + "]" * 500 if shape == "list" else '{"a": ' * 500 + "1" + "}" * 500
     _mutate_record(kdir, "", at='"forward": {')  # keep the record readable otherwise
     p = kdir / "baseline_perf_cutile.txt"
-    p.write_text(p.read_text().replace('"capture_source": ', '"zz_deep": ' + deep + ', "capture_source": ', 1))
-    for args in (["history", KERNEL], ["calibrate", KERNEL], ["table", KERNEL], ["report", "e", KERNEL, "--dry-run"]):
+    p.write_text(
+        p.read_text().replace('"capture_source": ', '"zz_deep": ' + deep + ', "capture_source": ', 1)
+    )
+    for args in (
+        ["history", KERNEL],
+        ["calibrate", KERNEL],
+        ["table", KERNEL],
+        ["report", "e", KERNEL, "--dry-run"],
+    ):
         rc, err = _cli(args, root)
         _no_internal_error(rc, err)
 
