@@ -271,3 +271,35 @@ def test_lone_surrogate_in_an_event_line_names_its_line(tmp_path: Path) -> None:
     assert ei.value.line == 2 and "surrogate" in ei.value.message
     p.write_text('{"event": "progress", "ts": 2.0, "x": "\\ud83d\\ude00"}\n')  # a pair: one valid character
     assert read_events(p)[0]["x"] == "\U0001f600"
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+def test_event_reader_splits_lines_across_chunk_boundaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """REAL matmul events.jsonl read in chunks of ``size`` bytes (the reader streams 1 MiB chunks; a
+    line split across chunks must come out whole), also with a cut tail and a line over the limit."""
+    from cutile_workbench.artifacts import confine, events
+    from cutile_workbench.errors import InputError
+
+    real = PRISTINE / "workbench/events.jsonl"
+    want = [e.to_dict() for e in events.read_events(real)]
+    whole = confine.iter_regular
+
+    def small(path: Path | str, **kw: object):  # type: ignore[no-untyped-def]
+        data = b"".join(whole(path, **kw))  # type: ignore[arg-type]
+        for i in range(0, len(data), size):
+            yield data[i : i + size]
+
+    monkeypatch.setattr(confine, "iter_regular", small)
+    assert [e.to_dict() for e in events.read_events(real)] == want
+    cut = tmp_path / "cut.jsonl"
+    data = real.read_bytes()
+    cut.write_bytes(data + b'{"event": "progress", "ts": 1')
+    assert [e.to_dict() for e in events.read_events(cut, allow_truncated_tail=True)] == want
+    monkeypatch.setattr(events, "MAX_LINE_CHARS", 2000)
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(b'{"event": "progress", "ts": 1.0}\n' + b"x" * 5000 + b"\n" + data)
+    with pytest.raises(InputError) as ei:
+        events.read_events(long)
+    assert ei.value.line == 2
