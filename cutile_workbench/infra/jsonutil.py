@@ -68,11 +68,15 @@ def unsafe_value(obj: Any, max_depth: int) -> str | None:
         if isinstance(value, (dict, list)):
             if depth > max_depth:
                 return f"is nested more than {max_depth} levels deep"
-            items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
-            for key, item in items:
-                if isinstance(key, str) and _SURROGATE.search(key):
-                    return f"holds a lone UTF-16 surrogate in a key ({key[:40]!a}), not valid Unicode"
-                stack.append((item, depth + 1))
+            if isinstance(value, dict):
+                for key in value:
+                    if isinstance(key, str) and _SURROGATE.search(key):
+                        return f"holds a lone UTF-16 surrogate in a key ({key[:40]!a}), not valid Unicode"
+                children = value.values()
+            else:
+                children = value
+            # numbers, bools and None need no look: only strings and containers are pushed
+            stack.extend((item, depth + 1) for item in children if isinstance(item, (str, dict, list)))
     return None
 
 
