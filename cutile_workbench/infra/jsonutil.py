@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from cutile_workbench.errors import InputError
@@ -72,7 +73,7 @@ def unsafe_value(obj: Any, max_depth: int) -> str | None:
                 for key in value:
                     if isinstance(key, str) and _SURROGATE.search(key):
                         return f"holds a lone UTF-16 surrogate in a key ({key[:40]!a}), not valid Unicode"
-                children = value.values()
+                children: Iterable[Any] = value.values()
             else:
                 children = value
             # numbers, bools and None need no look: only strings and containers are pushed
