@@ -6,12 +6,14 @@ Contract: :func:`load_analysis` accepts every shape the skill's agents are known
 validator's ``cutile_geo_mean_ms``, ``autotune_configs: null``, unknown extra keys. Optional
 fields that are absent become ``None``/empty. A field that is present with the wrong type raises
 ``InputError(path, key=<JSON key path>)``, e.g. ``test_perf_configs.static_persistent.shapes[1]``;
-invalid JSON raises ``InputError`` with the line. The whole document stays in ``raw``.
+invalid JSON raises ``InputError`` with the line. A ``variant_name`` must be a file-name part
+(:data:`VARIANT_NAME_RE`, at most :data:`VARIANT_NAME_MAX` characters), else ``InputError`` at its key. The whole document stays in ``raw``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +21,11 @@ from typing import Any
 
 from cutile_workbench.errors import InputError
 from cutile_workbench.infra.jsonutil import loads_located
+
+#: a variant name is part of E's file names (``perf_cutile_rs_<variant>.txt``, ``….full.txt``): the
+#: kernel-name rule (:mod:`cutile_workbench.artifacts.confine`), so it is one path component that fits
+VARIANT_NAME_RE = re.compile(r"[A-Za-z0-9_.-]+")
+VARIANT_NAME_MAX = 128
 
 
 @dataclass(frozen=True)
@@ -265,6 +272,13 @@ class _Reader:
             name = entry.get("variant_name")
             if not isinstance(name, str) or not name:
                 raise self.err(f"{k}.variant_name", "required non-empty string")
+            if len(name) > VARIANT_NAME_MAX or not VARIANT_NAME_RE.fullmatch(name) or name in (".", ".."):
+                raise self.err(
+                    f"{k}.variant_name",
+                    f"{name[:60]!r}{'…' if len(name) > 60 else ''} ({len(name)} characters) cannot be part "
+                    f"of a file name (perf_cutile_rs_<variant>.txt): at most {VARIANT_NAME_MAX} of "
+                    "[A-Za-z0-9_.-]",
+                )
             out.append(
                 KernelVariant(
                     variant_name=name,

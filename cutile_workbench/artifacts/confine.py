@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from cutile_workbench.errors import InputError, UnsafePath
@@ -133,6 +134,15 @@ def read_regular(
     path: Path | str, *, kind: str, kernel_dir: Path | str | None = None, cap: int | None = None
 ) -> bytes:
     """The bytes of one input file after the checks of the module contract (``InputError``/``UnsafePath``)."""
+    return b"".join(iter_regular(path, kind=kind, kernel_dir=kernel_dir, cap=cap))
+
+
+def iter_regular(
+    path: Path | str, *, kind: str, kernel_dir: Path | str | None = None, cap: int | None = None
+) -> Iterator[bytes]:
+    """:func:`read_regular` in chunks of at most 1 MiB (a streaming reader holds one chunk, not the file).
+
+    The checks run before the first chunk is yielded; the size cap is checked as the file is read."""
     p = Path(path)
     limit = cap if cap is not None else SIZE_CAPS.get(kind, SIZE_CAPS["JSON"])
     if kernel_dir is not None:
@@ -161,23 +171,24 @@ def read_regular(
             raise InputError(
                 f"{kind} changed while opening it (now {file_type(st2.st_mode)}): refused", path=str(p)
             )
-        chunks: list[bytes] = []
         total = 0
         while True:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            try:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            except OSError as exc:
+                raise InputError(f"cannot read {kind}: {exc.strerror or exc}", path=str(p)) from None
             if not chunk:
                 break
-            chunks.append(chunk)
             total += len(chunk)
             if total > limit:
                 raise InputError(
                     f"{kind} grew past the {limit:,}-byte limit while reading: refused", path=str(p)
                 )
+            yield chunk
     except OSError as exc:
         raise InputError(f"cannot read {kind}: {exc.strerror or exc}", path=str(p)) from None
     finally:
         os.close(fd)
-    return b"".join(chunks)
 
 
 def read_regular_text(

@@ -27,10 +27,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,14 @@ EVENT_KINDS: tuple[str, ...] = tuple(EVENT_SCHEMA)
 
 #: ``test_failed.longrepr`` is cut to this many characters (a CUDA traceback can be megabytes)
 LONGREPR_LIMIT = 8000
-#: a single line longer than this is refused by the reader (guards memory on garbage input)
-MAX_LINE_CHARS = 64 * 1024 * 1024
+#: a single line longer than this is refused by the reader (guards memory on garbage input); the
+#: recorded sessions' longest line is 11 KB, a live run's ``launches`` line a few hundred KB
+MAX_LINE_CHARS = 16 * 1024 * 1024
+#: the events one :func:`read_events` keeps may take about this much memory (:func:`parsed_cost`):
+#: a stream beyond it is refused at the line that crosses it, never parsed into a MemoryError. About
+#: 55 MB of real event lines with per-launch records (a live run of ~200 configs that keeps its
+#: ``launches`` events); the recorded sessions' streams take 0.1-0.5 MiB of it
+PARSE_BUDGET_BYTES = 384 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -219,47 +226,105 @@ def _check_fields(kind: str, obj: Mapping[str, Any], src: str, lineno: int) -> N
             )
 
 
+def parsed_cost(line: str) -> int:
+    """An upper estimate of the bytes CPython's ``json.loads`` result of ``line`` holds.
+
+    The line's own size, 40 per ``,`` (a value's slot and a float/int), 32 per ``"`` (a string or key
+    object, two quotes each) and 150 per ``{``/``[`` (a container): measured with tracemalloc against
+    the shapes that cost most per character (empty and one-key containers, short and unique strings,
+    floats, non-BMP text), the actual size is 0.2-0.9x this; the recorded sessions' events and launch
+    records are 0.5x (CPU box, Python 3.11)."""
+    containers = line.count("{") + line.count("[")
+    return sys.getsizeof(line) + 40 * line.count(",") + 32 * line.count('"') + 150 * containers
+
+
 def read_events(
     path_or_lines: Path | str | Iterable[str],
     *,
     allow_truncated_tail: bool = False,
     source: str | None = None,
+    budget: int | None = None,
 ) -> list[Event]:
     """Parse a JSON-lines event stream (a path, or an iterable of lines as read from one).
 
-    A ``str`` argument is a path. Blank lines are skipped. Raises ``InputError(path, line)`` for
-    a malformed line; with ``allow_truncated_tail`` an unparsable final line that lacks its
-    ``\\n`` is dropped instead (it is still being written, or the writer died mid-line).
+    A ``str`` argument is a path; the file is streamed (one line in memory at a time, plus the
+    events kept). Blank lines are skipped. Raises ``InputError(path, line)`` for a malformed line, a
+    line over :data:`MAX_LINE_CHARS`, or the line at which the events kept would take more than
+    ``budget`` bytes (:data:`PARSE_BUDGET_BYTES`; :func:`parsed_cost`); with ``allow_truncated_tail``
+    an unparsable final line that lacks its ``\\n`` is dropped instead (it is still being written,
+    or the writer died mid-line).
     """
+    limit = PARSE_BUDGET_BYTES if budget is None else budget
     if isinstance(path_or_lines, (str, Path)):
         src = source or str(path_or_lines)
-        from cutile_workbench.artifacts.confine import read_regular
-
-        raw = read_regular(path_or_lines, kind="event stream")  # a FIFO/device refused unread, size capped
-        text = raw.decode("utf-8", errors="replace")
-        # split on "\n" only: str.splitlines would also split inside a line at U+2028 & co.
-        parts = text.split("\n")
-        lines: list[str] = [p + "\n" for p in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+        lines: Iterable[tuple[str, bool, bool]] = _file_lines(path_or_lines)
     else:
         src = source or "<events>"
-        lines = list(path_or_lines)
+        given = list(path_or_lines)
+        lines = ((ln, i == len(given) - 1, False) for i, ln in enumerate(given))
 
     events: list[Event] = []
-    last = len(lines)
-    for lineno, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if not stripped:
-            continue
-        is_open_tail = lineno == last and not line.endswith("\n")
+    spent = 0
+    for lineno, (line, is_last, cut) in enumerate(lines, start=1):
+        is_open_tail = is_last and not cut and not line.endswith("\n")
         try:
-            if len(line) > MAX_LINE_CHARS:
-                raise InputError(f"event line longer than {MAX_LINE_CHARS} characters", path=src, line=lineno)
+            if cut or len(line) > MAX_LINE_CHARS:
+                raise InputError(
+                    f"event line longer than {MAX_LINE_CHARS:,} characters", path=src, line=lineno
+                )
+            stripped = line.strip()
+            if not stripped:
+                continue
+            spent += parsed_cost(stripped)
+            if spent > limit:
+                raise InputError(
+                    f"event stream too large to hold: by this line its events would take about "
+                    f"{spent >> 20:,} MiB in memory (limit {limit >> 20:,} MiB)",
+                    path=src,
+                    line=lineno,
+                )
             events.append(_parse_line(stripped, src, lineno))
         except InputError:
             if allow_truncated_tail and is_open_tail:
                 break
             raise
     return events
+
+
+def _file_lines(path: Path | str) -> Iterator[tuple[str, bool, bool]]:
+    """``(line with its \\n, is_last, cut)`` of a file, decoded line by line (U+FFFD for invalid
+    UTF-8); split on ``\\n`` only (str.splitlines would also split inside a line at U+2028 & co). A
+    line longer than :data:`MAX_LINE_CHARS` bytes is yielded cut to that length with ``cut`` set (the
+    caller refuses it), so no more than one such line is ever held."""
+    from cutile_workbench.artifacts.confine import iter_regular
+
+    pending = bytearray()
+    cut = False  # the current line passed the limit: its rest is skipped up to its \n
+    prev: tuple[str, bool] | None = None
+    for chunk in iter_regular(path, kind="event stream"):  # a FIFO/device refused unread, size capped
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            end = len(chunk) if nl < 0 else nl + 1
+            if not cut:
+                pending += chunk[start:end]
+                if len(pending) > MAX_LINE_CHARS:
+                    del pending[MAX_LINE_CHARS:]
+                    cut = True
+            if nl < 0:
+                break
+            if prev is not None:
+                yield prev[0], False, prev[1]
+            prev = (pending.decode("utf-8", errors="replace"), cut)
+            pending.clear()
+            cut = False
+            start = end
+    if pending or cut:
+        if prev is not None:
+            yield prev[0], False, prev[1]
+        yield pending.decode("utf-8", errors="replace"), True, cut
+    elif prev is not None:
+        yield prev[0], True, prev[1]
 
 
 def _parse_line(text: str, src: str, lineno: int) -> Event:
@@ -279,5 +344,8 @@ def _parse_line(text: str, src: str, lineno: int) -> Event:
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise InputError("event line lacks a numeric 'ts'", path=src, line=lineno, key="ts")
     _check_fields(kind, obj, src, lineno)
+    from cutile_workbench.infra.jsonutil import surrogate_escape_check
+
+    surrogate_escape_check(text, obj, src, "malformed event line", first_line=lineno)
     fields = {k: v for k, v in obj.items() if k not in ("event", "ts")}
     return Event(event=kind, ts=float(ts), fields=fields, line=lineno)

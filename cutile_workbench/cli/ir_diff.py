@@ -123,10 +123,17 @@ def _plain_rows(rows: list[SRow], width: int, color: bool) -> list[str]:
     return _struct_rows(StructDiff(rows, [], []), range(len(rows)), width, color)
 
 
-def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool) -> list[str]:
-    num_w = max(
-        4, len(str(max([r.left_no or 0 for r in sd.rows] + [r.right_no or 0 for r in sd.rows] + [0])))
-    )
+def _number_width(sd: StructDiff) -> int:
+    """The line-number column's width: the widest line number of the whole diff (at least 4)."""
+    widest = max((max(r.left_no or 0, r.right_no or 0) for r in sd.rows), default=0)
+    return max(4, len(str(widest)))
+
+
+def _struct_rows(sd: StructDiff, rows: range, width: int, color: bool, num_w: int | None = None) -> list[str]:
+    """Side-by-side lines of ``rows``; ``num_w`` (from :func:`_number_width`, computed once per diff by
+    a caller that renders many hunks: per hunk it was a scan of every row, quadratic in the IR's size)."""
+    if num_w is None:
+        num_w = _number_width(sd)
     cell = max(10, (width - 2 * (num_w + 1) - 3) // 2)
     hl = None
     if color:
@@ -181,6 +188,7 @@ def render_structural(
             out.append(f"  {f.side} L{f.line}: {f.reason}")
         out += _plain_rows(sd.fallback_rows(), width, color)
     folded = 0
+    num_w = _number_width(sd)
     for k, h in enumerate(sd.hunks):
         if h.cosmetic and not cosmetic:
             folded += 1
@@ -194,7 +202,7 @@ def render_structural(
         hi = h.end
         while hi < len(sd.rows) and hi - h.end < context and sd.rows[hi].kind == "equal":
             hi += 1
-        out += _struct_rows(sd, range(lo, hi), width, color)
+        out += _struct_rows(sd, range(lo, hi), width, color, num_w)
         if h.category.rank <= 1 and ir.launch_evidence:
             out += [f"   launch: {e}" for e in ir.launch_evidence]
     if folded:

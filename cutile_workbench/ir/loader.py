@@ -11,7 +11,8 @@ Contract:
   (> :data:`MAX_IR_BYTES`), NUL bytes (binary, e.g. a ``.tileirbc``), invalid UTF-8, an over-long
   line (> :data:`MAX_LINE_CHARS`), empty/blank text, or text with no ``entry @`` raise
   :class:`~cutile_workbench.errors.InputError` naming the file (and line where there is one).
-- :func:`load_ir` additionally rejects truncated text (unclosed or stray braces), naming the line;
+- :func:`load_ir` additionally rejects truncated text (unclosed or stray braces), naming the line,
+  and, for the IR diff (``max_lines``), a file longer than :data:`MAX_DIFF_LINES` lines;
   :func:`load_pair` with ``damaged_ok`` keeps such a file (``IRFile.damage``) so the pair can still be
   diffed (the IR diff does; stage F does not).
 Accepted inputs: raw ``tileirdisasm`` dumps (start at ``entry @…``, no module wrapper),
@@ -33,6 +34,13 @@ from cutile_workbench.ir.canon import CanonIR, _brace_delta, canonicalize
 MAX_IR_BYTES = 32 * 1024 * 1024
 #: Real IR lines are < 10 kB; a megabyte line is a minified/binary blob, not something to diff.
 MAX_LINE_CHARS = 1_000_000
+#: The IR diff (canonical + structural diff, audit, rendering) costs CPU in proportion to the lines
+#: (bench/ir_structdiff_scale.py: real matmul dumps scaled; the pair of 19k/23.7k lines added 2.4 s
+#: CPU to the diff command on the loaded CPU box, about 1.0 s per 10k lines of the longer side,
+#: bench/results/ir_structdiff_scale-2026-12-02.json): a side longer than this is refused with the
+#: reason, so the whole command stays within about 3 s. Real kernel dumps are 100-1,000 lines.
+MAX_DIFF_LINES = 20_000
+DIFF_CPU_S_PER_10K_LINES = 1.0
 
 Role = Literal["reference", "generated"]
 
@@ -146,12 +154,27 @@ class IRFile:
 
 
 def load_ir(
-    path: Path | str, role: Role = "reference", variant: str | None = None, *, damaged_ok: bool = False
+    path: Path | str,
+    role: Role = "reference",
+    variant: str | None = None,
+    *,
+    damaged_ok: bool = False,
+    max_lines: int | None = None,
 ) -> IRFile:
     """Guard-read, check balance and canonicalize one file. Unbalanced braces raise, or with
-    ``damaged_ok`` are kept in :attr:`IRFile.damage` (the file still loads)."""
+    ``damaged_ok`` are kept in :attr:`IRFile.damage` (the file still loads). ``max_lines`` (the
+    diff's :data:`MAX_DIFF_LINES`): a longer file is refused before any parsing, with the reason."""
     p = Path(path)
     text = read_ir_text(p)
+    if max_lines is not None:
+        n = text.count("\n") + (0 if text.endswith("\n") else 1)
+        if n > max_lines:
+            raise InputError(
+                f"IR file has {n:,} lines, over the {max_lines:,}-line limit of the IR diff: its cost "
+                f"grows with the lines (about {DIFF_CPU_S_PER_10K_LINES:g} s of CPU per 10,000 lines "
+                "measured, BENCHMARKS §2c); diff one kernel's dump instead",
+                path=p,
+            )
     damage = balance_problem(text, p)
     if damage is not None and not damaged_ok:
         raise damage
@@ -235,12 +258,13 @@ class IRPair:
     generated: IRFile
 
 
-def load_pair(pair: IRPairPaths, *, damaged_ok: bool = False) -> IRPair:
+def load_pair(pair: IRPairPaths, *, damaged_ok: bool = False, max_lines: int | None = None) -> IRPair:
     """Load both sides of a pair (InputError on either bad file, naming it). With ``damaged_ok`` a
     truncated file loads, with its :attr:`IRFile.damage`, so a diff can show what is there; stage F,
-    which draws conclusions from the pair, keeps the default and refuses it."""
+    which draws conclusions from the pair, keeps the default and refuses it. ``max_lines``: see
+    :func:`load_ir` (the IR diff passes :data:`MAX_DIFF_LINES`)."""
     return IRPair(
         pair.variant,
-        load_ir(pair.reference, "reference", pair.variant, damaged_ok=damaged_ok),
-        load_ir(pair.generated, "generated", pair.variant, damaged_ok=damaged_ok),
+        load_ir(pair.reference, "reference", pair.variant, damaged_ok=damaged_ok, max_lines=max_lines),
+        load_ir(pair.generated, "generated", pair.variant, damaged_ok=damaged_ok, max_lines=max_lines),
     )

@@ -4,7 +4,9 @@ Contract:
 - :func:`diagnose` runs every check of :data:`CHECK_ORDER`, in the order a run needs them: the GPU
   and driver (``nvidia-smi``), the child Python (it starts), torch + CUDA and NVML (``pynvml``) in it, cupti-python
   against the CUDA torch was built for, pytest and TileGym importable in it, the TileGym tree and
-  its commit, the cutile-rs build (crate version, ``libcutile_kernels.so``), tileiras and ptxas (a
+  its commit, cuda.tile test-imported in the child (a warn: only the cuTile baselines need it), the
+  cutile-rs build (crate version, ``libcutile_kernels.so`` and, where ``cuobjdump`` can tell, the GPU
+  arches it embeds against the GPU's; "cannot tell" otherwise), tileiras and ptxas (a
   ptxas older than tileiras fails: tileiras compiles through it),
   ncu and the perf-counter permission, SLURM (only when asked). It returns a :class:`DoctorReport`
   of :class:`Check` rows; it never raises and writes nothing.
@@ -31,7 +33,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -57,6 +59,7 @@ CHECK_ORDER: tuple[str, ...] = (
     "cupti",
     "pytest",
     "tilegym-import",
+    "cuda-tile",
     "tilegym",
     "cutile-rs",
     "tileiras",
@@ -137,6 +140,11 @@ for d in ("pytest", "torch", "cupti-python", "cuda-tile", "tilegym"):
     except Exception:
         out["dists"][d] = None
 if sys.argv[1:] == ["1"]:
+    try:
+        import cuda.tile
+        out["cuda_tile_import"] = {"ok": True, "version": getattr(cuda.tile, "__version__", None)}
+    except BaseException as exc:
+        out["cuda_tile_import"] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]}
     try:
         import torch
         out["torch"] = {"version": torch.__version__, "cuda": torch.version.cuda,
@@ -286,8 +294,100 @@ def _cupti_check(python: str, child: dict[str, Any]) -> Check:
     )
 
 
+def _cuda_tile_check(python: str, child: dict[str, Any]) -> Check:
+    """cuda.tile imported in the child (cuTile Python: the reference backend the baselines run)."""
+    got = child.get("cuda_tile_import") or {}
+    fix = f"{python} -m pip install cuda-tile"
+    if got.get("ok"):
+        version = got.get("version") or (child.get("dists") or {}).get("cuda-tile") or "(version unknown)"
+        return Check("cuda-tile", "cuda.tile importable", "ok", f"cuda.tile {version} imported")
+    if not got:
+        why = "cuda.tile not tried (the child did not run the import)"
+    elif (child.get("modules") or {}).get("cuda.tile"):
+        why = f"cuda.tile is installed in {python} but its import fails: {got.get('error')}"
+    else:
+        why = f"cuda.tile is not importable in {python}: {got.get('error')}"
+    return Check(
+        "cuda-tile",
+        "cuda.tile importable",
+        "warn",
+        f"{why} (the cuTile reference baselines cannot run; cutile-rs candidates still can)",
+        fix,
+    )
+
+
+#: ``cuobjdump --list-elf LIB``: the GPU code embedded in a host library, or (None, why)
+ListElf = Callable[[Path], tuple[str | None, str | None]]
+
+
+def _cuobjdump_list_elf(lib: Path) -> tuple[str | None, str | None]:
+    exe = shutil.which("cuobjdump")
+    if exe is None:
+        return None, "cuobjdump not on PATH"
+    try:
+        proc = subprocess.run(
+            [exe, "--list-elf", str(lib)],
+            capture_output=True,
+            text=True,
+            timeout=_CHILD_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"cuobjdump failed ({exc})"
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        if "does not contain device code" in proc.stderr:
+            return "", None
+        return None, f"cuobjdump exited {proc.returncode}: {tail[:160]}"
+    return proc.stdout, None
+
+
+def library_arch_check(lib: Path, compute_cap: str | None, list_elf: ListElf = _cuobjdump_list_elf) -> Check:
+    """The built library's embedded GPU code (``cuobjdump --list-elf``) against the GPU's arch. Says
+    "cannot tell" when it cannot (no cuobjdump, no embedded cubin: cutile-rs compiles Tile IR at run
+    time, no GPU seen); a warn only when the library embeds code for other arches and not this one."""
+    listing, why = list_elf(lib)
+    if listing is None:
+        return Check("cutile-rs", "cutile-rs build", "ok", f"{lib.name} built; arch: cannot tell ({why})")
+    arches = sorted({int(m) for m in re.findall(r"\bsm_(\d+)[a-z]?\b", listing)})
+    if not arches:
+        return Check(
+            "cutile-rs",
+            "cutile-rs build",
+            "ok",
+            f"{lib.name} built; arch: cannot tell (no embedded cubin: its kernels are compiled at run time)",
+        )
+    names = ", ".join(f"sm_{a}" for a in arches)
+    if compute_cap is None:
+        return Check(
+            "cutile-rs",
+            "cutile-rs build",
+            "ok",
+            f"{lib.name} built for {names}; arch: cannot tell (no GPU seen)",
+        )
+    want = int(compute_cap.replace(".", ""))
+    if want in arches:
+        return Check(
+            "cutile-rs",
+            "cutile-rs build",
+            "ok",
+            f"{lib.name} built for {names}; arch: matches the GPU's sm_{want}",
+        )
+    return Check(
+        "cutile-rs",
+        "cutile-rs build",
+        "warn",
+        f"{lib.name} embeds GPU code for {names} only, the GPU is sm_{want}",
+        f"rebuild it on this node (cargo build --release) or for sm_{want}",
+    )
+
+
 def _tilegym_checks(
-    tilegym: Path | None, python: str, child: dict[str, Any] | None, env: Mapping[str, str]
+    tilegym: Path | None,
+    python: str,
+    child: dict[str, Any] | None,
+    env: Mapping[str, str],
+    compute_cap: str | None = None,
 ) -> list[Check]:
     if tilegym is None:
         why = "no --tilegym DIR and $TILEGYM_PATH unset: the built-in profiles run"
@@ -328,13 +428,13 @@ def _tilegym_checks(
             )
         )
         return checks
-    commit, how = read_git_commit(tilegym)
+    commit, how = _tilegym_commit(tilegym)
     checks.append(
         Check(
             "tilegym",
             "TileGym tree",
             "ok",
-            f"{tilegym} at {commit[:12] if commit else f'unknown commit ({how})'}",
+            f"{tilegym} at {f'{commit[:12]} ({how})' if commit else f'unknown commit ({how})'}",
         )
     )
     facts, unknown = cutile_rs_version(tilegym, env)
@@ -362,15 +462,42 @@ def _tilegym_checks(
         )
     else:
         commit_note = f" @ {facts['cutile_rs_commit'][:12]}" if "cutile_rs_commit" in facts else ""
+        arch = library_arch_check(lib, compute_cap)
         checks.append(
             Check(
                 "cutile-rs",
                 "cutile-rs build",
-                "ok",
-                f"cutile {facts['cutile_rs']}{commit_note}, {lib.name} built",
+                arch.status,
+                f"cutile {facts['cutile_rs']}{commit_note}, {arch.detail}",
+                arch.fix,
             )
         )
     return checks
+
+
+#: the file bench/make_tilegym_trim.sh writes into a trimmed tree (no .git): ``git rev-parse HEAD``
+TILEGYM_COMMIT_FILE = "TILEGYM_COMMIT"
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+
+
+def _tilegym_commit(tilegym: Path) -> tuple[str | None, str]:
+    """(commit, how it was found): the checkout's git HEAD, else a trimmed tree's TILEGYM_COMMIT
+    file (one full sha on its first line; anything else is not trusted and said so)."""
+    commit, how = read_git_commit(tilegym)
+    if commit is not None:
+        return commit, how
+    marker = tilegym / TILEGYM_COMMIT_FILE
+    if not marker.is_file():
+        return None, how
+    try:
+        with marker.open("rb") as fh:
+            head = fh.read(200).decode("utf-8", errors="replace")
+    except OSError as exc:
+        return None, f"{how}; cannot read {marker}: {exc.strerror or exc}"
+    first = head.split("\n", 1)[0].strip()
+    if _SHA.fullmatch(first):
+        return first, f"from {TILEGYM_COMMIT_FILE}: a trimmed tree without .git"
+    return None, f"{how}; {marker} holds no commit sha"
 
 
 def _tool_check(key: str, exe: str | None, fix: str) -> Check:
@@ -448,7 +575,7 @@ def diagnose(req: DoctorRequest) -> DoctorReport:
     """Every check, in :data:`CHECK_ORDER` (see the module contract)."""
     env = os.environ if req.env is None else req.env
     checks: list[Check] = []
-    gpu, _cap = _gpu_check()
+    gpu, cap = _gpu_check()
     checks.append(gpu)
     child, why = probe_child(req.python, import_torch=True, env=env)
     checks.append(_python_check(req.python, child, why))
@@ -457,7 +584,8 @@ def diagnose(req: DoctorRequest) -> DoctorReport:
         checks.append(_nvml_check(req.python, child))
         checks.append(_cupti_check(req.python, child))
         checks.append(_pytest_check(req.python, child))
-    checks.extend(_tilegym_checks(req.tilegym, req.python, child, env))
+        checks.append(_cuda_tile_check(req.python, child))
+    checks.extend(_tilegym_checks(req.tilegym, req.python, child, env, cap))
     cuda_home = env.get("CUDA_HOME") or "<the folder holding the 13.4 ptxas and libnvvm>"
     checks.append(
         _tool_check(

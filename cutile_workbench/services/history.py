@@ -237,6 +237,29 @@ def _snapshot_facts(prov: Provenance) -> list[tuple[str, str]]:
 _LABELS = {"CUDA (driver)": "CUDA", "SM/memory clock (start → end)": "clocks SM/mem"}
 
 
+#: the toolchain row's parts, in the order a kernel engineer reads them (``toolchain.TOOLCHAIN_KEYS``)
+_TOOLCHAIN_PARTS: tuple[tuple[str, str], ...] = (
+    ("tileiras", "tileiras"),
+    ("ptxas", "ptxas"),
+    ("cutile_rs", "cutile-rs"),
+    ("cuda_tile", "cuda-tile"),
+    ("cupti", "cupti"),
+)
+
+
+def toolchain_text(toolchain: Mapping[str, str]) -> str:
+    """One line of a run's toolchain (``tileiras 13.4.0 · ptxas 13.0.88 · cutile-rs 0.2.0 @ 0123456789ab
+    · …``), the tools recorded only; "not recorded" when none is (runs before issue 36)."""
+    parts = []
+    for key, label in _TOOLCHAIN_PARTS:
+        value = toolchain.get(key)
+        if not value:
+            continue
+        commit = toolchain.get("cutile_rs_commit") if key == "cutile_rs" else None
+        parts.append(f"{label} {value}" + (f" @ {commit[:12]}" if commit else ""))
+    return " · ".join(parts) if parts else NOT_RECORDED
+
+
 def run_facts(run: StoredRun) -> RunFacts:
     """The display form of one stored run."""
     prov = run.provenance
@@ -254,6 +277,7 @@ def run_facts(run: StoredRun) -> RunFacts:
             "cutile-rs lib",
             f"sha256 {prov.cutile_rs_lib_sha256[:16]}…" if prov.cutile_rs_lib_sha256 else NOT_RECORDED,
         ),
+        ("toolchain", toolchain_text(prov.toolchain)),  # --json: the provenance's toolchain, key by key
         ("workbench", workbench or NOT_RECORDED),
         (
             "python / torch",

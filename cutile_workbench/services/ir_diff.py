@@ -34,7 +34,14 @@ from cutile_workbench.ir.diffmodel import DiffRow as DiffRow
 from cutile_workbench.ir.diffmodel import Fold as Fold
 from cutile_workbench.ir.diffmodel import SideBySide as SideBySide
 from cutile_workbench.ir.diffmodel import diff_lines
-from cutile_workbench.ir.loader import IRInventory, IRPair, IRPairPaths, discover_ir, load_pair
+from cutile_workbench.ir.loader import (
+    MAX_DIFF_LINES,
+    IRInventory,
+    IRPair,
+    IRPairPaths,
+    discover_ir,
+    load_pair,
+)
 from cutile_workbench.ir.structdiff import SRow as SRow
 from cutile_workbench.ir.structdiff import StructDiff as StructDiff
 from cutile_workbench.ir.structdiff import structural_diff as structural_diff
@@ -95,7 +102,8 @@ def diff_pair(
     paths: IRPairPaths, *, name: Callable[[Path], str] = _full_path, notes: list[str] | None = None
 ) -> IRDiff:
     """Load, diff and audit one pair; InputError naming the bad file and line."""
-    pair = load_pair(paths, damaged_ok=True)  # a truncated file is diffed, its damage reported
+    # a truncated file is diffed, its damage reported; one over MAX_DIFF_LINES is refused (its cost)
+    pair = load_pair(paths, damaged_ok=True, max_lines=MAX_DIFF_LINES)
     sbs = diff_lines(pair.reference.canon.lines, pair.generated.canon.lines)
     audit = audit_texts(
         pair.reference.text,

@@ -246,3 +246,106 @@ def test_the_docs_name_every_command_and_every_cli_and_service_module() -> None:
                 assert f"`{module.stem}`" in arch, (
                     f"docs/architecture.md does not name {folder}/{module.name}"
                 )
+
+
+#: docs/tui.md's key phrases per screen paragraph → the binding ids they name. Each phrase must be in
+#: that screen's paragraph, word for word, and each key in it a default key of the binding, owned by the
+#: screen (or the app): a key moved in the keymap, or a phrase that names the wrong key, fails here.
+TUI_DOC_KEYS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    "1 Ratios": (
+        ("(v)", "ratios-variant", ("v",)),
+        ("(/, o slow-only)", "ratios-filter", ("slash",)),
+        ("(/, o slow-only)", "ratios-slow", ("o",)),
+        ("s/r sort", "ratios-sort", ("s",)),
+        ("s/r sort", "ratios-reverse", ("r",)),
+        ("c chart", "ratios-chart", ("c",)),
+        ("t (or Enter) timeline", "ratios-timeline", ("t",)),
+        ("L re-run live", "ratios-live", ("L",)),
+        ("R re-run the shown configs sharded over the GPUs", "ratios-sharded", ("R",)),
+    ),
+    "2 Timeline": (
+        ("0 toggles", "timeline-fit", ("0",)),
+        ("+/- zoom", "timeline-zoom-in", ("plus",)),
+        ("+/- zoom", "timeline-zoom-out", ("minus",)),
+        ("←/→ pan", "timeline-pan-left", ("left",)),
+        ("←/→ pan", "timeline-pan-right", ("right",)),
+        ("↑/↓ lane", "timeline-lane-up", ("up",)),
+        ("↑/↓ lane", "timeline-lane-down", ("down",)),
+        ("Tab next launch", "timeline-next", ("tab",)),
+    ),
+    "3 IR diff": (
+        ("n/N hunks", "irdiff-next-hunk", ("n",)),
+        ("n/N hunks", "irdiff-prev-hunk", ("N",)),
+        ("z folds", "irdiff-fold", ("z",)),
+        ("/ search both panes", "irdiff-search", ("slash",)),
+        ("(. , next/prev match)", "irdiff-next-match", ("full_stop",)),
+        ("(. , next/prev match)", "irdiff-prev-match", ("comma",)),
+        ("a audit panel", "irdiff-focus", ("a",)),
+        ("p next pair", "irdiff-pair", ("p",)),
+    ),
+    "4 Report": (
+        ("e / f plan a report set", "report-plan-e", ("e",)),
+        ("e / f plan a report set", "report-plan-f", ("f",)),
+        ("v rendered / raw / diff", "report-view", ("v",)),
+        ("PgUp/PgDn", "report-page-up", ("pageup",)),
+        ("PgUp/PgDn", "report-page-down", ("pagedown",)),
+        ("Home/End scroll the preview", "report-top", ("home",)),
+        ("Home/End scroll the preview", "report-bottom", ("end",)),
+        ("/ search (n next match)", "report-search", ("slash",)),
+        ("/ search (n next match)", "report-next-match", ("n",)),
+        ("w write", "report-write", ("w",)),
+        ("D plans F", "report-demonstrate", ("D",)),
+    ),
+    "5 Checks": (("r runs the E precondition", "checks-run", ("r",)),),
+    "6 History": (("c config", "history-config", ("c",)), ("b backend", "history-backend", ("b",))),
+    "F1 help": (
+        ("F1 help", "app-help", ("f1",)),
+        ("i the whole header", "app-info", ("i",)),
+        ("Ctrl+Q quit", "app-quit", ("ctrl+q",)),
+    ),
+}
+#: the binding owners of each docs/tui.md paragraph (besides the app's own)
+TUI_DOC_OWNERS = {
+    "1 Ratios": SCREEN_OWNERS["Ratios"],
+    "2 Timeline": SCREEN_OWNERS["Timeline"],
+    "3 IR diff": SCREEN_OWNERS["IR diff"],
+    "4 Report": SCREEN_OWNERS["Report"],
+    "5 Checks": SCREEN_OWNERS["Checks"],
+    "6 History": SCREEN_OWNERS["History"],
+    "F1 help": ("WorkbenchApp",),
+}
+
+
+def _tui_doc_paragraphs() -> dict[str, str]:
+    text = (ROOT / "docs/tui.md").read_text(encoding="utf-8")
+    block = text[text.index("```\n") + 4 : text.rindex("```")]
+    out: dict[str, str] = {}
+    for part in re.split(r"\n  (?=\d [A-Z]|F1 )", block):
+        flat = " ".join(ln.strip() for ln in part.split("\n"))
+        for head in TUI_DOC_KEYS:
+            if flat.startswith(head):
+                out[head] = flat
+    return out
+
+
+def test_every_key_phrase_of_docs_tui_is_bound_as_it_says() -> None:
+    import cutile_workbench.tui.app  # noqa: F401  (declares the app's bindings)
+    from cutile_workbench.tui.keymap import describe_bindings
+
+    by_id: dict[str, tuple[set[str], str]] = {}
+    for line in describe_bindings().splitlines()[1:]:
+        parts = line.split(None, 2)
+        if len(parts) == 3:
+            by_id[parts[0]] = (set(parts[1].split(",")), parts[2].split(":")[0])
+    paragraphs = _tui_doc_paragraphs()
+    assert set(paragraphs) == set(TUI_DOC_KEYS), sorted(set(TUI_DOC_KEYS) - set(paragraphs))
+    for head, phrases in TUI_DOC_KEYS.items():
+        for phrase, binding, keys in phrases:
+            assert phrase in paragraphs[head], f"docs/tui.md ({head}) no longer says {phrase!r}"
+            assert binding in by_id, f"docs/tui.md ({head}): no binding {binding!r}"
+            bound, owner = by_id[binding]
+            assert owner in (*TUI_DOC_OWNERS[head], "WorkbenchApp"), (head, binding, owner)
+            for key in keys:
+                assert key in bound, (
+                    f"docs/tui.md ({head}) says {phrase!r}: {binding} is bound to {sorted(bound)}"
+                )

@@ -182,3 +182,108 @@ def test_a_ptxas_older_than_tileiras_fails_with_the_cuda_home_fix(tmp_path: Path
     _stub(bin_dir, "ptxas", "Cuda compilation tools, release 13.4, V13.4.92")
     by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
     assert by_key["ptxas"].status == "ok"
+
+
+def _trimmed_tree(tmp_path: Path, commit_text: str | None) -> Path:
+    """SYNTHETIC: what bench/make_tilegym_trim.sh unpacks on the GPU node: tests/ops/, no .git, and
+    (when given) a TILEGYM_COMMIT file."""
+    tree = tmp_path / "TileGym"
+    (tree / "tests" / "ops").mkdir(parents=True)
+    if commit_text is not None:
+        (tree / "TILEGYM_COMMIT").write_text(commit_text)
+    return tree
+
+
+def test_doctor_reads_the_commit_of_a_trimmed_tree_from_tilegym_commit(tmp_path: Path) -> None:
+    """On the H200 the trimmed tree said 'at unknown commit': it has no .git, only TILEGYM_COMMIT."""
+    sha = "75a14307776188ff0baf451cd9b9fc9fa3a87233"
+    tree = _trimmed_tree(tmp_path, sha + "\n")
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=tree)).checks}
+    assert by_key["tilegym"].status == "ok"
+    assert f"at {sha[:12]}" in by_key["tilegym"].detail and "TILEGYM_COMMIT" in by_key["tilegym"].detail
+
+
+@pytest.mark.parametrize("text", ["not a sha\n", "", "75a1430" * 100])
+def test_doctor_does_not_trust_a_bad_tilegym_commit_file(tmp_path: Path, text: str) -> None:
+    tree = _trimmed_tree(tmp_path, text)
+    detail = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=tree)).checks}[
+        "tilegym"
+    ].detail
+    assert "unknown commit" in detail and "TILEGYM_COMMIT" in detail
+
+
+@needs_tilegym
+def test_doctor_names_the_commit_of_the_real_snapshot_without_git() -> None:
+    """REAL: the TileGym snapshot (.fetched/TileGym) is a tree without .git, with its TILEGYM_COMMIT."""
+    assert not (TILEGYM / ".git").exists()
+    want = (TILEGYM / "TILEGYM_COMMIT").read_text().split()[0]
+    detail = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=TILEGYM)).checks}[
+        "tilegym"
+    ].detail
+    assert f"at {want[:12]}" in detail
+
+
+def test_doctor_test_imports_cuda_tile_in_the_child(bare_python: str) -> None:
+    """SYNTHETIC child without cuda.tile: a row says so, with the fix (find_spec alone never said)."""
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=bare_python)).checks}
+    row = by_key["cuda-tile"]
+    assert row.status == "warn" and "cuda.tile" in row.detail
+    assert row.fix == f"{bare_python} -m pip install cuda-tile"
+
+
+def test_doctor_reports_a_cuda_tile_that_fails_to_import(tmp_path: Path) -> None:
+    """SYNTHETIC: a cuda.tile package that is found but raises on import (a CUDA library mismatch)."""
+    site = tmp_path / "site"
+    (site / "cuda" / "tile").mkdir(parents=True)
+    (site / "cuda" / "tile" / "__init__.py").write_text("raise ImportError('libcuda.so.1: cannot open')\n")
+    env = {**__import__("os").environ, "PYTHONPATH": str(site)}
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, env=env)).checks}
+    row = by_key["cuda-tile"]
+    assert row.status == "warn" and "libcuda.so.1: cannot open" in row.detail
+
+
+def _built_tree(tmp_path: Path) -> Path:
+    """SYNTHETIC trimmed tree with the cutile-rs crate and a 'built' library (a stand-in file)."""
+    from cutile_workbench.history.provenance import CUTILE_RS_LIB
+    from cutile_workbench.services.doctor import KERNELS_CRATE
+
+    tree = _trimmed_tree(tmp_path, None)
+    crate = tree / KERNELS_CRATE
+    crate.mkdir(parents=True)
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "cutile_kernels"\n\n[dependencies]\ncutile = "=0.2.0"\n'
+    )
+    (tree / CUTILE_RS_LIB).parent.mkdir(parents=True, exist_ok=True)
+    (tree / CUTILE_RS_LIB).write_bytes(b"\x7fELF stand-in")
+    return tree
+
+
+def test_library_arch_against_the_gpu(tmp_path: Path) -> None:
+    from cutile_workbench.services.doctor import library_arch_check
+
+    lib = tmp_path / "libcutile_kernels.so"
+    lib.write_bytes(b"\x7fELF")
+    listing = (
+        "ELF file    1: libcutile_kernels.1.sm_90a.cubin\nELF file    2: libcutile_kernels.2.sm_80.cubin\n"
+    )
+    ok = library_arch_check(lib, "9.0", lambda _lib: (listing, None))
+    assert ok.status == "ok" and "sm_90" in ok.detail
+    bad = library_arch_check(lib, "10.0", lambda _lib: (listing, None))
+    assert bad.status == "warn" and "sm_100" in bad.detail and bad.fix
+    none = library_arch_check(lib, "9.0", lambda _lib: ("", None))
+    assert none.status == "ok" and "cannot tell" in none.detail
+    no_tool = library_arch_check(lib, "9.0", lambda _lib: (None, "cuobjdump not on PATH"))
+    assert (
+        no_tool.status == "ok"
+        and "cannot tell" in no_tool.detail
+        and "cuobjdump not on PATH" in no_tool.detail
+    )
+    no_gpu = library_arch_check(lib, None, lambda _lib: (listing, None))
+    assert "cannot tell" in no_gpu.detail or "no GPU" in no_gpu.detail
+
+
+def test_doctor_on_a_built_tree_says_what_it_can_of_the_arch(tmp_path: Path) -> None:
+    tree = _built_tree(tmp_path)
+    by_key = {c.key: c for c in diagnose(DoctorRequest(python=sys.executable, tilegym=tree)).checks}
+    rs = by_key["cutile-rs"]
+    assert rs.status == "ok" and "built" in rs.detail and "arch" in rs.detail, rs.detail

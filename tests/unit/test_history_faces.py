@@ -371,3 +371,35 @@ def test_short_flags_name_each_difference_with_both_values():
     for expected, other in cases.items():
         comp = compare_provenance(cand if "CUPTI" in expected else base, other, b_label="baseline cutile")
         assert _short_flag(comp.flags[0], "baseline cutile") == expected
+
+
+def test_run_facts_carry_the_toolchain_row():
+    """The History screen's provenance panel and `history --json` show the run's toolchain (issue 36):
+    SYNTHETIC live provenance (history_helpers) with a toolchain as the runner records it, and the
+    REAL recorded matmul session, whose provenance predates the toolchain ("not recorded")."""
+    from cutile_workbench.history.store import StoredRun
+    from cutile_workbench.services.history import run_facts
+
+    prov = replace(
+        provenance(utc("2026-12-02 03:00")),
+        toolchain={
+            "tileiras": "13.4.0",
+            "ptxas": "13.0.88",
+            "cutile_rs": "0.2.0",
+            "cutile_rs_commit": "0123456789abcdef0123",
+            "cuda_tile": "1.0.0",
+            "cupti": "13.0.1",
+        },
+    )
+    when = utc("2026-12-02 03:00")
+    run = StoredRun(1, "k" * 16, "matmul", "live", when, "provenance", when, prov, ("candidate",), (), 6)
+    facts = dict(run_facts(run).facts)
+    assert facts["toolchain"] == (
+        "tileiras 13.4.0 · ptxas 13.0.88 · cutile-rs 0.2.0 @ 0123456789ab · cuda-tile 1.0.0 · cupti 13.0.1"
+    )
+    partial = replace(run, provenance=replace(prov, toolchain={"ptxas": "13.0.88"}))
+    assert dict(run_facts(partial).facts)["toolchain"] == "ptxas 13.0.88"
+    bare = replace(run, provenance=replace(prov, toolchain={}))
+    assert dict(run_facts(bare).facts)["toolchain"] == "not recorded"
+    real = kernel_history(stage_e.open_kernel("matmul", out_root=None, tilegym=None, env={}))
+    assert all(dict(r.facts)["toolchain"] == "not recorded" for r in real.runs)

@@ -435,7 +435,31 @@ def _add_record(
 
 
 def _payload(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] | None:
-    """(nodeid, framework, benchmark[framework]) from record_json, else from the repr line."""
+    """(nodeid, framework, benchmark[framework]) from record_json, else from the repr line; a record
+    nested deeper than :data:`MAX_RECORD_DEPTH` or holding a lone surrogate is a problem at its line
+    (the history, E's report and the caches walk and encode every value: they would crash on it)."""
+    got = _payload_any(st, block)
+    if got is None:
+        return None
+    from cutile_workbench.infra.jsonutil import unsafe_value
+
+    why = unsafe_value(list(got), MAX_RECORD_DEPTH)
+    if why is not None:
+        from_json = block.json_text is not None
+        st.problem(
+            f"{'record_json' if from_json else 'record'} {why}",
+            block.json_line if from_json else block.start,
+            key="record_json" if from_json else "repr",
+        )
+        return None
+    return got
+
+
+#: the deepest record accepted (TileGym's are 5-6 levels: benchmark, framework, phase, capture, …)
+MAX_RECORD_DEPTH = 32
+
+
+def _payload_any(st: _State, block: _Block) -> tuple[str, str, Mapping[str, Any]] | None:
     if block.json_text is not None:
         try:
             obj = json.loads(block.json_text)
