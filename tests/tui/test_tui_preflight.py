@@ -53,7 +53,7 @@ async def test_sharded_rerun_refused_without_pytest_in_the_child(bare_python: st
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        await pilot.press("G")
+        await pilot.press("R")  # the sharded re-run (G is "last row", issue 34)
         await pilot.pause()
         assert isinstance(app.screen, RatiosScreen)  # no panel pushed
         assert started == []

@@ -231,3 +231,37 @@ def test_the_tui_uses_no_private_textual_api() -> None:
         if name in path.read_text(encoding="utf-8")
     ]
     assert hits == []
+
+
+async def test_w_typed_while_the_plan_is_built_asks_once_it_is_shown(tmp_path: Any) -> None:
+    """A person reads "validators pass: w writes" in the preview's banner (shown while the plan is
+    still being committed) and types ``w`` at once: the key was dropped with a toast (the tmux drive
+    failed on it). Now it is kept in order: the write is asked, confirmation first, once that plan
+    is shown; a new plan request cancels it. Planning is held until ``w`` is typed (a busy node's
+    order, made certain)."""
+    import shutil
+    from pathlib import Path
+
+    from cutile_workbench.tui.modals import ConfirmModal
+
+    recorded = Path(__file__).resolve().parents[2] / "cutile_workbench/profiles/tilegym/session/matmul"
+    shutil.copytree(recorded, tmp_path / "matmul")
+    data = load_app_data("matmul", out_root=tmp_path, tilegym=None, env={})
+    real = data.plan_report
+    assert real is not None and data.write_report is not None
+    typed = threading.Event()
+
+    def plan(stage: str) -> Any:
+        typed.wait(60)  # a bound against a hang only: w is typed right after e
+        return real(stage)
+
+    data.plan_report = plan
+    app = make_app(data)
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _on_report(pilot)
+        type_fast(pilot, "e", "w")
+        await until(pilot, lambda: screen.write_pending, "w kept while planning")
+        typed.set()
+        await settle(pilot)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "the write asked")
+        assert screen.plan is not None and screen.plan.stage == "E"

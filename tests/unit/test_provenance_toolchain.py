@@ -111,7 +111,7 @@ def test_history_names_a_toolchain_change_as_the_likely_cause(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     paths = copy_matmul(tmp_path)
-    store, _report = open_history(paths, source="out_root")
+    store, _report = open_history(paths, source="out_root", persist=True)
     with store:
         base = candidate_configs(store)
         w2, w3 = utc("2026-12-08 10:00"), utc("2026-12-15 10:00")

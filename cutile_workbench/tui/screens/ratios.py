@@ -388,6 +388,13 @@ class RatiosScreen(WorkbenchScreen):
         if row is None:
             self.notify("no row highlighted: nothing to re-run", severity="warning")
             return
+        from cutile_workbench.services.doctor import rerun_refusal
+
+        if (
+            refusal := rerun_refusal()
+        ):  # the doctor's checks first: never ask to confirm a run that cannot start
+            self.notify(refusal, severity="error", timeout=12, markup=False)
+            return
         from cutile_workbench.tui.modals import ConfirmModal
 
         lines = [

@@ -113,6 +113,7 @@ class ReportScreen(WorkbenchScreen):
         #: ``e f`` typed quickly showed E's plan, answered last, while the status said F)
         self.plan_request = 0
         self.planning = ""  # the stage being planned ("" = none)
+        self.write_pending = False  # w typed while the plan was being built: asked once it is shown
 
     def compose(self) -> ComposeResult:
         yield self.header()
@@ -181,6 +182,7 @@ class ReportScreen(WorkbenchScreen):
         self.plan_request += 1
         self.planning = stage
         self.plan = None
+        self.write_pending = False  # a w typed for the old plan is not a w for this one
         self.refusal = ""
         self.last_result = ""
         self.query_one("#report-result", Static).add_class("hidden")
@@ -216,6 +218,7 @@ class ReportScreen(WorkbenchScreen):
             return
         self.planning = ""
         self.plan = None
+        self.write_pending = False
         self.refusal = reason
         self.query_one("#report-status", Static).update(
             Text(f"stage {stage} refused: {reason}", style="bold red")
@@ -243,6 +246,9 @@ class ReportScreen(WorkbenchScreen):
             status.append(f"  ·  REFUSED: {self.refusal}", style="bold red")
         self.query_one("#report-status", Static).update(status)
         self.refresh_bindings()
+        if self.write_pending:
+            self.write_pending = False
+            self.action_write()  # the w typed while this plan was built (it still asks first)
 
     async def action_cycle_view(self) -> None:
         nxt = VIEWS[(VIEWS.index(self.preview.view) + 1) % len(VIEWS)]
@@ -310,9 +316,9 @@ class ReportScreen(WorkbenchScreen):
             self.wb.show_error(self.data.read_only, "Write refused")
             return
         if plan is None and self.planning:
-            self.notify(
-                f"stage {self.planning} is still being planned: w once it is shown", severity="warning"
-            )
+            # the key is kept in order: the write is asked (confirmation first) once this plan is shown
+            self.write_pending = True
+            self.notify(f"stage {self.planning} is still being planned: w asks to write once it is shown")
             return
         if plan is None:
             self.notify("nothing planned yet: e plans stage E, f stage F; w then writes", severity="warning")
