@@ -8,6 +8,9 @@ Contract:
 - Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 or ? help, Ctrl+P palette,
   Ctrl+Q quits from anywhere (priority); q quits too (asking while a GPU run is live; an input
   with focus takes q and ? as text). Below 100 columns screens get the ``-narrow`` class.
+- Escape goes back one level everywhere: what the screen has open first (its own Escape binding:
+  filter, search, live run, running checks, a modal), then the screen it was reached from
+  (:attr:`WorkbenchApp.trail`), then the overview it was opened from; with none left it does nothing.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
 - A user keymap (:mod:`cutile_workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
   injected so tests never see the user's file) is applied with ``App.set_keymap`` at mount; its
@@ -30,6 +33,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import events, work
 from textual.app import App
+from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
 from textual.worker import Worker, WorkerState
 
@@ -153,10 +157,10 @@ class WorkbenchApp(App[int]):
         ),
         Binding(
             "escape",
-            "back_to_overview",
-            "Overview",
-            tooltip="Back to the out root's overview",
-            id="app-overview",
+            "go_back",
+            "Back",
+            tooltip="Back one level: the screen this one was reached from; on the first, the overview",
+            id="app-back",
         ),
     ]
 
@@ -185,6 +189,9 @@ class WorkbenchApp(App[int]):
         self.ir_loading = False
         self.first_paint_at: float | None = None  # perf_counter() of the first displayed frame
         self.irdiff_screen: IRDiffScreen | None = None  # set by the screen when it mounts
+        #: the screens the current one was reached from, oldest first (Escape goes back along it)
+        self.trail: list[str] = []
+        self._going_back = False
         self.sub_title = data.kernel
 
     def on_mount(self) -> None:
@@ -288,9 +295,20 @@ class WorkbenchApp(App[int]):
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back_to_overview":
-            return self.back_code is not None
+        if action == "go_back":  # hidden (and the key does nothing) with no level left to go back to
+            return bool(self.trail) or self.back_code is not None
         return True
+
+    def switch_mode(self, mode: str) -> AwaitComplete:
+        """Every screen switch (1-6, t/Enter, the palette) extends :attr:`trail`; a screen already on
+        the trail cuts it there (``1 2 1`` leaves nothing to go back to, k9s' breadcrumbs)."""
+        current = self.current_mode
+        if not self._going_back and current in self.MODES and current != mode:
+            if mode in self.trail:
+                del self.trail[self.trail.index(mode) :]
+            else:
+                self.trail.append(current)
+        return super().switch_mode(mode)
 
     def gpu_run_live(self) -> bool:
         """A live or sharded GPU run is going on (its worker is running)."""
@@ -306,8 +324,16 @@ class WorkbenchApp(App[int]):
         lines = ["A GPU run is going on: quitting cancels it (nothing of it is merged).", "Quit?"]
         self.push_screen(ConfirmModal("Quit", lines), lambda yes: self.exit(0) if yes else None)
 
-    def action_back_to_overview(self) -> None:
-        if self.back_code is not None:
+    def action_go_back(self) -> None:
+        """Escape, once the screen has nothing of its own open (filter, search, live run, checks: their
+        Escape bindings come first): the screen this one was reached from, else the overview."""
+        if self.trail:
+            self._going_back = True
+            try:
+                self.switch_mode(self.trail.pop())
+            finally:
+                self._going_back = False
+        elif self.back_code is not None:
             self.exit(self.back_code)
 
     def action_mode(self, mode: str) -> None:
@@ -375,7 +401,8 @@ def make_app(
     back_code: int | None = None,
 ) -> WorkbenchApp:
     """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap;
-    ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it.
+    ``back_code``: opened from the overview, Escape with no level left (nothing to close, no screen
+    to go back to) exits with it.
     ``prewarm`` is accepted and has no effect (issue #34: no screen is built before its first visit)."""
     return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap, back_code=back_code)
 

@@ -4,12 +4,17 @@ One line: what does not fit ends in "…" (most important first); ``i`` shows th
 (:func:`header_lines`). A screen may add a ``notice``
 (the Ratios screen: the comparability flag of its ratios): ``urgent`` right after the candidate,
 else at the end.
+
+:class:`WorkbenchFooter` is the footer of every screen: Quit and Help first, then the screen's keys.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+from textual.widgets._footer import FooterKey
 
 
 class WorkbenchHeader(Static):
@@ -77,3 +82,22 @@ def header_lines(app: object) -> list[str]:
     if problems:  # issue #34: what the loaders refused, with file and line, for as long as it is so
         lines += ["", f"load problems ({len(problems)}):", *(f"  {p}" for p in problems)]
     return lines
+
+
+#: the app's actions the footer shows first, in this order, so that no width cuts them off
+PINNED_ACTIONS = ("quit", "help")
+
+
+class WorkbenchFooter(Footer):
+    """Textual's footer with Quit and Help first (issue #34): the footer cuts what does not fit
+    from the right, and the app's keys come last in the binding chain, so at 80 and 120 columns
+    Quit and Help were the ones cut. The screen's keys follow in their usual order."""
+
+    def compose(self) -> ComposeResult:
+        keys = list(super().compose())
+
+        def rank(widget: Widget) -> int:
+            action = getattr(widget, "action", None) if isinstance(widget, FooterKey) else None
+            return PINNED_ACTIONS.index(action) if action in PINNED_ACTIONS else len(PINNED_ACTIONS)
+
+        yield from sorted(keys, key=rank)  # stable: the rest keep their order

@@ -25,13 +25,13 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, ProgressBar, Static
+from textual.widgets import DataTable, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import LaunchSet, RatioRow
 from cutile_workbench.services.timeline import same_backend
-from cutile_workbench.tui.chrome import WorkbenchHeader
+from cutile_workbench.tui.chrome import WorkbenchFooter, WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.live import Batcher, dispatch_event
 from cutile_workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
@@ -121,7 +121,7 @@ class TimelineScreen(WorkbenchScreen):
                     yield Static(id="probe-title")
                     yield DataTable(id="probe", cursor_type="none", zebra_stripes=True)
                 yield DataTable(id="live-results", cursor_type="row", classes="hidden")
-        yield Footer()
+        yield WorkbenchFooter()
 
     def on_mount(self) -> None:
         self.query_one("#live-results", DataTable).add_columns("framework", "params", "median ms")
