@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.text import Text
 from textual import events, work
 from textual.app import App
-from textual.await_complete import AwaitComplete
 from textual.binding import Binding, BindingType
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import RatioRow
 from cutile_workbench.tui import textual_fixes
+from cutile_workbench.tui.app_bindings import APP_BINDINGS
 from cutile_workbench.tui.commands import WorkbenchCommands
 from cutile_workbench.tui.data import AppData, IRPair
 from cutile_workbench.tui.screens.base import WorkbenchScreen
@@ -104,65 +105,7 @@ class WorkbenchApp(App[int]):
     }
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual's own declaration)
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
-        Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
-        Binding(
-            "question_mark", "help", "Help", show=False, tooltip="Keys of this screen", id="app-help-question"
-        ),
-        Binding(
-            "q", "quit_asking", "Quit", show=False, tooltip="Quit (asks while a GPU run is live)", id="app-q"
-        ),
-        Binding(
-            "i",
-            "info",
-            "Info",
-            show=False,
-            tooltip="The whole header: session, GPU, out root, comparability of the ratios",
-            id="app-info",
-        ),
-        # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
-        Binding(
-            "1",
-            "mode('ratios')",
-            "Screens",
-            key_display="1-6",
-            tooltip="1 Ratios · 2 Timeline · 3 IR diff · 4 Report · 5 Checks · 6 History",
-            id="app-ratios",
-        ),
-        Binding(
-            "2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"
-        ),
-        Binding(
-            "3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"
-        ),
-        Binding(
-            "4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports", id="app-report"
-        ),
-        Binding(
-            "5",
-            "mode('checks')",
-            "Checks",
-            show=False,
-            tooltip="TileGym checks: import, wiring, -k, audit",
-            id="app-checks",
-        ),
-        Binding(
-            "6",
-            "mode('history')",
-            "History",
-            show=False,
-            tooltip="Run history of the selected config",
-            id="app-history",
-        ),
-        Binding(
-            "escape",
-            "go_back",
-            "Back",
-            tooltip="Back one level: the screen this one was reached from; on the first, the overview",
-            id="app-back",
-        ),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(
         self,
@@ -299,7 +242,7 @@ class WorkbenchApp(App[int]):
             return bool(self.trail) or self.back_code is not None
         return True
 
-    def switch_mode(self, mode: str) -> AwaitComplete:
+    def switch_mode(self, mode: str) -> AwaitMount:
         """Every screen switch (1-6, t/Enter, the palette) extends :attr:`trail`; a screen already on
         the trail cuts it there (``1 2 1`` leaves nothing to go back to, k9s' breadcrumbs)."""
         current = self.current_mode
@@ -437,5 +380,7 @@ def run_app(
             file=sys.stderr,
         )
         return 2
-    rc = make_app(data, keymap=load_keymap(keymap)).run()
+    from cutile_workbench.tui.catalog import known_bindings
+
+    rc = make_app(data, keymap=load_keymap(keymap, known=known_bindings)).run()
     return int(rc or 0)

@@ -20,8 +20,8 @@ from textual.widgets import Footer, Input
 from textual.widgets._footer import FooterKey
 
 from cutile_workbench.tui.app import make_app
+from cutile_workbench.tui.catalog import known_bindings
 from cutile_workbench.tui.commands import available_commands
-from cutile_workbench.tui.keymap import known_bindings
 from cutile_workbench.tui.loaders import load_app_data
 from cutile_workbench.tui.modals import HelpScreen
 from cutile_workbench.tui.screens.ratios import RatiosScreen
