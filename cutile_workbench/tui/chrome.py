@@ -45,7 +45,7 @@ class WorkbenchHeader(Static):
         else:
             text.append("cutile-rs ", style="bold green")
         if self.notice and self.urgent:
-            text.append(self.notice, style="bold yellow")
+            text.append(self.notice, style="bold black on #ffd75f")  # 16 colours: black on bright yellow
             text.append(" ")
         if getattr(data, "harness", ""):
             text.append(f"│ harness {data.harness} ")

@@ -34,7 +34,14 @@ from cutile_workbench.tui.chrome import WorkbenchFooter, WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.screens.base import WorkbenchScreen
 from cutile_workbench.tui.widgets.ratio_chart import RatioChart
-from cutile_workbench.tui.widgets.ratio_table import COLUMNS, RatioTable, config_labels, ratio_text, sol_text
+from cutile_workbench.tui.widgets.ratio_table import (
+    ALARM_STYLE,
+    COLUMNS,
+    RatioTable,
+    config_labels,
+    ratio_text,
+    sol_text,
+)
 from cutile_workbench.tui.widgets.severity_bar import SeverityBar
 
 ALL_TAB = "all"
@@ -183,7 +190,7 @@ class RatiosScreen(WorkbenchScreen):
                 text.append("\n")
             text.append(
                 "⚠ " if cond.state == "not_comparable" else "? ",
-                style="bold red" if cond.state == "not_comparable" else "bold",
+                style=ALARM_STYLE if cond.state == "not_comparable" else "bold",
             )
             text.append(line)
         return text
@@ -295,7 +302,7 @@ class RatiosScreen(WorkbenchScreen):
             text.append(f" · {row.row_verdict}: {row.reason}", style="yellow")
         ident = self.data.identity_line(row.params)  # issue 18: the id column may be the only trace
         if ident:
-            text.append(f" · {ident}", style="bold red" if not ident.startswith("id own") else "dim")
+            text.append(f" · {ident}", style=ALARM_STYLE if not ident.startswith("id own") else "dim")
         detail.update(text)
         chart = self.query_one(RatioChart)
         if chart.display:
