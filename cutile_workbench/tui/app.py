@@ -271,6 +271,7 @@ class WorkbenchApp(App[int]):
         """Escape, once the screen has nothing of its own open (filter, search, live run, checks: their
         Escape bindings come first): the screen this one was reached from, else the overview."""
         if self.trail:
+            self.sync_selection()  # like a screen key: the config under this screen's cursor goes along
             self._going_back = True
             try:
                 self.switch_mode(self.trail.pop())

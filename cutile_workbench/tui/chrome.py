@@ -14,7 +14,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer, Static
-from textual.widgets._footer import FooterKey
 
 
 class WorkbenchHeader(Static):
@@ -97,7 +96,7 @@ class WorkbenchFooter(Footer):
         keys = list(super().compose())
 
         def rank(widget: Widget) -> int:
-            action = getattr(widget, "action", None) if isinstance(widget, FooterKey) else None
+            action = getattr(widget, "action", None)  # a FooterKey's (the palette key has one too)
             return PINNED_ACTIONS.index(action) if action in PINNED_ACTIONS else len(PINNED_ACTIONS)
 
         yield from sorted(keys, key=rank)  # stable: the rest keep their order
