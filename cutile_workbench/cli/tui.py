@@ -89,7 +89,7 @@ class KeysCommand(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         import cutile_workbench.tui.app  # noqa: F401  (declares the app's own bindings: quit, help, 1-6)
-        from cutile_workbench.tui.keymap import describe_bindings
+        from cutile_workbench.tui.catalog import describe_bindings
 
         sys.stdout.write(describe_bindings())
         return 0

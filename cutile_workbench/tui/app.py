@@ -8,6 +8,9 @@ Contract:
 - Keys safe over SSH/tmux (Textual FAQ): 1-6 switch screens, F1 or ? help, Ctrl+P palette,
   Ctrl+Q quits from anywhere (priority); q quits too (asking while a GPU run is live; an input
   with focus takes q and ? as text). Below 100 columns screens get the ``-narrow`` class.
+- Escape goes back one level everywhere: what the screen has open first (its own Escape binding:
+  filter, search, live run, running checks, a modal), then the screen it was reached from
+  (:attr:`WorkbenchApp.trail`), then the overview it was opened from; with none left it does nothing.
 - Load problems (``AppData.problems``) become error notifications naming file and line.
 - A user keymap (:mod:`cutile_workbench.tui.keymap`, read by :func:`run_app`; ``make_app`` takes it
   injected so tests never see the user's file) is applied with ``App.set_keymap`` at mount; its
@@ -31,11 +34,13 @@ from rich.text import Text
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.widget import AwaitMount
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import RatioRow
 from cutile_workbench.tui import textual_fixes
+from cutile_workbench.tui.app_bindings import APP_BINDINGS
 from cutile_workbench.tui.commands import WorkbenchCommands
 from cutile_workbench.tui.data import AppData, IRPair
 from cutile_workbench.tui.screens.base import WorkbenchScreen
@@ -100,65 +105,7 @@ class WorkbenchApp(App[int]):
     }
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]  # noqa: RUF012 (Textual's own declaration)
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q", "quit", "Quit", priority=True, tooltip="Quit from anywhere", id="app-quit"),
-        Binding("f1", "help", "Help", tooltip="Keys and purpose of this screen", id="app-help"),
-        Binding(
-            "question_mark", "help", "Help", show=False, tooltip="Keys of this screen", id="app-help-question"
-        ),
-        Binding(
-            "q", "quit_asking", "Quit", show=False, tooltip="Quit (asks while a GPU run is live)", id="app-q"
-        ),
-        Binding(
-            "i",
-            "info",
-            "Info",
-            show=False,
-            tooltip="The whole header: session, GPU, out root, comparability of the ratios",
-            id="app-info",
-        ),
-        # 1-6 share one footer entry ("1-6 Screens"); each still has its own id for keymaps.
-        Binding(
-            "1",
-            "mode('ratios')",
-            "Screens",
-            key_display="1-6",
-            tooltip="1 Ratios · 2 Timeline · 3 IR diff · 4 Report · 5 Checks · 6 History",
-            id="app-ratios",
-        ),
-        Binding(
-            "2", "mode('timeline')", "Timeline", show=False, tooltip="Launch timeline", id="app-timeline"
-        ),
-        Binding(
-            "3", "mode('irdiff')", "IR diff", show=False, tooltip="Reference vs generated IR", id="app-irdiff"
-        ),
-        Binding(
-            "4", "mode('report')", "Report", show=False, tooltip="Plan and write E/F reports", id="app-report"
-        ),
-        Binding(
-            "5",
-            "mode('checks')",
-            "Checks",
-            show=False,
-            tooltip="TileGym checks: import, wiring, -k, audit",
-            id="app-checks",
-        ),
-        Binding(
-            "6",
-            "mode('history')",
-            "History",
-            show=False,
-            tooltip="Run history of the selected config",
-            id="app-history",
-        ),
-        Binding(
-            "escape",
-            "back_to_overview",
-            "Overview",
-            tooltip="Back to the out root's overview",
-            id="app-overview",
-        ),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS
 
     def __init__(
         self,
@@ -185,6 +132,9 @@ class WorkbenchApp(App[int]):
         self.ir_loading = False
         self.first_paint_at: float | None = None  # perf_counter() of the first displayed frame
         self.irdiff_screen: IRDiffScreen | None = None  # set by the screen when it mounts
+        #: the screens the current one was reached from, oldest first (Escape goes back along it)
+        self.trail: list[str] = []
+        self._going_back = False
         self.sub_title = data.kernel
 
     def on_mount(self) -> None:
@@ -288,9 +238,20 @@ class WorkbenchApp(App[int]):
 
     # ------------------------------------------------------------------ actions
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "back_to_overview":
-            return self.back_code is not None
+        if action == "go_back":  # hidden (and the key does nothing) with no level left to go back to
+            return bool(self.trail) or self.back_code is not None
         return True
+
+    def switch_mode(self, mode: str) -> AwaitMount:
+        """Every screen switch (1-6, t/Enter, the palette) extends :attr:`trail`; a screen already on
+        the trail cuts it there (``1 2 1`` leaves nothing to go back to, k9s' breadcrumbs)."""
+        current = self.current_mode
+        if not self._going_back and current in self.MODES and current != mode:
+            if mode in self.trail:
+                del self.trail[self.trail.index(mode) :]
+            else:
+                self.trail.append(current)
+        return super().switch_mode(mode)
 
     def gpu_run_live(self) -> bool:
         """A live or sharded GPU run is going on (its worker is running)."""
@@ -306,8 +267,17 @@ class WorkbenchApp(App[int]):
         lines = ["A GPU run is going on: quitting cancels it (nothing of it is merged).", "Quit?"]
         self.push_screen(ConfirmModal("Quit", lines), lambda yes: self.exit(0) if yes else None)
 
-    def action_back_to_overview(self) -> None:
-        if self.back_code is not None:
+    def action_go_back(self) -> None:
+        """Escape, once the screen has nothing of its own open (filter, search, live run, checks: their
+        Escape bindings come first): the screen this one was reached from, else the overview."""
+        if self.trail:
+            self.sync_selection()  # like a screen key: the config under this screen's cursor goes along
+            self._going_back = True
+            try:
+                self.switch_mode(self.trail.pop())
+            finally:
+                self._going_back = False
+        elif self.back_code is not None:
             self.exit(self.back_code)
 
     def action_mode(self, mode: str) -> None:
@@ -375,7 +345,8 @@ def make_app(
     back_code: int | None = None,
 ) -> WorkbenchApp:
     """Factory with injected data sources (tests, snapshots, bench) and an optional user keymap;
-    ``back_code``: opened from the overview, Escape on Ratios (nothing to clear) exits with it.
+    ``back_code``: opened from the overview, Escape with no level left (nothing to close, no screen
+    to go back to) exits with it.
     ``prewarm`` is accepted and has no effect (issue #34: no screen is built before its first visit)."""
     return WorkbenchApp(data, initial_mode=initial_mode, prewarm=prewarm, keymap=keymap, back_code=back_code)
 
@@ -410,5 +381,7 @@ def run_app(
             file=sys.stderr,
         )
         return 2
-    rc = make_app(data, keymap=load_keymap(keymap)).run()
+    from cutile_workbench.tui.catalog import known_bindings
+
+    rc = make_app(data, keymap=load_keymap(keymap, known=known_bindings)).run()
     return int(rc or 0)

@@ -4,12 +4,16 @@ One line: what does not fit ends in "…" (most important first); ``i`` shows th
 (:func:`header_lines`). A screen may add a ``notice``
 (the Ratios screen: the comparability flag of its ratios): ``urgent`` right after the candidate,
 else at the end.
+
+:class:`WorkbenchFooter` is the footer of every screen: Quit and Help first, then the screen's keys.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import Static
+from textual.app import ComposeResult
+from textual.widget import Widget
+from textual.widgets import Footer, Static
 
 
 class WorkbenchHeader(Static):
@@ -40,7 +44,7 @@ class WorkbenchHeader(Static):
         else:
             text.append("cutile-rs ", style="bold green")
         if self.notice and self.urgent:
-            text.append(self.notice, style="bold yellow")
+            text.append(self.notice, style="bold black on #ffd75f")  # 16 colours: black on bright yellow
             text.append(" ")
         if getattr(data, "harness", ""):
             text.append(f"│ harness {data.harness} ")
@@ -77,3 +81,22 @@ def header_lines(app: object) -> list[str]:
     if problems:  # issue #34: what the loaders refused, with file and line, for as long as it is so
         lines += ["", f"load problems ({len(problems)}):", *(f"  {p}" for p in problems)]
     return lines
+
+
+#: the app's actions the footer shows first, in this order, so that no width cuts them off
+PINNED_ACTIONS = ("quit", "help")
+
+
+class WorkbenchFooter(Footer):
+    """Textual's footer with Quit and Help first (issue #34): the footer cuts what does not fit
+    from the right, and the app's keys come last in the binding chain, so at 80 and 120 columns
+    Quit and Help were the ones cut. The screen's keys follow in their usual order."""
+
+    def compose(self) -> ComposeResult:
+        keys = list(super().compose())
+
+        def rank(widget: Widget) -> int:
+            action = getattr(widget, "action", None)  # a FooterKey's (the palette key has one too)
+            return PINNED_ACTIONS.index(action) if action in PINNED_ACTIONS else len(PINNED_ACTIONS)
+
+        yield from sorted(keys, key=rank)  # stable: the rest keep their order

@@ -6,7 +6,9 @@ Contract:
   file (flag or variable) that is missing is a problem; a missing default file is not.
 - Format: a ``[keymap]`` table of ``binding-id = "key[,key]"`` (Textual key names: ``ctrl+t``,
   ``f2``, ``question_mark`` or ``?``, ``shift+tab``). Binding ids are the ``id=`` of every
-  ``Binding`` (F1 shows the keys in effect; :func:`known_bindings` lists them all).
+  ``Binding`` (F1 shows the keys in effect; :func:`cutile_workbench.tui.catalog.known_bindings` lists
+  them all). This module is a leaf: it imports no part of the TUI (its callers pass ``known``) and
+  reads the file through :mod:`cutile_workbench.services.userfiles`.
 - :func:`load_keymap` never raises for a bad file: a file that is not regular or over
   :data:`MAX_KEYMAP_BYTES`, malformed or too deeply nested TOML (with its line), a non-string
   value, an unknown binding id, an invalid key and any entry that would take ``ctrl+q`` from quit
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -64,6 +66,10 @@ class BindingInfo:
     owner: str  # the class that declares it, e.g. ``RatiosScreen``
 
 
+#: the binding ids a keymap may name: a mapping, or a function that returns one (called when needed)
+Known = Mapping[str, BindingInfo] | Callable[[], Mapping[str, BindingInfo]]
+
+
 @dataclass(frozen=True)
 class LoadedKeymap:
     """The valid entries (binding id → normalized keys, ready for ``App.set_keymap``) and the problems."""
@@ -102,11 +108,13 @@ def keymap_path(
 def load_keymap(
     explicit: Path | str | None = None,
     *,
+    known: Known,
     environ: Mapping[str, str] | None = None,
-    known: Mapping[str, BindingInfo] | None = None,
 ) -> LoadedKeymap:
-    """Find, read and validate the user's keymap (see the module contract). Never raises."""
-    from cutile_workbench.artifacts.confine import read_regular_text
+    """Find, read and validate the user's keymap (see the module contract) against the binding ids
+    ``known`` (a mapping, or a function returning one: called only when there is a file to check;
+    the TUI passes :func:`cutile_workbench.tui.catalog.known_bindings`). Never raises."""
+    from cutile_workbench.services.userfiles import read_regular_text
 
     path, named = keymap_path(explicit, environ)
     if not (path.exists() or path.is_symlink()):
@@ -117,7 +125,7 @@ def load_keymap(
         text = read_regular_text(path, kind="keymap file", cap=MAX_KEYMAP_BYTES)
     except InputError as exc:
         return LoadedKeymap(path, {}, (_problem(exc.message, path, exc.line),))
-    return parse_keymap(text, path, known if known is not None else known_bindings())
+    return parse_keymap(text, path, known() if callable(known) else known)
 
 
 def parse_keymap(text: str, path: Path, known: Mapping[str, BindingInfo]) -> LoadedKeymap:
@@ -272,40 +280,6 @@ def normalize_keys(value: str) -> tuple[list[str], list[str]]:
     return keys, errors
 
 
-def known_bindings() -> dict[str, BindingInfo]:
-    """Every ``Binding`` with an id declared by the screens, modals and widgets, and by every other
-    workbench class imported so far — the app's own when :mod:`cutile_workbench.tui.app` is loaded (it
-    is whenever a keymap is applied; ``cutile-workbench keys`` loads it before listing)."""
-    import importlib
-    import pkgutil
-
-    from textual.binding import Binding
-    from textual.dom import DOMNode
-
-    from cutile_workbench.tui import screens, widgets
-
-    for pkg in (screens, widgets):
-        for mod in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
-            importlib.import_module(mod.name)
-    importlib.import_module("cutile_workbench.tui.modals")
-    importlib.import_module("cutile_workbench.tui.overview_app")  # the overview app's keys are rebindable too
-    found: dict[str, BindingInfo] = {}
-    stack: list[type] = [DOMNode]
-    seen: set[type] = set()
-    while stack:
-        cls = stack.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        stack.extend(cls.__subclasses__())
-        if not cls.__module__.startswith(("cutile_workbench.", "cutile_workbench.tui.widgets.")):
-            continue
-        for b in cls.__dict__.get("BINDINGS", ()):
-            if isinstance(b, Binding) and b.id:
-                found.setdefault(b.id, BindingInfo(b.id, b.key, b.action, b.description, cls.__name__))
-    return found
-
-
 def _is_key_name(name: str) -> bool:
     from textual.keys import KEY_NAME_REPLACEMENTS, Keys, key_to_character
 
@@ -367,11 +341,9 @@ def _closest(name: str, known: Mapping[str, BindingInfo]) -> str | None:
     return hits[0] if hits else None
 
 
-def describe_bindings(known: Mapping[str, BindingInfo] | None = None) -> str:
+def describe_bindings(known: Mapping[str, BindingInfo]) -> str:
     """Every binding id with its default keys, owner and description (a keymap file's vocabulary)."""
-    rows = sorted(
-        (known if known is not None else known_bindings()).values(), key=lambda b: (b.owner, b.binding_id)
-    )
+    rows = sorted(known.values(), key=lambda b: (b.owner, b.binding_id))
     width = max((len(b.binding_id) for b in rows), default=0)
     lines = [f'# {len(rows)} binding ids: put `id = "key[,key]"` lines under [{TABLE}] in {DEFAULT_PATH}']
     lines += [f"{b.binding_id:<{width}}  {b.keys:<24}  {b.owner}: {b.description or b.action}" for b in rows]

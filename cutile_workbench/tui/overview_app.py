@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.widgets import Footer, Input, Static
 
 from cutile_workbench.errors import WorkbenchError
@@ -31,6 +31,7 @@ from cutile_workbench.services.overview import (
     overview,
     sort_rows,
 )
+from cutile_workbench.tui.app_bindings import OVERVIEW_BINDINGS
 from cutile_workbench.tui.widgets.overview_table import OverviewTable
 
 #: what :func:`WorkbenchApp` returns when Escape on its Ratios screen asks to come back here
@@ -61,22 +62,7 @@ class OverviewApp(App[str | None]):
     #ov-strip { height: auto; max-height: 12; padding: 0 1; }
     #ov-status { height: 1; padding: 0 1; color: $text-muted; }
     """
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+q,q", "quit_overview", "Quit", id="overview-quit"),
-        Binding(
-            "enter",
-            "open_kernel",
-            "Open",
-            tooltip="Open the kernel's Ratios screen (Escape there returns)",
-            id="overview-open",
-        ),
-        Binding(
-            "s", "cycle_sort", "Sort", tooltip="geomean → kernel → severity → last run", id="overview-sort"
-        ),
-        Binding("slash", "filter", "Filter", key_display="/", id="overview-filter"),
-        Binding("escape", "clear_filter", "Clear filter", show=False, id="overview-clear-filter"),
-        Binding("r", "reload", "Reload", tooltip="Read the out root again", id="overview-reload"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = OVERVIEW_BINDINGS
 
     def __init__(self, data: Overview, *, sort: str = "geomean", cursor_kernel: str | None = None) -> None:
         super().__init__()
@@ -186,6 +172,7 @@ def run_overview(
 ) -> int:
     """Overview → kernel → back, until the user quits (module contract); the exit code of the CLI."""
     from cutile_workbench.tui.app import make_app
+    from cutile_workbench.tui.catalog import known_bindings
     from cutile_workbench.tui.keymap import load_keymap
     from cutile_workbench.tui.loaders import load_app_data
 
@@ -206,7 +193,9 @@ def run_overview(
         except WorkbenchError as exc:  # the dir changed since it was listed
             print(f"cutile-workbench: {exc}", file=sys.stderr)
             continue
-        rc = make_app(kdata, keymap=load_keymap(keymap), back_code=BACK_TO_OVERVIEW).run()
+        rc = make_app(
+            kdata, keymap=load_keymap(keymap, known=known_bindings), back_code=BACK_TO_OVERVIEW
+        ).run()
         if rc != BACK_TO_OVERVIEW:
             return int(rc or 0)
         data = app.overview

@@ -235,10 +235,10 @@ def _ir_index(path: Path) -> Any:
 
 def _keymap(path: Path) -> Any:
     """``load_keymap`` never raises; each problem must name the file (checked here: it returns normally)."""
-    import cutile_workbench.tui.app  # noqa: F401  (the app's own binding ids are known once it is loaded)
+    from cutile_workbench.tui.catalog import known_bindings
     from cutile_workbench.tui.keymap import load_keymap
 
-    loaded = load_keymap(path)
+    loaded = load_keymap(path, known=known_bindings)
     for problem in loaded.problems:
         if str(path) not in str(problem):
             raise RuleViolation(f"keymap problem does not name the file: {problem}")

@@ -20,8 +20,8 @@ from tui_helpers import make_data
 from cutile_workbench.errors import InputError
 from cutile_workbench.history.store import HISTORY_FILE
 from cutile_workbench.tui.app import make_app
+from cutile_workbench.tui.catalog import known_bindings
 from cutile_workbench.tui.commands import available_commands
-from cutile_workbench.tui.keymap import known_bindings
 from cutile_workbench.tui.loaders import load_app_data
 from cutile_workbench.tui.screens.history import HistoryScreen
 from cutile_workbench.tui.screens.ratios import RatiosScreen

@@ -14,11 +14,11 @@ from tui_helpers import make_data
 
 from cutile_workbench.cli import _rewrite_bare_kernel, build_parser
 from cutile_workbench.tui.app import WorkbenchApp, make_app
+from cutile_workbench.tui.catalog import known_bindings
 from cutile_workbench.tui.keymap import (
     ENV_VAR,
     QUIT_KEY,
     LoadedKeymap,
-    known_bindings,
     load_keymap,
     normalize_keys,
     parse_keymap,
@@ -52,16 +52,19 @@ def test_explicit_file_wins_over_env_and_default(tmp_path: Path) -> None:
     (home / ".config/cutile-workbench").mkdir(parents=True)
     (home / ".config/cutile-workbench/keymap.toml").write_text('[keymap]\napp-help = "f4"\n')
     env = {ENV_VAR: str(env_file), "HOME": str(home)}
-    assert load_keymap(flag, environ=env).bindings == {"app-help": "f2"}
-    assert load_keymap(None, environ=env).bindings == {"app-help": "f3"}
-    assert load_keymap(None, environ={"HOME": str(home)}).bindings == {"app-help": "f4"}
+    assert load_keymap(flag, environ=env, known=KNOWN).bindings == {"app-help": "f2"}
+    assert load_keymap(None, environ=env, known=KNOWN).bindings == {"app-help": "f3"}
+    assert load_keymap(None, environ={"HOME": str(home)}, known=KNOWN).bindings == {"app-help": "f4"}
 
 
 def test_no_file_anywhere_is_silent_but_a_named_missing_file_is_a_problem(tmp_path: Path) -> None:
-    quiet = load_keymap(None, environ={"HOME": str(tmp_path)})
+    quiet = load_keymap(None, environ={"HOME": str(tmp_path)}, known=KNOWN)
     assert quiet == LoadedKeymap(None) and not quiet.problems
     missing = tmp_path / "nope.toml"
-    for loaded in (load_keymap(missing, environ={}), load_keymap(None, environ={ENV_VAR: str(missing)})):
+    for loaded in (
+        load_keymap(missing, environ={}, known=KNOWN),
+        load_keymap(None, environ={ENV_VAR: str(missing)}, known=KNOWN),
+    ):
         assert not loaded.bindings
         assert [str(p) for p in loaded.problems] == [f"{missing}: keymap file not found"]
 
@@ -71,7 +74,7 @@ def test_no_file_anywhere_is_silent_but_a_named_missing_file_is_a_problem(tmp_pa
 
 def test_malformed_toml_names_the_file_and_line(tmp_path: Path) -> None:
     path = _write(tmp_path, '[keymap]\napp-help = "f2"\napp-report = f4\n')
-    loaded = load_keymap(path, environ={})
+    loaded = load_keymap(path, environ={}, known=KNOWN)
     assert not loaded.bindings
     (problem,) = loaded.problems
     assert problem.line == 3 and str(problem).startswith(f"{path}:3: malformed TOML")
@@ -141,6 +144,8 @@ def test_invalid_keys_are_rejected(value: str) -> None:
 
 def test_binding_ids_are_unique_and_every_workbench_binding_has_one() -> None:
     from textual.dom import DOMNode
+
+    import cutile_workbench.tui.overview_app  # noqa: F401  (its classes are walked below too)
 
     seen: dict[str, str] = {}
     stack: list[type] = [DOMNode]
@@ -213,7 +218,7 @@ async def test_a_remap_can_keep_the_old_key() -> None:
 
 async def test_a_bad_file_is_a_notification_and_the_app_still_works(tmp_path: Path) -> None:
     path = _write(tmp_path, '[keymap]\napp-timeline = "f5"\nno-such-binding = "x"\n[keymap.extra\n')
-    keymap = load_keymap(path, environ={})
+    keymap = load_keymap(path, environ={}, known=KNOWN)
     app = make_app(make_data(), prewarm=False, keymap=keymap)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -229,7 +234,7 @@ async def test_a_bad_file_is_a_notification_and_the_app_still_works(tmp_path: Pa
 
 async def test_valid_entries_apply_next_to_a_reported_unknown_id(tmp_path: Path) -> None:
     path = _write(tmp_path, '[keymap]\napp-timeline = "f5"\nno-such-binding = "x"\n')
-    app = make_app(make_data(), prewarm=False, keymap=load_keymap(path, environ={}))
+    app = make_app(make_data(), prewarm=False, keymap=load_keymap(path, environ={}, known=KNOWN))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert _messages(app) == [

@@ -152,7 +152,7 @@ def test_every_workbench_module_is_in_a_layer() -> None:
 #: the faces' and the widgets' direct imports of the core listed as debt when their contracts were added
 #: (issue 21): the lists may only shrink — a new import goes behind a service instead
 DEBT_CEILING = {
-    "Faces (cli, tui) import only services, the model and errors": 1,
+    "Faces (cli, tui) import only services, the model and errors": 0,
     "Widgets import only the model (and errors)": 0,
 }
 

@@ -199,7 +199,7 @@ SCREEN_OWNERS = {
 def _bindings() -> dict[str, set[str]]:
     """owner → its default keys, from the keymap's own listing."""
     import cutile_workbench.tui.app  # noqa: F401  (declares the app's bindings)
-    from cutile_workbench.tui.keymap import describe_bindings
+    from cutile_workbench.tui.catalog import describe_bindings
 
     owners: dict[str, set[str]] = {}
     for line in describe_bindings().splitlines()[1:]:

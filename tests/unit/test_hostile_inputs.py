@@ -276,7 +276,7 @@ def test_7_deeply_nested_keymap_is_a_notification(tmp_path: Path) -> None:
 
     p = tmp_path / "keymap.toml"
     p.write_text('[keymap]\napp-report = "f4"\nx = ' + "[" * 3000 + "]" * 3000 + "\n")
-    loaded = load_keymap(p)  # must not raise
+    loaded = load_keymap(p, known={})  # must not raise
     assert loaded.problems and str(p) in str(loaded.problems[0])
 
 
@@ -302,7 +302,7 @@ def test_7_keymap_loader_is_linear_in_file_size(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(keymap, "_closest", counted_closest)
     p = tmp_path / "keymap.toml"
     p.write_text("[keymap]\n" + "".join(f'unknown-binding-{i} = "f{i % 12 + 1}"\n' for i in range(20_000)))
-    loaded = keymap.load_keymap(p)
+    loaded = keymap.load_keymap(p, known={})
     assert counts == {"index": 1, "hint": keymap.MAX_HINTS}
     assert len(loaded.problems) == 20_000
     assert loaded.problems[-1].line == 20_001

@@ -101,34 +101,34 @@ class WorkbenchScreen(Screen[None]):
         return None
 
     def help_keys(self) -> list[tuple[str, str, str]]:
-        """(key, description, tooltip) for every binding active on this screen right now: this
-        screen's own actions first, then those of the workbench's widgets, then the app's (screens,
-        help, quit), then Textual's generic ones (scrolling, cursor, focus, copy)."""
+        """(key, description, tooltip) for every binding of this app active on this screen right
+        now: this screen's own actions first, then those of the workbench's widgets, then the app's
+        (screens, help, quit) and the command palette. Textual's generic bindings (a table's cursor
+        keys, scrolling, focus, copy) are left out (issue #34: F1 lists this app's keys)."""
         ranked: list[tuple[int, int, tuple[str, str, str]]] = []
         seen: set[str] = set()
         for order, (key, active) in enumerate(self.active_bindings.items()):
             b = active.binding
             if b.action in seen and not b.description:
                 continue
+            rank = self._help_rank(active.node, b)
+            description = b.description or b.action
+            if b.action == "command_palette":
+                rank, description = 2, "Command palette"
+            elif rank == 3:
+                continue
             seen.add(b.action)
-            ranked.append(
-                (
-                    self._help_rank(active.node, b.action),
-                    order,
-                    (b.key_display or typed_key(key), b.description or b.action, b.tooltip or ""),
-                )
-            )
+            ranked.append((rank, order, (b.key_display or typed_key(key), description, b.tooltip or "")))
         return [row for _rank, _order, row in sorted(ranked)]
 
-    def _help_rank(self, node: object, action: str) -> int:
-        """0 this screen's, 1 a workbench widget's, 2 the app's, 3 Textual's (declaring class decides)."""
+    def _help_rank(self, node: object, binding: Binding) -> int:
+        """0 this screen's, 1 a workbench widget's, 2 the app's, 3 Textual's: the class that declares
+        this very binding decides (same id, or same action and description: a widget that rebinds
+        ``cursor_down`` to ``j`` does not make Textual's ``down`` one of ours)."""
         module = ""
         for cls in type(node).__mro__:
             declared = cls.__dict__.get("BINDINGS", ())
-            if any(
-                (b.action if isinstance(b, Binding) else b[1] if len(b) > 1 else "") == action
-                for b in declared
-            ):
+            if any(isinstance(b, Binding) and _same_binding(b, binding) for b in declared):
                 module = cls.__module__
                 break
         ours = module.startswith(("cutile_workbench.", "cutile_workbench.tui.widgets."))
@@ -137,3 +137,10 @@ class WorkbenchScreen(Screen[None]):
         if node is self:
             return 0
         return 2 if isinstance(node, App) else 1
+
+
+def _same_binding(declared: Binding, active: Binding) -> bool:
+    """``active`` (maybe remapped by a keymap: other keys) is the ``declared`` binding."""
+    if declared.id or active.id:
+        return declared.id == active.id
+    return declared.action == active.action and declared.description == active.description

@@ -16,9 +16,10 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, LoadingIndicator, Static
+from textual.widgets import LoadingIndicator, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from cutile_workbench.tui.chrome import WorkbenchFooter
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.screens.base import WorkbenchScreen
 from cutile_workbench.tui.widgets.checks_panel import ChecksPanel
@@ -69,7 +70,7 @@ class ChecksScreen(WorkbenchScreen):
         yield Static(id="checks-status")
         yield LoadingIndicator(id="checks-loading", classes="hidden")
         yield ChecksPanel(id="checks")
-        yield Footer()
+        yield WorkbenchFooter()
 
     @property
     def panel(self) -> ChecksPanel:

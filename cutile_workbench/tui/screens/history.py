@@ -22,10 +22,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
+from cutile_workbench.tui.chrome import WorkbenchFooter
 from cutile_workbench.tui.history_rows import series_rows
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.screens.base import WorkbenchScreen
@@ -87,7 +88,7 @@ class HistoryScreen(WorkbenchScreen):
                 yield RunsTable(id="runs")
             yield ProvenancePanel(id="provenance")
         yield Static(id="history-status")
-        yield Footer()
+        yield WorkbenchFooter()
 
     @property
     def history(self) -> KernelHistory | None:

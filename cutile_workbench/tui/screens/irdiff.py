@@ -12,8 +12,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
+from cutile_workbench.tui.chrome import WorkbenchFooter
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.screens.base import WorkbenchScreen
 from cutile_workbench.tui.widgets.audit_panel import AuditPanel
@@ -63,7 +64,7 @@ class IRDiffScreen(WorkbenchScreen):
             yield IRDiffView(id="diff")
             yield AuditPanel(id="audit")
         yield Input(placeholder="search both panes (Enter: go, Esc: close)", id="ir-search", classes="hidden")
-        yield Footer()
+        yield WorkbenchFooter()
 
     def on_mount(self) -> None:
         self.wb.irdiff_screen = self
@@ -209,6 +210,8 @@ class IRDiffScreen(WorkbenchScreen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "next_pair":
             return len(self.data.ir_pairs) > 1
+        if action == "close_search":  # nothing open: Escape goes back a level (the app's binding)
+            return not self.query_one("#ir-search", Input).has_class("hidden")
         return True
 
     def palette_commands(self) -> list[PaletteCommand]:

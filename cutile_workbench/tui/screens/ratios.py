@@ -25,16 +25,23 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static, Tab, Tabs
+from textual.widgets import Input, Static, Tab, Tabs
 
 from cutile_workbench.model import RatioRow
 from cutile_workbench.model import RatioTable as RatioTableModel
 from cutile_workbench.services.stage_e import subset_summary
-from cutile_workbench.tui.chrome import WorkbenchHeader
+from cutile_workbench.tui.chrome import WorkbenchFooter, WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.screens.base import WorkbenchScreen
 from cutile_workbench.tui.widgets.ratio_chart import RatioChart
-from cutile_workbench.tui.widgets.ratio_table import COLUMNS, RatioTable, config_labels, ratio_text, sol_text
+from cutile_workbench.tui.widgets.ratio_table import (
+    ALARM_STYLE,
+    COLUMNS,
+    RatioTable,
+    config_labels,
+    ratio_text,
+    sol_text,
+)
 from cutile_workbench.tui.widgets.severity_bar import SeverityBar
 
 ALL_TAB = "all"
@@ -151,7 +158,7 @@ class RatiosScreen(WorkbenchScreen):
         problems = Static(self._problems_text(), id="problems")
         problems.display = bool(self.data.problems)
         yield problems
-        yield Footer()
+        yield WorkbenchFooter()
 
     def on_mount(self) -> None:
         tabs = self.query_one("#variants", Tabs)
@@ -183,7 +190,7 @@ class RatiosScreen(WorkbenchScreen):
                 text.append("\n")
             text.append(
                 "⚠ " if cond.state == "not_comparable" else "? ",
-                style="bold red" if cond.state == "not_comparable" else "bold",
+                style=ALARM_STYLE if cond.state == "not_comparable" else "bold",
             )
             text.append(line)
         return text
@@ -295,7 +302,7 @@ class RatiosScreen(WorkbenchScreen):
             text.append(f" · {row.row_verdict}: {row.reason}", style="yellow")
         ident = self.data.identity_line(row.params)  # issue 18: the id column may be the only trace
         if ident:
-            text.append(f" · {ident}", style="bold red" if not ident.startswith("id own") else "dim")
+            text.append(f" · {ident}", style=ALARM_STYLE if not ident.startswith("id own") else "dim")
         detail.update(text)
         chart = self.query_one(RatioChart)
         if chart.display:
@@ -433,8 +440,8 @@ class RatiosScreen(WorkbenchScreen):
             self.app.push_screen(ShardedRunScreen(rows, self.data.sharded))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "clear_filter" and getattr(self.app, "back_code", None) is not None:
-            # opened from the overview: with nothing to clear, Escape goes back there (the app's binding)
+        if action == "clear_filter":
+            # with nothing to clear, Escape goes back a level (the app's binding: a screen, the overview)
             return bool(self.table.filter_text or self.query_one("#filter", Input).display)
         # L and G always answer (issue #20): without a GPU they say so instead of doing nothing
         if action in ("sharded_rerun", "live_rerun"):
@@ -458,7 +465,18 @@ class RatiosScreen(WorkbenchScreen):
                 table.action_toggle_slow,
             )
         )
+        out.append(("ratios: reverse sort", "Reverse the sort order", table.action_reverse_sort))
         out.append(("ratios: filter…", "Filter rows by text", self.action_filter))
+        if len(self.variants()) > 1:
+            out.append(("ratios: next variant", "Show the next variant tab", self.action_next_variant))
+        chart_shown = self.is_mounted and self.query_one(RatioChart).display
+        out.append(
+            (
+                "ratios: hide chart" if chart_shown else "ratios: show chart",
+                "Ratio per config with CI whiskers; the highlighted config's raw samples",
+                self.action_toggle_chart,
+            )
+        )
         if table.current_row is not None:
             out.append(
                 ("ratios: open timeline of selected row", table.current_row.params, self.action_open_timeline)

@@ -15,11 +15,12 @@ from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import ReportPlan
+from cutile_workbench.tui.chrome import WorkbenchFooter
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.modals import ConfirmModal
 from cutile_workbench.tui.screens.base import WorkbenchScreen
@@ -125,7 +126,7 @@ class ReportScreen(WorkbenchScreen):
         search.display = False
         yield search
         yield Static(id="report-result", classes="hidden")
-        yield Footer()
+        yield WorkbenchFooter()
 
     @property
     def preview(self) -> ReportPreview:
@@ -366,11 +367,16 @@ class ReportScreen(WorkbenchScreen):
                 ("report: plan E", "performance.md + perf log + agent logs", partial(self.action_plan, "E")),
                 ("report: plan F", "perf_investigation_*.md + agent_f.md", partial(self.action_plan, "F")),
             ]
+        # offered when w answers: writes after asking, or (a read-only session) says why it cannot
         if (
             self.plan is not None
             and self.plan.ok
-            and self.data.write_report is not None
-            and not self.data.read_only
+            and (self.data.write_report is not None or self.data.read_only)
         ):
             out.append(("report: write validated files…", f"stage {self.plan.stage}", self.action_write))
+        if self.plan is not None:
+            out.append(
+                ("report: next view", "Rendered / raw / diff against existing files", self.action_cycle_view)
+            )
+            out.append(("report: search…", "Find text in the file on show (raw view)", self.action_search))
         return out

@@ -32,12 +32,13 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
 from textual.timer import Timer
-from textual.widgets import Footer, Log, Static
+from textual.widgets import Log, Static
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import RatioRow
 from cutile_workbench.services.sharded import ConsolePrinter, install_cancel_handlers, restore_handlers
+from cutile_workbench.tui.chrome import WorkbenchFooter
 from cutile_workbench.tui.data import ShardedRunner
 from cutile_workbench.tui.widgets.shard_panel import ShardPanel
 
@@ -117,7 +118,7 @@ class ShardedRunScreen(ModalScreen[None]):
             yield panel
             yield Log(id="sharded-log", max_lines=LOG_LINES)
             yield Static(Text("Enter starts · Escape closes"), id="sharded-status")
-        yield Footer()
+        yield WorkbenchFooter()
 
     # ------------------------------------------------------------------ keys
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -25,18 +25,19 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, ProgressBar, Static
+from textual.widgets import DataTable, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import LaunchSet, RatioRow
 from cutile_workbench.services.timeline import same_backend
-from cutile_workbench.tui.chrome import WorkbenchHeader
+from cutile_workbench.tui.chrome import WorkbenchFooter, WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand
 from cutile_workbench.tui.live import Batcher, dispatch_event
 from cutile_workbench.tui.messages import LiveFailed, LiveFinished, LiveLaunches, LiveProgress, LiveRecord
 from cutile_workbench.tui.screens.base import WorkbenchScreen
 from cutile_workbench.tui.widgets.launch_timeline import LaunchTimeline, format_ns, launch_details, phase_tag
+from cutile_workbench.tui.widgets.ratio_table import ALARM_STYLE
 
 #: ncu panel rows where less is better for the candidate (time, traffic, spills) and where more is
 #: (throughput, occupancy); other rows (registers, shared memory) have no better direction
@@ -58,9 +59,9 @@ def delta_text(metric: str, cand: str, ref: str) -> Text:
     if abs(pct) < 0.05:
         return Text("=", style="dim", justify="right")
     if metric in LOWER_IS_BETTER:
-        style = "green" if pct < 0 else "bold red"
+        style = "green" if pct < 0 else ALARM_STYLE
     elif metric in HIGHER_IS_BETTER:
-        style = "green" if pct > 0 else "bold red"
+        style = "green" if pct > 0 else ALARM_STYLE
     else:
         style = "dim"
     return Text(f"{pct:+.1f}%", style=style, justify="right")
@@ -121,7 +122,7 @@ class TimelineScreen(WorkbenchScreen):
                     yield Static(id="probe-title")
                     yield DataTable(id="probe", cursor_type="none", zebra_stripes=True)
                 yield DataTable(id="live-results", cursor_type="row", classes="hidden")
-        yield Footer()
+        yield WorkbenchFooter()
 
     def on_mount(self) -> None:
         self.query_one("#live-results", DataTable).add_columns("framework", "params", "median ms")
@@ -168,8 +169,10 @@ class TimelineScreen(WorkbenchScreen):
         ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
         lc = f"{row.candidate_launches if row.candidate_launches is not None else '?'}"
         lb = f"{row.baseline_launches if row.baseline_launches is not None else '?'}"
-        title = Text(
-            f"{row.params}  ratio {ratio}  launches/call {lc}/{lb}  vs {row.baseline_backend or '—'}"
+        title = Text(  # one line each, cut with "…": a wrapped first line pushed the id line out at 80x24
+            f"{row.params}  ratio {ratio}  launches/call {lc}/{lb}  vs {row.baseline_backend or '—'}",
+            no_wrap=True,
+            overflow="ellipsis",
         )
         if row.candidate_harness or row.baseline_harness:
             title.append(
@@ -185,7 +188,7 @@ class TimelineScreen(WorkbenchScreen):
         if trust_bits:  # issue 18: who ran the candidate side, and the config the reference ran
             ident = self.data.trust.identities.get(row.params) if self.data.trust is not None else None
             alarm = ident is not None and ident.not_candidate
-            title.append("\n" + "  ·  ".join(trust_bits), style="bold red" if alarm else "dim")
+            title.append("\n" + "  ·  ".join(trust_bits), style=ALARM_STYLE if alarm else "dim")
         self.query_one("#title", Static).update(title)
         self.query_one("#details", Static).update(Text("select a launch: Tab / Shift+Tab"))
         self.show_probe(row)

@@ -8,7 +8,7 @@ perf-relevance order) and a ``cosmetic`` flag; otherwise hunks are numbered by p
 While folded (``z`` toggles), unchanged runs longer than ``2 * context`` and cosmetic hunks fold
 into one ``⋯ N unchanged / M cosmetic`` row (:func:`fold_rows`); ``n``/``N`` (or ``]``/``[``) move
 to the next/previous hunk in rank order (cosmetic ones skipped while folded); :meth:`goto_hunk`
-shows one hunk; :meth:`search` (``/`` on the screen) marks a text in both panes and moves to the
+shows one hunk (scrolled sideways so its first change and the name before it are in view); :meth:`search` (``/`` on the screen) marks a text in both panes and moves to the
 next row containing it, ``.``/``,`` to the next/previous one; :meth:`jump_to` puts a given
 reference/generated line under the cursor (unfolding as needed). Lines are tokenized lazily and
 cached, so a 10k-line pair is ready as soon as its rows are set.
@@ -16,6 +16,7 @@ cached, so a 10k-line pair is ready as soon as its rows are set.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
@@ -203,6 +204,8 @@ class IRDiffView(ScrollView, can_focus=True):
     cursor: reactive[int] = reactive(0, init=False)
     folded: reactive[bool] = reactive(True, init=False)
     hoffset: reactive[int] = reactive(0, init=False)
+    #: the row whose change :meth:`show_change` keeps in view (again after a resize)
+    _pending_change: DiffLine | None = None
 
     class HunkChanged(Message):
         def __init__(self, hunk: int, total: int, category: str = "") -> None:
@@ -264,6 +267,9 @@ class IRDiffView(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._strip_cache.clear()
         self.virtual_size = Size(self.size.width, len(self.rows))
+        pending = self._pending_change
+        if pending is not None and self.rows and self.rows[min(self.cursor, len(self.rows) - 1)] is pending:
+            self.show_change(pending)
 
     @property
     def current_hunk(self) -> int:
@@ -277,6 +283,7 @@ class IRDiffView(ScrollView, can_focus=True):
             self.cursor = min(max(0, self.cursor + delta), len(self.rows) - 1)
 
     def action_hscroll(self, delta: int) -> None:
+        self._pending_change = None  # the user's own sideways scroll is kept over a resize
         self.hoffset = max(0, self.hoffset + delta)
 
     def action_toggle_fold(self) -> None:
@@ -302,11 +309,29 @@ class IRDiffView(ScrollView, can_focus=True):
             if r.hunk == hunk:
                 self._hunk_pos = hunk
                 self.cursor = i
+                self.show_change(r)
                 return True
         if self.folded and any(r.hunk == hunk for r in self._all):
             self.folded = False
             return self.goto_hunk(hunk)
         return False
+
+    def show_change(self, row: DiffLine) -> None:
+        """Scroll sideways so that ``row``'s first changed characters and the name before them
+        (``num_cta_in_cga = 1`` → ``4`` at column ~370 of an ``entry`` line) are in both panes.
+        A resize re-does it while the cursor stays on that row and nothing scrolled sideways
+        since (the layout settles after the first placement)."""
+        firsts = [spans[0] for spans in (row.left_spans, row.right_spans) if spans]
+        self._pending_change = row if firsts else None
+        if not firsts or not self.size.width:
+            return
+        start, end = min(a for a, _b in firsts), max(b for _a, b in firsts)
+        text_w = max(1, (self.size.width - 1) // 2 - NUM_W)  # the left pane, the narrower one
+        text = row.left if row.left_spans else row.right
+        name = re.search(r"[A-Za-z_][\w.]*\W{0,4}$", text[:start])
+        lead = start - name.start() if name else 0
+        room = max(0, text_w - (end - start) - 1)
+        self.hoffset = max(0, start - min(max(lead, min(4, room)), room))
 
     # ------------------------------------------------------------------ search
     def search(self, text: str) -> int:

@@ -4,7 +4,7 @@ Contract: fed ``cutile_workbench.model.RatioRow`` objects (``set_rows``) and, op
 of light (``sol``: ``(func_key, params)`` → a ``cutile_workbench.model.RowSol`` (``evidence.sol.SolRow``), shown as "SOL c/b",
 the fraction of the measured peak each side reaches, "—" where there is no work model) and each row's
 candidate identity mark (``marks``: params → ``own``/``REF``/``LIB``/``NONE``/``?``, the narrow "id"
-column, never dropped; REF/LIB/NONE in bold red; absent when identity was not computed); never reads
+column, never dropped; REF/LIB/NONE in :data:`ALARM_STYLE`; absent when identity was not computed); never reads
 files. The view state (sort column, direction, filter text, slow-only, variant) lives in reactives and
 the visible row list is computed by the pure function :func:`visible_rows`, so the CLI and tests
 can reproduce exactly what the table shows. Enter posts :class:`RatioTable.RowChosen`.
@@ -78,7 +78,11 @@ def config_sort_key(params: str) -> tuple[tuple[int, int | str], ...]:
     return natural_key(params)
 
 
-VERDICT_STYLE = {"PASS": "green", "INVESTIGATE": "bold red", "NA": "yellow"}
+#: the style of every alarm (INVESTIGATE, REF/LIB/NONE, extra launches; the screens' identity lines):
+#: a light red that a 16-colour terminal gets as bright red (5.3:1 on black), where Textual's "red"
+#: (#f4005f) comes out magenta (2.2:1, issue #34); 256 colours get 203
+ALARM_STYLE = "bold #ff5f5f"
+VERDICT_STYLE = {"PASS": "green", "INVESTIGATE": ALARM_STYLE, "NA": "yellow"}
 #: identity marks that mean "this row does not measure the candidate" (cutile_workbench.evidence.candidate_identity)
 ALARM_MARKS = frozenset({"REF", "LIB", "NONE"})
 
@@ -149,7 +153,7 @@ COLUMNS: tuple[Column, ...] = (
         lambda r: (r.candidate_launches or 0) - (r.baseline_launches or 0),
         lambda r, c: _launches(r),
         drop_rank=7,
-        style=lambda r, t: "bold red" if _extra_launches(r) else "",
+        style=lambda r, t: ALARM_STYLE if _extra_launches(r) else "",
     ),
     # sorted by the candidate's fraction (visible_rows' ``sol``)
     Column(
@@ -174,7 +178,7 @@ COLUMNS: tuple[Column, ...] = (
         "id",
         lambda r: None,
         lambda r, c: c.mark,
-        style=lambda r, t: "bold red" if t in ALARM_MARKS else "yellow" if t == "?" else "dim",
+        style=lambda r, t: ALARM_STYLE if t in ALARM_MARKS else "yellow" if t == "?" else "dim",
     ),
 )
 
