@@ -324,8 +324,13 @@ class RatiosScreen(WorkbenchScreen):
     def on_screen_resume(self) -> None:
         # another screen picked a config (History's c): the cursor goes to it when it is shown here
         wanted = self.wb.selected_row
-        if wanted is not None and wanted is not self.table.current_row:
-            self.table.move_to_row(wanted)
+        if wanted is not None and wanted is not self.table.current_row and self.table.move_to_row(wanted):
+            return  # the cursor moves to it (its highlight message follows)
+        # not shown here (slow only, a filter, a variant tab hides it): the row under the cursor is
+        # the selected config, as every other screen will show it
+        row = self.table.current_row
+        if row is not None:
+            self.wb.selected_row = row
 
     def on_data_table_row_highlighted(self) -> None:
         self.wb.selected_row = self.table.current_row
