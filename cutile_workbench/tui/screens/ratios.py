@@ -138,6 +138,7 @@ class RatiosScreen(WorkbenchScreen):
             self.data.table.rows if self.data.table else (),
             sol=self.data.sol,
             marks=self.data.identity_marks(),
+            on_current=self._follow_cursor,
             id="table",
         )
         yield Static(id="detail")
@@ -328,6 +329,16 @@ class RatiosScreen(WorkbenchScreen):
             return  # the cursor moves to it (its highlight message follows)
         # not shown here (slow only, a filter, a variant tab hides it): the row under the cursor is
         # the selected config, as every other screen will show it
+        row = self.table.current_row
+        if row is not None:
+            self.wb.selected_row = row
+
+    def _follow_cursor(self) -> None:
+        """The app's selection is the row under the cursor as soon as it changes (a move, a sort,
+        a filter, Escape, a resize rebuild), not when the highlight message comes: a check (or a key)
+        between the two saw the previous row."""
+        if not self.is_current:
+            return  # a rebuild while another screen is shown keeps that screen's pick
         row = self.table.current_row
         if row is not None:
             self.wb.selected_row = row
