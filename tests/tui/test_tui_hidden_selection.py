@@ -1,9 +1,12 @@
-"""A config picked on History that the Ratios view hides (slow only, a filter, a variant tab).
+"""Ratios' cursor row and ``app.selected_row`` agree: after History's pick that the Ratios view hides
+(slow only, a filter, a variant tab), and at once after a move, a sort or Escape.
 
 REAL: the recorded cutile-rs matmul session, loaded as the app loads it (``load_app_data``).
 Found by the slow key storm (``o`` … ``6 down 1``): back on Ratios the cursor stayed on a shown
 row while ``app.selected_row`` still named History's pick, so the screens disagreed on the
 selected config. Ratios' cursor row is the selection there: coming back, the app follows it.
+The storm's other mismatches: the selection followed the cursor only when the RowHighlighted
+message was handled. Both tests failed on the code before the fix.
 Waits are state, not time (``pilot_wait``).
 """
 
@@ -45,3 +48,34 @@ async def test_back_on_ratios_the_selection_is_the_cursor_row_when_historys_pick
         assert row is not None
         assert app.selected_row is not None and app.selected_row.params == row.params
         assert str(ratios.query_one("#detail", Static).render()).startswith(row.params)
+
+
+async def test_the_selection_is_the_cursor_row_before_the_highlight_message_arrives() -> None:
+    """A move, a sort and Escape after a filter that matched nothing change the row under the
+    cursor at once; ``app.selected_row`` followed only when the RowHighlighted message was handled,
+    so whatever ran in between (the storm's check, a queued key) saw the previous row. Each step
+    runs synchronously here: nothing is awaited between the change and the assertion."""
+    app = make_app(load_app_data("matmul", out_root=None, tilegym=None, env={}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, RatiosScreen)
+        table = screen.query_one(RatioTable)
+
+        def agree() -> bool:
+            row, selected = table.current_row, app.selected_row
+            return row is not None and selected is not None and selected.params == row.params
+
+        table.action_cursor_down()
+        table.action_cursor_down()
+        assert agree()
+        table.action_cycle_sort()  # config → variant: rows reordered in place
+        table.action_reverse_sort()
+        assert agree()
+        table.action_last_row()
+        table.filter_text = "no config has this"
+        assert table.current_row is None
+        screen.action_clear_filter()  # every row back, the cursor on the first one
+        assert agree()
+        await settle(pilot)
+        assert agree()
