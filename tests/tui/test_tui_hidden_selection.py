@@ -1,5 +1,5 @@
 """Ratios' cursor row and ``app.selected_row`` agree: after History's pick that the Ratios view hides
-(slow only, a filter, a variant tab), and at once after a move, a sort or Escape.
+(slow only, a filter, a variant tab), and at once after a move, a sort or Escape (the detail line naming it too).
 
 REAL: the recorded cutile-rs matmul session, loaded as the app loads it (``load_app_data``).
 Found by the slow key storm (``o`` … ``6 down 1``): back on Ratios the cursor stayed on a shown
@@ -64,7 +64,13 @@ async def test_the_selection_is_the_cursor_row_before_the_highlight_message_arri
 
         def agree() -> bool:
             row, selected = table.current_row, app.selected_row
-            return row is not None and selected is not None and selected.params == row.params
+            detail = str(screen.query_one("#detail", Static).render())
+            return (
+                row is not None
+                and selected is not None
+                and selected.params == row.params
+                and detail.startswith(row.params)
+            )
 
         table.action_cursor_down()
         table.action_cursor_down()

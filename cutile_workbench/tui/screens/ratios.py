@@ -334,14 +334,15 @@ class RatiosScreen(WorkbenchScreen):
             self.wb.selected_row = row
 
     def _follow_cursor(self) -> None:
-        """The app's selection is the row under the cursor as soon as it changes (a move, a sort,
-        a filter, Escape, a resize rebuild), not when the highlight message comes: a check (or a key)
-        between the two saw the previous row."""
+        """The app's selection and the detail line are the row under the cursor as soon as it changes
+        (a move, a sort, a filter, Escape, a resize rebuild), not when the highlight message comes:
+        a check (or a key) between the two saw the previous row."""
         if not self.is_current:
             return  # a rebuild while another screen is shown keeps that screen's pick
         row = self.table.current_row
         if row is not None:
             self.wb.selected_row = row
+            self.update_detail()  # the detail line names it at once too
 
     def on_data_table_row_highlighted(self) -> None:
         self.wb.selected_row = self.table.current_row
