@@ -145,6 +145,7 @@ class RatiosScreen(WorkbenchScreen):
             self.data.table.rows if self.data.table else (),
             sol=self.data.sol,
             marks=self.data.identity_marks(),
+            on_current=self._follow_cursor,
             id="table",
         )
         yield Static(id="detail")
@@ -331,8 +332,24 @@ class RatiosScreen(WorkbenchScreen):
     def on_screen_resume(self) -> None:
         # another screen picked a config (History's c): the cursor goes to it when it is shown here
         wanted = self.wb.selected_row
-        if wanted is not None and wanted is not self.table.current_row:
-            self.table.move_to_row(wanted)
+        if wanted is not None and wanted is not self.table.current_row and self.table.move_to_row(wanted):
+            return  # the cursor moves to it (its highlight message follows)
+        # not shown here (slow only, a filter, a variant tab hides it): the row under the cursor is
+        # the selected config, as every other screen will show it
+        row = self.table.current_row
+        if row is not None:
+            self.wb.selected_row = row
+
+    def _follow_cursor(self) -> None:
+        """The app's selection and the detail line are the row under the cursor as soon as it changes
+        (a move, a sort, a filter, Escape, a resize rebuild), not when the highlight message comes:
+        a check (or a key) between the two saw the previous row."""
+        if not self.is_current:
+            return  # a rebuild while another screen is shown keeps that screen's pick
+        row = self.table.current_row
+        if row is not None:
+            self.wb.selected_row = row
+            self.update_detail()  # the detail line names it at once too
 
     def on_data_table_row_highlighted(self) -> None:
         self.wb.selected_row = self.table.current_row

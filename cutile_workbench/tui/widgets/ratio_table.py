@@ -30,6 +30,7 @@ from rich.style import Style
 from rich.text import Text
 from textual._types import SegmentLines
 from textual.binding import Binding, BindingType
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
@@ -367,9 +368,13 @@ class RatioTable(DataTable[Text]):
         *,
         sol: Mapping[tuple[str, str], RowSol] | None = None,
         marks: Mapping[str, str] | None = None,
+        on_current: Callable[[], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        #: called at once whenever the row under the cursor may have changed (a move, a rebuild):
+        #: the RowHighlighted message follows later, after keys already queued have run
+        self._on_current = on_current
         self._all: list[RatioRow] = list(rows)
         self._sol: dict[tuple[str, str], RowSol] = dict(sol or {})
         self._marks: dict[str, str] = dict(marks or {})
@@ -440,6 +445,7 @@ class RatioTable(DataTable[Text]):
             marks=self._marks,
         )
         if order_only and self._reorder_in_place(keep):
+            self._current_changed()
             self.post_message(self.ViewChanged())
             return
         # the config column shows the fields that vary across the whole table (stable under filters)
@@ -489,6 +495,7 @@ class RatioTable(DataTable[Text]):
         if upto < len(texts):
             # first paint shows a screenful; the rest is added right after it (same order)
             self.call_after_refresh(self._add_rest, self._generation, upto, texts, keep_idx)
+        self._current_changed()
         self.post_message(self.ViewChanged())
 
     def _reorder_in_place(self, keep: RatioRow | None) -> bool:
@@ -567,6 +574,15 @@ class RatioTable(DataTable[Text]):
             self.cursor_coordinate = self.cursor_coordinate
             self._update_count += 1
             self.check_idle()
+
+    def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
+        super().watch_cursor_coordinate(old_coordinate, new_coordinate)
+        if self._ready:
+            self._current_changed()
+
+    def _current_changed(self) -> None:
+        if self._on_current is not None:
+            self._on_current()
 
     def watch_sort_key(self) -> None:
         self._rebuild(order_only=True)

@@ -27,8 +27,10 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.reactive import reactive
-from textual.widgets import Markdown, Static, TabbedContent, TabPane
+from textual.widgets import Label, Markdown, Static, TabbedContent, TabPane
+from textual.widgets.markdown import MarkdownBlock, MarkdownFence
 
 from cutile_workbench.model import ReportPlan
 
@@ -62,6 +64,27 @@ def _diff_text(diff: str) -> Text:
             style = "cyan"
         out.append(line, style)
     return out
+
+
+class _Fence(MarkdownFence):
+    """A code block whose label has no id: Textual gives the label of every fence the same id
+    ("code-content"), and a report has several, so the screen's ids were not unique."""
+
+    def set_content(self, content: Content) -> None:
+        self._content = content
+        for label in self.query(Label):  # none before compose
+            label.update(content)
+
+    def compose(self) -> ComposeResult:
+        yield Label(self._highlighted_code, classes="code-content", expand=True)
+
+
+class _ReportMarkdown(Markdown):
+    BLOCKS: dict[str, type[MarkdownBlock]] = {  # noqa: RUF012 (Textual's own declaration)
+        **Markdown.BLOCKS,
+        "fence": _Fence,
+        "code_block": _Fence,
+    }
 
 
 class ReportPreview(Vertical):
@@ -141,7 +164,7 @@ class ReportPreview(Vertical):
             title = f"{f.relpath}{' (new)' if new else ''}"
             body: Static | Markdown
             if self.view == "rendered" and f.relpath.endswith(".md"):
-                body = Markdown(f.content)
+                body = _ReportMarkdown(f.content)
             elif self.view == "diff":
                 body = Static(self._styled(_diff_text(self.diff_for(f.relpath))), classes="diff")
             else:
