@@ -330,7 +330,7 @@ def _tui_doc_paragraphs() -> dict[str, str]:
 
 def test_every_key_phrase_of_docs_tui_is_bound_as_it_says() -> None:
     import cutile_workbench.tui.app  # noqa: F401  (declares the app's bindings)
-    from cutile_workbench.tui.keymap import describe_bindings
+    from cutile_workbench.tui.catalog import describe_bindings
 
     by_id: dict[str, tuple[set[str], str]] = {}
     for line in describe_bindings().splitlines()[1:]:
