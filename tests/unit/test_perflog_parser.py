@@ -383,3 +383,19 @@ def test_bad_backward_phase_keeps_the_forward_numbers():
     with pytest.raises(InputError) as ei:
         parse_perf_log("bw.log", text=text, strict=True)
     assert ei.value.key.endswith("backward.median")
+
+
+def test_the_parse_memo_is_bounded_to_eight_logs_oldest_evicted_first():
+    """The per-process parse memo keeps the eight most recent logs (a process looks at one kernel's
+    candidate log, its variants and baselines): a ninth distinct log evicts the oldest, so memory
+    stays bounded however many logs a long-lived process (the TUI) opens."""
+    from cutile_workbench.artifacts.perflog import parser
+
+    parser._MEMO.clear()
+    texts = [_block(f"tests/ops/test_x.py::test_perf[c{i}]", "cutile", TRITON_STATS) for i in range(9)]
+    for i, text in enumerate(texts):
+        parse_perf_log(f"/virtual/log{i}.log", text=text)
+    paths = [key[0] for key in parser._MEMO]
+    assert len(paths) == 8
+    assert paths == [f"/virtual/log{i}.log" for i in range(1, 9)]
+    parser._MEMO.clear()
