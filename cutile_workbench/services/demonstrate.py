@@ -47,9 +47,11 @@ from cutile_workbench.stages.f.demonstrate import (
     ConfigOutcome,
     Demonstration,
     DemoStatus,
-    EditRefused,
     WrapperEdit,
     add_config_edit,
+)
+from cutile_workbench.stages.f.demonstrate import (
+    EditRefused as EditRefused,  # the one refusal of an edit (stages/f: config and line edits)
 )
 from cutile_workbench.stages.f.finputs import FInputs
 
