@@ -25,10 +25,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from cutile_workbench.model import Investigation
-from cutile_workbench.stages.f.demonstrate import EditRefused, WrapperEdit
+from cutile_workbench.stages.f.demonstrate import EditBatch, EditRefused, WrapperEdit
 
 _ALLOC = re.compile(r"\btorch\.(zeros|ones)(_like)?\(")
 _COPY = re.compile(r"\.(clone|contiguous)\(\)")
@@ -181,20 +182,11 @@ def plan_line_edits(
     invs: Sequence[Investigation], read: Callable[[str], str]
 ) -> tuple[list[WrapperEdit], list[str]]:
     """See the module docstring: (edits in application order, notes on fixes not applied and why)."""
-    wanted = _wanted(invs)
-    notes: list[str] = []
-    edits: list[WrapperEdit] = []
-    texts: dict[str, str] = {}
-    for action, file, line, why, variant, params in sorted(wanted, key=lambda w: (w[1], -w[2])):
-        try:
-            text = texts[file] if file in texts else read(file)
-            edit = _edit(action, text, file, line, why, variant, params)
-        except (OSError, UnicodeDecodeError, SyntaxError) as exc:
-            notes.append(f"{action} at {file}:{line}: cannot read the wrapper: {exc}")
-            continue
-        except EditRefused as exc:
-            notes.append(f"{action} at {file}:{line}: not applied: {exc}")
-            continue
-        texts[file] = edit.after
-        edits.append(edit)
-    return edits, notes
+    batch = EditBatch(read)
+    for action, file, line, why, variant, params in sorted(_wanted(invs), key=lambda w: (w[1], -w[2])):
+        batch.attempt(
+            f"{action} at {file}:{line}",
+            file,
+            partial(_edit, action, relpath=file, line=line, why=why, variant=variant, params=params),
+        )
+    return batch.edits, batch.notes
