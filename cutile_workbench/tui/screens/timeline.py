@@ -313,10 +313,7 @@ class TimelineScreen(WorkbenchScreen):
         """Start the live run of the row shown (the caller asked already)."""
         if self.data.runner is None or self.row is None or self.live_running:
             return
-        from cutile_workbench.services.doctor import rerun_refusal
-
-        if refusal := rerun_refusal():  # the doctor's checks, before any GPU work
-            self.notify(refusal, severity="error", timeout=12, markup=False)
+        if self.rerun_refused():  # the doctor's checks, before any GPU work
             return
         self.live_running = True
         self.cancel_event = threading.Event()
