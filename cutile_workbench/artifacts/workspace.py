@@ -6,7 +6,8 @@ else ``$CUTILE_KERNEL_OUT_ROOT``, else the recorded session embedded in the inst
 checkout (``tilegym`` argument, else ``$TILEGYM_PATH``, else None). Kernel names must pass
 :func:`cutile_workbench.artifacts.confine.check_kernel_name` (``UnsafePath`` otherwise). Missing inputs become :class:`Gap` entries, never
 exceptions; a present but malformed input raises ``InputError`` when it is loaded
-(``analysis.json`` at open time unless ``strict=False``, which records it as an error gap).
+(``analysis.json`` at open time unless ``strict=False``, which records it as an error gap and keeps
+the error in ``Workspace.ignored``, for the command that reads on to say so).
 Opening runs :func:`cutile_workbench.artifacts.writer.recover` so an interrupted report write is finished first.
 """
 
@@ -55,6 +56,9 @@ class Workspace:
     analysis: Analysis | None
     gaps: list[Gap] = field(default_factory=list)
     recovery: str = "clean"
+    #: what ``strict=False`` read on without (a malformed analysis.json, an interrupted write not
+    #: recovered): the error as raised, naming file and line; a command that reads on says so
+    ignored: list[WorkbenchError] = field(default_factory=list)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -231,10 +235,12 @@ def open_workspace(
     paths = KernelPaths.under(root, kernel)
     gaps = _gaps(paths, tg, kernel)
     recovery = "absent"
+    ignored: list[WorkbenchError] = []
     if paths.root.is_dir():
         try:
             recovery = recover(paths.root)
         except WorkbenchError as exc:
+            ignored.append(exc)
             gaps.append(
                 Gap(
                     str(exc.path or paths.reports_dir),
@@ -250,7 +256,15 @@ def open_workspace(
         except InputError as exc:
             if strict:
                 raise
+            ignored.append(exc)
             gaps.append(Gap(str(paths.analysis_json), f"malformed: {exc}", "error"))
     return Workspace(
-        kernel=kernel, paths=paths, source=source, tilegym=tg, analysis=analysis, gaps=gaps, recovery=recovery
+        kernel=kernel,
+        paths=paths,
+        source=source,
+        tilegym=tg,
+        analysis=analysis,
+        gaps=gaps,
+        recovery=recovery,
+        ignored=ignored,
     )

@@ -8,7 +8,9 @@ harness, median, raw samples kept, and the change from the previous run (``+`` r
 improvement, ``=`` same, ``~`` inconclusive) with its median ratio, bootstrap CI and Mann-Whitney
 p, or why it was not tested — then any difference in the two runs' conditions (``⚠``) and notes
 (launches per call or top kernel changed). ``--json`` / ``--csv`` are the machine forms. An
-unknown config or backend exits 2 naming close matches or the backends present.
+unknown config or backend exits 2 naming close matches or the backends present. An input read on
+without (a malformed ``reference/analysis.json``) is a ``warning: ignored FILE:LINE: …`` line on stderr
+in every form (and the ``ignored`` list of ``--json``).
 """
 
 from __future__ import annotations
@@ -216,6 +218,8 @@ class HistoryCommand(Command):
             text = render_history_text(history, _where(history))
             head, _, rest = text.partition("\n")
             out.write("\n".join([head, *stand_ins, rest]) if stand_ins else text)
+        for line in history.ignored:  # stderr: stdout stays the table or the document
+            print(f"warning: {line}", file=sys.stderr)
         return 0
 
 

@@ -115,6 +115,9 @@ class AppData:
     #: why writing is not allowed here ("" = allowed), e.g. the recorded session inside the package
     read_only: str = ""
     problems: list[WorkbenchError] = field(default_factory=list)
+    #: inputs the lenient open read on without (``services.session.ignored_inputs``: file and line);
+    #: also in ``problems``, and stated where the IR diff would use them
+    ignored: tuple[str, ...] = ()
     session: Mapping[str, Any] = field(default_factory=dict)
     #: the workspace's TileGym checkout (None = none attached, e.g. the recorded session)
     tilegym: Path | None = None

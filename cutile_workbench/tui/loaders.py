@@ -18,7 +18,7 @@ from typing import Any
 
 from cutile_workbench.errors import Blocked, InputError, WorkbenchError
 from cutile_workbench.model import ReportPlan
-from cutile_workbench.services.session import Workspace, open_session
+from cutile_workbench.services.session import Workspace, ignored_inputs, open_session
 from cutile_workbench.tui.data import AppData, IRPair, read_existing_files
 
 
@@ -103,6 +103,7 @@ def load_app_data(
         gpu=find_gpu(meta) or "GPU unknown",
         session=meta,
         problems=problems,
+        ignored=ignored_inputs(ws),
     )
 
     # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)
