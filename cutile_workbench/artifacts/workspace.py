@@ -14,7 +14,8 @@ Opening runs :func:`cutile_workbench.artifacts.writer.recover` so an interrupted
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -64,6 +65,18 @@ class Workspace:
     @property
     def kernel_dir(self) -> Path:
         return self.paths.root
+
+    @property
+    def locator(self) -> tuple[str, ...]:
+        """The flags that find this kernel dir again from any directory and shell: ``--out-root`` (made
+        absolute) unless it is the recorded session (the default), ``--tilegym`` when a checkout is known.
+        What every printed command line ends with (:func:`command_line`)."""
+        words: tuple[str, ...] = ()
+        if self.source == "out_root":
+            words += ("--out-root", str(self.paths.root.parent.absolute()))
+        if self.tilegym is not None:
+            words += ("--tilegym", str(Path(self.tilegym).absolute()))
+        return words
 
     def _log(self, key: str, path: Path) -> PerfLog | None:
         if key not in self._cache:
@@ -135,6 +148,12 @@ class Workspace:
             if p.is_file():
                 return p
         return None
+
+
+def command_line(*words: str, locator: Sequence[str] = ()) -> str:
+    """A ``cutile-workbench`` command line as the tool prints it for pasting (issue 36): ``words``
+    then ``locator`` (:attr:`Workspace.locator`), each quoted for a POSIX shell where it must be."""
+    return shlex.join(["cutile-workbench", *words, *locator])
 
 
 def tilegym_checkout(explicit: Path | str | None, env: Mapping[str, str] = os.environ) -> Path | None:

@@ -33,7 +33,6 @@ ROLES: tuple[Role, ...] = ("candidate", "baseline_cutile", "baseline_triton_tile
 PACKAGE_ROOT = Path(cutile_workbench.__file__).resolve().parent.parent
 
 
-
 def in_package_suite(func_key: str) -> bool:
     """The test of a row (``func_key``: ``tests/…py::…``) ships in this package (a built-in profile's
     suite): it runs without a TileGym checkout; any other row is TileGym's and needs one."""

@@ -11,6 +11,7 @@ network or a toolchain; the doctor's tests check their exact text instead).
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
@@ -174,3 +175,80 @@ def test_timelines_no_capture_advice_names_the_kernel_and_out_root(
     assert hint, err
     assert main(_cli(hint.group(1))) == 2  # planned and refused at the GPU check, nothing else
     assert "No GPU on this machine" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- F's reports (issue 36 item 5)
+
+H200_PLAIN = ROOT / "tests" / "fixtures" / "tilegym_h200" / "plain"
+
+
+def _report_advice(kernel_dir: Path) -> list[str]:
+    """Every command line F wrote into the kernel dir's reports: the backticked advice of
+    perf_investigation_*.md and agent_f.md, and the ``$ …`` command of agent_logs/agent_f.md."""
+    found: list[str] = []
+    for md in sorted((kernel_dir / "reports").rglob("*.md")):
+        text = md.read_text()
+        found += re.findall(r"`(cutile-workbench [^`]+)`", text)
+        found += re.findall(r"^\$ (cutile-workbench .+)$", text, re.M)
+    return list(dict.fromkeys(found))
+
+
+def _blocked_root(tmp_path: Path) -> Path:
+    """REAL: TileGym's own H200 rms_norm logs laid out as a kernel dir (Triton-TileIR in the candidate's
+    slot vs cuTile, as tests/unit/test_f_rules.py does): F is BLOCKED at 262144x1024 (a real per-launch
+    gap, no ncu probe, no IR pair), so its reports advise a probe and a re-run of F."""
+    k = tmp_path / "out" / "rms_norm"
+    k.mkdir(parents=True)
+    shutil.copyfile(H200_PLAIN / "baseline_perf_triton_tileir.txt", k / "perf_cutile_rs.txt")
+    shutil.copyfile(H200_PLAIN / "baseline_perf_cutile.txt", k / "baseline_perf_cutile.txt")
+    return k.parent
+
+
+class _Terminal(io.StringIO):
+    """stdin of a person at a terminal who answers the write prompt with y."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_gpu()
+    if not (TILEGYM / "tests" / "ops").is_dir():
+        pytest.skip("TileGym snapshot absent (.fetched/TileGym)")
+    root = _blocked_root(tmp_path)
+    assert main(["report", "f", "rms_norm", "--out-root", str(root), "--yes"]) == 1  # BLOCKED
+    capsys.readouterr()
+    advice = _report_advice(root / "rms_norm")
+    assert sorted({_cli(a)[0] for a in advice}) == ["probe", "report"], advice
+    for line in advice:
+        args = _cli(line.replace(" DIR", f" {TILEGYM}"))
+        monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))  # pasted into a shell: F asks before writing
+        rc = main(args)
+        out, err = capsys.readouterr()
+        if args[0] == "report":  # F again, on this kernel dir (not the recorded rms_norm session)
+            assert rc == 1 and f"under {root / 'rms_norm'}:" in out, (line, out, err)
+            assert out.endswith("VERDICT: BLOCKED\n"), (line, out)
+        else:  # the probe needs ncu and a GPU: it plans this config, then refuses to run, printing its lines
+            assert rc == 2 and "error: cannot run the probe here" in err, (line, err)
+            assert "error: key" not in err, (line, err)
+            assert "static_persistent-262144-1024-torch.float16" in out and "$ " in out, out
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "softmax"])
+def test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs(
+    kernel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REAL recorded sessions (H200), copied to a writable out root: the command F records in its log
+    re-runs F on the copy."""
+    src = {"matmul": "tilegym", "softmax": "softmax"}[kernel]
+    shutil.copytree(ROOT / "cutile_workbench" / "profiles" / src / "session" / kernel, tmp_path / kernel)
+    rc = main(["report", "f", kernel, "--out-root", str(tmp_path), "--yes"])
+    assert rc in (0, 1)
+    capsys.readouterr()
+    advice = _report_advice(tmp_path / kernel)
+    assert advice and all(_cli(a)[:2] == ["report", "f"] for a in advice), advice
+    for line in advice:
+        assert main(_cli(line)) == rc
+        assert f"under {tmp_path / kernel}:" in capsys.readouterr().out
