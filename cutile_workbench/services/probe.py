@@ -53,6 +53,7 @@ from cutile_workbench.evidence.ncu import (
     shell_line,
     side_by_side,
 )
+from cutile_workbench.evidence.ncu import probe_advice as probe_advice  # the Timeline's line, as F's
 from cutile_workbench.model import RatioRow
 from cutile_workbench.run.spec import PACKAGE_ROOT, in_package_suite
 from cutile_workbench.services.runs import NO_SILENT_FALLBACK

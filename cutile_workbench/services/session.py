@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from cutile_workbench.artifacts.confine import check_kernel_name as check_kernel_name
 from cutile_workbench.artifacts.workspace import Workspace as Workspace
+from cutile_workbench.artifacts.workspace import command_line as command_line
 from cutile_workbench.artifacts.workspace import open_workspace
 from cutile_workbench.errors import InputError
 from cutile_workbench.stages.session.configs import ConfigNames as ConfigNames

@@ -104,6 +104,7 @@ def load_app_data(
         session=meta,
         problems=problems,
         ignored=ignored_inputs(ws),
+        locator=ws.locator,
     )
 
     # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)

@@ -82,7 +82,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
-from cutile_workbench.artifacts.workspace import command_line
 from cutile_workbench.evidence import attribution as attr
 from cutile_workbench.evidence.gap import GapAssessment, assess_gap
 from cutile_workbench.evidence.identity import config_kernels, dispatch_findings, kernel_functions_of
@@ -94,11 +93,10 @@ from cutile_workbench.evidence.launches import (
     is_native,
     launch_evidence,
 )
-from cutile_workbench.evidence.ncu import ProbeResult, probe_for
+from cutile_workbench.evidence.ncu import ProbeResult, probe_advice, probe_for
 from cutile_workbench.evidence.search_space import SpaceComparison
 from cutile_workbench.ir.audit import IRAudit
 from cutile_workbench.model import Finding, Investigation, RatioRow
-from cutile_workbench.run.spec import in_package_suite
 from cutile_workbench.stages.f.finputs import FInputs
 
 __all__ = [
@@ -769,10 +767,7 @@ def _named_limitation(
 
 
 def _probe_hint(inputs: FInputs, row: RatioRow) -> str:
-    locator = inputs.locator
-    if "--tilegym" not in locator and not in_package_suite(row.func_key):
-        locator += ("--tilegym", "DIR")  # a TileGym kernel's probe runs TileGym's test: the user names it
-    line = command_line("probe", inputs.kernel, "--config", row.params, locator=locator)
+    line = probe_advice(inputs.kernel, row.params, row.func_key, inputs.locator)
     return f"`{line}` (ncu on one call of each side: spills, achieved occupancy, DRAM throughput)"
 
 

@@ -200,7 +200,7 @@ class TimelineScreen(WorkbenchScreen):
 
     def show_probe(self, row: RatioRow) -> None:
         """The config's filed ncu probes side by side (candidate, reference), or how to get them."""
-        from cutile_workbench.services.probe import probe_rows
+        from cutile_workbench.services.probe import probe_advice, probe_rows
 
         rows = probe_rows(self.data.probes, self.data.candidate_backend, row, compact=True)
         table = self.query_one("#probe", DataTable)
@@ -210,8 +210,8 @@ class TimelineScreen(WorkbenchScreen):
         if not rows:
             title.update(
                 Text(
-                    f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
-                    f"--config {row.params}",
+                    "no ncu probe for this config: "
+                    + probe_advice(self.data.kernel, row.params, row.func_key, self.data.locator),
                     style="dim",
                 )
             )
