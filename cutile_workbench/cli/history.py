@@ -27,6 +27,7 @@ from cutile_workbench.cli.timeline import display_path
 from cutile_workbench.services import history as history_service
 from cutile_workbench.services import stage_e
 from cutile_workbench.services.history import HistorySeries, KernelHistory
+from cutile_workbench.services.session import command_line
 from cutile_workbench.services.stand_ins import workspace_stand_ins
 
 TREND_POINTS = 24  # the trend shows the last runs only (a sparkline wider than that is unreadable)
@@ -133,7 +134,12 @@ def render_history_text(history: KernelHistory, where: str) -> str:
     lines += [f"note: {n}" for n in history.notes if "imported into memory" not in n]
     lines += [f"not imported: {path}: {why}" for path, why in history.skipped]
     if not history.series:
-        lines.append("no runs in the history yet: run the kernel (cutile-workbench run) or add its perf logs")
+        # a recorded session is read-only: its runs go to an out root of the user's (OUT)
+        root = str(history.kernel_dir.parent) if history.source == "out_root" else "OUT"
+        run = command_line("run", history.kernel, "--out-root", root)
+        lines.append(
+            f"no runs in the history yet: run the kernel on a GPU node (`{run}`) or add its perf logs"
+        )
         return "\n".join(lines) + "\n"
     lines += _runs_section(history)
     by_config: dict[tuple[str, str], list[tuple[str, ...]]] = {}

@@ -252,3 +252,72 @@ def test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs(
     for line in advice:
         assert main(_cli(line)) == rc
         assert f"under {tmp_path / kernel}:" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- kernels, history, the TUI's start
+
+
+def test_kernels_next_steps_run_when_the_out_root_has_a_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], opened: list[tuple[str, Path | None]]
+) -> None:
+    """REAL recorded rms_norm copied under an out root whose name has a space (SYNTHETIC name): each
+    'open / run' line of ``kernels`` is one command when pasted (quoted), and does what it says."""
+    _no_gpu()
+    if not (TILEGYM / "tests" / "ops").is_dir():
+        pytest.skip("TileGym snapshot absent (.fetched/TileGym)")
+    out_root = tmp_path / "my runs"
+    shutil.copytree(RMS, out_root / "rms_norm")
+    assert main(["kernels", "--out-root", str(out_root), "--tilegym", str(TILEGYM)]) == 0
+    table = capsys.readouterr().out
+    steps = {
+        ln.split()[0]: ln[ln.index("cutile-workbench") :]
+        for ln in table.splitlines()[1:]
+        if "cutile-workbench" in ln
+    }
+    assert {"rms_norm", "matmul", "bmm"} <= set(steps), table
+    # a kernel dir of the out root: opened there
+    assert main(_cli(steps["rms_norm"])) == 0 and opened[-1] == ("rms_norm", out_root)
+    # a recorded session: opened as shipped
+    assert main(_cli(steps["matmul"])) == 0 and opened[-1] == ("matmul", None)
+    # a TileGym kernel with a cutile-rs wrapper and no session: planned, then refused at the GPU check
+    out = tmp_path / "new out"
+    out.mkdir()
+    assert main(_cli(steps["bmm"].replace("OUT", shlex.quote(str(out))))) == 2
+    assert "No GPU on this machine" in capsys.readouterr().err
+
+
+def test_the_tuis_out_of_memory_advice_reads_the_same_kernel_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SYNTHETIC: the TUI's loader raises MemoryError (a memory limit on the shell); the three commands it
+    names instead read the REAL recorded rms_norm session copied to an out root, one config each."""
+    import cutile_workbench.tui.loaders as loaders
+
+    shutil.copytree(RMS, tmp_path / "rms_norm")
+    params = _first_params(tmp_path / "rms_norm", capsys)
+
+    def no_memory(*_a: object, **_k: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(loaders, "load_app_data", no_memory)
+    assert main(["rms_norm", "--out-root", str(tmp_path)]) == 2
+    lines = re.findall(r"`(cutile-workbench [^`]+)`", capsys.readouterr().err)
+    assert [_cli(ln)[0] for ln in lines] == ["table", "timeline", "history"], lines
+    for line in lines:
+        assert main(_cli(line.replace("PARAMS", params))) == 0, line
+        assert str(tmp_path / "rms_norm") in capsys.readouterr().out, line
+
+
+def test_historys_empty_history_advice_runs_the_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SYNTHETIC: a fresh, empty kernel dir: ``history`` says how to fill it; pasted, that runs the kernel
+    into this out root, up to the GPU check."""
+    _no_gpu()
+    (tmp_path / "rms_norm").mkdir()
+    assert main(["history", "rms_norm", "--out-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    hint = re.search(r"`(cutile-workbench run [^`]+)`", out)
+    assert hint, out
+    assert main(_cli(hint.group(1))) == 2
+    assert "No GPU on this machine" in capsys.readouterr().err
