@@ -190,8 +190,10 @@ def load_app_data(
 
         tilegym_root, analysis, candidate = ws.tilegym, ws.analysis, data.candidate_backend
         data.tilegym = tilegym_root
+        # the twins name the kernel dir's out root (an out root's; the recorded session is the default)
+        where = ws.paths.root.parent.absolute() if ws.source == "out_root" else None
         data.run_checks = lambda cancelled: gather_checks(
-            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled
+            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled, out_root=where
         )
     from cutile_workbench.services.runs import live_rerunner
 

@@ -134,3 +134,32 @@ async def test_the_checks_screens_no_tilegym_advice_runs(
     assert shown.err == ""
     kselect = next(ln for ln in lines if "kselect" in ln)
     assert f"--out-root {root}" in kselect
+
+
+@needs_tilegym
+async def test_the_checks_cli_twins_run_on_the_same_kernel_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The REAL TileGym snapshot (copied: a twin may apply the wiring edit) attached to a copy of the
+    REAL recorded matmul session: every 'CLI twin' the Checks screen shows after r runs, and reads this
+    kernel dir's analysis.json (not the shipped session's)."""
+    root = _copy("matmul", tmp_path)
+    tilegym = tmp_path / "TileGym"
+    shutil.copytree(TILEGYM, tilegym)
+    app = make_app(load_app_data("matmul", out_root=root, tilegym=tilegym, env={}), prewarm=False)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await until(pilot, lambda: isinstance(app.screen, ChecksScreen), "the Checks screen")
+        await pilot.press("r")
+        await until(pilot, lambda: app.screen.result is not None, "the checks' results")  # type: ignore[attr-defined]
+        shown = app.screen.panel.plain()  # type: ignore[attr-defined]
+    twins = list(dict.fromkeys(re.findall(r"CLI twin: \$ (.+)$", shown, re.M)))
+    assert {shlex.split(t)[1] for t in twins} >= {"check", "kselect", "audit-wrapper"}, shown
+    for twin in twins:
+        assert f"--out-root {root}" in twin, twin
+        rc = main(_cli(twin.replace("ANALYSIS.json", str(root / "matmul" / "reference" / "analysis.json"))))
+        out, err = capsys.readouterr()
+        assert rc in (0, 1) and "internal error" not in err and "error: key" not in err, (twin, rc, err)
+        if " kselect " in twin:  # the -k expressions come from this kernel dir's analysis.json
+            assert f"# {root / 'matmul' / 'reference' / 'analysis.json'}" in out, out
