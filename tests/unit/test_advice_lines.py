@@ -2,7 +2,7 @@
 
 Each test provokes the refusal on real data (the recorded sessions), takes the command it prints
 and runs it. Lines that open the TUI are run through the TUI's own loader (``run_app`` with the app
-itself left out: no terminal here). Placeholders the user fills in (``OUT``, ``DIR``, ``<params>``,
+itself left out: no terminal here). Placeholders the user fills in (``OUT``, ``DIR``, ``PARAMS``,
 ``<dir>``) get a temp dir, the TileGym snapshot or a real config. A line that needs a GPU is run up
 to the GPU check, which this box answers "no GPU" (skipped where a GPU is visible, so a test never
 starts GPU work). Not run: the doctor's ``pip install`` / ``cargo build`` fixes (they need the
@@ -77,11 +77,11 @@ def test_runs_no_gpu_advice_opens_the_recorded_session(
     assert main(["run", "rms_norm", "--out-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     open_line = re.search(r"open it with: (cutile-workbench [^ ]+ [^ ]+ rms_norm)", err)
-    timeline_line = re.search(r"\(or: (cutile-workbench timeline rms_norm --config <params>)\)", err)
+    timeline_line = re.search(r"\(or: (cutile-workbench timeline rms_norm --config PARAMS)\)", err)
     assert open_line and timeline_line, err
     assert main(_cli(open_line.group(1))) == 0 and opened[-1][0] == "rms_norm"
     params = _first_params(RMS, capsys)
-    assert main(_cli(timeline_line.group(1).replace("<params>", params))) == 0
+    assert main(_cli(timeline_line.group(1).replace("PARAMS", params))) == 0
 
 
 def test_the_read_only_advice_copies_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -165,7 +165,9 @@ def test_a_refusals_doctor_line_checks_the_same_child(
 def test_timelines_no_capture_advice_names_the_kernel_and_out_root(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The out root's name has a space (SYNTHETIC name): the line quotes it."""
     _no_gpu()
+    tmp_path = tmp_path / "my runs"
     shutil.copytree(RMS, tmp_path / "rms_norm")
     (tmp_path / "rms_norm" / "workbench" / "launches.json.gz").unlink()
     params = _first_params(tmp_path / "rms_norm", capsys)
