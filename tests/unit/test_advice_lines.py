@@ -11,6 +11,7 @@ network or a toolchain; the doctor's tests check their exact text instead).
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import re
@@ -323,3 +324,109 @@ def test_historys_empty_history_advice_runs_the_kernel(
     assert hint, out
     assert main(_cli(hint.group(1))) == 2
     assert "No GPU on this machine" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- no advice line without its test
+
+NOT_ADVICE = "not a command line to paste"
+USAGE = "usage text: placeholders (<kernel>) or a bare command name, checked against --help by test_docs"
+#: every place the package writes a ``cutile-workbench …`` line (module::function) → the test that runs
+#: what it writes, or why it is not advice. A new place fails the test below until it is listed here.
+ADVICE_SITES = {
+    "artifacts/perflog/sanitizer.py::result": NOT_ADVICE,
+    "artifacts/workspace.py::command_line": "the one wording: its callers are the sites",
+    "artifacts/workspace.py::open_workspace": "test_the_unknown_kernel_advice_lists_the_kernels",
+    "cli/__init__.py::<module>": USAGE,
+    "cli/__init__.py::_unknown_command": USAGE,
+    "cli/__init__.py::build_parser": USAGE,
+    "cli/doctor.py::refuse": "test_a_refusals_doctor_line_checks_the_same_child",
+    "cli/history.py::render_history_text": "test_historys_empty_history_advice_runs_the_kernel",
+    "cli/kernels.py::next_step": "test_kernels_next_steps_run_when_the_out_root_has_a_space",
+    "cli/run.py::run": "test_runs_no_gpu_advice_opens_the_recorded_session",
+    "cli/stage_f.py::run": "test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs",
+    "cli/tui.py::<module>": USAGE,
+    "errors.py::<module>": NOT_ADVICE,
+    "evidence/ncu.py::probe_advice": "test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir",
+    "history/store.py::_prepare": NOT_ADVICE,
+    "run/plugins/perflog.py::pytest_addoption": NOT_ADVICE,
+    "run/scaleout/select_plugin.py::pytest_addoption": NOT_ADVICE,
+    "run/scaleout/slurm.py::batch_script": NOT_ADVICE,
+    "services/calibrate.py::measure_again_hint": "test_calibrates_measure_again_advice_runs_up_to_the_gpu",
+    "services/checks.py::_cli": "tests/tui/test_tui_advice.py::test_the_checks_cli_twins_run_on_the_same_kernel_dir",
+    "services/doctor.py::_gpu_check": "test_the_doctors_no_gpu_advice_opens_the_embedded_default",
+    "services/sharded.py::outcome_of": "tests/tui/test_tui_sharded.py::"
+    "test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scratch_root",
+    "services/timeline.py::find_launches": "test_timelines_no_capture_advice_names_the_kernel_and_out_root",
+    "stages/f/diagnosis.py::_probe_hint": "test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir",
+    "stages/f/render.py::render_investigation": "test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir",
+    "stages/f/report.py::plan_f_reports": "test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs",
+    "tui/app.py::run_app": "test_the_tuis_out_of_memory_advice_reads_the_same_kernel_dir",
+    "tui/data.py::command": "the TUI's wording: its callers are the sites",
+    "tui/overview_app.py::<module>": NOT_ADVICE,
+    "tui/screens/checks.py::<module>": USAGE,
+    "tui/screens/checks.py::no_tilegym_text": "tests/tui/test_tui_advice.py::test_the_checks_screens_no_tilegym_advice_runs",
+    "tui/screens/timeline.py::<module>": USAGE,
+    "tui/screens/timeline.py::show_probe": "tests/tui/test_tui_advice.py::test_the_timelines_probe_hint_probes_this_kernel_dir",
+}
+
+
+_ADVICE = re.compile(r"cutile-workbench [a-z<{-]")
+
+
+def _writes_a_command(node: ast.AST, docs: set[int]) -> bool:
+    """A string that starts a ``cutile-workbench`` command (not a docstring), a list that starts one with
+    the word itself, or a call of one of the wordings (``command_line``, ``probe_advice``, ``data.command``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and id(node) not in docs and bool(_ADVICE.search(node.value))
+    if isinstance(node, (ast.List, ast.Tuple)):
+        first = node.elts[0] if node.elts else None
+        return isinstance(first, ast.Constant) and first.value == "cutile-workbench"
+    if isinstance(node, ast.Call):
+        fn = node.func
+        if isinstance(fn, ast.Name):
+            return fn.id in ("command_line", "probe_advice")
+        if isinstance(fn, ast.Attribute):
+            return fn.attr in ("command_line", "probe_advice") or (
+                fn.attr == "command" and ast.unparse(fn.value) in ("data", "self.data")
+            )
+    return False
+
+
+def _sites_in(node: ast.AST, owner: str, docs: set[int], found: set[str]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if _writes_a_command(child, docs):
+            found.add(owner)
+        name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        _sites_in(child, owner.split("::")[0] + f"::{name}" if name else owner, docs, found)
+
+
+def _advice_sites() -> set[str]:
+    """module::function of every place that writes a ``cutile-workbench`` command (see _writes_a_command)."""
+    pkg = ROOT / "cutile_workbench"
+    found: set[str] = set()
+    for path in sorted(pkg.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)
+        }
+        _sites_in(tree, f"{path.relative_to(pkg).as_posix()}::<module>", docs, found)
+    return found
+
+
+def test_every_advice_site_names_the_test_that_runs_it() -> None:
+    assert _advice_sites() == set(ADVICE_SITES), "list the new place (and its test) in ADVICE_SITES"
+    here = {name for name in globals() if name.startswith("test_")}
+    for site, why in ADVICE_SITES.items():
+        if why.startswith("test_"):
+            assert why in here, (site, why)
+        elif why.startswith("tests/"):
+            file, _, name = why.partition("::")
+            assert (
+                f"def {name}(" in (ROOT / file).read_text()
+                or f"async def {name}(" in (ROOT / file).read_text()
+            ), why
