@@ -2,7 +2,7 @@
 
 Usage: ``python bench/confine_race.py OUT.json [--writes 2500] [--plans 1000]``
 
-Runs the two harnesses of ``tests/unit/test_confine_race.py`` in temp dirs: the one atomic write
+Runs the two harnesses of ``tests/confine_race_helpers.py`` (the ones ``tests/unit/test_confine_race.py`` runs) in temp dirs: the one atomic write
 (``infra.atomicio``) while ``workbench/`` or ``reports/`` swaps with a link out, ``--writes`` writes
 per target; and the report writer (``write_plan``, a 3-file E set) while the kernel dir itself or
 its ``reports/`` swaps with a link out, ``--plans`` writes per target. An *escape* is any entry that
@@ -22,10 +22,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "unit"))
 sys.path.insert(0, str(REPO / "tests"))
 
-from test_confine_race import _race, _writer_race  # noqa: E402
+from confine_race_helpers import race, writer_race  # noqa: E402
 
 
 def main() -> int:
@@ -44,7 +43,7 @@ def main() -> int:
     runs: list[dict[str, object]] = []
     for sub in ("workbench", "reports"):
         with tempfile.TemporaryDirectory(prefix="race-") as d:
-            esc, ref, wr = _race(Path(d), sub, args.writes)
+            esc, ref, wr = race(Path(d), sub, args.writes)
         runs.append(
             {
                 "harness": "atomic_write_bytes",
@@ -58,7 +57,7 @@ def main() -> int:
         print(runs[-1], flush=True)
     for swapped in ("kernel dir", "reports"):
         with tempfile.TemporaryDirectory(prefix="race-") as d:
-            esc, ref, wr = _writer_race(Path(d), swapped, args.plans)
+            esc, ref, wr = writer_race(Path(d), swapped, args.plans)
         runs.append(
             {
                 "harness": "write_plan",

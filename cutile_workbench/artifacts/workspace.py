@@ -6,14 +6,16 @@ else ``$CUTILE_KERNEL_OUT_ROOT``, else the recorded session embedded in the inst
 checkout (``tilegym`` argument, else ``$TILEGYM_PATH``, else None). Kernel names must pass
 :func:`cutile_workbench.artifacts.confine.check_kernel_name` (``UnsafePath`` otherwise). Missing inputs become :class:`Gap` entries, never
 exceptions; a present but malformed input raises ``InputError`` when it is loaded
-(``analysis.json`` at open time unless ``strict=False``, which records it as an error gap).
+(``analysis.json`` at open time unless ``strict=False``, which records it as an error gap and keeps
+the error in ``Workspace.ignored``, for the command that reads on to say so).
 Opening runs :func:`cutile_workbench.artifacts.writer.recover` so an interrupted report write is finished first.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -55,11 +57,26 @@ class Workspace:
     analysis: Analysis | None
     gaps: list[Gap] = field(default_factory=list)
     recovery: str = "clean"
+    #: what ``strict=False`` read on without (a malformed analysis.json, an interrupted write not
+    #: recovered): the error as raised, naming file and line; a command that reads on says so
+    ignored: list[WorkbenchError] = field(default_factory=list)
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def kernel_dir(self) -> Path:
         return self.paths.root
+
+    @property
+    def locator(self) -> tuple[str, ...]:
+        """The flags that find this kernel dir again from any directory and shell: ``--out-root`` (made
+        absolute) unless it is the recorded session (the default), ``--tilegym`` when a checkout is known.
+        What every printed command line ends with (:func:`command_line`)."""
+        words: tuple[str, ...] = ()
+        if self.source == "out_root":
+            words += ("--out-root", str(self.paths.root.parent.absolute()))
+        if self.tilegym is not None:
+            words += ("--tilegym", str(Path(self.tilegym).absolute()))
+        return words
 
     def _log(self, key: str, path: Path) -> PerfLog | None:
         if key not in self._cache:
@@ -131,6 +148,12 @@ class Workspace:
             if p.is_file():
                 return p
         return None
+
+
+def command_line(*words: str, locator: Sequence[str] = ()) -> str:
+    """A ``cutile-workbench`` command line as the tool prints it for pasting (issue 36): ``words``
+    then ``locator`` (:attr:`Workspace.locator`), each quoted for a POSIX shell where it must be."""
+    return shlex.join(["cutile-workbench", *words, *locator])
 
 
 def tilegym_checkout(explicit: Path | str | None, env: Mapping[str, str] = os.environ) -> Path | None:
@@ -231,10 +254,12 @@ def open_workspace(
     paths = KernelPaths.under(root, kernel)
     gaps = _gaps(paths, tg, kernel)
     recovery = "absent"
+    ignored: list[WorkbenchError] = []
     if paths.root.is_dir():
         try:
             recovery = recover(paths.root)
         except WorkbenchError as exc:
+            ignored.append(exc)
             gaps.append(
                 Gap(
                     str(exc.path or paths.reports_dir),
@@ -250,7 +275,15 @@ def open_workspace(
         except InputError as exc:
             if strict:
                 raise
+            ignored.append(exc)
             gaps.append(Gap(str(paths.analysis_json), f"malformed: {exc}", "error"))
     return Workspace(
-        kernel=kernel, paths=paths, source=source, tilegym=tg, analysis=analysis, gaps=gaps, recovery=recovery
+        kernel=kernel,
+        paths=paths,
+        source=source,
+        tilegym=tg,
+        analysis=analysis,
+        gaps=gaps,
+        recovery=recovery,
+        ignored=ignored,
     )

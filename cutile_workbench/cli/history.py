@@ -8,7 +8,9 @@ harness, median, raw samples kept, and the change from the previous run (``+`` r
 improvement, ``=`` same, ``~`` inconclusive) with its median ratio, bootstrap CI and Mann-Whitney
 p, or why it was not tested — then any difference in the two runs' conditions (``⚠``) and notes
 (launches per call or top kernel changed). ``--json`` / ``--csv`` are the machine forms. An
-unknown config or backend exits 2 naming close matches or the backends present.
+unknown config or backend exits 2 naming close matches or the backends present. An input read on
+without (a malformed ``reference/analysis.json``) is a ``warning: ignored FILE:LINE: …`` line on stderr
+in every form (and the ``ignored`` list of ``--json``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from cutile_workbench.cli.timeline import display_path
 from cutile_workbench.services import history as history_service
 from cutile_workbench.services import stage_e
 from cutile_workbench.services.history import HistorySeries, KernelHistory
+from cutile_workbench.services.session import command_line
 from cutile_workbench.services.stand_ins import workspace_stand_ins
 
 TREND_POINTS = 24  # the trend shows the last runs only (a sparkline wider than that is unreadable)
@@ -131,7 +134,12 @@ def render_history_text(history: KernelHistory, where: str) -> str:
     lines += [f"note: {n}" for n in history.notes if "imported into memory" not in n]
     lines += [f"not imported: {path}: {why}" for path, why in history.skipped]
     if not history.series:
-        lines.append("no runs in the history yet: run the kernel (cutile-workbench run) or add its perf logs")
+        # a recorded session is read-only: its runs go to an out root of the user's (OUT)
+        root = str(history.kernel_dir.parent) if history.source == "out_root" else "OUT"
+        run = command_line("run", history.kernel, "--out-root", root)
+        lines.append(
+            f"no runs in the history yet: run the kernel on a GPU node (`{run}`) or add its perf logs"
+        )
         return "\n".join(lines) + "\n"
     lines += _runs_section(history)
     by_config: dict[tuple[str, str], list[tuple[str, ...]]] = {}
@@ -216,6 +224,8 @@ class HistoryCommand(Command):
             text = render_history_text(history, _where(history))
             head, _, rest = text.partition("\n")
             out.write("\n".join([head, *stand_ins, rest]) if stand_ins else text)
+        for line in history.ignored:  # stderr: stdout stays the table or the document
+            print(f"warning: {line}", file=sys.stderr)
         return 0
 
 

@@ -10,7 +10,8 @@ the terminal width (numbers: source lines), the launch evidence of the config wh
 last the ``diff_ir.sh``-parity audit (labelled as such: byte-for-byte TileGym's script).
 ``--color`` highlights both sides with the MLIR lexer; ``--json`` prints the same as one document
 (``{"pairs": [...]}`` when several pairs are shown). Exit 0 on success, 2 on bad input (missing
-variant, unreadable IR: binary, empty, not Tile IR — the error names the file and line).
+variant, unreadable IR: binary, empty, not Tile IR — the error names the file and line). A malformed
+``reference/analysis.json`` is read on without, and named on stderr (``warning: ignored FILE:LINE: …``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from cutile_workbench.services.ir_diff import (
     diff_pairs,
     highlight_terminal,
 )
-from cutile_workbench.services.session import open_session
+from cutile_workbench.services.session import ignored_inputs, open_session
 from cutile_workbench.services.stand_ins import workspace_stand_ins
 
 _MARK = {"equal": " ", "replace": "|", "delete": "<", "insert": ">"}
@@ -331,6 +332,8 @@ class DiffCommand(Command):
             require_dir=False,
         ).ws
         diffs = diff_pairs(ws, args.variant, slowest=args.slowest, config=args.config)
+        for line in ignored_inputs(ws):  # stderr: stdout stays the diff or the document
+            print(f"warning: {line}", file=sys.stderr)
         stand_ins = workspace_stand_ins(ws)  # issue 18 §5: a stand-in's "generated" IR is not cutile-rs's
         if args.json:
             doc = to_json(diffs[0]) if len(diffs) == 1 else {"pairs": [to_json(d) for d in diffs]}

@@ -22,14 +22,16 @@ if TYPE_CHECKING:
 
 
 def next_step(entry: KernelEntry, *, out_root: Path | None, tilegym: Path | None) -> str:
-    """The command line that opens (a recorded session) or runs (else) the kernel."""
+    """The command line that opens (a recorded session) or runs (else) the kernel, quoted for pasting."""
+    from cutile_workbench.services.session import command_line
+
     if entry.out_root and out_root is not None:
-        return f"cutile-workbench --out-root {out_root} {entry.name}"
+        return command_line("--out-root", str(out_root), entry.name)
     if entry.recorded:
-        return f"cutile-workbench {entry.name}"
+        return command_line(entry.name)
     if entry.tilegym_test is not None and tilegym is not None:
-        return f"cutile-workbench run {entry.name} --tilegym {tilegym} --out-root OUT"
-    return f"cutile-workbench run {entry.name} --out-root OUT"
+        return command_line("run", entry.name, "--tilegym", str(tilegym), "--out-root", "OUT")
+    return command_line("run", entry.name, "--out-root", "OUT")
 
 
 class KernelsCommand(Command):

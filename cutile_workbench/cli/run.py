@@ -39,6 +39,7 @@ from cutile_workbench.services.runs import (
     split_nodeid,
     write_results,
 )
+from cutile_workbench.services.session import command_line
 from cutile_workbench.services.sharded import console as scaleout
 
 RUN_DESCRIPTION = """\
@@ -276,10 +277,11 @@ class RunCommand(Command):
                 if plan.recorded is not None:
                     rel = display_path(plan.recorded)
                     root = display_path(plan.recorded.parent)
+                    open_line = command_line("--out-root", root, args.kernel)
+                    timeline = command_line("timeline", args.kernel, "--config", "PARAMS")
                     print(
                         f"A recorded real H200 session of {args.kernel} is at {rel} (see its README); "
-                        f"open it with: cutile-workbench --out-root {root} {args.kernel}  (or: cutile-workbench "
-                        f"timeline {args.kernel} --config <params>)",
+                        f"open it with: {open_line}  (or: {timeline})",
                         file=sys.stderr,
                     )
                 print("(--skip-gpu-check runs anyway, for CPU-only suites.)", file=sys.stderr)

@@ -72,11 +72,9 @@ class ReportFCommand(Command):
         ws = stage_f.open_kernel(
             args.kernel, out_root=path_arg(args.out_root), tilegym=path_arg(args.tilegym)
         )
-        argv = " ".join(
-            ["cutile-workbench", "report", "f", args.kernel]
-            + (["--dry-run"] if args.dry_run else [])
-            + (["--yes"] if args.yes else [])
-        )
+        # the command as it can be run again from anywhere (agent_logs/agent_f.md records it)
+        flags = [f for f, on in (("--dry-run", args.dry_run), ("--yes", args.yes)) if on]
+        argv = stage_f.command_line("report", "f", args.kernel, *flags, locator=ws.locator)
         demo = None
         if args.demonstrate:
             argv += " --demonstrate"

@@ -1,6 +1,8 @@
 """The focused Nsight Compute probe: one call of one config of one backend, under ``ncu``.
 
 Contract:
+- :func:`probe_advice` is the ``cutile-workbench probe`` line F's reports and the Timeline print for a
+  config without a probe (the kernel dir's out root and TileGym checkout named: it runs when pasted).
 - :func:`probe_command` builds the argv: ``ncu --target-processes all --profile-from-start off
   --kernel-name-base B -k regex:^<recorded kernel name>$ -c 1 --print-kernel-base B --clock-control
   none --metrics <METRICS> --csv --page raw --print-units base --log-file <csv> <python> -m pytest
@@ -41,6 +43,7 @@ from typing import Any
 
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.testids import id_token, shape_token
+from cutile_workbench.artifacts.workspace import command_line
 from cutile_workbench.errors import InputError, UnsafePath
 from cutile_workbench.run.capture.harness import PROFILE_RANGE_ENV
 
@@ -166,6 +169,18 @@ def kernel_name_base(kernel_name: str) -> str:
     if any(ch in kernel_name for ch in "(<:"):
         return "demangled"
     return "function"
+
+
+def probe_advice(kernel: str, params: str, func_key: str, locator: Sequence[str] = ()) -> str:
+    """``cutile-workbench probe <kernel> --config <params>`` ended by ``locator`` (``Workspace.locator``:
+    the kernel dir found again from anywhere). A TileGym kernel's probe runs TileGym's test: with no
+    checkout known the line names ``--tilegym DIR``, the user's to fill in."""
+    from cutile_workbench.run.spec import in_package_suite
+
+    words = tuple(locator)
+    if "--tilegym" not in words and not in_package_suite(func_key):
+        words += ("--tilegym", "DIR")
+    return command_line("probe", kernel, "--config", params, locator=words)
 
 
 def probe_command(spec: ProbeSpec, csv_path: Path) -> tuple[list[str], dict[str, str]]:

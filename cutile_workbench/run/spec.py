@@ -32,6 +32,14 @@ ROLES: tuple[Role, ...] = ("candidate", "baseline_cutile", "baseline_triton_tile
 #: the directory that holds the ``workbench`` package (goes first on the child's PYTHONPATH)
 PACKAGE_ROOT = Path(cutile_workbench.__file__).resolve().parent.parent
 
+
+def in_package_suite(func_key: str) -> bool:
+    """The test of a row (``func_key``: ``tests/…py::…``) ships in this package (a built-in profile's
+    suite): it runs without a TileGym checkout; any other row is TileGym's and needs one."""
+    test_file = func_key.partition("::")[0]
+    return bool(test_file) and (PACKAGE_ROOT / "cutile_workbench" / test_file).is_file()
+
+
 _KERNEL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]*$")
 
 

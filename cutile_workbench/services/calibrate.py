@@ -13,6 +13,7 @@ many there are and how to get a second (``calibrate --run`` or ``run -b <backend
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,14 +105,16 @@ def measure_again_hint(ws: Workspace, backend: str) -> str:
     """The command that measures ``backend`` twice for this workspace, as it can be pasted (issue 36): its
     out root named (a recorded session is read-only: copied to ``OUT`` first), and ``--tilegym DIR`` for a
     TileGym kernel when no checkout is known (``OUT`` and ``DIR`` are the user's to fill in)."""
+    from cutile_workbench.artifacts.workspace import command_line
     from cutile_workbench.services.stage_e import read_only_reason
 
     tilegym = (
-        f" --tilegym {ws.tilegym}"
+        ("--tilegym", str(ws.tilegym))
         if ws.tilegym
-        else (" --tilegym DIR" if get_profile(ws.kernel) is None else "")
+        else (("--tilegym", "DIR") if get_profile(ws.kernel) is None else ())
     )
-    line = f"cutile-workbench calibrate {ws.kernel} --run -b {backend}"
+    words = ("calibrate", ws.kernel, "--run", "-b", backend)
     if read_only_reason(ws):
-        return f"cp -r {ws.kernel_dir} OUT/ && {line} --out-root OUT{tilegym}"
-    return f"{line} --out-root {ws.kernel_dir.parent}{tilegym}"
+        line = command_line(*words, locator=("--out-root", "OUT", *tilegym))
+        return f"cp -r {shlex.quote(str(ws.kernel_dir))} OUT/ && {line}"
+    return command_line(*words, locator=("--out-root", str(ws.kernel_dir.parent), *tilegym))

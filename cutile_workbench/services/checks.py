@@ -30,7 +30,7 @@ import os
 import shlex
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -498,9 +498,39 @@ def gather_checks(
     candidate: str = "cutile-rs",
     timeout_s: float = 300.0,
     cancelled: Callable[[], bool] = lambda: False,
+    out_root: Path | None = None,
 ) -> ChecksResult:
-    """Run the four checks on ``tilegym`` for ``kernel`` (see the module contract). Writes nothing."""
-    py = python or sys.executable
+    """Run the four checks on ``tilegym`` for ``kernel`` (see the module contract). Writes nothing.
+    ``out_root``: the out root ``analysis`` came from (None: the default one); every CLI twin names it,
+    so that the twin reads the same kernel dir when pasted."""
+    result = _gather(
+        kernel,
+        tilegym,
+        analysis,
+        py=python or sys.executable,
+        env=env,
+        candidate=candidate,
+        timeout_s=timeout_s,
+        cancelled=cancelled,
+    )
+    if out_root is None:
+        return result
+    where = " " + shlex.join(["--out-root", str(out_root)])
+    items = tuple(replace(i, cli=i.cli + where) if i.cli else i for i in result.items)
+    return replace(result, items=items)
+
+
+def _gather(
+    kernel: str,
+    tilegym: Path,
+    analysis: Any,
+    *,
+    py: str,
+    env: Mapping[str, str] | None,
+    candidate: str,
+    timeout_s: float,
+    cancelled: Callable[[], bool],
+) -> ChecksResult:
     # the checks must leave the checkout exactly as they found it: no __pycache__ from the
     # import probe or pytest's collection (pytest's cache is already off: -p no:cacheprovider)
     env = {"PYTHONDONTWRITEBYTECODE": "1", **(env or {})}

@@ -32,6 +32,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from cutile_workbench.artifacts.workspace import Workspace
@@ -47,9 +48,12 @@ from cutile_workbench.stages.f.demonstrate import (
     ConfigOutcome,
     Demonstration,
     DemoStatus,
-    EditRefused,
+    EditBatch,
     WrapperEdit,
     add_config_edit,
+)
+from cutile_workbench.stages.f.demonstrate import (
+    EditRefused as EditRefused,  # the one refusal of an edit (stages/f: config and line edits)
 )
 from cutile_workbench.stages.f.finputs import FInputs
 
@@ -77,8 +81,8 @@ def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[
     if not rows:
         return [], ["no slow config (every matched ratio ≤ 1.05): nothing to demonstrate"]
     audit = inputs.search_space
-    texts: dict[str, str] = {}
-    edits: list[WrapperEdit] = []
+    tg = Path(ws.tilegym).resolve()
+    batch = EditBatch(lambda rel: (tg / rel).read_text(encoding="utf-8"), notes=notes)
     for variant in dict.fromkeys(r.variant for r in rows):
         name = variant or "(single variant)"
         cmp = audit.for_variant(variant) if audit is not None else None
@@ -103,26 +107,21 @@ def plan_edits(ws: Workspace, inputs: FInputs) -> tuple[list[WrapperEdit], list[
         origin = cmp.candidate.origin.split(" ", 1)[0].rsplit(":", 1)[
             0
         ]  # src/tilegym/ops/cutile_rs/matmul.py
-        tg = Path(ws.tilegym).resolve()
         origin = _tree_relative(origin, Path(ws.tilegym), tg)
-        path = tg / origin
-        try:
-            text = texts.get(origin) or path.read_text(encoding="utf-8")
-            edit = add_config_edit(
-                text,
-                origin,
-                cmp.candidate,
-                cmp.best,
+        batch.attempt(
+            name,
+            origin,
+            partial(
+                add_config_edit,
+                relpath=origin,
+                space=cmp.candidate,
+                config=cmp.best,
                 reference_source=cmp.best_source or "reference/analysis.json best_config",
-            )
-        except (OSError, UnicodeDecodeError) as exc:
-            notes.append(f"{name}: cannot read {path}: {exc}")
-            continue
-        except EditRefused as exc:
-            notes.append(f"{name}: not tried: {exc}")
-            continue
-        texts[origin] = edit.after
-        edits.append(edit)
+            ),
+            unreadable=f"cannot read {tg / origin}",
+            refused="not tried",
+        )
+    edits = batch.edits
     # issue 32: the line-level fixes at the lines the attributed launches point at, applied first
     # (bottom-up per file) so the evidence's line numbers stay valid; config edits are AST-placed
     from cutile_workbench.stages.f.actions import plan_line_edits

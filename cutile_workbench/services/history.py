@@ -183,6 +183,8 @@ class KernelHistory:
     skipped: tuple[tuple[str, str], ...]  # (log, why) not imported
     notes: tuple[str, ...]
     core: CoreHistory = field(repr=False, compare=False)
+    #: inputs of the kernel dir read on without (``services.session.ignored_inputs``: file and line)
+    ignored: tuple[str, ...] = ()
 
     def configs(self) -> list[str]:
         """Params of every config in the Ratios table's order (shape fields as numbers: 4096 before 16384)."""
@@ -423,9 +425,12 @@ def kernel_history(
         raise
     finally:
         store.close()
-    return _view(
+    from cutile_workbench.services.session import ignored_inputs
+
+    view = _view(
         core, ws, store.label, store.path is not None, len(report.added), report.skipped, report.notes
     )
+    return replace(view, ignored=ignored_inputs(ws))
 
 
 def _load(
@@ -464,6 +469,7 @@ def history_json(history: KernelHistory) -> dict[str, Any]:
         "imported_now": history.added,
         "skipped": [{"path": p, "why": w} for p, w in history.skipped],
         "notes": list(history.notes),
+        "ignored": list(history.ignored),
         **{k: v for k, v in doc.items() if k != "kernel"},
     }
 

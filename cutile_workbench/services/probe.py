@@ -53,8 +53,9 @@ from cutile_workbench.evidence.ncu import (
     shell_line,
     side_by_side,
 )
+from cutile_workbench.evidence.ncu import probe_advice as probe_advice  # the Timeline's line, as F's
 from cutile_workbench.model import RatioRow
-from cutile_workbench.run.spec import PACKAGE_ROOT
+from cutile_workbench.run.spec import PACKAGE_ROOT, in_package_suite
 from cutile_workbench.services.runs import NO_SILENT_FALLBACK
 from cutile_workbench.stages.session.kernel import KernelSession
 
@@ -118,7 +119,7 @@ def _find_row(rows: Sequence[RatioRow], config: str) -> RatioRow:
 def _suite_dir(ws: Workspace, row: RatioRow) -> tuple[str, Path]:
     """(suite kind, directory the row's test runs from) — see the module contract."""
     test_file = row.func_key.partition("::")[0]
-    if test_file and (PACKAGE_ROOT / "cutile_workbench" / test_file).is_file():
+    if in_package_suite(row.func_key):
         return "profile", PACKAGE_ROOT / "cutile_workbench"
     if ws.tilegym is None:
         raise InputError(

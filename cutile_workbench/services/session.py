@@ -3,8 +3,9 @@
 Contract: :func:`open_session` resolves ``<kernel>`` like every command (``out_root`` →
 ``$CUTILE_KERNEL_OUT_ROOT`` → the recorded session; ``tilegym`` → ``$TILEGYM_PATH``) and refuses a kernel
 dir that does not exist (``InputError``); :func:`session_of` is the session of a workspace a service was
-handed (one per workspace: every service called with it shares the facts read). The faces name the
-session's value types through here (they import no core module).
+handed (one per workspace: every service called with it shares the facts read); :func:`ignored_inputs`
+is what a lenient open read on without, in one wording for both faces. The faces name the session's
+value types through here (they import no core module).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from cutile_workbench.artifacts.confine import check_kernel_name as check_kernel_name
 from cutile_workbench.artifacts.workspace import Workspace as Workspace
+from cutile_workbench.artifacts.workspace import command_line as command_line
 from cutile_workbench.artifacts.workspace import open_workspace
 from cutile_workbench.errors import InputError
 from cutile_workbench.stages.session.configs import ConfigNames as ConfigNames
@@ -65,6 +67,14 @@ def open_session(
             path=str(ws.kernel_dir),
         )
     return KernelSession.of(ws)
+
+
+def ignored_inputs(ws: Workspace | KernelSession) -> tuple[str, ...]:
+    """One line per input a lenient open (``strict=False``) read on without: a malformed
+    ``reference/analysis.json``, an interrupted report write not recovered. Each names the file and
+    line (or key) as the error did; ``history`` and ``diff`` print them on stderr, their TUI views show them."""
+    w = ws.ws if isinstance(ws, KernelSession) else ws
+    return tuple(f"ignored {e}" for e in w.ignored)
 
 
 def session_of(ws: Workspace | KernelSession) -> KernelSession:

@@ -188,7 +188,11 @@ def outcome_of(
             ),
             result=result,
         )
-    lines = [f"merged into {scratch / kernel}; open it with: cutile-workbench --out-root {scratch} {kernel}"]
+    from cutile_workbench.artifacts.workspace import command_line
+
+    lines = [
+        f"merged into {scratch / kernel}; open it with: {command_line('--out-root', str(scratch), kernel)}"
+    ]
     for role, r in result.merged.results.items():
         backend = result.plan.role_run(role).backend
         passed = sum(1 for o in r.outcomes.values() if o == "passed")

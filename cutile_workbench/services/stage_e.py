@@ -18,6 +18,7 @@ Contract (both faces call exactly these, in this order):
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,7 +179,7 @@ def read_only_reason(ws: Workspace | KernelSession, *, preview: str = "--dry-run
     ws = KernelSession.of(ws).ws
     if ws.source == "recorded" or inside_recorded_sessions(ws.kernel_dir):
         return (
-            f"the recorded session is read-only; copy it (cp -r {ws.kernel_dir} <dir>/) and pass "
+            f"the recorded session is read-only; copy it (cp -r {shlex.quote(str(ws.kernel_dir))} <dir>/) and pass "
             f"--out-root <dir>, or use {preview}"
         )
     return ""

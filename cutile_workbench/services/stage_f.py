@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cutile_workbench.artifacts.workspace import Workspace, open_workspace
+from cutile_workbench.artifacts.workspace import command_line as command_line
 from cutile_workbench.artifacts.writer import WriteResult, write_plan
 from cutile_workbench.errors import InputError
 from cutile_workbench.model import Investigation, ReportPlan

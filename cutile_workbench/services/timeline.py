@@ -53,7 +53,7 @@ def find_launches(
     """``(launches file, session.json or None)``: the out-root kernel dir first, then the recording
     (any recorded session the workspace would open: a profile's or a recorded TileGym run's)."""
     from cutile_workbench.artifacts.confine import check_kernel_name, confine_read
-    from cutile_workbench.artifacts.workspace import recorded_session_root
+    from cutile_workbench.artifacts.workspace import command_line, recorded_session_root
 
     check_kernel_name(kernel)
     looked: list[str] = []
@@ -74,7 +74,7 @@ def find_launches(
         looked.append(str(kp.launches_json))
     raise InputError(
         f"no per-launch captures for {kernel!r} (looked at: {', '.join(looked) or 'nothing'}); "
-        f"run `cutile-workbench run {kernel} --out-root {roots[0] if roots else 'OUT'}` on a GPU node first "
+        f"run `{command_line('run', kernel, '--out-root', str(roots[0]) if roots else 'OUT')}` on a GPU node first "
         "(the workbench harness records them)",
         key="kernel",
     )

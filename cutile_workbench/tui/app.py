@@ -373,11 +373,24 @@ def run_app(
         return e.exit_code
     except MemoryError:
         gc.collect()
+        from cutile_workbench.services.session import command_line
+
+        # the same kernel dir as asked: its out root and checkout named (issue 36: advice runs when pasted)
+        where = (("--out-root", str(out_root)) if out_root else ()) + (
+            ("--tilegym", str(tilegym)) if tilegym else ()
+        )
+        table, timeline, history = (
+            command_line(*words, locator=where)
+            for words in (
+                ("table", kernel),
+                ("timeline", kernel, "--config", "PARAMS"),
+                ("history", kernel, "--config", "PARAMS"),
+            )
+        )
         print(
             f"cutile-workbench: the session of {kernel!r} does not fit in memory (a memory limit on this "
             "shell?); nothing was opened. What reads one config at a time still works: "
-            f"`cutile-workbench table {kernel}`, `cutile-workbench timeline {kernel} --config PARAMS`, "
-            f"`cutile-workbench history {kernel} --config PARAMS`.",
+            f"`{table}`, `{timeline}`, `{history}`.",
             file=sys.stderr,
         )
         return 2

@@ -115,6 +115,12 @@ class AppData:
     #: why writing is not allowed here ("" = allowed), e.g. the recorded session inside the package
     read_only: str = ""
     problems: list[WorkbenchError] = field(default_factory=list)
+    #: the flags that find this kernel dir again (``Workspace.locator``): every command line a screen
+    #: prints ends with them (:meth:`command`), so that it runs when pasted (issue 36)
+    locator: tuple[str, ...] = ()
+    #: inputs the lenient open read on without (``services.session.ignored_inputs``: file and line);
+    #: also in ``problems``, and stated where the IR diff would use them
+    ignored: tuple[str, ...] = ()
     session: Mapping[str, Any] = field(default_factory=dict)
     #: the workspace's TileGym checkout (None = none attached, e.g. the recorded session)
     tilegym: Path | None = None
@@ -136,6 +142,12 @@ class AppData:
     #: issue 18: who ran each row (candidate identity, ``trust.mark(params)``) and the config the reference
     #: ran (``trust.reference_configs``), from ``services.stage_e.trust``; None = not computed here
     trust: KernelTrust | None = None
+
+    def command(self, *words: str) -> str:
+        """A ``cutile-workbench`` line a screen prints as advice: ``words``, then :attr:`locator`, quoted."""
+        from cutile_workbench.services.session import command_line
+
+        return command_line(*words, locator=self.locator)
 
     def identity_marks(self) -> dict[str, str]:
         """params → the row's identity mark (own / REF / LIB / NONE / ?); empty when not computed."""

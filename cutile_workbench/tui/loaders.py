@@ -18,7 +18,7 @@ from typing import Any
 
 from cutile_workbench.errors import Blocked, InputError, WorkbenchError
 from cutile_workbench.model import ReportPlan
-from cutile_workbench.services.session import Workspace, open_session
+from cutile_workbench.services.session import Workspace, ignored_inputs, open_session
 from cutile_workbench.tui.data import AppData, IRPair, read_existing_files
 
 
@@ -103,6 +103,8 @@ def load_app_data(
         gpu=find_gpu(meta) or "GPU unknown",
         session=meta,
         problems=problems,
+        ignored=ignored_inputs(ws),
+        locator=ws.locator,
     )
 
     # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)
@@ -188,8 +190,10 @@ def load_app_data(
 
         tilegym_root, analysis, candidate = ws.tilegym, ws.analysis, data.candidate_backend
         data.tilegym = tilegym_root
+        # the twins name the kernel dir's out root (an out root's; the recorded session is the default)
+        where = ws.paths.root.parent.absolute() if ws.source == "out_root" else None
         data.run_checks = lambda cancelled: gather_checks(
-            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled
+            kernel, tilegym_root, analysis, candidate=candidate, cancelled=cancelled, out_root=where
         )
     from cutile_workbench.services.runs import live_rerunner
 

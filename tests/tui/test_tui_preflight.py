@@ -58,3 +58,25 @@ async def test_sharded_rerun_refused_without_pytest_in_the_child(bare_python: st
         assert isinstance(app.screen, RatiosScreen)  # no panel pushed
         assert started == []
         assert any("FAIL pytest in the child" in m for m in _messages(app))
+
+
+async def test_timeline_live_rerun_refused_without_pytest_in_the_child(bare_python: str) -> None:
+    """The Timeline's L takes the same path (review finding 3b: one helper for the three re-run keys)."""
+    from pilot_wait import until
+
+    from cutile_workbench.tui.modals import ConfirmModal
+    from cutile_workbench.tui.screens.timeline import TimelineScreen
+
+    runner = ScriptedRunner([])
+    app = make_app(make_data(runner=runner))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")  # the Timeline of the highlighted row (not live)
+        await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "the Timeline")
+        await pilot.press("L")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "L asks first")
+        await pilot.press("y")
+        await until(pilot, lambda: any("FAIL pytest in the child" in m for m in _messages(app)), "refusal")
+        screen = app.screen
+        assert isinstance(screen, TimelineScreen) and not screen.live_running
+        assert runner.calls == []  # nothing ran

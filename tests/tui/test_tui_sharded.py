@@ -119,7 +119,9 @@ async def _start_until_both_shards_test(pilot: Any, spy: Spy) -> None:
     assert spy.started == {0, 1}
 
 
-async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scratch_root(session, tmp_path):
+async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scratch_root(
+    session, tmp_path, monkeypatch
+):
     app, spy = _app(session, tmp_path)
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_panel(app, pilot)
@@ -156,6 +158,23 @@ async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scra
         "measured_on"
     ]
     assert sorted({w["device"] for w in measured.values()}) == ["0", "1"]
+    # the summary's "open it with" line, pasted, opens the merged scratch root (issue 36: advice runs)
+    import shlex
+
+    import cutile_workbench.tui.app as app_module
+    from cutile_workbench.cli import main
+    from cutile_workbench.tui.loaders import load_app_data
+
+    opened: list[Path] = []
+    monkeypatch.setattr(
+        app_module,
+        "run_app",
+        lambda kernel, *, out_root, tilegym, **_k: (
+            opened.append(load_app_data(kernel, out_root=out_root, tilegym=tilegym).out_root) or 0
+        ),
+    )
+    hint = next(s for s in outcome.summary if "open it with: " in s).split("open it with: ", 1)[1]
+    assert main(shlex.split(hint)[1:]) == 0 and opened == [scratch]
 
 
 async def test_escape_cancels_every_worker_and_merges_nothing(session, tmp_path):

@@ -2,7 +2,7 @@
 
 Each test provokes the refusal on real data (the recorded sessions), takes the command it prints
 and runs it. Lines that open the TUI are run through the TUI's own loader (``run_app`` with the app
-itself left out: no terminal here). Placeholders the user fills in (``OUT``, ``DIR``, ``<params>``,
+itself left out: no terminal here). Placeholders the user fills in (``OUT``, ``DIR``, ``PARAMS``,
 ``<dir>``) get a temp dir, the TileGym snapshot or a real config. A line that needs a GPU is run up
 to the GPU check, which this box answers "no GPU" (skipped where a GPU is visible, so a test never
 starts GPU work). Not run: the doctor's ``pip install`` / ``cargo build`` fixes (they need the
@@ -11,6 +11,8 @@ network or a toolchain; the doctor's tests check their exact text instead).
 
 from __future__ import annotations
 
+import ast
+import io
 import os
 import re
 import shlex
@@ -76,11 +78,11 @@ def test_runs_no_gpu_advice_opens_the_recorded_session(
     assert main(["run", "rms_norm", "--out-root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     open_line = re.search(r"open it with: (cutile-workbench [^ ]+ [^ ]+ rms_norm)", err)
-    timeline_line = re.search(r"\(or: (cutile-workbench timeline rms_norm --config <params>)\)", err)
+    timeline_line = re.search(r"\(or: (cutile-workbench timeline rms_norm --config PARAMS)\)", err)
     assert open_line and timeline_line, err
     assert main(_cli(open_line.group(1))) == 0 and opened[-1][0] == "rms_norm"
     params = _first_params(RMS, capsys)
-    assert main(_cli(timeline_line.group(1).replace("<params>", params))) == 0
+    assert main(_cli(timeline_line.group(1).replace("PARAMS", params))) == 0
 
 
 def test_the_read_only_advice_copies_and_writes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -164,7 +166,9 @@ def test_a_refusals_doctor_line_checks_the_same_child(
 def test_timelines_no_capture_advice_names_the_kernel_and_out_root(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The out root's name has a space (SYNTHETIC name): the line quotes it."""
     _no_gpu()
+    tmp_path = tmp_path / "my runs"
     shutil.copytree(RMS, tmp_path / "rms_norm")
     (tmp_path / "rms_norm" / "workbench" / "launches.json.gz").unlink()
     params = _first_params(tmp_path / "rms_norm", capsys)
@@ -174,3 +178,255 @@ def test_timelines_no_capture_advice_names_the_kernel_and_out_root(
     assert hint, err
     assert main(_cli(hint.group(1))) == 2  # planned and refused at the GPU check, nothing else
     assert "No GPU on this machine" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- F's reports (issue 36 item 5)
+
+H200_PLAIN = ROOT / "tests" / "fixtures" / "tilegym_h200" / "plain"
+
+
+def _report_advice(kernel_dir: Path) -> list[str]:
+    """Every command line F wrote into the kernel dir's reports: the backticked advice of
+    perf_investigation_*.md and agent_f.md, and the ``$ …`` command of agent_logs/agent_f.md."""
+    found: list[str] = []
+    for md in sorted((kernel_dir / "reports").rglob("*.md")):
+        text = md.read_text()
+        found += re.findall(r"`(cutile-workbench [^`]+)`", text)
+        found += re.findall(r"^\$ (cutile-workbench .+)$", text, re.M)
+    return list(dict.fromkeys(found))
+
+
+def _blocked_root(tmp_path: Path) -> Path:
+    """REAL: TileGym's own H200 rms_norm logs laid out as a kernel dir (Triton-TileIR in the candidate's
+    slot vs cuTile, as tests/unit/test_f_rules.py does): F is BLOCKED at 262144x1024 (a real per-launch
+    gap, no ncu probe, no IR pair), so its reports advise a probe and a re-run of F."""
+    k = tmp_path / "out" / "rms_norm"
+    k.mkdir(parents=True)
+    shutil.copyfile(H200_PLAIN / "baseline_perf_triton_tileir.txt", k / "perf_cutile_rs.txt")
+    shutil.copyfile(H200_PLAIN / "baseline_perf_cutile.txt", k / "baseline_perf_cutile.txt")
+    return k.parent
+
+
+class _Terminal(io.StringIO):
+    """stdin of a person at a terminal who answers the write prompt with y."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _no_gpu()
+    if not (TILEGYM / "tests" / "ops").is_dir():
+        pytest.skip("TileGym snapshot absent (.fetched/TileGym)")
+    root = _blocked_root(tmp_path)
+    assert main(["report", "f", "rms_norm", "--out-root", str(root), "--yes"]) == 1  # BLOCKED
+    capsys.readouterr()
+    advice = _report_advice(root / "rms_norm")
+    assert sorted({_cli(a)[0] for a in advice}) == ["probe", "report"], advice
+    for line in advice:
+        args = _cli(line.replace(" DIR", f" {TILEGYM}"))
+        monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))  # pasted into a shell: F asks before writing
+        rc = main(args)
+        out, err = capsys.readouterr()
+        if args[0] == "report":  # F again, on this kernel dir (not the recorded rms_norm session)
+            assert rc == 1 and f"under {root / 'rms_norm'}:" in out, (line, out, err)
+            assert out.endswith("VERDICT: BLOCKED\n"), (line, out)
+        else:  # the probe needs ncu and a GPU: it plans this config, then refuses to run, printing its lines
+            assert rc == 2 and "error: cannot run the probe here" in err, (line, err)
+            assert "error: key" not in err, (line, err)
+            assert "static_persistent-262144-1024-torch.float16" in out and "$ " in out, out
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "softmax"])
+def test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs(
+    kernel: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """REAL recorded sessions (H200), copied to a writable out root: the command F records in its log
+    re-runs F on the copy."""
+    src = {"matmul": "tilegym", "softmax": "softmax"}[kernel]
+    shutil.copytree(ROOT / "cutile_workbench" / "profiles" / src / "session" / kernel, tmp_path / kernel)
+    rc = main(["report", "f", kernel, "--out-root", str(tmp_path), "--yes"])
+    assert rc in (0, 1)
+    capsys.readouterr()
+    advice = _report_advice(tmp_path / kernel)
+    assert advice and all(_cli(a)[:2] == ["report", "f"] for a in advice), advice
+    for line in advice:
+        assert main(_cli(line)) == rc
+        assert f"under {tmp_path / kernel}:" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- kernels, history, the TUI's start
+
+
+def test_kernels_next_steps_run_when_the_out_root_has_a_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], opened: list[tuple[str, Path | None]]
+) -> None:
+    """REAL recorded rms_norm copied under an out root whose name has a space (SYNTHETIC name): each
+    'open / run' line of ``kernels`` is one command when pasted (quoted), and does what it says."""
+    _no_gpu()
+    if not (TILEGYM / "tests" / "ops").is_dir():
+        pytest.skip("TileGym snapshot absent (.fetched/TileGym)")
+    out_root = tmp_path / "my runs"
+    shutil.copytree(RMS, out_root / "rms_norm")
+    assert main(["kernels", "--out-root", str(out_root), "--tilegym", str(TILEGYM)]) == 0
+    table = capsys.readouterr().out
+    steps = {
+        ln.split()[0]: ln[ln.index("cutile-workbench") :]
+        for ln in table.splitlines()[1:]
+        if "cutile-workbench" in ln
+    }
+    assert {"rms_norm", "matmul", "bmm"} <= set(steps), table
+    # a kernel dir of the out root: opened there
+    assert main(_cli(steps["rms_norm"])) == 0 and opened[-1] == ("rms_norm", out_root)
+    # a recorded session: opened as shipped
+    assert main(_cli(steps["matmul"])) == 0 and opened[-1] == ("matmul", None)
+    # a TileGym kernel with a cutile-rs wrapper and no session: planned, then refused at the GPU check
+    out = tmp_path / "new out"
+    out.mkdir()
+    assert main(_cli(steps["bmm"].replace("OUT", shlex.quote(str(out))))) == 2
+    assert "No GPU on this machine" in capsys.readouterr().err
+
+
+def test_the_tuis_out_of_memory_advice_reads_the_same_kernel_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SYNTHETIC: the TUI's loader raises MemoryError (a memory limit on the shell); the three commands it
+    names instead read the REAL recorded rms_norm session copied to an out root, one config each."""
+    import cutile_workbench.tui.loaders as loaders
+
+    shutil.copytree(RMS, tmp_path / "rms_norm")
+    params = _first_params(tmp_path / "rms_norm", capsys)
+
+    def no_memory(*_a: object, **_k: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(loaders, "load_app_data", no_memory)
+    assert main(["rms_norm", "--out-root", str(tmp_path)]) == 2
+    lines = re.findall(r"`(cutile-workbench [^`]+)`", capsys.readouterr().err)
+    assert [_cli(ln)[0] for ln in lines] == ["table", "timeline", "history"], lines
+    for line in lines:
+        assert main(_cli(line.replace("PARAMS", params))) == 0, line
+        assert str(tmp_path / "rms_norm") in capsys.readouterr().out, line
+
+
+def test_historys_empty_history_advice_runs_the_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SYNTHETIC: a fresh, empty kernel dir: ``history`` says how to fill it; pasted, that runs the kernel
+    into this out root, up to the GPU check."""
+    _no_gpu()
+    (tmp_path / "rms_norm").mkdir()
+    assert main(["history", "rms_norm", "--out-root", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    hint = re.search(r"`(cutile-workbench run [^`]+)`", out)
+    assert hint, out
+    assert main(_cli(hint.group(1))) == 2
+    assert "No GPU on this machine" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- no advice line without its test
+
+NOT_ADVICE = "not a command line to paste"
+USAGE = "usage text: placeholders (<kernel>) or a bare command name, checked against --help by test_docs"
+#: every place the package writes a ``cutile-workbench …`` line (module::function) → the test that runs
+#: what it writes, or why it is not advice. A new place fails the test below until it is listed here.
+ADVICE_SITES = {
+    "artifacts/perflog/sanitizer.py::result": NOT_ADVICE,
+    "artifacts/workspace.py::command_line": "the one wording: its callers are the sites",
+    "artifacts/workspace.py::open_workspace": "test_the_unknown_kernel_advice_lists_the_kernels",
+    "cli/__init__.py::<module>": USAGE,
+    "cli/__init__.py::_unknown_command": USAGE,
+    "cli/__init__.py::build_parser": USAGE,
+    "cli/doctor.py::refuse": "test_a_refusals_doctor_line_checks_the_same_child",
+    "cli/history.py::render_history_text": "test_historys_empty_history_advice_runs_the_kernel",
+    "cli/kernels.py::next_step": "test_kernels_next_steps_run_when_the_out_root_has_a_space",
+    "cli/run.py::run": "test_runs_no_gpu_advice_opens_the_recorded_session",
+    "cli/stage_f.py::run": "test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs",
+    "cli/tui.py::<module>": USAGE,
+    "errors.py::<module>": NOT_ADVICE,
+    "evidence/ncu.py::probe_advice": "test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir",
+    "history/store.py::_prepare": NOT_ADVICE,
+    "run/plugins/perflog.py::pytest_addoption": NOT_ADVICE,
+    "run/scaleout/select_plugin.py::pytest_addoption": NOT_ADVICE,
+    "run/scaleout/slurm.py::batch_script": NOT_ADVICE,
+    "services/calibrate.py::measure_again_hint": "test_calibrates_measure_again_advice_runs_up_to_the_gpu",
+    "services/checks.py::_cli": "tests/tui/test_tui_advice.py::test_the_checks_cli_twins_run_on_the_same_kernel_dir",
+    "services/doctor.py::_gpu_check": "test_the_doctors_no_gpu_advice_opens_the_embedded_default",
+    "services/sharded.py::outcome_of": "tests/tui/test_tui_sharded.py::"
+    "test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scratch_root",
+    "services/timeline.py::find_launches": "test_timelines_no_capture_advice_names_the_kernel_and_out_root",
+    "stages/f/diagnosis.py::_probe_hint": "test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir",
+    "stages/f/render.py::render_investigation": "test_fs_blocked_reports_advice_runs_on_the_same_kernel_dir",
+    "stages/f/report.py::plan_f_reports": "test_fs_reports_on_a_copied_recorded_session_name_a_command_that_runs",
+    "tui/app.py::run_app": "test_the_tuis_out_of_memory_advice_reads_the_same_kernel_dir",
+    "tui/data.py::command": "the TUI's wording: its callers are the sites",
+    "tui/overview_app.py::<module>": NOT_ADVICE,
+    "tui/screens/checks.py::<module>": USAGE,
+    "tui/screens/checks.py::no_tilegym_text": "tests/tui/test_tui_advice.py::test_the_checks_screens_no_tilegym_advice_runs",
+    "tui/screens/timeline.py::<module>": USAGE,
+    "tui/screens/timeline.py::show_probe": "tests/tui/test_tui_advice.py::test_the_timelines_probe_hint_probes_this_kernel_dir",
+}
+
+
+_ADVICE = re.compile(r"cutile-workbench [a-z<{-]")
+
+
+def _writes_a_command(node: ast.AST, docs: set[int]) -> bool:
+    """A string that starts a ``cutile-workbench`` command (not a docstring), a list that starts one with
+    the word itself, or a call of one of the wordings (``command_line``, ``probe_advice``, ``data.command``)."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and id(node) not in docs and bool(_ADVICE.search(node.value))
+    if isinstance(node, (ast.List, ast.Tuple)):
+        first = node.elts[0] if node.elts else None
+        return isinstance(first, ast.Constant) and first.value == "cutile-workbench"
+    if isinstance(node, ast.Call):
+        fn = node.func
+        if isinstance(fn, ast.Name):
+            return fn.id in ("command_line", "probe_advice")
+        if isinstance(fn, ast.Attribute):
+            return fn.attr in ("command_line", "probe_advice") or (
+                fn.attr == "command" and ast.unparse(fn.value) in ("data", "self.data")
+            )
+    return False
+
+
+def _sites_in(node: ast.AST, owner: str, docs: set[int], found: set[str]) -> None:
+    for child in ast.iter_child_nodes(node):
+        if _writes_a_command(child, docs):
+            found.add(owner)
+        name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        _sites_in(child, owner.split("::")[0] + f"::{name}" if name else owner, docs, found)
+
+
+def _advice_sites() -> set[str]:
+    """module::function of every place that writes a ``cutile-workbench`` command (see _writes_a_command)."""
+    pkg = ROOT / "cutile_workbench"
+    found: set[str] = set()
+    for path in sorted(pkg.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body
+            and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)
+        }
+        _sites_in(tree, f"{path.relative_to(pkg).as_posix()}::<module>", docs, found)
+    return found
+
+
+def test_every_advice_site_names_the_test_that_runs_it() -> None:
+    assert _advice_sites() == set(ADVICE_SITES), "list the new place (and its test) in ADVICE_SITES"
+    here = {name for name in globals() if name.startswith("test_")}
+    for site, why in ADVICE_SITES.items():
+        if why.startswith("test_"):
+            assert why in here, (site, why)
+        elif why.startswith("tests/"):
+            file, _, name = why.partition("::")
+            assert (
+                f"def {name}(" in (ROOT / file).read_text()
+                or f"async def {name}(" in (ROOT / file).read_text()
+            ), why

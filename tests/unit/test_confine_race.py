@@ -9,71 +9,15 @@ counts are fixed (no wall time): the default run does 300 writes per target, ``-
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import threading
 from pathlib import Path
 
 import pytest
-
-from cutile_workbench.errors import UnsafePath, WorkbenchError
-from cutile_workbench.infra.atomicio import atomic_write_bytes
-
-
-def _race(tmp: Path, sub: str, writes: int) -> tuple[int, int, int]:
-    """(escapes, refusals, written) of ``writes`` writes to ``kdir/sub/f.json`` while ``sub`` swaps."""
-    kdir, outside = tmp / "k", tmp / "outside"
-    (kdir / sub).mkdir(parents=True)
-    outside.mkdir()
-    real, link = kdir / sub, kdir / f"{sub}.link"
-    os.symlink(outside, link)
-    parked = kdir / f"{sub}.parked"
-    stop = threading.Event()
-
-    swaps = 0
-
-    def swapper() -> None:
-        nonlocal swaps
-        while not stop.is_set():
-            try:
-                os.rename(real, parked)  # the real dir aside, the link in its place …
-                os.rename(link, real)
-                os.rename(real, link)  # … and back
-                os.rename(parked, real)
-                swaps += 1
-            except OSError:  # the writer made a fresh dir in the gap (inside: allowed): clear it, go on
-                with contextlib.suppress(OSError):
-                    if parked.is_dir() and real.is_dir() and not real.is_symlink():
-                        shutil.rmtree(real, ignore_errors=True)
-                    if not link.is_symlink():
-                        os.symlink(outside, link)
-                    if parked.is_dir() and not os.path.lexists(real):
-                        os.rename(parked, real)
-
-    refused = written = 0
-    t = threading.Thread(target=swapper, daemon=True)
-    t.start()
-    try:
-        for i in range(writes):
-            try:
-                atomic_write_bytes(kdir / sub / "f.json", b"%d" % i, kdir)
-                written += 1
-            except UnsafePath:
-                refused += 1
-            except WorkbenchError:  # the dir was parked for a moment: a named refusal, never a crash
-                refused += 1
-    finally:
-        stop.set()
-        t.join()
-    escapes = sum(len(files) + len(dirs) for _root, dirs, files in os.walk(outside))
-    assert swaps > 0, "the swapper never ran: the race was not exercised"
-    return escapes, refused, written
+from confine_race_helpers import race, writer_race
 
 
 @pytest.mark.parametrize("sub", ["workbench", "reports"])
 def test_no_escape_while_a_dir_swaps_with_a_link(tmp_path: Path, sub: str) -> None:
-    escapes, refused, written = _race(tmp_path, sub, 300)
+    escapes, refused, written = race(tmp_path, sub, 300)
     assert escapes == 0
     assert refused + written == 300
 
@@ -85,69 +29,13 @@ def test_no_escape_in_thousands_of_racing_writes(
 ) -> None:
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("a long sweep: select it with -m slow")
-    escapes, refused, written = _race(tmp_path, sub, 2_500)
+    escapes, refused, written = race(tmp_path, sub, 2_500)
     assert escapes == 0, f"{escapes} escapes in 2,500 writes ({refused} refused, {written} written)"
-
-
-def _writer_race(tmp: Path, swapped: str, writes: int) -> tuple[int, int, int]:
-    """(escapes, refusals, written) of ``writes`` report-set writes while ``swapped`` (the kernel dir
-    itself, or its ``reports/``) swaps with a link to an outside dir (a stand-in for the shipped
-    recorded session)."""
-    from cutile_workbench.artifacts.writer import write_plan
-    from cutile_workbench.model import PlannedFile, ReportPlan
-
-    kdir, outside = tmp / "root" / "matmul", tmp / "outside"
-    (kdir / "reports").mkdir(parents=True)
-    outside.mkdir()
-    (outside / "reports").mkdir()
-    real = kdir if swapped == "kernel dir" else kdir / "reports"
-    link, parked = real.with_name(real.name + ".link"), real.with_name(real.name + ".parked")
-    os.symlink(outside if swapped == "kernel dir" else outside / "reports", link)
-    stop = threading.Event()
-    swaps = 0
-
-    def swapper() -> None:
-        nonlocal swaps
-        while not stop.is_set():
-            try:
-                os.rename(real, parked)
-                os.rename(link, real)
-                os.rename(real, link)
-                os.rename(parked, real)
-                swaps += 1
-            except OSError:
-                with contextlib.suppress(OSError):
-                    if not link.is_symlink() and real.is_symlink():
-                        os.rename(real, link)
-                    if parked.is_dir() and not os.path.lexists(real):
-                        os.rename(parked, real)
-
-    refused = written = 0
-    t = threading.Thread(target=swapper, daemon=True)
-    t.start()
-    try:
-        for i in range(writes):
-            files = [
-                PlannedFile("reports/performance.md", f"VERDICT: DONE\n{i}\n"),
-                PlannedFile("reports/agent_logs/agent_e.md", f"{i}\n"),
-                PlannedFile("perf_cutile_rs.txt", f"{i}\n"),
-            ]
-            try:
-                write_plan(ReportPlan("E", "matmul", kdir, files, "DONE", "", True), lock_timeout_s=5)
-                written += 1
-            except WorkbenchError:  # refused while a link is in place: named, nothing written
-                refused += 1
-    finally:
-        stop.set()
-        t.join()
-    escapes = sum(len(files) + len(dirs) for _root, dirs, files in os.walk(outside)) - 1  # its reports/
-    assert swaps > 0, "the swapper never ran: the race was not exercised"
-    return escapes, refused, written
 
 
 @pytest.mark.parametrize("swapped", ["kernel dir", "reports"])
 def test_no_report_set_byte_lands_outside_while_the_kernel_dir_swaps(tmp_path: Path, swapped: str) -> None:
-    escapes, refused, written = _writer_race(tmp_path, swapped, 60)
+    escapes, refused, written = writer_race(tmp_path, swapped, 60)
     assert escapes == 0 and refused + written == 60
 
 
@@ -158,5 +46,5 @@ def test_no_report_set_byte_lands_outside_in_a_thousand_racing_writes(
 ) -> None:
     if "slow" not in (request.config.getoption("markexpr") or ""):
         pytest.skip("a long sweep: select it with -m slow")
-    escapes, refused, written = _writer_race(tmp_path, swapped, 1_000)
+    escapes, refused, written = writer_race(tmp_path, swapped, 1_000)
     assert escapes == 0, f"{escapes} escapes in 1,000 writes ({refused} refused, {written} written)"

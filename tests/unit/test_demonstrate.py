@@ -199,3 +199,35 @@ def test_nothing_to_demonstrate_says_why(tmp_path: Path) -> None:
         "Not demonstrated: no slow config"
         in {f.relpath: f.content for f in report.plan.files}["reports/agent_f.md"]
     )
+
+
+def test_one_edit_batch_for_config_and_line_edits(tmp_path: Path) -> None:
+    """SYNTHETIC wrapper texts: the one loop of both kinds of edit (review finding 3a). A refusal and a
+    wrapper that does not parse are notes naming the edit; an edit that is kept is what the next edit of
+    the same file starts from."""
+    from cutile_workbench.stages.f.demonstrate import EditBatch, WrapperEdit
+
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    (tmp_path / "bad.py").write_text("def (:\n")
+    batch = EditBatch(lambda rel: (tmp_path / rel).read_text())
+
+    def bump(text: str) -> WrapperEdit:
+        after = text + "y = 2\n"
+        return WrapperEdit("remove_canary", None, "ok.py", "<module>", "", "", "t", (), text, after)
+
+    def refuse(_text: str) -> WrapperEdit:
+        raise EditRefused("a knob with no default")
+
+    def parse(text: str) -> WrapperEdit:
+        compile(text, "bad.py", "exec")
+        raise AssertionError("unreachable")
+
+    batch.attempt("first", "ok.py", bump)
+    batch.attempt("second", "ok.py", bump)
+    batch.attempt("config of v", "ok.py", refuse, refused="not tried")
+    batch.attempt("line of bad", "bad.py", parse)
+    batch.attempt("missing", "gone.py", bump, unreadable="cannot read gone.py")
+    assert [e.after for e in batch.edits] == ["x = 1\ny = 2\n", "x = 1\ny = 2\ny = 2\n"]
+    assert batch.notes[0] == "config of v: not tried: a knob with no default"
+    assert batch.notes[1].startswith("line of bad: cannot read the wrapper: invalid syntax")
+    assert batch.notes[2].startswith("missing: cannot read gone.py: [Errno 2]")

@@ -25,10 +25,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from cutile_workbench.model import Investigation
-from cutile_workbench.stages.f.demonstrate import WrapperEdit
+from cutile_workbench.stages.f.demonstrate import EditBatch, EditRefused, WrapperEdit
 
 _ALLOC = re.compile(r"\btorch\.(zeros|ones)(_like)?\(")
 _COPY = re.compile(r"\.(clone|contiguous)\(\)")
@@ -71,10 +72,6 @@ def _replace_line(text: str, line: int, new: str) -> str:
     return "".join(lines)
 
 
-class _Refused(Exception):
-    pass
-
-
 def _edit(
     kind: str, text: str, relpath: str, line: int, why: str, variant: str | None, params: tuple[str, ...] = ()
 ) -> WrapperEdit:
@@ -87,7 +84,7 @@ def _edit0(kind: str, text: str, relpath: str, line: int, why: str, variant: str
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     if not 1 <= line <= len(lines):
-        raise _Refused(f"{relpath}:{line} is not a line of the wrapper")
+        raise EditRefused(f"{relpath}:{line} is not a line of the wrapper")
     old = lines[line - 1]
     fn = _enclosing_function(tree, line)
     if kind == "replace_alloc":
@@ -96,23 +93,25 @@ def _edit0(kind: str, text: str, relpath: str, line: int, why: str, variant: str
         elif _COPY.search(old):
             new = _COPY.sub("", old, count=1)
         else:
-            raise _Refused(f"{relpath}:{line} allocates with nothing this action rewrites: {old.strip()!r}")
+            raise EditRefused(
+                f"{relpath}:{line} allocates with nothing this action rewrites: {old.strip()!r}"
+            )
         after = _replace_line(text, line, new)
         return WrapperEdit(
             "replace_alloc", variant, relpath, fn, new.strip(), old.strip(), why, (), text, after
         )
     found = _statement_at(tree, line)
     if found is None:
-        raise _Refused(f"{relpath}:{line}: no statement there")
+        raise EditRefused(f"{relpath}:{line}: no statement there")
     st, body = found
     if kind == "remove_canary":
         if not isinstance(st, ast.Expr) or not isinstance(st.value, ast.Call):
-            raise _Refused(
+            raise EditRefused(
                 f"{relpath}:{line} is not a statement of its own whose result is unused "
                 f"({type(st).__name__}): removing it would change the wrapper's data flow"
             )
         if len(body) == 1:
-            raise _Refused(f"{relpath}:{line} is the only statement of its block")
+            raise EditRefused(f"{relpath}:{line} is the only statement of its block")
         after = _delete_lines(text, st.lineno, st.end_lineno or st.lineno)
         return WrapperEdit(
             "remove_canary", variant, relpath, fn, "(removed)", ast.unparse(st), why, (), text, after
@@ -130,7 +129,7 @@ def _edit0(kind: str, text: str, relpath: str, line: int, why: str, variant: str
             None,
         )
         if guard is None:
-            raise _Refused(
+            raise EditRefused(
                 f"{relpath}:{line} is not a return inside an `if` that only guards the fallback: the FFI "
                 "path would have to be written, not re-routed"
             )
@@ -147,7 +146,7 @@ def _edit0(kind: str, text: str, relpath: str, line: int, why: str, variant: str
             text,
             after,
         )
-    raise _Refused(f"unknown action {kind!r}")
+    raise EditRefused(f"unknown action {kind!r}")
 
 
 def _wanted(invs: Iterable[Investigation]) -> list[tuple[str, str, int, str, str | None, tuple[str, ...]]]:
@@ -183,20 +182,11 @@ def plan_line_edits(
     invs: Sequence[Investigation], read: Callable[[str], str]
 ) -> tuple[list[WrapperEdit], list[str]]:
     """See the module docstring: (edits in application order, notes on fixes not applied and why)."""
-    wanted = _wanted(invs)
-    notes: list[str] = []
-    edits: list[WrapperEdit] = []
-    texts: dict[str, str] = {}
-    for action, file, line, why, variant, params in sorted(wanted, key=lambda w: (w[1], -w[2])):
-        try:
-            text = texts[file] if file in texts else read(file)
-            edit = _edit(action, text, file, line, why, variant, params)
-        except (OSError, UnicodeDecodeError, SyntaxError) as exc:
-            notes.append(f"{action} at {file}:{line}: cannot read the wrapper: {exc}")
-            continue
-        except _Refused as exc:
-            notes.append(f"{action} at {file}:{line}: not applied: {exc}")
-            continue
-        texts[file] = edit.after
-        edits.append(edit)
-    return edits, notes
+    batch = EditBatch(read)
+    for action, file, line, why, variant, params in sorted(_wanted(invs), key=lambda w: (w[1], -w[2])):
+        batch.attempt(
+            f"{action} at {file}:{line}",
+            file,
+            partial(_edit, action, relpath=file, line=line, why=why, variant=variant, params=params),
+        )
+    return batch.edits, batch.notes

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import ast
 import difflib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cutile_workbench.evidence.search_space import AUTO, ConfigSpace, TuneConfig
@@ -68,6 +68,41 @@ class WrapperEdit:
                 f"b/{self.relpath}",
             )
         )
+
+
+@dataclass
+class EditBatch:
+    """Edits tried one after another, each on the text its file has after the edits before it: an
+    edit that cannot be written without guessing (:class:`EditRefused`) or a wrapper that cannot be
+    read or parsed becomes a note naming it, and the rest go on. The one loop of the config edits
+    (:mod:`cutile_workbench.services.demonstrate`) and the line edits (:mod:`cutile_workbench.stages.f.actions`)."""
+
+    read: Callable[[str], str]  # relpath -> the file's text (before any edit)
+    edits: list[WrapperEdit] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # relpath -> its text after the edits so far
+
+    def attempt(
+        self,
+        label: str,
+        relpath: str,
+        make: Callable[[str], WrapperEdit],
+        *,
+        unreadable: str = "cannot read the wrapper",
+        refused: str = "not applied",
+    ) -> None:
+        """``make(text)`` on ``relpath``'s current text; its edit kept, or a ``label: why`` note."""
+        try:
+            text = self.texts[relpath] if relpath in self.texts else self.read(relpath)
+            edit = make(text)
+        except (OSError, UnicodeDecodeError, SyntaxError) as exc:
+            self.notes.append(f"{label}: {unreadable}: {exc}")
+            return
+        except EditRefused as exc:
+            self.notes.append(f"{label}: {refused}: {exc}")
+            return
+        self.texts[relpath] = edit.after
+        self.edits.append(edit)
 
 
 @dataclass(frozen=True)

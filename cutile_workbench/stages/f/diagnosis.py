@@ -93,7 +93,7 @@ from cutile_workbench.evidence.launches import (
     is_native,
     launch_evidence,
 )
-from cutile_workbench.evidence.ncu import ProbeResult, probe_for
+from cutile_workbench.evidence.ncu import ProbeResult, probe_advice, probe_for
 from cutile_workbench.evidence.search_space import SpaceComparison
 from cutile_workbench.ir.audit import IRAudit
 from cutile_workbench.model import Finding, Investigation, RatioRow
@@ -767,10 +767,8 @@ def _named_limitation(
 
 
 def _probe_hint(inputs: FInputs, row: RatioRow) -> str:
-    return (
-        f"`cutile-workbench probe {inputs.kernel} --config {row.params}` (ncu on one call of each side: "
-        "spills, achieved occupancy, DRAM throughput)"
-    )
+    line = probe_advice(inputs.kernel, row.params, row.func_key, inputs.locator)
+    return f"`{line}` (ncu on one call of each side: spills, achieved occupancy, DRAM throughput)"
 
 
 def _verdict(

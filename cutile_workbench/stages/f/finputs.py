@@ -51,3 +51,5 @@ class FInputs:
     stand_ins: tuple[str, ...] = ()
     #: issue 32: both sides' autotune tables by (params, side) (``evidence.autotune``, from workbench/events.jsonl)
     autotune: Mapping[tuple[str, str], Any] = field(default_factory=dict)
+    #: the flags that find this kernel dir again (``Workspace.locator``): every command line F writes ends with them
+    locator: tuple[str, ...] = ()

@@ -167,6 +167,7 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
         trust=trust,
         stand_ins=_stand_ins(cand_log, meta, table),
         autotune=tuned,
+        locator=ws.locator,
     )
 
 

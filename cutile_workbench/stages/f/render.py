@@ -21,6 +21,7 @@ from typing import Any
 
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
 from cutile_workbench.artifacts.testids import shape_token
+from cutile_workbench.artifacts.workspace import command_line
 from cutile_workbench.evidence.launches import LaunchEvidence, LaunchSummary
 from cutile_workbench.ir.audit import IRAudit
 from cutile_workbench.model import Finding, Investigation, RatioRow
@@ -694,10 +695,8 @@ def render_investigation(inv: Investigation, inputs: FInputs) -> str:
         wrapper_issue = any(f.kind in ("launch_count", "wrapper", "dispatch", "identity") for f in fixable)
         lines.append(f"- Template propagation needed: {'yes' if wrapper_issue else 'no'}")
     elif inv.verdict == "BLOCKED":
-        lines.append(
-            "- Produce the missing evidence (see Root Cause) and re-run `cutile-workbench report f "
-            f"{inv.kernel}`."
-        )
+        again = command_line("report", "f", inv.kernel, locator=inputs.locator)
+        lines.append(f"- Produce the missing evidence (see Root Cause) and re-run `{again}`.")
     else:
         lines.append(
             "- None for Agent B/D"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from cutile_workbench.artifacts.workspace import Workspace
+from cutile_workbench.artifacts.workspace import Workspace, command_line
 from cutile_workbench.errors import InputError, UnsafePath, ValidationRefused
 from cutile_workbench.model import Investigation, PlannedFile, ReportPlan
 from cutile_workbench.stages.f.demonstrate import Demonstration, render_demonstration
@@ -82,7 +82,7 @@ def plan_f_reports(
         raise InputError("no investigations to report (diagnose() returns at least one)")
     inputs = inputs if inputs is not None else collect_inputs(ws)
     verdict = primary_verdict(investigations)
-    command = command or f"cutile-workbench report f {ws.kernel}"
+    command = command or command_line("report", "f", ws.kernel, locator=ws.locator)
     files: dict[str, str] = {}
     for inv in investigations:
         text = render_investigation(inv, inputs)

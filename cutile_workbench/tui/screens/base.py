@@ -91,6 +91,17 @@ class WorkbenchScreen(Screen[None]):
     def header(self) -> WorkbenchHeader:
         return WorkbenchHeader(self.SCREEN_TITLE, id="header")
 
+    def rerun_refused(self) -> bool:
+        """The doctor's preflight before any GPU work, the one path of every re-run key (``L`` and ``R``
+        on Ratios, ``L`` on the Timeline): True, with the failing check's line as an error
+        notification, when the re-run may not start."""
+        from cutile_workbench.services.doctor import rerun_refusal
+
+        refusal = rerun_refusal()
+        if refusal:
+            self.notify(refusal, severity="error", timeout=12, markup=False)
+        return bool(refusal)
+
     def palette_commands(self) -> list[PaletteCommand]:
         """This screen's Ctrl+P entries valid right now (``area: action`` titles); none by default."""
         return []

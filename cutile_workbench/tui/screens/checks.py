@@ -26,17 +26,41 @@ from cutile_workbench.tui.widgets.checks_panel import ChecksPanel
 
 if TYPE_CHECKING:
     from cutile_workbench.services.checks import ChecksResult
+    from cutile_workbench.tui.data import AppData
 
-NO_TILEGYM = (
-    "No TileGym checkout is attached to this session, so the TileGym-side checks cannot run.\n\n"
-    "Point the workbench at one:\n"
-    "  cutile-workbench {kernel} --tilegym DIR        (the TileGym repository root)\n"
-    "  export TILEGYM_PATH=DIR; cutile-workbench {kernel}\n\n"
-    "The same checks from the shell:\n"
-    "  cutile-workbench check {kernel} --tilegym DIR          E precondition + test_perf wiring\n"
-    "  cutile-workbench kselect {kernel} --tilegym DIR --show  -k expressions, both sides compared\n"
-    "  cutile-workbench audit-wrapper {kernel} --tilegym DIR   static wrapper audit\n"
-)
+
+def no_tilegym_text(data: AppData) -> str:
+    """What the Checks screen says without a TileGym checkout: how to attach one, and the same checks
+    from the shell; each line names this kernel dir (``AppData.command``), so it runs when pasted."""
+    k = data.kernel
+    rows = [
+        (data.command(k, "--tilegym", "DIR"), "(the TileGym repository root)"),
+        ("export TILEGYM_PATH=DIR; " + data.command(k), ""),
+    ]
+    shell = [
+        (data.command("check", k, "--tilegym", "DIR"), "E precondition + test_perf wiring"),
+        (data.command("kselect", k, "--tilegym", "DIR", "--show"), "-k expressions, both sides compared"),
+        (data.command("audit-wrapper", k, "--tilegym", "DIR"), "static wrapper audit"),
+    ]
+    width = max(len(c) for c, _w in rows + shell)
+
+    def lines(items: list[tuple[str, str]]) -> list[str]:
+        return [f"  {c.ljust(width)}  {w}".rstrip() for c, w in items]
+
+    return (
+        "\n".join(
+            [
+                "No TileGym checkout is attached to this session, so the TileGym-side checks cannot run.",
+                "",
+                "Point the workbench at one:",
+                *lines(rows),
+                "",
+                "The same checks from the shell:",
+                *lines(shell),
+            ]
+        )
+        + "\n"
+    )
 
 
 class ChecksScreen(WorkbenchScreen):
@@ -81,7 +105,7 @@ class ChecksScreen(WorkbenchScreen):
         # child processes (up to minutes on a GPU node) — they run when asked (r / palette)
         if self.data.run_checks is None:
             self._status(Text("no TileGym checkout: --tilegym DIR or $TILEGYM_PATH", style="bold yellow"))
-            self.panel.show_message(NO_TILEGYM.format(kernel=self.data.kernel))
+            self.panel.show_message(no_tilegym_text(self.data))
         else:
             where = str(self.data.tilegym) if self.data.tilegym else "the TileGym checkout"
             self._status(Text(f"TileGym: {where} · r: run the checks (nothing is written)"))

@@ -225,6 +225,8 @@ class HistoryScreen(WorkbenchScreen):
         text = Text(f"{len(history.runs)} runs · {where} · {history.policy}", style="dim")
         if history.skipped:
             text.append(f" · {len(history.skipped)} log(s) not imported", style="yellow")
+        for line in history.ignored:  # a malformed analysis.json read on without: file and line, here too
+            text.append(f" · {line}", style="yellow")
         self.query_one("#history-status", Static).update(text)
 
     def on_series_table_series_highlighted(self, event: SeriesTable.SeriesHighlighted) -> None:

@@ -153,6 +153,8 @@ class IRDiffScreen(WorkbenchScreen):
         )
         if ran:  # issue 18: the config the reference ran, from its own evidence (same answer as F step 3)
             title.append(f"\n{ran}", style="dim")
+        for line in self.data.ignored:  # a malformed analysis.json read on without, as `diff` says it
+            title.append(f"\n{line}", style="yellow")
         self.query_one("#pair-title", Static).update(title)
 
     def on_irdiff_view_hunk_changed(self, event: IRDiffView.HunkChanged) -> None:

@@ -412,12 +412,7 @@ class RatiosScreen(WorkbenchScreen):
         if row is None:
             self.notify("no row highlighted: nothing to re-run", severity="warning")
             return
-        from cutile_workbench.services.doctor import rerun_refusal
-
-        if (
-            refusal := rerun_refusal()
-        ):  # the doctor's checks first: never ask to confirm a run that cannot start
-            self.notify(refusal, severity="error", timeout=12, markup=False)
+        if self.rerun_refused():  # the doctor's checks first: never ask to confirm a run that cannot start
             return
         from cutile_workbench.tui.modals import ConfirmModal
 
@@ -443,10 +438,7 @@ class RatiosScreen(WorkbenchScreen):
             )
             self.notify(why, severity="warning", timeout=8, markup=False)
             return
-        from cutile_workbench.services.doctor import rerun_refusal
-
-        if refusal := rerun_refusal():  # the doctor's checks, before any GPU work
-            self.notify(refusal, severity="error", timeout=12, markup=False)
+        if self.rerun_refused():  # the doctor's checks, before any GPU work
             return
         rows = list(self.table.shown_rows)
         if not rows:

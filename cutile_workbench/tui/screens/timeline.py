@@ -200,7 +200,7 @@ class TimelineScreen(WorkbenchScreen):
 
     def show_probe(self, row: RatioRow) -> None:
         """The config's filed ncu probes side by side (candidate, reference), or how to get them."""
-        from cutile_workbench.services.probe import probe_rows
+        from cutile_workbench.services.probe import probe_advice, probe_rows
 
         rows = probe_rows(self.data.probes, self.data.candidate_backend, row, compact=True)
         table = self.query_one("#probe", DataTable)
@@ -210,8 +210,8 @@ class TimelineScreen(WorkbenchScreen):
         if not rows:
             title.update(
                 Text(
-                    f"no ncu probe for this config: cutile-workbench probe {self.data.kernel} "
-                    f"--config {row.params}",
+                    "no ncu probe for this config: "
+                    + probe_advice(self.data.kernel, row.params, row.func_key, self.data.locator),
                     style="dim",
                 )
             )
@@ -313,10 +313,7 @@ class TimelineScreen(WorkbenchScreen):
         """Start the live run of the row shown (the caller asked already)."""
         if self.data.runner is None or self.row is None or self.live_running:
             return
-        from cutile_workbench.services.doctor import rerun_refusal
-
-        if refusal := rerun_refusal():  # the doctor's checks, before any GPU work
-            self.notify(refusal, severity="error", timeout=12, markup=False)
+        if self.rerun_refused():  # the doctor's checks, before any GPU work
             return
         self.live_running = True
         self.cancel_event = threading.Event()
