@@ -55,6 +55,8 @@ def key(app, k, ch):
 
 async def main():
     out = {}
+    sys.path.insert(0, "tests")  # the SYNTHETIC builders are test fixtures (cwd: the repo root)
+    import tui_synthetic as syn
     from textual.app import App
     from textual.binding import Binding
     from textual.widgets import DataTable, Static
@@ -73,7 +75,6 @@ async def main():
         app = Bare()
         state = lambda: app.count
     elif kind == "datatable":
-        from cutile_workbench.tui import synthetic as syn
         rows = syn.big_table(n).rows
         class Plain(App):
             BINDINGS = [Binding("s", "sort", "sort"), Binding("slash", "filter", "filter"), Binding("8", "eight", "8")]
@@ -110,7 +111,6 @@ async def main():
         app = Plain()
         state = lambda: app.count
     else:
-        from cutile_workbench.tui import synthetic as syn
         from cutile_workbench.tui.app import make_app
         from cutile_workbench.tui.data import AppData
         data = AppData(kernel="rms_norm", source="synthetic", gpu="bench", table=syn.big_table(n))
