@@ -1,12 +1,17 @@
 """TUI first paint, first key and per-key latency as ratios to a bare Textual app and a plain DataTable.
 
-Run: ``.venv/bin/python bench/tui_keys.py [--out bench/data/tui_keys-DATE.json]`` (headless; a few
-minutes on 2 cores). Issue #34's targets: the first key answered within 0.2 s of the first paint;
-per key at most 2x a plain DataTable doing the same job.
+Run: ``python bench/tui_keys.py --out bench/data/tui_keys-DATE.json`` (headless; ~3-5 minutes on the
+loaded 2-core box). ``--quick`` (2 repeats, 3 presses per key) takes ~1 minute on an idle 16-core
+machine and stays under 4 minutes on a loaded 2-core one: on the GPU machine's CPU, from the
+repository root, ``pip install -e .`` (textual comes from its wheel) then
+``python bench/tui_keys.py --quick --box "GPU machine, 16 cores" --out /tmp/tui_keys-gpu.json``.
+Issue #34's targets: the first key answered within 0.2 s of the first paint; per key at most 2x a
+plain DataTable doing the same job.
 
-Every scenario runs in a fresh child interpreter, REPEATS times, in one run (so the ratios compare
-minutes of the same box load; the box was loaded by other work while this ran: absolute seconds
-are not portable, the ratios are the figures). Three apps, same terminal size (160x48):
+Every scenario runs in a fresh child interpreter, ``--repeats`` times, interleaved in one run (so
+the ratios compare minutes of the same box load; on a loaded box absolute seconds are not
+portable, the ratios are the figures; the load average before and after is recorded). Three apps,
+same terminal size (160x48):
 
 - ``bare``: a Textual app with one Static; ``s`` updates it.
 - ``datatable``: a Textual app with one DataTable of N rows x 9 columns (the Ratios table's shape);
@@ -16,14 +21,16 @@ are not portable, the ratios are the figures). Three apps, same terminal size (1
   Timeline (first visit: built then), ``1`` back to Ratios.
 
 Measured per app: first paint (process start → ``on_ready``), first key (``s`` posted at the first
-paint → its state change seen), then per key the median of 5 presses (post → state change seen;
-the app's loop polled with ``asyncio.sleep(0)``, no fixed sleeps).
+paint → its state change seen), then per key the median of ``--presses`` presses (post → state
+change seen and, for the workbench, every shown row in the table: a view whose rows are still being
+added has not answered; the app's loop polled with ``asyncio.sleep(0)``, no fixed sleeps).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -33,12 +40,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 REPEATS = 3
+PRESSES = 5
 SIZES = (100, 1000)
 
 _CHILD = r"""
 import asyncio, json, sys, time
 T0 = time.perf_counter()
-kind, n = sys.argv[1], int(sys.argv[2])
+kind, n, presses = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 
 async def wait(pred):
     t = time.perf_counter()
@@ -121,6 +129,8 @@ async def main():
                 t = app.screen.query_one(RatioTable)
             except Exception:
                 return None
+            if t.row_count != len(t.shown_rows):
+                return None  # rows still being added: the view has not answered yet
             return (t.sort_key, t.reverse, t.filter_text, len(t.shown_rows))
     async with app.run_test(size=(160, 48)) as pilot:
         painted = lambda: (app.first_paint_at if kind == "workbench" else app.painted)
@@ -128,15 +138,15 @@ async def main():
         out["first_paint_s"] = painted() - T0
         before = state()
         t = key(app, "s", "s")
-        answered = await wait(lambda: state() != before)
+        answered = await wait(lambda: state() not in (before, None))
         out["first_key_s"] = answered - t
         out["first_key_after_paint_s"] = answered - painted()
         await pilot.pause()
         sorts = []
-        for _ in range(5):
+        for _ in range(presses):
             before = state()
             t = key(app, "s", "s")
-            sorts.append(await wait(lambda: state() != before) - t)
+            sorts.append(await wait(lambda: state() not in (before, None)) - t)
             await pilot.pause()
         out["sort_s"] = sorts
         if kind != "bare":
@@ -144,7 +154,7 @@ async def main():
             await pilot.pause()
             before = state()
             t = key(app, "8", "8")
-            out["filter_s"] = await wait(lambda: state() != before) - t
+            out["filter_s"] = await wait(lambda: state() not in (before, None)) - t
             await pilot.pause()
         if kind == "workbench":
             from cutile_workbench.tui.screens.ratios import RatiosScreen
@@ -171,13 +181,23 @@ asyncio.run(main())
 """
 
 
-def child(kind: str, n: int) -> dict[str, object]:
+def child(kind: str, n: int, presses: int = PRESSES) -> dict[str, object]:
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD, kind, str(n)], capture_output=True, text=True, cwd=ROOT, check=False
+        [sys.executable, "-c", _CHILD, kind, str(n), str(presses)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
     if proc.returncode != 0:
         raise SystemExit(f"{kind} {n}: rc {proc.returncode}\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
 
 
 def _med(values: list[float]) -> float:
@@ -185,18 +205,38 @@ def _med(values: list[float]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="\n\n".join(__doc__.split("\n\n")[:2]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--out", type=Path, help="write the raw runs and the summary here (JSON)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 repeats, 3 presses per key: ~1 min on an idle 16-core machine, < 4 min on a loaded 2-core box",
+    )
+    parser.add_argument("--repeats", type=int, help=f"fresh processes per app and size (default {REPEATS})")
+    parser.add_argument("--presses", type=int, help=f"presses of each key per process (default {PRESSES})")
+    parser.add_argument(
+        "--box",
+        default="2-core CPU box shared with other engineers' test runs (loaded); not run on the GPU machine",
+        help="what the machine was, for the JSON (e.g. 'GPU machine, 16 cores, idle')",
+    )
     args = parser.parse_args()
+    repeats = args.repeats or (2 if args.quick else REPEATS)
+    presses = args.presses or (3 if args.quick else PRESSES)
     raw: dict[str, list[dict[str, object]]] = {}
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    for rep in range(REPEATS):  # interleaved: each repeat runs every app once, minutes apart at most
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    for rep in range(repeats):  # interleaved: each repeat runs every app once, minutes apart at most
         for n in SIZES:
             for kind in ("bare", "datatable", "workbench"):
                 if kind == "bare" and n != SIZES[0]:
                     continue
-                raw.setdefault(f"{kind}-{n}" if kind != "bare" else "bare", []).append(child(kind, n))
-        print(f"repeat {rep + 1}/{REPEATS} done", file=sys.stderr)
+                name = f"{kind}-{n}" if kind != "bare" else "bare"
+                raw.setdefault(name, []).append(child(kind, n, presses))
+        print(f"repeat {rep + 1}/{repeats} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
     def med(name: str, field: str) -> float:
         vals: list[float] = []
@@ -246,8 +286,14 @@ def main() -> int:
         "started_utc": started,
         "host": platform.node(),
         "python": platform.python_version(),
-        "repeats": REPEATS,
-        "box": "2-core CPU box shared with other engineers' test runs (loaded); not run on the GPU machine",
+        "textual": _version("textual"),
+        "cpus": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "repeats": repeats,
+        "presses": presses,
+        "box": args.box,
         "summary": summary,
         "raw": raw,
     }
