@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -82,6 +83,7 @@ def _launches(row: RatioRow) -> str:
     return f"{c}/{b}"
 
 
+@lru_cache(maxsize=8192)  # a pure function of the string; the table sorts by it on every key
 def config_sort_key(params: str) -> tuple[tuple[int, int | str], ...]:
     """Natural order of a params string: shape fields compare as numbers (4096 before 16384)."""
     return natural_key(params)
@@ -283,10 +285,15 @@ def visible_rows(
     get: Callable[[RatioRow], Any] = {"sol": by_sol, "id": by_mark}.get(
         sort_key, _BY_KEY[sort_key].sort_value
     )
-    present = [r for r in out if get(r) is not None]
-    absent = [r for r in out if get(r) is None]
-    present.sort(key=get, reverse=reverse)
-    return present + absent
+    keyed = [(get(r), r) for r in out]  # each row's sort value once
+    present = [(v, r) for v, r in keyed if v is not None]
+    absent = [r for v, r in keyed if v is None]
+    present.sort(key=_first, reverse=reverse)
+    return [r for _, r in present] + absent
+
+
+def _first(pair: tuple[Any, RatioRow]) -> Any:
+    return pair[0]
 
 
 def _fmt_ms(v: float | None) -> str:
@@ -409,6 +416,8 @@ class RatioTable(DataTable[Text]):
         self._cells: dict[str, list[Text]] = {}
         self._haystacks: dict[str, str] = {}
         self._config_labels: dict[str, str] | None = None
+        #: the rows of the last measure and their widest text per column (a sort reuses them)
+        self._widest: tuple[list[str], list[int]] | None = None
         #: keys of the rows the DataTable holds (rows past the first batch join after the first frame)
         self._in_table: set[str] = set()
 
@@ -434,6 +443,7 @@ class RatioTable(DataTable[Text]):
         self._cells.clear()
         self._haystacks.clear()
         self._config_labels = None
+        self._widest = None
 
     @property
     def shown_rows(self) -> list[RatioRow]:
@@ -491,12 +501,14 @@ class RatioTable(DataTable[Text]):
             hay = self._haystacks[key] = _haystack(row, self._marks)
         return hay
 
-    def _measure(self, keys: Sequence[str]) -> dict[str, int]:
+    def _measure(self, keys: Sequence[str], order_only: bool) -> dict[str, int]:
         """Every column's width for the rows ``keys``: its label's (the sort mark included) or
-        its widest text, from the cached widths (no text is built or measured again)."""
-        widest = [max(col) for col in zip(*(self._text_widths[k] for k in keys), strict=True)] or [0] * len(
-            COLUMNS
-        )
+        its widest text, from the cached widths (no text is built or measured again; a sort
+        shows the same rows as before: their widest texts are the last ones)."""
+        if not order_only or self._widest is None or set(self._widest[0]) != set(keys):
+            widest = [max(col) for col in zip(*(self._text_widths[k] for k in keys), strict=True)]
+            self._widest = (keys, widest or [0] * len(COLUMNS))
+        widest = self._widest[1]
         widths = {c.key: max(self._label(c).cell_len, widest[i]) for i, c in enumerate(COLUMNS)}
         if not self._marks:
             del widths["id"]  # identity not computed (e.g. synthetic data): no empty column
@@ -530,12 +542,13 @@ class RatioTable(DataTable[Text]):
             self._texts_of(key, r)
         # Fixed widths from every shown row's strings (the Text cells of rows past the first
         # batch are built after the first paint), so added rows never make the columns jump.
-        all_widths = self._measure(keys)
+        all_widths = self._measure(keys, order_only)
         self._all_widths = all_widths
         kept = fit_columns(all_widths, self._available_width())
         cols = [c for c in COLUMNS if c.key in kept]
         self._dropped = [c.key for c in COLUMNS if c.key not in kept and c.key in all_widths]
-        target = keys.index(row_key(keep)) if keep is not None and keep in self._shown else -1
+        kept_key = row_key(keep) if keep is not None else None
+        target = keys.index(kept_key) if kept_key is not None and kept_key in set(keys) else -1
         same_columns = bool(self.columns) and [str(k.value) for k in self.columns] == [c.key for c in cols]
         self._quiet = True
         try:
@@ -601,10 +614,13 @@ class RatioTable(DataTable[Text]):
         sort). False: the caller refills."""
         if self.row_count != len(keys) or set(keys) != self._in_table:
             return False
+        before = dict(self._widths)
         self._set_columns(cols, widths)  # before sort(): it refreshes the table, header included
-        position = {id(self._cells[k][_CONFIG_INDEX]): i for i, k in enumerate(keys)}
+        cells = self._cells
+        position = dict(zip([id(cells[k][_CONFIG_INDEX]) for k in keys], range(len(keys)), strict=True))
         self.sort("config", key=lambda cell: position[id(cell)])
-        self._set_virtual_size()  # a width may have changed (the mark moved to another column)
+        if self._widths != before:  # the mark moved to a column its label's width decides
+            self.virtual_size = Size(self._columns_width(), self.virtual_size.height)
         if keep is not None:
             self.move_cursor(row=self.get_row_index(row_key(keep)), animate=False)
         return True
@@ -671,10 +687,13 @@ class RatioTable(DataTable[Text]):
 
     def _set_virtual_size(self) -> None:
         """The scrollable size, as the end of ``DataTable._update_dimensions`` sets it."""
-        data_cells_width = sum(column.get_render_width(self) for column in self.columns.values())
         header_height = self.header_height if self.show_header else 0
-        self.virtual_size = Size(
-            data_cells_width + self._row_label_column_width, self._total_row_height + header_height
+        self.virtual_size = Size(self._columns_width(), self._total_row_height + header_height)
+
+    def _columns_width(self) -> int:
+        return (
+            sum(column.get_render_width(self) for column in self.columns.values())
+            + self._row_label_column_width
         )
 
     def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
@@ -803,8 +822,8 @@ class RatioTable(DataTable[Text]):
         (wrap, justify, split and crop: ~70 ms for the 42 x 9 cells of the first frame on a
         slow CPU, the largest single cost of the first paint). For a body cell whose text has
         no newline/tab and fits, the result is known: padding, the text (right-justified
-        cells are padded on the left with the text's own style, as ``Text.pad_left`` does),
-        fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
+        cells are padded on the left with the text's own style, as ``Text.pad_left`` does;
+        left-justified ones on the right, as ``Text.truncate(pad=True)`` does), fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
         the strip is the same character for character and style for style. Everything else
         (header, labels, fixed cells, taller rows, other renderables) takes the stock path;
         the cache is the stock one with the stock key. Textual is pinned (==8.2.8).
@@ -842,8 +861,8 @@ class RatioTable(DataTable[Text]):
             length > inner
             or "\n" in plain
             or "\t" in plain
-            or justify not in ("default", "right")
-            or (justify == "right" and plain != plain.rstrip())
+            or justify not in ("default", "left", "right")
+            or (justify != "default" and plain != plain.rstrip())
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         console = self.app.console
@@ -875,7 +894,9 @@ class RatioTable(DataTable[Text]):
             line.extend(Segment(text, styled(style)) for text, style, _ in cell.render(console) if text)
         elif plain:
             line.append(Segment(plain, styled(own)))
-        if justify != "right" and fill:
+        if justify == "left" and fill:  # Text.truncate(pad=True): the text's own style
+            line.append(Segment(" " * fill, styled(own)))
+        elif justify == "default" and fill:
             line.append(Segment(" " * fill, plain_style))
         if pad:
             line.append(Segment(" " * pad, plain_style))
