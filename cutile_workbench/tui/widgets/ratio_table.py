@@ -417,7 +417,7 @@ class RatioTable(DataTable[Text]):
         self._haystacks: dict[str, str] = {}
         self._config_labels: dict[str, str] | None = None
         #: the rows of the last measure and their widest text per column (a sort reuses them)
-        self._widest: tuple[list[str], list[int]] | None = None
+        self._widest: tuple[frozenset[str], list[int]] | None = None
         #: keys of the rows the DataTable holds (rows past the first batch join after the first frame)
         self._in_table: set[str] = set()
 
@@ -505,10 +505,13 @@ class RatioTable(DataTable[Text]):
         """Every column's width for the rows ``keys``: its label's (the sort mark included) or
         its widest text, from the cached widths (no text is built or measured again; a sort
         shows the same rows as before: their widest texts are the last ones)."""
-        if not order_only or self._widest is None or set(self._widest[0]) != set(keys):
+        last = self._widest
+        if order_only and last is not None and last[0] == frozenset(keys):
+            widest = last[1]
+        else:
             widest = [max(col) for col in zip(*(self._text_widths[k] for k in keys), strict=True)]
-            self._widest = (keys, widest or [0] * len(COLUMNS))
-        widest = self._widest[1]
+            widest = widest or [0] * len(COLUMNS)
+            self._widest = (frozenset(keys), widest)
         widths = {c.key: max(self._label(c).cell_len, widest[i]) for i, c in enumerate(COLUMNS)}
         if not self._marks:
             del widths["id"]  # identity not computed (e.g. synthetic data): no empty column
