@@ -12,6 +12,7 @@ rows than a screen holds: the recorded sessions have 4-7 configs.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -236,3 +237,23 @@ async def test_a_frame_renders_no_body_cell_through_the_stock_path(monkeypatch: 
         await settle(pilot)
         assert app.screen.query_one(RatioTable).row_count == N
         assert stock[0] == 0
+
+
+async def test_set_rows_keeps_the_cursor_config_and_rebuilds_the_cells() -> None:
+    """New row objects for the same configs (a reload): the cursor stays on its config and the
+    cells show the new numbers (the per-row caches start again; REAL matmul session)."""
+    app = make_app(load_app_data("matmul", out_root=None, tilegym=None, env={}))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        table = app.screen.query_one(RatioTable)
+        await pilot.press("down", "down")
+        await settle(pilot)
+        before = table.current_row
+        assert before is not None
+        fresh = [replace(r, candidate_ms=(r.candidate_ms or 0.0) + 1.0) for r in table.shown_rows]
+        table.set_rows(fresh)
+        await settle(pilot)
+        assert table.current_row is not None and table.current_row.params == before.params
+        assert table.current_row is fresh[[r.params for r in fresh].index(before.params)]
+        want = ratio_table.row_cells(table.current_row)[COLUMN_KEYS.index("cand_ms")].plain
+        assert want in [cell.plain for cell in table.get_row_at(table.cursor_row)]

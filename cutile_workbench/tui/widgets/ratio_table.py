@@ -19,7 +19,7 @@ Cell text is passed as ``rich.text.Text`` (never markup) because params strings 
 
 Work per key (issue #34, counted by ``tests/tui/test_tui_ratio_work.py``): each row's texts, widths,
 cells and filter haystack are built once per data (``set_rows`` starts again); while the same
-columns fit, a sort or reverse reorders the rows in the table (``DataTable.sort``) and a filter,
+columns fit, a sort or reverse reorders the rows in the table (as ``DataTable.sort`` does) and a filter,
 slow-only or variant tab clears the rows and appends the shown ones, labels and widths set on the
 columns in place; only another set of columns (a resize, new data) builds columns and rows again.
 Each path shows exactly what that full build shows.
@@ -36,6 +36,7 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual._types import SegmentLines
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
@@ -195,7 +196,6 @@ COLUMNS: tuple[Column, ...] = (
 
 NO_SOL = "—"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
-_CONFIG_INDEX = COLUMN_KEYS.index("config")  # the config cell of a row (always shown)
 _BY_KEY = {c.key: c for c in COLUMNS}
 #: cells are padded by one space on each side (DataTable's ``cell_padding``)
 CELL_PADDING = 1
@@ -418,8 +418,10 @@ class RatioTable(DataTable[Text]):
         self._config_labels: dict[str, str] | None = None
         #: the rows of the last measure and their widest text per column (a sort reuses them)
         self._widest: tuple[frozenset[str], list[int]] | None = None
+        self._keys: dict[int, str] | None = None  # _key_of
         #: keys of the rows the DataTable holds (rows past the first batch join after the first frame)
         self._in_table: set[str] = set()
+        self._row_keys: dict[str, RowKey] = {}  # the DataTable's key of each row in it
 
     # ------------------------------------------------------------------ data
     def set_rows(
@@ -444,6 +446,7 @@ class RatioTable(DataTable[Text]):
         self._haystacks.clear()
         self._config_labels = None
         self._widest = None
+        self._keys = None
 
     @property
     def shown_rows(self) -> list[RatioRow]:
@@ -494,8 +497,14 @@ class RatioTable(DataTable[Text]):
             cells = self._cells[key] = _cells_from(row, self._texts_of(key, row), COLUMNS)
         return cells
 
+    def _key_of(self) -> dict[int, str]:
+        """Each row's :func:`row_key` by the row's identity (the rows of ``_all`` live as long)."""
+        if self._keys is None:
+            self._keys = {id(r): row_key(r) for r in self._all}
+        return self._keys
+
     def _haystack_of(self, row: RatioRow) -> str:
-        key = row_key(row)
+        key = self._key_of()[id(row)]
         hay = self._haystacks.get(key)
         if hay is None:
             hay = self._haystacks[key] = _haystack(row, self._marks)
@@ -540,9 +549,12 @@ class RatioTable(DataTable[Text]):
             marks=self._marks,
             haystack=self._haystack_of,
         )
-        keys = [row_key(r) for r in self._shown]
+        key_of = self._key_of()
+        keys = [key_of[id(r)] for r in self._shown]
+        built = self._texts
         for key, r in zip(keys, self._shown, strict=True):
-            self._texts_of(key, r)
+            if key not in built:
+                self._texts_of(key, r)
         # Fixed widths from every shown row's strings (the Text cells of rows past the first
         # batch are built after the first paint), so added rows never make the columns jump.
         all_widths = self._measure(keys, order_only)
@@ -550,8 +562,13 @@ class RatioTable(DataTable[Text]):
         kept = fit_columns(all_widths, self._available_width())
         cols = [c for c in COLUMNS if c.key in kept]
         self._dropped = [c.key for c in COLUMNS if c.key not in kept and c.key in all_widths]
-        kept_key = row_key(keep) if keep is not None else None
-        target = keys.index(kept_key) if kept_key is not None and kept_key in set(keys) else -1
+        target = -1
+        if keep is not None:
+            try:
+                # a row of the data before set_rows is not in key_of: its key, as the table had it
+                target = keys.index(key_of.get(id(keep)) or row_key(keep))
+            except ValueError:  # filtered out: the cursor goes to the first row
+                target = -1
         same_columns = bool(self.columns) and [str(k.value) for k in self.columns] == [c.key for c in cols]
         self._quiet = True
         try:
@@ -582,6 +599,7 @@ class RatioTable(DataTable[Text]):
         self._widths = {c.key: widths[c.key] for c in cols}
         self._premeasured.clear()
         self._in_table.clear()
+        self._row_keys.clear()
         with self.app.batch_update():
             self.clear(columns=True)
             for col in cols:
@@ -601,6 +619,7 @@ class RatioTable(DataTable[Text]):
         self._generation += 1  # a pending _add_rest belongs to the view replaced here
         self._premeasured.clear()
         self._in_table.clear()
+        self._row_keys.clear()
         with self.app.batch_update():
             self.clear()
             self._set_columns(cols, widths)
@@ -612,16 +631,20 @@ class RatioTable(DataTable[Text]):
         self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], keep: RatioRow | None
     ) -> bool:
         """A sort or a reverse of the rows already in the table (all of them added): reorder them
-        with ``DataTable.sort`` and set the labels and widths (the sort mark moved) in place
+        in place (what ``DataTable.sort`` does) and set the labels and widths (the sort mark moved)
         instead of re-adding every row (issue #34: a rebuild per sort key was 13-71x a DataTable
         sort). False: the caller refills."""
         if self.row_count != len(keys) or set(keys) != self._in_table:
             return False
         before = dict(self._widths)
-        self._set_columns(cols, widths)  # before sort(): it refreshes the table, header included
-        cells = self._cells
-        position = dict(zip([id(cells[k][_CONFIG_INDEX]) for k in keys], range(len(keys)), strict=True))
-        self.sort("config", key=lambda cell: position[id(cell)])
+        self._set_columns(cols, widths)
+        # The order is visible_rows' (already sorted): written as DataTable.sort writes the order it
+        # computes, without sorting the rows a second time through a key function (that pass cost
+        # as much as a plain DataTable's whole sort). Textual is pinned (==8.2.8).
+        row_keys = self._row_keys
+        self._row_locations = TwoWayDict({row_keys[k]: i for i, k in enumerate(keys)})
+        self._update_count += 1
+        self.refresh()
         if self._widths != before:  # the mark moved to a column its label's width decides
             self.virtual_size = Size(self._columns_width(), self.virtual_size.height)
         if keep is not None:
@@ -645,6 +668,7 @@ class RatioTable(DataTable[Text]):
             shown = [COLUMN_KEYS.index(str(c.key.value)) for c in self.ordered_columns]
             added = self.add_row(*(cells[i] for i in shown), key=key)
             self._premeasured.add(added)
+            self._row_keys[key] = added
             self._in_table.add(key)
             start += 1
         if start < stop:
@@ -668,7 +692,7 @@ class RatioTable(DataTable[Text]):
         column_keys = [column.key for column in self.ordered_columns]
         keep_idx = [COLUMN_KEYS.index(str(k.value)) for k in column_keys]
         locations, data, rows, new_rows = self._row_locations, self._data, self.rows, self._new_rows
-        premeasured, in_table = self._premeasured, self._in_table
+        premeasured, in_table, row_keys = self._premeasured, self._in_table, self._row_keys
         index = self.row_count
         for r in self._shown[start:stop]:
             name = row_key(r)
@@ -679,6 +703,7 @@ class RatioTable(DataTable[Text]):
             locations[key] = index
             data[key] = {column_key: cells[i] for column_key, i in zip(column_keys, keep_idx, strict=True)}
             rows[key] = Row(key, 1, None, False)
+            row_keys[name] = key
             new_rows.add(key)
             premeasured.add(key)
             in_table.add(name)
