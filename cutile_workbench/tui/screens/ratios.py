@@ -17,6 +17,7 @@ first row, G/End the last; / filters over every shown column (Escape clears).
 
 from __future__ import annotations
 
+import gc
 from functools import partial
 from typing import ClassVar
 
@@ -163,6 +164,12 @@ class RatiosScreen(WorkbenchScreen):
         yield WorkbenchFooter()
 
     def on_mount(self) -> None:
+        # The session is loaded (AppData) and lives as long as the app: out of the cyclic GC's
+        # scans from here, not only from the app's on_ready (which freezes again): the cells of
+        # the rows added after the first frame otherwise set off a full collection over all of it
+        # right then (0.18 s at 1,000 configs on the loaded box, the largest part of the first
+        # key's wait after the first paint; issue #34).
+        gc.freeze()
         tabs = self.query_one("#variants", Tabs)
         variants = self.variants()
         tabs.display = len(variants) > 1
