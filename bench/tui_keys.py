@@ -15,9 +15,10 @@ same terminal size (160x48):
 
 - ``bare``: a Textual app with one Static; ``s`` updates it.
 - ``datatable``: a Textual app with one DataTable of N rows x 9 columns (the Ratios table's shape);
-  ``s`` sorts it by the next column, ``/`` opens an Input and ``8`` typed there re-adds the rows
-  whose shown text holds "8" on ``Input.Changed`` (``clear`` + ``add_row``; the rows each app
-  kept are in ``filter_rows``), as the workbench's filter does.
+  ``s`` sorts it by the next column, ``8`` (a binding) re-adds the rows whose shown text holds "8"
+  (``clear`` + ``add_row``; the rows each app kept are in ``filter_rows``). No Input: in this
+  harness an ``Input`` in that app answered its first character only after ~1 s (not explained);
+  the workbench's ``8`` goes through its filter Input, so that ratio is on the safe side.
 - ``workbench``: :func:`cutile_workbench.tui.app.make_app` on ``synthetic.big_table(N)``
   (SYNTHETIC configs of realistic shape); ``s`` sorts, ``/`` + ``8`` filters, ``2`` opens the
   Timeline (first visit: built then), ``1`` back to Ratios.
@@ -71,7 +72,7 @@ async def main():
     import tui_synthetic as syn
     from textual.app import App
     from textual.binding import Binding
-    from textual.widgets import DataTable, Input, Static
+    from textual.widgets import DataTable, Static
     if kind == "bare":
         class Bare(App):
             BINDINGS = [Binding("s", "bump", "bump")]
@@ -89,14 +90,11 @@ async def main():
     elif kind == "datatable":
         rows = syn.big_table(n).rows
         class Plain(App):
-            BINDINGS = [Binding("s", "sort", "sort"), Binding("slash", "filter", "filter")]
+            BINDINGS = [Binding("s", "sort", "sort"), Binding("slash", "filter", "filter"), Binding("8", "eight", "8")]
             count = 0
             painted = None
             col = 0
             def compose(self):
-                inp = Input(id="f")
-                inp.display = False
-                yield inp
                 yield DataTable(id="t")
             def on_mount(self):
                 t = self.query_one(DataTable)
@@ -121,11 +119,9 @@ async def main():
                 t.sort(list(t.columns)[self.col])
                 self.count += 1
             def action_filter(self):
-                inp = self.query_one(Input)
-                inp.display = True
-                inp.focus()
-            def on_input_changed(self, event):
-                self._fill(event.value.lower())
+                pass
+            def action_eight(self):
+                self._fill("8")
                 self.count += 1
         app = Plain()
         state = lambda: app.count
@@ -176,6 +172,9 @@ async def main():
         out["sort_s"] = sorts
         if kind != "bare":
             key(app, "slash", "/")
+            if kind == "workbench":  # its filter Input is shown and laid out (not the filter key's cost)
+                await wait(lambda: any(w.region.height for w in app.screen.query("Input")))
+            await pilot.pause()
             await pilot.pause()
             before = state()
             t = key(app, "8", "8")
