@@ -137,6 +137,12 @@ class RatiosScreen(WorkbenchScreen):
         return WorkbenchHeader(self.SCREEN_TITLE, notice=" · ".join(notices), urgent=urgent, id="header")
 
     def compose(self) -> ComposeResult:
+        # The session is loaded (AppData) and lives as long as the app: out of the cyclic GC's
+        # scans from here, before the table builds its rows' cells, not only from the app's
+        # on_ready (which freezes again): those allocations otherwise set off a full collection
+        # over all of it (0.18 s at 1,000 configs on the loaded box, between the first frame and
+        # the first key; issue #34).
+        gc.freeze()
         yield self.header()
         yield Tabs(id="variants")
         yield SeverityBar(self.data.table, id="severity")
@@ -164,12 +170,6 @@ class RatiosScreen(WorkbenchScreen):
         yield WorkbenchFooter()
 
     def on_mount(self) -> None:
-        # The session is loaded (AppData) and lives as long as the app: out of the cyclic GC's
-        # scans from here, not only from the app's on_ready (which freezes again): the cells of
-        # the rows added after the first frame otherwise set off a full collection over all of it
-        # right then (0.18 s at 1,000 configs on the loaded box, the largest part of the first
-        # key's wait after the first paint; issue #34).
-        gc.freeze()
         tabs = self.query_one("#variants", Tabs)
         variants = self.variants()
         tabs.display = len(variants) > 1

@@ -199,9 +199,6 @@ COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
 #: cells are padded by one space on each side (DataTable's ``cell_padding``)
 CELL_PADDING = 1
-#: rows added before the first paint at most (the terminal height bounds it further: only what
-#: can be on screen); the rest follow right after the first frame
-FIRST_BATCH = 80
 
 
 def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Column] = COLUMNS) -> list[str]:
@@ -398,8 +395,7 @@ class RatioTable(DataTable[Text]):
         self._marks: dict[str, str] = dict(marks or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
-        self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
-        #: rows added by _rebuild/_add_rest, whose cells are one-line Texts no wider than _widths
+        #: rows added by _rebuild, whose cells are one-line Texts no wider than _widths
         self._premeasured: set[RowKey] = set()
         self._widths: dict[str, int] = {}
         self._dropped: list[str] = []  # columns left out at this width (fit_columns)
@@ -419,7 +415,7 @@ class RatioTable(DataTable[Text]):
         #: the rows of the last measure and their widest text per column (a sort reuses them)
         self._widest: tuple[frozenset[str], list[int]] | None = None
         self._keys: dict[int, str] | None = None  # _key_of
-        #: keys of the rows the DataTable holds (rows past the first batch join after the first frame)
+        #: keys of the rows the DataTable holds
         self._in_table: set[str] = set()
         self._row_keys: dict[str, RowKey] = {}  # the DataTable's key of each row in it
 
@@ -555,8 +551,7 @@ class RatioTable(DataTable[Text]):
         for key, r in zip(keys, self._shown, strict=True):
             if key not in built:
                 self._texts_of(key, r)
-        # Fixed widths from every shown row's strings (the Text cells of rows past the first
-        # batch are built after the first paint), so added rows never make the columns jump.
+        # Fixed widths from every shown row's strings, so the columns never jump.
         all_widths = self._measure(keys, order_only)
         self._all_widths = all_widths
         kept = fit_columns(all_widths, self._available_width())
@@ -591,11 +586,8 @@ class RatioTable(DataTable[Text]):
 
     def _build(self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], target: int) -> None:
         """Columns and rows from scratch (first mount, new data, another set of columns fits)."""
-        # Before the first frame only rows that can be on screen (the cursor's page when it is
-        # kept further down); building the other ones' cells costs ~15 ms on a slow CPU.
-        first = min(FIRST_BATCH, max(1, self.app.size.height))
-        upto = len(keys) if target >= first else min(len(keys), first)
-        self._generation += 1
+        # Every row before the first frame: appending is cheap (one pass, cached cells), and rows
+        # added after the frame delayed the first key more than they saved the frame (issue #34).
         self._widths = {c.key: widths[c.key] for c in cols}
         self._premeasured.clear()
         self._in_table.clear()
@@ -604,19 +596,15 @@ class RatioTable(DataTable[Text]):
             self.clear(columns=True)
             for col in cols:
                 self.add_column(self._label(col), key=col.key, width=widths[col.key])
-            self._add_rows(0, upto)
+            self._add_rows(0, len(keys))
             if target >= 0:
                 self.move_cursor(row=target, animate=False)
-        if upto < len(keys):
-            # first paint shows a screenful; the rest is added right after it (same order)
-            self.call_after_refresh(self._add_rest, self._generation, upto)
 
     def _refill(
         self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], target: int
     ) -> None:
-        """Other rows, same columns (a filter, slow only, a variant tab; a sort before the rows
-        past the first batch joined): the rows are cleared and the shown ones appended."""
-        self._generation += 1  # a pending _add_rest belongs to the view replaced here
+        """Other rows, same columns (a filter, slow only, a variant tab): the rows are cleared and
+        the shown ones appended."""
         self._premeasured.clear()
         self._in_table.clear()
         self._row_keys.clear()
@@ -673,13 +661,6 @@ class RatioTable(DataTable[Text]):
             start += 1
         if start < stop:
             self._append(start, stop)
-
-    def _add_rest(self, generation: int, start: int) -> None:
-        """The rows past the first batch, appended in one go after the first frame."""
-        if generation != self._generation:
-            return  # a newer rebuild (sort/filter) replaced this one
-        with self.app.batch_update():
-            self._add_rows(start, len(self._shown))
 
     def _append(self, start: int, stop: int) -> None:
         """Append rows ``start:stop`` of the shown ones to a non-empty table as ``add_row`` does,
