@@ -1,8 +1,8 @@
 """TUI first paint, first key and per-key latency as ratios to a bare Textual app and a plain DataTable.
 
-Run: ``python bench/tui_keys.py --out bench/data/tui_keys-DATE.json`` (headless; ~65 s on the
-loaded 2-core box). ``--quick`` (2 repeats, 3 presses per key; ~40 s on that box, one process at a
-time, so well under 4 minutes on any machine that runs the TUI) is the GPU machine's run: from the
+Run: ``python bench/tui_keys.py --out bench/data/tui_keys-DATE.json`` (headless; 25 s on the
+idle 2-core box, ~110 s at load 10). ``--quick`` (2 repeats, 3 presses per key; 57 s at load 10
+on that box, one process at a time, so well under 4 minutes) is the GPU machine's run: from the
 repository root, ``pip install -e .`` (textual comes from its wheel), then
 ``python bench/tui_keys.py --quick --box "GPU machine, 16 cores" --out /tmp/tui_keys-gpu.json``.
 Issue #34's targets: the first key answered within 0.2 s of the first paint; per key at most 2x a
@@ -247,13 +247,13 @@ def main() -> int:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="2 repeats, 3 presses per key: ~1 min on an idle 16-core machine, < 4 min on a loaded 2-core box",
+        help="2 repeats, 3 presses per key: 57 s on the 2-core box at load 10 (one process at a time)",
     )
     parser.add_argument("--repeats", type=int, help=f"fresh processes per app and size (default {REPEATS})")
     parser.add_argument("--presses", type=int, help=f"presses of each key per process (default {PRESSES})")
     parser.add_argument(
         "--box",
-        default="2-core CPU box shared with other engineers' test runs (loaded); not run on the GPU machine",
+        default="2-core CPU box shared with other engineers' test runs (their load: loadavg_before/after)",
         help="what the machine was, for the JSON (e.g. 'GPU machine, 16 cores, idle')",
     )
     args = parser.parse_args()
