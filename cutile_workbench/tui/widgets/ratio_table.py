@@ -16,25 +16,35 @@ config, ratio and verdict never), and the verdict cell is the bare word (PASS / 
 never cut: the NA reason and the full id go to the screen's detail line. A column is one
 :class:`Column` entry in :data:`COLUMNS`: label, sort value, cell text, style, justify, drop rank.
 Cell text is passed as ``rich.text.Text`` (never markup) because params strings are user data.
+
+Work per key (issue #34, counted by ``tests/tui/test_tui_ratio_work.py``): each row's texts, widths,
+cells and filter haystack are built once per data (``set_rows`` starts again); while the same
+columns fit, a sort or reverse reorders the rows in the table (as ``DataTable.sort`` does) and a filter,
+slow-only or variant tab clears the rows and appends the shown ones, labels and widths set on the
+columns in place; only another set of columns (a resize, new data) builds columns and rows again.
+Each path shows exactly what that full build shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
 from textual._types import SegmentLines
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
+from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import DuplicateKey, Row, RowKey
+from textual.widgets.data_table import ColumnKey, DuplicateKey, Row, RowKey
 
 from cutile_workbench.model import RatioRow, RowSol, config_labels, natural_key
 
@@ -74,6 +84,7 @@ def _launches(row: RatioRow) -> str:
     return f"{c}/{b}"
 
 
+@lru_cache(maxsize=8192)  # a pure function of the string; the table sorts by it on every key
 def config_sort_key(params: str) -> tuple[tuple[int, int | str], ...]:
     """Natural order of a params string: shape fields compare as numbers (4096 before 16384)."""
     return natural_key(params)
@@ -185,13 +196,9 @@ COLUMNS: tuple[Column, ...] = (
 
 NO_SOL = "—"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
-_CONFIG_INDEX = COLUMN_KEYS.index("config")  # the config cell of a row (always shown)
 _BY_KEY = {c.key: c for c in COLUMNS}
 #: cells are padded by one space on each side (DataTable's ``cell_padding``)
 CELL_PADDING = 1
-#: rows added before the first paint at most (the terminal height bounds it further: only what
-#: can be on screen); the rest follow right after the first frame
-FIRST_BATCH = 80
 
 
 def fit_columns(widths: Mapping[str, int], available: int, columns: Sequence[Column] = COLUMNS) -> list[str]:
@@ -251,15 +258,18 @@ def visible_rows(
     reverse: bool = False,
     sol: Mapping[tuple[str, str], RowSol] | None = None,
     marks: Mapping[str, str] | None = None,
+    haystack: Callable[[RatioRow], str] | None = None,
 ) -> list[RatioRow]:
-    """The rows the table shows, in order. ``None`` sort values always sort last."""
+    """The rows the table shows, in order. ``None`` sort values always sort last. ``haystack``:
+    what the filter matches for a row (default: :func:`_haystack`; the table passes a cached one)."""
     needle = filter_text.strip().lower()
+    hay = haystack or (lambda r: _haystack(r, marks))
     out = [
         r
         for r in rows
         if (variant is None or r.variant == variant)
         and (not slow_only or is_slow(r))
-        and (not needle or needle in _haystack(r, marks))
+        and (not needle or needle in hay(r))
     ]
     sols = sol or {}
 
@@ -272,10 +282,15 @@ def visible_rows(
     get: Callable[[RatioRow], Any] = {"sol": by_sol, "id": by_mark}.get(
         sort_key, _BY_KEY[sort_key].sort_value
     )
-    present = [r for r in out if get(r) is not None]
-    absent = [r for r in out if get(r) is None]
-    present.sort(key=get, reverse=reverse)
-    return present + absent
+    keyed = [(get(r), r) for r in out]  # each row's sort value once
+    present = [(v, r) for v, r in keyed if v is not None]
+    absent = [r for v, r in keyed if v is None]
+    present.sort(key=_first, reverse=reverse)
+    return [r for _, r in present] + absent
+
+
+def _first(pair: tuple[Any, RatioRow]) -> Any:
+    return pair[0]
 
 
 def _fmt_ms(v: float | None) -> str:
@@ -380,14 +395,29 @@ class RatioTable(DataTable[Text]):
         self._marks: dict[str, str] = dict(marks or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
-        self._generation = 0  # bumped per rebuild; a deferred _add_rest of an older one is dropped
-        #: rows added by _rebuild/_add_rest, whose cells are one-line Texts no wider than _widths
+        #: rows added by _rebuild, whose cells are one-line Texts no wider than _widths
         self._premeasured: set[RowKey] = set()
         self._widths: dict[str, int] = {}
         self._dropped: list[str] = []  # columns left out at this width (fit_columns)
         self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
-        #: the config cell of every row added (its identity orders the rows in place on a sort)
-        self._config_cells: dict[str, Text] = {}
+        #: a rebuild's own cursor moves (clear, add_row, move_cursor) are not the user's: the
+        #: ``on_current`` callback runs once when the rebuild is done, not once per row added
+        self._quiet = False
+        # Per row (by row_key), built once for the table's data (set_rows starts them again): the
+        # display strings and their cell widths (every column; the widths of a view are their
+        # maxima), the Text cells (built when the row is first added to the DataTable) and what
+        # the filter matches. A sort, filter, slow-only or variant tab reuses them (issue #34).
+        self._texts: dict[str, list[str]] = {}
+        self._text_widths: dict[str, tuple[int, ...]] = {}
+        self._cells: dict[str, list[Text]] = {}
+        self._haystacks: dict[str, str] = {}
+        self._config_labels: dict[str, str] | None = None
+        #: the rows of the last measure and their widest text per column (a sort reuses them)
+        self._widest: tuple[frozenset[str], list[int]] | None = None
+        self._keys: dict[int, str] | None = None  # _key_of
+        #: keys of the rows the DataTable holds
+        self._in_table: set[str] = set()
+        self._row_keys: dict[str, RowKey] = {}  # the DataTable's key of each row in it
 
     # ------------------------------------------------------------------ data
     def set_rows(
@@ -401,7 +431,18 @@ class RatioTable(DataTable[Text]):
             self._sol = dict(sol)
         if marks is not None:
             self._marks = dict(marks)
-        self._rebuild()
+        self._forget_rows()
+        self._rebuild(fresh=True)
+
+    def _forget_rows(self) -> None:
+        """New data: every cached text, width, cell and haystack is stale."""
+        self._texts.clear()
+        self._text_widths.clear()
+        self._cells.clear()
+        self._haystacks.clear()
+        self._config_labels = None
+        self._widest = None
+        self._keys = None
 
     @property
     def shown_rows(self) -> list[RatioRow]:
@@ -430,7 +471,66 @@ class RatioTable(DataTable[Text]):
             return Text(col.label)
         return Text(col.label + (" ▼" if self.reverse else " ▲"), style="bold")
 
-    def _rebuild(self, *, order_only: bool = False) -> None:
+    def _texts_of(self, key: str, row: RatioRow) -> list[str]:
+        """The row's display strings, every column (built once; the widths with them)."""
+        texts = self._texts.get(key)
+        if texts is None:
+            if self._config_labels is None:
+                # the config column shows the fields that vary across the whole table (stable under filters)
+                self._config_labels = config_labels([r.params for r in self._all])
+            ctx = CellContext(
+                self._sol.get((row.func_key, row.params)),
+                self._config_labels.get(row.params, row.params),
+                self._marks.get(row.params, ""),
+            )
+            texts = self._texts[key] = _row_texts(row, ctx, COLUMNS)
+            self._text_widths[key] = tuple(_width(t) for t in texts)
+        return texts
+
+    def _cells_of(self, key: str, row: RatioRow) -> list[Text]:
+        cells = self._cells.get(key)
+        if cells is None:
+            cells = self._cells[key] = _cells_from(row, self._texts_of(key, row), COLUMNS)
+        return cells
+
+    def _key_of(self) -> dict[int, str]:
+        """Each row's :func:`row_key` by the row's identity (the rows of ``_all`` live as long)."""
+        if self._keys is None:
+            self._keys = {id(r): row_key(r) for r in self._all}
+        return self._keys
+
+    def _haystack_of(self, row: RatioRow) -> str:
+        key = self._key_of()[id(row)]
+        hay = self._haystacks.get(key)
+        if hay is None:
+            hay = self._haystacks[key] = _haystack(row, self._marks)
+        return hay
+
+    def _measure(self, keys: Sequence[str], order_only: bool) -> dict[str, int]:
+        """Every column's width for the rows ``keys``: its label's (the sort mark included) or
+        its widest text, from the cached widths (no text is built or measured again; a sort
+        shows the same rows as before: their widest texts are the last ones)."""
+        last = self._widest
+        if order_only and last is not None and last[0] == frozenset(keys):
+            widest = last[1]
+        else:
+            widest = [max(col) for col in zip(*(self._text_widths[k] for k in keys), strict=True)]
+            widest = widest or [0] * len(COLUMNS)
+            self._widest = (frozenset(keys), widest)
+        widths = {c.key: max(self._label(c).cell_len, widest[i]) for i, c in enumerate(COLUMNS)}
+        if not self._marks:
+            del widths["id"]  # identity not computed (e.g. synthetic data): no empty column
+        return widths
+
+    def _rebuild(self, *, order_only: bool = False, fresh: bool = False) -> None:
+        """Show the view state (sort, filter, slow only, variant) at this width, by the cheapest
+        path that gives what a full rebuild gives:
+
+        - the same columns fit: a sort/reverse of the rows already in the table reorders them
+          (``DataTable.sort``), anything else clears the rows and appends the shown ones; labels
+          and widths are set on the columns in place;
+        - another set of columns fits (or ``fresh``): columns and rows are built again.
+        """
         if not self._ready:
             return
         keep = self.current_row
@@ -443,83 +543,98 @@ class RatioTable(DataTable[Text]):
             reverse=self.reverse,
             sol=self._sol,
             marks=self._marks,
+            haystack=self._haystack_of,
         )
-        if order_only and self._reorder_in_place(keep):
-            self._current_changed()
-            self.post_message(self.ViewChanged())
-            return
-        # the config column shows the fields that vary across the whole table (stable under filters)
-        labels = config_labels([r.params for r in self._all])
-        texts = [
-            _row_texts(
-                r,
-                CellContext(
-                    self._sol.get((r.func_key, r.params)),
-                    labels.get(r.params, r.params),
-                    self._marks.get(r.params, ""),
-                ),
-                COLUMNS,
-            )
-            for r in self._shown
-        ]
-        # Fixed widths from every row's strings (the Text cells of rows past the first batch
-        # are built after the first paint), so added rows never make the columns jump.
-        all_widths = {
-            c.key: max([self._label(c).cell_len, *(_width(t[i]) for t in texts)])
-            for i, c in enumerate(COLUMNS)
-        }
-        if not self._marks:
-            del all_widths["id"]  # identity not computed (e.g. synthetic data): no empty column
+        key_of = self._key_of()
+        keys = [key_of[id(r)] for r in self._shown]
+        built = self._texts
+        for key, r in zip(keys, self._shown, strict=True):
+            if key not in built:
+                self._texts_of(key, r)
+        # Fixed widths from every shown row's strings, so the columns never jump.
+        all_widths = self._measure(keys, order_only)
         self._all_widths = all_widths
-        kept = set(fit_columns(all_widths, self._available_width()))
+        kept = fit_columns(all_widths, self._available_width())
         cols = [c for c in COLUMNS if c.key in kept]
-        keep_idx = [COLUMN_KEYS.index(c.key) for c in cols]
         self._dropped = [c.key for c in COLUMNS if c.key not in kept and c.key in all_widths]
-        widths = [all_widths[c.key] for c in cols]
-        target = self._shown.index(keep) if keep is not None and keep in self._shown else -1
-        # Before the first frame only rows that can be on screen (the cursor's page when it is
-        # kept further down); building and adding the other ones costs ~15 ms on a slow CPU.
-        first = min(FIRST_BATCH, max(1, self.app.size.height))
-        upto = len(texts) if target >= first else min(len(texts), first)
-        self._generation += 1
-        self._widths = {c.key: w for c, w in zip(cols, widths, strict=True)}
-        self._premeasured.clear()
-        self._config_cells.clear()
-        with self.app.batch_update():
-            self.clear(columns=True)
-            for col, w in zip(cols, widths, strict=True):
-                self.add_column(self._label(col), key=col.key, width=w)
-            self._add_rows(0, upto, texts, keep_idx)
-            if target >= 0:
-                self.move_cursor(row=target, animate=False)
-        if upto < len(texts):
-            # first paint shows a screenful; the rest is added right after it (same order)
-            self.call_after_refresh(self._add_rest, self._generation, upto, texts, keep_idx)
+        target = -1
+        if keep is not None:
+            try:
+                # a row of the data before set_rows is not in key_of: its key, as the table had it
+                target = keys.index(key_of.get(id(keep)) or row_key(keep))
+            except ValueError:  # filtered out: the cursor goes to the first row
+                target = -1
+        same_columns = bool(self.columns) and [str(k.value) for k in self.columns] == [c.key for c in cols]
+        self._quiet = True
+        try:
+            if fresh or not same_columns:
+                self._build(cols, all_widths, keys, target)
+            elif not (order_only and self._reorder_in_place(cols, all_widths, keys, keep)):
+                self._refill(cols, all_widths, keys, target)
+        finally:
+            self._quiet = False
         self._current_changed()
         self.post_message(self.ViewChanged())
 
-    def _reorder_in_place(self, keep: RatioRow | None) -> bool:
-        """A sort or a reverse: when the rows shown are the ones already in the table (all added)
-        and every new header label fits its width, reorder them with ``DataTable.sort`` instead of
-        rebuilding every row (issue #34: a rebuild per sort key was 13-71x a DataTable sort).
-        False: the caller rebuilds."""
-        keys = [row_key(r) for r in self._shown]
-        if self.row_count != len(keys) or set(keys) != set(self._config_cells):
+    def _set_columns(self, cols: Sequence[Column], widths: Mapping[str, int]) -> None:
+        """Labels (the sort mark) and widths of the columns already in the table, in place."""
+        for col in cols:
+            column = self.columns[ColumnKey(col.key)]
+            column.label = self._label(col)
+            column.width = column.content_width = widths[col.key]
+        self._widths = {c.key: widths[c.key] for c in cols}
+
+    def _build(self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], target: int) -> None:
+        """Columns and rows from scratch (first mount, new data, another set of columns fits)."""
+        # Every row before the first frame: appending is cheap (one pass, cached cells), and rows
+        # added after the frame delayed the first key more than they saved the frame (issue #34).
+        self._widths = {c.key: widths[c.key] for c in cols}
+        self._premeasured.clear()
+        self._in_table.clear()
+        self._row_keys.clear()
+        with self.app.batch_update():
+            self.clear(columns=True)
+            for col in cols:
+                self.add_column(self._label(col), key=col.key, width=widths[col.key])
+            self._add_rows(0, len(keys))
+            if target >= 0:
+                self.move_cursor(row=target, animate=False)
+
+    def _refill(
+        self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], target: int
+    ) -> None:
+        """Other rows, same columns (a filter, slow only, a variant tab): the rows are cleared and
+        the shown ones appended."""
+        self._premeasured.clear()
+        self._in_table.clear()
+        self._row_keys.clear()
+        with self.app.batch_update():
+            self.clear()
+            self._set_columns(cols, widths)
+            self._add_rows(0, len(keys))
+            if target >= 0:
+                self.move_cursor(row=target, animate=False)
+
+    def _reorder_in_place(
+        self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], keep: RatioRow | None
+    ) -> bool:
+        """A sort or a reverse of the rows already in the table (all of them added): reorder them
+        in place (what ``DataTable.sort`` does) and set the labels and widths (the sort mark moved)
+        instead of re-adding every row (issue #34: a rebuild per sort key was 13-71x a DataTable
+        sort). False: the caller refills."""
+        if self.row_count != len(keys) or set(keys) != self._in_table:
             return False
-        by_key = {c.key: c for c in COLUMNS}
-        labels = {}
-        for column_key in self.columns:
-            col = by_key.get(str(column_key.value))
-            if col is None:
-                return False
-            label = self._label(col)
-            if label.cell_len > self._widths.get(col.key, 0):
-                return False  # the sort mark needs a wider column: rebuild with new widths
-            labels[column_key] = label
-        for column_key, label in labels.items():  # set before sort(): it refreshes the header
-            self.columns[column_key].label = label
-        position = {id(self._config_cells[k]): i for i, k in enumerate(keys)}
-        self.sort("config", key=lambda cell: position[id(cell)])
+        before = dict(self._widths)
+        self._set_columns(cols, widths)
+        # The order is visible_rows' (already sorted): written as DataTable.sort writes the order it
+        # computes, without sorting the rows a second time through a key function (that pass cost
+        # as much as a plain DataTable's whole sort). Textual is pinned (==8.2.8).
+        row_keys = self._row_keys
+        self._row_locations = TwoWayDict({row_keys[k]: i for i, k in enumerate(keys)})
+        self._update_count += 1
+        self.refresh()
+        if self._widths != before:  # the mark moved to a column its label's width decides
+            self.virtual_size = Size(self._columns_width(), self.virtual_size.height)
         if keep is not None:
             self.move_cursor(row=self.get_row_index(row_key(keep)), animate=False)
         return True
@@ -531,53 +646,68 @@ class RatioTable(DataTable[Text]):
         scrollbar = self.styles.scrollbar_size_vertical if len(self._shown) + 1 > height else 0
         return max(0, width - scrollbar)
 
-    def _add_rows(self, start: int, stop: int, texts: list[list[str]], keep_idx: list[int]) -> None:
-        for r, strings in zip(self._shown[start:stop], texts[start:stop], strict=True):
-            cells = _cells_from(r, strings, COLUMNS)
-            key = self.add_row(*(cells[i] for i in keep_idx), key=row_key(r))
-            self._premeasured.add(key)
-            self._config_cells[row_key(r)] = cells[_CONFIG_INDEX]
+    def _add_rows(self, start: int, stop: int) -> None:
+        """Rows ``start:stop`` of the shown ones: the first of an empty table through ``add_row``
+        (its highlight event is ``add_row``'s business), the others appended in one go."""
+        if start < stop and not self.row_count:
+            r = self._shown[start]
+            key = row_key(r)
+            cells = self._cells_of(key, r)
+            shown = [COLUMN_KEYS.index(str(c.key.value)) for c in self.ordered_columns]
+            added = self.add_row(*(cells[i] for i in shown), key=key)
+            self._premeasured.add(added)
+            self._row_keys[key] = added
+            self._in_table.add(key)
+            start += 1
+        if start < stop:
+            self._append(start, stop)
 
-    def _add_rest(self, generation: int, start: int, texts: list[list[str]], keep_idx: list[int]) -> None:
-        """The rows past the first batch, appended in one go.
+    def _append(self, start: int, stop: int) -> None:
+        """Append rows ``start:stop`` of the shown ones to a non-empty table as ``add_row`` does,
+        then update the cursor and caches once.
 
         ``DataTable.add_row`` per row re-sets the cursor reactive (validate + watchers) and
-        bumps the render caches; for ~450 rows that is ~25 ms on a slow CPU, spent right after
-        the first frame. Here the row records are appended as ``add_row`` does, then the cursor
-        and caches are updated once. Only used on a non-empty table (the first row's highlight
-        event is ``add_row``'s business). Textual is pinned (==8.2.8).
+        bumps the render caches; for ~450 rows that is ~25 ms on a slow CPU. Here the row
+        records are written as ``add_row`` writes them. Textual is pinned (==8.2.8).
         """
-        if generation != self._generation:
-            return  # a newer rebuild (sort/filter) replaced this one
-        if not self.row_count:
-            with self.app.batch_update():
-                self._add_rows(start, len(texts), texts, keep_idx)
-            return
         column_keys = [column.key for column in self.ordered_columns]
+        keep_idx = [COLUMN_KEYS.index(str(k.value)) for k in column_keys]
         locations, data, rows, new_rows = self._row_locations, self._data, self.rows, self._new_rows
-        premeasured = self._premeasured
+        premeasured, in_table, row_keys = self._premeasured, self._in_table, self._row_keys
         index = self.row_count
-        for r, strings in zip(self._shown[start:], texts[start:], strict=True):
-            cells = _cells_from(r, strings, COLUMNS)
-            key = RowKey(row_key(r))
+        for r in self._shown[start:stop]:
+            name = row_key(r)
+            cells = self._cells_of(name, r)
+            key = RowKey(name)
             if key in locations:
                 raise DuplicateKey(f"The row key {key!r} already exists.")
             locations[key] = index
             data[key] = {column_key: cells[i] for column_key, i in zip(column_keys, keep_idx, strict=True)}
             rows[key] = Row(key, 1, None, False)
-            self._config_cells[row_key(r)] = cells[_CONFIG_INDEX]
+            row_keys[name] = key
             new_rows.add(key)
             premeasured.add(key)
+            in_table.add(name)
             index += 1
         self._require_update_dimensions = True
-        with self.app.batch_update():
-            self.cursor_coordinate = self.cursor_coordinate
-            self._update_count += 1
-            self.check_idle()
+        self.cursor_coordinate = self.cursor_coordinate
+        self._update_count += 1
+        self.check_idle()
+
+    def _set_virtual_size(self) -> None:
+        """The scrollable size, as the end of ``DataTable._update_dimensions`` sets it."""
+        header_height = self.header_height if self.show_header else 0
+        self.virtual_size = Size(self._columns_width(), self._total_row_height + header_height)
+
+    def _columns_width(self) -> int:
+        return (
+            sum(column.get_render_width(self) for column in self.columns.values())
+            + self._row_label_column_width
+        )
 
     def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
         super().watch_cursor_coordinate(old_coordinate, new_coordinate)
-        if self._ready:
+        if self._ready and not self._quiet:
             self._current_changed()
 
     def _current_changed(self) -> None:
@@ -659,6 +789,7 @@ class RatioTable(DataTable[Text]):
         ``Text`` is exactly ``cell_len`` wide, and the rows added by ``_rebuild`` were measured
         there already (``_widths``). Anything else falls back to the stock pass.
         Textual is pinned (==8.2.8), and ``tests/tui/test_widgets_render.py`` pins the widths.
+        The virtual size is set as the stock pass sets it (without it the table never scrolled).
         """
         rows = list(new_rows)
         columns = self.ordered_columns
@@ -671,6 +802,7 @@ class RatioTable(DataTable[Text]):
                 if rows:
                     column.content_width = max(column.content_width, width)
             else:
+                self._set_virtual_size()
                 return
         for key in rows:
             cells = self._data.get(key)
@@ -682,6 +814,7 @@ class RatioTable(DataTable[Text]):
                     super()._update_dimensions(rows)
                     return
                 column.content_width = max(column.content_width, cell.cell_len)
+        self._set_virtual_size()
 
     def _render_cell(
         self,
@@ -698,8 +831,8 @@ class RatioTable(DataTable[Text]):
         (wrap, justify, split and crop: ~70 ms for the 42 x 9 cells of the first frame on a
         slow CPU, the largest single cost of the first paint). For a body cell whose text has
         no newline/tab and fits, the result is known: padding, the text (right-justified
-        cells are padded on the left with the text's own style, as ``Text.pad_left`` does),
-        fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
+        cells are padded on the left with the text's own style, as ``Text.pad_left`` does;
+        left-justified ones on the right, as ``Text.truncate(pad=True)`` does), fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
         the strip is the same character for character and style for style. Everything else
         (header, labels, fixed cells, taller rows, other renderables) takes the stock path;
         the cache is the stock one with the stock key. Textual is pinned (==8.2.8).
@@ -737,8 +870,8 @@ class RatioTable(DataTable[Text]):
             length > inner
             or "\n" in plain
             or "\t" in plain
-            or justify not in ("default", "right")
-            or (justify == "right" and plain != plain.rstrip())
+            or justify not in ("default", "left", "right")
+            or (justify != "default" and plain != plain.rstrip())
         ):
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         console = self.app.console
@@ -770,7 +903,9 @@ class RatioTable(DataTable[Text]):
             line.extend(Segment(text, styled(style)) for text, style, _ in cell.render(console) if text)
         elif plain:
             line.append(Segment(plain, styled(own)))
-        if justify != "right" and fill:
+        if justify == "left" and fill:  # Text.truncate(pad=True): the text's own style
+            line.append(Segment(" " * fill, styled(own)))
+        elif justify == "default" and fill:
             line.append(Segment(" " * fill, plain_style))
         if pad:
             line.append(Segment(" " * pad, plain_style))
