@@ -336,3 +336,34 @@ def scale_cost_params(kdir: Path) -> list[str]:
     from cutile_workbench.artifacts.launch_store import open_store
 
     return list(open_store(kdir / "workbench/launches.json.gz").params())
+
+
+def test_after_one_config_changed_one_row_bootstrap_is_drawn(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E's table per row (issue 31 item 1): after one config's blocks changed, `table` draws that row's
+    bootstrap alone (two median draws: its candidate and its baseline) and reuses every other row's
+    (before: every row redrawn from one random stream, 2 x N draws); the table it then shows is the
+    table built from nothing (no cache), CI digits included."""
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.stages.e import stats
+    from cutile_workbench.stages.e.e_table import load_e_table
+
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    scale_cost.rerecord_config(kdir, config)
+    _forget_process_memos()
+    draws: list[int] = []
+    real = stats.bootstrap_medians
+    monkeypatch.setattr(stats, "bootstrap_medians", lambda *a: draws.append(1) or real(*a))
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    got = load_e_table(ws).table
+    assert len(draws) == 2, len(draws)
+    monkeypatch.setattr(stats, "bootstrap_medians", real)
+    _forget_process_memos()
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    fresh = load_e_table(ws, use_cache=False).table
+    assert got.geomean_ci is not None and got.geomean_ci == fresh.geomean_ci
+    assert [(r.params, r.ci_low, r.ci_high) for r in got.rows] == [
+        (r.params, r.ci_low, r.ci_high) for r in fresh.rows
+    ]

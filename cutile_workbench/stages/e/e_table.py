@@ -17,6 +17,10 @@ Contract of :func:`load_e_table` (the single door: ``table``, ``report e``, ``re
   recorded sessions are read-only. A cache file that is unreadable, of another key, changed since
   it was written, or fails validation is a miss (recomputed), never trusted.
   A stored table with a non-finite number is recomputed too.
+- Per row (issue 31): on a miss the table is built with the rows' bootstraps found in
+  :mod:`cutile_workbench.stages.e.row_boots` (one file per kernel dir, seed, n_boot and code; each row
+  keyed on its own key and samples), so after a re-run of one config that row alone is drawn again
+  and the whole-table facts are combined from the stored rows (:func:`~cutile_workbench.stages.e.stats.build_ratio_table`).
 - :class:`ETable` gives the table and, parsed on first use only, the candidate log, the parsed raw
   logs and the baseline logs (a cache hit parses nothing until a caller needs the records).
 - ``Blocked`` without a candidate log; ``InputError`` (file, line) for a malformed one — raised on a
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from cutile_workbench.artifacts.workspace import Workspace
 
 #: bump when the table's rules or its dataclasses change shape (old caches become misses)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: every row's bootstrap from its own stream (issue 31)
 _MEMORY: dict[str, tuple[RatioTable, tuple[str, ...]]] = {}  # every caller gets its own (deep) copy
 _BASELINES = ("cutile", "triton_tileir")
 
@@ -329,12 +333,20 @@ def load_e_table(
         return ETable(
             table=hit[0], key=key, from_cache=True, raw_logs=raws, notes=notes, _ws=ws, _frameworks=hit[1]
         )
+    from cutile_workbench.stages.e.row_boots import RowBootFile
     from cutile_workbench.stages.e.stats import build_ratio_table
 
     result = ETable(table=None, key=key, from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
-    result.table = build_ratio_table(
-        ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed
+    boots = (
+        RowBootFile.open(ws.paths.root, seed=seed, n_boot=n_boot, code=_code_fingerprint())
+        if use_cache and n_boot > 0
+        else None
     )
+    result.table = build_ratio_table(
+        ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed, row_boots=boots
+    )
+    if boots is not None:
+        boots.flush()
     if use_cache:
         store_value("e_tables", key, (result.table, result.candidate_frameworks))
         if len(_MEMORY) >= 8:  # a process looks at a few kernels; keep it bounded
