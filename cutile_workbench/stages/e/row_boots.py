@@ -19,15 +19,16 @@ Contract:
   over- or underflowed, no CI), ``logs`` (N x n_boot float32). A file that is absent, a link, not a
   regular file, over :data:`MAX_FILE_BYTES`, not such arrays, of other shapes or dtypes, or holding a
   non-finite number where ``ok`` is a miss: every row drawn again and the file rewritten, never trusted.
-- Written atomically (temp file + rename); at most :data:`KEEP_FILES` files, least recently used pruned.
+- Written atomically (a temp file beside it, then renamed; stray ``.tmp`` files are pruned); at most :data:`KEEP_FILES` files, least recently used pruned.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
 import os
 import stat
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -73,7 +74,7 @@ class RowBootFile:
             self._index = {}
             try:
                 arrays = self._read()
-            except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError):
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile, EOFError, MemoryError):
                 arrays = None  # absent, unreadable or not ours: every row is drawn again
             if arrays is not None:
                 keys, ci, ok, logs = arrays
@@ -88,11 +89,10 @@ class RowBootFile:
             st = os.fstat(fh.fileno())
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
                 return None
-            data = fh.read(MAX_FILE_BYTES + 1)
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            if set(z.files) != _FIELDS:
-                return None
-            keys, ci, ok, logs = z["keys"], z["ci"], z["ok"], z["logs"]
+            with np.load(fh, allow_pickle=False) as z:  # read member by member: no second copy
+                if set(z.files) != _FIELDS:
+                    return None
+                keys, ci, ok, logs = z["keys"], z["ci"], z["ok"], z["logs"]
         n = keys.shape[0] if keys.ndim == 1 else -1
         if (
             keys.dtype != np.dtype("S64")
@@ -148,16 +148,18 @@ class RowBootFile:
             if got is None or got.ci is None or got.logs is None:
                 continue
             ci[j], ok[j], logs[j] = got.ci, True, got.logs
-        buf = io.BytesIO()
-        np.savez(buf, keys=keys, ci=ci, ok=ok, logs=logs)
-        from cutile_workbench.infra.atomicio import atomic_write_bytes
-
+        self._ci, self._ok, self._logs = np.zeros((0, 2)), np.zeros(0, dtype=bool), logs[:0]  # free the old
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(self.path, buf.getvalue(), None, durable=False)
+            # written straight to a temp file beside it, then renamed (no in-memory copy of the file)
+            with tempfile.NamedTemporaryFile(dir=self.path.parent, suffix=".tmp", delete=False) as fh:
+                tmp = Path(fh.name)
+                np.savez(fh, keys=keys, ci=ci, ok=ok, logs=logs)
+            os.replace(tmp, self.path)
             _prune(self.path.parent)
         except OSError:  # a cache that cannot be written is only a slower next run
-            pass
+            with contextlib.suppress(OSError, UnboundLocalError):
+                tmp.unlink(missing_ok=True)
         self._new.clear()
         self._asked.clear()
         self._index = None
@@ -166,7 +168,7 @@ class RowBootFile:
 def _prune(directory: Path) -> None:
     entries = []
     for p in directory.iterdir():
-        if p.suffix == ".npz":
+        if p.suffix in (".npz", ".tmp"):
             try:
                 entries.append((p.lstat().st_mtime_ns, p))
             except OSError:
