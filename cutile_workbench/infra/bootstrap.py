@@ -7,10 +7,13 @@ values a side. :func:`bootstrap_medians` draws the median of each with-replaceme
 via the order-statistic identity (the k-th smallest of n uniform draws is Beta(k, n+1-k)),
 vectorised over the replicates. Shared by E's table (``stages/e/stats``), the run history's
 regression test and F's gap evidence, which is why it lives below all three.
+:func:`row_seed` is the seed of one E row's own random stream (issue 31): a stable hash of the table's
+seed and the row's test id, so a row's draws depend on nothing but that row.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -19,6 +22,14 @@ import numpy as np
 
 def valid_sample(x: float | None) -> bool:
     return x is not None and math.isfinite(x) and x > 0
+
+
+def row_seed(seed: int, func_key: str, params: str) -> int:
+    """The seed of one row's own stream: the first 8 bytes of SHA-256 over the table's ``seed`` and the
+    row's key (its test function and params), stable across processes, machines and Python versions
+    (``hash()`` is salted per process, so it would not do)."""
+    digest = hashlib.sha256(f"e-row\0{seed}\0{func_key}\0{params}".encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "little")
 
 
 def bootstrap_medians(rng: np.random.Generator, xs: np.ndarray, n_boot: int) -> np.ndarray:

@@ -308,7 +308,9 @@ def config_timeline(
     path, session_json = find_launches(kernel, out_root, env)
     store = open_store(path, kernel_dir=path.parents[1])
     session = _session_of_launches(kernel, path, env)
-    if not store.for_nodeid(config):  # a node id names one test (its backend's sets); else any spelling
+    # a node id names one test (its backend's sets), a captured config's exact params that config (no
+    # name table needed: issue 31, a one-config question reads that config alone); else any spelling
+    if not store.for_nodeid(config) and not store.indices_for_params(config):
         config = session.resolve_config(config)
     chosen = select_sets(store, config, backends, path)  # this config's sets only
     roles = backend_roles(session_json, kernel)
@@ -407,11 +409,16 @@ def config_trust(
         )
         session = KernelSession.of(ws)
     try:
-        table = session.table()
+        store = session.launches()
+    except WorkbenchError:
+        store = None
+    exact = store is not None and bool(store.indices_for_params(config))
+    try:  # a captured config's exact params: that config's rows alone (its log sections, seeked)
+        table = session.config_table(config) if exact else session.table()
     except WorkbenchError as exc:
         return ConfigTrust(None, None, f"no candidate log: {exc.message}")
     try:
-        params = session.resolve_config(config)
+        params = config if exact else session.resolve_config(config)
     except WorkbenchError:
         params = config
     rows = [r for r in table.rows if r.params == params]

@@ -48,6 +48,11 @@ def _forget_process_memos() -> None:
     e_table._MEMORY.clear()
     getattr(parser, "_MEMO", {}).clear()
     config_cache.forget()
+    try:
+        from cutile_workbench.artifacts.perflog import index
+    except ImportError:  # before the perf-log index
+        return
+    index.forget()
 
 
 class Counts:
@@ -336,3 +341,68 @@ def scale_cost_params(kdir: Path) -> list[str]:
     from cutile_workbench.artifacts.launch_store import open_store
 
     return list(open_store(kdir / "workbench/launches.json.gz").params())
+
+
+def test_after_one_config_changed_one_row_bootstrap_is_drawn(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """E's table per row (issue 31 item 1): after one config's blocks changed, `table` draws that row's
+    bootstrap alone (two median draws: its candidate and its baseline) and reuses every other row's
+    (before: every row redrawn from one random stream, 2 x N draws); the table it then shows is the
+    table built from nothing (no cache), CI digits included."""
+    from cutile_workbench.services import stage_e
+    from cutile_workbench.stages.e import stats
+    from cutile_workbench.stages.e.e_table import load_e_table
+
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    scale_cost.rerecord_config(kdir, config)
+    _forget_process_memos()
+    draws: list[int] = []
+    real = stats.bootstrap_medians
+    monkeypatch.setattr(stats, "bootstrap_medians", lambda *a: draws.append(1) or real(*a))
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    got = load_e_table(ws).table
+    assert len(draws) == 2, len(draws)
+    monkeypatch.setattr(stats, "bootstrap_medians", real)
+    _forget_process_memos()
+    ws = stage_e.open_kernel("matmul", out_root=kdir.parent, tilegym=None)
+    fresh = load_e_table(ws, use_cache=False).table
+    assert got.geomean_ci is not None and got.geomean_ci == fresh.geomean_ci
+    assert [(r.params, r.ci_low, r.ci_high) for r in got.rows] == [
+        (r.params, r.ci_low, r.ci_high) for r in fresh.rows
+    ]
+
+
+def _cli_out(root: Path, *argv: str) -> tuple[int, str]:
+    from cutile_workbench.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        rc = main(["--out-root", str(root), *argv])
+    return rc, out.getvalue()
+
+
+@pytest.mark.parametrize("which", ["other", "changed"])
+def test_timeline_after_one_config_changed_seeks_that_configs_sections(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch, which: str
+) -> None:
+    """Issue 31 item 2: `timeline --config` after one config was re-run (E's cached table now stale)
+    parses neither perf log whole: each log's byte-offset index finds the asked config's section, read
+    by seeking and parsed alone (one cut per log); before, both logs were parsed whole and every row's
+    bootstrap redrawn. Its answer is the one the whole table gives (after `table` rebuilt it)."""
+    kdir, config = session
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    other = next(p for p in scale_cost_params(kdir) if p != config)
+    asked = config if which == "changed" else other
+    scale_cost.rerecord_config(kdir, config)
+    _forget_process_memos()
+    counts = Counts(monkeypatch)
+    rc, seeked = _cli_out(kdir.parent, "timeline", "matmul", "--config", asked, "--json")
+    assert rc == 0
+    assert not counts.parses, dict(counts.parses)
+    assert sum(counts.block_parses.values()) == 2, dict(counts.block_parses)  # one cut of each log
+    assert _cli(kdir.parent, "table", "matmul", "--json") in (0, 1)
+    _forget_process_memos()
+    rc, whole = _cli_out(kdir.parent, "timeline", "matmul", "--config", asked, "--json")
+    assert rc == 0 and seeked == whole

@@ -40,9 +40,9 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     real = stats._bootstrap
 
-    def counting(rows, n_boot, seed):  # type: ignore[no-untyped-def]
+    def counting(rows, n_boot, seed, *boots):  # type: ignore[no-untyped-def]
         calls.append("matmul" if any("8192" in r.params for r in rows) else "rms_norm")
-        return real(rows, n_boot, seed)
+        return real(rows, n_boot, seed, *boots)
 
     monkeypatch.setattr(stats, "_bootstrap", counting)
     return calls

@@ -17,6 +17,10 @@ Contract of :func:`load_e_table` (the single door: ``table``, ``report e``, ``re
   recorded sessions are read-only. A cache file that is unreadable, of another key, changed since
   it was written, or fails validation is a miss (recomputed), never trusted.
   A stored table with a non-finite number is recomputed too.
+- Per row (issue 31): on a miss the table is built with the rows' bootstraps found in
+  :mod:`cutile_workbench.stages.e.row_boots` (one file per kernel dir, seed, n_boot and code; each row
+  keyed on its own key and samples), so after a re-run of one config that row alone is drawn again
+  and the whole-table facts are combined from the stored rows (:func:`~cutile_workbench.stages.e.stats.build_ratio_table`).
 - :class:`ETable` gives the table and, parsed on first use only, the candidate log, the parsed raw
   logs and the baseline logs (a cache hit parses nothing until a caller needs the records).
 - ``Blocked`` without a candidate log; ``InputError`` (file, line) for a malformed one — raised on a
@@ -51,7 +55,7 @@ if TYPE_CHECKING:
     from cutile_workbench.artifacts.workspace import Workspace
 
 #: bump when the table's rules or its dataclasses change shape (old caches become misses)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: every row's bootstrap from its own stream (issue 31)
 _MEMORY: dict[str, tuple[RatioTable, tuple[str, ...]]] = {}  # every caller gets its own (deep) copy
 _BASELINES = ("cutile", "triton_tileir")
 
@@ -258,19 +262,38 @@ def inputs_key(
     ws: Workspace, raws: list[RawLog], analysis: Analysis | None, *, seed: int, n_boot: int
 ) -> str:
     """SHA-256 over every input of the table (see module contract)."""
+    h = _head(ws, seed, n_boot)
+    candidates = [
+        (r.variant, hashlib.sha256(r.text.encode("utf-8", "surrogateescape")).hexdigest()) for r in raws
+    ]
+    baselines = [
+        (key, hashlib.sha256(_read(getattr(ws.paths, f"baseline_{key}"))).hexdigest()) for key in _BASELINES
+    ]
+    return _key(h, candidates, baselines, analysis)
+
+
+def _head(ws: Workspace, seed: int, n_boot: int) -> hashlib._Hash:
     from cutile_workbench import __version__
 
-    h = hashlib.sha256(
+    return hashlib.sha256(
         f"e-table v{CACHE_VERSION} workbench {__version__} code {_code_fingerprint()} "
         f"seed={seed} n_boot={n_boot} kernel={ws.kernel}\0".encode()  # the table names its kernel
     )
-    for r in raws:
-        h.update(f"candidate {r.variant} {len(r.text)}\0".encode())
-        h.update(r.text.encode("utf-8", "surrogateescape"))
-    for key in _BASELINES:
-        data = _read(getattr(ws.paths, f"baseline_{key}"))
-        h.update(f"\0baseline {key} {len(data)}\0".encode())
-        h.update(data)
+
+
+def _key(
+    h: hashlib._Hash,
+    candidates: list[tuple[str | None, str]],
+    baselines: list[tuple[str, str]],
+    analysis: Analysis | None,
+) -> str:
+    """The inputs' part of :func:`inputs_key`: each log by the SHA-256 of its bytes (the text read with
+    surrogateescape encodes back to exactly those bytes), so a streaming reader that hashed the file
+    (:mod:`cutile_workbench.artifacts.perflog.index`) gets the same key without holding the text."""
+    for variant, digest in candidates:
+        h.update(f"candidate {variant} {digest}\0".encode())
+    for key, digest in baselines:
+        h.update(f"\0baseline {key} {digest}\0".encode())
     if analysis is not None:
         path = Path(analysis.path)
         data = _read(path) if path.is_file() else repr(analysis).encode()
@@ -329,12 +352,20 @@ def load_e_table(
         return ETable(
             table=hit[0], key=key, from_cache=True, raw_logs=raws, notes=notes, _ws=ws, _frameworks=hit[1]
         )
+    from cutile_workbench.stages.e.row_boots import RowBootFile
     from cutile_workbench.stages.e.stats import build_ratio_table
 
     result = ETable(table=None, key=key, from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
-    result.table = build_ratio_table(
-        ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed
+    boots = (
+        RowBootFile.open(ws.paths.root, seed=seed, n_boot=n_boot, code=_code_fingerprint())
+        if use_cache and n_boot > 0
+        else None
     )
+    result.table = build_ratio_table(
+        ws.kernel, result.candidate, result.baselines, analysis, n_boot=n_boot, seed=seed, row_boots=boots
+    )
+    if boots is not None:
+        boots.flush()
     if use_cache:
         store_value("e_tables", key, (result.table, result.candidate_frameworks))
         if len(_MEMORY) >= 8:  # a process looks at a few kernels; keep it bounded
@@ -363,3 +394,128 @@ def cheap_table(ws: Workspace) -> RatioTable:
         )
     logs = ETable(table=None, key="", from_cache=False, raw_logs=raws, notes=notes, _ws=ws)  # type: ignore[arg-type]
     return build_ratio_table(ws.kernel, logs.candidate, logs.baselines, ws.analysis, n_boot=0)
+
+
+# --------------------------------------------------------------------------- one config's rows
+
+
+def load_config_table(ws: Workspace, params: str, *, seed: int = 0, n_boot: int = 2000) -> RatioTable:
+    """E's table reduced to the rows of config ``params`` (issue 31 item 2: a one-config question seeks).
+
+    The rows are :func:`load_e_table`'s for that config, to the last CI digit (every row's bootstrap is
+    its own stream): taken from the whole table when it is in memory or in the cache (its key computed
+    from streamed digests, no log text held), else built by
+    :func:`~cutile_workbench.stages.e.stats.build_ratio_table` from that config's sections alone —
+    found by each log's byte-offset index (:mod:`cutile_workbench.artifacts.perflog.index`), read by
+    seeking and parsed strictly. The whole table is built instead (as before) when the cut is not
+    safe: variant logs, an index that is not ``usable``, a section whose parse reports anything (its
+    line numbers would be the cut text's), a candidate section without a record, a baseline section
+    without a record of its own backend, or no row of ``params``. The geomean, severity and verdict
+    of the result are that config's, not the kernel's. Errors as :func:`load_e_table`."""
+    import dataclasses
+
+    from cutile_workbench.artifacts.perflog.index import config_text, log_index
+    from cutile_workbench.artifacts.perflog.parser import parse_perf_log
+    from cutile_workbench.errors import WorkbenchError
+    from cutile_workbench.stages.e.stats import _LOG_FRAMEWORK, build_ratio_table
+
+    def whole() -> RatioTable:
+        table = load_e_table(ws, seed=seed, n_boot=n_boot).table
+        return dataclasses.replace(table, rows=[r for r in table.rows if r.params == params])
+
+    paths = ws.paths
+    found = ws.raw_log_path()
+    variant_logs = (
+        [
+            v
+            for v in ws.variant_names()
+            if paths.perf_full_log_variant(v).is_file() or paths.perf_cutile_rs_variant(v).is_file()
+        ]
+        if found is not None
+        else []
+    )
+    if found is None or variant_logs:  # several candidate logs merge: the whole path's rule
+        return whole()
+    analysis = ws.analysis
+    try:
+        cand_idx = log_index(found, kernel_dir=paths.root)
+        base_idx = {
+            key: log_index(getattr(paths, f"baseline_{key}"), kernel_dir=paths.root)
+            for key in _BASELINES
+            if getattr(paths, f"baseline_{key}").is_file()
+        }
+    except WorkbenchError:  # the whole path reports it, located
+        return whole()
+    empty = hashlib.sha256(b"").hexdigest()
+    key = _key(
+        _head(ws, seed, n_boot),
+        [(None, cand_idx.digest)],
+        [(k, base_idx[k].digest if k in base_idx else empty) for k in _BASELINES],
+        analysis,
+    )
+    hit = _MEMORY.get(key) or _load_cached(_cache_file(key), key)
+    if hit is not None:
+        return dataclasses.replace(hit[0], rows=[r for r in hit[0].rows if r.params == params])
+    if not cand_idx.usable or not all(i.usable for i in base_idx.values()):
+        return whole()
+    cut = config_text(cand_idx, params)
+    if cut is None:
+        return whole()
+    try:
+        candidate = parse_perf_log(
+            found, text=cut.decode("utf-8", "surrogateescape"), strict=True, memo=False
+        )
+        baselines: dict[str, PerfLog] = {}
+        for name, idx in base_idx.items():
+            text = config_text(idx, params)
+            log = (
+                PerfLog(path=idx.path)
+                if text is None
+                else parse_perf_log(
+                    idx.path, text=text.decode("utf-8", "surrogateescape"), strict=True, memo=False
+                )
+            )
+            own = [r for r in log.records if r.framework == _LOG_FRAMEWORK[name]]
+            if log.notes or (log.records and not own):
+                return whole()
+            baselines[name] = log
+    except WorkbenchError:
+        return whole()
+    if candidate.notes or not candidate.records:
+        return whole()
+    table = build_ratio_table(ws.kernel, candidate, baselines, analysis, n_boot=n_boot, seed=seed)
+    rows = [r for r in table.rows if r.params == params]
+    if not rows:
+        return whole()
+    return dataclasses.replace(table, rows=rows, notes=[])
+
+
+def cheap_frameworks(ws: Workspace, *, seed: int = 0, n_boot: int = 2000) -> tuple[str, ...] | None:
+    """The candidate records' frameworks without parsing the log (issue 31 item 2): those kept with the
+    cached whole table when it is there, else the ``framework:`` lines the log's index counted (one
+    per record block); None when neither holds (variant logs, an unusable index): parse instead."""
+    from cutile_workbench.artifacts.perflog.index import log_index
+    from cutile_workbench.errors import WorkbenchError
+
+    paths = ws.paths
+    found = ws.raw_log_path()
+    if found is None or any(
+        paths.perf_full_log_variant(v).is_file() or paths.perf_cutile_rs_variant(v).is_file()
+        for v in ws.variant_names()
+    ):
+        return None
+    try:
+        idx = log_index(found, kernel_dir=paths.root)
+        digests = [
+            (k, log_index(getattr(paths, f"baseline_{k}"), kernel_dir=paths.root).digest)
+            if getattr(paths, f"baseline_{k}").is_file()
+            else (k, hashlib.sha256(b"").hexdigest())
+            for k in _BASELINES
+        ]
+    except WorkbenchError:
+        return None
+    key = _key(_head(ws, seed, n_boot), [(None, idx.digest)], digests, ws.analysis)
+    hit = _MEMORY.get(key) or _load_cached(_cache_file(key), key)
+    if hit is not None:
+        return hit[1]
+    return idx.frameworks if idx.usable else None

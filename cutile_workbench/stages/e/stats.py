@@ -21,24 +21,34 @@ Contract of :func:`build_ratio_table`:
   LARGE_GAP; any NA with some valid rows → INVESTIGATE/MISSING_DATA; no OK row → BLOCKED.
 - CIs (when both sides carry raw ``samples_ms``): percentile bootstrap, 95%, of each ratio of
   medians (candidate and baseline resampled independently) and of the geomean (every row
-  resampled jointly in each replicate), with ``numpy.random.default_rng(seed)``: deterministic.
-  The median of a resample is drawn exactly via the order-statistic identity (the k-th smallest
-  of n uniform draws is Beta(k, n+1-k)), O(1) per replicate instead of O(n log n), vectorised
-  over the replicates (:func:`bootstrap_medians`); percentiles interpolate linearly.
+  resampled in each replicate), deterministic. **Each row draws from its own stream**,
+  ``numpy.random.default_rng(row_seed(seed, func_key, params))`` (issue 31): a row's CI and its
+  replicates depend on that row's samples alone, so a re-run of one config redraws one row and the
+  others' results can be reused (:class:`RowBoots`, keyed by :func:`row_boot_key` on the row's key,
+  its two sorted samples, ``seed`` and ``n_boot``). The geomean's replicate ``b`` is
+  ``exp(mean_i ln ratio_i[b])`` — replicate ``b`` of every row, the rows' streams independent, so
+  still a joint resample of every row — combined from the rows' stored ``ln ratio`` replicates
+  (float32: the combination's error is below 1e-7 relative, far under the 4 digits shown; fresh and
+  cached rows go through the same float32 values, so a cached table equals a fresh one exactly) in
+  O(N) numpy adds. The median of a resample is drawn exactly via the order-statistic identity (the
+  k-th smallest of n uniform draws is Beta(k, n+1-k)), O(1) per replicate instead of O(n log n),
+  vectorised over the replicates (:func:`bootstrap_medians`); percentiles interpolate linearly.
   ``inconclusive`` = the geomean CI straddles 1.05 (``lo ≤ 1.05 < hi``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from cutile_workbench.artifacts.analysis import Analysis
 from cutile_workbench.artifacts.testids import id_token, split_nodeid
-from cutile_workbench.infra.bootstrap import bootstrap_medians, median_ratio_ci, ratio_ci  # noqa: F401 (re-exported)
+from cutile_workbench.infra.bootstrap import bootstrap_medians, median_ratio_ci, ratio_ci, row_seed  # noqa: F401 (re-exported)
 from cutile_workbench.infra.bootstrap import interval as _interval
 from cutile_workbench.infra.bootstrap import sorted_valid as _sorted_valid
 from cutile_workbench.infra.bootstrap import valid_sample as _valid
@@ -93,32 +103,78 @@ class _Pending:
     base_backend: str
 
 
+@dataclass(frozen=True)
+class RowBoot:
+    """One row's bootstrap, drawn from the row's own stream: its 95% CI and the ln of its ``n_boot``
+    replicate ratios (float32, what the geomean's CI is combined from); both None when a replicate
+    over- or underflowed (no CI rather than an inf/nan one, and then no geomean CI)."""
+
+    ci: tuple[float, float] | None
+    logs: np.ndarray | None
+
+
+class RowBoots(Protocol):
+    """Where a table build finds and keeps its rows' bootstraps (E's per-row cache)."""
+
+    def get(self, key: str) -> RowBoot | None: ...
+
+    def put(self, key: str, value: RowBoot) -> None: ...
+
+
+def row_boot_key(
+    func_key: str, params: str, cand: np.ndarray, base: np.ndarray, n_boot: int, seed: int
+) -> str:
+    """The key of one row's bootstrap: everything it reads (the row's key, its two sorted samples as
+    float64 bytes, ``n_boot``, ``seed``) and nothing of any other row."""
+    h = hashlib.sha256(
+        f"{seed}\0{n_boot}\0{func_key}\0{params}\0{cand.size}\0".encode("utf-8", "surrogatepass")
+    )
+    h.update(np.ascontiguousarray(cand, dtype="<f8").tobytes())
+    h.update(np.ascontiguousarray(base, dtype="<f8").tobytes())
+    return h.hexdigest()
+
+
+def row_bootstrap(
+    func_key: str, params: str, cand: np.ndarray, base: np.ndarray, n_boot: int, seed: int
+) -> RowBoot:
+    """One row's bootstrap from its own stream (see the module contract): ``cand`` and ``base`` sorted."""
+    rng = np.random.default_rng(row_seed(seed, func_key, params))
+    with np.errstate(over="ignore", divide="ignore", under="ignore", invalid="ignore"):
+        ratios = bootstrap_medians(rng, cand, n_boot) / bootstrap_medians(rng, base, n_boot)
+        ordinary = bool(np.all(np.isfinite(ratios) & (ratios > 0) & np.isfinite(1.0 / ratios)))
+    if not ordinary:
+        return RowBoot(None, None)
+    return RowBoot(_interval(ratios, 0.95), np.log(ratios).astype(np.float32))
+
+
 def _bootstrap(
-    rows: list[_Pending], n_boot: int, seed: int
+    rows: list[_Pending], n_boot: int, seed: int, boots: RowBoots | None = None
 ) -> tuple[list[tuple[float, float] | None], tuple[float, float] | None]:
     samples = [(_sorted_valid(r.cand.samples_ms or ()), _sorted_valid(r.base.samples_ms or ())) for r in rows]
     usable = [s if s[0] is not None and s[1] is not None else None for s in samples]
     if n_boot <= 0 or not any(usable):
         return [None] * len(rows), None
-    rng = np.random.default_rng(seed)
     joint_ok = all(s is not None for s in usable)
-    log_sum = np.zeros(n_boot)  # every row resampled jointly in each replicate: sum of ln ratios
+    log_sum = np.zeros(n_boot)  # replicate b of every row: the sum of their ln ratios
     cis: list[tuple[float, float] | None] = []
-    for s in usable:
+    for r, s in zip(rows, usable, strict=True):
         if s is None:
             cis.append(None)
             continue
         cand, base = s
         assert cand is not None and base is not None
-        with np.errstate(over="ignore", divide="ignore", under="ignore", invalid="ignore"):
-            ratios = bootstrap_medians(rng, cand, n_boot) / bootstrap_medians(rng, base, n_boot)
-            ordinary = bool(np.all(np.isfinite(ratios) & (ratios > 0) & np.isfinite(1.0 / ratios)))
-        if not ordinary:  # a replicate over- or underflowed: no CI rather than an inf/nan one
+        key = row_boot_key(r.func_key, r.params, cand, base, n_boot, seed) if boots is not None else ""
+        got = boots.get(key) if boots is not None else None
+        if got is None:
+            got = row_bootstrap(r.func_key, r.params, cand, base, n_boot, seed)
+            if boots is not None:
+                boots.put(key, got)
+        if got.logs is None:  # a replicate over- or underflowed: no CI, and no joint one
             joint_ok = False
             cis.append(None)
             continue
-        log_sum += np.log(ratios)
-        cis.append(_interval(ratios, 0.95))
+        log_sum += got.logs
+        cis.append(got.ci)
     gci = _interval(np.exp(log_sum / len(rows)), 0.95) if joint_ok else None
     return cis, gci
 
@@ -160,8 +216,10 @@ def build_ratio_table(
     *,
     n_boot: int = 2000,
     seed: int = 0,
+    row_boots: RowBoots | None = None,
 ) -> RatioTable:
-    """The E table for one kernel (see module docstring for every rule)."""
+    """The E table for one kernel (see module docstring for every rule); ``row_boots``: where rows'
+    bootstraps drawn before are found and new ones kept (E's per-row cache), else every row is drawn."""
     notes: list[str] = list(candidate.notes)
     if candidate.truncated:
         notes.append(f"{candidate.path}: last record block was truncated and ignored")
@@ -354,7 +412,7 @@ def build_ratio_table(
                 )
             )
     pending = usable
-    cis, gci = _bootstrap(pending, n_boot, seed)
+    cis, gci = _bootstrap(pending, n_boot, seed, row_boots)
     ok_rows = [
         RatioRow(
             p.func_key,

@@ -14,7 +14,7 @@ Contract:
   ``candidate_backend`` (the one rule, :func:`cutile_workbench.artifacts.candidate.resolve_candidate_backend`),
   ``table`` (E's table as every face shows it: noise floors and baseline labels added),
   ``stand_ins``, ``trust`` (identity and the reference's config, cached on its inputs), ``config_trust``
-  (one config's entry of it, derived or read alone), ``samples``,
+  (one config's entry of it, derived or read alone), ``config_table`` (one config's rows of E's table), ``samples``,
   ``launches`` (the per-config launch store, index only), ``probes``, ``gpu``, ``configs`` (the
   config names of :mod:`cutile_workbench.stages.session.configs`).
 - Reads only: nothing here writes under the kernel dir.
@@ -145,7 +145,13 @@ class KernelSession:
 
     def candidate_frameworks(self) -> tuple[str, ...]:
         """The candidate records' frameworks (kept with the cached table: no parse on a hit)."""
-        return self._once("frameworks", lambda: self.any_e_table().candidate_frameworks)
+        from cutile_workbench.stages.e.e_table import cheap_frameworks
+
+        def compute() -> tuple[str, ...]:  # an E table at hand, else the logs' index (no parse), else parse
+            at_hand = any(ok and isinstance(k, tuple) and k[0] == "e_table" for k, (ok, _v) in self._facts())
+            return (None if at_hand else cheap_frameworks(self.ws)) or self.any_e_table().candidate_frameworks
+
+        return self._once("frameworks", compute)
 
     def candidate_backend(self) -> str | None:
         """The candidate backend in the one order every face uses (:mod:`cutile_workbench.artifacts.candidate`)."""
@@ -295,13 +301,25 @@ class KernelSession:
                 store = None
             return kernel_config_trust(
                 self.ws,
-                self.table(),
+                self.config_table(params),
                 params,
                 candidate_framework=framework_of(self.candidate_frameworks()),
                 launch_sets=store,
             )
 
         return self._once(("config_trust", params), compute)
+
+    def config_table(self, params: str) -> RatioTable:
+        """E's table reduced to one config's rows (:func:`cutile_workbench.stages.e.e_table.load_config_table`:
+        the whole table's when at hand, else that config's log sections alone, seeked): what a
+        one-config question (``timeline --config``) reads instead of every config's blocks."""
+        from cutile_workbench.stages.e.e_table import load_config_table
+
+        with self._lock:
+            whole = self._memo.get(("table", 0, 2000))
+        if whole is not None and whole[0]:
+            return cast(RatioTable, whole[1])
+        return self._once(("config_table", params), lambda: load_config_table(self.ws, params))
 
     def launches(self) -> LaunchStore | None:
         """``workbench/launches.json.gz`` as a per-config store (index only; sets decoded per config
