@@ -18,8 +18,10 @@ Contract:
 - Loading model (issue #34): the first screen paints from ``AppData``; every slower load (IR pairs
   here, the run history and the report plans in their screens) runs in a worker behind a visible
   "loading…" state; a screen is built when first shown (Textual's modes: nothing pre-warmed on the
-  UI thread). Keys run in the order typed, against the state they were typed in: a screen key
-  takes the config under the cursor of the screen it was typed on (:meth:`WorkbenchApp.sync_selection`).
+  UI thread). Keys run in the order typed, against the state they were typed in: one at a time
+  (the next goes to the screen once the one before is done and the screen it switched to has been
+  shown; :meth:`WorkbenchApp.on_event`), and a screen key takes the config under the cursor of the
+  screen it was typed on (:meth:`WorkbenchApp.sync_selection`). Keys held when the app quits are dropped.
 """
 
 from __future__ import annotations
@@ -253,6 +255,9 @@ class WorkbenchApp(App[int]):
                 self._key_in_flight = (serial, target)
 
     async def _release_keys(self) -> None:
+        if self.return_code is not None:  # quitting (a key before these ran it): they have no screen left
+            self._held_keys.clear()
+            return
         while self._held_keys and not self._keys_wait():
             await self._deliver(self._held_keys.popleft())
 
@@ -263,7 +268,7 @@ class WorkbenchApp(App[int]):
             await self._release_keys()
 
     async def on_screen_shown(self, message: ScreenShown) -> None:
-        if message.screen is self.screen:
+        if message.screen in self.screen_stack:  # (a modal may be on top of it already)
             self._screen_pending = False
             await self._release_keys()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pilot_wait import settle, type_fast
 from test_tui_key_storm import _data, check
 
@@ -87,3 +88,28 @@ async def test_escape_and_a_screen_key_typed_right_after_a_screen_key_see_that_s
     mode, _variant, cursor, selected, timeline = fast
     assert mode == "timeline"
     assert cursor == selected == timeline
+
+
+@pytest.mark.parametrize("mode", ["timeline", "checks", "history", "irdiff"])
+async def test_a_screen_switched_to_as_the_app_quits_mounts_without_its_widgets(mode: str) -> None:
+    """rms_norm-80x24-4 / rms_norm-160x48-4: ``NoMatches '#live-results'`` in TimelineScreen.on_mount.
+    A screen shown for the first time mounts in its own task; when the app quits first, its widgets
+    are removed before its on_mount runs, which queried them (each of these four screens did)."""
+    app = make_app(_data("rms_norm"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        app.switch_mode(mode)
+        app.exit(0)
+    assert app.return_code == 0
+
+
+async def test_quit_typed_right_after_screen_keys_waits_for_them() -> None:
+    """``5 2`` typed fast, then Ctrl+Q: the quit ran while the screens of 5 and 2 were still being
+    built (NoMatches from ChecksScreen.on_mount, the crash above); keys run one at a time now."""
+    app = make_app(_data("rms_norm"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        type_fast(pilot, "5", "2")
+        await pilot.press("ctrl+q")
+    assert app.return_code == 0
+    assert app.current_mode == "timeline"

@@ -96,6 +96,12 @@ class WorkbenchScreen(Screen[None]):
     def _styles_may_age(self) -> None:
         self._styles_fresh = False
 
+    def torn_down(self) -> bool:
+        """The app quit while this screen was being built (a screen key right before Ctrl+Q): its
+        widgets were removed before its on_mount ran, which then has nothing to fill (issue #34;
+        a composed screen always has children, its header at least)."""
+        return not self.children
+
     @property
     def wb(self) -> WorkbenchHost:
         return self.app  # type: ignore[return-value]
