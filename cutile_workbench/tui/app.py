@@ -18,15 +18,19 @@ Contract:
 - Loading model (issue #34): the first screen paints from ``AppData``; every slower load (IR pairs
   here, the run history and the report plans in their screens) runs in a worker behind a visible
   "loading…" state; a screen is built when first shown (Textual's modes: nothing pre-warmed on the
-  UI thread). Keys run in the order typed, against the state they were typed in: a screen key
-  takes the config under the cursor of the screen it was typed on (:meth:`WorkbenchApp.sync_selection`).
+  UI thread). Keys run in the order typed, against the state they were typed in: one at a time
+  (the next goes to the screen once the one before is done and the screen it switched to has been
+  shown; :meth:`WorkbenchApp.on_event`), and a screen key takes the config under the cursor of the
+  screen it was typed on (:meth:`WorkbenchApp.sync_selection`). Keys held when the app quits are dropped.
 """
 
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -34,7 +38,8 @@ from rich.text import Text
 from textual import events, work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.widget import AwaitMount
+from textual.message import Message
+from textual.widget import AwaitMount, Widget
 from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
@@ -43,7 +48,7 @@ from cutile_workbench.tui import textual_fixes
 from cutile_workbench.tui.app_bindings import APP_BINDINGS
 from cutile_workbench.tui.commands import WorkbenchCommands
 from cutile_workbench.tui.data import AppData, IRPair
-from cutile_workbench.tui.screens.base import WorkbenchScreen
+from cutile_workbench.tui.screens.base import ScreenShown, WorkbenchScreen
 from cutile_workbench.tui.screens.ratios import RatiosScreen
 
 if TYPE_CHECKING:
@@ -87,6 +92,16 @@ def _history_screen() -> Screen[None]:
     from cutile_workbench.tui.screens.history import HistoryScreen
 
     return HistoryScreen()
+
+
+class KeyHandled(Message):
+    """Posted right behind a key, to the widget the key went to: it takes the key's way up (widget,
+    its parents, the screen, the app; each queue keeps its order), so when it reaches the app the
+    key is done, every binding it ran included."""
+
+    def __init__(self, serial: int) -> None:
+        super().__init__()
+        self.serial = serial
 
 
 MODE_KEYS = {"1": "ratios", "2": "timeline", "3": "irdiff", "4": "report", "5": "checks", "6": "history"}
@@ -136,6 +151,12 @@ class WorkbenchApp(App[int]):
         self.trail: list[str] = []
         self._going_back = False
         self.sub_title = data.kernel
+        # Keys one at a time (issue #34): a key goes to the screen once the one before it is done
+        # (its KeyHandled came back) and the screen it switched to has been shown (ScreenShown)
+        self._held_keys: deque[events.Key] = deque()
+        self._key_serial = itertools.count(1)
+        self._key_in_flight: tuple[int, Widget] | None = None
+        self._screen_pending = False
 
     def on_mount(self) -> None:
         if self.user_keymap is not None:
@@ -208,8 +229,61 @@ class WorkbenchApp(App[int]):
             markup=False,
         )
 
+    @property
+    def keys_pending(self) -> int:
+        """Keys typed and not yet handed to a screen (the one in flight included)."""
+        return len(self._held_keys) + (self._key_in_flight is not None)
+
+    def _keys_wait(self) -> bool:
+        flight = self._key_in_flight
+        if flight is not None and not flight[1].is_attached:
+            self._key_in_flight = flight = None  # removed with the key queued at it: nothing comes back
+        return flight is not None or self._screen_pending
+
+    async def _deliver(self, key: events.Key) -> None:
+        """Textual's own handling of a typed key (priority bindings, then the focused widget), with a
+        KeyHandled right behind it."""
+        target: Widget | None
+        try:
+            target = self.focused or self.screen
+        except Exception:  # no screen yet (a key before the first mount): Textual's own handling
+            target = None
+        await super().on_event(key)
+        if target is not None:
+            serial = next(self._key_serial)
+            if target.post_message(KeyHandled(serial)):
+                self._key_in_flight = (serial, target)
+
+    async def _release_keys(self) -> None:
+        if self.return_code is not None:  # quitting (a key before these ran it): they have no screen left
+            self._held_keys.clear()
+            return
+        while self._held_keys and not self._keys_wait():
+            await self._deliver(self._held_keys.popleft())
+
+    async def on_key_handled(self, message: KeyHandled) -> None:
+        message.stop()
+        if self._key_in_flight is not None and self._key_in_flight[0] == message.serial:
+            self._key_in_flight = None
+            await self._release_keys()
+
+    async def on_screen_shown(self, message: ScreenShown) -> None:
+        if message.screen in self.screen_stack:  # (a modal may be on top of it already)
+            self._screen_pending = False
+            await self._release_keys()
+
+    async def on_idle(self) -> None:
+        if self._held_keys:  # a key whose target went away (see _keys_wait): the next one goes now
+            await self._release_keys()
+
     async def on_event(self, event: events.Event) -> None:
-        """Characters typed right after a key that opens an input (``/`` filter, ``/`` search) are
+        """Keys typed go one at a time (issue #34: keys run in order, against the state they were
+        typed in): Textual hands each key to the widget focused when the *app* reads it, so with
+        ``6 Esc`` queued both went to Ratios' table and Esc ran against a History screen that had
+        not yet taken the selected config. A key is held until the one before it came back
+        (:class:`KeyHandled`) and the screen it switched to has been shown (:class:`ScreenShown`).
+
+        Characters typed right after a key that opens an input (``/`` filter, ``/`` search) are
         not lost (issue #20): Textual hands each key to the widget focused when it arrives, and the
         binding moves the focus to the input only when it runs; on a busy machine the next keys
         were already queued at the old widget and came back here unhandled. A printable one that
@@ -222,6 +296,12 @@ class WorkbenchApp(App[int]):
             if isinstance(focused, Input) and focused.display:
                 focused.insert_text_at_cursor(event.character)
                 return
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if self._held_keys or self._keys_wait():
+                self._held_keys.append(event)
+            else:
+                await self._deliver(event)
+            return
         await super().on_event(event)
 
     def mode_screens(self) -> dict[str, Screen[object]]:
@@ -251,7 +331,10 @@ class WorkbenchApp(App[int]):
                 del self.trail[self.trail.index(mode) :]
             else:
                 self.trail.append(current)
-        return super().switch_mode(mode)
+        await_mount = super().switch_mode(mode)
+        if current != mode and isinstance(self.screen, WorkbenchScreen):
+            self._screen_pending = True  # the next key waits for it to be shown (ScreenShown)
+        return await_mount
 
     def gpu_run_live(self) -> bool:
         """A live or sharded GPU run is going on (its worker is running)."""

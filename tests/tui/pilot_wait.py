@@ -1,7 +1,7 @@
 """Pilot helpers that wait for state, never for a fixed time (issue #35 item 1), and type like a fast typist.
 
 - :func:`settle`: every worker of the app finished, no widget of the screen ``busy`` (the Report
-  preview's rebuild), then the message queues drained (``pilot.pause()`` with no delay: Textual's
+  preview's rebuild), no typed key still held by the app (``keys_pending``), then the message queues drained (``pilot.pause()`` with no delay: Textual's
   "process idle", not a sleep).
 - :func:`until`: drain the queues until ``predicate()`` holds; bounded by a number of rounds, not
   by seconds, so a loaded box only makes it slower. Fails naming what never happened.
@@ -28,6 +28,8 @@ async def settle(pilot: Any) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         busy = [w for w in app.screen.query("*") if getattr(w, "busy", False) is True]
+        if getattr(app, "keys_pending", 0):  # keys the app holds until the one before is done
+            continue
         if not busy and not any(w.is_running for w in app.workers):
             return
     raise AssertionError("workers still running (or widgets busy) after settling")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import events, on
 from textual.app import App
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 
 from cutile_workbench.tui.chrome import WorkbenchHeader
@@ -58,6 +59,15 @@ def typed_key(key: str) -> str:
     return ", ".join(out)
 
 
+class ScreenShown(Message, bubble=False):
+    """Posted to the app once a screen it switched to has handled its resume (and everything queued
+    before it): the keys typed after the screen key may go to it now (issue #34)."""
+
+    def __init__(self, screen: WorkbenchScreen) -> None:
+        super().__init__()
+        self.screen = screen
+
+
 class WorkbenchScreen(Screen[None]):
     SCREEN_TITLE: ClassVar[str] = ""
     ABOUT: ClassVar[str] = ""
@@ -76,9 +86,21 @@ class WorkbenchScreen(Screen[None]):
         if self._styles_fresh:
             event.refresh_styles = False
 
+    @on(events.ScreenResume)
+    def _say_shown(self) -> None:
+        # after this message and whatever is queued here (the subclass's on_screen_resume: the
+        # cursor moves to the selected config, the config shown follows it)
+        self.call_next(self.app.post_message, ScreenShown(self))
+
     @on(events.ScreenSuspend)
     def _styles_may_age(self) -> None:
         self._styles_fresh = False
+
+    def torn_down(self) -> bool:
+        """The app quit while this screen was being built (a screen key right before Ctrl+Q): its
+        widgets were removed before its on_mount ran, which then has nothing to fill (issue #34;
+        a composed screen always has children, its header at least)."""
+        return not self.children
 
     @property
     def wb(self) -> WorkbenchHost:

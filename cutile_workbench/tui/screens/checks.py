@@ -101,6 +101,8 @@ class ChecksScreen(WorkbenchScreen):
         return self.query_one(ChecksPanel)
 
     def on_mount(self) -> None:
+        if self.torn_down():
+            return
         # never run on mount: the app pre-mounts every screen at start-up, and the checks start
         # child processes (up to minutes on a GPU node) — they run when asked (r / palette)
         if self.data.run_checks is None:

@@ -95,6 +95,8 @@ class HistoryScreen(WorkbenchScreen):
         return self.data.history
 
     def on_mount(self) -> None:
+        if self.torn_down():
+            return
         self.query_one(RunsTable).focus()
         if self.history is None and self.data.history_loader is not None:
             self.action_reload()
@@ -105,7 +107,8 @@ class HistoryScreen(WorkbenchScreen):
         self.query_one(RunsTable).compact = self.size.width < 100
 
     def on_screen_resume(self) -> None:
-        self.follow_selection()
+        if not self.torn_down():
+            self.follow_selection()
 
     # ------------------------------------------------------------------ loading
     def action_reload(self) -> None:

@@ -67,12 +67,16 @@ class IRDiffScreen(WorkbenchScreen):
         yield WorkbenchFooter()
 
     def on_mount(self) -> None:
+        if self.torn_down():
+            return
         self.wb.irdiff_screen = self
         self.show_pair(self.selected_pair_index())
         self.query_one(IRDiffView).focus()
 
     def on_screen_resume(self) -> None:
         # coming back from Ratios with another config highlighted: show that config's recorded pair
+        if self.torn_down():
+            return
         want = self.selected_pair_index()
         if self.data.ir_pairs and want != self.pair_index and self.data.ir_pairs[want].config is not None:
             self.show_pair(want)

@@ -406,13 +406,19 @@ class RatiosScreen(WorkbenchScreen):
         self.update_status()
 
     def on_tabs_tab_activated(self, event: Tabs.TabActivated) -> None:
-        tab_id = event.tab.id or ""
+        self._show_variant(event.tab.id or "")
+
+    def _show_variant(self, tab_id: str) -> None:
         v = tab_id.removeprefix("variant-")
-        self.table.variant = None if v == ALL_TAB else v
+        self.table.variant = None if v == ALL_TAB else v  # unchanged: no rebuild (a reactive)
         self.update_status()
 
     def action_next_variant(self) -> None:
-        self.query_one("#variants", Tabs).action_next_tab()
+        """The next tab's rows are in the table when this returns, not when the Tabs' message comes
+        back: keys typed after ``v`` (``v ↓ 6``) are already queued and act on what ``v`` shows."""
+        tabs = self.query_one("#variants", Tabs)
+        tabs.action_next_tab()
+        self._show_variant(tabs.active)
 
     def on_ratio_table_row_chosen(self, event: RatioTable.RowChosen) -> None:
         self.wb.open_timeline(event.row)

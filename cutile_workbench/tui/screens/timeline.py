@@ -125,13 +125,15 @@ class TimelineScreen(WorkbenchScreen):
         yield WorkbenchFooter()
 
     def on_mount(self) -> None:
+        if self.torn_down():
+            return
         self.query_one("#live-results", DataTable).add_columns("framework", "params", "median ms")
         self.query_one("#probe", DataTable).can_focus = False  # read-only numbers: Tab stays on the lanes
         self.query_one(LaunchTimeline).focus()
         self._follow()
 
     def on_screen_resume(self) -> None:
-        if self.is_mounted:
+        if self.is_mounted and not self.torn_down():
             self._follow()
 
     def _follow(self) -> None:
