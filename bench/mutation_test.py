@@ -508,7 +508,9 @@ def main(argv: list[str] | None = None) -> int:
     todo = [mm for m in modules for mm in generate(m, args.max_per_function, hand_only=args.hand_only)]
     if args.keys is not None:
         text = args.keys.read_text()
-        wanted = set(json.loads(text)["survivors"]) if text.lstrip().startswith("{") else set(text.splitlines())
+        wanted = (
+            set(json.loads(text)["survivors"]) if text.lstrip().startswith("{") else set(text.splitlines())
+        )
         todo = [t for t in todo if t[0].key in wanted]
     if args.sample is not None:
         todo = sample(todo, args.sample, args.seed)
