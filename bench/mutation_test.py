@@ -24,6 +24,8 @@ What it does:
 - A mutant's ``key`` is ``module|function|operator|source of the mutated node`` (no line number, so
   it survives unrelated edits). ``--check-survivors`` fails (exit 1) when a survivor's key is not in
   the committed list (that list may only shrink) and names listed keys that were killed (remove them).
+- ``--keys FILE``: only the mutants whose key is a line of FILE (or in its ``"survivors"`` list when it
+  is JSON): re-run a run's survivors after adding killers.
 - ``--sample N --seed S``: a seeded sample of N mutants of all the selected modules (CI runs one); a
   mutant is picked by the hash of the seed and its own key, so unrelated edits keep the sample.
 - Output: one JSON document (per mutant: module, function, line, operator, key, outcome, seconds)
@@ -493,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exclude-test", action="append", default=[], help="leave this test file out")
     ap.add_argument("--hand-only", action="store_true", help="only issue 22's hand mutants (HAND)")
     ap.add_argument("--list", action="store_true", help="list the mutants (keys) and run nothing")
+    ap.add_argument("--keys", type=Path, default=None, help="only these keys (lines, or a survivors JSON)")
     ap.add_argument("--check-survivors", type=Path, default=None)
     ap.add_argument("--write-survivors", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mutation_test.json")
@@ -503,6 +506,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown module(s): {', '.join(unknown)}; known: {', '.join(RULES)}", file=sys.stderr)
         return 2
     todo = [mm for m in modules for mm in generate(m, args.max_per_function, hand_only=args.hand_only)]
+    if args.keys is not None:
+        text = args.keys.read_text()
+        wanted = (
+            set(json.loads(text)["survivors"]) if text.lstrip().startswith("{") else set(text.splitlines())
+        )
+        todo = [t for t in todo if t[0].key in wanted]
     if args.sample is not None:
         todo = sample(todo, args.sample, args.seed)
     if args.list:
@@ -565,6 +574,7 @@ def main(argv: list[str] | None = None) -> int:
                 "sample": args.sample,
                 "seed": args.seed,
                 "hand_only": args.hand_only,
+                "keys": str(args.keys) if args.keys is not None else None,
                 "modules": modules,
                 "excluded_tests": list(args.exclude_test),
                 "python": sys.version.split()[0],

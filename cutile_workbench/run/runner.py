@@ -91,6 +91,10 @@ STICKY_CUDA_ERROR = re.compile(
 #: pytest's verbose outcome words, as they end a test's line in ``-v`` output
 _OUTCOME_WORDS = ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL", "XPASS")
 _POLL_S = 0.05
+#: the watchdog's clock: progress stamps, the hang, startup and total deadlines, attempt durations. Read
+#: at each call (a module attribute, not a bound default), so a test can replace it and make a hang its
+#: child signalled overdue at once: the outcome then follows from the events, never from the box's speed.
+_clock: Callable[[], float] = time.monotonic
 
 
 # --------------------------------------------------------------------------- collection
@@ -120,7 +124,7 @@ def collect(
             raise InputError(
                 f"cannot start {spec.python!r} in {spec.cwd}: {exc.strerror or exc}", key="python"
             ) from None
-        deadline = time.monotonic() + limit
+        deadline = _clock() + limit
         rc: int | None = None
         extra = ""
         try:
@@ -131,7 +135,7 @@ def collect(
                     if cancel is not None and cancel.is_set():
                         kill_group(proc, 1.0)
                         rc, extra = 130, "\n[workbench: collection cancelled]\n"
-                    elif time.monotonic() > deadline:
+                    elif _clock() > deadline:
                         kill_group(proc, 1.0)
                         rc, extra = 124, f"\n[workbench: collection killed after {limit:.1f}s]\n"
         except BaseException:  # Ctrl-C: the child's own session would outlive us
@@ -309,7 +313,7 @@ class _StdoutTracker:
                 if cand not in self.started:  # a complete line is seen again after its open part
                     self.started.add(cand)
                     self.current = cand
-                    self.changed_at = time.monotonic()
+                    self.changed_at = _clock()
                 return True
         return False
 
@@ -326,7 +330,7 @@ class _StdoutTracker:
                 }.get(word, "failed")
                 self.finished[self.current] = outcome
                 self.current = None
-                self.changed_at = time.monotonic()
+                self.changed_at = _clock()
 
 
 # --------------------------------------------------------------------------- the run
@@ -366,7 +370,7 @@ def _run(
 ) -> RunResult:
     check_kernel_dir(out)
     started_at = time.time()
-    t0 = time.monotonic()
+    t0 = _clock()
     runs_dir = out.workbench_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     _ensure_inside(runs_dir, out.root)
@@ -479,7 +483,7 @@ def _result(
     cancelled: bool,
     dispatcher: _Dispatcher,
 ) -> RunResult:
-    duration = time.monotonic() - t0
+    duration = _clock() - t0
     counts = count_outcomes(state.outcomes)
     if attempts:
         sink.write_line(
@@ -597,7 +601,7 @@ def _run_attempt(
     total_deadline: float | None,
 ) -> Attempt:
     """One child process: spawn, tee, tail events, watch for hangs/crashes/cancel, classify the end."""
-    t0 = time.monotonic()
+    t0 = _clock()
     state.current = None
     state.saw_event_test_start = False
     state.session_finished = None
@@ -758,7 +762,7 @@ def _run_attempt(
         rc,
         ended,
         detail or f"exited with status {rc}",
-        time.monotonic() - t0,
+        _clock() - t0,
         str(ev_path),
     )
 
@@ -778,7 +782,7 @@ def _watch(
     while True:
         rc = proc.poll()
         drain_events(False)
-        now = time.monotonic()
+        now = _clock()
         with tracker_lock:
             if tracker.changed_at is not None and tracker.changed_at > state.progress_at:
                 state.progress_at = tracker.changed_at
@@ -818,7 +822,7 @@ def _running_test(state: _State, tracker: _StdoutTracker) -> str | None:
 def _apply_event(ev: Event, attempt: int, state: _State, dispatcher: _Dispatcher) -> None:
     ev = Event(event=ev.event, ts=ev.ts, fields={**ev.fields, "attempt": attempt}, line=ev.line)
     state.events.append(ev)
-    state.progress_at = time.monotonic()
+    state.progress_at = _clock()
     kind = ev.event
     nodeid = ev.get("nodeid")
     if kind == "test_start" and isinstance(nodeid, str):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from pilot_wait import until
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 from tui_helpers import ScriptedRunner, make_data
 
 from cutile_workbench.model import ReportPlan
@@ -322,7 +322,15 @@ async def test_palette_commands_follow_state() -> None:
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"sort by ratio")
-        await pilot.pause(0.3)
+
+        def sort_by_ratio_highlighted() -> bool:
+            """the palette's search (a worker) has listed and highlighted the command: never a fixed pause"""
+            hits = app.screen.query_one(CommandList)
+            return hits.highlighted is not None and "sort by ratio" in str(
+                hits.get_option_at_index(hits.highlighted).prompt
+            )
+
+        await until(pilot, sort_by_ratio_highlighted, "the palette highlights 'sort by ratio'")
         await pilot.press("enter")
         await pilot.pause()
         screen = app.screen

@@ -105,7 +105,12 @@ async def test_escape_cancels_a_running_live_run() -> None:
     app = make_app(make_data(runner=runner))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_live(app, pilot)
-        await pilot.pause(0.2)
+        # the blocked runner's worker never completes, so wait for the state without waiting on workers
+        # (a cap of rounds, not a fixed pause that a loaded box may outlast)
+        for _ in range(1200):
+            if screen.live_running:
+                break
+            await pilot.pause(0.05)
         assert screen.live_running and screen.check_action("cancel_live", ()) is True
         assert not screen.query_one("#progress").has_class("hidden")
         await pilot.press("escape")

@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 import pytest
+from pilot_wait import until
 
 from cutile_workbench.stages.e.stats import geomean, round4
 from cutile_workbench.tui.app import make_app
@@ -115,14 +116,12 @@ async def test_variant_tab_and_filter_restate_the_geomean_of_their_rows() -> Non
         await pilot.pause()
         await pilot.press("v")
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()  # the CI is bootstrapped in a thread
-        await pilot.pause(0.4)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        text = "\n".join(screen_lines(pilot.app))
         rows = [r for r in data.table.rows if r.variant == "non_persistent"]
         g = round4(geomean([r.ratio for r in rows]))
-        assert f"variant non_persistent (3 rows): geomean {g:.4f}x CI [0.998, 1.001]" in text
+        line = f"variant non_persistent (3 rows): geomean {g:.4f}x CI [0.998, 1.001]"
+        # the CI is bootstrapped in a thread: wait for the line it writes, never a fixed pause
+        await until(pilot, lambda: line in "\n".join(screen_lines(pilot.app)), "the variant's geomean CI")
+        text = "\n".join(screen_lines(pilot.app))
         assert "E, all rows: geomean 1.3758x" in text  # E's whole-table result stays, named as E's
         await pilot.press("v", "v", "slash", *"8192", "enter")  # back to "all", then filter
         await pilot.pause()

@@ -275,3 +275,29 @@ def test_static_wrapper_findings_are_cross_checked_with_launch_counts() -> None:
     assert ws[0].fixable and ws[0].confidence == "medium" and "unconfirmed" in ws[0].summary
     assert "(confirmed" not in ws[0].summary
     assert ws[1] == key  # not a hot-path rule: passed through unchanged
+
+
+@pytest.mark.parametrize(
+    ("floor", "verdict"),
+    [
+        (0.95, "ALIGNED"),  # the band (1.95x) holds the 1.875x per-launch gap: noise, nothing decides
+        (0.88, "ALIGNED"),  # just above the gap (band 1.88x): still noise
+        (0.87, "FIXABLE"),  # just below it (band 1.87x): a real gap, the resource finding decides
+    ],
+)
+def test_resource_finding_decides_only_with_a_real_gap(floor: float, verdict: str) -> None:
+    """V3's gate covers the resource rule, not only the config rule (issue 35: ``_GAP_GATED_KINDS``
+    without "resources" survived). The 16384x2048 captures (synthetic from the real H200 facts, README):
+    per-launch 82.78 vs 44.16 us = 1.875x, 255 vs 175 registers/thread (the candidate at the cap).
+    SYNTHETIC: the row's A/A noise floor, set around that gap so the per-launch gap turns noise."""
+    sets = load_launch_sets(FIX / "f" / "rms_norm_16384x2048.launches.json")
+    row = _row(P, 0.04416, 0.08278, noise_floor=floor)
+    (inv,) = diagnose(FInputs("rms_norm", _table([row]), sets, candidate_backend="cutile"))
+    res = next(f for f in inv.findings if f.kind == "resources")
+    assert "registers/thread 255 vs 175" in res.summary
+    assert inv.verdict == verdict
+    assert res.fixable is (verdict == "FIXABLE")
+    gap = next(f for f in inv.findings if f.kind == "gap")
+    assert gap.details["status"] == ("real" if verdict == "FIXABLE" else "noise")
+    if verdict == "ALIGNED":
+        assert "not decisive" in res.summary and res.confidence == "low"

@@ -30,6 +30,7 @@ from cutile_workbench.infra.paths import under
         ("/out/rms_nor", "/out/rms_norm", False),  # just outside: one character shorter
         ("/out", "/out/rms_norm", False),  # the parent
         ("/anything/at/all", "/", True),  # the filesystem root holds everything
+        ("/tmp/out/rms_norm/x", "/out/rms_norm", False),  # the root's path inside another tree: a prefix only
     ],
 )
 def test_under_is_inside_only_across_a_separator(real: str, root: str, inside: bool) -> None:
@@ -117,3 +118,21 @@ def test_kernel_name_edges(name: str, ok: bool) -> None:
     else:
         with pytest.raises(UnsafePath):
             check_kernel_name(name)
+
+
+@pytest.mark.parametrize("area", ["reports", "workbench"])
+def test_a_write_area_linked_out_refuses_writes_through_it_only(
+    kernel: Path, tmp_path: Path, area: str
+) -> None:
+    """``reports/`` (or ``workbench/``) a link out of the kernel dir: a write through it is refused with
+    the area named; a top-level perf log and the other area stay writable (issue 35, second wave: the
+    check without its ``_under(real, area)`` half refused every write of that kernel dir)."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (kernel / area).rmdir()
+    os.symlink(elsewhere, kernel / area)
+    with pytest.raises(UnsafePath, match=f"{area}/ resolves outside the kernel dir"):
+        confine_write(kernel, kernel / area / "f.json")
+    assert confine_write(kernel, kernel / "perf_cutile_rs.txt") == kernel / "perf_cutile_rs.txt"
+    other = "workbench" if area == "reports" else "reports"
+    assert confine_write(kernel, kernel / other / "f.json") == kernel / other / "f.json"

@@ -161,3 +161,18 @@ def test_calibrate_run_without_a_gpu_says_so_and_measures_nothing(
     assert main(["calibrate", "rms_norm", "--run", "-b", "triton", "--out-root", str(tmp_path)]) == 2
     assert "calibrate: run 1 exited 2: no A/A test" in capsys.readouterr().out
     assert not (tmp_path / "rms_norm" / "workbench" / "history.sqlite").exists()
+
+
+def test_a_sides_reason_and_no_side_at_all_are_said() -> None:
+    """The explanation names why a side has no spread (its own reason, not "1 run"), and says "no run"
+    when neither side was in the history (issue 35, second wave: both survived as wording; the text is
+    what `table` and the report show under a row without a floor). SYNTHETIC sides."""
+    why = "cutile-rs: 3 run(s), the latest without a recorded code identity (TileGym commit / cutile-rs library)"
+    blind = row_noise(SideNoise("cutile-rs", 1, None, why), SideNoise("cutile", 1, None))
+    assert blind.floor is None and blind.text == (
+        f"no A/A estimate: fewer than 2 runs of the same code on a side in the history ({why}, cutile 1 run)"
+    )
+    nothing = row_noise(None, None)
+    assert nothing.floor is None and nothing.text == (
+        "no A/A estimate: fewer than 2 runs of the same code on a side in the history (no run)"
+    )

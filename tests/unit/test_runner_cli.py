@@ -98,7 +98,7 @@ def test_run_streams_one_line_per_config_and_writes_the_layout(tmp_path, monkeyp
         str(out_root),
         "--skip-gpu-check",
         "--timeout",
-        "5",
+        "120",  # generous: every config here must finish (the SIGSEGV ends its child itself)
     )
     assert rc == 1  # a config failed; results still written
     lines = [ln for ln in stdout.splitlines() if ln.startswith("[")]
@@ -121,9 +121,8 @@ def test_a_signal_cancels_a_single_run_and_leaves_no_pytest_child(tmp_path, sig)
     which in Python 3.11 can mark the runner thread finished while it still runs, and SIGTERM/SIGHUP
     killed the CLI outright; either way the child (here a SYNTHETIC hang) was orphaned."""
     import signal
-    import time
 
-    from scaleout_helpers import alive, faults_suite, interrupt_cli_once_running
+    from scaleout_helpers import faults_suite, interrupt_cli_once_running, still_alive
 
     suite = faults_suite(tmp_path)
     out_root = tmp_path / "o"
@@ -145,8 +144,8 @@ def test_a_signal_cancels_a_single_run_and_leaves_no_pytest_child(tmp_path, sig)
         streams="rms_norm/workbench/runs/*.events.*.jsonl",
         sig=getattr(signal, sig),
     )
-    time.sleep(0.3)
-    assert len(pids) == 1 and not alive(pids[0]), "the pytest child outlived the CLI"
+    # wait for the state (a killed child is gone once reaped), never a fixed pause
+    assert len(pids) == 1 and not still_alive(pids), "the pytest child outlived the CLI"
     assert rc == 2, err
     assert f"cancelling ({sig})" in err and "cancelled; nothing written" in err
     assert not (out_root / "rms_norm/baseline_perf_triton_tileir.txt").exists()
