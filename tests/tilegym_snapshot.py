@@ -53,6 +53,16 @@ def tarball_path(env: Mapping[str, str] = os.environ) -> Path:
     return Path(env[TARBALL_ENV]) if env.get(TARBALL_ENV) else DEFAULT_TARBALL
 
 
+def needs_test_files():  # -> pytest.MarkDecorator (pytest imported here: .ci/run runs this file with bare python3)
+    """The skip mark of a test that reads TileGym's own test files (``tests/ops``) from the snapshot;
+    its reason carries :data:`SKIP_MARK`, so under ``WORKBENCH_REQUIRE_TILEGYM`` the skip fails the run."""
+    import pytest
+
+    return pytest.mark.skipif(
+        not (SNAPSHOT / "tests" / "ops").is_dir(), reason=f"{SKIP_MARK} absent (.fetched/TileGym)"
+    )
+
+
 def is_snapshot_skip(reason: str) -> bool:
     """True when a skip reason says the test lacks the TileGym snapshot."""
     return SKIP_MARK in reason

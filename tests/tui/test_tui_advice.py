@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from pilot_wait import settle, until
 from textual.widgets import Static
+from tilegym_snapshot import needs_test_files
 
 from cutile_workbench.cli import main
 from cutile_workbench.tui.app import make_app
@@ -29,9 +30,7 @@ from cutile_workbench.tui.screens.timeline import TimelineScreen
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = ROOT / "cutile_workbench" / "profiles" / "tilegym" / "session"
 TILEGYM = ROOT / ".fetched" / "TileGym"
-needs_tilegym = pytest.mark.skipif(
-    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot absent (.fetched/TileGym)"
-)
+needs_tilegym = needs_test_files()
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from checks_helpers import fake
+from tilegym_snapshot import needs_test_files
 
 from cutile_workbench.checks.childproc import collect_nodeids
 from cutile_workbench.checks.kselect import (
@@ -35,9 +36,7 @@ TILEGYM = REPO / ".fetched" / "TileGym"
 #: the contract doc's §2.2 bmm example analysis.json (shared/docs/tilegym-contract.md), kept in the repo
 #: so the test runs wherever the repo is (it read the doc by an absolute path and skipped elsewhere)
 CONTRACT_EXAMPLE = REPO / "tests/fixtures/checks/contract_2_2_bmm_analysis.json"
-needs_tilegym = pytest.mark.skipif(
-    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched"
-)
+needs_tilegym = needs_test_files()
 
 
 @pytest.fixture(autouse=True)

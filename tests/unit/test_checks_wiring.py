@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from checks_helpers import fake
+from tilegym_snapshot import needs_test_files
 
 from cutile_workbench.checks.testfile import load_test_module
 from cutile_workbench.checks.wiring import analyse_wiring, apply_wiring, check_wiring, find_test_file
@@ -20,9 +21,7 @@ from cutile_workbench.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
 TILEGYM = REPO / ".fetched" / "TileGym"
-needs_tilegym = pytest.mark.skipif(
-    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot not fetched"
-)
+needs_tilegym = needs_test_files()
 
 
 @pytest.fixture(autouse=True)

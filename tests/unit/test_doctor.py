@@ -13,15 +13,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from tilegym_snapshot import needs_test_files
 
 from cutile_workbench.cli import main
 from cutile_workbench.services.doctor import CHECK_ORDER, DoctorRequest, diagnose, preflight
 
 PROFILES = Path(__file__).resolve().parents[2] / "cutile_workbench" / "profiles"
 TILEGYM = Path(__file__).resolve().parents[2] / ".fetched" / "TileGym"
-needs_tilegym = pytest.mark.skipif(
-    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot absent (.fetched/TileGym)"
-)
+needs_tilegym = needs_test_files()
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tilegym_snapshot import needs_test_files
 
 from cutile_workbench.cli import main
 from cutile_workbench.services.kernels import list_kernels, recorded_overview_root
@@ -19,9 +20,7 @@ from cutile_workbench.services.kernels import list_kernels, recorded_overview_ro
 ROOT = Path(__file__).resolve().parents[2]
 TILEGYM = ROOT / ".fetched" / "TileGym"
 RECORDED = ROOT / "cutile_workbench" / "profiles" / "tilegym" / "session"
-needs_tilegym = pytest.mark.skipif(
-    not (TILEGYM / "tests" / "ops").is_dir(), reason="TileGym snapshot absent (.fetched/TileGym)"
-)
+needs_tilegym = needs_test_files()
 
 
 @pytest.fixture(autouse=True)
