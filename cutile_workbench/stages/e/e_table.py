@@ -52,6 +52,7 @@ from cutile_workbench.model import PerfLog, RatioTable
 
 if TYPE_CHECKING:
     from cutile_workbench.artifacts.analysis import Analysis
+    from cutile_workbench.artifacts.perflog.index import LogIndex
     from cutile_workbench.artifacts.workspace import Workspace
 
 #: bump when the table's rules or its dataclasses change shape (old caches become misses)
@@ -414,7 +415,7 @@ def load_config_table(ws: Workspace, params: str, *, seed: int = 0, n_boot: int 
     of the result are that config's, not the kernel's. Errors as :func:`load_e_table`."""
     import dataclasses
 
-    from cutile_workbench.artifacts.perflog.index import config_text, log_index
+    from cutile_workbench.artifacts.perflog.index import config_text
     from cutile_workbench.artifacts.perflog.parser import parse_perf_log
     from cutile_workbench.errors import WorkbenchError
     from cutile_workbench.stages.e.stats import _LOG_FRAMEWORK, build_ratio_table
@@ -423,37 +424,12 @@ def load_config_table(ws: Workspace, params: str, *, seed: int = 0, n_boot: int 
         table = load_e_table(ws, seed=seed, n_boot=n_boot).table
         return dataclasses.replace(table, rows=[r for r in table.rows if r.params == params])
 
-    paths = ws.paths
-    found = ws.raw_log_path()
-    variant_logs = (
-        [
-            v
-            for v in ws.variant_names()
-            if paths.perf_full_log_variant(v).is_file() or paths.perf_cutile_rs_variant(v).is_file()
-        ]
-        if found is not None
-        else []
-    )
-    if found is None or variant_logs:  # several candidate logs merge: the whole path's rule
+    indexed = _indexed_logs(ws)
+    if indexed is None:  # variant logs, no log, or an index error: the whole path's rule (located)
         return whole()
+    found, cand_idx, base_idx = indexed
     analysis = ws.analysis
-    try:
-        cand_idx = log_index(found, kernel_dir=paths.root)
-        base_idx = {
-            key: log_index(getattr(paths, f"baseline_{key}"), kernel_dir=paths.root)
-            for key in _BASELINES
-            if getattr(paths, f"baseline_{key}").is_file()
-        }
-    except WorkbenchError:  # the whole path reports it, located
-        return whole()
-    empty = hashlib.sha256(b"").hexdigest()
-    key = _key(
-        _head(ws, seed, n_boot),
-        [(None, cand_idx.digest)],
-        [(k, base_idx[k].digest if k in base_idx else empty) for k in _BASELINES],
-        analysis,
-    )
-    hit = _MEMORY.get(key) or _load_cached(_cache_file(key), key)
+    hit = _cached_whole(ws, cand_idx, base_idx, seed=seed, n_boot=n_boot)
     if hit is not None:
         return dataclasses.replace(hit[0], rows=[r for r in hit[0].rows if r.params == params])
     if not cand_idx.usable or not all(i.usable for i in base_idx.values()):
@@ -494,6 +470,21 @@ def cheap_frameworks(ws: Workspace, *, seed: int = 0, n_boot: int = 2000) -> tup
     """The candidate records' frameworks without parsing the log (issue 31 item 2): those kept with the
     cached whole table when it is there, else the ``framework:`` lines the log's index counted (one
     per record block); None when neither holds (variant logs, an unusable index): parse instead."""
+    indexed = _indexed_logs(ws)
+    if indexed is None:
+        return None
+    _found, idx, base_idx = indexed
+    hit = _cached_whole(ws, idx, base_idx, seed=seed, n_boot=n_boot)
+    if hit is not None:
+        return hit[1]
+    return idx.frameworks if idx.usable else None
+
+
+def _indexed_logs(ws: Workspace) -> tuple[Path, LogIndex, dict[str, LogIndex]] | None:
+    """The candidate log and the byte-offset indexes of it and of each baseline log present, for the
+    one-config paths above; None when they do not apply: no candidate log, variant logs (several
+    candidate logs merge: the whole table's rule), or an index that could not be built (the whole
+    path reports it, located)."""
     from cutile_workbench.artifacts.perflog.index import log_index
     from cutile_workbench.errors import WorkbenchError
 
@@ -505,17 +496,28 @@ def cheap_frameworks(ws: Workspace, *, seed: int = 0, n_boot: int = 2000) -> tup
     ):
         return None
     try:
-        idx = log_index(found, kernel_dir=paths.root)
-        digests = [
-            (k, log_index(getattr(paths, f"baseline_{k}"), kernel_dir=paths.root).digest)
-            if getattr(paths, f"baseline_{k}").is_file()
-            else (k, hashlib.sha256(b"").hexdigest())
-            for k in _BASELINES
-        ]
+        cand_idx = log_index(found, kernel_dir=paths.root)
+        base_idx = {
+            key: log_index(getattr(paths, f"baseline_{key}"), kernel_dir=paths.root)
+            for key in _BASELINES
+            if getattr(paths, f"baseline_{key}").is_file()
+        }
     except WorkbenchError:
         return None
-    key = _key(_head(ws, seed, n_boot), [(None, idx.digest)], digests, ws.analysis)
-    hit = _MEMORY.get(key) or _load_cached(_cache_file(key), key)
-    if hit is not None:
-        return hit[1]
-    return idx.frameworks if idx.usable else None
+    return found, cand_idx, base_idx
+
+
+def _cached_whole(
+    ws: Workspace, cand_idx: LogIndex, base_idx: dict[str, LogIndex], *, seed: int, n_boot: int
+) -> tuple[RatioTable, tuple[str, ...]] | None:
+    """The whole table (and its candidate frameworks) in memory or in the cache, found by the key
+    :func:`inputs_key` gives, computed from the indexes' streamed digests (no log text held; a
+    missing baseline hashes as empty bytes, as :func:`_read` reads it)."""
+    empty = hashlib.sha256(b"").hexdigest()
+    key = _key(
+        _head(ws, seed, n_boot),
+        [(None, cand_idx.digest)],
+        [(k, base_idx[k].digest if k in base_idx else empty) for k in _BASELINES],
+        ws.analysis,
+    )
+    return _MEMORY.get(key) or _load_cached(_cache_file(key), key)
