@@ -75,3 +75,15 @@ def test_interleaved_xdist_log_is_not_cut(tmp_path: Path) -> None:
     idx = index.log_index(log)
     assert not idx.usable and "xdist" in idx.why
     assert _rows_equal_whole(kdir) == 6
+
+
+def test_a_one_config_table_from_memory_is_the_callers_own_copy() -> None:
+    """The in-memory whole table hands every caller its own copy (e_table's _MEMORY contract): a caller
+    that edits the one-config table it got (its notes list) does not change what the next caller gets."""
+    kdir = next(p for p in SESSIONS if p.name == "matmul")
+    ws = stage_e.open_kernel(kdir.name, out_root=kdir.parent, tilegym=None)
+    e_table.load_e_table(ws)  # fills the in-memory table
+    params = e_table.load_e_table(ws).table.rows[0].params
+    first = e_table.load_config_table(ws, params)
+    first.notes.append("edited by a caller")
+    assert "edited by a caller" not in e_table.load_config_table(ws, params).notes

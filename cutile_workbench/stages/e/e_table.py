@@ -431,7 +431,8 @@ def load_config_table(ws: Workspace, params: str, *, seed: int = 0, n_boot: int 
     analysis = ws.analysis
     hit = _cached_whole(ws, cand_idx, base_idx, seed=seed, n_boot=n_boot)
     if hit is not None:
-        return dataclasses.replace(hit[0], rows=[r for r in hit[0].rows if r.params == params])
+        # its own copy (the _MEMORY contract): the rows are frozen, the table's lists are not
+        return copy.deepcopy(dataclasses.replace(hit[0], rows=[r for r in hit[0].rows if r.params == params]))
     if not cand_idx.usable or not all(i.usable for i in base_idx.values()):
         return whole()
     cut = config_text(cand_idx, params)
