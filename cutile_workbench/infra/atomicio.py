@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from cutile_workbench.errors import UnsafePath
 from cutile_workbench.infra.paths import dir_at, is_inside, replace_at, split_relpath
@@ -63,11 +65,21 @@ def atomic_write_bytes(
         with dir_at(root, parts[:-1], create=True) as fd:
             replace_at(fd, parts[-1], data, where=str(path), keep_mode=keep_mode)
         return
+    with atomic_writer(path, keep_mode=keep_mode, durable=durable) as fh:
+        fh.write(data)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, *, keep_mode: bool = False, durable: bool = True) -> Iterator[BinaryIO]:
+    """The unconfined (``root=None``) form of :func:`atomic_write_bytes` for a writer that streams
+    (a large cache file written without an in-memory copy of it): the file object of a temp file
+    beside ``path``, renamed over it when the block ends without an exception; removed otherwise."""
+    path = Path(path)
     mode = path.stat().st_mode & 0o7777 if keep_mode and path.exists() else None
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
+    tmp = path.with_name(f"{TEMP_PREFIX}{path.name}.tmp-{os.getpid()}-{threading.get_ident()}")
     try:
         with open(tmp, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
@@ -77,3 +89,7 @@ def atomic_write_bytes(
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+#: the temp file of an unconfined atomic write is ``<TEMP_PREFIX><name>.tmp-<pid>-<thread>`` beside it
+TEMP_PREFIX = "."

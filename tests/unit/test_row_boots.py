@@ -74,3 +74,22 @@ def test_a_damaged_or_foreign_file_is_a_miss_never_a_number(
     again, drawn = _table_and_draws(monkeypatch)
     assert drawn == 6 and again == first
     assert path.is_file() and not path.is_symlink()
+
+
+def test_a_write_leaves_the_row_file_alone_and_a_stray_temp_is_pruned(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The row file is written through the package's one atomic write (infra.atomicio.atomic_writer):
+    nothing but the ``.npz`` is left beside it, and a temp file a killed writer left (SYNTHETIC: made
+    here with that writer's name) is pruned by the next write past KEEP_FILES."""
+    from cutile_workbench.stages.e import row_boots
+
+    _table_and_draws(monkeypatch)
+    assert [p.suffix for p in cache.iterdir()] == [".npz"]
+    stray = cache / ".0123.npz.tmp-1-2"
+    stray.write_bytes(b"half")
+    monkeypatch.setattr(row_boots, "KEEP_FILES", 1)
+    for f in cache.glob("*.npz"):
+        f.unlink()  # the next build writes the row file again (and prunes)
+    _table_and_draws(monkeypatch)
+    assert not stray.exists() and [p.suffix for p in cache.iterdir()] == [".npz"]

@@ -19,21 +19,20 @@ Contract:
   over- or underflowed, no CI), ``logs`` (N x n_boot float32). A file that is absent, a link, not a
   regular file, over :data:`MAX_FILE_BYTES`, not such arrays, of other shapes or dtypes, or holding a
   non-finite number where ``ok`` is a miss: every row drawn again and the file rewritten, never trusted.
-- Written atomically (a temp file beside it, then renamed; stray ``.tmp`` files are pruned); at most :data:`KEEP_FILES` files, least recently used pruned.
+- Written atomically (a temp file beside it, then renamed; stray temp files are pruned); at most :data:`KEEP_FILES` files, least recently used pruned.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import stat
-import tempfile
 import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from cutile_workbench.infra.atomicio import atomic_writer
 from cutile_workbench.stages.e.stats import RowBoot
 
 VERSION = 1
@@ -152,14 +151,11 @@ class RowBootFile:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # written straight to a temp file beside it, then renamed (no in-memory copy of the file)
-            with tempfile.NamedTemporaryFile(dir=self.path.parent, suffix=".tmp", delete=False) as fh:
-                tmp = Path(fh.name)
+            with atomic_writer(self.path, durable=False) as fh:
                 np.savez(fh, keys=keys, ci=ci, ok=ok, logs=logs)
-            os.replace(tmp, self.path)
             _prune(self.path.parent)
-        except OSError:  # a cache that cannot be written is only a slower next run
-            with contextlib.suppress(OSError, UnboundLocalError):
-                tmp.unlink(missing_ok=True)
+        except OSError:  # a cache that cannot be written is only a slower next run (the temp removed)
+            pass
         self._new.clear()
         self._asked.clear()
         self._index = None
@@ -168,7 +164,7 @@ class RowBootFile:
 def _prune(directory: Path) -> None:
     entries = []
     for p in directory.iterdir():
-        if p.suffix in (".npz", ".tmp"):
+        if p.suffix == ".npz" or ".npz.tmp-" in p.name:  # a row file or a stray temp of atomic_writer
             try:
                 entries.append((p.lstat().st_mtime_ns, p))
             except OSError:
