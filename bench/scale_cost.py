@@ -444,6 +444,11 @@ def main() -> int:
         metavar="NAME=PATH",
         help="also measure the code tree at PATH (e.g. `git archive <commit>` unpacked), for --cases",
     )
+    ap.add_argument(
+        "--box",
+        default="shared 2-core CPU box (other engineers' processes: see loadavg_before)",
+        help="what the machine was, for the JSON (e.g. 'GPU machine, 16 cores, idle')",
+    )
     ns = ap.parse_args()
     if ns.cases:
         trees = {"this": REPO, **{t.split("=", 1)[0]: Path(t.split("=", 1)[1]) for t in ns.tree}}
@@ -455,8 +460,10 @@ def main() -> int:
             "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             "reps": ns.reps,
             "trees": {k: str(v) for k, v in trees.items()},
-            "note": "shared 2-core CPU box, loaded by 7 engineers' processes: compare CPU seconds and "
-            "ratios to the floor of one run, not absolute wall times",
+            "box": ns.box,
+            "loadavg_before": os.getloadavg(),
+            "note": "compare CPU seconds and ratios to the floor of one run, not absolute wall times "
+            "(the box's load is in loadavg_before)",
             "sizes": {},
         }
         for n in ns.configs:

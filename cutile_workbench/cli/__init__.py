@@ -309,6 +309,12 @@ def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | 
     )
 
 
+def _prepare_process() -> None:
+    from cutile_workbench.services.process import prepare_process
+
+    prepare_process()  # numpy's BLAS pool is sized when it loads: one thread (services.process says why)
+
+
 def main(argv: list[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -321,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         args_list = _rewrite_bare_kernel(parser, args_list)
         wanted = _modules_for(args_list)
         if wanted:
+            _prepare_process()  # before a command module imports numpy (--help alone loads neither)
             parser = build_parser(load=wanted)
         try:
             args = parser.parse_args(args_list)
@@ -331,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             # no kernel named: the TUI opens on the overview of the out root, else of the recorded sessions
             from cutile_workbench.cli.tui import open_overview
 
+            _prepare_process()
             return open_overview(args)
         for name in ("out_root", "tilegym"):
             if not hasattr(args, name):

@@ -7,6 +7,7 @@ imports Textual, argparse or a face (``pyproject.toml``'s import-linter contract
 ``tests/unit/test_architecture.py`` enforce it):
 
 - :mod:`.session` — open a kernel dir's session; the one config naming (``resolve_config``).
+- :mod:`.process` — what a face does first, once per process (numpy's BLAS pool one thread).
 - :mod:`.stage_e` — E: open the workspace, build the ratio table, plan the report set, write it.
 - :mod:`.stage_f` — F: collect the evidence, diagnose, plan the reports, write them.
 - :mod:`.runs` — the live runner: which suite a kernel runs (TileGym or a built-in profile,
