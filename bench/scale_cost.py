@@ -483,8 +483,9 @@ def main() -> int:
         "python": platform.python_version(),
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "reps": ns.reps,
-        "note": "shared 2-core CPU box (8 engineers' processes): absolute times are noisy, "
-        "compare cells of one run",
+        "box": ns.box,
+        "loadavg_before": os.getloadavg(),
+        "note": "absolute times are noisy on a loaded box (loadavg_before): compare cells of one run",
         "sessions": {},
         "history": {},
     }

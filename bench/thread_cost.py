@@ -48,6 +48,8 @@ VARIANTS: dict[str, tuple[dict[str, str], str]] = {
     "pinned-1-thread": (PINNED, ""),
     "openblas-1": ({"OPENBLAS_NUM_THREADS": "1"}, ""),
     "omp-1": ({"OMP_NUM_THREADS": "1"}, ""),
+    # the pool sized to the cores by hand: since the CLI pins its own pool, this is the old default
+    "openblas-cores": ({"OPENBLAS_NUM_THREADS": str(os.cpu_count() or 1)}, ""),
     # at run time, no environment variable (so no child process would inherit it)
     "threadpoolctl-1": (
         {},
