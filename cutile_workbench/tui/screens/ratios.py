@@ -186,7 +186,15 @@ class RatiosScreen(WorkbenchScreen):
             return Text()
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         text = Text("⚠ ", style="bold")
-        text.append(f"{problems[0]}{more} · i lists the load problems")
+        # what a problem took out of this view comes first, with its cause (a column that is
+        # simply absent reads as "not computed"; issue #34: a cut session.json dropped the id column)
+        costs = [(what, str(e)) for view, what, e in self.data.narrowed if view == "ratios"]
+        if costs:
+            cause = costs[0][1]
+            whats = "; ".join(what for what, why in costs if why == cause)
+            text.append(f"{whats}: {cause}{more} · i lists the load problems")
+        else:
+            text.append(f"{problems[0]}{more} · i lists the load problems")
         return text
 
     def _conditions_text(self) -> Text:
