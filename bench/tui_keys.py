@@ -54,6 +54,20 @@ _CHILD = r"""
 import asyncio, json, sys, time
 T0 = time.perf_counter()
 kind, n, presses = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if kind == "workbench-nofreeze":  # the A/B of gc.freeze: the workbench's calls do nothing
+    import gc
+    gc.freeze = lambda: None
+    kind = "workbench"
+import gc
+GC = {"n": 0, "s": 0.0, "t": 0.0}
+def _gc_full(phase, info):  # the full (generation 2) collections of the whole run, and their time
+    if info["generation"] == 2:
+        if phase == "start":
+            GC["t"] = time.perf_counter()
+        else:
+            GC["n"] += 1
+            GC["s"] += time.perf_counter() - GC["t"]
+gc.callbacks.append(_gc_full)
 
 async def wait(pred):
     t = time.perf_counter()
@@ -240,6 +254,7 @@ async def main():
             out["switch_again_s"] = [g[0] for g in got[1:]]
             out["switch_again_paint_s"] = [g[1] for g in got[1:]]
             out["switch_again_cpu_s"] = [g[2] for g in got[1:]]
+    out["gc_full_n"], out["gc_full_s"] = GC["n"], GC["s"]
     print(json.dumps(out))
 
 asyncio.run(main())
@@ -280,13 +295,17 @@ def _field(raw: dict[str, list[dict[str, object]]], name: str, field: str) -> fl
 
 
 def _versus(raw: dict[str, list[dict[str, object]]], n: int, field: str, with_base: bool) -> dict[str, float]:
-    """One measure at ``n`` configs: each app's median and the workbench's ratio to the DataTable."""
+    """One measure at ``n`` configs: each app's median and the workbench's ratio to the DataTable
+    (and, when run, the baseline tree's and the workbench without gc.freeze)."""
     dt = _field(raw, f"datatable-{n}", field)
     wb = _field(raw, f"workbench-{n}", field)
     out = {"datatable": dt, "workbench": wb, "workbench_over_datatable": wb / dt, "target_ratio": 2.0}
     if with_base:
         bt = _field(raw, f"baseline-{n}", field)
         out |= {"baseline_tree": bt, "baseline_tree_over_datatable": bt / dt}
+    if f"nofreeze-{n}" in raw:
+        nf = _field(raw, f"nofreeze-{n}", field)
+        out |= {"nofreeze": nf, "nofreeze_over_datatable": nf / dt, "workbench_over_nofreeze": wb / nf}
     return out
 
 
@@ -310,6 +329,11 @@ def main() -> int:
         "interleaved in the same run: 'baseline-N' in the JSON",
     )
     parser.add_argument(
+        "--gc-freeze-ab",
+        action="store_true",
+        help="also run the workbench with gc.freeze a no-op, interleaved: 'nofreeze-N' in the JSON",
+    )
+    parser.add_argument(
         "--box",
         default="2-core CPU box shared with other engineers' test runs (their load: loadavg_before/after)",
         help="what the machine was, for the JSON (e.g. 'GPU machine, 16 cores, idle')",
@@ -324,11 +348,15 @@ def main() -> int:
     t0 = time.perf_counter()
     for rep in range(repeats):  # interleaved: each repeat runs every app once, minutes apart at most
         for n in SIZES:
-            for kind in ("bare", "datatable", "workbench", "baseline"):
-                if (kind == "bare" and n != SIZES[0]) or (kind == "baseline" and base is None):
+            for kind in ("bare", "datatable", "workbench", "baseline", "nofreeze"):
+                if (
+                    (kind == "bare" and n != SIZES[0])
+                    or (kind == "baseline" and base is None)
+                    or (kind == "nofreeze" and not args.gc_freeze_ab)
+                ):
                     continue
                 name = f"{kind}-{n}" if kind != "bare" else "bare"
-                app = "workbench" if kind == "baseline" else kind
+                app = {"baseline": "workbench", "nofreeze": "workbench-nofreeze"}.get(kind, kind)
                 raw.setdefault(name, []).append(child(app, n, presses, base if kind == "baseline" else ROOT))
         print(f"repeat {rep + 1}/{repeats} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
@@ -378,9 +406,15 @@ def main() -> int:
             "switch_first_visit_paint_s": _versus(raw, n, "switch_first_visit_paint_s", base is not None),
             "bare_update_key_s": bare_key,
         }
-        if base is not None:
+        for other, label in (("baseline", "baseline_tree"), ("nofreeze", "nofreeze")):
+            if f"{other}-{n}" not in raw:
+                continue
             for field in ("first_paint_s", "first_frame_s", "first_key_after_frame_s"):
-                summary[str(n)][field]["baseline_tree"] = med(f"baseline-{n}", field)  # type: ignore[index]
+                summary[str(n)][field][label] = med(f"{other}-{n}", field)  # type: ignore[index]
+            summary[str(n)]["first_key_after_frame_s"][f"{label}_max"] = max(  # type: ignore[index]
+                float(r["first_key_after_frame_s"])  # type: ignore[arg-type]
+                for r in raw[f"{other}-{n}"]
+            )
     report = {
         "what": "bench/tui_keys.py: first paint, first key, per key; ratios to a bare Textual app and a plain DataTable",
         "started_utc": started,
