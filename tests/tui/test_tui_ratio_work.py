@@ -234,6 +234,34 @@ async def test_the_session_is_out_of_the_gc_scans_before_the_rows_are_built(
     assert scanned and not any(scanned)
 
 
+def test_gc_freeze_is_called_in_one_place() -> None:
+    """``gc.freeze`` is process-wide: one call, where the app mounts with its loaded data (before
+    any screen builds from it), justified by bench/tui_keys.py --gc-freeze-ab (BENCHMARKS §13).
+    Before: three calls (the app's on_ready, Ratios' compose, every config the Timeline showed)."""
+    import ast
+    import pathlib
+
+    import cutile_workbench
+
+    root = pathlib.Path(cutile_workbench.__file__).parent
+    calls = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "freeze"
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "gc"
+                ):
+                    calls.append(f"{path.relative_to(root)}:{fn.name}")
+    assert calls == ["tui/app.py:on_mount"]
+
+
 async def test_every_row_is_in_the_table_at_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:
     """No row work left for after the first frame, where it delays the first key (before: a
     screenful first, the rest appended right after the frame, with a relayout for the scrollbar;

@@ -17,7 +17,6 @@ first row, G/End the last; / filters over every shown column (Escape clears).
 
 from __future__ import annotations
 
-import gc
 from functools import partial
 from typing import ClassVar
 
@@ -137,12 +136,6 @@ class RatiosScreen(WorkbenchScreen):
         return WorkbenchHeader(self.SCREEN_TITLE, notice=" · ".join(notices), urgent=urgent, id="header")
 
     def compose(self) -> ComposeResult:
-        # The session is loaded (AppData) and lives as long as the app: out of the cyclic GC's
-        # scans from here, before the table builds its rows' cells, not only from the app's
-        # on_ready (which freezes again): those allocations otherwise set off a full collection
-        # over all of it (0.18 s at 1,000 configs on the loaded box, between the first frame and
-        # the first key; issue #34).
-        gc.freeze()
         yield self.header()
         yield Tabs(id="variants")
         yield SeverityBar(self.data.table, id="severity")
