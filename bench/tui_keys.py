@@ -54,6 +54,20 @@ _CHILD = r"""
 import asyncio, json, sys, time
 T0 = time.perf_counter()
 kind, n, presses = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if kind == "workbench-nofreeze":  # the A/B of gc.freeze: the workbench's calls do nothing
+    import gc
+    gc.freeze = lambda: None
+    kind = "workbench"
+import gc
+GC = {"n": 0, "s": 0.0, "t": 0.0}
+def _gc_full(phase, info):  # the full (generation 2) collections of the whole run, and their time
+    if info["generation"] == 2:
+        if phase == "start":
+            GC["t"] = time.perf_counter()
+        else:
+            GC["n"] += 1
+            GC["s"] += time.perf_counter() - GC["t"]
+gc.callbacks.append(_gc_full)
 
 async def wait(pred):
     t = time.perf_counter()
@@ -90,16 +104,27 @@ async def main():
         app = Bare()
         state = lambda: app.count
     elif kind == "datatable":
+        from textual.screen import Screen as _Screen
         rows = syn.big_table(n).rows
-        class Plain(App):
-            BINDINGS = [Binding("s", "sort", "sort"), Binding("slash", "filter", "filter"), Binding("8", "eight", "8")]
-            count = 0
-            painted = None
-            col = 0
+        class TableScreen(_Screen):
             def compose(self):
                 yield DataTable(id="t")
             def on_mount(self):
-                t = self.query_one(DataTable)
+                self.app.start(self.query_one(DataTable))
+        class OtherScreen(_Screen):  # what "2" shows: built on its first visit, as the Timeline
+            def compose(self):
+                yield Static("other")
+        class Plain(App):
+            MODES = {"table": TableScreen, "other": OtherScreen}
+            BINDINGS = [Binding("s", "sort", "sort"), Binding("r", "reverse", "reverse"),
+                        Binding("slash", "filter", "filter"), Binding("8", "eight", "8"),
+                        Binding("2", "switch_mode('other')", "2"), Binding("1", "switch_mode('table')", "1")]
+            count = 0
+            painted = None
+            col = 0
+            backwards = False
+            DEFAULT_MODE = "table"
+            def start(self, t):
                 t.add_columns(*[f"c{i}" for i in range(9)])
                 self._fill("")
                 t.focus()
@@ -119,6 +144,11 @@ async def main():
                 t = self.query_one(DataTable)
                 self.col = (self.col + 1) % 9
                 t.sort(list(t.columns)[self.col])
+                self.count += 1
+            def action_reverse(self):
+                t = self.query_one(DataTable)
+                self.backwards = not self.backwards
+                t.sort(list(t.columns)[self.col], reverse=self.backwards)
                 self.count += 1
             def action_filter(self):
                 pass
@@ -147,13 +177,28 @@ async def main():
     real_refresh = Screen._compositor_refresh
     def compositor_refresh(self):
         result = real_refresh(self)
-        frame.setdefault("t", time.perf_counter())
+        now = time.perf_counter()
+        frame.setdefault("t", now)
+        frame["last"] = now
         return result
     Screen._compositor_refresh = compositor_refresh
     if kind == "workbench":
         first_done = lambda: (state() or ("config",))[0] != "config"
     else:
         first_done = lambda: app.count >= 1
+    async def shown(since):
+        # the first frame composited after `since` (the key's state change): what the user sees
+        return await wait(lambda: frame.get("last", 0.0) > since)
+
+    async def press(k, ch, changed):
+        # one key: (state s, painted s, state CPU s, painted CPU s)
+        cpu = time.thread_time()
+        t = key(app, k, ch)
+        done = await wait(changed)
+        state_cpu = time.thread_time() - cpu
+        seen = await shown(done)
+        return done - t, seen - t, state_cpu, time.thread_time() - cpu
+
     async with app.run_test(size=(160, 48)) as pilot:
         painted = lambda: (app.first_paint_at if kind == "workbench" else app.painted)
         await wait(lambda: "t" in frame)
@@ -165,16 +210,18 @@ async def main():
         await wait(lambda: painted() is not None)
         out["first_paint_s"] = painted() - T0  # on_ready
         await pilot.pause()
-        sorts, sorts_cpu = [], []
-        for _ in range(presses):
-            before = state()
-            cpu = time.thread_time()
-            t = key(app, "s", "s")
-            sorts.append(await wait(lambda: state() not in (before, None)) - t)
-            sorts_cpu.append(time.thread_time() - cpu)
-            await pilot.pause()
-        out["sort_s"] = sorts
-        out["sort_cpu_s"] = sorts_cpu
+        for name, k in (("sort", "s"), ("reverse", "r")):
+            if kind == "bare" and name != "sort":
+                continue
+            got = []
+            for _ in range(presses):
+                before = state()
+                got.append(await press(k, k, lambda: state() not in (before, None)))
+                await pilot.pause()
+            out[f"{name}_s"] = [g[0] for g in got]
+            out[f"{name}_paint_s"] = [g[1] for g in got]
+            out[f"{name}_cpu_s"] = [g[2] for g in got]
+            out[f"{name}_paint_cpu_s"] = [g[3] for g in got]
         if kind != "bare":
             key(app, "slash", "/")
             if kind == "workbench":  # its filter Input is shown and laid out (not the filter key's cost)
@@ -182,45 +229,46 @@ async def main():
             await pilot.pause()
             await pilot.pause()
             before = state()
-            cpu = time.thread_time()
-            t = key(app, "8", "8")
-            out["filter_s"] = await wait(lambda: state() not in (before, None)) - t
-            out["filter_cpu_s"] = time.thread_time() - cpu
+            got = await press("8", "8", lambda: state() not in (before, None))
+            out["filter_s"], out["filter_paint_s"], out["filter_cpu_s"], out["filter_paint_cpu_s"] = got
             out["filter_rows"] = (
                 app.query_one(DataTable).row_count if kind == "datatable" else app.screen.query_one("#table").row_count
             )
             await pilot.pause()
-        if kind == "workbench":
-            from cutile_workbench.tui.screens.ratios import RatiosScreen
-            from cutile_workbench.tui.screens.timeline import TimelineScreen
-            key(app, "escape", "\x1b")
+        if kind != "bare":
+            if kind == "workbench":
+                from cutile_workbench.tui.screens.ratios import RatiosScreen as Home
+                from cutile_workbench.tui.screens.timeline import TimelineScreen as Away
+                key(app, "escape", "\x1b")
+            else:
+                Home, Away = TableScreen, OtherScreen
             await pilot.pause()
-            switches = {"first_visit": None, "again": []}
+            got = []
             for i in range(3):
-                t = key(app, "2", "2")
-                done = await wait(lambda: isinstance(app.screen, TimelineScreen) and app.screen.is_mounted)
-                if i == 0:
-                    switches["first_visit"] = done - t
-                else:
-                    switches["again"].append(done - t)
+                got.append(await press("2", "2", lambda: isinstance(app.screen, Away) and app.screen.is_mounted))
                 await pilot.pause()
                 key(app, "1", "1")
-                await wait(lambda: isinstance(app.screen, RatiosScreen))
+                await wait(lambda: isinstance(app.screen, Home))
                 await pilot.pause()
-            out["switch_first_visit_s"] = switches["first_visit"]
-            out["switch_again_s"] = switches["again"]
+            out["switch_first_visit_s"], out["switch_first_visit_paint_s"] = got[0][0], got[0][1]
+            out["switch_again_s"] = [g[0] for g in got[1:]]
+            out["switch_again_paint_s"] = [g[1] for g in got[1:]]
+            out["switch_again_cpu_s"] = [g[2] for g in got[1:]]
+    out["gc_full_n"], out["gc_full_s"] = GC["n"], GC["s"]
     print(json.dumps(out))
 
 asyncio.run(main())
 """
 
 
-def child(kind: str, n: int, presses: int = PRESSES) -> dict[str, object]:
+def child(kind: str, n: int, presses: int = PRESSES, tree: Path = ROOT) -> dict[str, object]:
+    """One app in a fresh interpreter; ``tree``: the checkout whose ``cutile_workbench`` it imports
+    (the child's cwd comes first on its ``sys.path``)."""
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, kind, str(n), str(presses)],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=tree,
         check=False,
     )
     if proc.returncode != 0:
@@ -238,6 +286,29 @@ def _med(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def _field(raw: dict[str, list[dict[str, object]]], name: str, field: str) -> float:
+    vals: list[float] = []
+    for run in raw[name]:
+        v = run[field]
+        vals += v if isinstance(v, list) else [v]  # type: ignore[list-item]
+    return _med(vals)
+
+
+def _versus(raw: dict[str, list[dict[str, object]]], n: int, field: str, with_base: bool) -> dict[str, float]:
+    """One measure at ``n`` configs: each app's median and the workbench's ratio to the DataTable
+    (and, when run, the baseline tree's and the workbench without gc.freeze)."""
+    dt = _field(raw, f"datatable-{n}", field)
+    wb = _field(raw, f"workbench-{n}", field)
+    out = {"datatable": dt, "workbench": wb, "workbench_over_datatable": wb / dt, "target_ratio": 2.0}
+    if with_base:
+        bt = _field(raw, f"baseline-{n}", field)
+        out |= {"baseline_tree": bt, "baseline_tree_over_datatable": bt / dt}
+    if f"nofreeze-{n}" in raw:
+        nf = _field(raw, f"nofreeze-{n}", field)
+        out |= {"nofreeze": nf, "nofreeze_over_datatable": nf / dt, "workbench_over_nofreeze": wb / nf}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description="\n\n".join(__doc__.split("\n\n")[:2]),
@@ -252,6 +323,17 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, help=f"fresh processes per app and size (default {REPEATS})")
     parser.add_argument("--presses", type=int, help=f"presses of each key per process (default {PRESSES})")
     parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        help="also run the workbench of this checkout (e.g. `git archive REF | tar -x -C DIR`), "
+        "interleaved in the same run: 'baseline-N' in the JSON",
+    )
+    parser.add_argument(
+        "--gc-freeze-ab",
+        action="store_true",
+        help="also run the workbench with gc.freeze a no-op, interleaved: 'nofreeze-N' in the JSON",
+    )
+    parser.add_argument(
         "--box",
         default="2-core CPU box shared with other engineers' test runs (their load: loadavg_before/after)",
         help="what the machine was, for the JSON (e.g. 'GPU machine, 16 cores, idle')",
@@ -259,17 +341,23 @@ def main() -> int:
     args = parser.parse_args()
     repeats = args.repeats or (2 if args.quick else REPEATS)
     presses = args.presses or (3 if args.quick else PRESSES)
+    base = args.baseline_tree.resolve() if args.baseline_tree else None
     raw: dict[str, list[dict[str, object]]] = {}
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     for rep in range(repeats):  # interleaved: each repeat runs every app once, minutes apart at most
         for n in SIZES:
-            for kind in ("bare", "datatable", "workbench"):
-                if kind == "bare" and n != SIZES[0]:
+            for kind in ("bare", "datatable", "workbench", "baseline", "nofreeze"):
+                if (
+                    (kind == "bare" and n != SIZES[0])
+                    or (kind == "baseline" and base is None)
+                    or (kind == "nofreeze" and not args.gc_freeze_ab)
+                ):
                     continue
                 name = f"{kind}-{n}" if kind != "bare" else "bare"
-                raw.setdefault(name, []).append(child(kind, n, presses))
+                app = {"baseline": "workbench", "nofreeze": "workbench-nofreeze"}.get(kind, kind)
+                raw.setdefault(name, []).append(child(app, n, presses, base if kind == "baseline" else ROOT))
         print(f"repeat {rep + 1}/{repeats} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
 
     def med(name: str, field: str) -> float:
@@ -306,35 +394,27 @@ def main() -> int:
                 "workbench_max": max(float(r["first_key_after_frame_s"]) for r in raw[wb]),  # type: ignore[arg-type]
                 "target_s": 0.2,
             },
-            "sort_key_s": {
-                "bare_update": bare_key,
-                "datatable": med(dt, "sort_s"),
-                "workbench": med(wb, "sort_s"),
-                "workbench_over_datatable": med(wb, "sort_s") / med(dt, "sort_s"),
-                "target_ratio": 2.0,
+            # per key: to the key's state change (``_s``), to the first frame after it (``_paint_s``:
+            # what the user sees), CPU seconds of the app's thread to the state change and to the frame
+            **{
+                f"{name}_{what}": _versus(raw, n, f"{name}_{what}", base is not None)
+                for name in ("sort", "reverse", "filter", "switch_again")
+                for what in ("s", "paint_s", "cpu_s", "paint_cpu_s")
+                if f"{name}_{what}" in raw[f"workbench-{n}"][0]
             },
-            # CPU seconds of the app's thread for the same key: what a loaded box's scheduler
-            # cannot stretch (a key longer than a time slice waits behind the other processes)
-            "sort_key_cpu_s": {
-                "datatable": med(dt, "sort_cpu_s"),
-                "workbench": med(wb, "sort_cpu_s"),
-                "workbench_over_datatable": med(wb, "sort_cpu_s") / med(dt, "sort_cpu_s"),
-            },
-            "filter_key_s": {
-                "datatable": med(dt, "filter_s"),
-                "workbench": med(wb, "filter_s"),
-                "workbench_over_datatable": med(wb, "filter_s") / med(dt, "filter_s"),
-            },
-            "filter_key_cpu_s": {
-                "datatable": med(dt, "filter_cpu_s"),
-                "workbench": med(wb, "filter_cpu_s"),
-                "workbench_over_datatable": med(wb, "filter_cpu_s") / med(dt, "filter_cpu_s"),
-            },
-            "screen_switch_s": {
-                "first_visit": med(wb, "switch_first_visit_s"),
-                "again": med(wb, "switch_again_s"),
-            },
+            "switch_first_visit_s": _versus(raw, n, "switch_first_visit_s", base is not None),
+            "switch_first_visit_paint_s": _versus(raw, n, "switch_first_visit_paint_s", base is not None),
+            "bare_update_key_s": bare_key,
         }
+        for other, label in (("baseline", "baseline_tree"), ("nofreeze", "nofreeze")):
+            if f"{other}-{n}" not in raw:
+                continue
+            for field in ("first_paint_s", "first_frame_s", "first_key_after_frame_s"):
+                summary[str(n)][field][label] = med(f"{other}-{n}", field)  # type: ignore[index]
+            summary[str(n)]["first_key_after_frame_s"][f"{label}_max"] = max(  # type: ignore[index]
+                float(r["first_key_after_frame_s"])  # type: ignore[arg-type]
+                for r in raw[f"{other}-{n}"]
+            )
     report = {
         "what": "bench/tui_keys.py: first paint, first key, per key; ratios to a bare Textual app and a plain DataTable",
         "started_utc": started,

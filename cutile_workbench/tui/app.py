@@ -169,6 +169,9 @@ class WorkbenchApp(App[int]):
                     timeout=30,
                     markup=False,
                 )
+        # The one gc.freeze (process-wide): the loaded session lives as long as the app, so it
+        # leaves the cyclic GC's scans before any screen builds from it (BENCHMARKS §13, A/B).
+        gc.freeze()
         self.switch_mode(self.initial_mode)
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
@@ -183,10 +186,6 @@ class WorkbenchApp(App[int]):
         worker. Nothing else runs on the UI thread: the other screens are built when first shown
         (Textual's modes), each loading what it needs in its own worker behind a visible state."""
         self.first_paint_at = time.perf_counter()
-        # Everything loaded so far (100k+ launch records, IR rows) lives as long as the app:
-        # exclude it from cyclic-GC scans, which otherwise cost ~80 ms full collections that
-        # land in the middle of a frame (seen as 120 ms outliers in bench/tui_start.py).
-        gc.freeze()
         if self.data.ir_loader is not None:
             self.load_ir()
 

@@ -79,7 +79,12 @@ def header_lines(app: object) -> list[str]:
         lines += ["", "comparability of the ratios:", *cond.lines]
     problems = list(getattr(data, "problems", ()))
     if problems:  # issue #34: what the loaders refused, with file and line, for as long as it is so
-        lines += ["", f"load problems ({len(problems)}):", *(f"  {p}" for p in problems)]
+        lines += ["", f"load problems ({len(problems)}):"]
+        for p in problems:  # each with what it left out of a view (data.narrowed)
+            lines += [
+                f"  {p}",
+                *(f"    → {what} ({view})" for view, what, e in data.narrowed if str(e) == str(p)),
+            ]
     return lines
 
 

@@ -115,6 +115,10 @@ class AppData:
     #: why writing is not allowed here ("" = allowed), e.g. the recorded session inside the package
     read_only: str = ""
     problems: list[WorkbenchError] = field(default_factory=list)
+    #: what a problem of ``problems`` left out of a view (issue #34 item 3), stated in that view
+    #: until fixed and under ``i``: (view, what is not shown, the problem), e.g.
+    #: ``("ratios", "id column not shown", <session.json:48 invalid JSON>)``
+    narrowed: list[tuple[str, str, WorkbenchError]] = field(default_factory=list)
     #: the flags that find this kernel dir again (``Workspace.locator``): every command line a screen
     #: prints ends with them (:meth:`command`), so that it runs when pasted (issue 36)
     locator: tuple[str, ...] = ()

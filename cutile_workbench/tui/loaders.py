@@ -89,11 +89,13 @@ def load_app_data(
         if gap.severity == "error":
             problems.append(InputError(gap.what, path=gap.path))
 
+    narrowed: list[tuple[str, str, WorkbenchError]] = []
     meta: Mapping[str, Any] = {}
     try:
         meta = session.session_meta() or {}
     except WorkbenchError as e:
         problems.append(e)
+        narrowed.append(("header", "GPU not known", e))
 
     source = "recorded" if ws.source == "recorded" else ("tilegym" if ws.tilegym else "out_root")
     data = AppData(
@@ -103,6 +105,7 @@ def load_app_data(
         gpu=find_gpu(meta) or "GPU unknown",
         session=meta,
         problems=problems,
+        narrowed=narrowed,
         ignored=ignored_inputs(ws),
         locator=ws.locator,
     )
@@ -157,6 +160,7 @@ def load_app_data(
             )
         except WorkbenchError as e:
             problems.append(e)
+            narrowed.append(("ratios", "SOL column not shown", e))
 
     # --- issue 18: candidate identity per row and the config the reference ran (same answer as `table`)
     if data.table is not None:
@@ -166,6 +170,8 @@ def load_app_data(
             data.trust = trust(session, data.table)
         except WorkbenchError as e:
             problems.append(e)
+            # the id column is absent without identities: say so where it would be (issue #34)
+            narrowed.append(("ratios", "id column not shown", e))
 
     # --- IR pairs: built in the background after the first paint (see AppData.ir_loader)
     def ir_loader() -> tuple[list[IRPair], list[WorkbenchError]]:
@@ -201,7 +207,20 @@ def load_app_data(
     from cutile_workbench.services.sharded import sharded_rerunner
 
     data.sharded, data.sharded_unavailable = sharded_rerunner(ws, data.candidate_backend, gpus, environ=env)
+    problems[:] = distinct_problems(problems)
     return data
+
+
+def distinct_problems(problems: list[WorkbenchError]) -> list[WorkbenchError]:
+    """Each problem once, first seen first: every reader of a bad file (session.json is read for
+    the GPU, the identities, the harness…) raises the same error, and ``i`` listed each copy."""
+    seen: set[str] = set()
+    out: list[WorkbenchError] = []
+    for problem in problems:
+        if str(problem) not in seen:
+            seen.add(str(problem))
+            out.append(problem)
+    return out
 
 
 def load_ir_pairs(ws: Workspace, problems: list[WorkbenchError]) -> list[IRPair]:

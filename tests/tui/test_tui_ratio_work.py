@@ -20,7 +20,6 @@ import pytest
 import tui_synthetic as syn
 from pilot_wait import settle, type_fast
 from textual.screen import Screen
-from textual.widgets import DataTable
 
 from cutile_workbench.tui import chrome
 from cutile_workbench.tui.app import make_app
@@ -190,57 +189,6 @@ async def test_cheap_paths_show_what_a_rebuild_shows(kernel: str, size: tuple[in
             assert seen == await _fresh_layout(pilot, table), keys
 
 
-def _chars(lines: Any) -> list[tuple[str, object]]:
-    """A rendered cell as (character, style) pairs: segment boundaries do not matter on screen."""
-    return [(ch, seg.style) for line in lines for seg in line for ch in seg.text]
-
-
-@pytest.mark.parametrize("kernel", ["matmul", "softmax"])
-async def test_fast_cell_render_equals_the_stock_one(kernel: str) -> None:
-    """Every body cell of a REAL session (every column, the cursor row, zebra rows, hover) renders
-    character for character and style for style as DataTable's own ``_render_cell``."""
-    app = make_app(load_app_data(kernel, out_root=None, tilegym=None, env={}))
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        table = app.screen.query_one(RatioTable)
-        await pilot.press("down")
-        await settle(pilot)
-        compared = 0
-        for row in range(table.row_count):
-            style = table._get_row_style(row, table.rich_style)
-            for col, column in enumerate(table.ordered_columns):
-                width = column.get_render_width(table)
-                for cursor, hover in ((False, False), (True, False), (False, True)):
-                    table._cell_render_cache.clear()
-                    fast = table._render_cell(row, col, style, width, cursor, hover)
-                    table._cell_render_cache.clear()
-                    stock = DataTable._render_cell(table, row, col, style, width, cursor, hover)
-                    assert _chars(fast) == _chars(stock), (row, str(column.key.value), cursor, hover)
-                    compared += 1
-        assert compared == table.row_count * len(table.ordered_columns) * 3
-
-
-async def test_a_frame_renders_no_body_cell_through_the_stock_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fast path takes every one-line body cell, left-justified ones included (before: 6 of the
-    9 columns are left-justified and all of them went through Rich's wrap/justify/crop)."""
-    stock = [0]
-    real = DataTable._render_cell
-
-    def spy(self: DataTable[Any], row_index: int, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(self, RatioTable) and row_index >= 0:
-            stock[0] += 1
-        return real(self, row_index, *args, **kwargs)
-
-    monkeypatch.setattr(DataTable, "_render_cell", spy)
-    app = _big_app()
-    async with app.run_test(size=(160, 48)) as pilot:
-        await settle(pilot)
-        await pilot.press("s")
-        await settle(pilot)
-        assert app.screen.query_one(RatioTable).row_count == N
-        assert stock[0] == 0
-
-
 async def test_set_rows_keeps_the_cursor_config_and_rebuilds_the_cells() -> None:
     """New row objects for the same configs (a reload): the cursor stays on its config and the
     cells show the new numbers (the per-row caches start again; REAL matmul session)."""
@@ -284,6 +232,34 @@ async def test_the_session_is_out_of_the_gc_scans_before_the_rows_are_built(
         await settle(pilot)
         assert app.screen.query_one(RatioTable).row_count == N
     assert scanned and not any(scanned)
+
+
+def test_gc_freeze_is_called_in_one_place() -> None:
+    """``gc.freeze`` is process-wide: one call, where the app mounts with its loaded data (before
+    any screen builds from it), justified by bench/tui_keys.py --gc-freeze-ab (BENCHMARKS §13).
+    Before: three calls (the app's on_ready, Ratios' compose, every config the Timeline showed)."""
+    import ast
+    import pathlib
+
+    import cutile_workbench
+
+    root = pathlib.Path(cutile_workbench.__file__).parent
+    calls = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == "freeze"
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id == "gc"
+                ):
+                    calls.append(f"{path.relative_to(root)}:{fn.name}")
+    assert calls == ["tui/app.py:on_mount"]
 
 
 async def test_every_row_is_in_the_table_at_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,6 @@ first row, G/End the last; / filters over every shown column (Escape clears).
 
 from __future__ import annotations
 
-import gc
 from functools import partial
 from typing import ClassVar
 
@@ -137,12 +136,6 @@ class RatiosScreen(WorkbenchScreen):
         return WorkbenchHeader(self.SCREEN_TITLE, notice=" · ".join(notices), urgent=urgent, id="header")
 
     def compose(self) -> ComposeResult:
-        # The session is loaded (AppData) and lives as long as the app: out of the cyclic GC's
-        # scans from here, before the table builds its rows' cells, not only from the app's
-        # on_ready (which freezes again): those allocations otherwise set off a full collection
-        # over all of it (0.18 s at 1,000 configs on the loaded box, between the first frame and
-        # the first key; issue #34).
-        gc.freeze()
         yield self.header()
         yield Tabs(id="variants")
         yield SeverityBar(self.data.table, id="severity")
@@ -186,7 +179,15 @@ class RatiosScreen(WorkbenchScreen):
             return Text()
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         text = Text("⚠ ", style="bold")
-        text.append(f"{problems[0]}{more} · i lists the load problems")
+        # what a problem took out of this view comes first, with its cause (a column that is
+        # simply absent reads as "not computed"; issue #34: a cut session.json dropped the id column)
+        costs = [(what, str(e)) for view, what, e in self.data.narrowed if view == "ratios"]
+        if costs:
+            cause = costs[0][1]
+            whats = "; ".join(what for what, why in costs if why == cause)
+            text.append(f"{whats}: {cause}{more} · i lists the load problems")
+        else:
+            text.append(f"{problems[0]}{more} · i lists the load problems")
         return text
 
     def _conditions_text(self) -> Text:

@@ -14,7 +14,6 @@ the zoom mode, the resolution and the window relative to the call's host start.
 
 from __future__ import annotations
 
-import gc
 import re
 import threading
 from functools import partial
@@ -164,10 +163,6 @@ class TimelineScreen(WorkbenchScreen):
         self.row = row
         cand, base = self.data.sets_for(row)
         self.timeline.set_sets(self._measurements(cand), self._measurements(base))
-        # The config's sets and lanes (100k+ objects) live while it is shown: move them out of the
-        # cyclic GC's reach, as the app does after load, or a generation-2 pass over them lands in a
-        # frame (80-145 ms seen in bench/tui_start.py). They hold no cycles: refcounting frees them.
-        gc.freeze()
         ratio = "NA" if row.ratio is None else f"{row.ratio:.3f}x"
         lc = f"{row.candidate_launches if row.candidate_launches is not None else '?'}"
         lb = f"{row.baseline_launches if row.baseline_launches is not None else '?'}"

@@ -19,32 +19,29 @@ Cell text is passed as ``rich.text.Text`` (never markup) because params strings 
 
 Work per key (issue #34, counted by ``tests/tui/test_tui_ratio_work.py``): each row's texts, widths,
 cells and filter haystack are built once per data (``set_rows`` starts again); while the same
-columns fit, a sort or reverse reorders the rows in the table (as ``DataTable.sort`` does) and a filter,
-slow-only or variant tab clears the rows and appends the shown ones, labels and widths set on the
+columns fit, a sort or reverse reorders the rows in the table with ``DataTable.sort`` and a filter,
+slow-only or variant tab clears the rows and adds the shown ones, labels and widths set on the
 columns in place; only another set of columns (a resize, new data) builds columns and rows again.
-Each path shows exactly what that full build shows.
+Each path shows exactly what that full build shows. Textual's public API only (``DataTable``'s
+methods and its ``Column`` records; ``tests/tui/test_tui_public_textual.py`` scans for the rest).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
-from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
-from textual._two_way_dict import TwoWayDict
-from textual._types import SegmentLines
 from textual.binding import Binding, BindingType
 from textual.coordinate import Coordinate
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, DuplicateKey, Row, RowKey
+from textual.widgets.data_table import ColumnKey
 
 from cutile_workbench.model import RatioRow, RowSol, config_labels, natural_key
 
@@ -316,9 +313,25 @@ def _row_texts(row: RatioRow, ctx: CellContext, columns: Sequence[Column]) -> li
     return [col.text(row, ctx) for col in columns]
 
 
+class Cell(Text):
+    """A cell's text: the ``rich.text.Text`` it is, with two differences that only the table sees.
+
+    - Hashed by identity: a sort looks each row's place up by its config cell (one object per row
+      and data, held by the table), without a Python call per row.
+    - No ``__rich_measure__``: the table's columns have fixed widths, measured here from the cached
+      display strings (:meth:`RatioTable._measure`), so DataTable's content measure of each new
+      cell decides nothing, and it cost a console-size query (3 ``get_terminal_size`` calls) per
+      cell: ~10,000 for 1,000 rows, on the UI thread between the first frame and the first key
+      (issue #34). ``textual.render.measure`` takes a renderable without one as its default width.
+    """
+
+    __hash__ = object.__hash__
+    __rich_measure__ = None  # type: ignore[assignment]
+
+
 def _cells_from(row: RatioRow, strings: list[str], columns: Sequence[Column]) -> list[Text]:
     return [
-        Text(text, style=col.style(row, text), justify="right" if col.justify == "right" else "left")
+        Cell(text, style=col.style(row, text), justify="right" if col.justify == "right" else "left")
         for col, text in zip(columns, strings, strict=True)
     ]
 
@@ -395,8 +408,6 @@ class RatioTable(DataTable[Text]):
         self._marks: dict[str, str] = dict(marks or {})
         self._shown: list[RatioRow] = []
         self._ready = False  # reactives set before mount must not touch the (absent) app
-        #: rows added by _rebuild, whose cells are one-line Texts no wider than _widths
-        self._premeasured: set[RowKey] = set()
         self._widths: dict[str, int] = {}
         self._dropped: list[str] = []  # columns left out at this width (fit_columns)
         self._all_widths: dict[str, int] = {}  # every column's width at the last rebuild
@@ -413,11 +424,12 @@ class RatioTable(DataTable[Text]):
         self._haystacks: dict[str, str] = {}
         self._config_labels: dict[str, str] | None = None
         #: the rows of the last measure and their widest text per column (a sort reuses them)
-        self._widest: tuple[frozenset[str], list[int]] | None = None
+        self._widest: tuple[tuple[object, ...], list[int]] | None = None
         self._keys: dict[int, str] | None = None  # _key_of
-        #: keys of the rows the DataTable holds
-        self._in_table: set[str] = set()
-        self._row_keys: dict[str, RowKey] = {}  # the DataTable's key of each row in it
+        #: the view (filter, slow only, variant, data) whose rows the table holds: a sort of the
+        #: same view shows the same rows, so nothing is compared row by row to know it
+        self._table_view: tuple[object, ...] | None = None
+        self._generation = 0  # set_rows: new data
 
     # ------------------------------------------------------------------ data
     def set_rows(
@@ -443,6 +455,7 @@ class RatioTable(DataTable[Text]):
         self._config_labels = None
         self._widest = None
         self._keys = None
+        self._generation += 1
 
     @property
     def shown_rows(self) -> list[RatioRow]:
@@ -506,17 +519,17 @@ class RatioTable(DataTable[Text]):
             hay = self._haystacks[key] = _haystack(row, self._marks)
         return hay
 
-    def _measure(self, keys: Sequence[str], order_only: bool) -> dict[str, int]:
-        """Every column's width for the rows ``keys``: its label's (the sort mark included) or
-        its widest text, from the cached widths (no text is built or measured again; a sort
-        shows the same rows as before: their widest texts are the last ones)."""
+    def _measure(self, keys: Sequence[str], view: tuple[object, ...]) -> dict[str, int]:
+        """Every column's width for the rows ``keys`` (those of ``view``): its label's (the sort
+        mark included) or its widest text, from the cached widths (no text is built or measured
+        again; a sort shows the same rows as before: their widest texts are the last ones)."""
         last = self._widest
-        if order_only and last is not None and last[0] == frozenset(keys):
+        if last is not None and last[0] == view:
             widest = last[1]
         else:
             widest = [max(col) for col in zip(*(self._text_widths[k] for k in keys), strict=True)]
             widest = widest or [0] * len(COLUMNS)
-            self._widest = (frozenset(keys), widest)
+            self._widest = (view, widest)
         widths = {c.key: max(self._label(c).cell_len, widest[i]) for i, c in enumerate(COLUMNS)}
         if not self._marks:
             del widths["id"]  # identity not computed (e.g. synthetic data): no empty column
@@ -547,34 +560,40 @@ class RatioTable(DataTable[Text]):
         )
         key_of = self._key_of()
         keys = [key_of[id(r)] for r in self._shown]
-        built = self._texts
-        for key, r in zip(keys, self._shown, strict=True):
-            if key not in built:
-                self._texts_of(key, r)
+        view = (self.filter_text, self.slow_only, self.variant, self._generation)
+        if view != self._table_view:  # other rows than the table's: some may never have been shown
+            built = self._texts
+            for key, r in zip(keys, self._shown, strict=True):
+                if key not in built:
+                    self._texts_of(key, r)
         # Fixed widths from every shown row's strings, so the columns never jump.
-        all_widths = self._measure(keys, order_only)
+        all_widths = self._measure(keys, view)
         self._all_widths = all_widths
         kept = fit_columns(all_widths, self._available_width())
         cols = [c for c in COLUMNS if c.key in kept]
         self._dropped = [c.key for c in COLUMNS if c.key not in kept and c.key in all_widths]
-        target = -1
-        if keep is not None:
-            try:
-                # a row of the data before set_rows is not in key_of: its key, as the table had it
-                target = keys.index(key_of.get(id(keep)) or row_key(keep))
-            except ValueError:  # filtered out: the cursor goes to the first row
-                target = -1
         same_columns = bool(self.columns) and [str(k.value) for k in self.columns] == [c.key for c in cols]
         self._quiet = True
         try:
             if fresh or not same_columns:
-                self._build(cols, all_widths, keys, target)
-            elif not (order_only and self._reorder_in_place(cols, all_widths, keys, keep)):
-                self._refill(cols, all_widths, keys, target)
+                self._build(cols, all_widths, keys, self._target(keep, keys))
+            elif not (order_only and self._reorder_in_place(cols, all_widths, keys, keep, view)):
+                self._refill(cols, all_widths, keys, self._target(keep, keys))
+            self._table_view = view
         finally:
             self._quiet = False
         self._current_changed()
         self.post_message(self.ViewChanged())
+
+    def _target(self, keep: RatioRow | None, keys: list[str]) -> int:
+        """Where the cursor's row ``keep`` is among ``keys`` (-1: filtered out, or none)."""
+        if keep is None:
+            return -1
+        try:
+            # a row of the data before set_rows is not in key_of: its key, as the table had it
+            return keys.index(self._key_of().get(id(keep)) or row_key(keep))
+        except ValueError:  # filtered out: the cursor goes to the first row
+            return -1
 
     def _set_columns(self, cols: Sequence[Column], widths: Mapping[str, int]) -> None:
         """Labels (the sort mark) and widths of the columns already in the table, in place."""
@@ -586,17 +605,14 @@ class RatioTable(DataTable[Text]):
 
     def _build(self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], target: int) -> None:
         """Columns and rows from scratch (first mount, new data, another set of columns fits)."""
-        # Every row before the first frame: appending is cheap (one pass, cached cells), and rows
-        # added after the frame delayed the first key more than they saved the frame (issue #34).
+        # Every row before the first frame: rows added after the frame delayed the first key
+        # more than they saved the frame (issue #34).
         self._widths = {c.key: widths[c.key] for c in cols}
-        self._premeasured.clear()
-        self._in_table.clear()
-        self._row_keys.clear()
         with self.app.batch_update():
             self.clear(columns=True)
             for col in cols:
                 self.add_column(self._label(col), key=col.key, width=widths[col.key])
-            self._add_rows(0, len(keys))
+            self._add_rows()
             if target >= 0:
                 self.move_cursor(row=target, animate=False)
 
@@ -604,39 +620,45 @@ class RatioTable(DataTable[Text]):
         self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], target: int
     ) -> None:
         """Other rows, same columns (a filter, slow only, a variant tab): the rows are cleared and
-        the shown ones appended."""
-        self._premeasured.clear()
-        self._in_table.clear()
-        self._row_keys.clear()
+        the shown ones added."""
         with self.app.batch_update():
             self.clear()
             self._set_columns(cols, widths)
-            self._add_rows(0, len(keys))
+            self._add_rows()
             if target >= 0:
                 self.move_cursor(row=target, animate=False)
 
     def _reorder_in_place(
-        self, cols: Sequence[Column], widths: Mapping[str, int], keys: list[str], keep: RatioRow | None
+        self,
+        cols: Sequence[Column],
+        widths: Mapping[str, int],
+        keys: list[str],
+        keep: RatioRow | None,
+        view: tuple[object, ...],
     ) -> bool:
         """A sort or a reverse of the rows already in the table (all of them added): reorder them
-        in place (what ``DataTable.sort`` does) and set the labels and widths (the sort mark moved)
-        instead of re-adding every row (issue #34: a rebuild per sort key was 13-71x a DataTable
-        sort). False: the caller refills."""
-        if self.row_count != len(keys) or set(keys) != self._in_table:
+        with ``DataTable.sort`` and set the labels and widths (the sort mark moved) instead of
+        re-adding every row (issue #34: a rebuild per sort key was 13-71x a DataTable sort).
+        False: the caller refills."""
+        if view != self._table_view or self.row_count != len(keys):
             return False
         before = dict(self._widths)
         self._set_columns(cols, widths)
-        # The order is visible_rows' (already sorted): written as DataTable.sort writes the order it
-        # computes, without sorting the rows a second time through a key function (that pass cost
-        # as much as a plain DataTable's whole sort). Textual is pinned (==8.2.8).
-        row_keys = self._row_keys
-        self._row_locations = TwoWayDict({row_keys[k]: i for i, k in enumerate(keys)})
-        self._update_count += 1
-        self.refresh()
+        # The order is visible_rows' (the one the CLI and tests reproduce): DataTable.sort is
+        # given each row's place in it, found by its config cell (one Text object per row,
+        # cached in _cells and held by the table; config is never dropped).
+        cells = self._cells
+        place = {cells[k][0]: i for i, k in enumerate(keys)}
+        config = self.ordered_columns[0].key  # the table's own key object: no str hashing per row
+        self.sort(config, key=place.__getitem__)
         if self._widths != before:  # the mark moved to a column its label's width decides
             self.virtual_size = Size(self._columns_width(), self.virtual_size.height)
         if keep is not None:
-            self.move_cursor(row=self.get_row_index(row_key(keep)), animate=False)
+            kept = cells.get(self._key_of().get(id(keep)) or row_key(keep))
+            at = place.get(kept[0]) if kept else None
+            if at is not None:
+                # the cursor's watcher scrolls it into view; move_cursor's own scroll is a second pass
+                self.move_cursor(row=at, animate=False, scroll=False)
         return True
 
     def _available_width(self) -> int:
@@ -646,64 +668,18 @@ class RatioTable(DataTable[Text]):
         scrollbar = self.styles.scrollbar_size_vertical if len(self._shown) + 1 > height else 0
         return max(0, width - scrollbar)
 
-    def _add_rows(self, start: int, stop: int) -> None:
-        """Rows ``start:stop`` of the shown ones: the first of an empty table through ``add_row``
-        (its highlight event is ``add_row``'s business), the others appended in one go."""
-        if start < stop and not self.row_count:
-            r = self._shown[start]
+    def _add_rows(self) -> None:
+        """Every shown row, through ``add_row`` (the table's cursor moves they cause are quiet)."""
+        shown = [COLUMN_KEYS.index(str(c.key.value)) for c in self.ordered_columns]
+        add = self.add_row
+        for r in self._shown:
             key = row_key(r)
             cells = self._cells_of(key, r)
-            shown = [COLUMN_KEYS.index(str(c.key.value)) for c in self.ordered_columns]
-            added = self.add_row(*(cells[i] for i in shown), key=key)
-            self._premeasured.add(added)
-            self._row_keys[key] = added
-            self._in_table.add(key)
-            start += 1
-        if start < stop:
-            self._append(start, stop)
-
-    def _append(self, start: int, stop: int) -> None:
-        """Append rows ``start:stop`` of the shown ones to a non-empty table as ``add_row`` does,
-        then update the cursor and caches once.
-
-        ``DataTable.add_row`` per row re-sets the cursor reactive (validate + watchers) and
-        bumps the render caches; for ~450 rows that is ~25 ms on a slow CPU. Here the row
-        records are written as ``add_row`` writes them. Textual is pinned (==8.2.8).
-        """
-        column_keys = [column.key for column in self.ordered_columns]
-        keep_idx = [COLUMN_KEYS.index(str(k.value)) for k in column_keys]
-        locations, data, rows, new_rows = self._row_locations, self._data, self.rows, self._new_rows
-        premeasured, in_table, row_keys = self._premeasured, self._in_table, self._row_keys
-        index = self.row_count
-        for r in self._shown[start:stop]:
-            name = row_key(r)
-            cells = self._cells_of(name, r)
-            key = RowKey(name)
-            if key in locations:
-                raise DuplicateKey(f"The row key {key!r} already exists.")
-            locations[key] = index
-            data[key] = {column_key: cells[i] for column_key, i in zip(column_keys, keep_idx, strict=True)}
-            rows[key] = Row(key, 1, None, False)
-            row_keys[name] = key
-            new_rows.add(key)
-            premeasured.add(key)
-            in_table.add(name)
-            index += 1
-        self._require_update_dimensions = True
-        self.cursor_coordinate = self.cursor_coordinate
-        self._update_count += 1
-        self.check_idle()
-
-    def _set_virtual_size(self) -> None:
-        """The scrollable size, as the end of ``DataTable._update_dimensions`` sets it."""
-        header_height = self.header_height if self.show_header else 0
-        self.virtual_size = Size(self._columns_width(), self._total_row_height + header_height)
+            add(*[cells[i] for i in shown], key=key)
 
     def _columns_width(self) -> int:
-        return (
-            sum(column.get_render_width(self) for column in self.columns.values())
-            + self._row_label_column_width
-        )
+        """The scrollable width: every column with its padding (the table has no row labels)."""
+        return sum(column.get_render_width(self) for column in self.columns.values())
 
     def watch_cursor_coordinate(self, old_coordinate: Coordinate, new_coordinate: Coordinate) -> None:
         super().watch_cursor_coordinate(old_coordinate, new_coordinate)
@@ -780,138 +756,6 @@ class RatioTable(DataTable[Text]):
             self.reverse = not self.reverse
         else:
             self.sort_key = key
-
-    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
-        """Fast path of DataTable's width pass for our one-line ``Text`` cells.
-
-        The stock pass renders every cell through Rich ``measure`` (~0.3 s for 500 rows x 9
-        columns on a loaded 2-core box, i.e. a third of the first-paint budget); a one-line
-        ``Text`` is exactly ``cell_len`` wide, and the rows added by ``_rebuild`` were measured
-        there already (``_widths``). Anything else falls back to the stock pass.
-        Textual is pinned (==8.2.8), and ``tests/tui/test_widgets_render.py`` pins the widths.
-        The virtual size is set as the stock pass sets it (without it the table never scrolled).
-        """
-        rows = list(new_rows)
-        columns = self.ordered_columns
-        premeasured = self._premeasured
-        if all(key in premeasured for key in rows):
-            for column in columns:
-                width = self._widths.get(str(column.key.value))
-                if width is None:
-                    break
-                if rows:
-                    column.content_width = max(column.content_width, width)
-            else:
-                self._set_virtual_size()
-                return
-        for key in rows:
-            cells = self._data.get(key)
-            if cells is None:
-                continue
-            for column in columns:
-                cell = cells.get(column.key)
-                if not isinstance(cell, Text) or "\n" in cell.plain:
-                    super()._update_dimensions(rows)
-                    return
-                column.content_width = max(column.content_width, cell.cell_len)
-        self._set_virtual_size()
-
-    def _render_cell(
-        self,
-        row_index: int,
-        column_index: int,
-        base_style: Style,
-        width: int,
-        cursor: bool = False,
-        hover: bool = False,
-    ) -> SegmentLines:
-        """Fast path of DataTable's cell render for a one-line ``Text`` that fits its column.
-
-        The stock path runs every cell through ``console.render_lines(Styled(Padding(cell)))``
-        (wrap, justify, split and crop: ~70 ms for the 42 x 9 cells of the first frame on a
-        slow CPU, the largest single cost of the first paint). For a body cell whose text has
-        no newline/tab and fits, the result is known: padding, the text (right-justified
-        cells are padded on the left with the text's own style, as ``Text.pad_left`` does;
-        left-justified ones on the right, as ``Text.truncate(pad=True)`` does), fill, padding, each styled ``(pre + own) + post`` as ``Segment.apply_style`` does, so
-        the strip is the same character for character and style for style. Everything else
-        (header, labels, fixed cells, taller rows, other renderables) takes the stock path;
-        the cache is the stock one with the stock key. Textual is pinned (==8.2.8).
-        """
-        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        if row_key is None or column_key is None:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        cache_key = (
-            row_key,
-            column_key,
-            base_style,
-            cursor,
-            hover,
-            self._show_hover_cursor,
-            self._update_count,
-            self._pseudo_class_state,
-        )
-        cached = self._cell_render_cache.get(cache_key)
-        if cached is not None:
-            return cached
-        row = self.rows.get(row_key)
-        data = self._data.get(row_key)
-        cell = data.get(column_key) if data is not None else None
-        pad = self.cell_padding
-        inner = width - 2 * pad
-        if row is None or row.height != 1 or not isinstance(cell, Text) or inner < 1:
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        plain = cell.plain
-        justify = cell.justify or "default"
-        length = cell.cell_len
-        if (
-            length > inner
-            or "\n" in plain
-            or "\t" in plain
-            or justify not in ("default", "left", "right")
-            or (justify != "default" and plain != plain.rstrip())
-        ):
-            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        console = self.app.console
-        component_style, post_style = self._get_styles_to_render_cell(
-            False,
-            False,
-            False,
-            hover,
-            cursor,
-            self.show_cursor,
-            self._show_hover_cursor,
-            self.cursor_foreground_priority == "css",
-            self.cursor_background_priority == "css",
-        )
-        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component_style
-        post = console.get_style(post_style)
-
-        def styled(own: Style | None) -> Style:
-            first = pre + own
-            return first + post if first else post
-
-        plain_style = styled(None)
-        own = console.get_style(cell.style) if cell.style else None
-        line = [Segment(" " * pad, plain_style)] if pad else []
-        fill = inner - length
-        if justify == "right" and fill:
-            line.append(Segment(" " * fill, styled(own)))
-        if cell.spans:
-            line.extend(Segment(text, styled(style)) for text, style, _ in cell.render(console) if text)
-        elif plain:
-            line.append(Segment(plain, styled(own)))
-        if justify == "left" and fill:  # Text.truncate(pad=True): the text's own style
-            line.append(Segment(" " * fill, styled(own)))
-        elif justify == "default" and fill:
-            line.append(Segment(" " * fill, plain_style))
-        if pad:
-            line.append(Segment(" " * pad, plain_style))
-        lines = [line]
-        self._cell_render_cache[cache_key] = lines
-        return lines
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         event.stop()

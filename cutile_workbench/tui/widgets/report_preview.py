@@ -71,12 +71,17 @@ class _Fence(MarkdownFence):
     ("code-content"), and a report has several, so the screen's ids were not unique."""
 
     def set_content(self, content: Content) -> None:
-        self._content = content
-        for label in self.query(Label):  # none before compose
+        # Textual's own stores the content in a private field nothing reads, then looks the label
+        # up by its id: here the labels (none before compose) are updated, public API only
+        for label in self.query(Label):
             label.update(content)
 
     def compose(self) -> ComposeResult:
-        yield Label(self._highlighted_code, classes="code-content", expand=True)
+        # the highlight MarkdownFence computes (its public classmethod, on its public code/lexer)
+        code = self.highlight(
+            self.code, self.lexer, ansi=self.app.native_ansi_color, dark=self.app.current_theme.dark
+        )
+        yield Label(code, classes="code-content", expand=True)
 
 
 class _ReportMarkdown(Markdown):

@@ -37,6 +37,11 @@ def _band_class(ratio: float) -> str:
     return "severitybar--large"
 
 
+#: what a value a worker still computes shows (issue 31 item 3: never a blank or "—", which read
+#: as "none"; an ellipsis alone reads as text cut short)
+PENDING = "… computing"
+
+
 class SeverityBar(Widget):
     """Geomean + CI + severity, rendered on a threshold scale."""
 
@@ -88,7 +93,7 @@ class SeverityBar(Widget):
         ci = (
             f" CI [{t.geomean_ci[0]:.3f}, {t.geomean_ci[1]:.3f}]"
             if t.geomean_ci
-            else (" CI …" if ci_pending else " CI —")
+            else (f" CI {PENDING}" if ci_pending else " CI —")
         )
         flag = "  INCONCLUSIVE (CI straddles 1.05)" if t.inconclusive else ""
         return f"geomean {t.geomean:.4f}x{ci}  {t.severity or '—'}  {t.verdict}{flag}"
@@ -118,6 +123,9 @@ class SeverityBar(Widget):
         t = self.table
         if t is not None and t.geomean is not None:
             words.stylize(self.get_component_rich_style(_band_class(t.geomean), partial=True))
+        at = words.plain.find(PENDING)
+        if at >= 0:  # a value still being computed reads as such, not as part of the verdict
+            words.stylize("dim", at, at + len(PENDING))
         scale_w = max(0, self.size.width - len(words) - 3)
         if scale_w < 12 or t is None or t.geomean is None:
             return words
