@@ -347,3 +347,103 @@ def test_a_recorded_session_s_conversion_has_columns(tmp_path: Path, monkeypatch
     for _ in range(2):  # the conversion, then the cached one
         store = launch_store.open_store(src)
         assert all(store.columns(i) is not None for i in range(len(store)))
+
+
+def test_a_fresh_command_reads_each_module_s_imports_once_for_its_code_keys(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code keys of E's table, trust and each derived value share most of their import closures:
+    each module's imports are read once per process, and without ``ast.parse`` (today: parsed up to
+    three times, ~290 parses a `table`)."""
+    import ast
+
+    from cutile_workbench.infra import codekey
+
+    codekey.clear()
+    scanned: Counter[str] = Counter()
+    parsed: Counter[str] = Counter()
+    real_scan, real_parse = codekey._scan_imports, ast.parse
+
+    def scan(name: str, *a: Any) -> Any:
+        scanned[name] += 1
+        return real_scan(name, *a)
+
+    def parse(source: Any, filename: str = "<unknown>", *a: Any, **kw: Any) -> Any:
+        if "cutile_workbench" in str(filename):
+            parsed[str(filename)] += 1
+        return real_parse(source, filename, *a, **kw)
+
+    monkeypatch.setattr(codekey, "_scan_imports", scan)
+    monkeypatch.setattr(codekey.ast, "parse", parse)
+    kdir, _ = session
+    assert _cli(kdir.parent, "table", "matmul", "--json")[0] in (0, 1)
+    assert len(scanned) > 50, "no code key was computed: the count would prove nothing"
+    assert max(scanned.values()) == 1, scanned.most_common(3)
+    assert not parsed, parsed.most_common(3)
+
+
+def test_a_fresh_report_f_encodes_one_cached_entry_a_config(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Summaries computed from the columns are cheaper to recompute than to decode from the user cache:
+    they are not cached; the per-config entries written are trust's, one a config (today: trust's and
+    a launch summary's, each summary with its ~300 durations encoded value by value)."""
+    from cutile_workbench.artifacts import config_cache
+
+    kinds: Counter[str] = Counter()
+    real = config_cache.ConfigCache.put
+
+    def put(cache: Any, params: str, digest: str, value: Any) -> None:
+        kinds[cache.kind] += 1
+        real(cache, params, digest, value)
+
+    monkeypatch.setattr(config_cache.ConfigCache, "put", put)
+    kdir, _ = session
+    assert _cli(kdir.parent, "report", "f", "matmul", "--dry-run")[0] in (0, 1)
+    assert dict(kinds) == {"trust-config": N}
+
+
+def test_the_import_scan_finds_every_import_the_parser_finds_in_every_module() -> None:
+    """Code keys read each module's imports with a regex instead of ``ast.parse`` (a fresh `table` parsed
+    ~100 modules for them): conservative only if it misses nothing the parser finds, checked here on
+    every module of the package (a module too many would only cost a recompute)."""
+    from cutile_workbench.infra import codekey
+
+    pkg = codekey._HERE
+    checked = 0
+    for f in sorted(pkg.rglob("*.py")):
+        parts = list(f.relative_to(pkg.parent).with_suffix("").parts)
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        data = f.read_bytes()
+        parsed = codekey._parse_imports(name, data, f, pkg)
+        assert parsed <= codekey._scan_imports(name, data, f, pkg), (name, parsed)
+        checked += bool(parsed)
+    assert checked > 100
+
+
+@pytest.mark.parametrize(
+    "source,want",
+    [  # SYNTHETIC: the forms of import statement, one by one
+        (b"import cutile_workbench.model as m, os\n", {"cutile_workbench.model"}),
+        (b"from cutile_workbench.infra import (\n    bootstrap,  # why\n    jsonutil,\n)\n", None),
+        (b"from cutile_workbench.infra import bootstrap, \\\n    jsonutil\n", None),
+        (b"if x:\n    from ..infra import bootstrap\n", None),
+        (b"from . import codekey\n", None),
+        (b"from .. import model\n", None),
+        (
+            b"def f():\n    from cutile_workbench.errors import InputError; import cutile_workbench.model\n",
+            None,
+        ),
+    ],
+)
+def test_the_import_scan_on_each_form_of_import(tmp_path: Path, source: bytes, want: set[str] | None) -> None:
+    from cutile_workbench.infra import codekey
+
+    pkg = codekey._HERE
+    path = pkg / "infra" / "codekey.py"  # scanned as if it were this module's text
+    name = "cutile_workbench.infra.codekey"
+    parsed = codekey._parse_imports(name, source, path, pkg)
+    assert parsed, "the parser finds nothing: the form proves nothing"
+    assert parsed <= codekey._scan_imports(name, source, path, pkg)
+    if want is not None:
+        assert parsed == want
