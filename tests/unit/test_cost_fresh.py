@@ -447,3 +447,23 @@ def test_the_import_scan_on_each_form_of_import(tmp_path: Path, source: bytes, w
     assert parsed <= codekey._scan_imports(name, source, path, pkg)
     if want is not None:
         assert parsed == want
+
+
+def test_a_fresh_report_f_summarizes_each_set_once(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trust and F's launch evidence read the same summaries: one column-wise summary a set per process
+    (without the store's memo: two, one for trust and one for F)."""
+    from cutile_workbench.evidence import launches
+
+    calls: Counter[tuple[str, str]] = Counter()
+    real = launches.summarize_columns
+
+    def summarize(cols: Any, **kw: Any) -> Any:
+        calls[(kw["params"], kw["backend"])] += 1
+        return real(cols, **kw)
+
+    monkeypatch.setattr(launches, "summarize_columns", summarize)
+    kdir, _ = session
+    assert _cli(kdir.parent, "report", "f", "matmul", "--dry-run")[0] in (0, 1)
+    assert len(calls) == 2 * N and max(calls.values()) == 1, calls.most_common(2)
