@@ -96,8 +96,10 @@ _DECODED_CACHE = 64  # decoded sets kept per store (a screen shows a handful of 
 
 #: the columns file's own format (a change makes old files ignored, never misread)
 COLUMNS_VERSION = 1
-#: the largest columns file read (real ones: ~20 bytes a launch)
+#: the largest columns file read (real ones: ~20 bytes a launch, compressed to ~1/100)
 MAX_COLUMNS_BYTES = 256 * 1024 * 1024
+#: the most its arrays may expand to (a 10,000-config session: ~150 MB)
+MAX_COLUMNS_EXPANDED = 1 << 30
 KINDS = ("kernel", "memcpy", "memset")
 
 
@@ -252,6 +254,11 @@ def _opt(v: Any, typ: type) -> Any:
 def _decode_columns(raw: bytes, source: str, n_sets: int) -> dict[int, SetColumns]:
     """``{store position: columns}`` of a columns file; :class:`_BadColumns` on any doubt."""
     try:
+        import zipfile
+
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:  # a member reads at most its declared size
+            if sum(i.file_size for i in zf.infolist()) > MAX_COLUMNS_EXPANDED:
+                raise _BadColumns  # a zip bomb is refused before anything is inflated
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             arrays = {
                 k: z[k] for k in ("meta", "ncalls", "calls", "kinds", "names", "durations", "resources")

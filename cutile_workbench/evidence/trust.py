@@ -14,7 +14,9 @@ An absent input leaves the affected rows ``unknown`` with the reason; nothing is
 
 Cost (issue 31): the whole-kernel inputs are read once into a :class:`TrustContext`
 (:func:`trust_context`); each config's trust (:func:`config_trust`: its identity and the reference's
-config) is derived from that config's own launch sets, decoded once (:func:`_derive_config`). With
+config) is derived from that config's own launch sets' facts (:func:`_derive_config`): read from the
+store's columns where it has them (nothing decoded: a fresh session's first command), else from one
+decode of its sets. With
 ``row_cache`` each config's result is kept in the user cache (:mod:`cutile_workbench.artifacts.derive_cache`)
 under a key of that config's own inputs — its capture members' bytes, its row's status and baseline,
 its IR entry symbol, the reference autotuner's winner for it — and the context's digest (the shared inputs and the deriving code), so a re-run
@@ -272,6 +274,7 @@ _DERIVING = (
     "cutile_workbench.evidence.pinning",
     "cutile_workbench.evidence.autotune",
     "cutile_workbench.artifacts.launches_io",
+    "cutile_workbench.artifacts.launch_store",  # the columns trust reads its facts from
     "cutile_workbench.model",
 )
 _CODE: list[str] = []

@@ -467,3 +467,21 @@ def test_a_fresh_report_f_summarizes_each_set_once(
     kdir, _ = session
     assert _cli(kdir.parent, "report", "f", "matmul", "--dry-run")[0] in (0, 1)
     assert len(calls) == 2 * N and max(calls.values()) == 1, calls.most_common(2)
+
+
+def test_columns_that_would_expand_past_the_cap_are_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A zip bomb is refused by the declared sizes, before anything is inflated (the cap lowered here
+    to the real file's own expanded size minus one)."""
+    import zipfile
+
+    data = _written(tmp_path)
+    cols = launch_store.columns_path_for(data)
+    with zipfile.ZipFile(cols) as zf:
+        expanded = sum(i.file_size for i in zf.infolist())
+    monkeypatch.setattr(launch_store, "MAX_COLUMNS_EXPANDED", expanded - 1)
+    store = launch_store.open_store(data)
+    assert store.columns(0) is None
+    monkeypatch.setattr(launch_store, "MAX_COLUMNS_EXPANDED", expanded)
+    assert launch_store.open_store(data).columns(0) is not None
