@@ -137,6 +137,7 @@ def _reference_for_row(
     ir_entry: str | None,
     names_memo: dict[str, tuple[list[str] | None, str]] | None = None,
     side_of: Callable[[Any], SideLaunch | None] | None = None,
+    space_memo: dict[str, ConfigSpace | None] | None = None,
 ) -> ReferenceConfig:
     """One matched row's reference config from that config's sets ``same`` (see the module docstring)."""
     base_set = next((s for s in same if _n_calls(s) and same_backend(s.backend, row.baseline_backend)), None)
@@ -154,11 +155,18 @@ def _reference_for_row(
         names, src = names_for(symbol, analysis=analysis, reference_wrapper=reference_wrapper)
         if names_memo is not None:
             names_memo[memo_key] = (names, src)
+    # one lookup a symbol (the analysis' spaces are rebuilt on every call: ~0.3 ms a row)
+    if space_memo is not None and memo_key in space_memo:
+        space = space_memo[memo_key]
+    else:
+        space = _space_for_symbol(symbol, spaces, analysis)
+        if space_memo is not None:
+            space_memo[memo_key] = space
     return reference_config(
         row.params,
         row.baseline_backend,
         symbol,
-        space=_space_for_symbol(symbol, spaces, analysis),
+        space=space,
         constant_names=names,
         names_source=src,
         grid=grid,
@@ -251,6 +259,7 @@ class TrustContext:
     digest: str  # the shared inputs and the deriving code: part of every per-config key
     pins: PinContext = field(default_factory=PinContext)
     names_memo: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
+    space_memo: dict[str, ConfigSpace | None] = field(default_factory=dict)
     _member_digests: dict[str, str] | None = None
 
     def member_digest(self, params: str) -> str | None:
@@ -422,6 +431,7 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             reference_wrapper=ctx.reference_wrapper,
             ir_entry=ctx.ir_entries.get(ref_row.params),
             names_memo=ctx.names_memo,
+            space_memo=ctx.space_memo,
         )
         if len(ref.fits) > 1:  # several configs fit: the captured launch and the tuner's record narrow them
             base = next(

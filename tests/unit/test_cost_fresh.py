@@ -485,3 +485,23 @@ def test_columns_that_would_expand_past_the_cap_are_ignored(
     assert store.columns(0) is None
     monkeypatch.setattr(launch_store, "MAX_COLUMNS_EXPANDED", expanded)
     assert launch_store.open_store(data).columns(0) is not None
+
+
+def test_the_reference_config_space_is_looked_up_once_a_symbol(
+    session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every row of a kernel names one of a few reference symbols: the configs space of each is found
+    once per trust derivation (today: once a row, the analysis' spaces rebuilt every time)."""
+    from cutile_workbench.evidence import trust
+
+    symbols: Counter[str] = Counter()
+    real = trust._space_for_symbol
+
+    def space_for(symbol: Any, *a: Any) -> Any:
+        symbols[str(symbol)] += 1
+        return real(symbol, *a)
+
+    monkeypatch.setattr(trust, "_space_for_symbol", space_for)
+    kdir, _ = session
+    assert _cli(kdir.parent, "table", "matmul", "--json")[0] in (0, 1)
+    assert symbols and max(symbols.values()) == 1, symbols.most_common(2)
