@@ -46,9 +46,10 @@ Contract:
   :meth:`LaunchStore.member_digests` hashes each config's stored members (compressed bytes, no
   decoding; once per store): the key of that config's derived facts (issue 31).
 - :meth:`LaunchStore.columns` gives a set's :class:`SetColumns` without decoding its member, only when
-  the columns file is the one the current index names (size and sha256) and every column checks out
-  (shapes, index ranges, types); anything else is ``None`` (the caller decodes the member), never a
-  crash and never a column of another data file.
+  the columns file is the one the current index names (size and sha256), declares at most
+  :data:`MAX_COLUMNS_EXPANDED` bytes once inflated (checked before inflating) and every column checks
+  out (shapes, index ranges, types); anything else is ``None`` (the caller decodes the member), never
+  a crash and never a column of another data file.
 """
 
 from __future__ import annotations
