@@ -10,7 +10,14 @@ when decompressed whole, so every reader of the old format keeps working):
   launch set (``,``-prefixed after the first), a tail ``]}``.
 - ``launches.idx.json`` beside it: ``{"version": 2, "data_size", "data_mtime_ns", "data_sha256",
   "entries": [[nodeid, backend, params, source, calls, offset, length], ...]}`` — byte range of each
-  set's member, and the sha256 of the data file it describes.
+  set's member, and the sha256 of the data file it describes; since issue 31 also ``"columns"``:
+  ``{"version", "size", "sha256"}`` of the columns file (old readers ignore the key).
+- ``launches.cols.npz`` beside it (issue 31, written by the same writer, before the index): per set,
+  the fields a summary and the candidate's identity read, column-wise (:class:`SetColumns`: launches
+  per call, each launch's kind, name, duration and resource tuple, the set's attribution), so a fresh
+  session's trust reads numbers instead of decoding every member's JSON into one object per launch.
+  Derived from the sets it was written from (validated objects, or the columns of a member copied
+  from another store); a set without columns (a member copied from a store that had none) is decoded.
 
 Contract:
 
@@ -38,6 +45,11 @@ Contract:
   the original file and ``sets[i]...``); a malformed file raises ``InputError``, never a traceback.
   :meth:`LaunchStore.member_digests` hashes each config's stored members (compressed bytes, no
   decoding; once per store): the key of that config's derived facts (issue 31).
+- :meth:`LaunchStore.columns` gives a set's :class:`SetColumns` without decoding its member, only when
+  the columns file is the one the current index names (size and sha256), declares at most
+  :data:`MAX_COLUMNS_EXPANDED` bytes once inflated (checked before inflating) and every column checks
+  out (shapes, index ranges, types); anything else is ``None`` (the caller decodes the member), never
+  a crash and never a column of another data file.
 """
 
 from __future__ import annotations
@@ -57,10 +69,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, overload
 
-from cutile_workbench.artifacts.launches_io import VERSION, _Reader, load_launch_sets, set_to_dict
+import numpy as np
+
+from cutile_workbench.artifacts.launches_io import (
+    VERSION,
+    _Reader,
+    attributed_to_dict,
+    load_launch_sets,
+    set_to_dict,
+)
 from cutile_workbench.errors import InputError
 from cutile_workbench.infra.atomicio import atomic_write_bytes
-from cutile_workbench.model import LaunchSet
+from cutile_workbench.model import AttributedLaunch, LaunchSet
 
 INDEX_VERSION = 2
 #: the largest index read (real ones: a few KiB per config)
@@ -75,11 +95,258 @@ _CHUNK = 1 << 20
 _DECODED_CACHE = 64  # decoded sets kept per store (a screen shows a handful of configs)
 
 
+#: the columns file's own format (a change makes old files ignored, never misread)
+COLUMNS_VERSION = 1
+#: the largest columns file read (real ones: ~20 bytes a launch, compressed to ~1/100)
+MAX_COLUMNS_BYTES = 256 * 1024 * 1024
+#: the most its arrays may expand to (a 10,000-config session: ~150 MB)
+MAX_COLUMNS_EXPANDED = 1 << 30
+KINDS = ("kernel", "memcpy", "memset")
+
+
 def index_path_for(data: Path) -> Path:
     """``launches.json.gz`` → ``launches.idx.json`` (any other name: ``<name>.idx.json``)."""
     name = data.name
     stem = name[: -len(".json.gz")] if name.endswith(".json.gz") else name
     return data.with_name(f"{stem}.idx.json")
+
+
+def columns_path_for(data: Path) -> Path:
+    """``launches.json.gz`` → ``launches.cols.npz`` (any other name: ``<name>.cols.npz``)."""
+    name = data.name
+    stem = name[: -len(".json.gz")] if name.endswith(".json.gz") else name
+    return data.with_name(f"{stem}.cols.npz")
+
+
+#: a launch's resources as a summary reads them: (demangled, registers_per_thread, static_smem,
+#: dynamic_smem, grid, block, cluster)
+Resources = tuple[
+    str | None,
+    int | None,
+    int | None,
+    int | None,
+    tuple[int, int, int] | None,
+    tuple[int, int, int] | None,
+    tuple[int, int, int] | None,
+]
+
+
+@dataclass(frozen=True, eq=False)
+class SetColumns:
+    """One set's launches column-wise: what its summary and the candidate's identity read (issue 31).
+
+    ``call_counts[c]`` launches in call ``c``; launch ``j`` (calls in order, launches in order) has kind
+    ``KINDS[kinds[j]]``, name ``name_table[names[j]]``, duration ``durations[j]`` ns and resources
+    ``resource_table[resources[j]]``."""
+
+    call_counts: np.ndarray  # int64, one per call
+    kinds: np.ndarray  # int8
+    names: np.ndarray  # int64
+    durations: np.ndarray  # int64
+    resources: np.ndarray  # int64
+    name_table: tuple[str, ...]
+    resource_table: tuple[Resources, ...]
+    attribution: tuple[AttributedLaunch, ...] = ()
+
+    @property
+    def n_calls(self) -> int:
+        return int(self.call_counts.shape[0])
+
+    def kernel_names(self) -> tuple[str, ...]:
+        """Every kernel symbol the set launched (first-seen order)."""
+        picked = self.names[self.kinds == 0]
+        if not picked.size:
+            return ()
+        _, first = np.unique(picked, return_index=True)
+        return tuple(self.name_table[int(picked[i])] for i in sorted(first.tolist()))
+
+
+def columns_of(s: LaunchSet) -> SetColumns:
+    """A (validated) set's columns."""
+    names: dict[str, int] = {}
+    res: dict[Resources, int] = {}
+    counts: list[int] = []
+    kinds: list[int] = []
+    name_ids: list[int] = []
+    durs: list[int] = []
+    res_ids: list[int] = []
+    kind_id = {k: i for i, k in enumerate(KINDS)}
+    for c in s.calls:
+        counts.append(len(c.launches))
+        for x in c.launches:
+            kinds.append(kind_id[x.kind])
+            name_ids.append(names.setdefault(x.name, len(names)))
+            durs.append(x.end_ns - x.start_ns)
+            r: Resources = (
+                x.demangled,
+                x.registers_per_thread,
+                x.static_smem,
+                x.dynamic_smem,
+                x.grid,
+                x.block,
+                x.cluster,
+            )
+            res_ids.append(res.setdefault(r, len(res)))
+    return SetColumns(
+        np.array(counts, dtype=np.int64),
+        np.array(kinds, dtype=np.int8),
+        np.array(name_ids, dtype=np.int64),
+        np.array(durs, dtype=np.int64),
+        np.array(res_ids, dtype=np.int64),
+        tuple(names),
+        tuple(res),
+        tuple(s.attribution),
+    )
+
+
+def _encode_columns(cols: Sequence[tuple[int, SetColumns]]) -> bytes:
+    """The columns file of ``(store position, columns)`` pairs (module contract)."""
+    meta = {
+        "version": COLUMNS_VERSION,
+        "sets": [
+            [
+                pos,
+                list(c.name_table),
+                [
+                    [None if v is None else list(v) if isinstance(v, tuple) else v for v in r]
+                    for r in c.resource_table
+                ],
+                [attributed_to_dict(a) for a in c.attribution],
+            ]
+            for pos, c in cols
+        ],
+    }
+
+    def cat(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
+
+    out = io.BytesIO()
+    np.savez_compressed(
+        out,
+        meta=np.frombuffer(json.dumps(meta, separators=(",", ":")).encode(), dtype=np.uint8),
+        ncalls=np.array([c.n_calls for _, c in cols], dtype=np.int64),
+        calls=cat([c.call_counts for _, c in cols], np.int64),
+        kinds=cat([c.kinds for _, c in cols], np.int8),
+        names=cat([c.names for _, c in cols], np.int64),
+        durations=cat([c.durations for _, c in cols], np.int64),
+        resources=cat([c.resources for _, c in cols], np.int64),
+    )
+    return out.getvalue()
+
+
+class _BadColumns(Exception):
+    """The columns file does not check out: it is ignored (the members are decoded)."""
+
+
+def _dims(v: Any) -> tuple[int, int, int] | None:
+    if v is None:
+        return None
+    if not isinstance(v, list) or len(v) != 3 or not all(type(x) is int and x >= 0 for x in v):
+        raise _BadColumns
+    return (v[0], v[1], v[2])
+
+
+def _opt(v: Any, typ: type) -> Any:
+    if v is not None and type(v) is not typ:
+        raise _BadColumns
+    return v
+
+
+def _decode_columns(raw: bytes, source: str, n_sets: int) -> dict[int, SetColumns]:
+    """``{store position: columns}`` of a columns file; :class:`_BadColumns` on any doubt."""
+    try:
+        import zipfile
+
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:  # a member reads at most its declared size
+            if sum(i.file_size for i in zf.infolist()) > MAX_COLUMNS_EXPANDED:
+                raise _BadColumns  # a zip bomb is refused before anything is inflated
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            arrays = {
+                k: z[k] for k in ("meta", "ncalls", "calls", "kinds", "names", "durations", "resources")
+            }
+        meta = json.loads(arrays["meta"].tobytes())
+    except Exception as exc:  # any malformed zip/npy/JSON: ignored, the members are decoded
+        raise _BadColumns from exc
+    if (
+        not isinstance(meta, dict)
+        or meta.get("version") != COLUMNS_VERSION
+        or not isinstance(meta.get("sets"), list)
+    ):
+        raise _BadColumns
+    ncalls, calls = arrays["ncalls"], arrays["calls"]
+    kinds, names, durs, res = arrays["kinds"], arrays["names"], arrays["durations"], arrays["resources"]
+    n = len(meta["sets"])
+    launches = kinds.shape[0]
+    if (
+        any(a.ndim != 1 for a in (ncalls, calls, kinds, names, durs, res))
+        or ncalls.shape[0] != n
+        or ncalls.dtype != np.int64
+        or calls.dtype != np.int64
+        or kinds.dtype != np.int8
+        or names.dtype != np.int64
+        or durs.dtype != np.int64
+        or res.dtype != np.int64
+        or (ncalls < 0).any()
+        or int(ncalls.sum()) != calls.shape[0]
+        or (calls < 0).any()
+        or int(calls.sum()) != launches
+        or names.shape[0] != launches
+        or durs.shape[0] != launches
+        or res.shape[0] != launches
+        or (launches and (int(kinds.min()) < 0 or int(kinds.max()) >= len(KINDS) or int(durs.min()) < 0))
+    ):
+        raise _BadColumns
+    reader = _Reader(source)
+    out: dict[int, SetColumns] = {}
+    call_at = launch_at = 0
+    for k, item in enumerate(meta["sets"]):
+        if not isinstance(item, list) or len(item) != 4:
+            raise _BadColumns
+        pos, name_table, res_table, attributed = item
+        if type(pos) is not int or not 0 <= pos < n_sets or pos in out:
+            raise _BadColumns
+        if not isinstance(name_table, list) or not all(isinstance(x, str) for x in name_table):
+            raise _BadColumns
+        if not isinstance(res_table, list) or not isinstance(attributed, list):
+            raise _BadColumns
+        resources: list[Resources] = []
+        for r in res_table:
+            if not isinstance(r, list) or len(r) != 7:
+                raise _BadColumns
+            resources.append(
+                (
+                    _opt(r[0], str),
+                    _opt(r[1], int),
+                    _opt(r[2], int),
+                    _opt(r[3], int),
+                    _dims(r[4]),
+                    _dims(r[5]),
+                    _dims(r[6]),
+                )
+            )
+        try:
+            attribution = tuple(
+                reader.attributed(a, f"sets[{pos}].attribution[{i}]") for i, a in enumerate(attributed)
+            )
+        except InputError as exc:
+            raise _BadColumns from exc
+        nc = int(ncalls[k])
+        cc = calls[call_at : call_at + nc]
+        nl = int(cc.sum())
+        sl = slice(launch_at, launch_at + nl)
+        call_at, launch_at = call_at + nc, launch_at + nl
+        nm, rs = names[sl], res[sl]
+        if nl and (
+            int(nm.min()) < 0
+            or int(nm.max()) >= len(name_table)
+            or int(rs.min()) < 0
+            or int(rs.max()) >= len(resources)
+        ):
+            raise _BadColumns
+        out[pos] = SetColumns(
+            cc, kinds[sl], nm, durs[sl], rs, tuple(name_table), tuple(resources), attribution
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -105,10 +372,12 @@ def _set_payload(s: LaunchSet) -> bytes:
 
 @dataclass(frozen=True)
 class RawMember:
-    """A set's member bytes as stored (its payload without the separating comma), to copy on merge."""
+    """A set's member bytes as stored (its payload without the separating comma), to copy on merge
+    (with its columns when the store it came from had them)."""
 
     entry: Entry
     payload: bytes
+    columns: SetColumns | None = None
 
 
 def _user_cache_dir() -> Path:
@@ -119,7 +388,11 @@ def _user_cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "cutile-workbench"
 
 
-def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]:
+def _encode(
+    items: Iterable[LaunchSet | RawMember], columns: list[tuple[int, SetColumns]] | None = None
+) -> tuple[bytes, list[Entry]]:
+    """The data file of ``items`` and its entries; with ``columns``, each item's columns are added to
+    it (a raw member's own, else none; a set's derived)."""
     out = io.BytesIO()
     out.write(_member(HEAD))
     entries: list[Entry] = []
@@ -128,7 +401,11 @@ def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]
             payload = item.payload
             nodeid, backend, params = item.entry.nodeid, item.entry.backend, item.entry.params
             source, calls = item.entry.source, item.entry.calls
+            if columns is not None and item.columns is not None:
+                columns.append((i, item.columns))
         else:
+            if columns is not None:
+                columns.append((i, columns_of(item)))
             payload = _set_payload(item)
             nodeid, backend, params, source, calls = (
                 item.nodeid,
@@ -144,14 +421,23 @@ def _encode(items: Iterable[LaunchSet | RawMember]) -> tuple[bytes, list[Entry]]
     return out.getvalue(), entries
 
 
-def _index_doc(entries: Sequence[Entry], size: int, mtime_ns: int, sha256: str) -> dict[str, Any]:
-    return {
+def _index_doc(
+    entries: Sequence[Entry], size: int, mtime_ns: int, sha256: str, columns: bytes | None = None
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {
         "version": INDEX_VERSION,
         "data_size": size,
         "data_mtime_ns": mtime_ns,
         "data_sha256": sha256,
         "entries": [[e.nodeid, e.backend, e.params, e.source, e.calls, e.offset, e.length] for e in entries],
     }
+    if columns is not None:
+        doc["columns"] = {
+            "version": COLUMNS_VERSION,
+            "size": len(columns),
+            "sha256": hashlib.sha256(columns).hexdigest(),
+        }
+    return doc
 
 
 def _write_atomic(path: Path, data: bytes, root: Path | None = None) -> os.stat_result:
@@ -169,13 +455,24 @@ def write_store(path: Path, items: Iterable[LaunchSet | RawMember], root: Path |
     path = Path(path)
     if root is None:
         path.parent.mkdir(parents=True, exist_ok=True)
-    data, entries = _encode(items)
+    columns: list[tuple[int, SetColumns]] = []
+    data, entries = _encode(items, columns)
+    return _write_files(path, data, entries, _encode_columns(columns), root)
+
+
+def _write_files(
+    path: Path, data: bytes, entries: list[Entry], columns: bytes, root: Path | None = None
+) -> Path:
+    """Data, columns, then the index naming both (a reader never pairs an index with other files)."""
     st = _write_atomic(path, data, root)
+    _write_atomic(columns_path_for(path), columns, root)
     index = index_path_for(path)
     digest = hashlib.sha256(data).hexdigest()
     _write_atomic(
         index,
-        json.dumps(_index_doc(entries, st.st_size, st.st_mtime_ns, digest), separators=(",", ":")).encode(),
+        json.dumps(
+            _index_doc(entries, st.st_size, st.st_mtime_ns, digest, columns), separators=(",", ":")
+        ).encode(),
         root,
     )
     return index
@@ -205,9 +502,15 @@ def _file_sha256(path: Path) -> str | None:
         os.close(fd)
 
 
-def _load_index(index: Path, data_stat: os.stat_result, data_path: Path | None = None) -> list[Entry] | None:
+def _load_index(
+    index: Path,
+    data_stat: os.stat_result,
+    data_path: Path | None = None,
+    columns_out: list[dict[str, Any]] | None = None,
+) -> list[Entry] | None:
     """The index's entries when it is current for the data file (size, mtime and content), else None.
-    Guarded like any input (module contract): a bad index is ignored, never followed or trusted."""
+    Guarded like any input (module contract): a bad index is ignored, never followed or trusted.
+    ``columns_out`` receives the index's record of its columns file when it has a well-formed one."""
     from cutile_workbench.artifacts.confine import read_regular
     from cutile_workbench.errors import WorkbenchError
 
@@ -240,6 +543,15 @@ def _load_index(index: Path, data_stat: os.stat_result, data_path: Path | None =
         entries.append(Entry(n, b, p, src, c, o, ln))
     if data_path is not None and _file_sha256(data_path) != doc["data_sha256"]:
         return None  # the data file was edited since (size and mtime kept): the index is stale
+    cols = doc.get("columns")
+    if (
+        columns_out is not None
+        and isinstance(cols, dict)
+        and cols.get("version") == COLUMNS_VERSION
+        and type(cols.get("size")) is int
+        and isinstance(cols.get("sha256"), str)
+    ):
+        columns_out.append(cols)
     return entries
 
 
@@ -353,33 +665,53 @@ class _Splitter:
             first = False
 
 
-def _convert(path: Path) -> tuple[bytes, list[Entry]]:
-    """Re-encode any launches file as a per-set store: streaming for the layout every writer produces,
-    else (or on any doubt) through the strict whole-file reader, whose error names file and key."""
+def _convert(path: Path) -> tuple[bytes, list[Entry], bytes]:
+    """Re-encode any launches file as a per-set store (and its columns): streaming for the layout every
+    writer produces, else (or on any doubt) through the strict whole-file reader, whose error names
+    file and key."""
     reader = _Reader(str(path))
 
     def members() -> Iterator[RawMember]:
         for i, (obj, text) in enumerate(_Splitter(_stream_text(path)).sets()):
             key = f"sets[{i}]"
             s = reader.launch_set(obj, key)  # validated once here: a bad file is refused at open
-            yield RawMember(Entry(s.nodeid, s.backend, s.params, s.source, len(s.calls), 0, 0), text.encode())
+            yield RawMember(
+                Entry(s.nodeid, s.backend, s.params, s.source, len(s.calls), 0, 0),
+                text.encode(),
+                columns_of(s),
+            )
 
+    columns: list[tuple[int, SetColumns]] = []
     try:
-        return _encode(members())
+        data, entries = _encode(members(), columns)
     except (_Malformed, OSError, EOFError, zlib.error, UnicodeDecodeError, InputError):
-        return _encode(load_launch_sets(path))  # raises the precise InputError when malformed
+        columns = []
+        data, entries = _encode(load_launch_sets(path), columns)  # the precise InputError when malformed
+    return data, entries, _encode_columns(columns)
 
 
 class LaunchStore(Sequence[LaunchSet]):
     """The launch sets of one launches file, decoded on access (see module contract)."""
 
     def __init__(
-        self, source: Path, entries: list[Entry], *, data_path: Path | None = None, data: bytes | None = None
+        self,
+        source: Path,
+        entries: list[Entry],
+        *,
+        data_path: Path | None = None,
+        data: bytes | None = None,
+        columns_path: Path | None = None,
+        columns_record: dict[str, Any] | None = None,
+        columns_data: bytes | None = None,
     ) -> None:
         self.source = source  # the launches file named in errors and reports
         self.entries = entries
         self._data_path = data_path
         self._data = data
+        self._columns_path = columns_path
+        self._columns_record = columns_record
+        self._columns_data = columns_data
+        self._columns: dict[int, SetColumns] | None = None
         self._by_params: dict[str, list[int]] = {}
         self._by_nodeid: dict[str, list[int]] = {}
         for i, e in enumerate(entries):
@@ -465,10 +797,38 @@ class LaunchStore(Sequence[LaunchSet]):
         return done
 
     def raw_members(self, keep: Iterable[int] | None = None) -> Iterator[RawMember]:
-        """The stored members (payload bytes, no JSON parsing) of ``keep`` (default: all), for a merge."""
+        """The stored members (payload bytes, no JSON parsing; their columns where the store has them)
+        of ``keep`` (default: all), for a merge."""
         for i in range(len(self)) if keep is None else keep:
             payload = self._payload(i)
-            yield RawMember(self.entries[i], payload[1:] if payload[:1] == b"," else payload)
+            yield RawMember(self.entries[i], payload[1:] if payload[:1] == b"," else payload, self.columns(i))
+
+    def columns(self, i: int) -> SetColumns | None:
+        """Set ``i``'s columns without decoding its member (module contract); None: decode it."""
+        with self._lock:
+            if self._columns is None:
+                self._columns = self._load_columns()
+            return self._columns.get(i)
+
+    def _load_columns(self) -> dict[int, SetColumns]:
+        from cutile_workbench.artifacts.confine import read_regular
+        from cutile_workbench.errors import WorkbenchError
+
+        raw = self._columns_data
+        rec = self._columns_record
+        if raw is None:
+            if rec is None or self._columns_path is None or self._columns_path.is_symlink():
+                return {}
+            try:
+                raw = read_regular(self._columns_path, kind="launch columns", cap=MAX_COLUMNS_BYTES)
+            except WorkbenchError:
+                return {}
+            if len(raw) != rec["size"] or hashlib.sha256(raw).hexdigest() != rec["sha256"]:
+                return {}  # not the columns file this index was written with
+        try:
+            return _decode_columns(raw, str(self.source), len(self.entries))
+        except _BadColumns:
+            return {}
 
     def _payload(self, i: int) -> bytes:
         e = self.entries[i]
@@ -549,30 +909,42 @@ def open_store(path: Path, *, kernel_dir: Path | None = None) -> LaunchStore:
         raise InputError(f"cannot read launches file: {exc.strerror or exc}", path=str(path)) from None
     if not stat_mod.S_ISREG(st.st_mode):
         raise InputError("launches file is not a regular file: refused", path=str(path))
-    entries = _load_index(index_path_for(path), st, path)
+    cols: list[dict[str, Any]] = []
+    entries = _load_index(index_path_for(path), st, path, cols)
     if entries is not None:
-        return LaunchStore(path, entries, data_path=path)
+        return LaunchStore(
+            path,
+            entries,
+            data_path=path,
+            columns_path=columns_path_for(path),
+            columns_record=cols[0] if cols else None,
+        )
     cache = _user_cache_dir() / "launches" / _cache_key(path, st)
     cached_data = cache / "launches.json.gz"
     if cached_data.is_file() and not cached_data.is_symlink():
         cst = os.stat(cached_data)
-        entries = _load_index(index_path_for(cached_data), cst, cached_data)
+        entries = _load_index(index_path_for(cached_data), cst, cached_data, cols)
         if entries is not None:
             with contextlib.suppress(OSError):
                 os.utime(cache)  # least recently used is pruned first
-            return LaunchStore(path, entries, data_path=cached_data)
-    data, entries = _convert(path)
+            return LaunchStore(
+                path,
+                entries,
+                data_path=cached_data,
+                columns_path=columns_path_for(cached_data),
+                columns_record=cols[0] if cols else None,
+            )
+    data, entries, columns = _convert(path)
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        cst = _write_atomic(cached_data, data)
-        digest = hashlib.sha256(data).hexdigest()
-        _write_atomic(
-            index_path_for(cached_data),
-            json.dumps(
-                _index_doc(entries, cst.st_size, cst.st_mtime_ns, digest), separators=(",", ":")
-            ).encode(),
-        )
+        _write_files(cached_data, data, entries, columns)
         _prune_conversions(cache.parent)
     except OSError:  # no writable cache dir: keep the conversion in memory for this process
-        return LaunchStore(path, entries, data=data)
-    return LaunchStore(path, entries, data_path=cached_data)
+        return LaunchStore(path, entries, data=data, columns_data=columns)
+    return LaunchStore(
+        path,
+        entries,
+        data_path=cached_data,
+        columns_path=columns_path_for(cached_data),
+        columns_record={"sha256": hashlib.sha256(columns).hexdigest(), "size": len(columns)},
+    )

@@ -26,12 +26,18 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from cutile_workbench.evidence.launches import LaunchSummary, is_native, same_backend, summarize_launch_set
+from cutile_workbench.evidence.launches import (
+    LaunchSummary,
+    SetFacts,
+    is_native,
+    same_backend,
+    summarize_launch_set,
+)
 from cutile_workbench.model import LaunchSet, RatioRow
 
 IdentityKind = Literal["candidate", "reference", "library", "none", "unknown"]
@@ -143,11 +149,28 @@ class CandidateIdentity:
         }
 
 
-def side_launch(ls: LaunchSet, summary: LaunchSummary | bool | None = False) -> SideLaunch | None:
+#: a launch set as identity reads it: decoded, or its :class:`~cutile_workbench.evidence.launches.SetFacts`
+SetLike = LaunchSet | SetFacts
+
+
+def _n_calls(s: SetLike) -> int:
+    return s.n_calls if isinstance(s, SetFacts) else len(s.calls)
+
+
+def _kernel_names(s: SetLike) -> Iterable[str]:
+    if isinstance(s, SetFacts):
+        return s.kernel_names
+    return (x.name for c in s.calls for x in c.launches if x.kind == "kernel")
+
+
+def side_launch(ls: SetLike, summary: LaunchSummary | bool | None = False) -> SideLaunch | None:
     """The main kernel of a set's common per-call signature (None: no kernel launch in it);
-    ``summary``: the set's :func:`summarize_launch_set` when the caller has it already."""
-    s = summarize_launch_set(ls) if summary is False else summary
-    if s is None or s is True:
+    ``summary``: the set's :func:`summarize_launch_set` when the caller has it already (a
+    :class:`~cutile_workbench.evidence.launches.SetFacts` carries its own)."""
+    if summary is False and isinstance(ls, SetFacts):
+        summary = ls.summary
+    s = summarize_launch_set(ls) if summary is False and isinstance(ls, LaunchSet) else summary
+    if not isinstance(s, LaunchSummary):
         return None
     kernels = tuple(g.name for g in s.groups if g.kind == "kernel")
     return SideLaunch(
@@ -164,7 +187,7 @@ def side_launch(ls: LaunchSet, summary: LaunchSummary | bool | None = False) -> 
     )
 
 
-def sets_for(sets: Sequence[LaunchSet], params: str) -> list[LaunchSet]:
+def sets_for(sets: Sequence[Any], params: str) -> list[Any]:
     """One config's sets: looked up by params in a per-config store (no scan, no decoding of the others)."""
     from cutile_workbench.artifacts.launch_store import LaunchStore
 
@@ -175,16 +198,17 @@ def sets_for(sets: Sequence[LaunchSet], params: str) -> list[LaunchSet]:
 
 def identify(
     row: RatioRow,
-    launch_sets: Sequence[LaunchSet],
+    launch_sets: Sequence[SetLike],
     candidate_backend: str,
     candidate_framework: str,
     *,
     wrapper_calls: Sequence[str] = (),
     evidence: str = "",
     any_capture: bool | None = None,
-    side: Callable[[LaunchSet], SideLaunch | None] = side_launch,
+    side: Callable[[Any], SideLaunch | None] = side_launch,
 ) -> CandidateIdentity:
-    """One row's identity (see the module docstring). ``launch_sets`` may be that config's sets alone;
+    """One row's identity (see the module docstring). ``launch_sets`` may be that config's sets alone
+    (decoded, or their :class:`~cutile_workbench.evidence.launches.SetFacts`: nothing decoded);
     ``any_capture`` then says whether the session has a capture file at all (default: any set given);
     ``side``: :func:`side_launch`, or one answering from summaries the caller has already."""
     same = sets_for(launch_sets, row.params)
@@ -192,7 +216,8 @@ def identify(
     if not cand_sets:
         others = [s for s in same if not same_backend(s.backend, row.baseline_backend)]
         cand_sets = others if len({s.backend for s in others}) == 1 else []
-    base_sets = [s for s in same if s not in cand_sets]
+    # by position: an equal set of another backend cannot exist (equal sets share their backend)
+    base_sets = [s for s in same if not any(s is c for c in cand_sets)]
     calls = tuple(wrapper_calls)
     if not cand_sets:
         why = (
@@ -204,7 +229,7 @@ def identify(
             row.params, "unknown", why, unknown=(f"identity: {why}",), wrapper_calls=calls, evidence=evidence
         )
     cset = cand_sets[0]
-    if cset.source == "events" or not cset.calls:
+    if cset.source == "events" or not _n_calls(cset):
         why = (
             "the candidate's capture holds CUDA-event timings only (no launch records)"
             if cset.source == "events"
@@ -220,15 +245,13 @@ def identify(
     )
     ran_by: dict[str, str] = {}  # kernel symbol → the (first) other backend whose capture ran it
     for s in base_sets:
-        for c in s.calls:
-            for x in c.launches:
-                if x.kind == "kernel":
-                    ran_by.setdefault(x.name, s.backend)
+        for name in _kernel_names(s):
+            ran_by.setdefault(name, s.backend)
     if cand is None:
         return CandidateIdentity(
             row.params,
             "none",
-            f"the candidate's {len(cset.calls)} captured call(s) launched no GPU kernel: nothing measurable",
+            f"the candidate's {_n_calls(cset)} captured call(s) launched no GPU kernel: nothing measurable",
             None,
             base,
             wrapper_calls=calls,
@@ -294,7 +317,7 @@ def identify(
 
 def candidate_identities(
     rows: Sequence[RatioRow],
-    launch_sets: Sequence[LaunchSet],
+    launch_sets: Sequence[SetLike],
     *,
     candidate_backend: str,
     candidate_framework: str,

@@ -6,6 +6,9 @@ Contract:
   per call, the main kernel (largest device time among non-helper kernels), its per-launch time and
   resources (registers, static+dynamic smem, grid, block), and every launch class
   (:func:`classify_kernel`: memset | copy | fill | elementwise <op> | native | kernel).
+- :func:`summarize_columns` is :func:`summarize_launch_set` of a set given by the store's columns
+  (equal field for field; no object per launch), :func:`config_facts` one config's :class:`SetFacts`
+  (what trust reads: summaries and kernel symbols), from the columns where the store has them.
 - :func:`extra_launches` names the candidate's extra launch classes vs the reference.
 - :func:`launch_evidence` returns ONE :class:`LaunchEvidence` per config: the captures when both
   sides have a set (``source`` "cupti"/"kineto"), else the perf logs' ``kernel_times`` counts and the
@@ -22,7 +25,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from cutile_workbench.artifacts.kernel_names import short_kernel_name
+from cutile_workbench.artifacts.launch_store import KINDS
 from cutile_workbench.artifacts.testids import id_token
 from cutile_workbench.model import AttributedLaunch, LaunchSet, PerfRecord, RatioRow
 
@@ -158,6 +164,146 @@ def summarize_launch_set(ls: LaunchSet) -> LaunchSummary | None:
     )
 
 
+def summarize_columns(
+    cols: Any, *, backend: str, params: str, source: str, nodeid: str
+) -> LaunchSummary | None:
+    """:func:`summarize_launch_set` of a set given as its
+    :class:`~cutile_workbench.artifacts.launch_store.SetColumns` (issue 31: no object per launch), equal
+    to it field for field: the same most common signature (first seen among ties), the same main
+    kernel, medians over the same integers in the same order."""
+    n = cols.n_calls
+    if n == 0:
+        return None
+    width = len(cols.name_table)
+    keys = cols.kinds.astype(np.int64) * width + cols.names  # (kind, name) as one integer
+    counts = cols.call_counts
+    k = int(counts[0])
+    if int(counts.min()) == k == int(counts.max()) and k > 0 and bool((keys.reshape(n, k) == keys[:k]).all()):
+        used = np.arange(n)  # the common case: every call has one signature
+        common = keys[:k]
+    else:
+        ends = np.cumsum(counts)
+        starts = ends - counts
+        sigs = [tuple(keys[a:b].tolist()) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+        top, _ = Counter(sigs).most_common(1)[0]
+        used = np.array([i for i, sg in enumerate(sigs) if sg == top], dtype=np.int64)
+        k = len(top)
+        common = np.array(top, dtype=np.int64)
+        if k:
+            sel = (starts[used][:, None] + np.arange(k)[None, :]).reshape(-1)
+            durs, res = cols.durations[sel], cols.resources[sel]
+    kinds_common = [int(c) // width for c in common.tolist()]
+    if k == 0 or 0 not in kinds_common:
+        return None
+    if len(used) == n:
+        durs, res = cols.durations, cols.resources
+    dmat = durs.reshape(len(used), k)
+    rmat = res.reshape(len(used), k)
+    order: list[int] = []  # the distinct keys, first-seen order (as the dict of the object form)
+    for c in common.tolist():
+        if c not in order:
+            order.append(c)
+    names = cols.name_table
+    per: dict[int, list[int]] = {}
+    for c in order:
+        cols_of = [j for j, x in enumerate(common.tolist()) if x == c]
+        per[c] = dmat[:, cols_of].reshape(-1).tolist()  # call-major, as the object form appends
+    counts_in = Counter(common.tolist())
+    kind_name = {c: (KINDS[c // width], names[c % width]) for c in order}
+    kernels = [c for c in per if kind_name[c][0] == "kernel"]
+    own = [c for c in kernels if classify_kernel(kind_name[c][1], "kernel") == "kernel"]
+    main_key = max(own or kernels, key=lambda c: sum(per[c]))
+    groups = [
+        KernelGroup(
+            kind_name[c][1],
+            kind_name[c][0],
+            counts_in[c],
+            statistics.median(per[c]) / 1000.0,
+            "main" if c == main_key else classify_kernel(kind_name[c][1], kind_name[c][0]),
+        )
+        for c in per
+    ]
+    main_pos = [j for j, x in enumerate(common.tolist()) if x == main_key]
+    demangled, regs, static, dynamic, grid, block, _cl = cols.resource_table[int(rmat[0, main_pos[0]])]
+    smem = None
+    if static is not None or dynamic is not None:
+        smem = (static or 0) + (dynamic or 0)
+    cluster = next(
+        (cl for r in rmat[:, main_pos].reshape(-1).tolist() for cl in (cols.resource_table[r][6],) if cl),
+        None,
+    )
+    main_name = kind_name[main_key][1]
+    return LaunchSummary(
+        backend=backend,
+        params=params,
+        calls_used=len(used),
+        calls_total=n,
+        launches_per_call=k,
+        main_kernel=demangled or main_name,
+        main_count=counts_in[main_key],
+        main_per_launch_us=statistics.median(per[main_key]) / 1000.0,
+        measured_sum_us=statistics.median(dmat.sum(axis=1).tolist()) / 1000.0,
+        groups=tuple(sorted(groups, key=lambda g: (g.cls != "main", -g.count * g.median_us))),
+        registers_per_thread=regs,
+        smem_bytes=smem,
+        grid=grid,
+        block=block,
+        source=source,
+        static_smem=static,
+        dynamic_smem=dynamic,
+        main_durations_ns=tuple(per[main_key]),
+        main_name=main_name,
+        nodeid=nodeid,
+        attribution=cols.attribution,
+        cluster=cluster,
+    )
+
+
+@dataclass(frozen=True)
+class SetFacts:
+    """What trust reads of one launch set (issue 31): its index fields, its summary and the kernel
+    symbols it launched — from the store's columns, or from the decoded set where there are none."""
+
+    nodeid: str
+    backend: str
+    params: str
+    source: str
+    n_calls: int
+    kernel_names: tuple[str, ...]
+    summary: LaunchSummary | None
+
+
+def set_facts(ls: LaunchSet, summary: LaunchSummary | bool | None = False) -> SetFacts:
+    """A decoded set's :class:`SetFacts` (``summary``: its summary when the caller has it)."""
+    names: dict[str, None] = {}
+    for c in ls.calls:
+        for x in c.launches:
+            if x.kind == "kernel":
+                names.setdefault(x.name, None)
+    summ = summarize_launch_set(ls) if summary is False or summary is True else summary
+    return SetFacts(ls.nodeid, ls.backend, ls.params, ls.source, len(ls.calls), tuple(names), summ)
+
+
+def config_facts(store: Any, params: str) -> list[SetFacts]:
+    """One config's :class:`SetFacts`, store order: from the columns where the store has them for every
+    set of the config (nothing decoded), else from one decode of its sets; the summaries are kept per
+    config (:func:`config_summaries`)."""
+    idx = store.indices_for_params(params)
+    columns = [store.columns(i) for i in idx]
+    if all(c is not None for c in columns):
+        summaries = config_summaries(store, params, columns=columns)
+        names = [c.kernel_names() for c in columns]
+    else:
+        sets = [store[i] for i in idx]
+        summaries = config_summaries(store, params, sets)
+        names = [set_facts(s, None).kernel_names for s in sets]
+    out = []
+    for i, nm in zip(idx, names, strict=True):
+        e = store.entries[i]
+        out.append(SetFacts(e.nodeid, e.backend, e.params, e.source, e.calls, nm, summaries[i]))
+    return out
+
+
 def _backend_key(name: str) -> str:
     # E names the Triton baseline after its log (``triton_tileir``); its records say ``triton``
     key = id_token(name).lower()
@@ -220,13 +366,29 @@ def _summary_code() -> str:
 
 
 def config_summaries(
-    store: Any, params: str, sets: Sequence[LaunchSet] | None = None
+    store: Any, params: str, sets: Sequence[LaunchSet] | None = None, *, columns: Sequence[Any] | None = None
 ) -> dict[int, LaunchSummary | None]:
-    """``{store position: summary}`` of one config's sets, kept per content of that config's members
-    (issue 31: a re-run of one config re-summarises that config alone). ``sets``: the config's sets
-    already decoded by the caller (trust decodes them once for identity, the reference's config and
-    this)."""
+    """``{store position: summary}`` of one config's sets. From the store's columns where it has them
+    for every set of the config (``columns``: the caller's copy of them): computed, not cached — a
+    summary from columns costs less than decoding a cached one (issue 31, fourth wave: ~0.1 vs
+    ~0.5 ms). Else from one decode (``sets``: already decoded by the caller), kept per content of the
+    config's members (a re-run of one config re-summarises that config alone)."""
     idx = store.indices_for_params(params)
+    cols = list(columns) if columns is not None else None
+    if cols is None and sets is None:
+        cols = [store.columns(i) for i in idx]
+    if cols is not None and all(c is not None for c in cols):
+        done: dict[str, dict[int, LaunchSummary | None]] = store.memo.setdefault("column_summaries", {})
+        out = done.get(params)  # trust and F ask for the same config's summaries in one process
+        if out is None:
+            out = {}
+            for i, c in zip(idx, cols, strict=True):
+                e = store.entries[i]
+                out[i] = summarize_columns(
+                    c, backend=e.backend, params=e.params, source=e.source, nodeid=e.nodeid
+                )
+            done[params] = out
+        return out
 
     def compute() -> dict[int, LaunchSummary | None]:
         decoded = list(sets) if sets is not None else [store[i] for i in idx]

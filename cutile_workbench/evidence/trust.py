@@ -14,7 +14,9 @@ An absent input leaves the affected rows ``unknown`` with the reason; nothing is
 
 Cost (issue 31): the whole-kernel inputs are read once into a :class:`TrustContext`
 (:func:`trust_context`); each config's trust (:func:`config_trust`: its identity and the reference's
-config) is derived from that config's own launch sets, decoded once (:func:`_derive_config`). With
+config) is derived from that config's own launch sets' facts (:func:`_derive_config`): read from the
+store's columns where it has them (nothing decoded: a fresh session's first command), else from one
+decode of its sets. With
 ``row_cache`` each config's result is kept in the user cache (:mod:`cutile_workbench.artifacts.derive_cache`)
 under a key of that config's own inputs — its capture members' bytes, its row's status and baseline,
 its IR entry symbol, the reference autotuner's winner for it — and the context's digest (the shared inputs and the deriving code), so a re-run
@@ -35,14 +37,16 @@ from typing import TYPE_CHECKING, Any
 from cutile_workbench.errors import InputError
 from cutile_workbench.evidence.candidate_identity import (
     CandidateIdentity,
+    SetLike,
     SideLaunch,
+    _n_calls,
     identify,
     sets_for,
     side_launch,
     summary_line,
     wrapper_delegations,
 )
-from cutile_workbench.evidence.launches import LaunchSummary, same_backend
+from cutile_workbench.evidence.launches import SetFacts, same_backend, set_facts
 from cutile_workbench.evidence.pinning import PinContext, pin_config, pin_context
 from cutile_workbench.evidence.reference_config import (
     ReferenceConfig,
@@ -125,17 +129,18 @@ def _space_for_symbol(symbol: str | None, spaces: list[ConfigSpace], analysis: A
 
 def _reference_for_row(
     row: RatioRow,
-    same: Sequence[LaunchSet],
+    same: Sequence[SetLike],
     *,
     spaces: list[ConfigSpace],
     analysis: Any,
     reference_wrapper: Path | None,
     ir_entry: str | None,
     names_memo: dict[str, tuple[list[str] | None, str]] | None = None,
-    side_of: Callable[[LaunchSet], SideLaunch | None] | None = None,
+    side_of: Callable[[Any], SideLaunch | None] | None = None,
+    space_memo: dict[str, ConfigSpace | None] | None = None,
 ) -> ReferenceConfig:
     """One matched row's reference config from that config's sets ``same`` (see the module docstring)."""
-    base_set = next((s for s in same if s.calls and same_backend(s.backend, row.baseline_backend)), None)
+    base_set = next((s for s in same if _n_calls(s) and same_backend(s.backend, row.baseline_backend)), None)
     side = (side_of or side_launch)(base_set) if base_set is not None else None
     symbol = side.symbol if side is not None else None
     grid = block = regs = smem = None
@@ -150,11 +155,18 @@ def _reference_for_row(
         names, src = names_for(symbol, analysis=analysis, reference_wrapper=reference_wrapper)
         if names_memo is not None:
             names_memo[memo_key] = (names, src)
+    # one lookup a symbol (the analysis' spaces are rebuilt on every call: ~0.3 ms a row)
+    if space_memo is not None and memo_key in space_memo:
+        space = space_memo[memo_key]
+    else:
+        space = _space_for_symbol(symbol, spaces, analysis)
+        if space_memo is not None:
+            space_memo[memo_key] = space
     return reference_config(
         row.params,
         row.baseline_backend,
         symbol,
-        space=_space_for_symbol(symbol, spaces, analysis),
+        space=space,
         constant_names=names,
         names_source=src,
         grid=grid,
@@ -247,6 +259,7 @@ class TrustContext:
     digest: str  # the shared inputs and the deriving code: part of every per-config key
     pins: PinContext = field(default_factory=PinContext)
     names_memo: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
+    space_memo: dict[str, ConfigSpace | None] = field(default_factory=dict)
     _member_digests: dict[str, str] | None = None
 
     def member_digest(self, params: str) -> str | None:
@@ -270,6 +283,7 @@ _DERIVING = (
     "cutile_workbench.evidence.pinning",
     "cutile_workbench.evidence.autotune",
     "cutile_workbench.artifacts.launches_io",
+    "cutile_workbench.artifacts.launch_store",  # the columns trust reads its facts from
     "cutile_workbench.model",
 )
 _CODE: list[str] = []
@@ -385,14 +399,9 @@ def trust_context(
 
 
 def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -> ConfigTrust:
-    """One config's trust from its own sets, decoded once (identity and the reference's config share them)."""
-    same = sets_for(ctx.launch_sets, row.params)
-    summaries = _keep_summaries(ctx, row.params, same)
-
-    def side(ls: LaunchSet) -> SideLaunch | None:
-        got = next((summ for s, summ in zip(same, summaries, strict=True) if s is ls), False)
-        return side_launch(ls, got)
-
+    """One config's trust from its own sets' facts (identity and the reference's config share them):
+    from the store's columns where it has them (nothing decoded, issue 31), else one decode."""
+    same = _config_facts(ctx, row.params)
     if ctx.unreadable:
         ident = CandidateIdentity(
             row.params,
@@ -411,7 +420,6 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             wrapper_calls=ctx.wrapper_calls,
             evidence=ctx.evidence,
             any_capture=ctx.any_capture,
-            side=side,
         )
     ref = None
     if ref_row is not None:
@@ -423,15 +431,11 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
             reference_wrapper=ctx.reference_wrapper,
             ir_entry=ctx.ir_entries.get(ref_row.params),
             names_memo=ctx.names_memo,
-            side_of=side,
+            space_memo=ctx.space_memo,
         )
         if len(ref.fits) > 1:  # several configs fit: the captured launch and the tuner's record narrow them
             base = next(
-                (
-                    summ
-                    for s, summ in zip(same, summaries, strict=True)
-                    if s.calls and same_backend(s.backend, ref_row.baseline_backend)
-                ),
+                (f.summary for f in same if f.n_calls and same_backend(f.backend, ref_row.baseline_backend)),
                 None,
             )
             ref = pin_config(
@@ -444,16 +448,15 @@ def _derive_config(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -
     return ConfigTrust(ident, ref)
 
 
-def _keep_summaries(ctx: TrustContext, params: str, same: list[LaunchSet]) -> list[LaunchSummary | None]:
-    """Each of ``same``'s :func:`summarize_launch_set`, once: identity and the reference's config read
-    their main kernels from them, and F's launch summaries are kept from this decode (issue 31)."""
+def _config_facts(ctx: TrustContext, params: str) -> list[SetFacts]:
+    """One config's :class:`SetFacts`: a per-config store's (:func:`config_facts`: its columns, F's launch
+    summaries kept from them), else from the given sets."""
     from cutile_workbench.artifacts.launch_store import LaunchStore
-    from cutile_workbench.evidence.launches import config_summaries, summarize_launch_set
+    from cutile_workbench.evidence.launches import config_facts
 
-    if isinstance(ctx.launch_sets, LaunchStore) and same:
-        by_index = config_summaries(ctx.launch_sets, params, same)
-        return [by_index[i] for i in ctx.launch_sets.indices_for_params(params)]
-    return [summarize_launch_set(s) for s in same]
+    if isinstance(ctx.launch_sets, LaunchStore):
+        return config_facts(ctx.launch_sets, params)
+    return [set_facts(s) for s in sets_for(ctx.launch_sets, params)]
 
 
 def _row_cache(ctx: TrustContext) -> Any:

@@ -114,3 +114,40 @@ def test_the_family_rule_needs_a_captured_reference() -> None:
     is the identity."""
     kinds = _matmul_with_persistent_candidate_named(_np_cutile_symbol(), drop_baseline=True)
     assert len(kinds) == 3 and set(kinds.values()) == {"unknown"}
+
+
+def _real_matmul_identities(edit) -> dict[str, CandidateIdentity]:  # type: ignore[no-untyped-def]
+    """{params: identity} of the REAL matmul session with its launch sets edited by ``edit`` (sets → sets)."""
+    sets = edit(load_launch_sets(SESSION / "matmul" / "workbench" / "launches.json.gz"))
+    rows = stage_e.ratio_table(stage_e.open_kernel("matmul", out_root=SESSION, tilegym=None)).rows
+    return candidate_identities(rows, sets, candidate_backend="cutile_rs", candidate_framework="cutile-rs")
+
+
+def test_two_captures_of_the_candidate_are_both_the_candidate_s() -> None:
+    """REAL captures, the candidate's set of each config captured twice (a re-run appended): neither copy
+    counts as another backend's, so the candidate's own kernel is not "the reference's" (issue 31: the
+    base sets are the config's sets that are not a candidate set, by position)."""
+
+    def twice(sets: list[LaunchSet]) -> list[LaunchSet]:
+        return [
+            *sets,
+            *(dataclasses.replace(s, nodeid=s.nodeid + "#2") for s in sets if s.backend == "cutile_rs"),
+        ]
+
+    ids = _real_matmul_identities(twice)
+    assert ids and {i.kind for i in ids.values()} == {"candidate"}, {p: i.why for p, i in ids.items()}
+
+
+def test_a_candidate_capture_without_calls_is_unknown_not_none() -> None:
+    """REAL captures, the candidate's calls of one config removed (a CUPTI set that captured no call):
+    nothing was measured, so its identity is unknown and says why — not "launched no kernel"."""
+    target = "True-True-False-False-2048-2048-2048-0-0-torch.float16"
+
+    def no_calls(sets: list[LaunchSet]) -> list[LaunchSet]:
+        return [
+            dataclasses.replace(s, calls=[]) if s.backend == "cutile_rs" and s.params == target else s
+            for s in sets
+        ]
+
+    ident = _real_matmul_identities(no_calls)[target]
+    assert (ident.kind, ident.why) == ("unknown", "the candidate's capture holds no calls")
