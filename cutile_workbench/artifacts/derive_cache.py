@@ -39,7 +39,7 @@ import os
 import stat
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Any, TypeVar, cast
 
@@ -296,6 +296,12 @@ KEEP_FILES = 256
 KEEP_BYTES = 256 * 1024 * 1024
 
 
+def code_key_cached(roots: Iterable[str]) -> str:
+    """:func:`cutile_workbench.infra.codekey.code_key` of ``roots`` with its import names kept in the
+    user cache (``codekey/imports.json``): a warm process reads each module's bytes but parses none."""
+    return code_key(roots, store=_user_cache_dir() / "codekey" / "imports.json")
+
+
 def cache_path(kind: str, key: str) -> Path:
     return _user_cache_dir() / kind / f"{key}.json"
 
@@ -417,7 +423,7 @@ def cached_derivation(
     a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
     conditions, that every command would otherwise re-parse the logs for."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
-    h.update(code_key(modules).encode())  # the modules and their whole import closure
+    h.update(code_key_cached(modules).encode())  # the modules and their whole import closure
     for path in inputs:
         data = _read(path)
         h.update(f"{path} {len(data)}\0".encode())

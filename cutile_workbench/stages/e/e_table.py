@@ -43,11 +43,11 @@ from cutile_workbench.artifacts.derive_cache import (
     CacheMiss,
     _read,
     cache_path,
+    code_key_cached,
     load_value,
     store_value,
 )
 from cutile_workbench.errors import Blocked
-from cutile_workbench.infra.codekey import code_key
 from cutile_workbench.model import PerfLog, RatioTable
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def _code_fingerprint() -> str:
     the test ids and the printer count as much as the stats."""
     if not _CODE:
         _CODE.append(
-            code_key(
+            code_key_cached(
                 (
                     "cutile_workbench.artifacts.analysis",
                     "cutile_workbench.model",

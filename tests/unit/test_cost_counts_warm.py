@@ -1,0 +1,99 @@
+"""Issue 31, fourth wave: what a WARM command (and one after one config changed) still repeats, counted.
+
+Counted, never timed (these hold on any box):
+
+- the code keys (:mod:`cutile_workbench.infra.codekey`): each module's source parsed for its imports at
+  most once per process whatever closures are asked, and not at all in a later process whose user
+  cache already knows that source (its bytes' digest);
+- each input file of a kernel dir (perf logs, baselines, analysis.json, captures) read for a cache key
+  at most once per command;
+- derive_cache's in-memory hits: no deep copy of a value that is immutable (frozen dataclasses,
+  tuples, strings, numbers);
+- ``report f`` with E's table and the captures cached: no perf log parsed whole.
+
+Sessions: the REAL recorded H200 matmul session replicated by ``bench/scale_cost.py``'s builder (as
+``tests/unit/test_cost_counts.py``); code-key tests use this checkout's own package and a copy of it.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cutile_workbench.infra import codekey
+
+REPO = Path(__file__).resolve().parents[2]
+PKG = REPO / "cutile_workbench"
+E_ROOTS = ("cutile_workbench.stages.e.e_table",)
+TRUST_ROOTS = ("cutile_workbench.evidence.trust", "cutile_workbench.evidence.candidate_identity")
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    parses: Counter[str] = Counter()
+    real = ast.parse
+
+    def parse(source: Any, filename: str = "<unknown>", *a: Any, **kw: Any) -> Any:
+        parses[str(filename)] += 1
+        return real(source, filename, *a, **kw)
+
+    monkeypatch.setattr(codekey.ast, "parse", parse)
+    return parses
+
+
+def test_code_keys_parse_each_module_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two derivations whose closures overlap (E's table, trust) parse each shared module once."""
+    codekey.clear()
+    parses = _count_parses(monkeypatch)
+    a = codekey.code_key(E_ROOTS)
+    b = codekey.code_key(TRUST_ROOTS)
+    c = codekey.code_key((*E_ROOTS, "cutile_workbench.history.regress"))
+    assert len({a, b, c}) == 3
+    assert parses, "the closure was not computed"
+    assert max(parses.values()) == 1, [f for f, n in parses.items() if n > 1][:5]
+
+
+def test_code_keys_in_a_later_process_parse_nothing_its_store_knows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "codekey.json"
+    codekey.clear()
+    first = codekey.code_key(E_ROOTS, store=store)
+    assert store.is_file()
+    codekey.clear()  # a new process: nothing in memory
+    parses = _count_parses(monkeypatch)
+    assert codekey.code_key(E_ROOTS, store=store) == first
+    assert not parses
+
+
+def test_a_stored_import_list_never_hides_an_edit(tmp_path: Path) -> None:
+    """The store is keyed on each module's bytes: an edited module (a new import) is parsed again and
+    its key is the key computed without any store."""
+    copy = tmp_path / "cutile_workbench"
+    shutil.copytree(PKG, copy, ignore=shutil.ignore_patterns("__pycache__", "profiles", "tui"))
+    store = tmp_path / "codekey.json"
+    codekey.clear()
+    before = codekey.code_key(E_ROOTS, copy, store=store)
+    assert "cutile_workbench.tui.app" not in codekey.import_closure(E_ROOTS, copy)
+    stats = copy / "stages/e/stats.py"
+    stats.write_text(stats.read_text() + "\n\ndef _late() -> None:\n    import cutile_workbench.tui.app\n")
+    codekey.clear()
+    after = codekey.code_key(E_ROOTS, copy, store=store)
+    codekey.clear()
+    assert after != before
+    assert after == codekey.code_key(E_ROOTS, copy)  # no store
+    assert "cutile_workbench.tui.app" in codekey.import_closure(E_ROOTS, copy, store=store)
+
+
+def test_a_bad_store_is_ignored(tmp_path: Path) -> None:
+    store = tmp_path / "codekey.json"
+    codekey.clear()
+    want = codekey.code_key(E_ROOTS)
+    for junk in (b"", b"{", b'{"schema": 1}', b'{"schema":"cutile-workbench.codekey/1","imports":{"x":[1]}}'):
+        store.write_bytes(junk)
+        codekey.clear()
+        assert codekey.code_key(E_ROOTS, store=store) == want
