@@ -3,7 +3,7 @@
 Contract:
 - :func:`cached_derivation` runs ``compute()`` once per content of ``inputs`` plus an ``extra`` text and
   the source of the ``modules`` whose code decides the value and of every module they import
-  (:func:`cutile_workbench.infra.codekey.code_key`: a changed rule is a miss, never a stale hit); the value is kept in memory (a deep copy per caller) and written to
+  (:func:`cutile_workbench.infra.codekey.code_key`: a changed rule is a miss, never a stale hit); the value is kept in memory (each caller's own copy: frozen parts shared, never deep-copied) and written to
   ``<user cache>/<kind>/<key>.json``. The key hashes the inputs' *bytes* (never size or mtime).
 - A cache file is plain data, never code (no pickle): JSON of :data:`CACHE_SCHEMA`, holding the
   kind, the key (equal to the file name), the sha256 of the payload and the payload in a tagged
@@ -172,9 +172,44 @@ def decode(doc: object, hint: Any = Any) -> Any:
 def _dec(d: object, hint: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise CacheMiss("nested too deeply")
+    t = type(d)
+    if t in _SCALARS:  # the bulk of a payload: a number or a name, checked without a call per kind
+        if t is float and not math.isfinite(cast(float, d)):
+            raise CacheMiss("a non-finite float")
+        if hint is not Any and _SIMPLE.get(hint, _OTHER) is not _OTHER:
+            if t not in _SIMPLE[hint]:
+                raise CacheMiss(f"{t.__name__} {d!r:.60} is not {hint}")
+            return d
     v = _dec_raw(d, depth)
-    _check(v, hint)
+    if hint is not Any:
+        _check(v, hint)
     return v
+
+
+#: the JSON scalars a payload holds as themselves
+_SCALARS = frozenset({type(None), bool, int, float, str})
+#: a hint a scalar is checked against by its type alone -> the types it admits
+_SIMPLE: dict[Any, tuple[type, ...]] = {
+    float: (int, float),
+    int: (int,),
+    str: (str,),
+    bool: (bool,),
+    type(None): (type(None),),
+    None: (type(None),),
+}
+_OTHER: tuple[type, ...] = ()
+
+
+def _scalars(items: list[Any]) -> bool:
+    """Every item a JSON scalar (floats finite): such a list decodes as itself, in one pass."""
+    for x in items:
+        t = type(x)
+        if t is float:
+            if not math.isfinite(x):
+                raise CacheMiss("a non-finite float")
+        elif t not in _SCALARS:
+            return False
+    return True
 
 
 def _dec_raw(d: object, depth: int) -> Any:
@@ -185,6 +220,8 @@ def _dec_raw(d: object, depth: int) -> Any:
             raise CacheMiss("a non-finite float")
         return d
     if isinstance(d, list):
+        if _scalars(d):
+            return list(d)
         return [_dec(x, Any, depth + 1) for x in d]
     if not isinstance(d, dict) or len(d) not in (1, 2):
         raise CacheMiss(f"unexpected {type(d).__name__}")
@@ -215,7 +252,7 @@ def _dec_raw(d: object, depth: int) -> Any:
     if tag == "$path" and isinstance(body, str):
         return Path(body)
     if tag in ("$tuple", "$set", "$frozenset") and isinstance(body, list):
-        items = [_dec(x, Any, depth + 1) for x in body]
+        items = list(body) if _scalars(body) else [_dec(x, Any, depth + 1) for x in body]
         try:
             return tuple(items) if tag == "$tuple" else set(items) if tag == "$set" else frozenset(items)
         except TypeError:
@@ -260,13 +297,13 @@ def _conforms(v: Any, hint: Any) -> bool:
         if not isinstance(v, tuple):
             return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return all(_conforms(x, args[0]) for x in v)
+            return _all_conform(v, args[0])
         return not args or (
             len(args) == len(v) and all(_conforms(x, a) for x, a in zip(v, args, strict=True))
         )
     if origin in (list, typing.Sequence) or hint is list:
         seq = list if origin is list or hint is list else (list, tuple)
-        return isinstance(v, seq) and (not args or all(_conforms(x, args[0]) for x in v))
+        return isinstance(v, seq) and (not args or _all_conform(v, args[0]))
     if origin in (dict, typing.Mapping) or hint is dict:
         return isinstance(v, dict) and (
             not args or all(_conforms(k, args[0]) and _conforms(x, args[1]) for k, x in v.items())
@@ -280,6 +317,14 @@ def _conforms(v: Any, hint: Any) -> bool:
             return isinstance(v, PurePath)
         return isinstance(v, hint)
     return True
+
+
+def _all_conform(items: Any, hint: Any) -> bool:
+    """Every item of ``items`` is of type ``hint`` (a scalar hint: by type, without a call per item)."""
+    simple = _SIMPLE.get(hint) if not isinstance(hint, str) else None
+    if simple is not None:
+        return all(type(x) in simple for x in items)
+    return all(_conforms(x, hint) for x in items)
 
 
 # --------------------------------------------------------------------------- the files
@@ -430,7 +475,7 @@ def cached_derivation(
         h.update(data)
     key = h.hexdigest()
     if key in _DERIVED:
-        return cast(T, copy.deepcopy(_DERIVED[key]))
+        return cast(T, _own(_DERIVED[key]))
     try:
         value = load_value(kind, key)
         _remember(key, value)
@@ -446,4 +491,46 @@ def cached_derivation(
 def _remember(key: str, value: object) -> None:
     if len(_DERIVED) >= 16:
         _DERIVED.clear()
-    _DERIVED[key] = copy.deepcopy(value)
+    _DERIVED[key] = _own(value)
+
+
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, PurePath, enum.Enum)
+
+
+def _frozen(v: object, depth: int = 0) -> bool:
+    """``v`` cannot be changed in place: atoms, tuples and frozensets of such, frozen dataclasses whose
+    fields are such (a frozen dataclass holding a list is not)."""
+    if isinstance(v, _ATOMS):
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    if type(v) in (tuple, frozenset):
+        return all(_frozen(x, depth + 1) for x in cast("tuple[object, ...]", v))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        params = getattr(type(v), "__dataclass_params__", None)
+        return bool(params and params.frozen) and all(
+            _frozen(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v)
+        )
+    return False
+
+
+def _own(value: T) -> T:
+    """A caller's own copy of ``value``: what cannot change in place is shared (never deep-copied),
+    each list, dict and set is new; a type this module does not know is deep-copied whole."""
+    if _frozen(value):
+        return value
+    v: Any = value
+    if type(v) is list:
+        return cast(T, [_own(x) for x in v])
+    if type(v) is dict:
+        return cast(T, {k: _own(x) for k, x in v.items()})
+    if type(v) is set:
+        return cast(T, set(v))  # members are hashable: a set of frozen values
+    if type(v) is tuple:
+        return cast(T, tuple(_own(x) for x in v))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type) and not hasattr(v, "__slots__"):
+        out = copy.copy(v)
+        for f in dataclasses.fields(v):
+            object.__setattr__(out, f.name, _own(getattr(v, f.name)))
+        return cast(T, out)
+    return copy.deepcopy(value)

@@ -97,3 +97,59 @@ def test_a_bad_store_is_ignored(tmp_path: Path) -> None:
         store.write_bytes(junk)
         codekey.clear()
         assert codekey.code_key(E_ROOTS, store=store) == want
+
+
+# --------------------------------------------------------------------------- derive_cache
+
+
+def test_a_memory_hit_of_a_frozen_value_is_shared_a_mutable_one_is_the_callers_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first caller's value and every later hit: a frozen value (here a real recorded row of E's
+    table, frozen, in a tuple) is never deep-copied; a list inside a value is each caller's own."""
+    import copy
+
+    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.model import RatioRow
+
+    monkeypatch.setenv("CUTILE_WORKBENCH_CACHE", str(tmp_path / "cache"))
+    row = _a_real_row()
+    assert isinstance(row, RatioRow)
+    derive_cache._DERIVED.clear()
+    copies: list[object] = []
+    real = copy.deepcopy
+    monkeypatch.setattr(derive_cache.copy, "deepcopy", lambda v, *a: copies.append(v) or real(v, *a))
+    frozen = (row, ("note",), 1.5)
+    got = [derive_cache.cached_derivation("t-frozen", [], "x", [], lambda: frozen) for _ in range(3)]
+    assert all(g == frozen for g in got)
+    assert not copies
+    mutable = {"rows": [row], "notes": ["a"]}
+    first = derive_cache.cached_derivation("t-mutable", [], "x", [], lambda: mutable)
+    first["notes"].append("changed by the first caller")
+    again = derive_cache.cached_derivation("t-mutable", [], "x", [], lambda: mutable)
+    assert again["notes"] == ["a"] and again["rows"][0] is row  # own list, shared frozen row
+
+
+def _a_real_row() -> Any:
+    from cutile_workbench.services import stage_e
+
+    ws = stage_e.open_kernel("matmul", out_root=None, tilegym=None)
+    from cutile_workbench.stages.e.e_table import load_e_table
+
+    return load_e_table(ws, n_boot=20).table.rows[0]
+
+
+def test_a_stored_list_of_numbers_is_decoded_in_one_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A per-config entry holds lists of samples and durations: decoding them is not a call per number."""
+    from cutile_workbench.artifacts import derive_cache
+
+    calls: list[int] = []
+    real = derive_cache._dec_raw
+    monkeypatch.setattr(derive_cache, "_dec_raw", lambda d, depth: calls.append(1) or real(d, depth))
+    doc = derive_cache.encode(([0.5 + i for i in range(1000)], (1, 2, 3), ["a"] * 100))
+    value = derive_cache.decode(doc, tuple[list[float], tuple[int, ...], list[str]])
+    assert value == ([0.5 + i for i in range(1000)], (1, 2, 3), ["a"] * 100)
+    assert len(calls) <= 8
+    for bad in ([1.0, "x"], [True]):  # still validated against the declared type
+        with pytest.raises(derive_cache.CacheMiss):
+            derive_cache.decode(derive_cache.encode(bad), list[float])
