@@ -176,8 +176,9 @@ def _dec(d: object, hint: Any, depth: int) -> Any:
     if t in _SCALARS:  # the bulk of a payload: a number or a name, checked without a call per kind
         if t is float and not math.isfinite(cast(float, d)):
             raise CacheMiss("a non-finite float")
-        if hint is not Any and _SIMPLE.get(hint, _OTHER) is not _OTHER:
-            if t not in _SIMPLE[hint]:
+        simple = _SIMPLE.get(hint) if isinstance(hint, type) or hint is None else None
+        if simple is not None:
+            if t not in simple:
                 raise CacheMiss(f"{t.__name__} {d!r:.60} is not {hint}")
             return d
     v = _dec_raw(d, depth)
@@ -188,16 +189,15 @@ def _dec(d: object, hint: Any, depth: int) -> Any:
 
 #: the JSON scalars a payload holds as themselves
 _SCALARS = frozenset({type(None), bool, int, float, str})
-#: a hint a scalar is checked against by its type alone -> the types it admits
+#: a hint a scalar is checked against by its exact type alone -> the types it admits (``str`` is not:
+#: a str-valued enum member is a str)
 _SIMPLE: dict[Any, tuple[type, ...]] = {
     float: (int, float),
     int: (int,),
-    str: (str,),
     bool: (bool,),
     type(None): (type(None),),
     None: (type(None),),
 }
-_OTHER: tuple[type, ...] = ()
 
 
 def _scalars(items: list[Any]) -> bool:
@@ -277,54 +277,84 @@ def _check(v: Any, hint: Any) -> None:
 
 
 def _conforms(v: Any, hint: Any) -> bool:
-    if hint is Any or isinstance(hint, (str, TypeVar)):
-        return True
-    if hint is None or hint is type(None):
-        return v is None
-    if hint is float:
-        return type(v) in (int, float)
-    if hint is int:
-        return type(v) is int
-    if hint is bool:
-        return type(v) is bool
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        return any(_conforms(v, a) for a in args)
-    if origin is typing.Literal:
-        return any(v == a and type(v) is type(a) for a in args)
-    if origin is tuple:
-        if not isinstance(v, tuple):
-            return False
-        if len(args) == 2 and args[1] is Ellipsis:
-            return _all_conform(v, args[0])
-        return not args or (
-            len(args) == len(v) and all(_conforms(x, a) for x, a in zip(v, args, strict=True))
-        )
-    if origin in (list, typing.Sequence) or hint is list:
-        seq = list if origin is list or hint is list else (list, tuple)
-        return isinstance(v, seq) and (not args or _all_conform(v, args[0]))
-    if origin in (dict, typing.Mapping) or hint is dict:
-        return isinstance(v, dict) and (
-            not args or all(_conforms(k, args[0]) and _conforms(x, args[1]) for k, x in v.items())
-        )
-    if origin in (set, frozenset):
-        return isinstance(v, origin) and (not args or all(_conforms(x, args[0]) for x in v))
-    if origin is not None:  # another generic (Callable, ClassVar…): not in stored values; structure only
-        return True
-    if isinstance(hint, type):
-        if hint is Path or hint is PurePath:
-            return isinstance(v, PurePath)
-        return isinstance(v, hint)
+    """``v`` is of type ``hint``, by the checker compiled once per hint (:func:`_checker`)."""
+    return _checker(hint)(v)
+
+
+Checker = Callable[[Any], bool]
+#: hint -> its compiled checker: the typing introspection (get_origin/get_args) done once per hint,
+#: not once per stored value
+_CHECKERS: dict[Any, Checker] = {}
+
+
+def _checker(hint: Any) -> Checker:
+    try:
+        found = _CHECKERS.get(hint)
+    except TypeError:  # an unhashable hint: compiled each time
+        return _compile(hint)
+    if found is None:
+        found = _CHECKERS[hint] = _compile(hint)
+    return found
+
+
+def _yes(v: Any) -> bool:
     return True
 
 
-def _all_conform(items: Any, hint: Any) -> bool:
-    """Every item of ``items`` is of type ``hint`` (a scalar hint: by type, without a call per item)."""
-    simple = _SIMPLE.get(hint) if not isinstance(hint, str) else None
+def _compile(hint: Any) -> Checker:
+    """The checker of ``hint``: the subset of typing the package's dataclasses use (module contract)."""
+    if hint is Any or isinstance(hint, (str, TypeVar)):
+        return _yes
+    simple = _SIMPLE.get(hint) if isinstance(hint, type) or hint is None else None
     if simple is not None:
-        return all(type(x) in simple for x in items)
-    return all(_conforms(x, hint) for x in items)
+        return lambda v: type(v) in simple
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        parts = [_checker(a) for a in args]
+        return lambda v: any(c(v) for c in parts)
+    if origin is typing.Literal:
+        return lambda v: any(v == a and type(v) is type(a) for a in args)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            each = _each(args[0])
+            return lambda v: isinstance(v, tuple) and each(v)
+        if not args:
+            return lambda v: isinstance(v, tuple)
+        parts = [_checker(a) for a in args]
+        return lambda v: (
+            isinstance(v, tuple) and len(v) == len(parts) and all(c(x) for c, x in zip(parts, v, strict=True))
+        )
+    if origin in (list, typing.Sequence) or hint is list:
+        seq: type | tuple[type, ...] = list if origin is list or hint is list else (list, tuple)
+        if not args:
+            return lambda v: isinstance(v, seq)
+        each = _each(args[0])
+        return lambda v: isinstance(v, seq) and each(v)
+    if origin in (dict, typing.Mapping) or hint is dict:
+        if not args:
+            return lambda v: isinstance(v, dict)
+        key, val = _checker(args[0]), _checker(args[1])
+        return lambda v: isinstance(v, dict) and all(key(k) and val(x) for k, x in v.items())
+    if origin in (set, frozenset):
+        each = _each(args[0]) if args else _yes
+        return lambda v: isinstance(v, origin) and each(v)
+    if origin is not None:  # another generic (Callable, ClassVar…): not in stored values; structure only
+        return _yes
+    if isinstance(hint, type):
+        if hint is Path or hint is PurePath:
+            return lambda v: isinstance(v, PurePath)
+        return lambda v: isinstance(v, hint)
+    return _yes
+
+
+def _each(hint: Any) -> Checker:
+    """Every item of a collection is of type ``hint`` (a scalar hint: by type, without a call per item)."""
+    simple = _SIMPLE.get(hint) if isinstance(hint, type) or hint is None else None
+    if simple is not None:
+        return lambda items: all(type(x) in simple for x in items)
+    one = _checker(hint)
+    return lambda items: all(one(x) for x in items)
 
 
 # --------------------------------------------------------------------------- the files
@@ -391,7 +421,9 @@ def load_value(kind: str, key: str, hint: Any = Any) -> Any:
     path = cache_path(kind, key)
     data = _read_file(path)
     try:
-        doc = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+        # no parse_float callback (one Python call per number): a 1e999 that parses to inf fails the
+        # digest's allow_nan=False dump below, and decode checks every float it returns
+        doc = json.loads(data, parse_constant=_no_constant)
     except (ValueError, RecursionError, CacheMiss):
         raise CacheMiss("not JSON of finite numbers") from None
     if not isinstance(doc, dict) or set(doc) != {"schema", "kind", "key", "sha256", "value"}:
@@ -461,12 +493,20 @@ _DERIVED: dict[str, object] = {}
 
 
 def cached_derivation(
-    kind: str, inputs: list[Path], extra: str, modules: list[str], compute: Callable[[], T]
+    kind: str,
+    inputs: list[Path],
+    extra: str,
+    modules: list[str],
+    compute: Callable[[], T],
+    *,
+    remember: bool = True,
 ) -> T:
     """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the source of ``modules``):
     kept in memory and in ``<user cache>/<kind>/<key>.json`` (module contract: plain validated data;
     a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
-    conditions, that every command would otherwise re-parse the logs for."""
+    conditions, that every command would otherwise re-parse the logs for. ``remember=False``: not kept
+    in this module's memory (a caller that keeps the value itself: the kernel session), so a large
+    value is neither copied in nor out."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
     h.update(code_key_cached(modules).encode())  # the modules and their whole import closure
     for path in inputs:
@@ -478,14 +518,12 @@ def cached_derivation(
         return cast(T, _own(_DERIVED[key]))
     try:
         value = load_value(kind, key)
-        _remember(key, value)
-        return cast(T, value)
     except CacheMiss:  # absent, changed or not ours: compute it
-        pass
-    value = compute()
-    store_value(kind, key, value)
-    _remember(key, value)
-    return value
+        value = compute()
+        store_value(kind, key, value)
+    if remember:
+        _remember(key, value)
+    return cast(T, value)
 
 
 def _remember(key: str, value: object) -> None:
@@ -505,7 +543,8 @@ def _frozen(v: object, depth: int = 0) -> bool:
     if depth > MAX_DEPTH:
         return False
     if type(v) in (tuple, frozenset):
-        return all(_frozen(x, depth + 1) for x in cast("tuple[object, ...]", v))
+        items = cast("tuple[object, ...]", v)
+        return all(type(x) in _SCALARS for x in items) or all(_frozen(x, depth + 1) for x in items)
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         params = getattr(type(v), "__dataclass_params__", None)
         return bool(params and params.frozen) and all(
