@@ -75,6 +75,28 @@ def _read(path: Path) -> bytes:
         return b"\0unreadable"  # the parser raises the located error on a miss
 
 
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of the bytes :func:`_read` gives for ``path``, streamed (a 170 MB log is not held):
+    what :meth:`cutile_workbench.artifacts.workspace.Workspace.digest` keeps per input."""
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return h.hexdigest()  # b"": as _read reads an absent input
+    except OSError:
+        return hashlib.sha256(b"\0unreadable").hexdigest()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return hashlib.sha256(b"\0not a regular file").hexdigest()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+    except OSError:
+        return hashlib.sha256(b"\0unreadable").hexdigest()
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
 def module_source(name: str) -> bytes:
     """The source bytes of module ``name`` (b"" when it has none): part of a cache key."""
     spec = importlib.util.find_spec(name)
@@ -500,19 +522,21 @@ def cached_derivation(
     compute: Callable[[], T],
     *,
     remember: bool = True,
+    digest: Callable[[Path], str] | None = None,
 ) -> T:
     """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the source of ``modules``):
     kept in memory and in ``<user cache>/<kind>/<key>.json`` (module contract: plain validated data;
     a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
     conditions, that every command would otherwise re-parse the logs for. ``remember=False``: not kept
     in this module's memory (a caller that keeps the value itself: the kernel session), so a large
-    value is neither copied in nor out."""
+    value is neither copied in nor out. ``digest``: each input's SHA-256 as the caller already has it
+    (:meth:`~cutile_workbench.artifacts.workspace.Workspace.digest`: every input read once per
+    command, whatever keys it enters), else each input is read here."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
     h.update(code_key_cached(modules).encode())  # the modules and their whole import closure
     for path in inputs:
-        data = _read(path)
-        h.update(f"{path} {len(data)}\0".encode())
-        h.update(data)
+        # by digest: the same key whether this reads the file or the workspace read it once
+        h.update(f"{path} {digest(path) if digest is not None else file_digest(path)}\0".encode())
     key = h.hexdigest()
     if key in _DERIVED:
         return cast(T, _own(_DERIVED[key]))

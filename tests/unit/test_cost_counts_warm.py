@@ -195,3 +195,79 @@ def test_warm_report_f_parses_no_perf_log(session: tuple[Path, str], monkeypatch
     again = _out(kdir.parent, "report", "f", "matmul", "--dry-run")
     assert again == first
     assert not counts.parses, dict(counts.parses)
+
+
+#: the functions that read an input's bytes to key a cache (a digest), in this package
+_DIGEST_READERS = {"_read", "file_digest", "_digest", "digest"}
+
+
+class DigestReads:
+    """Opens of each kernel-dir file made to key a cache (a function of :data:`_DIGEST_READERS` on the
+    stack), counted by the interpreter's ``open`` audit event (builtins, io and os opens alike). The
+    launch store's check of its own index against the data file (``launch_store._file_sha256``, not a
+    cache key) is not counted."""
+
+    _active: DigestReads | None = None
+    _installed = False
+
+    def __init__(self, kdir: Path) -> None:
+        self.kdir = str(kdir.resolve())
+        self.reads: Counter[str] = Counter()
+        if not DigestReads._installed:  # an audit hook cannot be removed: one, switched per test
+            sys.addaudithook(DigestReads._hook)
+            DigestReads._installed = True
+
+    def __enter__(self) -> DigestReads:
+        DigestReads._active = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        DigestReads._active = None
+
+    @staticmethod
+    def _hook(event: str, args: tuple[Any, ...]) -> None:
+        me = DigestReads._active
+        if me is None or event != "open" or not isinstance(args[0], (str, bytes, Path)):
+            return
+        import os
+
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if not path.startswith(me.kdir + os.sep):
+            return
+        frame = sys._getframe(1)
+        while frame is not None:
+            code = frame.f_code
+            if "cutile_workbench" in code.co_filename:
+                if code.co_filename.endswith("launch_store.py"):
+                    return
+                if code.co_name in _DIGEST_READERS:
+                    me.reads[path[len(me.kdir) + 1 :]] += 1
+                    return
+            frame = frame.f_back
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("table", "matmul", "--json"),
+        ("report", "e", "matmul", "--dry-run"),
+        ("report", "f", "matmul", "--dry-run"),
+        ("timeline", "matmul", "--config", "{config}", "--json"),
+    ],
+    ids=["table", "report-e", "report-f", "timeline"],
+)
+def test_each_input_file_read_once_per_warm_command(
+    session: tuple[Path, str], argv: tuple[str, ...]
+) -> None:
+    """A warm command (its caches filled by the same command before) reads each input file — perf logs,
+    baselines, analysis.json, captures, session.json, events — at most once for all its cache keys
+    (E's table, trust, the history's comparability, F's): the workspace's digests, computed once
+    (today: the baseline log and analysis.json twice for ``table``, session.json and events twice)."""
+    kdir, config = session
+    argv = tuple(a.format(config=config) for a in argv)
+    assert _out(kdir.parent, *argv)[0] in (0, 1)
+    _forget_process_memos()  # a new process, the user cache warm
+    with DigestReads(kdir) as counted:
+        assert _out(kdir.parent, *argv)[0] in (0, 1)
+    assert counted.reads, "no input was hashed: the count would prove nothing"
+    assert max(counted.reads.values()) == 1, dict(counted.reads)
