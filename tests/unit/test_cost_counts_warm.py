@@ -256,9 +256,7 @@ class DigestReads:
     ],
     ids=["table", "report-e", "report-f", "timeline"],
 )
-def test_each_input_file_read_once_per_warm_command(
-    session: tuple[Path, str], argv: tuple[str, ...]
-) -> None:
+def test_each_input_file_read_once_per_warm_command(session: tuple[Path, str], argv: tuple[str, ...]) -> None:
     """A warm command (its caches filled by the same command before) reads each input file — perf logs,
     baselines, analysis.json, captures, session.json, events — at most once for all its cache keys
     (E's table, trust, the history's comparability, F's): the workspace's digests, computed once
