@@ -148,8 +148,21 @@ def _class_name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_RESOLVED: dict[tuple[str, str], type] = {}
+
+
 def _resolve(name: object, want: str) -> type:
-    """The class a payload names: this package's dataclass (or enum), already imported; else CacheMiss."""
+    """The class a payload names: this package's dataclass (or enum), already imported; else CacheMiss.
+    A class found is remembered (a loaded module's classes do not change; a name refused is asked
+    again)."""
+    if isinstance(name, str) and (name, want) in _RESOLVED:
+        return _RESOLVED[(name, want)]
+    found = _lookup(name, want)
+    _RESOLVED[(cast(str, name), want)] = found
+    return found
+
+
+def _lookup(name: object, want: str) -> type:
     if not isinstance(name, str) or ":" not in name:
         raise CacheMiss(f"bad class name {name!r:.80}")
     module, _, qual = name.partition(":")
@@ -172,6 +185,14 @@ def _resolve(name: object, want: str) -> type:
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
+_DECLARED: dict[type, dict[str, dataclasses.Field[Any]]] = {}
+
+
+def _declared(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    """A dataclass's fields by name, worked out once per class."""
+    if cls not in _DECLARED:
+        _DECLARED[cls] = {f.name: f for f in dataclasses.fields(cls)}
+    return _DECLARED[cls]
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -198,7 +219,7 @@ def _dec(d: object, hint: Any, depth: int) -> Any:
     if t in _SCALARS:  # the bulk of a payload: a number or a name, checked without a call per kind
         if t is float and not math.isfinite(cast(float, d)):
             raise CacheMiss("a non-finite float")
-        simple = _SIMPLE.get(hint) if isinstance(hint, type) or hint is None else None
+        simple = _scalar_types(hint)
         if simple is not None:
             if t not in simple:
                 raise CacheMiss(f"{t.__name__} {d!r:.60} is not {hint}")
@@ -220,6 +241,29 @@ _SIMPLE: dict[Any, tuple[type, ...]] = {
     type(None): (type(None),),
     None: (type(None),),
 }
+
+
+_SCALAR_HINTS: dict[Any, tuple[type, ...] | None] = {}
+
+
+def _scalar_types(hint: Any) -> tuple[type, ...] | None:
+    """The exact types a scalar of ``hint`` may have, when its check is by type alone: a simple hint
+    (:data:`_SIMPLE`) or a union of them (``float | None``); else None (checked by :func:`_check`).
+    Worked out once per hint."""
+    try:
+        if hint in _SCALAR_HINTS:
+            return _SCALAR_HINTS[hint]
+    except TypeError:  # an unhashable hint
+        return None
+    found: tuple[type, ...] | None = None
+    if isinstance(hint, type) or hint is None:
+        found = _SIMPLE.get(hint)
+    elif typing.get_origin(hint) in (typing.Union, types.UnionType):
+        parts = [_scalar_types(a) for a in typing.get_args(hint)]
+        if all(p is not None for p in parts):
+            found = tuple(t for p in parts for t in cast("tuple[type, ...]", p))
+    _SCALAR_HINTS[hint] = found
+    return found
 
 
 def _scalars(items: list[Any]) -> bool:
@@ -250,7 +294,7 @@ def _dec_raw(d: object, depth: int) -> Any:
     if "$dc" in d:
         cls = _resolve(d["$dc"], "dataclass")
         fields = d.get("v")
-        declared = {f.name: f for f in dataclasses.fields(cls)}
+        declared = _declared(cls)
         if not isinstance(fields, dict) or set(fields) != set(declared):
             raise CacheMiss(f"{d['$dc']}: fields differ from the dataclass")
         hints = _hints(cls)
@@ -327,7 +371,7 @@ def _compile(hint: Any) -> Checker:
     """The checker of ``hint``: the subset of typing the package's dataclasses use (module contract)."""
     if hint is Any or isinstance(hint, (str, TypeVar)):
         return _yes
-    simple = _SIMPLE.get(hint) if isinstance(hint, type) or hint is None else None
+    simple = _scalar_types(hint)
     if simple is not None:
         return lambda v: type(v) in simple
     origin = typing.get_origin(hint)
@@ -372,7 +416,7 @@ def _compile(hint: Any) -> Checker:
 
 def _each(hint: Any) -> Checker:
     """Every item of a collection is of type ``hint`` (a scalar hint: by type, without a call per item)."""
-    simple = _SIMPLE.get(hint) if isinstance(hint, type) or hint is None else None
+    simple = _scalar_types(hint)
     if simple is not None:
         return lambda items: all(type(x) in simple for x in items)
     one = _checker(hint)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import json
 import shutil
 import sys
 from collections import Counter
@@ -269,3 +270,24 @@ def test_each_input_file_read_once_per_warm_command(session: tuple[Path, str], a
         assert _out(kdir.parent, *argv)[0] in (0, 1)
     assert counted.reads, "no input was hashed: the count would prove nothing"
     assert max(counted.reads.values()) == 1, dict(counted.reads)
+
+
+def test_the_fast_scalar_checks_still_refuse_a_wrong_type() -> None:
+    """Scalar fields are checked by exact type (``float | None`` included): a string, a bool or a
+    list where a number is declared is still a miss, never a value."""
+    from cutile_workbench.artifacts import derive_cache
+    from cutile_workbench.model import PhaseStats
+
+    good = derive_cache.encode(PhaseStats(1.0, mean_ms=2.0, nrep=3))
+    assert derive_cache.decode(good) == PhaseStats(1.0, mean_ms=2.0, nrep=3)
+    for field, bad in (
+        ("mean_ms", "x"),
+        ("mean_ms", True),
+        ("median_ms", None),
+        ("nrep", 1.5),
+        ("mean_ms", [1]),
+    ):
+        doc = json.loads(json.dumps(good))
+        doc["v"][field] = bad
+        with pytest.raises(derive_cache.CacheMiss):
+            derive_cache.decode(doc)
