@@ -15,7 +15,7 @@ computed for: its one framework, ``cutile-rs`` when it holds none or several (th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cutile_workbench.model import PerfLog
@@ -36,15 +36,22 @@ def run_token(session: Mapping[str, Any] | None) -> str | None:
 
 
 def resolve_candidate_backend(
-    session: Mapping[str, Any] | None, candidate_log: PerfLog | None, explicit: str | None = None
+    session: Mapping[str, Any] | None,
+    candidate_log: PerfLog | Sequence[str] | None,
+    explicit: str | None = None,
 ) -> str | None:
-    """The candidate backend (record key) by the module contract's order."""
+    """The candidate backend (record key) by the module contract's order. ``candidate_log`` may be
+    given as its records' frameworks in log order (repeats may be left out: the rule reads the set
+    and the first), what a caller without the parsed log has (F's cached records)."""
     if explicit:
         return explicit
     named = (session or {}).get("candidate")
     if isinstance(named, str) and named:
         return named
-    frameworks = [r.framework for r in candidate_log.records] if candidate_log is not None else []
+    if isinstance(candidate_log, PerfLog):
+        frameworks = [r.framework for r in candidate_log.records]
+    else:
+        frameworks = list(candidate_log or ())
     if len(set(frameworks)) == 1:
         return frameworks[0]
     token = run_token(session)

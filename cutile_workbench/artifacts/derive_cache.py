@@ -3,7 +3,7 @@
 Contract:
 - :func:`cached_derivation` runs ``compute()`` once per content of ``inputs`` plus an ``extra`` text and
   the source of the ``modules`` whose code decides the value and of every module they import
-  (:func:`cutile_workbench.infra.codekey.code_key`: a changed rule is a miss, never a stale hit); the value is kept in memory (a deep copy per caller) and written to
+  (:func:`cutile_workbench.infra.codekey.code_key`: a changed rule is a miss, never a stale hit); the value is kept in memory (each caller's own copy: frozen parts shared, never deep-copied) and written to
   ``<user cache>/<kind>/<key>.json``. The key hashes the inputs' *bytes* (never size or mtime).
 - A cache file is plain data, never code (no pickle): JSON of :data:`CACHE_SCHEMA`, holding the
   kind, the key (equal to the file name), the sha256 of the payload and the payload in a tagged
@@ -39,7 +39,7 @@ import os
 import stat
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePath
 from typing import Any, TypeVar, cast
 
@@ -73,6 +73,28 @@ def _read(path: Path) -> bytes:
         return b""
     except OSError:
         return b"\0unreadable"  # the parser raises the located error on a miss
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of the bytes :func:`_read` gives for ``path``, streamed (a 170 MB log is not held):
+    what :meth:`cutile_workbench.artifacts.workspace.Workspace.digest` keeps per input."""
+    h = hashlib.sha256()
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return h.hexdigest()  # b"": as _read reads an absent input
+    except OSError:
+        return hashlib.sha256(b"\0unreadable").hexdigest()
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return hashlib.sha256(b"\0not a regular file").hexdigest()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+    except OSError:
+        return hashlib.sha256(b"\0unreadable").hexdigest()
+    finally:
+        os.close(fd)
+    return h.hexdigest()
 
 
 def module_source(name: str) -> bytes:
@@ -126,8 +148,21 @@ def _class_name(cls: type) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_RESOLVED: dict[tuple[str, str], type] = {}
+
+
 def _resolve(name: object, want: str) -> type:
-    """The class a payload names: this package's dataclass (or enum), already imported; else CacheMiss."""
+    """The class a payload names: this package's dataclass (or enum), already imported; else CacheMiss.
+    A class found is remembered (a loaded module's classes do not change; a name refused is asked
+    again)."""
+    if isinstance(name, str) and (name, want) in _RESOLVED:
+        return _RESOLVED[(name, want)]
+    found = _lookup(name, want)
+    _RESOLVED[(cast(str, name), want)] = found
+    return found
+
+
+def _lookup(name: object, want: str) -> type:
     if not isinstance(name, str) or ":" not in name:
         raise CacheMiss(f"bad class name {name!r:.80}")
     module, _, qual = name.partition(":")
@@ -150,6 +185,14 @@ def _resolve(name: object, want: str) -> type:
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
+_DECLARED: dict[type, dict[str, dataclasses.Field[Any]]] = {}
+
+
+def _declared(cls: type) -> dict[str, dataclasses.Field[Any]]:
+    """A dataclass's fields by name, worked out once per class."""
+    if cls not in _DECLARED:
+        _DECLARED[cls] = {f.name: f for f in dataclasses.fields(cls)}
+    return _DECLARED[cls]
 
 
 def _hints(cls: type) -> dict[str, Any]:
@@ -172,9 +215,67 @@ def decode(doc: object, hint: Any = Any) -> Any:
 def _dec(d: object, hint: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise CacheMiss("nested too deeply")
+    t = type(d)
+    if t in _SCALARS:  # the bulk of a payload: a number or a name, checked without a call per kind
+        if t is float and not math.isfinite(cast(float, d)):
+            raise CacheMiss("a non-finite float")
+        simple = _scalar_types(hint)
+        if simple is not None:
+            if t not in simple:
+                raise CacheMiss(f"{t.__name__} {d!r:.60} is not {hint}")
+            return d
     v = _dec_raw(d, depth)
-    _check(v, hint)
+    if hint is not Any:
+        _check(v, hint)
     return v
+
+
+#: the JSON scalars a payload holds as themselves
+_SCALARS = frozenset({type(None), bool, int, float, str})
+#: a hint a scalar is checked against by its exact type alone -> the types it admits (``str`` is not:
+#: a str-valued enum member is a str)
+_SIMPLE: dict[Any, tuple[type, ...]] = {
+    float: (int, float),
+    int: (int,),
+    bool: (bool,),
+    type(None): (type(None),),
+    None: (type(None),),
+}
+
+
+_SCALAR_HINTS: dict[Any, tuple[type, ...] | None] = {}
+
+
+def _scalar_types(hint: Any) -> tuple[type, ...] | None:
+    """The exact types a scalar of ``hint`` may have, when its check is by type alone: a simple hint
+    (:data:`_SIMPLE`) or a union of them (``float | None``); else None (checked by :func:`_check`).
+    Worked out once per hint."""
+    try:
+        if hint in _SCALAR_HINTS:
+            return _SCALAR_HINTS[hint]
+    except TypeError:  # an unhashable hint
+        return None
+    found: tuple[type, ...] | None = None
+    if isinstance(hint, type) or hint is None:
+        found = _SIMPLE.get(hint)
+    elif typing.get_origin(hint) in (typing.Union, types.UnionType):
+        parts = [_scalar_types(a) for a in typing.get_args(hint)]
+        if all(p is not None for p in parts):
+            found = tuple(t for p in parts for t in cast("tuple[type, ...]", p))
+    _SCALAR_HINTS[hint] = found
+    return found
+
+
+def _scalars(items: list[Any]) -> bool:
+    """Every item a JSON scalar (floats finite): such a list decodes as itself, in one pass."""
+    for x in items:
+        t = type(x)
+        if t is float:
+            if not math.isfinite(x):
+                raise CacheMiss("a non-finite float")
+        elif t not in _SCALARS:
+            return False
+    return True
 
 
 def _dec_raw(d: object, depth: int) -> Any:
@@ -185,13 +286,15 @@ def _dec_raw(d: object, depth: int) -> Any:
             raise CacheMiss("a non-finite float")
         return d
     if isinstance(d, list):
+        if _scalars(d):
+            return list(d)
         return [_dec(x, Any, depth + 1) for x in d]
     if not isinstance(d, dict) or len(d) not in (1, 2):
         raise CacheMiss(f"unexpected {type(d).__name__}")
     if "$dc" in d:
         cls = _resolve(d["$dc"], "dataclass")
         fields = d.get("v")
-        declared = {f.name: f for f in dataclasses.fields(cls)}
+        declared = _declared(cls)
         if not isinstance(fields, dict) or set(fields) != set(declared):
             raise CacheMiss(f"{d['$dc']}: fields differ from the dataclass")
         hints = _hints(cls)
@@ -215,7 +318,7 @@ def _dec_raw(d: object, depth: int) -> Any:
     if tag == "$path" and isinstance(body, str):
         return Path(body)
     if tag in ("$tuple", "$set", "$frozenset") and isinstance(body, list):
-        items = [_dec(x, Any, depth + 1) for x in body]
+        items = list(body) if _scalars(body) else [_dec(x, Any, depth + 1) for x in body]
         try:
             return tuple(items) if tag == "$tuple" else set(items) if tag == "$set" else frozenset(items)
         except TypeError:
@@ -240,46 +343,84 @@ def _check(v: Any, hint: Any) -> None:
 
 
 def _conforms(v: Any, hint: Any) -> bool:
+    """``v`` is of type ``hint``, by the checker compiled once per hint (:func:`_checker`)."""
+    return _checker(hint)(v)
+
+
+Checker = Callable[[Any], bool]
+#: hint -> its compiled checker: the typing introspection (get_origin/get_args) done once per hint,
+#: not once per stored value
+_CHECKERS: dict[Any, Checker] = {}
+
+
+def _checker(hint: Any) -> Checker:
+    try:
+        found = _CHECKERS.get(hint)
+    except TypeError:  # an unhashable hint: compiled each time
+        return _compile(hint)
+    if found is None:
+        found = _CHECKERS[hint] = _compile(hint)
+    return found
+
+
+def _yes(v: Any) -> bool:
+    return True
+
+
+def _compile(hint: Any) -> Checker:
+    """The checker of ``hint``: the subset of typing the package's dataclasses use (module contract)."""
     if hint is Any or isinstance(hint, (str, TypeVar)):
-        return True
-    if hint is None or hint is type(None):
-        return v is None
-    if hint is float:
-        return type(v) in (int, float)
-    if hint is int:
-        return type(v) is int
-    if hint is bool:
-        return type(v) is bool
+        return _yes
+    simple = _scalar_types(hint)
+    if simple is not None:
+        return lambda v: type(v) in simple
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
-        return any(_conforms(v, a) for a in args)
+        parts = [_checker(a) for a in args]
+        return lambda v: any(c(v) for c in parts)
     if origin is typing.Literal:
-        return any(v == a and type(v) is type(a) for a in args)
+        return lambda v: any(v == a and type(v) is type(a) for a in args)
     if origin is tuple:
-        if not isinstance(v, tuple):
-            return False
         if len(args) == 2 and args[1] is Ellipsis:
-            return all(_conforms(x, args[0]) for x in v)
-        return not args or (
-            len(args) == len(v) and all(_conforms(x, a) for x, a in zip(v, args, strict=True))
+            each = _each(args[0])
+            return lambda v: isinstance(v, tuple) and each(v)
+        if not args:
+            return lambda v: isinstance(v, tuple)
+        parts = [_checker(a) for a in args]
+        return lambda v: (
+            isinstance(v, tuple) and len(v) == len(parts) and all(c(x) for c, x in zip(parts, v, strict=True))
         )
     if origin in (list, typing.Sequence) or hint is list:
-        seq = list if origin is list or hint is list else (list, tuple)
-        return isinstance(v, seq) and (not args or all(_conforms(x, args[0]) for x in v))
+        seq: type | tuple[type, ...] = list if origin is list or hint is list else (list, tuple)
+        if not args:
+            return lambda v: isinstance(v, seq)
+        each = _each(args[0])
+        return lambda v: isinstance(v, seq) and each(v)
     if origin in (dict, typing.Mapping) or hint is dict:
-        return isinstance(v, dict) and (
-            not args or all(_conforms(k, args[0]) and _conforms(x, args[1]) for k, x in v.items())
-        )
+        if not args:
+            return lambda v: isinstance(v, dict)
+        key, val = _checker(args[0]), _checker(args[1])
+        return lambda v: isinstance(v, dict) and all(key(k) and val(x) for k, x in v.items())
     if origin in (set, frozenset):
-        return isinstance(v, origin) and (not args or all(_conforms(x, args[0]) for x in v))
+        each = _each(args[0]) if args else _yes
+        return lambda v: isinstance(v, origin) and each(v)
     if origin is not None:  # another generic (Callable, ClassVar…): not in stored values; structure only
-        return True
+        return _yes
     if isinstance(hint, type):
         if hint is Path or hint is PurePath:
-            return isinstance(v, PurePath)
-        return isinstance(v, hint)
-    return True
+            return lambda v: isinstance(v, PurePath)
+        return lambda v: isinstance(v, hint)
+    return _yes
+
+
+def _each(hint: Any) -> Checker:
+    """Every item of a collection is of type ``hint`` (a scalar hint: by type, without a call per item)."""
+    simple = _scalar_types(hint)
+    if simple is not None:
+        return lambda items: all(type(x) in simple for x in items)
+    one = _checker(hint)
+    return lambda items: all(one(x) for x in items)
 
 
 # --------------------------------------------------------------------------- the files
@@ -294,6 +435,12 @@ def _user_cache_dir() -> Path:
 #: per kind: cache files kept in the user cache dir, and their total bytes (least recently used pruned)
 KEEP_FILES = 256
 KEEP_BYTES = 256 * 1024 * 1024
+
+
+def code_key_cached(roots: Iterable[str]) -> str:
+    """:func:`cutile_workbench.infra.codekey.code_key` of ``roots`` (memoized per process; each module's
+    imports found by one regex scan of its bytes, no parse: cheap enough that no store is kept)."""
+    return code_key(roots)
 
 
 def cache_path(kind: str, key: str) -> Path:
@@ -340,7 +487,9 @@ def load_value(kind: str, key: str, hint: Any = Any) -> Any:
     path = cache_path(kind, key)
     data = _read_file(path)
     try:
-        doc = json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+        # no parse_float callback (one Python call per number): a 1e999 that parses to inf fails the
+        # digest's allow_nan=False dump below, and decode checks every float it returns
+        doc = json.loads(data, parse_constant=_no_constant)
     except (ValueError, RecursionError, CacheMiss):
         raise CacheMiss("not JSON of finite numbers") from None
     if not isinstance(doc, dict) or set(doc) != {"schema", "kind", "key", "sha256", "value"}:
@@ -410,34 +559,85 @@ _DERIVED: dict[str, object] = {}
 
 
 def cached_derivation(
-    kind: str, inputs: list[Path], extra: str, modules: list[str], compute: Callable[[], T]
+    kind: str,
+    inputs: list[Path],
+    extra: str,
+    modules: list[str],
+    compute: Callable[[], T],
+    *,
+    remember: bool = True,
+    digest: Callable[[Path], str] | None = None,
 ) -> T:
     """``compute()`` once per content of ``inputs`` (+ ``extra`` text + the source of ``modules``):
     kept in memory and in ``<user cache>/<kind>/<key>.json`` (module contract: plain validated data;
     a bad file is recomputed). For facts derived from E's inputs, e.g. the ratios' measurement
-    conditions, that every command would otherwise re-parse the logs for."""
+    conditions, that every command would otherwise re-parse the logs for. ``remember=False``: not kept
+    in this module's memory (a caller that keeps the value itself: the kernel session), so a large
+    value is neither copied in nor out. ``digest``: each input's SHA-256 as the caller already has it
+    (:meth:`~cutile_workbench.artifacts.workspace.Workspace.digest`: every input read once per
+    command, whatever keys it enters), else each input is read here."""
     h = hashlib.sha256(f"{kind} v{CACHE_VERSION}\0{extra}\0".encode())
-    h.update(code_key(modules).encode())  # the modules and their whole import closure
+    h.update(code_key_cached(modules).encode())  # the modules and their whole import closure
     for path in inputs:
-        data = _read(path)
-        h.update(f"{path} {len(data)}\0".encode())
-        h.update(data)
+        # by digest: the same key whether this reads the file or the workspace read it once
+        h.update(f"{path} {digest(path) if digest is not None else file_digest(path)}\0".encode())
     key = h.hexdigest()
     if key in _DERIVED:
-        return cast(T, copy.deepcopy(_DERIVED[key]))
+        return cast(T, _own(_DERIVED[key]))
     try:
         value = load_value(kind, key)
-        _remember(key, value)
-        return cast(T, value)
     except CacheMiss:  # absent, changed or not ours: compute it
-        pass
-    value = compute()
-    store_value(kind, key, value)
-    _remember(key, value)
-    return value
+        value = compute()
+        store_value(kind, key, value)
+    if remember:
+        _remember(key, value)
+    return cast(T, value)
 
 
 def _remember(key: str, value: object) -> None:
     if len(_DERIVED) >= 16:
         _DERIVED.clear()
-    _DERIVED[key] = copy.deepcopy(value)
+    _DERIVED[key] = _own(value)
+
+
+_ATOMS = (type(None), bool, int, float, complex, str, bytes, PurePath, enum.Enum)
+
+
+def _frozen(v: object, depth: int = 0) -> bool:
+    """``v`` cannot be changed in place: atoms, tuples and frozensets of such, frozen dataclasses whose
+    fields are such (a frozen dataclass holding a list is not)."""
+    if isinstance(v, _ATOMS):
+        return True
+    if depth > MAX_DEPTH:
+        return False
+    if type(v) in (tuple, frozenset):
+        items = cast("tuple[object, ...]", v)
+        return all(type(x) in _SCALARS for x in items) or all(_frozen(x, depth + 1) for x in items)
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        params = getattr(type(v), "__dataclass_params__", None)
+        return bool(params and params.frozen) and all(
+            _frozen(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v)
+        )
+    return False
+
+
+def _own(value: T) -> T:
+    """A caller's own copy of ``value``: what cannot change in place is shared (never deep-copied),
+    each list, dict and set is new; a type this module does not know is deep-copied whole."""
+    if _frozen(value):
+        return value
+    v: Any = value
+    if type(v) is list:
+        return cast(T, [_own(x) for x in v])
+    if type(v) is dict:
+        return cast(T, {k: _own(x) for k, x in v.items()})
+    if type(v) is set:
+        return cast(T, set(v))  # members are hashable: a set of frozen values
+    if type(v) is tuple:
+        return cast(T, tuple(_own(x) for x in v))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type) and not hasattr(v, "__slots__"):
+        out = copy.copy(v)
+        for f in dataclasses.fields(v):
+            object.__setattr__(out, f.name, _own(getattr(v, f.name)))
+        return cast(T, out)
+    return copy.deepcopy(value)

@@ -9,6 +9,14 @@ exceptions; a present but malformed input raises ``InputError`` when it is loade
 (``analysis.json`` at open time unless ``strict=False``, which records it as an error gap and keeps
 the error in ``Workspace.ignored``, for the command that reads on to say so).
 Opening runs :func:`cutile_workbench.artifacts.writer.recover` so an interrupted report write is finished first.
+
+Digests (issue 31): :meth:`Workspace.digest` is the SHA-256 of one input's bytes, read once per
+workspace (one command; the TUI's open kernel) and reused by every cache key built on it — E's
+table, trust, the history's comparability, F's records — and taken again only when the file's
+inode, size or times say it was rewritten since;
+:meth:`Workspace.input_digests` gives those of the kernel dir's inputs (perf logs, baselines,
+analysis.json, captures, session.json, events) by role. A reader that already holds an input's
+bytes (E reads the raw log's text) records their digest with :meth:`Workspace.remember_digest`.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from cutile_workbench.artifacts.analysis import Analysis, load_analysis
 from cutile_workbench.artifacts.confine import check_kernel_name, confine_read, read_regular_text
@@ -78,6 +86,39 @@ class Workspace:
             words += ("--tilegym", str(Path(self.tilegym).absolute()))
         return words
 
+    def digest(self, path: Path) -> str:
+        """SHA-256 (hex) of ``path``'s bytes, read once for this workspace (module contract): an absent
+        file hashes as no bytes, a FIFO or device is never read (derive_cache's rule)."""
+        from cutile_workbench.artifacts.derive_cache import file_digest
+
+        digests: dict[str, tuple[tuple[int, ...], str]] = self._cache.setdefault("digests", {})
+        key, now = str(path), _version(Path(path))
+        known = digests.get(key)
+        if known is None or known[0] != now:
+            digests[key] = (now, file_digest(Path(path)))
+        return digests[key][1]
+
+    def remember_digest(self, path: Path, digest: str) -> None:
+        """Record the digest of ``path``'s bytes computed by a reader that holds them (E's raw log)."""
+        self._cache.setdefault("digests", {})[str(path)] = (_version(Path(path)), digest)
+
+    def input_digests(self) -> dict[str, str]:
+        """The digests of this kernel dir's inputs by role (``candidate`` — the raw log E reads —,
+        ``candidate:<variant>``, ``baseline_cutile``, ``baseline_triton_tileir``, ``analysis``,
+        ``launches``, ``session``, ``events``), each file read once (module contract)."""
+        p = self.paths
+        roles: dict[str, Path | None] = {
+            "candidate": self.raw_log_path(),
+            **{f"candidate:{v}": p.perf_cutile_rs_variant(v) for v in self.variant_names()},
+            "baseline_cutile": p.baseline_cutile,
+            "baseline_triton_tileir": p.baseline_triton_tileir,
+            "analysis": p.analysis_json,
+            "launches": p.launches_json,
+            "session": p.session_json,
+            "events": p.events_jsonl,
+        }
+        return {role: self.digest(path) for role, path in roles.items() if path is not None}
+
     def _log(self, key: str, path: Path) -> PerfLog | None:
         if key not in self._cache:
             if path.is_file():
@@ -133,7 +174,19 @@ class Workspace:
         return p if p.is_file() else None
 
     def session_meta(self) -> dict[str, Any] | None:
-        """``workbench/session.json`` (GPU, versions, command...) or None; InputError if malformed."""
+        """``workbench/session.json`` (GPU, versions, command...) or None; InputError if malformed.
+        Read once per workspace (the error kept too: asking again raises it again)."""
+        if "session_meta" not in self._cache:
+            try:
+                self._cache["session_meta"] = (True, self._session_meta())
+            except WorkbenchError as exc:
+                self._cache["session_meta"] = (False, exc)
+        ok, value = self._cache["session_meta"]
+        if not ok:
+            raise value
+        return cast("dict[str, Any] | None", value)
+
+    def _session_meta(self) -> dict[str, Any] | None:
         p = self.paths.session_json
         if not (p.exists() or p.is_symlink()):
             return None
@@ -148,6 +201,17 @@ class Workspace:
             if p.is_file():
                 return p
         return None
+
+
+def _version(path: Path) -> tuple[int, ...]:
+    """Which version of a file a kept digest is of: a rewrite (``run``, an edit while the TUI holds the
+    workspace) changes its size, times or inode, so its digest is taken again; not a key itself (keys
+    hash the bytes)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def command_line(*words: str, locator: Sequence[str] = ()) -> str:

@@ -302,10 +302,9 @@ def _code_digest() -> str:
     return _CODE[0]
 
 
-def _file_bytes(path: Path | None) -> bytes:
-    from cutile_workbench.artifacts.derive_cache import _read
-
-    return _read(path) if path is not None else b"\0none"
+def _file_digest(ws: Workspace, path: Path | None) -> str:
+    """The digest of an input's bytes, the workspace's (each input read once per command)."""
+    return ws.digest(path) if path is not None else "none"
 
 
 def trust_context(
@@ -373,13 +372,13 @@ def trust_context(
     ):
         h.update(part.encode() + b"\0")
     analysis_path = Path(analysis.path) if analysis is not None and getattr(analysis, "path", None) else None
-    for data in (
-        _file_bytes(analysis_path)
+    for digest in (
+        _file_digest(ws, analysis_path)
         if analysis_path is not None and analysis_path.is_file()
-        else repr(analysis).encode(),
-        _file_bytes(ref_wrapper),
+        else hashlib.sha256(repr(analysis).encode()).hexdigest(),
+        _file_digest(ws, ref_wrapper),
     ):
-        h.update(f"{len(data)}\0".encode() + data)
+        h.update(f"{digest}\0".encode())
     return TrustContext(
         root=str(paths.root),
         candidate_framework=candidate_framework,
@@ -619,4 +618,5 @@ def cached_kernel_trust(
         lambda: kernel_trust(
             ws, table, candidate_framework=candidate_framework, launch_sets=launch_sets, row_cache=True
         ),
+        digest=ws.digest,  # the workspace's digests: each input read once for every key
     )

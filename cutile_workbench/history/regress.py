@@ -34,9 +34,9 @@ from typing import Literal
 
 import numpy as np
 
+from cutile_workbench.artifacts.derive_cache import code_key_cached
 from cutile_workbench.history.entries import ConfigResult
 from cutile_workbench.infra.bootstrap import median_ratio_ci
-from cutile_workbench.infra.codekey import code_key
 
 EXACT_MAX_PAIRS = 2500
 
@@ -198,7 +198,7 @@ _CODE: list[str] = []
 def _code_fingerprint() -> str:
     """Hash of the code that decides a comparison: an edited rule makes every cached one a miss."""
     if not _CODE:  # this module, the entries and all they import (the bootstrap among them)
-        _CODE.append(code_key((__name__, "cutile_workbench.history.entries")))
+        _CODE.append(code_key_cached((__name__, "cutile_workbench.history.entries")))
     return _CODE[0]
 
 

@@ -705,6 +705,7 @@ def ratio_comparability(
         f"{raw}\0{sorted(used)}\0{rows}",
         code,
         lambda: _ratio_comparability(ws, used, table, logs),
+        digest=ws.digest,  # the workspace's digests: each log read once for every key
     )
 
 

@@ -41,13 +41,12 @@ from typing import TYPE_CHECKING
 
 from cutile_workbench.artifacts.derive_cache import (
     CacheMiss,
-    _read,
     cache_path,
+    code_key_cached,
     load_value,
     store_value,
 )
 from cutile_workbench.errors import Blocked
-from cutile_workbench.infra.codekey import code_key
 from cutile_workbench.model import PerfLog, RatioTable
 
 if TYPE_CHECKING:
@@ -134,6 +133,8 @@ class RawLog:
     source: str  # human description for agent_e.md
     text: str
     full_exists: bool
+    #: ``text`` is the file ``path``'s bytes (not supplied by a caller): its digest is the file's
+    from_file: bool = False
 
 
 def _read_text(path: Path, kernel_dir: Path) -> str:
@@ -179,6 +180,7 @@ def candidate_raw_logs(
                     rel(found),
                     _read_text(found, paths.root),
                     paths.perf_full_log.is_file(),
+                    from_file=True,
                 )
             )
     for v in ws.variant_names():
@@ -190,7 +192,14 @@ def candidate_raw_logs(
         if src is not None:
             out.append(
                 RawLog(
-                    v, rel(sanitized), rel(full), src, rel(src), _read_text(src, paths.root), full.is_file()
+                    v,
+                    rel(sanitized),
+                    rel(full),
+                    src,
+                    rel(src),
+                    _read_text(src, paths.root),
+                    full.is_file(),
+                    from_file=True,
                 )
             )
     return out, notes
@@ -244,7 +253,7 @@ def _code_fingerprint() -> str:
     the test ids and the printer count as much as the stats."""
     if not _CODE:
         _CODE.append(
-            code_key(
+            code_key_cached(
                 (
                     "cutile_workbench.artifacts.analysis",
                     "cutile_workbench.model",
@@ -264,13 +273,14 @@ def inputs_key(
 ) -> str:
     """SHA-256 over every input of the table (see module contract)."""
     h = _head(ws, seed, n_boot)
-    candidates = [
-        (r.variant, hashlib.sha256(r.text.encode("utf-8", "surrogateescape")).hexdigest()) for r in raws
-    ]
-    baselines = [
-        (key, hashlib.sha256(_read(getattr(ws.paths, f"baseline_{key}"))).hexdigest()) for key in _BASELINES
-    ]
-    return _key(h, candidates, baselines, analysis)
+    candidates = []
+    for r in raws:
+        digest = hashlib.sha256(r.text.encode("utf-8", "surrogateescape")).hexdigest()
+        if r.from_file:
+            ws.remember_digest(r.path, digest)  # the same bytes: every other key of this file reuses it
+        candidates.append((r.variant, digest))
+    baselines = [(key, ws.digest(getattr(ws.paths, f"baseline_{key}"))) for key in _BASELINES]
+    return _key(h, candidates, baselines, analysis, ws)
 
 
 def _head(ws: Workspace, seed: int, n_boot: int) -> hashlib._Hash:
@@ -287,6 +297,7 @@ def _key(
     candidates: list[tuple[str | None, str]],
     baselines: list[tuple[str, str]],
     analysis: Analysis | None,
+    ws: Workspace,
 ) -> str:
     """The inputs' part of :func:`inputs_key`: each log by the SHA-256 of its bytes (the text read with
     surrogateescape encodes back to exactly those bytes), so a streaming reader that hashed the file
@@ -297,9 +308,8 @@ def _key(
         h.update(f"\0baseline {key} {digest}\0".encode())
     if analysis is not None:
         path = Path(analysis.path)
-        data = _read(path) if path.is_file() else repr(analysis).encode()
-        h.update(f"\0analysis {len(data)}\0".encode())
-        h.update(data)
+        digest = ws.digest(path) if path.is_file() else hashlib.sha256(repr(analysis).encode()).hexdigest()
+        h.update(f"\0analysis {digest}\0".encode())
     return h.hexdigest()
 
 
@@ -486,6 +496,13 @@ def _indexed_logs(ws: Workspace) -> tuple[Path, LogIndex, dict[str, LogIndex]] |
     one-config paths above; None when they do not apply: no candidate log, variant logs (several
     candidate logs merge: the whole table's rule), or an index that could not be built (the whole
     path reports it, located)."""
+    if "indexed_logs" not in ws._cache:  # once per workspace: each log streamed once for its index
+        ws._cache["indexed_logs"] = _index_logs(ws)
+    found: tuple[Path, LogIndex, dict[str, LogIndex]] | None = ws._cache["indexed_logs"]
+    return found
+
+
+def _index_logs(ws: Workspace) -> tuple[Path, LogIndex, dict[str, LogIndex]] | None:
     from cutile_workbench.artifacts.perflog.index import log_index
     from cutile_workbench.errors import WorkbenchError
 
@@ -505,6 +522,8 @@ def _indexed_logs(ws: Workspace) -> tuple[Path, LogIndex, dict[str, LogIndex]] |
         }
     except WorkbenchError:
         return None
+    for idx in (cand_idx, *base_idx.values()):  # the index hashed the bytes: every other key reuses it
+        ws.remember_digest(Path(idx.path), idx.digest)
     return found, cand_idx, base_idx
 
 
@@ -520,5 +539,6 @@ def _cached_whole(
         [(None, cand_idx.digest)],
         [(k, base_idx[k].digest if k in base_idx else empty) for k in _BASELINES],
         ws.analysis,
+        ws,
     )
     return _MEMORY.get(key) or _load_cached(_cache_file(key), key)

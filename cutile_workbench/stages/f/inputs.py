@@ -62,9 +62,6 @@ def _analysis(ws: Workspace) -> Any:
 def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | None = None) -> FInputs:
     """Everything F reads for ``ws`` — a workspace, or the command's :class:`KernelSession`, whose facts
     (E's table, the launch store, trust, probes) are read once for every face (see the module docstring)."""
-    from cutile_workbench.evidence.identity import index_records
-    from cutile_workbench.stages.e.stats import baseline_records
-
     session = KernelSession.of(ws)
     ws = session.ws
     paths = ws.paths
@@ -79,23 +76,23 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
 
     table = None
     cand_name = candidate_backend
-    cand_log = None
-    bases: dict[str, Any] = {}
+    records = None
     etable = None
     try:
         if analysis is ws.analysis:
             etable = session.e_table()  # E's own table, the session's (cached on its inputs' hash)
+            records = session.row_records()  # cached on the table's key: no log parsed when warm
         else:  # opened leniently with a usable analysis.json re-read strictly: E's table of that one
             from cutile_workbench.stages.e.e_table import load_e_table
+            from cutile_workbench.stages.session.records import row_records
 
             etable = load_e_table(ws, analysis=analysis)
-        cand_log = etable.candidate
+            records = row_records(etable)
         evidence["perf_log"] = " + ".join(raw.source for raw in etable.raw_logs)
     except Blocked as exc:
         missing.append(f"candidate perf log: {exc.message} (run E first)")
-    if cand_log is not None and etable is not None:
-        bases = etable.baselines
-        if not bases:
+    if records is not None and etable is not None:
+        if not records.baselines:
             missing.append("baseline_perf_cutile.txt / baseline_perf_triton_tileir.txt: absent")
         else:
             from cutile_workbench.history.noise import table_with_noise
@@ -104,16 +101,16 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
             table = (
                 session.table()
                 if etable is session.any_e_table()
-                else table_with_noise(etable.table, paths, set(etable.candidate_frameworks))
+                else table_with_noise(etable.table, paths, set(records.frameworks))
             )
             evidence["e_table"] = " + ".join(
                 [evidence["perf_log"]]
                 + [_rel(ws, p) for p in (paths.baseline_cutile, paths.baseline_triton_tileir) if p.is_file()]
             )
     # one order for F and the TUI (artifacts.candidate); F assumes cutile-rs when nothing says
-    cand_name = resolve_candidate_backend(meta, cand_log, explicit=cand_name) or "cutile-rs"
-    cand_frameworks = {r.framework for r in cand_log.records} if cand_log is not None else set()
-    base_recs = {k: baseline_records(k, log, cand_frameworks) for k, log in bases.items()}
+    frameworks = records.frameworks if records is not None else None
+    cand_name = resolve_candidate_backend(meta, frameworks, explicit=cand_name) or "cutile-rs"
+    base_recs = records.baselines if records is not None else {}
 
     launch_sets: Sequence[LaunchSet] = []
     store = session.launches()  # InputError when malformed; each row's sets decoded when F reads that row
@@ -141,7 +138,7 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
     }
     tuned = _autotune_tables(ws, evidence)  # issue 32: both sides' autotune tables (events)
     trust = None
-    if table is not None and cand_log is not None:
+    if table is not None and records is not None:
         # the reference's config pinned where trust is derived (evidence.pinning): E's faces state the same
         trust = session.trust(None if session.is_shown(table) else table)
         if search is not None:
@@ -156,7 +153,7 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
         cand_name,
         evidence,
         missing,
-        candidate_records=index_records(cand_log),
+        candidate_records=records.candidate if records is not None else {},
         baseline_records=base_recs,
         search_space=search,
         probes=probes,
@@ -165,7 +162,7 @@ def collect_inputs(ws: Workspace | KernelSession, *, candidate_backend: str | No
         perf_argnames=argnames,
         ir_config_audits=_ir_config_audits(ws),
         trust=trust,
-        stand_ins=_stand_ins(cand_log, meta, table),
+        stand_ins=_stand_ins(frameworks, meta, table),
         autotune=tuned,
         locator=ws.locator,
     )
@@ -222,12 +219,11 @@ def with_ran_configs(search: Any, trust: Any, table: Any) -> Any:
     return search
 
 
-def _stand_ins(cand_log: Any, meta: Any, table: Any) -> tuple[str, ...]:
+def _stand_ins(frameworks: tuple[str, ...] | None, meta: Any, table: Any) -> tuple[str, ...]:
     from cutile_workbench.artifacts.stand_ins import stand_ins_of
 
-    frameworks = {r.framework for r in cand_log.records} if cand_log is not None else None
     keys = {r.baseline_backend for r in table.matched if r.baseline_backend} if table is not None else set()
-    return tuple(stand_ins_of(frameworks, meta, keys).lines())
+    return tuple(stand_ins_of(set(frameworks) if frameworks is not None else None, meta, keys).lines())
 
 
 def _ir_config_audits(ws: Workspace) -> dict[str, IRAudit]:

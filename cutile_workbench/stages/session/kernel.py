@@ -12,6 +12,7 @@ Contract:
 - Facts: ``session_meta`` (session.json), ``e_table`` (E's table, :func:`load_e_table` — called once
   per (seed, n_boot)), ``candidate`` (the merged candidate log, parsed once), ``candidate_frameworks``,
   ``candidate_backend`` (the one rule, :func:`cutile_workbench.artifacts.candidate.resolve_candidate_backend`),
+  ``row_records`` (the perf records behind E's rows, cached: no parse when warm),
   ``table`` (E's table as every face shows it: noise floors and baseline labels added),
   ``stand_ins``, ``trust`` (identity and the reference's config, cached on its inputs), ``config_trust``
   (one config's entry of it, derived or read alone), ``config_table`` (one config's rows of E's table), ``samples``,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from cutile_workbench.stages.e.e_table import ETable
     from cutile_workbench.stages.e.stats import RowSamples
     from cutile_workbench.stages.session.configs import ConfigNames
+    from cutile_workbench.stages.session.records import RowRecords
 
 T = TypeVar("T")
 
@@ -158,8 +160,16 @@ class KernelSession:
         from cutile_workbench.artifacts.candidate import resolve_candidate_backend
 
         return self._once(
-            "candidate_backend", lambda: resolve_candidate_backend(self.session_meta(), self.candidate())
+            "candidate_backend",
+            lambda: resolve_candidate_backend(self.session_meta(), self.row_records().frameworks),
         )
+
+    def row_records(self) -> RowRecords:
+        """The perf records behind E's rows, by row (:mod:`cutile_workbench.stages.session.records`:
+        cached on E's table key, so a warm session parses no log for them)."""
+        from cutile_workbench.stages.session.records import row_records
+
+        return self._once("row_records", lambda: row_records(self.any_e_table()))
 
     def baseline_logs(self) -> dict[str, PerfLog]:
         """The baseline logs present (``cutile``, ``triton_tileir``), parsed once (the workspace keeps them)."""
