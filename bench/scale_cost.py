@@ -303,8 +303,14 @@ def build_history(root: Path, runs: int) -> Path:
     return root
 
 
+def _pythonpath(first: Path) -> str:
+    """``first`` ahead of the caller's own PYTHONPATH (on the GPU machine the carried wheels are there)."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return str(first) + (os.pathsep + rest if rest else "")
+
+
 def measure(spec: dict, cache: Path, repo: Path = REPO) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(repo), "CUTILE_WORKBENCH_CACHE": str(cache)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath(repo), "CUTILE_WORKBENCH_CACHE": str(cache)}
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(spec)],

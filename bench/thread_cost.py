@@ -58,8 +58,14 @@ VARIANTS: dict[str, tuple[dict[str, str], str]] = {
 }
 
 
+def _pythonpath(first: Path) -> str:
+    """``first`` ahead of the caller's own PYTHONPATH (on the GPU machine the carried wheels are there)."""
+    rest = os.environ.get("PYTHONPATH", "")
+    return str(first) + (os.pathsep + rest if rest else "")
+
+
 def run_one(spec: dict, cache: Path, extra_env: dict[str, str], prelude: str = "") -> dict:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUTILE_WORKBENCH_CACHE": str(cache), **extra_env}
+    env = {**os.environ, "PYTHONPATH": _pythonpath(REPO), "CUTILE_WORKBENCH_CACHE": str(cache), **extra_env}
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-c", _THREADS + prelude + _CHILD, json.dumps(spec)],
