@@ -10,7 +10,8 @@ Why: the workbench's numeric work is small vectors (bootstraps, medians) that no
 with threads, while an OpenBLAS pool sized to the cores spins its threads on a many-core node. Measured
 on the 16-core GPU machine (``bench/data/thread_cost-gpu-2026-12-02.json``, ``bench/thread_cost.py``):
 a warm ``table`` at 1,000 configs used 5.08 CPU-s in 3.22 s of wall with the default pool and 2.28 CPU-s
-in 2.32 s pinned to one thread; ``timeline --config`` 3.29 CPU-s / 1.41 s against 1.57 / 1.61 s.
+in 2.32 s pinned to one thread; a second run (``bench/data/thread_cost-gpu-after-2026-12-02.json``) 3.47
+CPU-s / 1.61 s against 1.44 / 1.50 s. The CPU halves in both; the wall gain is not consistent.
 """
 
 from __future__ import annotations
