@@ -80,13 +80,24 @@ def file_digest(path: Path) -> str:
     what :meth:`cutile_workbench.artifacts.workspace.Workspace.digest` keeps per input."""
     h = hashlib.sha256()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # a FIFO or device is never opened (opening one can block, rewind a tape, or be the /dev/zero a
+        # hostile link points at): stat first, then check the opened file is the one stat saw
+        st = os.stat(path)
     except FileNotFoundError:
         return h.hexdigest()  # b"": as _read reads an absent input
     except OSError:
         return hashlib.sha256(b"\0unreadable").hexdigest()
+    if not stat.S_ISREG(st.st_mode):
+        return hashlib.sha256(b"\0not a regular file").hexdigest()
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return h.hexdigest()
+    except OSError:
+        return hashlib.sha256(b"\0unreadable").hexdigest()
+    try:
+        st2 = os.fstat(fd)
+        if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
             return hashlib.sha256(b"\0not a regular file").hexdigest()
         while chunk := os.read(fd, 1 << 20):
             h.update(chunk)
@@ -94,6 +105,41 @@ def file_digest(path: Path) -> str:
         return hashlib.sha256(b"\0unreadable").hexdigest()
     finally:
         os.close(fd)
+    return h.hexdigest()
+
+
+def file_digest_in(kernel_dir_real: str, relpath: str) -> str:
+    """:func:`file_digest` of ``kernel_dir_real/relpath`` reached by descriptor, no link followed on the
+    way or at the end (``relpath`` is of a resolved path, so a link there was planted after it was
+    resolved): a swapped component keys as unreadable instead of being opened outside the kernel dir."""
+    from cutile_workbench.errors import WorkbenchError
+    from cutile_workbench.infra.paths import dir_at, split_relpath
+
+    where = os.path.join(kernel_dir_real, relpath)
+    h = hashlib.sha256()
+    try:
+        parts = split_relpath(relpath, where=where)
+        with dir_at(kernel_dir_real, parts[:-1]) as dir_fd:
+            try:
+                st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return h.hexdigest()  # b"": as an absent input
+            if not stat.S_ISREG(st.st_mode):
+                return hashlib.sha256(b"\0not a regular file").hexdigest()
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+            fd = os.open(parts[-1], flags, dir_fd=dir_fd)
+            try:
+                st2 = os.fstat(fd)
+                if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
+                    return hashlib.sha256(b"\0not a regular file").hexdigest()
+                while chunk := os.read(fd, 1 << 20):
+                    h.update(chunk)
+            finally:
+                os.close(fd)
+    except FileNotFoundError:
+        return hashlib.sha256(b"").hexdigest()
+    except (OSError, WorkbenchError):
+        return hashlib.sha256(b"\0unreadable").hexdigest()
     return h.hexdigest()
 
 

@@ -21,6 +21,7 @@ bytes (E reads the raw log's text) records their digest with :meth:`Workspace.re
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.artifacts.writer import recover
 from cutile_workbench.errors import InputError, WorkbenchError
 from cutile_workbench.infra.jsonutil import loads_located
+from cutile_workbench.infra.paths import is_inside
 from cutile_workbench.model import PerfLog
 
 GapSeverity = Literal["error", "warn", "info"]
@@ -89,13 +91,21 @@ class Workspace:
     def digest(self, path: Path) -> str:
         """SHA-256 (hex) of ``path``'s bytes, read once for this workspace (module contract): an absent
         file hashes as no bytes, a FIFO or device is never read (derive_cache's rule)."""
-        from cutile_workbench.artifacts.derive_cache import file_digest
+        from cutile_workbench.artifacts.derive_cache import file_digest_in
 
         digests: dict[str, tuple[tuple[int, ...], str]] = self._cache.setdefault("digests", {})
         key, now = str(path), _version(Path(path))
         known = digests.get(key)
         if known is None or known[0] != now:
-            digests[key] = (now, file_digest(Path(path)))
+            # the readers' confinement rule (artifacts.confine): a file that resolves outside the kernel
+            # dir is never opened (a planted link to /dev/zero or another user's file); it keys as
+            # "outside" and its reader refuses it by name. Inside, the resolved path is what is hashed.
+            real, root_real = os.path.realpath(path), os.path.realpath(self.paths.root)
+            if is_inside(real, root_real):
+                digest = file_digest_in(root_real, os.path.relpath(real, root_real))
+            else:
+                digest = hashlib.sha256(b"\0outside the kernel dir\0" + os.fsencode(real)).hexdigest()
+            digests[key] = (now, digest)
         return digests[key][1]
 
     def remember_digest(self, path: Path, digest: str) -> None:

@@ -147,7 +147,7 @@ def test_warm_report_f_parses_no_perf_log(session: tuple[Path, str], monkeypatch
 
 
 #: the functions that read an input's bytes to key a cache (a digest), in this package
-_DIGEST_READERS = {"_read", "file_digest", "_digest", "digest"}
+_DIGEST_READERS = {"_read", "file_digest", "file_digest_in", "_digest", "digest"}
 
 
 class DigestReads:
@@ -181,16 +181,20 @@ class DigestReads:
         import os
 
         path = os.path.realpath(os.fsdecode(args[0]))
-        if not path.startswith(me.kdir + os.sep):
-            return
         frame = sys._getframe(1)
         while frame is not None:
             code = frame.f_code
             if "cutile_workbench" in code.co_filename:
                 if code.co_filename.endswith("launch_store.py"):
                     return
+                if code.co_name == "file_digest_in":  # opened by descriptor: the name alone is in args
+                    where = frame.f_locals["where"]
+                    if os.fsdecode(args[0]) != os.path.basename(where):
+                        return  # a directory of the walk to it, not the file
+                    path = os.path.realpath(where)
                 if code.co_name in _DIGEST_READERS:
-                    me.reads[path[len(me.kdir) + 1 :]] += 1
+                    if path.startswith(me.kdir + os.sep):
+                        me.reads[path[len(me.kdir) + 1 :]] += 1
                     return
             frame = frame.f_back
 

@@ -112,3 +112,42 @@ def test_open_recovers_interrupted_write(tmp_path: Path) -> None:
     ws = open_workspace("rms_norm", out_root=root, env={})
     assert ws.recovery == "rolled_back"
     assert not (reports / ".performance.md.wbtmp-abcd").exists()
+
+
+def test_a_digest_never_opens_a_file_linked_out_of_the_kernel_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workspace.digest (every cache key's view of an input) follows the confinement rule the readers
+    follow: an input that resolves outside the kernel dir is not opened (it keys as "outside", and the
+    reader refuses it by name); a link inside the kernel dir keys on its target's bytes. The hostile
+    fuzz (tests/fuzz/test_fuzz_hostile.py) found the digest opening /dev/zero through a planted link."""
+    import os
+
+    root = copy_fixture(tmp_path)
+    kdir = root / "rms_norm"
+    ws = open_workspace("rms_norm", out_root=root, env={})
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    target = ws.paths.analysis_json
+    target.unlink(missing_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.symlink_to(outside)
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path, *a, **kw):  # type: ignore[no-untyped-def]
+        opened.append(os.path.realpath(path) if kw.get("dir_fd") is None else str(path))
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(os, "open", spy)
+    linked_out = ws.digest(target)
+    assert str(outside) not in opened
+    inside = kdir / "inside.json"
+    inside.write_text("{}")
+    target.unlink()
+    target.symlink_to(inside)
+    linked_in = ws.digest(target)
+    assert linked_in != linked_out
+    inside.write_text('{"a": 1}')
+    os.utime(target, follow_symlinks=False)  # a new version of the link (the digest is kept per version)
+    assert ws.digest(target) != linked_in, "a link inside the kernel dir keys on its target's bytes"
