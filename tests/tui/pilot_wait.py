@@ -5,6 +5,7 @@
   was made (``Pilot.wait_for_animation``: animations done, then the refresh and its after-refresh
   callbacks run now instead of at the next frame timer); returns, once every callback has run,
   how many other messages those nodes processed meanwhile. Event-driven: no sleep, no poll.
+- :func:`workers_done`: every started worker finished (a cancelled one counts as finished).
 - :func:`settle`: :func:`drain` until a round finds the app quiet: every worker finished, no
   widget of the screen ``busy`` (the Report preview's rebuild), no typed key still held by the app
   (``keys_pending``), the same screen, and no message processed but the round's own callbacks.
@@ -25,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from textual import events
+from textual.worker import WorkerCancelled, WorkerState
 
 ROUNDS = 400  # drains of the queues: far more than any state here needs (each key takes 1-3)
 
@@ -71,6 +73,19 @@ async def drain(pilot: Any) -> int:
     return processed[0]
 
 
+async def workers_done(app: Any) -> None:
+    """Every worker started so far finished. A cancelled one counts as finished: a key's exclusive
+    worker cancels the one an earlier key started (the Report preview, History), and
+    ``workers.wait_for_complete()`` raised ``WorkerCancelled`` for it (long storm rms_norm-160x48-2)."""
+    for worker in list(app.workers):
+        if worker.state == WorkerState.PENDING:  # not started yet: a later round waits for it
+            continue
+        try:
+            await worker.wait()
+        except WorkerCancelled:
+            pass
+
+
 def _quiet(app: Any) -> bool:
     """No worker running, no widget of the screen busy, no typed key held by the app."""
     if getattr(app, "keys_pending", 0):  # keys the app holds until the one before is done
@@ -88,7 +103,7 @@ async def settle(pilot: Any) -> None:
     """Wait until every worker of the app has finished and the queues are drained (state, not time)."""
     app = pilot.app
     for _ in range(ROUNDS):
-        await app.workers.wait_for_complete()
+        await workers_done(app)
         try:
             before = app.screen
         except Exception:
@@ -104,7 +119,7 @@ async def until(pilot: Any, predicate: Callable[[], object], what: str = "") -> 
     for _ in range(ROUNDS):
         if predicate():
             return
-        await pilot.app.workers.wait_for_complete()
+        await workers_done(pilot.app)
         await drain(pilot)
     if not predicate():
         raise AssertionError(f"never happened: {what or getattr(predicate, '__doc__', '') or predicate}")

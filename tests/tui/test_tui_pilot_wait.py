@@ -12,6 +12,7 @@ SYNTHETIC: a one-widget app whose key starts a chain of after-refresh steps.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -92,3 +93,43 @@ def _key(key: str) -> Any:
     from textual import events
 
     return events.Key(key, key)
+
+
+class ExclusiveApp(App[None]):
+    """``x`` starts a worker that waits; ``y`` starts another of the same exclusive group, which
+    cancels the first (as the Report preview's and History's loads do when keys come fast)."""
+
+    BINDINGS = [("x", "first", "first"), ("y", "second", "second")]  # noqa: RUF012
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_started = asyncio.Event()
+        self.second_done = False
+
+    def action_first(self) -> None:
+        self.run_worker(self._first(), group="load", exclusive=True)
+
+    def action_second(self) -> None:
+        self.run_worker(self._second(), group="load", exclusive=True)
+
+    async def _first(self) -> None:
+        self.first_started.set()
+        await asyncio.Event().wait()  # never ends by itself: only the second key's worker ends it
+
+    async def _second(self) -> None:
+        self.second_done = True
+
+
+async def test_settle_takes_a_superseded_worker_as_finished() -> None:
+    """``settle`` waiting on a worker that a later key's exclusive worker cancels: the long storm
+    rms_norm-160x48-2 failed with ``WorkerCancelled`` out of ``workers.wait_for_complete()``. A
+    cancelled worker is finished; settle goes on to the one that replaced it."""
+    app = ExclusiveApp()
+    async with app.run_test(size=(40, 6)) as pilot:
+        app.post_message(_key("x"))
+        waiting = asyncio.create_task(settle(pilot))
+        await app.first_started.wait()
+        app.post_message(_key("y"))
+        await waiting
+        assert app.second_done
+        assert not any(w.is_running for w in app.workers)
