@@ -11,7 +11,8 @@
   (``keys_pending``), the same screen, and no message processed but the round's own callbacks.
   Textual's ``pilot.pause()`` is not used: it sleeps in 20 ms steps until the process looks idle
   by CPU time, so on a loaded box it returns early (the app was only descheduled) or late.
-- :func:`until`: drain until ``predicate()`` holds. Both are bounded by a number of rounds, not by
+- :func:`until`: drain until ``predicate()`` holds (a quiet round waits for the first worker to
+  finish, not for all: a state reached while a worker runs is seen). Both are bounded by a number of rounds, not by
   seconds, so a loaded box only makes them slower. Each fails naming what never happened.
 - :func:`type_fast`: hand every key to the app's queue at once, as a terminal does when several
   keys arrive in one read; ``pilot.press`` lets the app go idle between keys, which hides the
@@ -115,14 +116,29 @@ async def settle(pilot: Any) -> None:
 
 
 async def until(pilot: Any, predicate: Callable[[], object], what: str = "") -> None:
-    """Drain the queues (and finished workers) until ``predicate()`` is true."""
+    """Drain the queues until ``predicate()`` is true. A round that saw no message waits for the
+    first running worker to finish (a load whose result the predicate may need); a round that saw
+    messages drains again at once, so a state reached while a worker still runs (a key held
+    during a plan) is seen without waiting for that worker."""
     for _ in range(ROUNDS):
         if predicate():
             return
-        await workers_done(pilot.app)
-        await drain(pilot)
+        if await drain(pilot) == 0:
+            await _first_worker_done(pilot.app)
     if not predicate():
         raise AssertionError(f"never happened: {what or getattr(predicate, '__doc__', '') or predicate}")
+
+
+async def _first_worker_done(app: Any) -> None:
+    running = [w for w in app.workers if w.state == WorkerState.RUNNING]
+    if not running:
+        return
+    waits = [asyncio.ensure_future(w.wait()) for w in running]
+    done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    for task in done:  # its outcome is the app's to handle (a failed load shows an error)
+        task.exception()
 
 
 def _key_event(key: str) -> events.Key:
