@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from pilot_wait import settle, type_fast
 from test_tui_key_storm import SIZES, _burst, _data, _mode_screens
-from textual.widgets._footer import FooterKey
 
 from cutile_workbench.tui import chrome
 from cutile_workbench.tui.app import make_app
@@ -29,7 +28,7 @@ def _shown(footer: chrome.WorkbenchFooter) -> list[tuple[str, str, str, bool, ob
     """What the footer shows: each key's action, key, label, enabled state, tooltip, in order."""
     return [  # a FooterKey shows "disabled" by its class (Widget.disabled stays False)
         (k.action, k.key_display, k.description, k.has_class("-disabled"), k.tooltip)
-        for k in footer.query(FooterKey)
+        for k in footer.query("FooterKey")  # by type name: FooterKey is not exported
     ]
 
 
