@@ -10,10 +10,15 @@ else at the end.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widget import Widget
 from textual.widgets import Footer, Static
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
 
 
 class WorkbenchHeader(Static):
@@ -95,10 +100,61 @@ PINNED_ACTIONS = ("quit", "help")
 class WorkbenchFooter(Footer):
     """Textual's footer with Quit and Help first (issue #34): the footer cuts what does not fit
     from the right, and the app's keys come last in the binding chain, so at 80 and 120 columns
-    Quit and Help were the ones cut. The screen's keys follow in their usual order."""
+    Quit and Help were the ones cut. The screen's keys follow in their usual order.
+
+    Recomposed only when what it shows changed (issue #35: the slow test stage). Textual's Footer
+    recomposes on every ``bindings_updated`` signal, and a screen sends one for each focus change,
+    screen switch and ``refresh_bindings()``: a recompose removes every key and mounts and restyles
+    new ones, so a key storm spent a quarter of its CPU putting back the keys already shown. Here
+    the signals of one refresh are coalesced into one check, and the check compares what a compose
+    would show (:meth:`shown_keys`: keys, labels, enabled state, tooltips) with what the last one
+    showed; only a difference recomposes. The first signal goes through Textual's own path (it
+    marks the bindings ready), later ones recompose right away, in the refresh they were checked in."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._check_pending = False
+        #: what the last compose put on screen (None: nothing yet, or Textual's not-ready compose)
+        self._composed: tuple[object, ...] | None = None
+        #: a bindings signal reached Textual's Footer, so its compose yields the keys (not nothing)
+        self._signalled = False
+        #: recomposes asked of Textual's Footer (tests count the work with it)
+        self.recomposes = 0
+
+    def shown_keys(self) -> tuple[object, ...]:
+        """What a compose shows right now, as values: for each shown binding of the screen its key,
+        display, label, action, enabled state, tooltip and group, then the palette's key."""
+        screen = self.screen
+        keys = tuple(
+            (b.key, self.app.get_key_display(b), b.description, b.action, enabled, tooltip, b.group)
+            for (_node, b, enabled, tooltip) in screen.active_bindings.values()
+            if b.show
+        )
+        return (keys, self.show_command_palette, self.app.ENABLE_COMMAND_PALETTE, self.compact)
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        if self._check_pending or not self.is_attached or screen is not self.screen:
+            return
+        self._check_pending = True  # one check for every signal until the next refresh
+        self.call_after_refresh(self._recompose_if_changed, screen)
+
+    async def _recompose_if_changed(self, screen: Screen[object]) -> None:
+        self._check_pending = False
+        if not self.is_attached or screen is not self.screen:
+            return
+        if not self._signalled:  # the first: Textual's own path marks the bindings ready, recomposes
+            self._signalled = True
+            self.recomposes += 1
+            super().bindings_changed(screen)
+            return
+        if not self.app.app_focus or self.shown_keys() == self._composed:
+            return  # (without focus Textual's footer skips it too)
+        self.recomposes += 1
+        await self.recompose()
 
     def compose(self) -> ComposeResult:
         keys = list(super().compose())
+        self._composed = self.shown_keys() if self._signalled else None
 
         def rank(widget: Widget) -> int:
             action = getattr(widget, "action", None)  # a FooterKey's (the palette key has one too)

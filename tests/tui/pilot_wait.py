@@ -1,10 +1,19 @@
 """Pilot helpers that wait for state, never for a fixed time (issue #35 item 1), and type like a fast typist.
 
-- :func:`settle`: every worker of the app finished, no widget of the screen ``busy`` (the Report
-  preview's rebuild), no typed key still held by the app (``keys_pending``), then the message queues drained (``pilot.pause()`` with no delay: Textual's
-  "process idle", not a sleep).
-- :func:`until`: drain the queues until ``predicate()`` holds; bounded by a number of rounds, not
-  by seconds, so a loaded box only makes it slower. Fails naming what never happened.
+- :func:`drain`: one round of "every queue processed": a callback is queued behind whatever waits
+  at the app and at every node of the screen (``call_later``), after the screen's pending refresh
+  was made (``Pilot.wait_for_animation``: animations done, then the refresh and its after-refresh
+  callbacks run now instead of at the next frame timer); returns, once every callback has run,
+  how many other messages those nodes processed meanwhile. Event-driven: no sleep, no poll.
+- :func:`workers_done`: every started worker finished (a cancelled one counts as finished).
+- :func:`settle`: :func:`drain` until a round finds the app quiet: every worker finished, no
+  widget of the screen ``busy`` (the Report preview's rebuild), no typed key still held by the app
+  (``keys_pending``), the same screen, and no message processed but the round's own callbacks.
+  Textual's ``pilot.pause()`` is not used: it sleeps in 20 ms steps until the process looks idle
+  by CPU time, so on a loaded box it returns early (the app was only descheduled) or late.
+- :func:`until`: drain until ``predicate()`` holds (a quiet round waits for the first worker to
+  finish, not for all: a state reached while a worker runs is seen). Both are bounded by a number of rounds, not by
+  seconds, so a loaded box only makes them slower. Each fails naming what never happened.
 - :func:`type_fast`: hand every key to the app's queue at once, as a terminal does when several
   keys arrive in one read; ``pilot.press`` lets the app go idle between keys, which hides the
   races a fast typist meets.
@@ -12,38 +21,124 @@
 
 from __future__ import annotations
 
+import asyncio
 import unicodedata
 from collections.abc import Callable
 from typing import Any
 
 from textual import events
+from textual.worker import WorkerCancelled, WorkerState
 
 ROUNDS = 400  # drains of the queues: far more than any state here needs (each key takes 1-3)
 
 
+async def drain(pilot: Any) -> int:
+    """One round: the pending refresh made, then every queue of the app and the screen processed up
+    to a callback queued now. Returns the number of messages processed meanwhile besides those."""
+    app = pilot.app
+    await pilot.wait_for_animation()
+    try:
+        screen = app.screen
+    except Exception:  # no screen (the app is quitting): nothing left to drain
+        return 0
+    nodes = [app, *screen.walk_children(with_self=True)]
+    nodes = [node for node in nodes if node.is_running and node.is_attached]
+    left = len(nodes)
+    done = asyncio.Event()
+    ours: set[int] = set()
+    processed = [0]
+
+    def ran() -> None:
+        nonlocal left
+        left -= 1
+        if left <= 0:
+            done.set()
+
+    def seen(message: object) -> None:
+        if id(message) not in ours:
+            processed[0] += 1
+
+    for node in nodes:
+        node.message_signal.subscribe(node, seen, immediate=True)
+    try:
+        for node in nodes:
+            message = events.Callback(callback=ran)
+            ours.add(id(message))
+            if not node.post_message(message):  # closing: nothing will run there
+                ran()
+        if not done.is_set():
+            await done.wait()
+    finally:
+        for node in nodes:
+            node.message_signal.unsubscribe(node)
+    return processed[0]
+
+
+async def workers_done(app: Any) -> None:
+    """Every worker started so far finished. A cancelled one counts as finished: a key's exclusive
+    worker cancels the one an earlier key started (the Report preview, History), and
+    ``workers.wait_for_complete()`` raised ``WorkerCancelled`` for it (long storm rms_norm-160x48-2)."""
+    for worker in list(app.workers):
+        if worker.state == WorkerState.PENDING:  # not started yet: a later round waits for it
+            continue
+        try:
+            await worker.wait()
+        except WorkerCancelled:
+            pass
+
+
+def _quiet(app: Any) -> bool:
+    """No worker running, no widget of the screen busy, no typed key held by the app."""
+    if getattr(app, "keys_pending", 0):  # keys the app holds until the one before is done
+        return False
+    if any(w.is_running for w in app.workers):
+        return False
+    try:
+        screen = app.screen
+    except Exception:  # quitting
+        return True
+    return not any(getattr(w, "busy", False) is True for w in screen.query("*"))
+
+
 async def settle(pilot: Any) -> None:
-    """Wait until every worker of the app has finished and the queues are drained."""
+    """Wait until every worker of the app has finished and the queues are drained (state, not time)."""
     app = pilot.app
     for _ in range(ROUNDS):
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        busy = [w for w in app.screen.query("*") if getattr(w, "busy", False) is True]
-        if getattr(app, "keys_pending", 0):  # keys the app holds until the one before is done
-            continue
-        if not busy and not any(w.is_running for w in app.workers):
+        await workers_done(app)
+        try:
+            before = app.screen
+        except Exception:
+            return  # quitting: no screen to settle
+        others = await drain(pilot)
+        if others == 0 and _quiet(app) and app.screen is before:
             return
-    raise AssertionError("workers still running (or widgets busy) after settling")
+    raise AssertionError("workers still running, widgets busy or messages still flowing after settling")
 
 
 async def until(pilot: Any, predicate: Callable[[], object], what: str = "") -> None:
-    """Drain the queues (and finished workers) until ``predicate()`` is true."""
+    """Drain the queues until ``predicate()`` is true. A round that saw no message waits for the
+    first running worker to finish (a load whose result the predicate may need); a round that saw
+    messages drains again at once, so a state reached while a worker still runs (a key held
+    during a plan) is seen without waiting for that worker."""
     for _ in range(ROUNDS):
         if predicate():
             return
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        if await drain(pilot) == 0:
+            await _first_worker_done(pilot.app)
     if not predicate():
         raise AssertionError(f"never happened: {what or getattr(predicate, '__doc__', '') or predicate}")
+
+
+async def _first_worker_done(app: Any) -> None:
+    running = [w for w in app.workers if w.state == WorkerState.RUNNING]
+    if not running:
+        return
+    waits = [asyncio.ensure_future(w.wait()) for w in running]
+    done, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    for task in done:  # its outcome is the app's to handle (a failed load shows an error)
+        task.exception()
 
 
 def _key_event(key: str) -> events.Key:

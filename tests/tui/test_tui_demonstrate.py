@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pilot_wait import settle
 
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.loaders import load_app_data
@@ -30,7 +31,7 @@ async def test_demonstrate_on_the_recorded_session_says_why_not() -> None:
     app = make_app(load_app_data("matmul", out_root=None, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("4", "D")
-        await pilot.pause()
+        await settle(pilot)
         assert any("Cannot demonstrate" in s and "read-only" in s for s in _said(app)), _said(app)
 
 
@@ -39,7 +40,7 @@ async def test_demonstrate_without_a_tilegym_checkout_says_so(tmp_path: Path) ->
     app = make_app(load_app_data("matmul", out_root=tmp_path, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("4", "D")
-        await pilot.pause()
+        await settle(pilot)
         assert any("Cannot demonstrate" in s and "TileGym checkout" in s for s in _said(app)), _said(app)
 
 
@@ -54,14 +55,11 @@ async def test_a_confirmed_demonstration_that_cannot_run_is_reported_as_failed(t
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("4", "D")
-        await pilot.pause()
+        await settle(pilot)
         assert isinstance(app.screen, ConfirmModal)
         await pilot.press("y")
-        for _ in range(600):  # the runner tries and fails on this GPU-less machine
-            await pilot.pause(0.1)
-            plan = getattr(app.screen, "plan", None)
-            if plan is not None:
-                break
+        await settle(pilot)  # the runner's worker tries and fails on this GPU-less machine
+        plan = getattr(app.screen, "plan", None)
         assert plan is not None and plan.stage == "F" and plan.verdict == "FIXABLE"
         inv = next(f.content for f in plan.files if f.relpath.startswith("reports/perf_investigation_"))
         assert "## Demonstrated in a throwaway copy" in inv and "The demonstration FAILED" in inv

@@ -3,6 +3,8 @@ highlighted on Ratios actually ran (``workbench/ir/index.json``), with how each 
 
 from __future__ import annotations
 
+from pilot_wait import settle, until
+
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.loaders import load_app_data
 from cutile_workbench.tui.widgets.ratio_table import RatioTable
@@ -12,7 +14,7 @@ async def test_ir_screen_follows_the_ratios_selection_to_its_recorded_pair() -> 
     data = load_app_data("matmul", out_root=None, tilegym=None, env={})
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)
         table = app.screen.query_one(RatioTable)
         while table.current_row is not None and not table.current_row.params.startswith(
             "True-True-False-False-4096"
@@ -20,9 +22,8 @@ async def test_ir_screen_follows_the_ratios_selection_to_its_recorded_pair() -> 
             await pilot.press("down")
         assert app.selected_row is not None
         await pilot.press("3")
-        while app.ir_loading:
-            await pilot.pause(0.1)
-        await pilot.pause()
+        await until(pilot, lambda: not app.ir_loading, "the IR pairs loaded")
+        await settle(pilot)
         pair = app.data.ir_pairs[app.screen.pair_index]
         assert pair.config == "True-True-False-False-4096-4096-4096-0-0-torch.float16"
         assert pair.verdict == "FAIL_FIXABLE"  # num_cta 1 vs 4, accumulator 128x128 vs 128x512 (real)
@@ -32,7 +33,7 @@ async def test_ir_screen_follows_the_ratios_selection_to_its_recorded_pair() -> 
         await pilot.press("1")
         await pilot.press("up")
         await pilot.press("3")
-        await pilot.pause()
+        await settle(pilot)
         assert app.data.ir_pairs[app.screen.pair_index].config == app.selected_row.params
 
 
@@ -42,15 +43,14 @@ async def test_shape_hunks_of_a_config_pair_show_its_launch_evidence() -> None:
     data = load_app_data("matmul", out_root=None, tilegym=None, env={})
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)
         table = app.screen.query_one(RatioTable)
         while table.current_row is not None and not table.current_row.params.startswith(
             "True-True-False-False-4096"
         ):
             await pilot.press("down")
         await pilot.press("3")
-        while app.ir_loading:
-            await pilot.pause(0.1)
-        await pilot.pause()
+        await until(pilot, lambda: not app.ir_loading, "the IR pairs loaded")
+        await settle(pilot)
         launch = str(app.screen.query_one("#hunk-launch").render())
         assert "smem 196760 B" in launch and "smem 229600 B" in launch and "grid 132x1x1" in launch

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pilot_wait import settle, until
 from test_trust_identity import SESSION, SP, _candidate_runs_baseline_captures
 from textual.widgets import Static
 
@@ -23,7 +24,7 @@ async def test_ratios_marks_rows_that_ran_the_reference(tmp_path: Path) -> None:
     assert data.trust is not None and data.trust.warning
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)
         table = app.screen.query_one(RatioTable)
         assert [c.key for c in table.visible_columns()][-1] == "id"
         cells = [str(table.get_row_at(i)[-1]) for i in range(table.row_count)]
@@ -31,7 +32,7 @@ async def test_ratios_marks_rows_that_ran_the_reference(tmp_path: Path) -> None:
         header = str(app.screen.query_one("#header", Static).render())
         assert "6 row(s) did not run the candidate's kernel" in header
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         title = str(app.screen.query_one("#title", Static).render())
         assert "id REF: the candidate ran the reference's own kernel" in title
 
@@ -41,20 +42,19 @@ async def test_real_session_shows_own_and_the_reference_config_on_timeline_and_i
     data = load_app_data("matmul", out_root=None, tilegym=None, env={})
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)
         table = app.screen.query_one(RatioTable)
         assert {str(table.get_row_at(i)[-1]) for i in range(table.row_count)} == {"own"}
         while table.current_row is not None and table.current_row.params != SP[0]:
             await pilot.press("down")
         await pilot.press("enter")
-        await pilot.pause()
+        await settle(pilot)
         title = str(app.screen.query_one("#title", Static).render())
         ran = (
             "reference ran group_size_m=8 latency=auto num_ctas=1 occupancy=1 tile_k=64 tile_m=128 tile_n=128"
         )
         assert ran in title
         await pilot.press("3")
-        while app.ir_loading:
-            await pilot.pause(0.1)
-        await pilot.pause()
+        await until(pilot, lambda: not app.ir_loading, "the IR pairs loaded")
+        await settle(pilot)
         assert ran in str(app.screen.query_one("#pair-title", Static).render())

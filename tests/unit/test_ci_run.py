@@ -57,7 +57,7 @@ def test_every_stage_runs_and_every_failure_is_listed(tmp_path: Path) -> None:
     proc = _run(root)
     assert proc.returncode == 1, proc.stderr
     ran = (root / "stages.log").read_text().splitlines()
-    assert ran[:4] == ["snapshot", "readme", "wheel", "slow -m pytest -m slow"]
+    assert ran[:4] == ["snapshot", "readme", "wheel", "slow -m pytest -m slow --durations=25"]
     assert ran[4].startswith("slow bench/mutation_test.py --sample") and "--check-survivors" in ran[4]
     summary = proc.stderr[proc.stderr.index("ci: FAILED stages (4):") :]
     for name in ("TileGym snapshot", "README test command (exit 3)", "slow tests (exit 4)", "mutants"):
