@@ -27,6 +27,8 @@ for s in $STEPS; do
                  --configs 1000 --reps 1 "${TREE[@]}" --box "$BOX" --out "$OUT/scale_cost-gpu-1000.json" ;;
     cases100) step cases100 200 python3 bench/scale_cost.py --cases table,report-e,report-f,timeline,tui \
                  --configs 100 --reps 2 "${TREE[@]}" --box "$BOX" --out "$OUT/scale_cost-gpu-100.json" ;;
+    tui1000) step tui1000 200 python3 bench/scale_cost.py --cases tui --configs 1000 --reps 1 "${TREE[@]}" \
+                 --box "$BOX" --out "$OUT/scale_cost-gpu-tui-1000.json" ;;
     keys) step keys 250 python3 bench/tui_keys.py --quick --box "$BOX" --out "$OUT/tui_keys-gpu.json" ;;
     history) step history 120 python3 bench/scale_cost.py --configs --runs 1000 --reps 3 --box "$BOX" \
                  --out "$OUT/scale_cost-gpu-history-1000.json" ;;
