@@ -161,8 +161,13 @@ class SetColumns:
         return tuple(self.name_table[int(picked[i])] for i in sorted(first.tolist()))
 
 
-def columns_of(s: LaunchSet) -> SetColumns:
-    """A (validated) set's columns."""
+#: the largest total of a set's |durations| kept in int64 columns: any sum or difference of them fits
+_MAX_COLUMN_TOTAL = 1 << 62
+
+
+def columns_of(s: LaunchSet) -> SetColumns | None:
+    """A (validated) set's columns; None when its durations do not fit int64 arithmetic (a valid JSON
+    integer can be any size): that set is decoded, as one from an older writer."""
     names: dict[str, int] = {}
     res: dict[Resources, int] = {}
     counts: list[int] = []
@@ -187,6 +192,8 @@ def columns_of(s: LaunchSet) -> SetColumns:
                 x.cluster,
             )
             res_ids.append(res.setdefault(r, len(res)))
+    if sum(abs(d) for d in durs) > _MAX_COLUMN_TOTAL:
+        return None  # the object path's Python ints are exact at any size; int64 columns are not
     return SetColumns(
         np.array(counts, dtype=np.int64),
         np.array(kinds, dtype=np.int8),
@@ -404,8 +411,8 @@ def _encode(
             if columns is not None and item.columns is not None:
                 columns.append((i, item.columns))
         else:
-            if columns is not None:
-                columns.append((i, columns_of(item)))
+            if columns is not None and (set_columns := columns_of(item)) is not None:
+                columns.append((i, set_columns))
             payload = _set_payload(item)
             nodeid, backend, params, source, calls = (
                 item.nodeid,

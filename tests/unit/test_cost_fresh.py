@@ -505,3 +505,18 @@ def test_the_reference_config_space_is_looked_up_once_a_symbol(
     kdir, _ = session
     assert _cli(kdir.parent, "table", "matmul", "--json")[0] in (0, 1)
     assert symbols and max(symbols.values()) == 1, symbols.most_common(2)
+
+
+def test_a_duration_past_int64_keeps_that_set_out_of_the_columns_and_never_crashes(tmp_path: Path) -> None:
+    """A launch whose duration does not fit int64 (a valid JSON integer: the fuzz of the confined readers
+    found 2**64 crashing the columns writer with OverflowError) leaves that set out of the columns file:
+    it is decoded like a set from an older writer; the other sets keep their columns. SYNTHETIC."""
+    huge = _set([(_launch("a", 2**64, 1),)])
+    fine = dataclasses.replace(_set([(_launch("b", 10, 1),)]), params="2", nodeid="p::T::test_perf[cutile-2]")
+    assert launch_store.columns_of(huge) is None
+    data = tmp_path / "w" / "launches.json.gz"
+    launch_store.write_store(data, [huge, fine])
+    store = launch_store.open_store(data)
+    assert store.columns(0) is None
+    assert store.columns(1) is not None
+    assert list(store) == [huge, fine]
