@@ -16,8 +16,6 @@ Sessions: the REAL recorded H200 matmul session replicated by ``bench/scale_cost
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import sys
@@ -112,25 +110,11 @@ def test_a_stored_list_of_numbers_is_decoded_in_one_step(monkeypatch: pytest.Mon
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import scale_cost  # noqa: E402
-from test_cost_counts import Counts, N, _forget_process_memos  # noqa: E402
+import test_cost_counts  # noqa: E402
+from test_cost_counts import Counts, _forget_process_memos  # noqa: E402
+from test_cost_counts import _cli_out as _out  # noqa: E402
 
-
-@pytest.fixture
-def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
-    monkeypatch.setenv("CUTILE_WORKBENCH_CACHE", str(tmp_path / "user-cache"))  # a fresh cache
-    _forget_process_memos()
-    kdir, config = scale_cost.build_session(tmp_path / "out", N)
-    return kdir, config
-
-
-def _out(root: Path, *argv: str) -> tuple[int, str]:
-    from cutile_workbench.cli import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        rc = main(["--out-root", str(root), *argv])
-    return rc, out.getvalue()
+session = test_cost_counts.session  # the same fixture: a fresh user cache, the scaled real session
 
 
 def test_warm_report_f_parses_no_perf_log(session: tuple[Path, str], monkeypatch: pytest.MonkeyPatch) -> None:
