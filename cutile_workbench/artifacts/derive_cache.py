@@ -75,37 +75,48 @@ def _read(path: Path) -> bytes:
         return b"\0unreadable"  # the parser raises the located error on a miss
 
 
-def file_digest(path: Path) -> str:
-    """SHA-256 (hex) of the bytes :func:`_read` gives for ``path``, streamed (a 170 MB log is not held):
-    what :meth:`cutile_workbench.artifacts.workspace.Workspace.digest` keeps per input."""
-    h = hashlib.sha256()
+_ABSENT = hashlib.sha256(b"").hexdigest()  # as _read reads an absent input
+_UNREADABLE = hashlib.sha256(b"\0unreadable").hexdigest()
+_NOT_REGULAR = hashlib.sha256(b"\0not a regular file").hexdigest()
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
+def _digest_regular(stat_it: Callable[[], os.stat_result], open_it: Callable[[], int]) -> str:
+    """SHA-256 (hex) of one regular file, streamed: ``stat_it`` first, so a FIFO or device is never
+    opened (opening one can block, rewind a tape, or be the /dev/zero a hostile link points at); then
+    ``open_it``, and the opened file must be the one stat saw."""
     try:
-        # a FIFO or device is never opened (opening one can block, rewind a tape, or be the /dev/zero a
-        # hostile link points at): stat first, then check the opened file is the one stat saw
-        st = os.stat(path)
+        st = stat_it()
     except FileNotFoundError:
-        return h.hexdigest()  # b"": as _read reads an absent input
+        return _ABSENT
     except OSError:
-        return hashlib.sha256(b"\0unreadable").hexdigest()
+        return _UNREADABLE
     if not stat.S_ISREG(st.st_mode):
-        return hashlib.sha256(b"\0not a regular file").hexdigest()
+        return _NOT_REGULAR
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = open_it()
     except FileNotFoundError:
-        return h.hexdigest()
+        return _ABSENT
     except OSError:
-        return hashlib.sha256(b"\0unreadable").hexdigest()
+        return _UNREADABLE
+    h = hashlib.sha256()
     try:
         st2 = os.fstat(fd)
         if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
-            return hashlib.sha256(b"\0not a regular file").hexdigest()
+            return _NOT_REGULAR
         while chunk := os.read(fd, 1 << 20):
             h.update(chunk)
     except OSError:
-        return hashlib.sha256(b"\0unreadable").hexdigest()
+        return _UNREADABLE
     finally:
         os.close(fd)
     return h.hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of the bytes :func:`_read` gives for ``path``, streamed (a 170 MB log is not held):
+    what :meth:`cutile_workbench.artifacts.workspace.Workspace.digest` keeps per input."""
+    return _digest_regular(lambda: os.stat(path), lambda: os.open(path, _OPEN_FLAGS))
 
 
 def file_digest_in(kernel_dir_real: str, relpath: str) -> str:
@@ -116,31 +127,18 @@ def file_digest_in(kernel_dir_real: str, relpath: str) -> str:
     from cutile_workbench.infra.paths import dir_at, split_relpath
 
     where = os.path.join(kernel_dir_real, relpath)
-    h = hashlib.sha256()
     try:
         parts = split_relpath(relpath, where=where)
         with dir_at(kernel_dir_real, parts[:-1]) as dir_fd:
-            try:
-                st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                return h.hexdigest()  # b"": as an absent input
-            if not stat.S_ISREG(st.st_mode):
-                return hashlib.sha256(b"\0not a regular file").hexdigest()
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-            fd = os.open(parts[-1], flags, dir_fd=dir_fd)
-            try:
-                st2 = os.fstat(fd)
-                if not stat.S_ISREG(st2.st_mode) or (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino):
-                    return hashlib.sha256(b"\0not a regular file").hexdigest()
-                while chunk := os.read(fd, 1 << 20):
-                    h.update(chunk)
-            finally:
-                os.close(fd)
+            name = parts[-1]
+            return _digest_regular(
+                lambda: os.stat(name, dir_fd=dir_fd, follow_symlinks=False),
+                lambda: os.open(name, _OPEN_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd),
+            )
     except FileNotFoundError:
-        return hashlib.sha256(b"").hexdigest()
+        return _ABSENT
     except (OSError, WorkbenchError):
-        return hashlib.sha256(b"\0unreadable").hexdigest()
-    return h.hexdigest()
+        return _UNREADABLE
 
 
 def module_source(name: str) -> bytes:
