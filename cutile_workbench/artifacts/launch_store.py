@@ -917,30 +917,29 @@ def open_store(path: Path, *, kernel_dir: Path | None = None) -> LaunchStore:
     if not stat_mod.S_ISREG(st.st_mode):
         raise InputError("launches file is not a regular file: refused", path=str(path))
     cols: list[dict[str, Any]] = []
-    entries = _load_index(index_path_for(path), st, path, cols)
-    if entries is not None:
+
+    def indexed(data: Path, data_stat: os.stat_result) -> LaunchStore | None:
+        """The store read through ``data``'s own index (and its columns file), or None without one."""
+        entries = _load_index(index_path_for(data), data_stat, data, cols)
+        if entries is None:
+            return None
         return LaunchStore(
             path,
             entries,
-            data_path=path,
-            columns_path=columns_path_for(path),
+            data_path=data,
+            columns_path=columns_path_for(data),
             columns_record=cols[0] if cols else None,
         )
+
+    if (store := indexed(path, st)) is not None:
+        return store
     cache = _user_cache_dir() / "launches" / _cache_key(path, st)
     cached_data = cache / "launches.json.gz"
     if cached_data.is_file() and not cached_data.is_symlink():
-        cst = os.stat(cached_data)
-        entries = _load_index(index_path_for(cached_data), cst, cached_data, cols)
-        if entries is not None:
+        if (store := indexed(cached_data, os.stat(cached_data))) is not None:
             with contextlib.suppress(OSError):
                 os.utime(cache)  # least recently used is pruned first
-            return LaunchStore(
-                path,
-                entries,
-                data_path=cached_data,
-                columns_path=columns_path_for(cached_data),
-                columns_record=cols[0] if cols else None,
-            )
+            return store
     data, entries, columns = _convert(path)
     try:
         cache.mkdir(parents=True, exist_ok=True)
