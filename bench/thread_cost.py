@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-from scale_cost import _CHILD, build_session, commands  # noqa: E402
+from scale_cost import _CHILD, _pythonpath, build_session, commands  # noqa: E402
 
 PINNED = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _THREADS = r"""
@@ -56,12 +56,6 @@ VARIANTS: dict[str, tuple[dict[str, str], str]] = {
         "import numpy\nfrom threadpoolctl import threadpool_limits\nthreadpool_limits(1)\n",
     ),
 }
-
-
-def _pythonpath(first: Path) -> str:
-    """``first`` ahead of the caller's own PYTHONPATH (on the GPU machine the carried wheels are there)."""
-    rest = os.environ.get("PYTHONPATH", "")
-    return str(first) + (os.pathsep + rest if rest else "")
 
 
 def run_one(spec: dict, cache: Path, extra_env: dict[str, str], prelude: str = "") -> dict:
