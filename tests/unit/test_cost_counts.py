@@ -40,7 +40,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]
 
 def _forget_process_memos() -> None:
     """What a new process starts with: nothing derived in memory."""
-    from cutile_workbench.artifacts import config_cache, derive_cache
+    from cutile_workbench.artifacts import config_cache, derive_cache, events
     from cutile_workbench.artifacts.perflog import parser
     from cutile_workbench.stages.e import e_table
 
@@ -48,6 +48,7 @@ def _forget_process_memos() -> None:
     e_table._MEMORY.clear()
     getattr(parser, "_MEMO", {}).clear()
     config_cache.forget()
+    getattr(events, "forget", lambda: None)()
     try:
         from cutile_workbench.artifacts.perflog import index
     except ImportError:  # before the perf-log index
