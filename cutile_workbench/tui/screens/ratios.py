@@ -168,7 +168,9 @@ class RatiosScreen(WorkbenchScreen):
         tabs.display = len(variants) > 1
         for v in [ALL_TAB, *variants]:
             tabs.add_tab(Tab(v, id=f"variant-{v}"))
-        self.query_one(RatioTable).focus()
+        # Focused now, not through Widget.focus's call_later: the first frame shows the table
+        # focused and the first key reaches it without a second pass (issue #34)
+        self.set_focus(self.query_one(RatioTable))
         self.update_status()
 
     def _problems_text(self) -> Text:
