@@ -1,0 +1,100 @@
+"""Issue #35 item 1: no test waits for a fixed pause; every TUI test waits for the state it asserts.
+
+``pilot.pause()`` (with or without a delay) sleeps until the process looks idle or a time passes, so
+its outcome depends on the box's speed. This scan reads every ``.py`` under ``tests/`` and fails
+naming each ``pilot.pause(`` call left outside ``tests/tui/pilot_wait.py`` (the helpers, which say
+why they do not use it) and outside ``ALLOWED``: the places where a pause IS the behaviour under
+test (each entry says why; none so far). Comments and docstrings are skipped: only code lines count.
+
+``NOT_YET`` is the conversion's baseline (issue #35 item 1 is under way, file by file): the count of
+calls each unconverted file still holds. It may only shrink: a file over its count, a file not
+named with any call, or a file under its count (its entry must come down with the edit) fails.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+HELPERS = TESTS / "tui" / "pilot_wait.py"
+CALL = re.compile(r"\bpilot\s*\.\s*pause\s*\(")
+
+# path relative to tests/ -> why a pause is the behaviour under test there
+ALLOWED: dict[str, str] = {}
+
+# path relative to tests/ -> calls still to convert (shrink only; delete the entry at 0)
+NOT_YET: dict[str, int] = {
+    "fuzz/test_fuzz_tui.py": 3,
+    "gpu/test_tui_live_gpu.py": 3,
+    "gpu/test_tui_live_tilegym_gpu.py": 3,
+    "gpu/test_tui_sharded_gpu.py": 4,
+    "tui/snapshots/test_tui_checks_snapshots.py": 4,
+    "tui/snapshots/test_tui_history_snapshots.py": 3,
+    "tui/snapshots/test_tui_sharded_snapshots.py": 3,
+    "tui/snapshots/test_tui_snapshots.py": 2,
+    "tui/test_tui_app.py": 47,
+    "tui/test_tui_checks.py": 13,
+    "tui/test_tui_history.py": 11,
+    "tui/test_tui_ignored_inputs.py": 2,
+    "tui/test_tui_ir_structural.py": 4,
+    "tui/test_tui_keymap.py": 18,
+    "tui/test_tui_live.py": 6,
+    "tui/test_tui_loaders.py": 10,
+    "tui/test_tui_polish.py": 8,
+    "tui/test_tui_preflight.py": 5,
+    "tui/test_tui_probe_sol.py": 7,
+    "tui/test_tui_read_only.py": 3,
+    "tui/test_tui_sharded.py": 12,
+    "tui/test_tui_triage.py": 44,
+    "tui/test_widgets_render.py": 4,
+    "unit/test_checks_cancel.py": 3,
+    "unit/test_overview.py": 5,
+}
+
+
+def code_calls(text: str) -> list[int]:
+    """Line numbers of ``pilot.pause(`` in code (not in comments or strings)."""
+    lines: list[int] = []
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return [n for n, line in enumerate(text.splitlines(), 1) if CALL.search(line.split("#")[0])]
+    names = [t for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
+    for a, dot, b, paren in zip(names, names[1:], names[2:], names[3:], strict=False):
+        if (a.string, dot.string, b.string, paren.string) == ("pilot", ".", "pause", "("):
+            lines.append(a.start[0])
+    return lines
+
+
+def test_code_calls_sees_calls_and_skips_comments_and_strings() -> None:
+    text = 'await pilot.pause()\n# await pilot.pause()\nx = "pilot.pause()"\nawait pilot . pause(0.1)\n'
+    assert code_calls(text) == [1, 4]
+
+
+def test_no_plain_pilot_pause_outside_the_helpers() -> None:
+    left: list[str] = []
+    for path in sorted(TESTS.rglob("*.py")):
+        if path == HELPERS or ".fetched" in path.parts:
+            continue
+        rel = path.relative_to(TESTS).as_posix()
+        if rel in ALLOWED:
+            continue
+        calls = code_calls(path.read_text(encoding="utf-8", errors="replace"))
+        if rel in NOT_YET:
+            assert len(calls) == NOT_YET[rel], (
+                f"{rel}: {len(calls)} calls, baseline {NOT_YET[rel]} (shrink it)"
+            )
+            continue
+        left += [f"{rel}:{n}" for n in calls]
+    assert not left, (
+        f"{len(left)} pilot.pause( calls wait for time, not state (use pilot_wait.until/settle):\n"
+        + "\n".join(left)
+    )
+
+
+def test_allow_list_names_files_that_exist() -> None:
+    missing = [rel for rel in ALLOWED if not (TESTS / rel).is_file()]
+    assert not missing, f"allow-list names files that are gone: {missing}"
