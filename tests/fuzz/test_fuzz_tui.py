@@ -18,6 +18,7 @@ from fuzzing.mutator import mutate
 from fuzzing.targets import KNOWN_BUGS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pilot_wait import drain, until
 
 from cutile_workbench.errors import InputError, WorkbenchError
 
@@ -105,11 +106,11 @@ async def test_app_shows_fuzzed_problems_and_keeps_answering(tmp_path: Path) -> 
         data = load_app_data(KERNEL, out_root=root, tilegym=None, env={})
         app = make_app(data)
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
+            await until(pilot, lambda app=app: app.current_mode == "ratios", "the Ratios screen shown")
             await app.workers.wait_for_complete()
-            await pilot.pause()
+            await drain(pilot)  # the loaders notified from their threads before they ended
             msgs = [str(n.message) for n in app._notifications]
             assert any(Path(rel).name in m for m in msgs), f"seed {seed}: {rel} problem not shown: {msgs}"
             await pilot.press("2", "3", "4", "1")
-            await pilot.pause()
+            await until(pilot, lambda app=app: app.current_mode == "ratios", "back on Ratios after 2 3 4 1")
             assert app.is_running

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pilot_wait import until
+from pilot_wait import drain, until
 from textual.widgets import Static
 
 from cutile_workbench.tui.app import make_app
@@ -37,7 +37,7 @@ async def test_the_history_view_and_i_name_the_ignored_analysis_json(tmp_path: P
     root, where = _damaged(tmp_path)
     app = make_app(load_app_data("matmul", out_root=root, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: app.current_mode == "ratios", "the Ratios screen shown")
         await pilot.press("6")
         await until(
             pilot,
@@ -45,7 +45,7 @@ async def test_the_history_view_and_i_name_the_ignored_analysis_json(tmp_path: P
             "the History view loaded",
         )
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await drain(pilot)  # _loaded set the status with the history: one round renders it
         status = str(app.screen.query_one("#history-status", Static).render())
         assert f"ignored {where}" in status, status
         await pilot.press("i")

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from pilot_wait import settle, until
+
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.data import AppData
 from cutile_workbench.tui.ir_rows import build_ir_pair
@@ -32,8 +34,10 @@ async def test_n_walks_hunks_in_rank_order_z_folds_cosmetic_and_search_marks_bot
     app = make_app(_data())
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("3")
-        await pilot.pause()
+        await until(pilot, lambda: app.current_mode == "irdiff", "the IR Diff screen")
         view = app.screen.query_one(IRDiffView)
+        await until(pilot, lambda: view.hunk_count > 0, "the IR pairs are loaded")
+        await settle(pilot)
         pair = app.data.ir_pairs[0]
         assert pair.structure == "different" and view.folded
         assert not any(r.cosmetic for r in view.rows)  # cosmetic hunks folded by default
@@ -62,7 +66,7 @@ async def test_n_walks_hunks_in_rank_order_z_folds_cosmetic_and_search_marks_bot
         for ch in "128x512":
             await pilot.press(ch)
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: view.search_text == "128x512", "the search is applied")
         assert app.focused is view and view.search_text == "128x512"
         assert "128x512" in view.rows[view.cursor].right
         first = view.cursor
@@ -76,7 +80,9 @@ async def test_audit_rows_show_both_values_and_jump_to_their_hunk() -> None:
     app = make_app(_data())
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("3")
-        await pilot.pause()
+        await until(pilot, lambda: app.current_mode == "irdiff", "the IR Diff screen")
+        await until(pilot, lambda: app.screen.query_one(IRDiffView).hunk_count > 0, "the IR pairs are loaded")
+        await settle(pilot)
         audit = app.screen.query_one(AuditPanel)
         item = next(i for i in audit.items if i.attribute == "tile_shapes")
         text = item_text(item).plain
@@ -85,7 +91,7 @@ async def test_audit_rows_show_both_values_and_jump_to_their_hunk() -> None:
         await pilot.press("a")
         audit.highlighted = audit.items.index(item)
         await pilot.press("enter")
-        await pilot.pause()
         view = app.screen.query_one(IRDiffView)
+        await until(pilot, lambda: view.current_hunk == item.hunk, "Enter on the audit row jumps to its hunk")
         assert view.current_hunk == item.hunk
         assert app.data.ir_pairs[0].hunks[item.hunk][1] == "tile_shapes"

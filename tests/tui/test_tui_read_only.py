@@ -12,10 +12,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from pilot_wait import until
+from textual.worker import WorkerState
 
 from cutile_workbench.artifacts.layout import KernelPaths
 from cutile_workbench.history.query import open_history
-from cutile_workbench.tui.app import make_app
+from cutile_workbench.tui.app import MODE_KEYS, make_app
 from cutile_workbench.tui.loaders import load_app_data
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -29,6 +31,12 @@ def _tree(root: Path) -> dict[str, bytes | str]:
         )
         for p in sorted(root.rglob("*"))
     }
+
+
+def _loads_done(app: object) -> bool:
+    """Every worker the screens started has ended (a screen's reads happen in its loader workers)."""
+    ended = (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED)
+    return all(worker.state in ended for worker in app.workers)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("schema", [2, 1])
@@ -47,10 +55,17 @@ async def test_open_visit_every_screen_close_leaves_the_out_root_byte_identical(
     before = _tree(out)
     app = make_app(load_app_data("matmul", out_root=out, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(
+            pilot, lambda: app.current_mode == "ratios" and _loads_done(app), "the Ratios screen loaded"
+        )
         for key in "234561":
             await pilot.press(key)
-            await pilot.pause()
+            mode = MODE_KEYS[key]
+            await until(
+                pilot,
+                lambda mode=mode: app.current_mode == mode and _loads_done(app),
+                f"the {mode} screen loaded",
+            )
         await pilot.press("ctrl+q")
-        await pilot.pause()
+    # leaving run_test waited for the app to exit: every reader it started has closed
     assert _tree(out) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tui_synthetic as syn
+from pilot_wait import drain
 from textual.app import App, ComposeResult
 
 from cutile_workbench.model import CallCapture, Launch, LaunchSet
@@ -41,7 +42,7 @@ async def test_timeline_kinds_have_distinct_glyphs_and_positions() -> None:
         tl.set_sets(LaunchSet("n", "cutile", "p", [call]), None)
         tl.action_fit()
         tl.ns_per_cell = 1000.0  # 1 us per cell: bars at exact cells
-        await pilot.pause()
+        await drain(pilot)  # the pending refresh made: lines rendered at the widget's size
         lane = _line(tl, 1)[GUTTER:]
         assert lane[0:10] == "▒" * 10  # memset
         assert lane[10:20] == "─" * 10  # no launch: the host call's span (issue #20)
@@ -55,7 +56,7 @@ async def test_timeline_100k_launches_render_every_line() -> None:
     tl = LaunchTimeline()
     async with _Host(tl).run_test(size=(160, 48)) as pilot:
         tl.set_sets(sets[0], sets[1])
-        await pilot.pause()
+        await drain(pilot)  # the pending refresh made: lines rendered at the widget's size
         assert tl.launch_count == 100_000 - 100_000 % 40
         lines = [_line(tl, y) for y in range(48)]
         assert all(len(line) == 160 for line in lines)
@@ -68,7 +69,7 @@ async def test_ir_diff_view_renders_both_sides_and_fold_row() -> None:
     view = IRDiffView()
     async with _Host(view).run_test(size=(100, 20)) as pilot:
         view.set_rows(rows)
-        await pilot.pause()
+        await drain(pilot)  # the pending refresh made: lines rendered at the widget's size
         texts = [_line(view, y) for y in range(len(view.rows))]
         assert any("⋯ 26 unchanged lines" in t for t in texts)
         last = texts[-1]
@@ -80,7 +81,7 @@ async def test_severity_bar_words() -> None:
     table = syn.pinned_table()
     bar = SeverityBar(table)
     async with _Host(bar).run_test(size=(120, 3)) as pilot:
-        await pilot.pause()
+        await drain(pilot)  # the pending refresh made: lines rendered at the widget's size
         text = bar.summary_text()
         assert "geomean 1.4431x" in text and "MISSING_DATA" in text and "INVESTIGATE" in text
         table.inconclusive = True

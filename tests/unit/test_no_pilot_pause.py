@@ -27,31 +27,21 @@ ALLOWED: dict[str, str] = {}
 
 # path relative to tests/ -> calls still to convert (shrink only; delete the entry at 0)
 NOT_YET: dict[str, int] = {
-    "fuzz/test_fuzz_tui.py": 3,
     "gpu/test_tui_live_gpu.py": 3,
     "gpu/test_tui_live_tilegym_gpu.py": 3,
     "gpu/test_tui_sharded_gpu.py": 4,
-    "tui/snapshots/test_tui_checks_snapshots.py": 4,
-    "tui/snapshots/test_tui_history_snapshots.py": 3,
-    "tui/snapshots/test_tui_sharded_snapshots.py": 3,
-    "tui/snapshots/test_tui_snapshots.py": 2,
     "tui/test_tui_app.py": 47,
     "tui/test_tui_checks.py": 13,
     "tui/test_tui_history.py": 11,
-    "tui/test_tui_ignored_inputs.py": 2,
-    "tui/test_tui_ir_structural.py": 4,
     "tui/test_tui_keymap.py": 18,
     "tui/test_tui_live.py": 6,
     "tui/test_tui_loaders.py": 10,
     "tui/test_tui_polish.py": 8,
     "tui/test_tui_preflight.py": 5,
     "tui/test_tui_probe_sol.py": 7,
-    "tui/test_tui_read_only.py": 3,
     "tui/test_tui_sharded.py": 12,
     "tui/test_tui_triage.py": 44,
-    "tui/test_widgets_render.py": 4,
     "unit/test_checks_cancel.py": 3,
-    "unit/test_overview.py": 5,
 }
 
 

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pilot_wait import drain, until
 
 from cutile_workbench.cli import main
 from cutile_workbench.services.overview import overview
@@ -192,7 +193,11 @@ async def test_tui_sort_filter_open_and_broken_row(tmp_path: Path) -> None:
         await pilot.press("s")
         assert app.sort == "kernel" and table.selected_kernel() == "broken"
         await pilot.press("enter")  # a broken dir answers with why, and stays
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: any("cannot open" in (n.title or "") for n in app._notifications),
+            "the broken dir's notification",
+        )
         assert app.is_running and any("cannot open" in (n.title or "") for n in app._notifications)
         await pilot.press("slash", *"stand-in", "enter")
         assert table.row_count == 1 and table.selected_kernel() == "rms_norm"
@@ -211,18 +216,18 @@ async def test_escape_on_ratios_goes_back_only_when_opened_from_the_overview(tmp
     data = load_app_data("matmul", out_root=root, tilegym=None, env={})
     app = make_app(data, prewarm=False, back_code=BACK_TO_OVERVIEW)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: app.current_mode == "ratios", "the Ratios screen shown")
         await pilot.press("slash", *"8192", "enter")  # a filter: the first Escape clears it
         await pilot.press("escape")
-        await pilot.pause()
+        await drain(pilot)  # the Escape handled: an exit it asked for would have begun
         assert app.is_running
         await pilot.press("escape")
     assert app.return_value == BACK_TO_OVERVIEW
     plain = make_app(load_app_data("matmul", out_root=root, tilegym=None, env={}), prewarm=False)
     async with plain.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: plain.current_mode == "ratios", "the Ratios screen shown")
         await pilot.press("escape")
-        await pilot.pause()
+        await drain(pilot)  # the Escape handled: an exit it asked for would have begun
         assert plain.is_running
 
 

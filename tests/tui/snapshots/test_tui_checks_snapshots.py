@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import drain, settle, until
 from test_tui_checks import ANALYSIS, CHILD_ENV, _tree
 from tui_helpers import make_data
 
@@ -51,13 +52,13 @@ def _pinned_runner(root: Path) -> Callable[[Callable[[], bool]], ChecksResult]:
 
 
 async def _run(pilot: Any) -> None:
-    await pilot.pause()
+    await settle(pilot)  # the Ratios screen loaded
     await pilot.press("5")
-    await pilot.pause()
+    await until(pilot, lambda: pilot.app.current_mode == "checks", "the Checks screen")
     await pilot.press("r")
-    await pilot.pause()
+    await drain(pilot)  # the key handled: the checks worker is among the workers now
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot)  # the checks' result rendered
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

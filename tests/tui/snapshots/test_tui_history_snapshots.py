@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from history_helpers import matmul_with_followups
+from pilot_wait import drain, settle
 
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.data import AppData
@@ -36,12 +37,12 @@ def history_data(tmp_path: Path) -> AppData:
 
 
 async def _to_history(pilot: Any) -> None:
-    await pilot.pause()
+    await settle(pilot)  # the Ratios screen loaded
     for key in ("down", "down", "down", "6"):  # Ratios: the static_persistent 2048³ row, then History
         await pilot.press(key)
-        await pilot.pause()
+        await drain(pilot)  # the key handled before the next (the row under the cursor moved)
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot)  # the History load's result rendered
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from pilot_wait import until
+from pilot_wait import drain, until
 from tui_helpers import make_data
 
 from cutile_workbench.artifacts.events import Event
@@ -165,15 +165,15 @@ class PinnedRunner:
 
 def _run_before(runner: PinnedRunner) -> Callable[[Any], Any]:
     async def run(pilot: Any) -> None:
-        await pilot.pause()
+        await until(pilot, lambda: pilot.app.current_mode == "ratios", "the Ratios screen shown")
         await pilot.press("R")
-        await pilot.pause()
+        await drain(pilot)  # the key handled: its confirmation is up
         await pilot.press("enter")
         await until(pilot, runner.emitted.is_set, "every pinned event emitted")
         # the panel renders what the board holds now (its 0.1 s ticker does the same, later on a
         # loaded box): the snapshot shows every event, whatever the box's speed (issue #35)
         pilot.app.screen._show_progress()
-        await pilot.pause()
+        await drain(pilot)  # that render made (the run's worker waits on cancel: settle would never end)
 
     return run
 

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from pilot_wait import settle
+from pilot_wait import drain, settle
 from textual.widgets import Input
 from tui_helpers import make_data
 
@@ -28,10 +28,10 @@ async def _settle(pilot: Any) -> None:
 
 def _keys(*keys: str) -> Callable[[Any], Awaitable[None]]:
     async def run(pilot: Any) -> None:
-        await pilot.pause()
+        await settle(pilot)  # the first screen loaded
         for k in keys:
             await pilot.press(k)
-            await pilot.pause()
+            await drain(pilot)  # the key handled: what it started is among the workers now
             await pilot.app.workers.wait_for_complete()
         await _settle(pilot)
 
