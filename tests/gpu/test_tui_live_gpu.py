@@ -20,6 +20,7 @@ PARAMS = "4096-1024-torch.bfloat16"
 async def test_live_rerun_from_the_ratios_screen_streams_real_launches() -> None:
     pytest.importorskip("textual")
     pytest.importorskip("cupti")
+    from pilot_wait import drain, until
     from tui_helpers import highlight_config
 
     from cutile_workbench.tui.app import make_app
@@ -32,17 +33,19 @@ async def test_live_rerun_from_the_ratios_screen_streams_real_launches() -> None
     assert data.source == "recorded" and data.runner is not None, "a GPU node must offer the live runner"
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: app.current_mode == "ratios", "the Ratios screen shown")
         table = app.screen.query_one(RatioTable)
         await highlight_config(pilot, table, PARAMS)
         t0 = time.monotonic()
-        await pilot.press("L")
-        await pilot.pause()
+        await pilot.press("L")  # asks first (issue #34: a GPU run is confirmed)
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmModal", "the live run's confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "the Timeline")
         screen = app.screen
         assert isinstance(screen, TimelineScreen)
         while screen.live_running and time.monotonic() - t0 < 240:
             await asyncio.sleep(0.5)
-        await pilot.pause()
+        await drain(pilot)  # the run's last messages rendered
         wall = time.monotonic() - t0
         assert not screen.live_running, "live run did not finish within 240 s"
         results = {r.framework: r.median_ms for r in screen.live_results}

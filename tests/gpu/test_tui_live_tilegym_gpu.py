@@ -27,6 +27,7 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
     tg = Path(os.environ.get("TILEGYM_PATH", ""))
     if not (tg / LIB).is_file():
         pytest.skip(f"no built cutile-rs library under $TILEGYM_PATH ({tg / LIB})")
+    from pilot_wait import drain, until
     from tui_helpers import highlight_config
 
     from cutile_workbench.tui.app import make_app
@@ -39,12 +40,14 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
     assert data.source == "recorded" and data.runner is not None, data.live_unavailable
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: app.current_mode == "ratios", "the Ratios screen shown")
         table = app.screen.query_one(RatioTable)
         await highlight_config(pilot, table, PARAMS)
         t0 = time.monotonic()
-        await pilot.press("L")
-        await pilot.pause()
+        await pilot.press("L")  # asks first (issue #34: a GPU run is confirmed)
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmModal", "the live run's confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "the Timeline")
         screen = app.screen
         assert isinstance(screen, TimelineScreen)
         first_candidate_launch_s = None
@@ -55,7 +58,7 @@ async def test_live_rerun_of_real_cutile_rs_fills_the_candidate_lane() -> None:
             ):
                 first_candidate_launch_s = time.monotonic() - t0
             await asyncio.sleep(0.25)
-        await pilot.pause()
+        await drain(pilot)  # the run's last messages rendered
         wall = time.monotonic() - t0
         assert not screen.live_running, "live run did not finish within 300 s"
         results = {r.framework: r.median_ms for r in screen.live_results}

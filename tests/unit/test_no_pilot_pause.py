@@ -27,8 +27,6 @@ ALLOWED: dict[str, str] = {}
 
 # path relative to tests/ -> calls still to convert (shrink only; delete the entry at 0)
 NOT_YET: dict[str, int] = {
-    "gpu/test_tui_live_gpu.py": 3,
-    "gpu/test_tui_live_tilegym_gpu.py": 3,
     "gpu/test_tui_sharded_gpu.py": 4,
     "tui/test_tui_app.py": 47,
     "tui/test_tui_checks.py": 13,
