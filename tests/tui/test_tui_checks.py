@@ -3,7 +3,8 @@
 The trees are SYNTHETIC (``tests/fixtures/tilegym_tree/fake_tilegym.py`` builders; the wrapper
 with a fixed-config canary is ``test_checks_wrapper_audit.CANARY``, labelled there). The checks
 run for real: the import probe and ``pytest --collect-only`` are child processes of this venv's
-Python on the tree, the ``-k`` expressions and the wrapper audit come from the core.
+Python on the tree, the ``-k`` expressions and the wrapper audit come from the core. The Pilot
+tests wait for the state they assert (``pilot_wait``), never for a fixed pause (issue #35).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from checks_helpers import fake
+from pilot_wait import until
 from test_checks_wrapper_audit import ANALYSIS as WRAPPER_ANALYSIS
 from test_checks_wrapper_audit import CANARY
 from tui_helpers import make_data
@@ -76,15 +78,19 @@ def _line_of(path: Path, needle: str) -> int:
     return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
 
 
+def _checks_shown(app: Any) -> bool:
+    """The Checks screen is current and mounted (its status line and panel filled by its mount)."""
+    return isinstance(app.screen, ChecksScreen) and app.screen.is_mounted
+
+
 async def _run_checks(pilot: Any) -> ChecksScreen:
     await pilot.press("5")
-    await pilot.pause()
+    await until(pilot, lambda: _checks_shown(pilot.app), "5 opens the Checks screen")
     screen = pilot.app.screen
     assert isinstance(screen, ChecksScreen)
     await pilot.press("r")
-    await pilot.pause()
+    await until(pilot, lambda: screen.result is not None, "r runs the checks and their result is shown")
     await pilot.app.workers.wait_for_complete()
-    await pilot.pause()
     return screen
 
 
@@ -207,14 +213,18 @@ async def test_without_tilegym_the_screen_says_how_and_r_says_why() -> None:
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("5")
-        await pilot.pause()
+        await until(pilot, lambda: _checks_shown(app), "5 opens the Checks screen")
         screen = app.screen
         assert isinstance(screen, ChecksScreen)
         body = str(screen.query_one("#checks-body").render())
         assert "No TileGym checkout" in body and "--tilegym DIR" in body and "TILEGYM_PATH" in body
         assert screen.check_action("run", ()) is True  # issue #20: r answers, with what is missing
         await pilot.press("r")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: any("no TileGym checkout attached" in str(n.message) for n in app._notifications),
+            "r says no TileGym checkout is attached",
+        )
         assert not screen.running and screen.result is None
         assert any("no TileGym checkout attached" in str(n.message) for n in app._notifications)
         titles = [t for t, _, _ in available_commands(app, screen)]
@@ -244,19 +254,19 @@ async def test_run_shows_loading_offers_cancel_and_cancel_stops_waiting(tmp_path
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("5")
-        await pilot.pause()
+        await until(pilot, lambda: _checks_shown(app), "5 opens the Checks screen")
         screen = app.screen
         assert isinstance(screen, ChecksScreen)
         titles = [t for t, _, _ in available_commands(app, screen)]
         assert "checks: run TileGym checks" in titles and "checks: cancel" not in titles
         await pilot.press("r")
-        await pilot.pause()
+        await until(pilot, lambda: screen.running, "r starts the checks")
         assert started.wait(5)
         assert screen.running and not screen.query_one("#checks-loading").has_class("hidden")
         titles = [t for t, _, _ in available_commands(app, screen)]
         assert "checks: cancel" in titles and "checks: run TileGym checks" not in titles
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: not screen.running, "Escape cancels the checks")
         await app.workers.wait_for_complete()
         assert not screen.running and screen.result is None
         assert screen.query_one("#checks-loading").has_class("hidden")
@@ -264,9 +274,8 @@ async def test_run_shows_loading_offers_cancel_and_cancel_stops_waiting(tmp_path
         # a second run after the cancel completes and is shown
         release.set()
         await pilot.press("r")
-        await pilot.pause()
+        await until(pilot, lambda: screen.result is not None, "the second run's result is shown")
         await app.workers.wait_for_complete()
-        await pilot.pause()
         assert screen.result is not None and screen.result.items[0].title == "synthetic"
 
 
@@ -280,13 +289,12 @@ async def test_an_unexpected_worker_error_opens_a_modal_not_a_crash(tmp_path: Pa
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("5", "r")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal), "the worker's error opens a modal")
         await app.workers.wait_for_complete()
-        await pilot.pause()
         assert isinstance(app.screen, ErrorModal)
         assert "synthetic failure" in app.screen.error_text
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ChecksScreen), "Escape closes the modal")
         assert isinstance(app.screen, ChecksScreen) and not app.screen.running
     assert app.return_code in (None, 0)
 

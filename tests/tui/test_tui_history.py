@@ -4,7 +4,8 @@ REAL: the recorded cutile-rs matmul session (``cutile_workbench/profiles/tilegym
 loads it (``load_app_data``). SYNTHETIC (labelled per test): follow-up runs derived from its real
 samples (``history_helpers.matmul_with_followups``), a session.json edited to another driver, and
 hand-written provenance events; the synthetic ``tui_helpers.make_data`` where no history exists.
-The apps run without the start-up pre-warm: the History screen mounts (and loads) on its key.
+The apps run without the start-up pre-warm: the History screen mounts (and loads) on its key. The
+tests wait for the state they assert (``pilot_wait``), never for a fixed pause (issue #35).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 
 from history_helpers import NP_4096, SP_2048, copy_matmul, matmul_with_followups, provenance, utc
+from pilot_wait import drain, until
 from test_history_faces import _provenance_events
 from textual.widgets import Static
 from tui_helpers import make_data
@@ -29,18 +31,43 @@ from cutile_workbench.tui.widgets.history_view import ProvenancePanel, RunsTable
 from cutile_workbench.tui.widgets.ratio_table import RatioTable
 
 
-async def _settle(pilot, app) -> None:  # type: ignore[no-untyped-def]
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+def _ratios_shown(app) -> bool:  # type: ignore[no-untyped-def]
+    """The Ratios screen is current, mounted and laid out (its header has a region)."""
+    screen = app.screen
+    return (
+        isinstance(screen, RatiosScreen)
+        and screen.is_mounted
+        and screen.query_one("#header").region.height > 0
+    )
+
+
+def _history_shown(app) -> bool:  # type: ignore[no-untyped-def]
+    """The History screen is current and mounted, its history loaded and a config shown."""
+    screen = app.screen
+    return (
+        isinstance(screen, HistoryScreen)
+        and screen.is_mounted
+        and not screen.loading
+        and screen.history is not None
+        and screen.params is not None
+    )
+
+
+async def _key_handled(pilot) -> None:  # type: ignore[no-untyped-def]
+    """The key just pressed came back handled, every binding it ran included: a drain lets the app
+    read it (it is then in flight), and its KeyHandled reaching the app ends ``keys_pending``."""
+    await drain(pilot)
+    await until(pilot, lambda: pilot.app.keys_pending == 0, "the key came back handled")
 
 
 async def _select(pilot, app, params: str) -> None:  # type: ignore[no-untyped-def]
+    await until(pilot, lambda: _ratios_shown(app), "the Ratios screen first")
     table = app.screen.query_one(RatioTable)
     for _ in range(len(table.shown_rows)):
         if table.current_row is not None and table.current_row.params == params:
             return
         await pilot.press("down")
+        await _key_handled(pilot)  # the cursor moved before it is read again
     raise AssertionError(f"{params} not on the Ratios screen")
 
 
@@ -55,10 +82,9 @@ async def test_history_follows_the_ratios_selection_on_the_recorded_session() ->
     data = load_app_data("matmul", out_root=None, tilegym=None, env={})
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(pilot, app)
         await _select(pilot, app, SP_2048)
         await pilot.press("6")
-        await _settle(pilot, app)
+        await until(pilot, lambda: _history_shown(app), "6 shows the History of the config")
         screen = app.screen
         assert isinstance(screen, HistoryScreen) and screen.params == SP_2048
         series = screen.query_one(SeriesTable).series
@@ -82,10 +108,18 @@ async def test_history_follows_the_ratios_selection_on_the_recorded_session() ->
         assert "recorded session imported in memory (nothing written)" in status
         # the baseline's runs with b, back on Ratios another config re-targets the screen
         await pilot.press("b")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: getattr(screen.query_one(RunsTable).current_run, "median_ms", None) == 0.024064,
+            "b shows the baseline's run",
+        )
         assert screen.query_one(RunsTable).current_run.median_ms == 0.024064  # type: ignore[union-attr]
         await pilot.press("1", "up", "6")
-        await _settle(pilot, app)
+        await until(
+            pilot,
+            lambda: _history_shown(app) and app.screen.params != SP_2048 and not app.keys_pending,
+            "back on History with another config",
+        )
         assert app.screen.params == app.selected_row.params != SP_2048  # type: ignore[attr-defined, union-attr]
 
 
@@ -96,10 +130,9 @@ async def test_runs_flags_and_provenance_of_a_series(tmp_path: Path) -> None:
     data = load_app_data("matmul", out_root=tmp_path, tilegym=None, env={})
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await _settle(pilot, app)
         await _select(pilot, app, SP_2048)
         await pilot.press("6")
-        await _settle(pilot, app)
+        await until(pilot, lambda: _history_shown(app), "6 shows the History of the config")
         screen = app.screen
         runs = screen.query_one(RunsTable).runs
         assert [r.change for r in runs] == [None, "improvement", "regression"]
@@ -112,14 +145,15 @@ async def test_runs_flags_and_provenance_of_a_series(tmp_path: Path) -> None:
         trend = screen.query_one(SeriesTable).series[0].trend
         assert len(trend) == 3 and trend[0] == "█" and trend[1] == "▁"
         await pilot.press("up")
-        await pilot.pause()
+        await until(pilot, lambda: screen.query_one(RunsTable).current_run is runs[-2], "up: the run before")
         assert "- improvement ×0.801" in _panel(app) and "⚠ conditions" not in _panel(app)
         await pilot.press("c")
-        await pilot.pause()
+        await until(pilot, lambda: screen.params != SP_2048, "c steps to the next config")
         assert screen.params != SP_2048
         shown = screen.params
         await pilot.press("r")
-        await _settle(pilot, app)
+        await _key_handled(pilot)  # the reload started (or already ended)
+        await until(pilot, lambda: not screen.loading, "r reloads the history")
         assert screen.params == shown and data.history is not None and len(data.history.runs) == 4
     assert (tmp_path / "matmul" / "workbench" / HISTORY_FILE).is_file()
 
@@ -129,10 +163,10 @@ async def test_narrow_history_puts_the_provenance_under_the_runs(tmp_path: Path)
     matmul_with_followups(tmp_path)
     app = make_app(load_app_data("matmul", out_root=tmp_path, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await _settle(pilot, app)
         await _select(pilot, app, NP_4096)
         await pilot.press("6")
-        await _settle(pilot, app)
+        await until(pilot, lambda: _history_shown(app), "6 shows the History of the config")
+        await drain(pilot)  # its layout made: the regions below are read
         screen = app.screen
         runs = screen.query_one(RunsTable)
         assert runs.compact and [str(c.label) for c in runs.columns.values()] == [
@@ -154,7 +188,7 @@ async def test_ratios_header_flags_another_driver_and_details_it(tmp_path: Path)
     paths.session_json.write_text(json.dumps(meta))
     app = make_app(load_app_data("matmul", out_root=tmp_path, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios screen laid out")
         screen = app.screen
         assert isinstance(screen, RatiosScreen)
         header = screen.query_one("#header")
@@ -178,7 +212,7 @@ async def test_ratios_header_is_quiet_when_comparable_and_says_unknown_otherwise
     the comparable case."""
     app = make_app(load_app_data("matmul", out_root=None, tilegym=None, env={}), prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios screen laid out")
         assert "│ ? comparability unknown: MIG mode, throttling not recorded" in str(
             app.screen.query_one("#header").render()
         )
@@ -190,7 +224,7 @@ async def test_ratios_header_is_quiet_when_comparable_and_says_unknown_otherwise
     assert data.conditions is not None and data.conditions.state == "comparable"
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios screen laid out")
         header = str(app.screen.query_one("#header").render())
         assert "comparab" not in header and "⚠" not in header
         assert not app.screen.query_one("#conditions").display
@@ -200,11 +234,15 @@ async def test_history_key_palette_help_and_keymap_id() -> None:
     """SYNTHETIC data without a history: the screen says so; 6, the palette, F1 and the keymap know it."""
     app = make_app(make_data(), prewarm=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios screen first")
         titles = [t for t, _h, _cb in available_commands(app, app.screen)]
         assert "view: history" in titles
         await pilot.press("6")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, HistoryScreen) and app.screen.is_mounted,
+            "6 opens the History screen",
+        )
         screen = app.screen
         assert isinstance(screen, HistoryScreen)
         assert "no run history for this data source" in str(
@@ -231,13 +269,13 @@ async def test_a_history_that_cannot_be_read_is_an_error_modal_naming_the_file()
     data.history_loader = broken  # type: ignore[assignment]
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("6")
-        await _settle(pilot, app)
         from cutile_workbench.tui.modals import ErrorModal
 
+        await pilot.press("6")
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal), "the loader's error opens a modal")
         assert isinstance(app.screen, ErrorModal)
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), "Escape closes the modal")
         assert isinstance(app.screen, HistoryScreen)
         title = str(app.screen.query_one("#history-title", Static).render())
         assert "could not be read: /x/rms_norm/workbench/history.sqlite: history store is corrupt" in title

@@ -1,14 +1,17 @@
 """User keymap: file discovery, validation (file/line/key in every problem), and Pilot runs of the app.
 
 The keymap files are SYNTHETIC (written by each test); the app data is the synthetic
-``tui_helpers.make_data()``. The Pilot tests press real keys through Textual's binding chain.
+``tui_helpers.make_data()``. The Pilot tests press real keys through Textual's binding chain and
+wait for the state they assert (``pilot_wait``), never for a fixed pause (issue #35).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pilot_wait import drain, until
 from textual.binding import Binding
 from tui_helpers import make_data
 
@@ -39,6 +42,14 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def _messages(app: WorkbenchApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
+
+
+async def _key_handled(pilot: Any) -> None:
+    """The key just pressed came back handled, every binding it ran included: a drain lets the app
+    read it (it is then in flight), and its KeyHandled reaching the app ends ``keys_pending``. For a
+    key that must change nothing, where no new state can be named."""
+    await drain(pilot)
+    await until(pilot, lambda: pilot.app.keys_pending == 0, "the key came back handled")
 
 
 # ---------------------------------------------------------------- discovery
@@ -182,21 +193,21 @@ async def test_a_remap_moves_the_key() -> None:
     keymap = parse_keymap('[keymap]\napp-report = "f4"\napp-help = "f2"\n', Path("k.toml"), KNOWN)
     app = make_app(make_data(), prewarm=False, keymap=keymap)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "the Ratios screen first")
         await pilot.press("4")  # the old key does nothing now
-        await pilot.pause()
+        await _key_handled(pilot)
         assert isinstance(app.screen, RatiosScreen)
         await pilot.press("f4")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ReportScreen), "F4 opens the Report")
         assert isinstance(app.screen, ReportScreen)
         await pilot.press("2")  # untouched bindings keep their keys
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "2 opens the Timeline")
         assert isinstance(app.screen, TimelineScreen)
         await pilot.press("f1")
-        await pilot.pause()
+        await _key_handled(pilot)
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("f2")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "F2 opens the help")
         help_screen = app.screen
         assert isinstance(help_screen, HelpScreen)
         # F1 help lists the keys in effect: the remapped ones, not the defaults
@@ -212,7 +223,7 @@ async def test_a_remap_can_keep_the_old_key() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         for key, cls in (("4", ReportScreen), ("1", RatiosScreen), ("f4", ReportScreen)):
             await pilot.press(key)
-            await pilot.pause()
+            await until(pilot, lambda cls=cls: isinstance(app.screen, cls), f"{key} opens {cls.__name__}")
             assert isinstance(app.screen, cls), key
 
 
@@ -221,14 +232,14 @@ async def test_a_bad_file_is_a_notification_and_the_app_still_works(tmp_path: Pa
     keymap = load_keymap(path, environ={}, known=KNOWN)
     app = make_app(make_data(), prewarm=False, keymap=keymap)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _messages(app), "the keymap problem notified")
         (message,) = _messages(app)
         assert message.startswith(f"{path}:4: malformed TOML")
         await pilot.press("2")  # nothing was remapped: the defaults still work
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "2 opens the Timeline")
         assert isinstance(app.screen, TimelineScreen)
         await pilot.press("ctrl+q")
-        await pilot.pause()
+        await until(pilot, lambda: app.return_code is not None, "Ctrl+Q quits")
         assert app._exit
 
 
@@ -236,12 +247,12 @@ async def test_valid_entries_apply_next_to_a_reported_unknown_id(tmp_path: Path)
     path = _write(tmp_path, '[keymap]\napp-timeline = "f5"\nno-such-binding = "x"\n')
     app = make_app(make_data(), prewarm=False, keymap=load_keymap(path, environ={}, known=KNOWN))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _messages(app), "the unknown id notified")
         assert _messages(app) == [
             f"{path}:3: key 'no-such-binding': unknown binding id; F1 lists the keys of each screen"
         ]
         await pilot.press("f5")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "F5 opens the Timeline")
         assert isinstance(app.screen, TimelineScreen)
 
 
@@ -258,9 +269,9 @@ async def test_ctrl_q_survives_any_keymap(text: str) -> None:
     keymap = parse_keymap(text, Path("k.toml"), KNOWN)
     app = make_app(make_data(), prewarm=False, keymap=keymap)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "the Ratios screen first")
         await pilot.press("ctrl+q")
-        await pilot.pause()
+        await until(pilot, lambda: app.return_code is not None, "Ctrl+Q quits")
         assert app._exit
 
 
@@ -268,9 +279,9 @@ async def test_added_quit_key_also_quits() -> None:
     keymap = parse_keymap('[keymap]\napp-quit = "ctrl+x"\n', Path("k.toml"), KNOWN)
     app = make_app(make_data(), prewarm=False, keymap=keymap)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "the Ratios screen first")
         await pilot.press("ctrl+x")
-        await pilot.pause()
+        await until(pilot, lambda: app.return_code is not None, "Ctrl+X quits")
         assert app._exit
 
 
@@ -278,9 +289,10 @@ async def test_without_the_ctrl_q_guard_textual_would_lose_quit() -> None:
     """Why the guard exists: Textual's own keymap lets another id take ctrl+q from the app."""
     app = make_app(make_data(), prewarm=False, keymap=LoadedKeymap(Path("k.toml"), {"app-help": "ctrl+q"}))
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "the Ratios screen first")
         await pilot.press("ctrl+q")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "Ctrl+Q opens the help")
+        await _key_handled(pilot)
         assert not app._exit and isinstance(app.screen, HelpScreen)
 
 

@@ -4,14 +4,17 @@ Report banner that does not offer ``w`` in a read-only session.
 
 Data: SYNTHETIC AppData (tests/tui_helpers.py, labelled ``source: synthetic``), the real recorded
 H200 session shipped in ``cutile_workbench/profiles/``, and launch sets built here (synthetic, labelled).
+The Pilot tests wait for the state they assert (``pilot_wait``), never for a fixed pause (issue #35).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pilot_wait import until
 from tui_helpers import make_data
 
 from cutile_workbench.model import CallCapture, Launch, LaunchSet, RatioRow
@@ -46,15 +49,26 @@ GENERIC = {
 }
 
 
+def _shown(app: Any, screen_cls: type) -> bool:
+    """A ``screen_cls`` screen is current and mounted."""
+    return isinstance(app.screen, screen_cls) and app.screen.is_mounted
+
+
+def _timeline_of(app: Any, row: RatioRow) -> bool:
+    """The Timeline is current and mounted, showing ``row``'s launches."""
+    screen = app.screen
+    return isinstance(screen, TimelineScreen) and screen.is_mounted and screen.row == row
+
+
 @pytest.mark.parametrize("screen_cls", [RatiosScreen, ReportScreen, IRDiffScreen])
 async def test_f1_help_starts_with_the_screens_own_actions(screen_cls: type) -> None:
     mode = {RatiosScreen: "ratios", ReportScreen: "report", IRDiffScreen: "irdiff"}[screen_cls]
     ours = {b.description for b in known_bindings().values()}
     app = make_app(make_data(), initial_mode=mode, prewarm=False)
     async with app.run_test(size=(140, 44)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _shown(app, screen_cls), f"the {mode} screen first")
         await pilot.press("f1")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "F1 opens the help")
         assert isinstance(app.screen, HelpScreen)
         rows = [(k, d) for k, d, _t in app.screen.keys]
         own = {
@@ -158,9 +172,9 @@ async def test_forward_and_backward_sets_are_labelled_lanes() -> None:
     data.candidate_backend = "cutile"
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(140, 44)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _shown(app, RatiosScreen), "the Ratios screen first")
         app.open_timeline(row)
-        await pilot.pause()
+        await until(pilot, lambda: _timeline_of(app, row), "the Timeline shows the row")
         assert isinstance(app.screen, TimelineScreen)
         labels = [lane.label for lane in app.screen.query_one(LaunchTimeline).lanes]
         assert labels == ["#0 cand fwd 1L", "#1 cand fwd 1L", "#0 cand bwd 1L", "#1 cand bwd 1L"], labels
@@ -178,9 +192,9 @@ async def test_live_sets_of_one_test_get_tagged_as_they_arrive() -> None:
     assert row is not None
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(140, 44)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _shown(app, RatiosScreen), "the Ratios screen first")
         app.open_timeline(row)
-        await pilot.pause()
+        await until(pilot, lambda: _timeline_of(app, row), "the Timeline shows the row")
         screen = app.screen
         assert isinstance(screen, TimelineScreen)
         timeline = screen.query_one(LaunchTimeline)
@@ -214,9 +228,9 @@ async def test_report_banner_says_preview_only_in_a_read_only_session() -> None:
     data.read_only = "this is the recorded session shipped in the package (read-only)"
     app = make_app(data, initial_mode="report", prewarm=False)
     async with app.run_test(size=(140, 44)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _shown(app, ReportScreen), "the Report screen first")
         await pilot.press("e")
+        await until(pilot, lambda: app.screen.plan is not None, "e: stage E's plan shown")
         await app.workers.wait_for_complete()
-        await pilot.pause()
         banner = str(app.screen.query_one("#banner").render())
         assert "preview only" in banner and "w writes" not in banner

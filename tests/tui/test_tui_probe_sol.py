@@ -4,21 +4,25 @@
   the REAL ncu CSVs of tests/fixtures/f (silu_and_mul 64-1024-4096 fp16, both sides), filed into a
   copy of the silu session through ``services.probe.file_csv`` exactly as ``probe --csv`` does.
 - SOL: the work models of f_evidence.sol at the recorded medians against the H200's measured peaks.
+
+The tests wait for the state they assert (``pilot_wait``), never for a fixed pause (issue #35).
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pilot_wait import settle, until
+from pilot_wait import drain, settle, until
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from cutile_workbench.services import probe as probe_service
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.loaders import load_app_data
+from cutile_workbench.tui.screens.ratios import RatiosScreen
 from cutile_workbench.tui.screens.timeline import TimelineScreen
 from cutile_workbench.tui.widgets.ratio_table import RatioTable, sol_text, visible_rows
 
@@ -52,15 +56,38 @@ def _cells(table: DataTable, row: int) -> list[str]:
     return [c.plain if isinstance(c, Text) else str(c) for c in table.get_row_at(row)]
 
 
+def _ratios_shown(app: Any) -> bool:
+    """The Ratios screen is current and mounted, its table filled."""
+    screen = app.screen
+    return (
+        isinstance(screen, RatiosScreen)
+        and screen.is_mounted
+        and bool(screen.query_one(RatioTable).shown_rows)
+    )
+
+
+def _timeline_of(app: Any, probed: bool) -> bool:
+    """The Timeline is current and mounted, every typed key handled, showing the probed config
+    (``probed``) or another one."""
+    screen = app.screen
+    return (
+        isinstance(screen, TimelineScreen)
+        and screen.is_mounted
+        and not app.keys_pending
+        and screen.row is not None
+        and (screen.row.params == PROBED) is probed
+    )
+
+
 async def test_timeline_shows_the_filed_probe_side_by_side(silu_with_probes: Path) -> None:
     data = load_app_data("silu_and_mul", out_root=silu_with_probes, tilegym=None, env={})
     assert data.problems == [] and {k[0] for k in data.probes} == {"cutile_rs", "cutile"}
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios table first")
         rows = app.screen.query_one(RatioTable).shown_rows
         await pilot.press(*["down"] * [r.params for r in rows].index(PROBED), "enter")
-        await pilot.pause()
+        await until(pilot, lambda: _timeline_of(app, probed=True), "Enter shows the probed config's Timeline")
         screen = app.screen
         assert isinstance(screen, TimelineScreen) and screen.row is not None and screen.row.params == PROBED
         table = screen.query_one("#probe", DataTable)
@@ -71,7 +98,7 @@ async def test_timeline_shows_the_filed_probe_side_by_side(silu_with_probes: Pat
         assert "ncu probe" in str(screen.query_one("#probe-title", Static).render())
         # another config has no probe: the panel says how to get one
         await pilot.press("1", "up", "t")
-        await pilot.pause()
+        await until(pilot, lambda: _timeline_of(app, probed=False), "t shows another config's Timeline")
         screen = app.screen
         assert isinstance(screen, TimelineScreen) and screen.row is not None and screen.row.params != PROBED
         assert screen.query_one("#probe", DataTable).has_class("hidden")
@@ -82,11 +109,11 @@ async def test_timeline_shows_the_filed_probe_side_by_side(silu_with_probes: Pat
 async def test_narrow_timeline_shows_the_probe_panel(silu_with_probes: Path) -> None:
     app = make_app(load_app_data("silu_and_mul", out_root=silu_with_probes, tilegym=None, env={}))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios table first")
         rows = app.screen.query_one(RatioTable).shown_rows
         await pilot.press(*["down"] * [r.params for r in rows].index(PROBED), "enter")
-        # the Timeline is built on first visit: wait for its probe panel, not for a pause (issue #35)
-        await until(pilot, lambda: bool(app.screen.query("#probe")), "the Timeline's probe panel")
+        # the Timeline is built on first visit: wait for it to show the probed config (issue #35)
+        await until(pilot, lambda: _timeline_of(app, probed=True), "Enter shows the probed config's Timeline")
         await settle(pilot)
         probe = app.screen.query_one("#probe", DataTable)
         # issue #20: at 80 columns the panel sits beside the details, under the lanes (it was hidden)
@@ -100,7 +127,7 @@ async def test_ratios_sol_column_on_the_real_matmul_session() -> None:
     assert len(data.sol) == 6
     app = make_app(data)
     async with app.run_test(size=(200, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: _ratios_shown(app), "the Ratios table first")
         table = app.screen.query_one(RatioTable)
         col = [c.key for c in table.visible_columns()].index("sol")
         by = {r.params: _cells(table, i)[col] for i, r in enumerate(table.shown_rows)}
@@ -109,10 +136,19 @@ async def test_ratios_sol_column_on_the_real_matmul_session() -> None:
         assert by["True-True-False-False-2048-2048-2048-0-0-torch.float16"] == "45%/86%"
         assert by["True-False-False-False-8192-8192-8192-0-0-torch.float16"] == "93%/93%"
         table.sort_by("sol")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: table.shown_rows[0].params == "True-True-False-False-2048-2048-2048-0-0-torch.float16",
+            "sorted by SOL",
+        )
         assert table.shown_rows[0].params == "True-True-False-False-2048-2048-2048-0-0-torch.float16"
     async with make_app(data).run_test(size=(80, 24)) as pilot:  # narrow: compact columns
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: _ratios_shown(pilot.app) and pilot.app.screen.query_one(RatioTable).compact,
+            "the narrow Ratios table's compact columns",
+        )
+        await drain(pilot)  # its layout made: the regions below are read
         table = pilot.app.screen.query_one(RatioTable)
         # at 80 columns the identity mark (issue 18, never dropped) costs SOL its place in the row;
         # the highlighted row's SOL stays on screen in the detail line under the table
