@@ -1,9 +1,9 @@
-"""The app's sharded re-run (``G``) on a real GPU: recorded rms_norm session → two shards → merge.
+"""The app's sharded re-run (``R``; it was ``G`` until g/G moved the cursor) on a real GPU: recorded rms_norm session → two shards → merge.
 
 ``-m gpu``: skipped without a GPU. Opens ``cutile-workbench rms_norm --gpus 0,0`` as a user on a
 one-GPU node would (two shards on ONE GPU: their timings interfere, so only the plumbing is
 checked — every shown config re-measured, merged, each row measured on a named GPU), filters to the
-bf16 configs, presses ``G`` and Enter, and waits for the real workers and pytest children (candidate
+bf16 configs, presses ``R`` and Enter, and waits for the real workers and pytest children (candidate
 cuTile, baseline Triton, workbench CUPTI harness). On a node with two GPUs, ``--gpus 0,1``
 (``CUTILE_WORKBENCH_TEST_GPUS``) measures for real.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import os
-import time
 
 import pytest
+from pilot_wait import poll, settle, until
 
 
 @pytest.mark.gpu
@@ -30,20 +30,22 @@ async def test_g_reruns_the_shown_configs_over_two_shards_on_a_gpu_node() -> Non
     assert data.sharded is not None, data.sharded_unavailable
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)  # the Ratios table loaded (no run yet: every startup worker ends)
         table = app.screen.query_one(RatioTable)
         table.filter_text = "bfloat16"
-        await pilot.pause()
+        await settle(pilot)  # the filtered table rebuilt and drawn
         shown = list(table.shown_rows)
         assert len(shown) >= 2
-        await pilot.press("G")
-        await pilot.pause()
+        await pilot.press("R")  # G goes to the last row since 905cbba: R opens the sharded re-run
+        await until(pilot, lambda: isinstance(app.screen, ShardedRunScreen), "R opens the sharded panel")
         screen = app.screen
         assert isinstance(screen, ShardedRunScreen)
         await pilot.press("enter")
-        deadline = time.monotonic() + 1200
-        while screen.state != "finished" and time.monotonic() < deadline:
-            await pilot.pause(0.5)
+        # real shard workers and pytest children on the GPU, outside the app's queues: poll their end
+        # (2400 rounds of at least 0.5 s: the old 1200 s cap, in rounds)
+        await poll(
+            pilot, lambda: screen.state == "finished", "the sharded run finished", rounds=2400, step=0.5
+        )
         outcome = screen.outcome
         assert outcome is not None and not outcome.cancelled and outcome.merged_into is not None, outcome
     assert outcome.table is not None

@@ -14,6 +14,10 @@
 - :func:`until`: drain until ``predicate()`` holds (a quiet round waits for the first worker to
   finish, not for all: a state reached while a worker runs is seen). Both are bounded by a number of rounds, not by
   seconds, so a loaded box only makes them slower. Each fails naming what never happened.
+- :func:`poll`: for state OUTSIDE the app's queues (a child process started, a file a run
+  writes, the app stopped): each round checks, drains the queues, then sleeps ``step`` seconds,
+  because what is waited on lives in another process or thread that no queue of the app reports
+  on. Bounded by a number of rounds too (generous: a loaded box only makes it slower).
 - :func:`type_fast`: hand every key to the app's queue at once, as a terminal does when several
   keys arrive in one read; ``pilot.press`` lets the app go idle between keys, which hides the
   races a fast typist meets.
@@ -30,29 +34,38 @@ from textual import events
 from textual.worker import WorkerCancelled, WorkerState
 
 ROUNDS = 400  # drains of the queues: far more than any state here needs (each key takes 1-3)
+POLL_ROUNDS = 2400  # rounds of poll: at its default step at least 120 s, a cap that ends a hung test
+POLL_STEP_S = 0.05
+STOP_CHECK_S = 0.5  # how often drain looks whether a node it waits on stopped (never a result)
 
 
 async def drain(pilot: Any) -> int:
     """One round: the pending refresh made, then every queue of the app and the screen processed up
     to a callback queued now. Returns the number of messages processed meanwhile besides those."""
     app = pilot.app
+    if _stopping(app):
+        return 0
     await pilot.wait_for_animation()
     try:
         screen = app.screen
     except Exception:  # no screen (the app is quitting): nothing left to drain
         return 0
+    if _stopping(app):  # checked with no await before the posts below: a stopping app may never run them
+        return 0
     nodes = [app, *screen.walk_children(with_self=True)]
     nodes = [node for node in nodes if node.is_running and node.is_attached]
-    left = len(nodes)
+    waiting = set(range(len(nodes)))
     done = asyncio.Event()
     ours: set[int] = set()
     processed = [0]
 
-    def ran() -> None:
-        nonlocal left
-        left -= 1
-        if left <= 0:
-            done.set()
+    def ran_at(index: int) -> Callable[[], None]:
+        def ran() -> None:
+            waiting.discard(index)
+            if not waiting:
+                done.set()
+
+        return ran
 
     def seen(message: object) -> None:
         if id(message) not in ours:
@@ -61,17 +74,38 @@ async def drain(pilot: Any) -> int:
     for node in nodes:
         node.message_signal.subscribe(node, seen, immediate=True)
     try:
-        for node in nodes:
-            message = events.Callback(callback=ran)
+        for index, node in enumerate(nodes):
+            message = events.Callback(callback=ran_at(index))
             ours.add(id(message))
             if not node.post_message(message):  # closing: nothing will run there
-                ran()
-        if not done.is_set():
-            await done.wait()
+                ran_at(index)()
+        await _all_ran(done, nodes, waiting)
     finally:
         for node in nodes:
             node.message_signal.unsubscribe(node)
     return processed[0]
+
+
+def _stopping(app: Any) -> bool:
+    """The app was asked to exit (``return_code`` set) or stopped: a callback posted now may never run."""
+    return app.return_code is not None or not app.is_running
+
+
+async def _all_ran(done: asyncio.Event, nodes: list[Any], waiting: set[int]) -> None:
+    """Wait for every node's callback. A node that stopped meanwhile (the app exiting while a
+    :func:`poll` waits) never runs its callback: it counts as drained, so drain cannot hang."""
+    if done.is_set():
+        return
+    waiter = asyncio.ensure_future(done.wait())
+    try:
+        while not done.is_set():
+            await asyncio.wait({waiter}, timeout=STOP_CHECK_S)
+            for index in [i for i in waiting if not nodes[i].is_running]:
+                waiting.discard(index)
+            if not waiting:
+                return
+    finally:
+        waiter.cancel()
 
 
 async def workers_done(app: Any) -> None:
@@ -127,6 +161,33 @@ async def until(pilot: Any, predicate: Callable[[], object], what: str = "") -> 
             await _first_worker_done(pilot.app)
     if not predicate():
         raise AssertionError(f"never happened: {what or getattr(predicate, '__doc__', '') or predicate}")
+
+
+async def poll(
+    pilot: Any,
+    predicate: Callable[[], object],
+    what: str,
+    *,
+    rounds: int = POLL_ROUNDS,
+    step: float = POLL_STEP_S,
+) -> None:
+    """Wait for ``predicate()`` on state OUTSIDE the app's queues: a child process's pid file, shards
+    that started a test, a run's outcome written by a worker thread, the app having stopped.
+    :func:`until` cannot see those (it drains queues and waits on workers; a worker that never ends,
+    as a hung child's, would hold it). Each round checks ``predicate()``, drains the app's queues
+    (the app's reaction to what happened outside, and what the next lines read), then sleeps
+    ``step`` seconds: the sleep is the wait itself, since what is waited on lives in another
+    process or thread and no queue of the app says when it changed. Bounded by ``rounds``, not by
+    seconds (a loaded box only makes each round slower); fails with ``never happened: <what>``."""
+    app = pilot.app
+    for _ in range(rounds):
+        if predicate():
+            return
+        if not _stopping(app):
+            await drain(pilot)
+        await asyncio.sleep(step)
+    if not predicate():
+        raise AssertionError(f"never happened: {what}")
 
 
 async def _first_worker_done(app: Any) -> None:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pilot_wait import until
+from pilot_wait import poll, settle, until
 from tui_helpers import ScriptedRunner, make_data
 
 from cutile_workbench.artifacts.events import encode_event
@@ -67,7 +67,7 @@ def _events(params: str = PARAMS) -> list[dict[str, Any]]:
 
 
 async def _open_live(app: Any, pilot: Any) -> TimelineScreen:
-    await pilot.pause()
+    await settle(pilot)  # the Ratios table loaded and focused (no run yet: every startup worker ends)
     await pilot.press("down", "down", "down", "down")  # wrapper_alloc row
     await pilot.press("L")  # asks first (issue #34: a GPU run is confirmed)
     await until(pilot, lambda: type(app.screen).__name__ == "ConfirmModal", "the live run's confirmation")
@@ -84,7 +84,7 @@ async def test_live_run_streams_bars_results_and_progress() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_live(app, pilot)
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)  # the run's last events and its finish handled (the runner ended)
         assert runner.calls == [[PARAMS]]
         tl = screen.query_one(LaunchTimeline)
         roles = {ln.role for ln in tl.lanes}
@@ -105,17 +105,14 @@ async def test_escape_cancels_a_running_live_run() -> None:
     app = make_app(make_data(runner=runner))
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_live(app, pilot)
-        # the blocked runner's worker never completes, so wait for the state without waiting on workers
+        # the blocked runner's worker does not complete, so wait for the state without waiting on workers
         # (a cap of rounds, not a fixed pause that a loaded box may outlast)
-        for _ in range(1200):
-            if screen.live_running:
-                break
-            await pilot.pause(0.05)
+        await poll(pilot, lambda: screen.live_running, "the live run running", rounds=1200, step=0.05)
         assert screen.live_running and screen.check_action("cancel_live", ()) is True
         assert not screen.query_one("#progress").has_class("hidden")
         await pilot.press("escape")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)  # the cancelled run's end handled (its worker ended)
         assert not screen.live_running and screen.cancel_event.is_set()
         assert screen.check_action("cancel_live", ()) is False
         assert any("cancelled" in str(n.message) for n in app._notifications)
@@ -142,7 +139,7 @@ async def test_malformed_launch_event_shows_error_naming_line() -> None:
     events = read_events([encode_event("collected", ts=0.0, nodeids=["n"]), bad], source="events.jsonl")
     app = make_app(make_data(runner=ScriptedRunner(events)))  # type: ignore[arg-type]
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)  # the Ratios table loaded and focused
         await pilot.press("down", "down", "down", "down", "L")
         await until(pilot, lambda: type(app.screen).__name__ == "ConfirmModal", "the live run's confirmation")
         await pilot.press("y")
@@ -180,7 +177,7 @@ async def test_live_baseline_lane_matches_a_triton_tileir_row() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         screen = await _open_live(app, pilot)
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)  # the run's launches drawn in their lanes (the runner ended)
         lanes = {(ln.role, ln.backend) for ln in screen.query_one(LaunchTimeline).lanes}
         assert lanes == {("candidate", "cutile"), ("baseline", "triton")}
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pilot_wait import settle, until
 
 from cutile_workbench.errors import InputError
 from cutile_workbench.tui.app import make_app
@@ -68,14 +71,14 @@ async def test_app_notifies_problems_and_does_not_crash(out_root: Path) -> None:
     data = load_app_data("rms_norm", out_root=out_root, tilegym=None, env={})
     app = make_app(data)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await settle(pilot)  # started, the background IR load included, and every worker ended
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: _notified(app, "session.json", "generated_canon.mlir"), "both problems")
         msgs = [str(n.message) for n in app._notifications]
         assert any("session.json" in m for m in msgs)
         assert any("generated_canon.mlir" in m for m in msgs)  # from the background IR load
         await pilot.press("2", "3", "4", "1")
-        await pilot.pause()
+        await settle(pilot)  # every screen's load done (a crash would surface here); no run in this test
 
 
 async def test_write_e_report_through_guarded_writer(out_root: Path) -> None:
@@ -87,18 +90,32 @@ async def test_write_e_report_through_guarded_writer(out_root: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("4", "e")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, _report_planned(app), "the Report screen with E's plan")
         screen = app.screen
         assert isinstance(screen, ReportScreen) and screen.plan is not None
         assert screen.plan.ok, screen.plan.validator_output
         await pilot.press("w")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "w asks first")
         assert isinstance(app.screen, ConfirmModal)
         await pilot.press("y")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, target.exists, "the report written")  # write_plan writes atomically
     assert target.read_text().startswith("VERDICT: DONE")
     assert "geomean_ratio=0.9989" in target.read_text()
+
+
+def _notified(app: Any, *names: str) -> bool:
+    """Each of ``names`` is in a notification (read as the test reads them)."""
+    msgs = [str(n.message) for n in app._notifications]
+    return all(any(name in m for m in msgs) for name in names)
+
+
+def _report_planned(app: Any) -> Callable[[], bool]:
+    def planned() -> bool:
+        screen = app.screen
+        return isinstance(screen, ReportScreen) and screen.plan is not None
+
+    return planned
 
 
 def test_find_gpu_in_runs() -> None:
@@ -128,22 +145,26 @@ async def test_embedded_default_opens_recorded_session_read_only() -> None:
     assert "read-only" in data.read_only
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)  # the Ratios table loaded (no run started in this test)
         await pilot.press("enter")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: any(tl.lanes for tl in app.screen.query("#timeline")),
+            "Enter opens the Timeline with its lanes",
+        )
         tl = app.screen.query_one("#timeline")
         assert {ln.role for ln in tl.lanes} == {"candidate", "baseline"}  # real CUPTI captures
         await pilot.press("4", "e")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, _report_planned(app), "the Report screen with E's plan")
         screen = app.screen
         assert isinstance(screen, ReportScreen) and screen.plan is not None
         assert screen.check_action("write", ()) is True  # issue #20: the key answers, with the reason
         assert "read-only session" in str(screen.query_one("#report-status").render())
-        await pilot.press("w")
-        await pilot.pause()
         from cutile_workbench.tui.modals import ErrorModal
 
+        await pilot.press("w")
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal), "w says why it cannot write")
         assert isinstance(app.screen, ErrorModal) and "read-only" in app.screen.error_text
 
 

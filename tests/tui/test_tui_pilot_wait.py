@@ -16,7 +16,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from pilot_wait import settle, until
+from pilot_wait import drain, poll, settle, until
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Static
@@ -133,3 +133,46 @@ async def test_settle_takes_a_superseded_worker_as_finished() -> None:
         await waiting
         assert app.second_done
         assert not any(w.is_running for w in app.workers)
+
+
+async def test_poll_drains_every_round_and_returns_when_the_state_holds() -> None:
+    """Each round checks, then drains: the chain's frame-spaced steps advance only through the
+    drains' refreshes, so with ``step=0`` (a bare yield, no time to reach a frame) the rounds alone
+    bound it (30 rounds here). Checked: a poll that only slept failed ``never happened: the whole chain``."""
+    app = ChainApp()
+    async with app.run_test(size=(40, 6)) as pilot:
+        chain = app.query_one(Chain)
+        checks = [0]
+
+        def done() -> bool:
+            checks[0] += 1
+            return chain.steps_done >= STEPS
+
+        app.post_message(_key("x"))
+        await poll(pilot, done, "the whole chain", rounds=2 * STEPS, step=0)
+        assert chain.steps_done == STEPS and checks[0] <= 2 * STEPS + 1
+
+
+async def test_poll_fails_naming_what_never_happened_after_its_rounds() -> None:
+    app = ChainApp()
+    async with app.run_test(size=(40, 6)) as pilot:
+        checks = [0]
+
+        def never() -> bool:
+            checks[0] += 1
+            return False
+
+        with pytest.raises(AssertionError, match="never happened: the pid file"):
+            await poll(pilot, never, "the pid file", rounds=7, step=0)
+        assert checks[0] == 8  # 7 rounds and a last check: a number of rounds, not a time
+
+
+async def test_poll_sees_the_app_stop_and_drain_never_waits_on_a_stopped_app() -> None:
+    """The SIGHUP test waits for the app to stop: a drain must not post callbacks that a stopping
+    app never runs (they would hang it), and a drain of a stopped app returns at once. Checked: with
+    the old drain (it waited for callbacks no node would run) this test hung until killed at 30 s."""
+    app = ChainApp()
+    async with app.run_test(size=(40, 6)) as pilot:
+        app.call_later(app.exit)
+        await poll(pilot, lambda: not app.is_running, "the app stopped", step=0.01)
+        assert await drain(pilot) == 0

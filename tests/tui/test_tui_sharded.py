@@ -13,12 +13,12 @@ import dataclasses
 import json
 import os
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pilot_wait import poll, settle, until
 from scaleout_helpers import (
     FAULTS_ROLES,
     comparable_table,
@@ -102,9 +102,9 @@ def _app(session: tuple[Path, Path], tmp_path: Path, faults: str = "") -> tuple[
 
 
 async def _open_panel(app: Any, pilot: Any) -> ShardedRunScreen:
-    await pilot.pause()
+    await settle(pilot)  # the Ratios table loaded (prewarm off, no run yet: every worker ends)
     await pilot.press("R")
-    await pilot.pause()
+    await until(pilot, lambda: isinstance(app.screen, ShardedRunScreen), "R opens the sharded panel")
     screen = app.screen
     assert isinstance(screen, ShardedRunScreen)
     return screen
@@ -113,9 +113,8 @@ async def _open_panel(app: Any, pilot: Any) -> ShardedRunScreen:
 async def _start_until_both_shards_test(pilot: Any, spy: Spy) -> None:
     """Enter, then wait until each of the two shards has started a test (a hang, in these tests)."""
     await pilot.press("enter")
-    deadline = time.monotonic() + 60
-    while spy.started != {0, 1} and time.monotonic() < deadline:
-        await pilot.pause(0.2)
+    # the shards' pytest children report through a worker thread that (hung) never ends: poll
+    await poll(pilot, lambda: spy.started == {0, 1}, "both shards started a test", rounds=600, step=0.2)
     assert spy.started == {0, 1}
 
 
@@ -130,7 +129,7 @@ async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scra
         assert screen.state == "ready" and not spy.pids  # nothing runs before Enter
         await pilot.press("enter")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)  # the run's outcome shown (its worker ended)
         outcome = screen.outcome
         assert screen.state == "finished" and outcome is not None and not outcome.cancelled, outcome
         panel = screen.query_one(ShardPanel)
@@ -145,7 +144,7 @@ async def test_g_reruns_every_shown_config_over_two_slots_and_merges_into_a_scra
         status = str(screen.query_one("#sharded-status").render())
         assert "geomean" in status and "merged into" in status
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "Escape back on Ratios")
         assert isinstance(app.screen, RatiosScreen)
     # merged into a fresh scratch root: the session's own dir is untouched, E's table is the same
     scratch = outcome.merged_into
@@ -187,7 +186,7 @@ async def test_escape_cancels_every_worker_and_merges_nothing(session, tmp_path)
         await pilot.press("escape")
         assert screen.cancel_event.is_set() and screen.state in ("cancelling", "finished")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)  # the cancelled outcome shown (every worker ended)
         assert screen.outcome.cancelled and screen.outcome.rc == 2
         assert {s.state for s in screen.query_one(ShardPanel).shards} == {"cancelled"}
         assert "cancelled: every worker was stopped; nothing merged" in str(
@@ -220,10 +219,8 @@ async def test_a_dropped_ssh_session_sighup_cancels_the_run_and_leaves_the_app(s
         # never send a SIGHUP this pytest process has no handler for: it would end the test run
         assert signal.getsignal(signal.SIGHUP) not in (signal.SIG_DFL, before)
         os.kill(os.getpid(), signal.SIGHUP)
-        for _ in range(1200):  # a cap that ends a hung test; the wait is for the app to stop
-            await pilot.pause(0.1)
-            if not app.is_running:
-                break
+        # the wait is for the app to stop; a cap of rounds ends a hung test
+        await poll(pilot, lambda: not app.is_running, "SIGHUP stopped the app", rounds=1200, step=0.1)
     assert screen.cancel_event.is_set()
     assert signal.getsignal(signal.SIGHUP) == before  # restored
     assert len(spy.pids) == 4 and not still_alive(spy.pids)
@@ -233,12 +230,20 @@ async def test_g_without_a_sharded_runner_says_why(session, tmp_path):
     app, _ = _app(session, tmp_path)
     app.data.sharded = None
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await settle(pilot)  # the Ratios screen loaded
         ratios = app.screen
         # issue #20: G always answers; without a runner (fewer than 2 GPUs, no --gpus) it says so
         assert ratios.check_action("sharded_rerun", ()) is True
         await pilot.press("R")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: any(
+                "R shards the shown configs over 2 or more GPUs" in str(n.message)
+                or "no GPU visible" in str(n.message)
+                for n in app._notifications
+            ),
+            "R says why it cannot shard",
+        )
         assert any(
             "R shards the shown configs over 2 or more GPUs" in str(n.message)
             or "no GPU visible" in str(n.message)
@@ -247,7 +252,11 @@ async def test_g_without_a_sharded_runner_says_why(session, tmp_path):
         app.data.sharded_unavailable = "this workspace has no suite to re-run (open it with --tilegym DIR)"
         assert ratios.check_action("sharded_rerun", ()) is True
         await pilot.press("R")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: any("no suite to re-run" in str(n.message) for n in app._notifications),
+            "R says the workspace has no suite",
+        )
         assert isinstance(app.screen, RatiosScreen)
         assert any("no suite to re-run" in str(n.message) for n in app._notifications)
 
@@ -261,12 +270,12 @@ async def test_a_failed_collection_is_shown_not_raised(session, tmp_path):
         screen = await _open_panel(app, pilot)
         await pilot.press("enter")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)  # the failure shown (the run's worker ended)
         assert screen.state == "finished" and screen.outcome is None
         status = str(screen.query_one("#sharded-status").render())
         assert status.startswith("failed: ") and "collecting" in status and "nothing merged" in status
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "Escape back on Ratios")
         assert isinstance(app.screen, RatiosScreen)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 from checks_helpers import fake
+from pilot_wait import poll, until
 from tui_helpers import make_data
 
 from cutile_workbench.checks import childproc
@@ -259,14 +260,14 @@ async def test_escape_on_the_checks_screen_kills_the_running_child(
     app = make_app(data, prewarm=False)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("5")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ChecksScreen), "5 opens the Checks screen")
         screen = app.screen
         assert isinstance(screen, ChecksScreen)
         await pilot.press("r")
         pids = await _async_wait_for_pids(pilot, pid_file)
         assert all(_alive(p) for p in pids)
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: not screen.running, "Escape stopped the checks")
         assert not screen.running
         await app.workers.wait_for_complete()
         _assert_gone(pids)
@@ -279,12 +280,13 @@ async def test_escape_on_the_checks_screen_kills_the_running_child(
 
 
 async def _async_wait_for_pids(pilot: Any, pid_file: Path) -> list[int]:
-    deadline = time.monotonic() + 60  # a cap that ends a hung test; the wait is for the pid file
-    while time.monotonic() < deadline:
-        if pid_file.exists() and pid_file.read_text().endswith("\n"):
-            return [int(p) for p in pid_file.read_text().split()]
-        await pilot.pause(0.05)
-    raise AssertionError("the sleeping child never started")
+    def written() -> bool:
+        return pid_file.exists() and pid_file.read_text().endswith("\n")
+
+    # the pid file is written by a child process, outside the app's queues: poll it (a cap of
+    # rounds, not seconds, ends a hung test)
+    await poll(pilot, written, "the sleeping child started (its pid file written)", rounds=1200, step=0.05)
+    return [int(p) for p in pid_file.read_text().split()]
 
 
 def test_thread_safety_of_cancel_from_another_thread(tmp_path: Path, pid_file: Path) -> None:
