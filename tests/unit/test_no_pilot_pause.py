@@ -27,13 +27,8 @@ ALLOWED: dict[str, str] = {}
 
 # path relative to tests/ -> calls still to convert (shrink only; delete the entry at 0)
 NOT_YET: dict[str, int] = {
-    "gpu/test_tui_sharded_gpu.py": 4,
     "tui/test_tui_app.py": 47,
-    "tui/test_tui_live.py": 6,
-    "tui/test_tui_loaders.py": 10,
-    "tui/test_tui_sharded.py": 12,
     "tui/test_tui_triage.py": 44,
-    "unit/test_checks_cancel.py": 3,
 }
 
 
