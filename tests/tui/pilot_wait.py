@@ -18,6 +18,8 @@
   writes, the app stopped): each round checks, drains the queues, then sleeps ``step`` seconds,
   because what is waited on lives in another process or thread that no queue of the app reports
   on. Bounded by a number of rounds too (generous: a loaded box only makes it slower).
+- :func:`key_handled`: the key just pressed came back handled (``keys_pending`` back to 0): for a key
+  that must change nothing, where no new state can be named.
 - :func:`type_fast`: hand every key to the app's queue at once, as a terminal does when several
   keys arrive in one read; ``pilot.press`` lets the app go idle between keys, which hides the
   races a fast typist meets.
@@ -188,6 +190,14 @@ async def poll(
         await asyncio.sleep(step)
     if not predicate():
         raise AssertionError(f"never happened: {what}")
+
+
+async def key_handled(pilot: Any) -> None:
+    """The key just pressed came back handled, every binding it ran included: a drain lets the app
+    read it (it is then in flight), and its KeyHandled reaching the app ends ``keys_pending``. For a
+    key that must change nothing, where no new state can be named."""
+    await drain(pilot)
+    await until(pilot, lambda: getattr(pilot.app, "keys_pending", 0) == 0, "the key came back handled")
 
 
 async def _first_worker_done(app: Any) -> None:

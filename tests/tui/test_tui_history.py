@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from history_helpers import NP_4096, SP_2048, copy_matmul, matmul_with_followups, provenance, utc
-from pilot_wait import drain, until
+from pilot_wait import drain, key_handled, until
 from test_history_faces import _provenance_events
 from textual.widgets import Static
 from tui_helpers import make_data
@@ -53,13 +53,6 @@ def _history_shown(app) -> bool:  # type: ignore[no-untyped-def]
     )
 
 
-async def _key_handled(pilot) -> None:  # type: ignore[no-untyped-def]
-    """The key just pressed came back handled, every binding it ran included: a drain lets the app
-    read it (it is then in flight), and its KeyHandled reaching the app ends ``keys_pending``."""
-    await drain(pilot)
-    await until(pilot, lambda: pilot.app.keys_pending == 0, "the key came back handled")
-
-
 async def _select(pilot, app, params: str) -> None:  # type: ignore[no-untyped-def]
     await until(pilot, lambda: _ratios_shown(app), "the Ratios screen first")
     table = app.screen.query_one(RatioTable)
@@ -67,7 +60,7 @@ async def _select(pilot, app, params: str) -> None:  # type: ignore[no-untyped-d
         if table.current_row is not None and table.current_row.params == params:
             return
         await pilot.press("down")
-        await _key_handled(pilot)  # the cursor moved before it is read again
+        await key_handled(pilot)  # the cursor moved before it is read again
     raise AssertionError(f"{params} not on the Ratios screen")
 
 
@@ -152,7 +145,7 @@ async def test_runs_flags_and_provenance_of_a_series(tmp_path: Path) -> None:
         assert screen.params != SP_2048
         shown = screen.params
         await pilot.press("r")
-        await _key_handled(pilot)  # the reload started (or already ended)
+        await key_handled(pilot)  # the reload started (or already ended)
         await until(pilot, lambda: not screen.loading, "r reloads the history")
         assert screen.params == shown and data.history is not None and len(data.history.runs) == 4
     assert (tmp_path / "matmul" / "workbench" / HISTORY_FILE).is_file()

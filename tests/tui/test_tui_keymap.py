@@ -8,10 +8,9 @@ wait for the state they assert (``pilot_wait``), never for a fixed pause (issue 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-from pilot_wait import drain, until
+from pilot_wait import key_handled, until
 from textual.binding import Binding
 from tui_helpers import make_data
 
@@ -42,14 +41,6 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def _messages(app: WorkbenchApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
-
-
-async def _key_handled(pilot: Any) -> None:
-    """The key just pressed came back handled, every binding it ran included: a drain lets the app
-    read it (it is then in flight), and its KeyHandled reaching the app ends ``keys_pending``. For a
-    key that must change nothing, where no new state can be named."""
-    await drain(pilot)
-    await until(pilot, lambda: pilot.app.keys_pending == 0, "the key came back handled")
 
 
 # ---------------------------------------------------------------- discovery
@@ -195,7 +186,7 @@ async def test_a_remap_moves_the_key() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "the Ratios screen first")
         await pilot.press("4")  # the old key does nothing now
-        await _key_handled(pilot)
+        await key_handled(pilot)
         assert isinstance(app.screen, RatiosScreen)
         await pilot.press("f4")
         await until(pilot, lambda: isinstance(app.screen, ReportScreen), "F4 opens the Report")
@@ -204,7 +195,7 @@ async def test_a_remap_moves_the_key() -> None:
         await until(pilot, lambda: isinstance(app.screen, TimelineScreen), "2 opens the Timeline")
         assert isinstance(app.screen, TimelineScreen)
         await pilot.press("f1")
-        await _key_handled(pilot)
+        await key_handled(pilot)
         assert not isinstance(app.screen, HelpScreen)
         await pilot.press("f2")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "F2 opens the help")
@@ -292,7 +283,7 @@ async def test_without_the_ctrl_q_guard_textual_would_lose_quit() -> None:
         await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "the Ratios screen first")
         await pilot.press("ctrl+q")
         await until(pilot, lambda: isinstance(app.screen, HelpScreen), "Ctrl+Q opens the help")
-        await _key_handled(pilot)
+        await key_handled(pilot)
         assert not app._exit and isinstance(app.screen, HelpScreen)
 
 
