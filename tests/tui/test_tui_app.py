@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pilot_wait import until
+from pilot_wait import key_handled, settle, until
 from textual.command import CommandList, CommandPalette
+from textual.css.query import NoMatches
 from tui_helpers import ScriptedRunner, make_data
 
 from cutile_workbench.model import ReportPlan
@@ -23,10 +25,67 @@ from cutile_workbench.tui.widgets.launch_timeline import LaunchTimeline
 from cutile_workbench.tui.widgets.ratio_table import RatioTable
 
 
+def shown(app: Any, selector: str) -> str:
+    """The text a widget of the current screen renders, or "" while it is not there yet."""
+    try:
+        return str(app.screen.query_one(selector).render())
+    except NoMatches:
+        return ""
+
+
+def notified(app: Any, text: str) -> bool:
+    """A notification posted says ``text`` (read as the tests read notifications)."""
+    return any(text in str(n.message) for n in app._notifications)
+
+
+def ratios_ready(app: Any) -> bool:
+    """The Ratios screen is current, its table mounted with rows and focused (keys reach it)."""
+    screen = app.screen
+    if not isinstance(screen, RatiosScreen):
+        return False
+    tables = screen.query(RatioTable)
+    return bool(tables) and bool(tables.first().shown_rows) and app.focused is tables.first()
+
+
+def timeline_ready(app: Any) -> bool:
+    """A Timeline screen is current and its timeline holds the row's lanes."""
+    screen = app.screen
+    if not isinstance(screen, TimelineScreen):
+        return False
+    tls = screen.query(LaunchTimeline)
+    return bool(tls) and bool(tls.first().lanes)
+
+
+def timeline_of(app: Any, params: str) -> bool:
+    """The current Timeline screen shows the row whose params start with ``params``."""
+    screen = app.screen
+    return timeline_ready(app) and screen.row is not None and screen.row.params.startswith(params)
+
+
+def selected_kind(app: Any) -> str | None:
+    """The kind of the launch selected in the current screen's timeline."""
+    launch = app.screen.query_one(LaunchTimeline).selected_launch
+    return None if launch is None else launch.kind
+
+
+def irdiff_ready(app: Any) -> bool:
+    """The IR diff screen is current and its view holds the diff's hunks."""
+    screen = app.screen
+    if not isinstance(screen, IRDiffScreen):
+        return False
+    views = screen.query(IRDiffView)
+    return bool(views) and views.first().hunk_count > 0
+
+
+def plan_shown(app: Any) -> bool:
+    """The Report screen is current and holds the plan the key asked for."""
+    return isinstance(app.screen, ReportScreen) and app.screen.plan is not None
+
+
 async def test_mode_keys_switch_screens_and_ctrl_q_quits() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         assert isinstance(app.screen, RatiosScreen)
         for key, cls in (
             ("2", TimelineScreen),
@@ -35,18 +94,18 @@ async def test_mode_keys_switch_screens_and_ctrl_q_quits() -> None:
             ("1", RatiosScreen),
         ):
             await pilot.press(key)
-            await pilot.pause()
+            await until(pilot, lambda cls=cls: isinstance(app.screen, cls), f"{key} opened {cls.__name__}")
             assert isinstance(app.screen, cls), key
         await pilot.press("3")
         await pilot.press("ctrl+q")
-        await pilot.pause()
+        await until(pilot, lambda: app.return_code is not None, "ctrl+q asked the app to exit")
     assert app.return_code == 0
 
 
 async def test_header_names_kernel_gpu_source() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: "rms_norm" in shown(app, "#header"), "the header names the kernel")
         header = str(app.screen.query_one("#header").render())
         assert "rms_norm" in header and "NVIDIA H200" in header and "│ synthetic │" in header
 
@@ -54,7 +113,7 @@ async def test_header_names_kernel_gpu_source() -> None:
 async def test_ratios_sort_reverse_slow_filter_variant() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         table = app.screen.query_one(RatioTable)
         assert len(table.shown_rows) == 5
         await pilot.press("s")  # config -> variant
@@ -62,42 +121,53 @@ async def test_ratios_sort_reverse_slow_filter_variant() -> None:
         for _ in range(4):  # -> baseline, base_ms, cand_ms, ratio
             await pilot.press("s")
         assert table.sort_key == "ratio"
-        await pilot.pause()
+
+        def by_ratio() -> bool:
+            ratios = [r.ratio for r in table.shown_rows]
+            return ratios[:-1] == sorted(ratios[:-1]) and ratios[-1] is None
+
+        await until(pilot, by_ratio, "rows sorted by ratio, NA last")
         ratios = [r.ratio for r in table.shown_rows]
         assert ratios[:-1] == sorted(ratios[:-1]) and ratios[-1] is None  # NA last
         await pilot.press("r")
-        await pilot.pause()
+        await until(pilot, lambda: table.reverse, "r reversed the sort")
         assert table.reverse and table.shown_rows[0].ratio == max(r for r in ratios if r is not None)
         await pilot.press("o")
-        await pilot.pause()
+        await until(pilot, lambda: table.slow_only, "o shows slow rows only")
         assert table.slow_only
         assert {r.row_verdict for r in table.shown_rows} == {"INVESTIGATE", "NA"}
         await pilot.press("o")
         await pilot.press("slash")
-        await pilot.pause()
+        await until(
+            pilot, lambda: app.focused is not None and app.focused.id == "filter", "/ focused the filter"
+        )
         assert app.focused is not None and app.focused.id == "filter"
         await pilot.press(*"wrapper")
-        await pilot.pause()
+        await until(
+            pilot, lambda: "filter 'wrapper'" in shown(app, "#status"), "the status names the filter typed"
+        )
         assert [r.params for r in table.shown_rows] == ["wrapper_alloc-16384-2048-torch.bfloat16"]
         status = str(app.screen.query_one("#status").render())
         assert "1/5 rows" in status and "filter 'wrapper'" in status
         await pilot.press("enter")  # back to the table, filter kept
         assert app.focused is table and table.filter_text == "wrapper"
         await pilot.press("escape")
-        await pilot.pause()
+        await until(
+            pilot, lambda: table.filter_text == "" and len(table.shown_rows) == 5, "escape cleared the filter"
+        )
         assert table.filter_text == "" and len(table.shown_rows) == 5
         await pilot.press("v")  # all -> first variant tab
-        await pilot.pause()
+        await until(pilot, lambda: table.variant == "static_persistent", "v shows the first variant")
         assert table.variant == "static_persistent" and len(table.shown_rows) == 4
         await pilot.press("v")
-        await pilot.pause()
+        await until(pilot, lambda: table.variant == "wrapper_alloc", "v shows the next variant")
         assert table.variant == "wrapper_alloc" and len(table.shown_rows) == 1
 
 
 async def test_header_click_sorts() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         table = app.screen.query_one(RatioTable)
         table.sort_by("cand_ms")
         assert table.sort_key == "cand_ms" and not table.reverse
@@ -108,10 +178,10 @@ async def test_header_click_sorts() -> None:
 async def test_enter_and_t_open_timeline_of_row() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         await pilot.press("down", "down", "down", "down")  # wrapper_alloc row (sorted by config)
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: timeline_ready(app), "enter opened the row's timeline")
         screen = app.screen
         assert isinstance(screen, TimelineScreen)
         assert screen.row is not None and screen.row.params.startswith("wrapper_alloc")
@@ -120,7 +190,11 @@ async def test_enter_and_t_open_timeline_of_row() -> None:
         assert [len(ln.launches) for ln in tl.lanes[:2]] == [3, 1]
         assert tl.lanes[0].launches[0].kind == "memset"
         await pilot.press("1", "up", "t")  # the row above: configs sort numerically (4096, 8192, 16384)
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: timeline_of(app, "static_persistent-16384"),
+            "t opened the timeline of the row above",
+        )
         assert isinstance(app.screen, TimelineScreen)
         assert app.screen.row is not None and app.screen.row.params.startswith("static_persistent-16384")
 
@@ -128,9 +202,10 @@ async def test_enter_and_t_open_timeline_of_row() -> None:
 async def test_timeline_keys_zoom_pan_select_details() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         await pilot.press("down", "down", "down", "down", "enter")
-        await pilot.pause()
+        await until(pilot, lambda: timeline_ready(app), "enter opened the row's timeline")
+        await settle(pilot)  # laid out at its size: the fit below reads the plot width (no worker here)
         tl = app.screen.query_one(LaunchTimeline)
         fit, fit_origin = tl.ns_per_cell, tl.origin_ns  # "fit kernels": from just before the first launch
         assert tl.zoom_mode == "fit kernels"
@@ -145,10 +220,12 @@ async def test_timeline_keys_zoom_pan_select_details() -> None:
         await pilot.press("h")
         assert tl.origin_ns == pytest.approx(fit_origin)
         await pilot.press("tab")
-        await pilot.pause()
+        await until(pilot, lambda: selected_kind(app) == "memset", "tab selected the first launch")
         assert tl.selected_launch is not None and tl.selected_launch.kind == "memset"
         await pilot.press("tab", "tab")
-        await pilot.pause()
+        await until(
+            pilot, lambda: "grid 132x1x1" in shown(app, "#details"), "the details show the selected kernel"
+        )
         assert tl.selected_launch is not None and tl.selected_launch.name == "rms_norm_kernel_cutile"
         details = str(app.screen.query_one("#details").render())
         assert "grid 132x1x1" in details and "regs 255" in details and "smem 0+217088 B" in details
@@ -163,9 +240,9 @@ async def test_timeline_keys_zoom_pan_select_details() -> None:
 async def test_ir_diff_keys_hunks_fold_audit_jump() -> None:
     app = make_app(make_data(ir_lines=600))
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         await pilot.press("3")
-        await pilot.pause()
+        await until(pilot, lambda: irdiff_ready(app), "3 opened the IR diff with its hunks")
         view = app.screen.query_one(IRDiffView)
         assert view.hunk_count >= 3 and view.folded
         folded_len = len(view.rows)
@@ -206,7 +283,7 @@ async def test_ir_diff_keys_hunks_fold_audit_jump() -> None:
         target = next(i for i in audit.items if i.attribute == "load_view_tko")
         audit.highlighted = audit.items.index(target)
         await pilot.press("enter")
-        await pilot.pause()
+        await until(pilot, lambda: app.focused is view, "enter jumped to the diff")
         assert app.focused is view
         row = view.rows[view.cursor]
         if target.hunk is not None:  # the row jumps to its hunk
@@ -225,33 +302,33 @@ async def test_report_plan_preview_confirm_write(tmp_path: Path) -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("4", "e")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: plan_shown(app), "e showed the report plan")
         screen = app.screen
         assert isinstance(screen, ReportScreen) and screen.plan is not None and screen.plan.ok
         assert screen.check_action("write", ()) is True
         await pilot.press("v")  # rendered -> raw
-        await pilot.pause()
+        await until(pilot, lambda: screen.preview.view == "raw", "v shows the raw preview")
         assert screen.preview.view == "raw"
         await pilot.press("v")
-        await pilot.pause()
+        await until(pilot, lambda: screen.preview.view == "diff", "v shows the diff preview")
         assert screen.preview.view == "diff"
         assert "new file: reports/performance.md" in screen.preview.diff_for("reports/performance.md")
         await pilot.press("w")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "w asked to confirm")
         assert isinstance(app.screen, ConfirmModal)
         await pilot.press("n")  # explicit no: nothing written
-        await pilot.pause()
+        await until(pilot, lambda: app.screen is screen, "n closed the confirm")
         assert writes == []
         await pilot.press("w")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "w asked to confirm")
         await pilot.press("enter")  # default focus is No: Enter alone never writes
-        await pilot.pause()
+        await until(pilot, lambda: app.screen is screen, "enter closed the confirm")
         assert writes == []
         await pilot.press("w")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ConfirmModal), "w asked to confirm")
         await pilot.press("y")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: "exit=0" in shown(app, "#report-result"), "the write's result is shown")
         assert len(writes) == 1
         assert "wrote 1 file(s)" in screen.last_result
         assert "exit=0" in str(screen.query_one("#report-result").render())
@@ -263,13 +340,17 @@ async def test_report_refused_when_validation_fails(tmp_path: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("4", "f")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: plan_shown(app) and "REFUSED" in shown(app, "#report-status"),
+            "f showed the refused plan",
+        )
         screen = app.screen
         assert isinstance(screen, ReportScreen) and screen.plan is not None and not screen.plan.ok
         assert screen.check_action("write", ()) is True  # issue #20: w answers (the refusal, below)
         assert "REFUSED" in str(screen.query_one("#report-status").render())
         await pilot.press("w")
-        await pilot.pause()
+        await key_handled(pilot)  # w must open no confirm: no new state to name
         assert not isinstance(app.screen, ConfirmModal) and writes == []
         titles = [t for t, _, _ in available_commands(app, screen)]
         assert "report: write validated files…" not in titles
@@ -288,38 +369,38 @@ async def test_report_plan_error_opens_modal_naming_file(tmp_path: Path) -> None
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("4", "e")
         await app.workers.wait_for_complete()
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ErrorModal), "the plan error opened a modal")
         assert isinstance(app.screen, ErrorModal)
         assert "/x/reference/analysis.json:7" in app.screen.error_text
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, ReportScreen), "escape closed the modal")
         assert isinstance(app.screen, ReportScreen)
 
 
 async def test_f1_help_lists_screen_keys() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         await pilot.press("f1")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "f1 opened the help")
         assert isinstance(app.screen, HelpScreen)
         keys = {k for k, _, _ in app.screen.keys}
         assert {"/", "s", "o"} <= keys or {"slash", "s", "o"} <= keys
         await pilot.press("escape")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, RatiosScreen), "escape closed the help")
         assert isinstance(app.screen, RatiosScreen)
 
 
 async def test_palette_commands_follow_state() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         titles = [t for t, _, _ in available_commands(app, app.screen)]
         assert all(": " in t for t in titles)
         assert "ratios: sort by ratio" in titles
         assert "live: re-run selected config" not in titles  # no runner
         await pilot.press("ctrl+p")
-        await pilot.pause()
+        await until(pilot, lambda: isinstance(app.screen, CommandPalette), "ctrl+p opened the palette")
         assert isinstance(app.screen, CommandPalette)
         await pilot.press(*"sort by ratio")
 
@@ -332,12 +413,16 @@ async def test_palette_commands_follow_state() -> None:
 
         await until(pilot, sort_by_ratio_highlighted, "the palette highlights 'sort by ratio'")
         await pilot.press("enter")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: ratios_ready(app) and app.screen.table.sort_key == "ratio",
+            "the command sorted by ratio",
+        )
         screen = app.screen
         assert isinstance(screen, RatiosScreen) and screen.table.sort_key == "ratio"
     app2 = make_app(make_data(runner=ScriptedRunner([])))
     async with app2.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app2), "the Ratios screen shows its table")
         titles = [t for t, _, _ in available_commands(app2, app2.screen)]
         assert "live: re-run selected config" in titles
 
@@ -345,10 +430,10 @@ async def test_palette_commands_follow_state() -> None:
 async def test_live_key_without_runner_says_why() -> None:
     app = make_app(make_data())
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         assert app.screen.check_action("live_rerun", ()) is True  # issue #20: the key answers
         await pilot.press("L")
-        await pilot.pause()
+        await until(pilot, lambda: notified(app, "no GPU visible"), "L said why it cannot run")
         assert isinstance(app.screen, RatiosScreen)
         assert any("no GPU visible" in str(n.message) for n in app._notifications)
 
@@ -382,7 +467,7 @@ async def test_markup_in_user_strings_is_not_interpreted() -> None:
     data.kernel = "rms_norm[/]"
     app = make_app(data)
     async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
+        await until(pilot, lambda: ratios_ready(app), "the Ratios screen shows its table")
         table = app.screen.query_one(RatioTable)
         assert any(r.params == "[bold red]boom[/]-1-2" for r in table.shown_rows)
         assert "rms_norm[/]" in str(app.screen.query_one("#header").render())
