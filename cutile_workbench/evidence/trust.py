@@ -261,6 +261,15 @@ class TrustContext:
     names_memo: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
     space_memo: dict[str, ConfigSpace | None] = field(default_factory=dict)
     _member_digests: dict[str, str] | None = None
+    _rows: Any = None  # the per-config file (ConfigCache), opened once for every config
+
+    def row_cache(self) -> Any:
+        """The kernel's per-config trust file (opened once per context, not once per config)."""
+        if self._rows is None:
+            from cutile_workbench.artifacts.config_cache import ConfigCache
+
+            self._rows = ConfigCache.open("trust-config", self.root)
+        return self._rows
 
     def member_digest(self, params: str) -> str | None:
         """A digest of ``params``'s capture members as stored (no decoding); None: not a store."""
@@ -459,9 +468,7 @@ def _config_facts(ctx: TrustContext, params: str) -> list[SetFacts]:
 
 
 def _row_cache(ctx: TrustContext) -> Any:
-    from cutile_workbench.artifacts.config_cache import ConfigCache
-
-    return ConfigCache.open("trust-config", ctx.root)
+    return ctx.row_cache()
 
 
 def config_trust(

@@ -146,3 +146,32 @@ def test_a_lost_per_config_file_is_derived_again_not_trusted_missing(
     rc2, again = _table(kdir.parent)
     assert (rc2, again) == (rc, fresh)
     assert len(work.derived) == N and max(work.derived.values()) == 1, work.derived.most_common(2)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_header_lines_are_the_first_lines_of_the_whole_split(seed: int) -> None:
+    """SYNTHETIC texts (every line break str.splitlines knows, a CRLF cut at any offset, long and short
+    lines): the header's head lines equal the whole text's first 400 lines (it splits a prefix only)."""
+    import random
+
+    from cutile_workbench.history.importer import _head_lines
+
+    rnd = random.Random(seed)
+    breaks = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\n\n", "\r\r\n"]
+    parts = []
+    for _ in range(rnd.choice([10, 399, 400, 401, 2000, 20000])):
+        parts.append("x" * rnd.choice([0, 1, 5, 80, 300, 70000 if rnd.random() < 0.01 else 3]))
+        parts.append(rnd.choice(breaks))
+    text = "".join(parts) + rnd.choice(["", "tail"])
+    for n in (1, 399, 400, 401):
+        assert _head_lines(text, n) == text.splitlines()[:n]
+
+
+def test_the_header_lines_where_a_crlf_straddles_the_prefix() -> None:
+    """SYNTHETIC: the 400th line's CRLF split by the first prefix (its CR the prefix's last character)."""
+    from cutile_workbench.history.importer import _head_lines
+
+    text = ("a" * 160 + "\r\n") * 399 + "b" * (65535 - 399 * 162) + "\r\n" + "c\r\n" * 50
+    assert text[65535:65537] == "\r\n"
+    for n in (399, 400, 401):
+        assert _head_lines(text, n) == text.splitlines()[:n]
