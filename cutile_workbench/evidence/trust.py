@@ -261,6 +261,15 @@ class TrustContext:
     names_memo: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
     space_memo: dict[str, ConfigSpace | None] = field(default_factory=dict)
     _member_digests: dict[str, str] | None = None
+    _rows: Any = None  # the per-config file (ConfigCache), opened once for every config
+
+    def row_cache(self) -> Any:
+        """The kernel's per-config trust file (opened once per context, not once per config)."""
+        if self._rows is None:
+            from cutile_workbench.artifacts.config_cache import ConfigCache
+
+            self._rows = ConfigCache.open("trust-config", self.root)
+        return self._rows
 
     def member_digest(self, params: str) -> str | None:
         """A digest of ``params``'s capture members as stored (no decoding); None: not a store."""
@@ -459,9 +468,7 @@ def _config_facts(ctx: TrustContext, params: str) -> list[SetFacts]:
 
 
 def _row_cache(ctx: TrustContext) -> Any:
-    from cutile_workbench.artifacts.config_cache import ConfigCache
-
-    return ConfigCache.open("trust-config", ctx.root)
+    return ctx.row_cache()
 
 
 def config_trust(
@@ -475,12 +482,15 @@ def config_trust(
     """One config's trust (``ref_row``: the matched row whose reference config is wanted; default: ``row``
     when it is ``OK``); with ``cache``, kept per content of that config's own inputs (module docstring;
     ``flush=False``: the caller writes the kernel's per-config file once, after its last config)."""
-    if ref_row is None and row.status == "OK":
-        ref_row = row
-    members = ctx.member_digest(row.params) if cache else None
+    return _keyed_config_trust(row, ctx, ref_row=ref_row, cache=cache, flush=flush)[0]
+
+
+def _config_key(row: RatioRow, ref_row: RatioRow | None, ctx: TrustContext) -> str | None:
+    """The per-config entry's key (module docstring); None: the captures are no store (not cached)."""
+    members = ctx.member_digest(row.params)
     if members is None:
-        return _derive_config(row, ref_row, ctx)
-    key = hashlib.sha256(
+        return None
+    return hashlib.sha256(
         "\0".join(
             (
                 ctx.digest,
@@ -493,15 +503,26 @@ def config_trust(
             )
         ).encode()
     ).hexdigest()
+
+
+def _keyed_config_trust(
+    row: RatioRow, ctx: TrustContext, *, ref_row: RatioRow | None, cache: bool, flush: bool
+) -> tuple[ConfigTrust, str | None]:
+    """:func:`config_trust` and the key of its per-config entry (None: not cached)."""
+    if ref_row is None and row.status == "OK":
+        ref_row = row
+    key = _config_key(row, ref_row, ctx) if cache else None
+    if key is None:
+        return _derive_config(row, ref_row, ctx), None
     store = _row_cache(ctx)
     hit = store.get(row.params, key)
     if isinstance(hit, ConfigTrust):
-        return hit
+        return hit, key
     got = _derive_config(row, ref_row, ctx)
     store.put(row.params, key, got)
     if flush:
         _flush(ctx)
-    return got
+    return got, key
 
 
 def _flush(ctx: TrustContext) -> None:
@@ -520,9 +541,11 @@ def kernel_trust(
     candidate_framework: str,
     launch_sets: Sequence[LaunchSet] | None = None,
     row_cache: bool = False,
+    entry_keys: dict[str, str] | None = None,
 ) -> KernelTrust:
     """See the module docstring (``launch_sets`` given: the captures are not re-read; ``row_cache``:
-    each config's trust kept per content of its own inputs)."""
+    each config's trust kept per content of its own inputs; ``entry_keys``: filled with each config's
+    per-config entry key, left empty when some config is not kept per config)."""
     ctx = trust_context(
         ws,
         candidate_framework=candidate_framework,
@@ -537,14 +560,21 @@ def kernel_trust(
             matched[r.params] = r  # the last matched row of a config (as reference_configs_for)
     identities: dict[str, CandidateIdentity] = {}
     refs: dict[str, ReferenceConfig] = {}
+    keys: dict[str, str] | None = {} if row_cache else None
     for params, row in first.items():
-        got = config_trust(row, ctx, ref_row=matched.get(params), cache=row_cache, flush=False)
+        got, key = _keyed_config_trust(row, ctx, ref_row=matched.get(params), cache=row_cache, flush=False)
+        if key is None:
+            keys = None
+        elif keys is not None:
+            keys[params] = key
         identities[params] = got.identity
         if got.reference is not None:
             refs[params] = got.reference
     if row_cache:
         _flush(ctx)  # one write of the kernel's per-config file (only when an entry changed)
     refs = {p: refs[p] for p in matched if p in refs}  # in the table's order of matched rows
+    if entry_keys is not None and keys is not None:
+        entry_keys.update(keys)
     return KernelTrust(candidate_framework, identities, refs, ctx.wrapper_calls, ctx.notes)
 
 
@@ -610,13 +640,79 @@ def cached_kernel_trust(
         f"{r.func_key}|{r.params}|{r.status}|{r.baseline_backend}|{r.variant}" for r in table.rows
     )
     extra = f"{paths.root}\0{tilegym}\0{candidate_framework}\0{rows}"
-    return cached_derivation(
+    built: list[KernelTrust] = []
+
+    def compute() -> KernelTrust | TrustIndex:
+        keys: dict[str, str] = {}
+        trust = kernel_trust(
+            ws,
+            table,
+            candidate_framework=candidate_framework,
+            launch_sets=launch_sets,
+            row_cache=True,
+            entry_keys=keys,
+        )
+        built.append(trust)
+        if len(keys) != len(trust.identities):  # not kept per config (captures given as a list): whole
+            return trust
+        return TrustIndex(
+            candidate_framework,
+            tuple(keys.items()),
+            tuple(trust.reference_configs),
+            trust.wrapper_calls,
+            trust.notes,
+        )
+
+    got = cached_derivation(
         "trust",
         inputs,
         extra,
         _KERNEL_MODULES,
-        lambda: kernel_trust(
-            ws, table, candidate_framework=candidate_framework, launch_sets=launch_sets, row_cache=True
-        ),
+        compute,
         digest=ws.digest,  # the workspace's digests: each input read once for every key
     )
+    if built:
+        return built[0]
+    if isinstance(got, KernelTrust):
+        return got
+    whole = _from_index(got, str(paths.root))
+    if whole is not None:
+        return whole
+    # an entry the index names is gone (the per-config file pruned, removed or changed): derive again
+    # (each config from its entry where it is still there); the index stays true of the same inputs
+    return kernel_trust(
+        ws, table, candidate_framework=candidate_framework, launch_sets=launch_sets, row_cache=True
+    )
+
+
+@dataclass(frozen=True)
+class TrustIndex:
+    """The kernel-level trust entry (issue 31): which per-config entries make it, by key, not their
+    contents again — a fresh command writes each config's trust once, a re-run of one config one."""
+
+    candidate_framework: str
+    rows: tuple[tuple[str, str], ...]  # (params, its per-config entry's key), in the table's row order
+    references: tuple[str, ...]  # the configs with a reference config, in the order of matched rows
+    wrapper_calls: tuple[str, ...]
+    notes: tuple[str, ...]
+
+
+def _from_index(index: TrustIndex, root: str) -> KernelTrust | None:
+    """The :class:`KernelTrust` an index names, from the kernel's per-config file; None when an entry is
+    not there under its key."""
+    from cutile_workbench.artifacts.config_cache import ConfigCache
+
+    store = ConfigCache.open("trust-config", root)
+    identities: dict[str, CandidateIdentity] = {}
+    refs: dict[str, ReferenceConfig] = {}
+    for params, key in index.rows:
+        hit = store.get(params, key)
+        if not isinstance(hit, ConfigTrust):
+            return None
+        identities[params] = hit.identity
+        if hit.reference is not None:
+            refs[params] = hit.reference
+    if set(refs) != set(index.references):
+        return None
+    refs = {p: refs[p] for p in index.references}
+    return KernelTrust(index.candidate_framework, identities, refs, index.wrapper_calls, index.notes)

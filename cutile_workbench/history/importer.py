@@ -113,12 +113,29 @@ def _norm_setting(value: str) -> str:
     return {"True": "1", "False": "0"}.get(value, value)
 
 
+#: the lines of a log's head read for its header facts
+_HEADER_LINES = 400
+
+
+def _head_lines(text: str, n: int) -> list[str]:
+    """``text.splitlines()[:n]`` without splitting the whole text (issue 31: a 1,000-config log is
+    ~220,000 lines, split for its first 400): a prefix is split, grown until it holds more than ``n``
+    lines (so its ``n``-th line ends inside it, whatever the line break)."""
+    size = 64 * 1024
+    while size < len(text):
+        lines = text[:size].splitlines()
+        if len(lines) > n:
+            return lines[:n]
+        size *= 4
+    return text.splitlines()[:n]
+
+
 def parse_log_header(text: str) -> HeaderFacts:
     """Header facts of a raw (or sanitized) pytest log; absent facts are None."""
     facts: dict[str, Any] = {}
     settings: dict[str, str] = {}
     stamp = None
-    for line in text.splitlines()[:400]:
+    for line in _head_lines(text, _HEADER_LINES):
         if (m := _PLATFORM.match(line)) is not None:
             facts.setdefault("python", m.group(1))
             facts.setdefault("pytest", m.group(2))
