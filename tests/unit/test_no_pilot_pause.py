@@ -6,9 +6,8 @@ naming each ``pilot.pause(`` call left outside ``tests/tui/pilot_wait.py`` (the 
 why they do not use it) and outside ``ALLOWED``: the places where a pause IS the behaviour under
 test (each entry says why; none so far). Comments and docstrings are skipped: only code lines count.
 
-``NOT_YET`` is the conversion's baseline (issue #35 item 1 is under way, file by file): the count of
-calls each unconverted file still holds. It may only shrink: a file over its count, a file not
-named with any call, or a file under its count (its entry must come down with the edit) fails.
+The conversion (issue #35 item 1) is done: no file holds a call any more (the shrink-only baseline
+that tracked it, file by file, came down to empty in session 7 and was removed).
 """
 
 from __future__ import annotations
@@ -26,12 +25,6 @@ CALL = re.compile(r"\bpilot\s*\.\s*pause\s*\(")
 ALLOWED: dict[str, str] = {}
 
 # path relative to tests/ -> calls still to convert (shrink only; delete the entry at 0)
-NOT_YET: dict[str, int] = {
-    "tui/test_tui_app.py": 47,
-    "tui/test_tui_triage.py": 44,
-}
-
-
 def code_calls(text: str) -> list[int]:
     """Line numbers of ``pilot.pause(`` in code (not in comments or strings)."""
     lines: list[int] = []
@@ -60,11 +53,6 @@ def test_no_plain_pilot_pause_outside_the_helpers() -> None:
         if rel in ALLOWED:
             continue
         calls = code_calls(path.read_text(encoding="utf-8", errors="replace"))
-        if rel in NOT_YET:
-            assert len(calls) == NOT_YET[rel], (
-                f"{rel}: {len(calls)} calls, baseline {NOT_YET[rel]} (shrink it)"
-            )
-            continue
         left += [f"{rel}:{n}" for n in calls]
     assert not left, (
         f"{len(left)} pilot.pause( calls wait for time, not state (use pilot_wait.until/settle):\n"
