@@ -44,7 +44,6 @@ from textual.worker import Worker, WorkerState
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.model import RatioRow
-from cutile_workbench.tui import textual_fixes
 from cutile_workbench.tui.app_bindings import APP_BINDINGS
 from cutile_workbench.tui.commands import WorkbenchCommands
 from cutile_workbench.tui.data import AppData, IRPair
@@ -57,9 +56,6 @@ if TYPE_CHECKING:
 
     from cutile_workbench.tui.keymap import LoadedKeymap
     from cutile_workbench.tui.screens.irdiff import IRDiffScreen
-
-
-textual_fixes.apply()
 
 
 def _timeline_screen() -> Screen[None]:

@@ -13,8 +13,9 @@ without notice and breaks on the next upgrade. The scan fails on:
   subclass defines it (``Tabs._on_resize``).
 
 Our own private names (``self._shown`` of RatioTable, a helper's ``_lock``) pass. Dunders pass.
-One module is let through by name, :data:`DECLARED`: ``textual_fixes.py`` exists to patch a
-Textual 8.2.8 bug in place (its docstring: re-check on each upgrade), which public API cannot do.
+No module is let through: :data:`DECLARED` is empty since the ``Tabs._on_resize`` patch
+(``textual_fixes.py``) was removed in session 7 (the bug it hid needed the start-up pre-warm, which
+is gone: tests/tui/test_tui_teardown_resize.py). A module added there must say why in its docstring.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import cutile_workbench.tui as tui_pkg
 
 TUI = pathlib.Path(tui_pkg.__file__).parent
 #: modules whose private use is their declared purpose (a work-around of a pinned Textual's bug)
-DECLARED = frozenset({"textual_fixes.py"})
+DECLARED: frozenset[str] = frozenset()
 TEXTUAL = pathlib.Path(textual.__file__).parent
 
 
