@@ -10,6 +10,7 @@ SYNTHETIC faults selected by RUNNER_FIXTURE_FAULTS, which reaches the jobs throu
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from cutile_workbench.stages.e.report import plan_e_report
 from cutile_workbench.stages.e.validators import validate_perf_log
 
 pytestmark = pytest.mark.slurm
+#: a run's time as the reports print it (history/compat.py: "%Y-%m-%d %H:%M UTC")
+RUN_TIME = re.compile(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\b")
 ID = "test_rms_norm.py::Test_RMSNorm::test_perf[{}-torch.bfloat16]"
 OPTS = SlurmOptions(
     nodes=2,
@@ -104,7 +107,12 @@ def test_report_e_on_the_merged_layout_validates_like_the_single_run(slurm_pair)
     perf = {
         k: next(f.content for f in p.files if f.relpath == "reports/performance.md") for k, p in plans.items()
     }
-    assert perf["sharded"] == perf["single"]
+    # Each report states when ITS runs were measured (the comparability table, minute resolution):
+    # the two runs are minutes apart on a loaded box (11:45 vs 11:46 failed this test on 2026-12-03),
+    # so the times are compared as "one per run, in the same places", everything else byte for byte.
+    times = {k: RUN_TIME.findall(text) for k, text in perf.items()}
+    assert len(times["sharded"]) == len(times["single"]) > 0
+    assert RUN_TIME.sub("<time>", perf["sharded"]) == RUN_TIME.sub("<time>", perf["single"])
 
 
 def test_provenance_names_the_slurm_task_host_of_each_row(slurm_pair):
