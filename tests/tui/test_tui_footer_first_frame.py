@@ -114,3 +114,30 @@ async def test_every_screens_first_frame_shows_its_settled_keys(
             assert shown == asked[name], (name, shown, asked[name])
             if name != "HistoryScreen":  # it reads its history in a worker: keys come when it is read
                 assert shown == settled, (name, shown, settled)
+                # and no recompose followed the first frame (before: one per screen, which the
+                # first key typed waited behind)
+                assert app.screen.query_one(chrome.WorkbenchFooter).recomposes == 0, name
+
+
+@pytest.mark.asyncio
+async def test_a_click_on_a_footer_key_runs_it() -> None:
+    """As Textual's footer: a click on Help opens the help; a click on a disabled key rings the bell."""
+    from cutile_workbench.tui.modals import HelpScreen
+    from cutile_workbench.tui.widgets.key_footer import FooterKey
+
+    app = make_app(_matmul())
+    bells: list[int] = []
+    app.bell = lambda: bells.append(1)  # type: ignore[method-assign]
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        footer = app.screen.query_one(chrome.WorkbenchFooter)
+        help_key = next(k for k in footer.query(FooterKey) if k.action == "help")
+        assert await pilot.click(help_key)
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), "a click on Help opens the help")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, HelpScreen), "Esc closes the help")
+        footer = app.screen.query_one(chrome.WorkbenchFooter)
+        footer.query(FooterKey).first().enabled = False  # as a key its check_action disables
+        await pilot.click(footer.query(FooterKey).first())
+        await settle(pilot)
+        assert bells == [1]
