@@ -186,7 +186,7 @@ class WorkbenchFooter(Footer):
         if current is None or current[0] == self._composed:
             return
         self._composed, widgets = current
-        old = list(self.children)
+        old = [widget for widget in self.children if widget.display]  # (hidden: already going)
         for widget in old:
             widget.display = False
         self.remove_children(old)
