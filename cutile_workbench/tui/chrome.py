@@ -196,8 +196,13 @@ class WorkbenchFooter(Footer):
         self._check_pending = False
         if not self.is_attached or screen is not self.screen:
             return
-        if not self.app.app_focus or self.shown_keys() == self._composed:
+        if not self.app.app_focus:
             return  # (without focus Textual's footer skips it too)
+        try:
+            if self.shown_keys() == self._composed:
+                return
+        except NoMatches:  # the screen cannot tell yet (see current_keys): a later signal will
+            return
         self.recomposes += 1
         await self.recompose()
 
