@@ -10,12 +10,17 @@ else at the end.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import ActiveBinding
+from textual.css.query import NoMatches
 from textual.widget import Widget
 from textual.widgets import Footer, Static
+
+from cutile_workbench.tui.widgets.key_footer import FooterKey, footer_widgets
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -98,66 +103,115 @@ PINNED_ACTIONS = ("quit", "help")
 
 
 class WorkbenchFooter(Footer):
-    """Textual's footer with Quit and Help first (issue #34): the footer cuts what does not fit
-    from the right, and the app's keys come last in the binding chain, so at 80 and 120 columns
-    Quit and Help were the ones cut. The screen's keys follow in their usual order.
+    """The footer of every screen: this app's keys in the FIRST frame, Quit and Help first (issue #34).
 
-    Recomposed only when what it shows changed (issue #35: the slow test stage). Textual's Footer
-    recomposes on every ``bindings_updated`` signal, and a screen sends one for each focus change,
-    screen switch and ``refresh_bindings()``: a recompose removes every key and mounts and restyles
-    new ones, so a key storm spent a quarter of its CPU putting back the keys already shown. Here
-    the signals of one refresh are coalesced into one check, and the check compares what a compose
-    would show (:meth:`shown_keys`: keys, labels, enabled state, tooltips) with what the last one
-    showed; only a difference recomposes. The first signal goes through Textual's own path (it
-    marks the bindings ready), later ones recompose right away, in the refresh they were checked in."""
+    Textual's Footer composes nothing until its private ``_bindings_ready`` is set by the first
+    ``bindings_updated`` signal, one pass after the first frame, so the first frame showed an empty
+    footer and a recompose followed. This one composes its keys (:mod:`key_footer`'s widgets, the
+    same look) from ``screen.active_bindings`` (public) at compose time, and until the footer is
+    first laid out it answers a bindings signal AT ONCE (subscribed ``immediate``): the focus a
+    screen sets after its compose (Textual's auto focus, a ``set_focus`` in ``on_mount``) adds
+    the focused widget's keys before the first layout, not by a recompose after the first frame.
+
+    Quit and Help come first: the footer cuts what does not fit from the right, and the app's keys
+    come last in the binding chain, so at 80 and 120 columns Quit and Help were the ones cut. The
+    screen's keys follow in their usual order.
+
+    Recomposed only when what it shows changed (issue #35: the slow test stage). A screen sends a
+    ``bindings_updated`` signal for each focus change, screen switch and ``refresh_bindings()``: a
+    recompose removes every key and mounts and restyles new ones. Once laid out, the signals that
+    reach the footer before its next turn are coalesced into one check, which compares what a
+    compose would show (:meth:`shown_keys`: keys, labels, enabled state, tooltips) with what the
+    footer shows; only a difference recomposes."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._check_pending = False
-        #: what the last compose put on screen (None: nothing yet, or Textual's not-ready compose)
+        #: what the footer shows now (None: nothing yet: the screen could not answer at compose)
         self._composed: tuple[object, ...] | None = None
-        #: a bindings signal reached Textual's Footer, so its compose yields the keys (not nothing)
-        self._signalled = False
-        #: recomposes asked of Textual's Footer (tests count the work with it)
+        #: recomposes after a bindings change (tests count the work with it)
         self.recomposes = 0
 
-    def shown_keys(self) -> tuple[object, ...]:
+    def shown_keys(self, active: Mapping[str, ActiveBinding] | None = None) -> tuple[object, ...]:
         """What a compose shows right now, as values: for each shown binding of the screen its key,
         display, label, action, enabled state, tooltip and group, then the palette's key."""
-        screen = self.screen
+        if active is None:
+            active = self.screen.active_bindings
         keys = tuple(
             (b.key, self.app.get_key_display(b), b.description, b.action, enabled, tooltip, b.group)
-            for (_node, b, enabled, tooltip) in screen.active_bindings.values()
+            for (_node, b, enabled, tooltip) in active.values()
             if b.show
         )
         return (keys, self.show_command_palette, self.app.ENABLE_COMMAND_PALETTE, self.compact)
 
-    def bindings_changed(self, screen: Screen[object]) -> None:
-        if self._check_pending or not self.is_attached or screen is not self.screen:
-            return
-        self._check_pending = True  # one check for every signal until the next refresh
-        self.call_after_refresh(self._recompose_if_changed, screen)
-
-    async def _recompose_if_changed(self, screen: Screen[object]) -> None:
-        self._check_pending = False
-        if not self.is_attached or screen is not self.screen:
-            return
-        if not self._signalled:  # the first: Textual's own path marks the bindings ready, recomposes
-            self._signalled = True
-            self.recomposes += 1
-            super().bindings_changed(screen)
-            return
-        if not self.app.app_focus or self.shown_keys() == self._composed:
-            return  # (without focus Textual's footer skips it too)
-        self.recomposes += 1
-        await self.recompose()
-
-    def compose(self) -> ComposeResult:
-        keys = list(super().compose())
-        self._composed = self.shown_keys() if self._signalled else None
+    def current_keys(self) -> tuple[tuple[object, ...], list[Widget]] | None:
+        """What the footer should show now and its widgets, Quit and Help first; None while the
+        screen cannot tell yet (its ``check_action`` asks for a widget its compose has not mounted)."""
+        try:
+            active = self.screen.active_bindings
+        except NoMatches:
+            return None
+        widgets = footer_widgets(self, active)
 
         def rank(widget: Widget) -> int:
             action = getattr(widget, "action", None)  # a FooterKey's (the palette key has one too)
             return PINNED_ACTIONS.index(action) if action in PINNED_ACTIONS else len(PINNED_ACTIONS)
 
-        yield from sorted(keys, key=rank)  # stable: the rest keep their order
+        return self.shown_keys(active), sorted(widgets, key=rank)  # stable: the rest keep their order
+
+    def on_mount(self) -> None:
+        # Footer.on_mount (run after this one) subscribes bindings_changed, which is left a no-op
+        self.screen.bindings_updated_signal.subscribe(self, self.keys_changed, immediate=True)
+
+    def bindings_changed(self, screen: Screen[object]) -> None:
+        """Textual's deferred path: :meth:`keys_changed` (immediate) answers every signal instead."""
+
+    def keys_changed(self, screen: Screen[object]) -> None:
+        """A bindings signal, answered in the publisher's call: before the first layout the keys
+        are put right here, so the first frame has them; after, one check at the footer's turn."""
+        if not self.is_attached or screen is not self.screen:
+            return
+        if self.size.area == 0:  # not laid out yet (or hidden): no frame shows it, put it right now
+            self.replace_keys_now()
+            return
+        if self._check_pending:
+            return
+        self._check_pending = True  # one check for every signal until the footer's next turn
+        self.call_next(self._recompose_if_changed, screen)
+
+    def replace_keys_now(self) -> None:
+        """Show the current keys at once: the old key widgets hidden and removed, the new ones
+        mounted (in the DOM when this returns; their removal and start finish later)."""
+        current = self.current_keys()
+        if current is None or current[0] == self._composed:
+            return
+        self._composed, widgets = current
+        old = [widget for widget in self.children if widget.display]  # (hidden: already going)
+        for widget in old:
+            widget.display = False
+        self.remove_children(old)
+        self.mount_all(widgets)
+
+    async def _recompose_if_changed(self, screen: Screen[object]) -> None:
+        self._check_pending = False
+        if not self.is_attached or screen is not self.screen:
+            return
+        if not self.app.app_focus:
+            return  # (without focus Textual's footer skips it too)
+        try:
+            if self.shown_keys() == self._composed:
+                return
+        except NoMatches:  # the screen cannot tell yet (see current_keys): a later signal will
+            return
+        self.recomposes += 1
+        await self.recompose()
+
+    def compose(self) -> ComposeResult:
+        current = self.current_keys()
+        self._composed = None if current is None else current[0]
+        if current is not None:
+            yield from current[1]
+
+    def watch_compact(self, compact: bool) -> None:
+        for key in self.query(FooterKey):
+            key.compact = compact

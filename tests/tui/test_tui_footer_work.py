@@ -22,13 +22,15 @@ from test_tui_key_storm import SIZES, _burst, _data, _mode_screens
 from cutile_workbench.tui import chrome
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.screens.ratios import RatiosScreen
+from cutile_workbench.tui.widgets.key_footer import FooterKey
 
 
 def _shown(footer: chrome.WorkbenchFooter) -> list[tuple[str, str, str, bool, object]]:
     """What the footer shows: each key's action, key, label, enabled state, tooltip, in order."""
     return [  # a FooterKey shows "disabled" by its class (Widget.disabled stays False)
         (k.action, k.key_display, k.description, k.has_class("-disabled"), k.tooltip)
-        for k in footer.query("FooterKey")  # by type name: FooterKey is not exported
+        for k in footer.query(FooterKey)  # the workbench's own key widget (issue #34)
+        if k.display  # keys replaced before the first layout are hidden until they are removed
     ]
 
 
