@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from pilot_wait import settle, until
 from textual.widgets import Footer, Input
-from textual.widgets._footer import FooterKey
 
 from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.catalog import known_bindings
@@ -25,6 +24,7 @@ from cutile_workbench.tui.commands import available_commands
 from cutile_workbench.tui.loaders import load_app_data
 from cutile_workbench.tui.modals import HelpScreen
 from cutile_workbench.tui.screens.ratios import RatiosScreen
+from cutile_workbench.tui.widgets.key_footer import FooterKey
 from cutile_workbench.tui.widgets.ratio_table import RatioTable
 
 
