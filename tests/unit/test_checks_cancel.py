@@ -271,6 +271,10 @@ async def test_escape_on_the_checks_screen_kills_the_running_child(
         assert not screen.running
         await app.workers.wait_for_complete()
         _assert_gone(pids)
+        # A cancelled thread worker counts as complete at once, while its thread is still returning
+        # from gather_checks: wait for the result it appends (results was [] under load in r3 of the
+        # 2026-12-03 load proof), then read it.
+        await poll(pilot, lambda: results, "gather_checks returned its cancelled result")
         assert (
             results and results[0].cancelled and kills == [CANCEL_GRACE_S]
         )  # the cancel path, not a timeout
