@@ -68,6 +68,9 @@ _TAIL_WORD_RE = re.compile(rf"\s(?P<word>{_WORD_ALT})(?:\s+\[\s*\d+%\])?\s*$")
 # xdist "[gw0] [ 50%] PASSED nodeid" and summary "FAILED nodeid - msg" / "PASSED nodeid"
 _WORD_FIRST_RE = re.compile(rf"^(?:\[gw\d+\]\s+(?:\[\s*\d+%\]\s+)?)?(?P<word>{_WORD_ALT})\s+(?P<rest>\S.*)$")
 _NODEID_START_RE = re.compile(r"^[^\s\[\]]+\.py(?:::|\s|$)")
+#: a status line holds a status word or a node id (``.py``): a line with neither is none (one C-level
+#: search instead of the four patterns below; at 1,000 configs the logs' 200,000 output lines)
+_MAY_BE_STATUS_RE = re.compile(rf"{_WORD_ALT}|\.py")
 
 _OUTCOME_OF = {
     "PASSED": "passed",
@@ -194,7 +197,7 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
             st.problem(f"line of {len(line)} characters skipped (limit {MAX_LINE_CHARS})", lineno)
             continue
         stripped = line.strip()
-        if is_marker_line(line):
+        if MARKER in line and _MARKER_RE.search(line) is not None:  # is_marker_line, inlined: every line
             if block is not None:
                 _truncated(st, block, f"record block has no terminator (next block at line {lineno})")
             block = _Block(start=lineno)
@@ -207,8 +210,9 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
             else:
                 _block_line(block, stripped, lineno)
             continue
-        # ---- outside blocks: test status lines and orphan repr lines
-        found = _status_line(stripped, pending)
+        # ---- outside blocks: test status lines and orphan repr lines (each looked for only where the
+        # line holds what it needs: most lines are the tests' own output)
+        found = _status_line(stripped, pending) if _MAY_BE_STATUS_RE.search(stripped) else None
         if found is not None:
             nodeid, word, reason = found
             if nodeid is not None and word is None:
@@ -222,10 +226,12 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
                 if pending is not None and pending[0] == nodeid:
                     pending = None
                 continue
+        if last_nodeid is None or "'median'" not in stripped:
+            continue
         m = _REPR_RE.match(stripped)
         # Only a repr that looks like a benchmark record (has a median) counts as an orphan
         # record; other "Name: {...} ms" log lines are left alone.
-        if m and last_nodeid is not None and "'median'" in m.group("val"):
+        if m and "'median'" in m.group("val"):
             orphan = _Block(
                 start=lineno,
                 nodeid=last_nodeid,
@@ -269,6 +275,16 @@ def _split_nodeid_prefix(text: str) -> tuple[str, str] | None:
 
 def _status_line(stripped: str, pending: tuple[str, int] | None) -> tuple[str | None, str | None, str] | None:
     """Recognize one pytest status line; returns (nodeid, word, reason) or None."""
+    if not stripped or _MAY_BE_STATUS_RE.search(stripped) is None:
+        return None
+    return _status_line_patterns(stripped, pending)
+
+
+def _status_line_patterns(
+    stripped: str, pending: tuple[str, int] | None
+) -> tuple[str | None, str | None, str] | None:
+    """:func:`_status_line` without its prefilter: every pattern tried (the tests check that a line
+    the prefilter passes over is one this returns None for)."""
     if not stripped:
         return None
     m = _LONE_WORD_RE.match(stripped)
@@ -738,10 +754,30 @@ def _kernel_times(
     return tuple(out)
 
 
+_JUST_FLOAT = {float}
+
+
 def _samples(st: _State, stats: Mapping[str, Any], where: str, line: int | None) -> tuple[float, ...] | None:
     samples = stats.get("samples")
     if samples is None:
         return None
+    # The common case at C speed: only floats (exact types: bool is refused), whose sum is finite (so
+    # none is inf or NaN, and min/max compare them all), within [0, MAX_VALUE]. Anything else takes
+    # the exact check below (an overflowing sum of finite values included), so both give one answer.
+    if (
+        type(samples) is list
+        and samples
+        and set(map(type, samples)) == _JUST_FLOAT
+        and math.isfinite(sum(samples))
+        and min(samples) >= 0
+        and max(samples) <= MAX_VALUE
+    ):
+        return tuple(samples)
+    return _samples_exact(st, samples, where, line)
+
+
+def _samples_exact(st: _State, samples: Any, where: str, line: int | None) -> tuple[float, ...] | None:
+    """:func:`_samples`' rule item by item (its fast path must give the same answer: tested)."""
     # exact type checks (bool is an int subclass and is refused); map() keeps long lists cheap
     # in_physical_range compares exactly, so a 400-digit integer is refused before float() could overflow
     if isinstance(samples, list) and all(
