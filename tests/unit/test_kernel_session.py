@@ -180,3 +180,23 @@ def test_on_a_cold_cache_too_each_log_is_parsed_once(
             assert _cli(argv[0], "matmul", "--out-root", str(out_root)) == 0
     assert counts["load_e_table"] <= 1, counts
     assert counts[f"parse {CAND}"] == 1 and counts[f"parse {BASE}"] == 1, counts
+
+
+def test_a_quick_table_leaves_the_row_records_underived_and_the_default_table_keys_them(
+    out_root: Path,
+) -> None:
+    """Issue 31 item 3: the quick first screen (``table(n_boot=0)`` and the candidate backend) derives
+    no row records (their first derivation encodes every record into the cache: ~1 s at 1,000
+    configs); once the default table is built, what is keyed on an E table (the row records' cache
+    entry) is keyed on the default one, the one the CLI finds, though ``n_boot=0``'s came first."""
+    from cutile_workbench.services.session import open_session
+
+    session = open_session("matmul", out_root=out_root, tilegym=None, env={}, strict=False, require_dir=False)
+    session.table(n_boot=0)
+    assert session.candidate_backend() == "cutile-rs"
+    assert "row_records" not in {k for k, _ in session._facts()}
+    default = session.e_table()
+    assert session.any_e_table() is default
+    session.forget_table(n_boot=0)
+    assert {k for k, _ in session._facts() if isinstance(k, tuple)} >= {("e_table", 0, 2000)}
+    assert not any(isinstance(k, tuple) and k[1:] == (0, 0) for k, _ in session._facts())

@@ -105,6 +105,13 @@ class KernelSession:
         with self._lock:
             return list(self._memo.items())
 
+    def forget_table(self, *, seed: int = 0, n_boot: int) -> None:
+        """Drop the (seed, n_boot) table and its E table: the quick first screen's ``n_boot=0`` one once
+        the whole session's is in (each holds its own read of the candidate log's text)."""
+        with self._lock:
+            self._memo.pop(("e_table", seed, n_boot), None)
+            self._memo.pop(("table", seed, n_boot), None)
+
     def forget(self, *keys: str) -> None:
         """Drop the named facts (a command that just wrote their file reads it again: ``probes`` after
         filing a probe); nothing else is recomputed."""
@@ -134,9 +141,15 @@ class KernelSession:
         )
 
     def any_e_table(self) -> ETable:
-        """An E table already built in this session (any seed), else the default one: for facts that
-        depend on the logs only (the candidate log, its frameworks), not on the bootstrap."""
-        for key, (ok, value) in self._facts():
+        """An E table already built in this session (the default one first, then any seed), else the
+        default one: for facts that depend on the logs only (the candidate log, its frameworks), not on
+        the bootstrap. The default first: what is keyed on the table's key (the row records' cache
+        entry) is then the one every face finds, though a quick first screen built ``n_boot=0``'s first."""
+        facts = self._facts()
+        for key, (ok, value) in facts:
+            if ok and key == ("e_table", 0, 2000):
+                return cast("ETable", value)
+        for key, (ok, value) in facts:
             if ok and isinstance(key, tuple) and key[0] == "e_table":
                 return cast("ETable", value)
         return self.e_table()
@@ -159,9 +172,17 @@ class KernelSession:
         """The candidate backend in the one order every face uses (:mod:`cutile_workbench.artifacts.candidate`)."""
         from cutile_workbench.artifacts.candidate import resolve_candidate_backend
 
+        def frameworks() -> PerfLog | tuple[str, ...]:
+            # the candidate log when this process parsed it already (the quick first screen: not the
+            # row records, whose first derivation encodes every record into the cache, ~1 s at 1,000
+            # configs), else the row records' (cached: no parse); the same frameworks in log order
+            for key, (ok, value) in self._facts():
+                if ok and isinstance(key, tuple) and key[0] == "e_table" and value.loaded_logs():
+                    return cast("ETable", value).candidate
+            return self.row_records().frameworks
+
         return self._once(
-            "candidate_backend",
-            lambda: resolve_candidate_backend(self.session_meta(), self.row_records().frameworks),
+            "candidate_backend", lambda: resolve_candidate_backend(self.session_meta(), frameworks())
         )
 
     def row_records(self) -> RowRecords:
