@@ -21,8 +21,10 @@ store) and a warm one.
 
 Each measurement is one fresh process (``python -c`` → ``cutile_workbench.cli.main(argv)``, stdout discarded):
 wall = process start to exit, CPU = the child's user+system time (steadier than wall on a loaded box),
-peak RSS = the child's ``VmHWM``. ``tui`` = ``load_app_data`` + the
-Ratios screen's first frame (160x48). Medians of ``--reps`` per cell, all commands of one N run
+peak RSS = the child's ``VmHWM``. ``tui`` = what ``run_app`` does (the quick first screen of
+``loaders.quick_app_data`` where the tree has it, else ``load_app_data``) + the Ratios screen's first
+frame (160x48): ``first_paint_s`` = process start to the ratios on screen, ``loaded_s`` = to the whole
+session shown (the same instant for a tree that loads everything first). Medians of ``--reps`` per cell, all commands of one N run
 interleaved (rep by rep) so the box's load hits them alike. Growth: the least-squares exponent k of
 wall ≈ c·N^k over the sizes measured. Raw data → ``--out`` (JSON).
 """
@@ -86,19 +88,26 @@ elif spec["kind"] == "cli":
         out["rc"] = main(spec["argv"])
     out["stderr_tail"] = err.getvalue()[-300:]
     report()
-else:  # tui: load + first frame of the Ratios screen
+else:  # tui: what run_app does: load (the quick first screen where the tree has it) + first frame
     import asyncio
     async def run():
-        from cutile_workbench.tui.loaders import load_app_data
+        from cutile_workbench.tui import loaders
         from cutile_workbench.tui.app import make_app
         from pathlib import Path
-        data = load_app_data("matmul", out_root=Path(spec["root"]), tilegym=None, env={})
+        root = Path(spec["root"])
+        quick = getattr(loaders, "quick_app_data", None)  # absent in trees before the progressive open
+        data = (quick("matmul", out_root=root, tilegym=None, env={}) if quick else None) or loaders.load_app_data(
+            "matmul", out_root=root, tilegym=None, env={})
+        out["progressive"] = getattr(data, "full_loader", None) is not None
         app = make_app(data)
         async with app.run_test(size=(160, 48)):
             while app.first_paint_at is None:
                 await asyncio.sleep(0.001)
-            out["first_paint_s"] = app.first_paint_at - T0
+            out["first_paint_s"] = app.first_paint_at - T0  # the ratios on screen
             out["rows"] = len(data.table.rows) if data.table else 0
+            while getattr(app, "session_loading", False):  # the rest of the session in (its worker)
+                await asyncio.sleep(0.005)
+            out["loaded_s"] = time.perf_counter() - T0  # everything shown (= first_paint_s before)
             out["rc"] = 0
             report()
             os._exit(0)  # measured: the app's teardown is not part of the first paint
@@ -420,10 +429,15 @@ def print_cases(n: int, got: dict) -> None:
                 cpu = _cpu(cases[case])
                 rss = max((r.get("maxrss_mib", 0) for r in cases[case]), default=0)
                 fails = [r for r in cases[case] if "failed" in r or r.get("rc") not in (0, 1)]
+                paint = ""
+                if name == "tui" and not fails and cpu is not None:  # walls: the ratios, then the rest
+                    shown = statistics.median(r["first_paint_s"] for r in cases[case])
+                    loaded = statistics.median(r.get("loaded_s", r["first_paint_s"]) for r in cases[case])
+                    paint = f", ratios shown {shown:.2f} s wall, all {loaded:.2f} s"
                 parts.append(
                     "FAILED"
                     if fails or cpu is None
-                    else f"{case} {cpu:.2f} s ({cpu / floor:.1f}x) {rss:.0f} MiB"
+                    else f"{case} {cpu:.2f} s ({cpu / floor:.1f}x) {rss:.0f} MiB{paint}"
                 )
             print(f"  {name} [{tree}]: " + " | ".join(parts), flush=True)
 

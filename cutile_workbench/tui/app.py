@@ -22,6 +22,12 @@ Contract:
   (the next goes to the screen once the one before is done and the screen it switched to has been
   shown; :meth:`WorkbenchApp.on_event`), and a screen key takes the config under the cursor of the
   screen it was typed on (:meth:`WorkbenchApp.sync_selection`). Keys held when the app quits are dropped.
+- Progressive open (issue 31 item 3): :func:`run_app` paints from ``loaders.quick_app_data`` (every
+  row's medians and ratio, the columns still to come marked pending) and the app loads the rest of
+  the session (``AppData.full_loader``) in a thread worker after the first frame; keys typed
+  meanwhile are held and run, in order, against the whole session once it is in (``q`` and Ctrl+Q
+  quit at once); a failed load is stated (notification, the Ratios problems line) and the quick
+  rows stay, their pending columns left out.
 """
 
 from __future__ import annotations
@@ -90,6 +96,18 @@ def _history_screen() -> Screen[None]:
     return HistoryScreen()
 
 
+class SessionLoaded(Message):
+    """Posted from the session-load worker: the whole session's data (issue 31 item 3)."""
+
+    def __init__(self, data: AppData) -> None:
+        super().__init__()
+        self.data = data
+
+
+#: keys that act at once while the session loads (every other key waits for it)
+QUIT_KEYS = frozenset({"ctrl+q", "ctrl+c", "q"})
+
+
 class KeyHandled(Message):
     """Posted right behind a key, to the widget the key went to: it takes the key's way up (widget,
     its parents, the screen, the app; each queue keeps its order), so when it reaches the app the
@@ -153,6 +171,8 @@ class WorkbenchApp(App[int]):
         self._key_serial = itertools.count(1)
         self._key_in_flight: tuple[int, Widget] | None = None
         self._screen_pending = False
+        #: the whole session is being loaded behind the quick first screen (AppData.full_loader)
+        self.session_loading = data.full_loader is not None
 
     def on_mount(self) -> None:
         if self.user_keymap is not None:
@@ -167,7 +187,8 @@ class WorkbenchApp(App[int]):
                 )
         # The one gc.freeze (process-wide): the loaded session lives as long as the app, so it
         # leaves the cyclic GC's scans before any screen builds from it (BENCHMARKS §13, A/B).
-        gc.freeze()
+        if not self.session_loading:  # else once the whole session is in (on_session_loaded)
+            self._freeze_session(collect=False)
         self.switch_mode(self.initial_mode)
         self.ir_loading = self.data.ir_loader is not None
         for problem in self.data.problems:
@@ -182,8 +203,82 @@ class WorkbenchApp(App[int]):
         worker. Nothing else runs on the UI thread: the other screens are built when first shown
         (Textual's modes), each loading what it needs in its own worker behind a visible state."""
         self.first_paint_at = time.perf_counter()
+        if self.session_loading:
+            self.load_session()
+        elif self.data.ir_loader is not None:
+            self.load_ir()
+
+    @work(
+        thread=True,
+        exclusive=True,
+        exit_on_error=False,
+        group="session-load",
+        description="loading the session",
+    )
+    def load_session(self) -> None:
+        loader = self.data.full_loader
+        assert loader is not None
+        self.post_message(SessionLoaded(loader()))  # post_message is thread-safe
+
+    async def on_session_loaded(self, message: SessionLoaded) -> None:
+        message.stop()
+        told = {str(problem) for problem in self.data.problems}  # the quick screen's, notified at mount
+        self.data = message.data
+        await self._session_ready()
+        # The quick screen's widgets and data are garbage now (cycles among widgets): collected,
+        # then the whole session frozen as on_mount does for data loaded at once; after the frame
+        self.call_after_refresh(self._freeze_session, True)
+        for problem in self.data.problems:
+            if str(problem) in told:
+                continue
+            self.notify(
+                Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False
+            )
+        self.ir_loading = self.data.ir_loader is not None
         if self.data.ir_loader is not None:
             self.load_ir()
+
+    @staticmethod
+    def _freeze_session(collect: bool) -> None:
+        """The one ``gc.freeze`` (process-wide): the loaded session lives as long as the app, so it
+        leaves the cyclic GC's scans (BENCHMARKS §13, A/B); ``collect`` first when a quick first
+        screen's widgets and data have just become garbage (frozen, they would never be freed)."""
+        if collect:
+            gc.collect()
+        gc.freeze()
+
+    async def _session_ready(self) -> None:
+        """Every screen built so far is built again from :attr:`data`, then the held keys go."""
+        self.session_loading = False
+        for screen in self.mode_screens().values():
+            if isinstance(screen, WorkbenchScreen) and screen.is_attached:
+                await screen.data_reloaded()
+        await self._release_keys()
+
+    async def _session_failed(self, error: BaseException) -> None:
+        """The full load raised: the quick rows stay, their pending columns left out, and why is stated
+        where they would be (the Ratios problems line) and as a notification."""
+        from dataclasses import replace
+
+        problem = (
+            error if isinstance(error, WorkbenchError) else WorkbenchError(f"{type(error).__name__}: {error}")
+        )
+        what = "CI, identity, SOL, launches and conditions not loaded"
+        self.data = replace(
+            self.data,
+            pending=frozenset(),
+            full_loader=None,
+            problems=[*self.data.problems, problem],
+            narrowed=[*self.data.narrowed, ("ratios", what, problem)],
+        )
+        self.notify(
+            f"{what}: {problem}",
+            title="Loading the session failed",
+            severity="error",
+            timeout=30,
+            markup=False,
+        )
+        await self._session_ready()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="ir-load", description="loading IR pairs")
     def load_ir(self) -> None:
@@ -200,7 +295,11 @@ class WorkbenchApp(App[int]):
         if screen is not None and screen.is_mounted:  # opened while loading: show the pairs now
             screen.show_pair(screen.selected_pair_index())
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+    async def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "session-load" and event.state == WorkerState.ERROR:
+            error = event.worker.error
+            await self._session_failed(error if error is not None else RuntimeError("unknown error"))
+            return
         if event.worker.group == "ir-load" and event.state == WorkerState.ERROR:
             self.ir_loading = False
             screen = self.irdiff_screen
@@ -233,7 +332,7 @@ class WorkbenchApp(App[int]):
         flight = self._key_in_flight
         if flight is not None and not flight[1].is_attached:
             self._key_in_flight = flight = None  # removed with the key queued at it: nothing comes back
-        return flight is not None or self._screen_pending
+        return flight is not None or self._screen_pending or self.session_loading
 
     async def _deliver(self, key: events.Key) -> None:
         """Textual's own handling of a typed key (priority bindings, then the focused widget), with a
@@ -292,6 +391,9 @@ class WorkbenchApp(App[int]):
                 focused.insert_text_at_cursor(event.character)
                 return
         if isinstance(event, events.Key) and not event.is_forwarded:
+            if self.session_loading and event.key in QUIT_KEYS:
+                await self._deliver(event)  # quitting needs nothing of the session
+                return
             if self._held_keys or self._keys_wait():
                 self._held_keys.append(event)
             else:
@@ -442,10 +544,13 @@ def run_app(
     ``keymap`` is ``--keymap FILE``; without it ``$CUTILE_WORKBENCH_KEYMAP`` or the default file is read.
     ``gpus`` is ``--gpus``: the GPU slots of the sharded re-run (``R`` on Ratios; a bad one exits 2)."""
     from cutile_workbench.tui.keymap import load_keymap
-    from cutile_workbench.tui.loaders import load_app_data
+    from cutile_workbench.tui.loaders import load_app_data, quick_app_data
 
     try:
-        data = load_app_data(kernel, out_root=out_root, tilegym=tilegym, gpus=gpus)
+        # the ratios first (medians and ratios), the rest in a worker after the first frame (issue 31)
+        data = quick_app_data(kernel, out_root=out_root, tilegym=tilegym, gpus=gpus) or load_app_data(
+            kernel, out_root=out_root, tilegym=tilegym, gpus=gpus
+        )
     except WorkbenchError as e:
         print(f"cutile-workbench: {e}", file=sys.stderr)
         return e.exit_code

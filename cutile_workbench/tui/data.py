@@ -146,6 +146,13 @@ class AppData:
     #: issue 18: who ran each row (candidate identity, ``trust.mark(params)``) and the config the reference
     #: ran (``trust.reference_configs``), from ``services.stage_e.trust``; None = not computed here
     trust: KernelTrust | None = None
+    # --- issue 31 item 3: the first screen paints from what is cheap, the rest fills in from a worker
+    #: the Ratios columns whose values are still being computed (``ci``, ``id``, ``sol``): their cells
+    #: say "pending" (never "—", which reads as "none") until :attr:`full_loader`'s data replaces this
+    pending: frozenset[str] = frozenset()
+    #: the whole session's data (this one's session object, so nothing is read twice), run by the app
+    #: in a thread worker after the first frame; None = this data is already the whole session's
+    full_loader: Callable[[], AppData] | None = None
 
     def command(self, *words: str) -> str:
         """A ``cutile-workbench`` line a screen prints as advice: ``words``, then :attr:`locator`, quoted."""

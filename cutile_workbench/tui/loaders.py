@@ -18,7 +18,7 @@ from typing import Any
 
 from cutile_workbench.errors import Blocked, InputError, WorkbenchError
 from cutile_workbench.model import ReportPlan
-from cutile_workbench.services.session import Workspace, ignored_inputs, open_session
+from cutile_workbench.services.session import KernelSession, Workspace, ignored_inputs, open_session
 from cutile_workbench.tui.data import AppData, IRPair, read_existing_files
 
 
@@ -70,19 +70,50 @@ def _write_report(ws: Workspace) -> Callable[[ReportPlan], Any]:
     return write
 
 
-def load_app_data(
+#: the Ratios columns the quick first screen leaves to the full load (:attr:`AppData.pending`)
+QUICK_PENDING = frozenset({"ci", "id", "sol"})
+
+
+def quick_app_data(
     kernel: str,
     *,
     out_root: Path | None,
     tilegym: Path | None,
     env: Mapping[str, str] = os.environ,
     gpus: str | None = None,
-) -> AppData:
-    """``gpus``: the app's ``--gpus`` (a bad selection raises InputError, as the CLI's does)."""
-    # one session for everything the app shows: each input read once, each fact computed once
+) -> AppData | None:
+    """What the first screen paints (issue 31 item 3): every row's medians and ratio (the logs parsed
+    and matched, no bootstrap, no capture read: ``ratio_table(n_boot=0)``), with ``pending`` naming the
+    columns still to come and ``full_loader`` the rest of the session — :func:`load_app_data` on this
+    same session object, so no input is read or parsed twice. None where the quick path does not
+    apply and the caller loads everything at once: no ratio table can be built (no candidate log, a
+    malformed one: the full load states why) or ``gpus`` is given (a bad ``--gpus`` must exit 2
+    before the app opens). Raises as :func:`load_app_data` when the workspace cannot be opened."""
+    if gpus is not None:
+        return None
     session = open_session(
         kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False, require_dir=False
     )
+    from cutile_workbench.services.stage_e import candidate_backend, ratio_table
+
+    try:
+        table = ratio_table(session, n_boot=0)
+        backend = candidate_backend(session)
+    except WorkbenchError:
+        return None
+    data = _base_app_data(kernel, session)
+    data.table = table
+    data.candidate_backend = backend or data.candidate_backend
+    data.pending = QUICK_PENDING
+    data.full_loader = partial(
+        load_app_data, kernel, out_root=out_root, tilegym=tilegym, env=env, gpus=gpus, session=session
+    )
+    return data
+
+
+def _base_app_data(kernel: str, session: KernelSession) -> AppData:
+    """The facts read before any table: the workspace's gaps, session.json, the source, the locator,
+    the inputs left out, and whether writing is allowed here."""
     ws = session.ws
     problems: list[WorkbenchError] = []
     for gap in ws.gaps:
@@ -109,12 +140,43 @@ def load_app_data(
         ignored=ignored_inputs(ws),
         locator=ws.locator,
     )
+    from cutile_workbench.services.stage_e import inside_recorded_sessions
+
+    if ws.source == "recorded" or inside_recorded_sessions(ws.paths.root):  # the CLI's read_only_reason
+        data.read_only = (
+            "this is the recorded session shipped in the package (read-only): copy "
+            f"{ws.paths.root} to a dir of yours and open it with --out-root"
+        )
+    return data
+
+
+def load_app_data(
+    kernel: str,
+    *,
+    out_root: Path | None,
+    tilegym: Path | None,
+    env: Mapping[str, str] = os.environ,
+    gpus: str | None = None,
+    session: KernelSession | None = None,
+) -> AppData:
+    """``gpus``: the app's ``--gpus`` (a bad selection raises InputError, as the CLI's does);
+    ``session``: the one :func:`quick_app_data` opened (its facts so far are reused)."""
+    # one session for everything the app shows: each input read once, each fact computed once
+    if session is None:
+        session = open_session(
+            kernel, out_root=out_root, tilegym=tilegym, env=env, strict=False, require_dir=False
+        )
+    ws = session.ws
+    data = _base_app_data(kernel, session)
+    problems = data.problems
+    narrowed = data.narrowed
 
     # --- ratios: the same table as ``cutile-workbench table`` (raw log preferred, like E)
     try:
         from cutile_workbench.services.stage_e import candidate_backend, ratio_table
 
         data.table = ratio_table(session)
+        session.forget_table(n_boot=0)  # the quick first screen's, if any: the whole table replaces it
         # the order F uses too (artifacts.candidate); unknown keeps the data's default
         data.candidate_backend = candidate_backend(session) or data.candidate_backend
         if data.table is not None:
@@ -183,13 +245,6 @@ def load_app_data(
     # --- reports and live
     data.plan_report = _plan_report(ws, data.candidate_backend)
     data.write_report = _write_report(ws)
-    from cutile_workbench.services.stage_e import inside_recorded_sessions
-
-    if ws.source == "recorded" or inside_recorded_sessions(ws.paths.root):  # the CLI's read_only_reason
-        data.read_only = (
-            "this is the recorded session shipped in the package (read-only): copy "
-            f"{ws.paths.root} to a dir of yours and open it with --out-root"
-        )
     data.read_existing = read_existing_files
     if ws.tilegym is not None:  # the Checks screen (mode 5); it runs only when asked
         from cutile_workbench.services.checks import gather_checks

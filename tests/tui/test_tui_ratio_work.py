@@ -235,8 +235,9 @@ async def test_the_session_is_out_of_the_gc_scans_before_the_rows_are_built(
 
 
 def test_gc_freeze_is_called_in_one_place() -> None:
-    """``gc.freeze`` is process-wide: one call, where the app mounts with its loaded data (before
-    any screen builds from it), justified by bench/tui_keys.py --gc-freeze-ab (BENCHMARKS §13).
+    """``gc.freeze`` is process-wide: one call, in the app's ``_freeze_session`` (run where the app
+    mounts with its loaded data, before any screen builds from it, or once the whole session is in
+    after a quick first screen), justified by bench/tui_keys.py --gc-freeze-ab (BENCHMARKS §13).
     Before: three calls (the app's on_ready, Ratios' compose, every config the Timeline showed)."""
     import ast
     import pathlib
@@ -259,7 +260,7 @@ def test_gc_freeze_is_called_in_one_place() -> None:
                     and node.func.value.id == "gc"
                 ):
                     calls.append(f"{path.relative_to(root)}:{fn.name}")
-    assert calls == ["tui/app.py:on_mount"]
+    assert calls == ["tui/app.py:_freeze_session"]
 
 
 async def test_every_row_is_in_the_table_at_the_first_frame(monkeypatch: pytest.MonkeyPatch) -> None:

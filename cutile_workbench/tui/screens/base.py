@@ -96,6 +96,11 @@ class WorkbenchScreen(Screen[None]):
     def _styles_may_age(self) -> None:
         self._styles_fresh = False
 
+    async def data_reloaded(self) -> None:
+        """The app's data was replaced by the whole session's (issue 31 item 3): build the screen
+        again from it. Screens whose mount does more than compose override this."""
+        await self.recompose()
+
     def torn_down(self) -> bool:
         """The app quit while this screen was being built (a screen key right before Ctrl+Q): its
         widgets were removed before its on_mount ran, which then has nothing to fill (issue #34;

@@ -37,6 +37,7 @@ from cutile_workbench.tui.widgets.ratio_chart import RatioChart
 from cutile_workbench.tui.widgets.ratio_table import (
     ALARM_STYLE,
     COLUMNS,
+    PENDING_CELL,
     RatioTable,
     config_labels,
     ratio_text,
@@ -45,6 +46,15 @@ from cutile_workbench.tui.widgets.ratio_table import (
 from cutile_workbench.tui.widgets.severity_bar import SeverityBar
 
 ALL_TAB = "all"
+_PENDING_NAMES = {"ci": "CI", "id": "identity", "sol": "SOL"}
+
+
+def pending_words(pending: frozenset[str]) -> str:
+    """``CI, identity, SOL, launches and conditions``: what the status line says is still loading."""
+    names = [_PENDING_NAMES[k] for k in ("ci", "id", "sol") if k in pending]
+    return ", ".join([*names, "launches and conditions"])
+
+
 NO_GPU_LIVE = (
     "no GPU visible: L re-runs a config live on this machine's NVIDIA GPU "
     "(this is a recorded session; run the app on a GPU node)"
@@ -147,6 +157,7 @@ class RatiosScreen(WorkbenchScreen):
             sol=self.data.sol,
             marks=self.data.identity_marks(),
             on_current=self._follow_cursor,
+            pending=self.data.pending,
             id="table",
         )
         yield Static(id="detail")
@@ -163,6 +174,17 @@ class RatiosScreen(WorkbenchScreen):
         yield WorkbenchFooter()
 
     def on_mount(self) -> None:
+        self._set_up()
+
+    async def data_reloaded(self) -> None:
+        """The whole session's data replaced the quick first screen's (issue 31 item 3): built again
+        from it. Keys typed meanwhile were held by the app, so the view state is still the first one."""
+        await self.recompose()
+        self._set_up()
+
+    def _set_up(self) -> None:
+        if "ci" in self.data.pending:
+            self.query_one(SeverityBar).ci_pending = True
         tabs = self.query_one("#variants", Tabs)
         variants = self.variants()
         tabs.display = len(variants) > 1
@@ -237,6 +259,8 @@ class RatiosScreen(WorkbenchScreen):
         if t.dropped_columns:
             n = len(t.dropped_columns)  # which ones: F1 states the order, the detail line has their values
             bits.append(f"{n} column{'s' if n != 1 else ''} in the detail line")
+        if self.data.pending:
+            bits.append(f"loading {pending_words(self.data.pending)}… keys wait until it is in (q quits)")
         self.query_one("#status", Static).update(Text("  ·  ".join(bits)))
 
     def update_scope(self) -> None:
@@ -298,6 +322,8 @@ class RatiosScreen(WorkbenchScreen):
             return
         text = Text(row.params, style="bold")
         ci = "—" if row.ci_low is None or row.ci_high is None else f"{row.ci_low:.3f}–{row.ci_high:.3f}"
+        if "ci" in self.data.pending:
+            ci = PENDING_CELL
         ms = ("—" if v is None else f"{v:.4f}" for v in (row.candidate_ms, row.baseline_ms))
         cand_ms, base_ms = ms
         bits = [
@@ -305,7 +331,7 @@ class RatiosScreen(WorkbenchScreen):
             f"cand {cand_ms} / {row.baseline_backend or '—'} {base_ms} ms",
             f"launches {row.candidate_launches if row.candidate_launches is not None else '?'}/"
             f"{row.baseline_launches if row.baseline_launches is not None else '?'}",
-            f"SOL {sol_text(self.data.sol.get((row.func_key, row.params)))}",
+            f"SOL {PENDING_CELL if 'sol' in self.data.pending else sol_text(self.data.sol.get((row.func_key, row.params)))}",
         ]
         if row.variant:
             bits.insert(0, f"variant {row.variant}")

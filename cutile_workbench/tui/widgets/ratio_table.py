@@ -192,6 +192,8 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 NO_SOL = "—"
+#: a cell whose value a worker still computes (issue 31 item 3: never "—" or a blank, which read as "none")
+PENDING_CELL = "pending"
 COLUMN_KEYS: tuple[str, ...] = tuple(c.key for c in COLUMNS)
 _BY_KEY = {c.key: c for c in COLUMNS}
 #: cells are padded by one space on each side (DataTable's ``cell_padding``)
@@ -397,9 +399,12 @@ class RatioTable(DataTable[Text]):
         sol: Mapping[tuple[str, str], RowSol] | None = None,
         marks: Mapping[str, str] | None = None,
         on_current: Callable[[], None] | None = None,
+        pending: frozenset[str] = frozenset(),
         **kwargs: Any,
     ) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        #: the columns whose values are still being computed: their cells read PENDING_CELL
+        self._pending = frozenset(pending) & frozenset(COLUMN_KEYS)
         #: called at once whenever the row under the cursor may have changed (a move, a rebuild):
         #: the RowHighlighted message follows later, after keys already queued have run
         self._on_current = on_current
@@ -496,7 +501,12 @@ class RatioTable(DataTable[Text]):
                 self._config_labels.get(row.params, row.params),
                 self._marks.get(row.params, ""),
             )
-            texts = self._texts[key] = _row_texts(row, ctx, COLUMNS)
+            texts = _row_texts(row, ctx, COLUMNS)
+            if self._pending:
+                texts = [
+                    PENDING_CELL if c.key in self._pending else t for c, t in zip(COLUMNS, texts, strict=True)
+                ]
+            self._texts[key] = texts
             self._text_widths[key] = tuple(_width(t) for t in texts)
         return texts
 
@@ -531,7 +541,7 @@ class RatioTable(DataTable[Text]):
             widest = widest or [0] * len(COLUMNS)
             self._widest = (view, widest)
         widths = {c.key: max(self._label(c).cell_len, widest[i]) for i, c in enumerate(COLUMNS)}
-        if not self._marks:
+        if not self._marks and "id" not in self._pending:
             del widths["id"]  # identity not computed (e.g. synthetic data): no empty column
         return widths
 

@@ -104,7 +104,7 @@ class SeverityBar(Widget):
             return f"{self.scope}: no row matches (Escape clears the filter)"
         if self.scope:
             return f"{self.scope}: {self.words(self.table, self.ci_pending)}"
-        return self.words(self.table)
+        return self.words(self.table, self.ci_pending)
 
     @staticmethod
     def _pos(ratio: float, width: int) -> int:
