@@ -131,6 +131,8 @@ class WorkbenchFooter(Footer):
         self._composed: tuple[object, ...] | None = None
         #: recomposes after a bindings change (tests count the work with it)
         self.recomposes = 0
+        #: a bindings change came while the screen was not the app's current one (see resumed)
+        self._stale = False
 
     def shown_keys(self, active: Mapping[str, ActiveBinding] | None = None) -> tuple[object, ...]:
         """What a compose shows right now, as values: for each shown binding of the screen its key,
@@ -171,6 +173,9 @@ class WorkbenchFooter(Footer):
         are put right here, so the first frame has them; after, one check at the footer's turn."""
         if not self.is_attached or screen is not self.screen:
             return
+        if not self._on_top():  # left for another screen: checked once when shown again (resumed)
+            self._stale = True
+            return
         if self.size.area == 0:  # not laid out yet (or hidden): no frame shows it, put it right now
             self.replace_keys_now()
             return
@@ -192,9 +197,27 @@ class WorkbenchFooter(Footer):
         self.remove_children(old)
         self.mount_all(widgets)
 
+    def _on_top(self) -> bool:
+        """This footer's screen is the app's current one (not left for another mode's screen)."""
+        try:
+            return self.app.screen is self.screen
+        except Exception:  # no screen (the app is quitting)
+            return False
+
+    def resumed(self) -> None:
+        """Its screen is shown again: one check of the keys against the state now, if a bindings
+        change came while it was away (issue #34: the footer of the screen being left answered the
+        change made for the screen being entered, recomposed, and recomposed back on return)."""
+        if self._stale:
+            self._stale = False
+            self.keys_changed(self.screen)
+
     async def _recompose_if_changed(self, screen: Screen[object]) -> None:
         self._check_pending = False
         if not self.is_attached or screen is not self.screen:
+            return
+        if not self._on_top():
+            self._stale = True
             return
         if not self.app.app_focus:
             return  # (without focus Textual's footer skips it too)

@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 
-from cutile_workbench.tui.chrome import WorkbenchHeader
+from cutile_workbench.tui.chrome import WorkbenchFooter, WorkbenchHeader
 from cutile_workbench.tui.host import PaletteCommand, WorkbenchHost
 
 if TYPE_CHECKING:
@@ -74,6 +74,16 @@ class WorkbenchScreen(Screen[None]):
 
     #: True until the screen is first suspended: its nodes were styled when they were mounted
     _styles_fresh = True
+    #: what the stylesheet read from outside the screen when it was last suspended (_style_inputs)
+    _suspended_with: tuple[object, ...] | None = None
+
+    def _style_inputs(self) -> tuple[object, ...]:
+        """What this screen's styles read from outside it: the theme (its variables, dark/light) and
+        the ANSI colour mode. Every class and pseudo-class change restyles its own nodes when made,
+        a resize re-applies the breakpoint classes (``switch_mode`` resizes the screen), and a CSS
+        change makes ``switch_mode`` refresh the CSS; so with these unchanged a whole restyle on
+        resume re-applies what each node already has."""
+        return (self.app.theme, self.app.ansi_color)
 
     @on(events.ScreenResume)
     def _keep_fresh_styles(self, event: events.ScreenResume) -> None:
@@ -81,10 +91,17 @@ class WorkbenchScreen(Screen[None]):
         # on_screen_resume, which subclasses define). A screen shown for the first time gets two ScreenResume events (App._init_mode and switch_mode), each
         # re-applying the stylesheet to every node (~90 on Ratios: ~25 ms before the first
         # paint on the GPU node) although they were styled when mounted and every class or
-        # pseudo-class change since restyled its own nodes. After a suspend (theme change in
-        # the background, etc.) the full restyle is kept.
-        if self._styles_fresh:
+        # pseudo-class change since restyled its own nodes. Shown again after a suspend, the same
+        # holds unless what it reads from outside changed while it was away (the theme: then the
+        # full restyle stays); issue #34: the switch back to the Timeline re-applied the
+        # stylesheet to ~260 nodes, the footer's keys included, on every switch.
+        if self._styles_fresh or self._suspended_with == self._style_inputs():
             event.refresh_styles = False
+
+    @on(events.ScreenResume)
+    def _footer_catches_up(self) -> None:
+        for footer in self.query(WorkbenchFooter):
+            footer.resumed()
 
     @on(events.ScreenResume)
     def _say_shown(self) -> None:
@@ -95,6 +112,7 @@ class WorkbenchScreen(Screen[None]):
     @on(events.ScreenSuspend)
     def _styles_may_age(self) -> None:
         self._styles_fresh = False
+        self._suspended_with = self._style_inputs()
 
     async def data_reloaded(self) -> None:
         """The app's data was replaced by the whole session's (issue 31 item 3): build the screen
