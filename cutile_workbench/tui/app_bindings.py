@@ -70,6 +70,15 @@ APP_BINDINGS: list[BindingType] = [
 
 OVERVIEW_BINDINGS: list[BindingType] = [
     Binding("ctrl+q,q", "quit_overview", "Quit", id="overview-quit"),
+    Binding("f1", "help", "Help", tooltip="Keys of the overview", id="overview-help"),
+    Binding(
+        "question_mark",
+        "help",
+        "Help",
+        show=False,
+        tooltip="Keys of the overview",
+        id="overview-help-question",
+    ),
     Binding(
         "enter",
         "open_kernel",

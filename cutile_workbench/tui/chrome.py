@@ -99,7 +99,7 @@ def header_lines(app: object) -> list[str]:
 
 
 #: the app's actions the footer shows first, in this order, so that no width cuts them off
-PINNED_ACTIONS = ("quit", "help")
+PINNED_ACTIONS = ("quit", "quit_overview", "help")
 
 
 class WorkbenchFooter(Footer):

@@ -19,8 +19,8 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import App, ComposeResult
-from textual.binding import BindingType
-from textual.widgets import Footer, Input, Static
+from textual.binding import Binding, BindingType
+from textual.widgets import Input, Static
 
 from cutile_workbench.errors import WorkbenchError
 from cutile_workbench.services.overview import (
@@ -32,6 +32,7 @@ from cutile_workbench.services.overview import (
     sort_rows,
 )
 from cutile_workbench.tui.app_bindings import OVERVIEW_BINDINGS
+from cutile_workbench.tui.chrome import WorkbenchFooter
 from cutile_workbench.tui.widgets.overview_table import OverviewTable
 
 #: what :func:`WorkbenchApp` returns when Escape on its Ratios screen asks to come back here
@@ -80,7 +81,7 @@ class OverviewApp(App[str | None]):
         yield Static(id="ov-totals")
         yield Static(id="ov-strip")
         yield Static(id="ov-status")
-        yield Footer()
+        yield WorkbenchFooter()  # this app's keys, Quit and Help first at every width (issue #34)
 
     def on_mount(self) -> None:
         self.refresh_all()
@@ -108,6 +109,23 @@ class OverviewApp(App[str | None]):
             f"{shown} of {len(ov.rows)} shown · geomeans on a log scale, | = E's 1.05 band · from: md = current "
             "performance.md, logs = computed (logs* = md stale)"
         )
+
+    def action_help(self) -> None:
+        """F1 / ?: what the overview is for and every key of this app active now (not Textual's)."""
+        from cutile_workbench.tui.modals import HelpScreen
+        from cutile_workbench.tui.screens.base import help_rows, typed_key
+
+        about = (
+            "Every kernel dir of the out root: its geomean, severity and verdict, from its current "
+            "performance.md or computed from its logs. Enter opens the kernel (Escape there comes back)."
+        )
+        rows = help_rows(self.screen, own=self)
+        listed = {description for _key, description, _tip in rows}
+        for b in OVERVIEW_BINDINGS:  # shadowed by the focused table's own key (Enter): still this app's
+            if isinstance(b, Binding) and b.description and b.description not in listed:
+                listed.add(b.description)
+                rows.append((b.key_display or typed_key(b.key), b.description, b.tooltip or ""))
+        self.push_screen(HelpScreen("Overview — help", about, rows))
 
     def action_cycle_sort(self) -> None:
         self.sort = SORT_KEYS[(SORT_KEYS.index(self.sort) + 1) % len(SORT_KEYS)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, on
 from textual.app import App
@@ -161,38 +161,46 @@ class WorkbenchScreen(Screen[None]):
         now: this screen's own actions first, then those of the workbench's widgets, then the app's
         (screens, help, quit) and the command palette. Textual's generic bindings (a table's cursor
         keys, scrolling, focus, copy) are left out (issue #34: F1 lists this app's keys)."""
-        ranked: list[tuple[int, int, tuple[str, str, str]]] = []
-        seen: set[str] = set()
-        for order, (key, active) in enumerate(self.active_bindings.items()):
-            b = active.binding
-            if b.action in seen and not b.description:
-                continue
-            rank = self._help_rank(active.node, b)
-            description = b.description or b.action
-            if b.action == "command_palette":
-                rank, description = 2, "Command palette"
-            elif rank == 3:
-                continue
-            seen.add(b.action)
-            ranked.append((rank, order, (b.key_display or typed_key(key), description, b.tooltip or "")))
-        return [row for _rank, _order, row in sorted(ranked)]
+        return help_rows(self, own=self)
 
-    def _help_rank(self, node: object, binding: Binding) -> int:
-        """0 this screen's, 1 a workbench widget's, 2 the app's, 3 Textual's: the class that declares
-        this very binding decides (same id, or same action and description: a widget that rebinds
-        ``cursor_down`` to ``j`` does not make Textual's ``down`` one of ours)."""
-        module = ""
-        for cls in type(node).__mro__:
-            declared = cls.__dict__.get("BINDINGS", ())
-            if any(isinstance(b, Binding) and _same_binding(b, binding) for b in declared):
-                module = cls.__module__
-                break
-        ours = module.startswith(("cutile_workbench.", "cutile_workbench.tui.widgets."))
-        if not ours:
-            return 3
-        if node is self:
-            return 0
-        return 2 if isinstance(node, App) else 1
+
+def help_rows(screen: Screen[Any], *, own: object) -> list[tuple[str, str, str]]:
+    """:meth:`WorkbenchScreen.help_keys` for any screen: ``own``'s bindings (the screen's, or an app
+    without screens of its own: the overview) first, then the workbench's widgets', then the app's
+    and the command palette; Textual's generic ones left out."""
+    ranked: list[tuple[int, int, tuple[str, str, str]]] = []
+    seen: set[str] = set()
+    for order, (key, active) in enumerate(screen.active_bindings.items()):
+        b = active.binding
+        if b.action in seen and not b.description:
+            continue
+        rank = _help_rank(active.node, b, own)
+        description = b.description or b.action
+        if b.action == "command_palette":
+            rank, description = 2, "Command palette"
+        elif rank == 3:
+            continue
+        seen.add(b.action)
+        ranked.append((rank, order, (b.key_display or typed_key(key), description, b.tooltip or "")))
+    return [row for _rank, _order, row in sorted(ranked)]
+
+
+def _help_rank(node: object, binding: Binding, own: object) -> int:
+    """0 ``own``'s, 1 a workbench widget's, 2 the app's, 3 Textual's: the class that declares
+    this very binding decides (same id, or same action and description: a widget that rebinds
+    ``cursor_down`` to ``j`` does not make Textual's ``down`` one of ours)."""
+    module = ""
+    for cls in type(node).__mro__:
+        declared = cls.__dict__.get("BINDINGS", ())
+        if any(isinstance(b, Binding) and _same_binding(b, binding) for b in declared):
+            module = cls.__module__
+            break
+    ours = module.startswith(("cutile_workbench.", "cutile_workbench.tui.widgets."))
+    if not ours:
+        return 3
+    if node is own:
+        return 0
+    return 2 if isinstance(node, App) else 1
 
 
 def _same_binding(declared: Binding, active: Binding) -> bool:
