@@ -3,7 +3,7 @@
 # measured on the node kind the workbench runs on. One device call; outputs under $OUT (JSON, raw).
 # Usage (device machine, repo root; .carry/tui = the textual wheels, .carry/main-tree = `git archive`
 # of the commit compared against, unpacked):
-#   bash bench/gpu_cpu_session.sh "cases1000 cases100 keys history threads" [deadline s, default 560]
+#   bash bench/gpu_cpu_session.sh "cases1000 cases100 keys keysab tuitable1000 history threads" [deadline s, default 560]
 set -o pipefail
 STEPS="${1:-cases1000}"
 DEADLINE=$(( $(date +%s) + ${2:-560} ))
@@ -29,6 +29,10 @@ for s in $STEPS; do
                  --configs 100 --reps 2 "${TREE[@]}" --box "$BOX" --out "$OUT/scale_cost-gpu-100.json" ;;
     tui1000) step tui1000 200 python3 bench/scale_cost.py --cases tui --configs 1000 --reps 1 "${TREE[@]}" \
                  --box "$BOX" --out "$OUT/scale_cost-gpu-tui-1000.json" ;;
+    keysab) step keysab 300 python3 bench/tui_keys.py --repeats 4 --presses 3 --baseline-tree .carry/main-tree \
+                 --box "$BOX" --out "$OUT/tui_keys-gpu-ab.json" ;;
+    tuitable1000) step tuitable1000 280 python3 bench/scale_cost.py --cases table,tui --configs 1000 --reps 1 \
+                 "${TREE[@]}" --box "$BOX" --out "$OUT/scale_cost-gpu-tuitable-1000.json" ;;
     keys) step keys 250 python3 bench/tui_keys.py --quick --box "$BOX" --out "$OUT/tui_keys-gpu.json" ;;
     history) step history 120 python3 bench/scale_cost.py --configs --runs 1000 --reps 3 --box "$BOX" \
                  --out "$OUT/scale_cost-gpu-history-1000.json" ;;
