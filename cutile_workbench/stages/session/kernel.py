@@ -179,6 +179,10 @@ class KernelSession:
             for key, (ok, value) in self._facts():
                 if ok and isinstance(key, tuple) and key[0] == "e_table" and value.loaded_logs():
                     return cast("ETable", value).candidate
+            # one framework (the usual case): the rule reads no order, and the cached table kept it
+            at_hand = any(ok and isinstance(k, tuple) and k[0] == "e_table" for k, (ok, _v) in self._facts())
+            if at_hand and len(one := self.candidate_frameworks()) == 1:
+                return one
             return self.row_records().frameworks
 
         return self._once(
