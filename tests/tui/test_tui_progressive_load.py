@@ -21,7 +21,7 @@ from cutile_workbench.tui.app import make_app
 from cutile_workbench.tui.loaders import load_app_data, quick_app_data
 from cutile_workbench.tui.widgets.ratio_table import COLUMN_KEYS, RatioTable
 from cutile_workbench.tui.widgets.ratio_table import PENDING_CELL as PENDING_TEXT
-from tests.tui.pilot_wait import poll, settle, until
+from tests.tui.pilot_wait import drain, poll, settle, until
 
 
 def _quick(loader: Any = None) -> Any:
@@ -85,39 +85,49 @@ async def test_ratios_first_then_the_rest_keys_wait_and_run_in_order() -> None:
         return full_loader()
 
     app = make_app(_quick(held))
-    async with app.run_test(size=(160, 48)) as pilot:
-        await poll(pilot, started.is_set, "the full load started in its worker")
-        table = app.screen.query_one(RatioTable)
-        await until(pilot, lambda: table.row_count > 0, "the quick rows are in the table")
-        assert app.session_loading
-        ci = COLUMN_KEYS.index("ci")
-        texts = [
-            str(
-                table.get_row_at(i)[
-                    table.ordered_columns.index(
-                        next(c for c in table.ordered_columns if str(c.key.value) == "ci")
-                    )
-                ]
-            )
-            for i in range(table.row_count)
-        ]
-        assert texts and all(t == PENDING_TEXT for t in texts), texts
-        assert ci >= 0
-        status = str(app.screen.query_one("#status").render())
-        assert "loading" in status, status
-        await pilot.press("s")  # typed while loading: held, runs against the full session
-        assert table.sort_key == "config"
-        assert app.keys_pending >= 1
-        gate.set()
-        await until(pilot, lambda: not app.session_loading, "the full session is in")
-        await settle(pilot)
-        table = app.screen.query_one(RatioTable)  # the screen was rebuilt from the full session
-        assert table.sort_key != "config", "the held key ran after the load"
-        cells = [str(c) for i in range(table.row_count) for c in table.get_row_at(i)]
-        assert PENDING_TEXT not in cells
-        assert app.data.trust is not None and app.data.table is not None
-        assert all(r.ci_low is not None for r in app.data.table.rows if r.status == "OK")
-        assert "loading" not in str(app.screen.query_one("#status").render())
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await poll(pilot, started.is_set, "the full load started in its worker")
+            table = app.screen.query_one(RatioTable)
+            await until(pilot, lambda: table.row_count > 0, "the quick rows are in the table")
+            assert app.session_loading
+            ci = COLUMN_KEYS.index("ci")
+            texts = [
+                str(
+                    table.get_row_at(i)[
+                        table.ordered_columns.index(
+                            next(c for c in table.ordered_columns if str(c.key.value) == "ci")
+                        )
+                    ]
+                )
+                for i in range(table.row_count)
+            ]
+            assert texts and all(t == PENDING_TEXT for t in texts), texts
+            assert ci >= 0
+            status = str(app.screen.query_one("#status").render())
+            assert "loading" in status, status
+            from cutile_workbench.tui.widgets.severity_bar import SeverityBar
+
+            await pilot.resize_terminal(100, 30)  # a resize while loading: the table re-fits, rebuilds
+            for _ in range(5):  # the queues drained (the load is held: no worker to wait for)
+                await drain(pilot)
+            assert "CI … computing" in app.screen.query_one(SeverityBar).summary_text()
+            await pilot.press("s")  # typed while loading: held, runs against the full session
+            assert table.sort_key == "config"
+            assert app.keys_pending >= 1
+            gate.set()
+            await until(pilot, lambda: not app.session_loading, "the full session is in")
+            await settle(pilot)
+            table = app.screen.query_one(RatioTable)  # the screen was rebuilt from the full session
+            assert table.sort_key != "config", "the held key ran after the load"
+            cells = [str(c) for i in range(table.row_count) for c in table.get_row_at(i)]
+            assert PENDING_TEXT not in cells
+            assert app.data.trust is not None and app.data.table is not None
+            assert all(r.ci_low is not None for r in app.data.table.rows if r.status == "OK")
+            assert "loading" not in str(app.screen.query_one("#status").render())
+            assert "CI [" in app.screen.query_one(SeverityBar).summary_text()
+    finally:
+        gate.set()  # a failed assertion must not leave the load (and the test) waiting
 
 
 @pytest.mark.asyncio
@@ -158,3 +168,32 @@ async def test_q_quits_while_the_session_loads() -> None:
             await poll(pilot, lambda: app.return_code is not None, "q quit while loading")
     finally:
         gate.set()
+
+
+def test_no_quick_screen_without_a_ratio_table_or_with_gpus(tmp_path: Any) -> None:
+    """Where no table can be built (no candidate log) the full load states why; with --gpus a bad
+    selection must exit 2 before the app opens: both load everything first (None here)."""
+    import shutil
+    from pathlib import Path
+
+    from cutile_workbench.tui.loaders import load_app_data
+
+    src = (
+        Path(__file__).resolve().parents[2]
+        / "cutile_workbench"
+        / "profiles"
+        / "tilegym"
+        / "session"
+        / "matmul"
+    )
+    out = Path(tmp_path) / "out"
+    shutil.copytree(src, out / "matmul")
+    assert quick_app_data("matmul", out_root=out, tilegym=None, env={}, gpus="0,1") is None
+    for log in [
+        *out.glob("matmul/perf_cutile_rs*.txt"),
+        *out.glob("matmul/reports/agent_logs/perf_cutile_rs*"),
+    ]:
+        log.unlink()
+    assert quick_app_data("matmul", out_root=out, tilegym=None, env={}) is None
+    full = load_app_data("matmul", out_root=out, tilegym=None, env={})
+    assert full.table is None and not full.pending

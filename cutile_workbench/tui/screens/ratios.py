@@ -183,8 +183,6 @@ class RatiosScreen(WorkbenchScreen):
         self._set_up()
 
     def _set_up(self) -> None:
-        if "ci" in self.data.pending:
-            self.query_one(SeverityBar).ci_pending = True
         tabs = self.query_one("#variants", Tabs)
         variants = self.variants()
         tabs.display = len(variants) > 1
@@ -278,8 +276,8 @@ class RatiosScreen(WorkbenchScreen):
         else:
             scope = ""
         bar = self.query_one(SeverityBar)
-        if not scope:
-            bar.set_scope("", None, whole)
+        if not scope:  # the whole table's CI still being drawn on a quick first screen: "computing"
+            bar.set_scope("", None, whole, ci_pending="ci" in self.data.pending)
             return
         if not shown:  # an empty result has no geomean and no verdict: the bar says nothing matched
             if self._scope_timer is not None:
