@@ -31,7 +31,7 @@ for s in $STEPS; do
                  --box "$BOX" --out "$OUT/scale_cost-gpu-tui-1000.json" ;;
     keysab) step keysab 300 python3 bench/tui_keys.py --repeats 4 --presses 3 --baseline-tree .carry/main-tree \
                  --box "$BOX" --out "$OUT/tui_keys-gpu-ab.json" ;;
-    tuitable1000) step tuitable1000 280 python3 bench/scale_cost.py --cases table,tui --configs 1000 --reps 1 \
+    tuitable1000) step tuitable1000 560 python3 bench/scale_cost.py --cases table,tui --configs 1000 --reps "${REPS:-1}" \
                  "${TREE[@]}" --box "$BOX" --out "$OUT/scale_cost-gpu-tuitable-1000.json" ;;
     keys) step keys 250 python3 bench/tui_keys.py --quick --box "$BOX" --out "$OUT/tui_keys-gpu.json" ;;
     history) step history 120 python3 bench/scale_cost.py --configs --runs 1000 --reps 3 --box "$BOX" \
