@@ -18,6 +18,7 @@ def test_out_of_memory_while_loading_is_a_clear_message(
     def too_big(*_a, **_kw):  # type: ignore[no-untyped-def]
         raise MemoryError
 
+    monkeypatch.setattr(loaders, "quick_app_data", too_big)  # the quick first screen's load too
     monkeypatch.setattr(loaders, "load_app_data", too_big)
     rc = app_mod.run_app("matmul", out_root=Path("/nonexistent"), tilegym=None)
     err = capsys.readouterr().err

@@ -302,6 +302,9 @@ def test_the_tuis_out_of_memory_advice_reads_the_same_kernel_dir(
     def no_memory(*_a: object, **_k: object) -> None:
         raise MemoryError
 
+    # both loaders: the quick first screen's too (a memory limit hits whichever runs first; with only
+    # load_app_data patched the quick one opened the real app, here with no terminal)
+    monkeypatch.setattr(loaders, "quick_app_data", no_memory)
     monkeypatch.setattr(loaders, "load_app_data", no_memory)
     assert main(["rms_norm", "--out-root", str(tmp_path)]) == 2
     lines = re.findall(r"`(cutile-workbench [^`]+)`", capsys.readouterr().err)
