@@ -191,10 +191,7 @@ class WorkbenchApp(App[int]):
             self._freeze_session(collect=False)
         self.switch_mode(self.initial_mode)
         self.ir_loading = self.data.ir_loader is not None
-        for problem in self.data.problems:
-            self.notify(
-                Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False
-            )
+        self._notify_problems(told=set())
         if self.data.runner is not None and self.data.source != "synthetic":
             self.notify("a live runner is available: L on a row re-runs it live", timeout=8)
 
@@ -228,15 +225,19 @@ class WorkbenchApp(App[int]):
         # The quick screen's widgets and data are garbage now (cycles among widgets): collected,
         # then the whole session frozen as on_mount does for data loaded at once; after the frame
         self.call_after_refresh(self._freeze_session, True)
-        for problem in self.data.problems:
-            if str(problem) in told:
-                continue
-            self.notify(
-                Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False
-            )
+        self._notify_problems(told)
         self.ir_loading = self.data.ir_loader is not None
         if self.data.ir_loader is not None:
             self.load_ir()
+
+    def _notify_problems(self, told: set[str]) -> None:
+        """Each load problem of :attr:`data` as an error notification, but those in ``told`` (the
+        quick first screen's, notified at mount, come again with the whole session)."""
+        for problem in self.data.problems:
+            if str(problem) not in told:
+                self.notify(
+                    Text(str(problem)).plain, title=problem.title, severity="error", timeout=30, markup=False
+                )
 
     @staticmethod
     def _freeze_session(collect: bool) -> None:

@@ -212,7 +212,7 @@ def _parse(src: str, text: str | None, strict: bool, extra_tokens: tuple[str, ..
             continue
         # ---- outside blocks: test status lines and orphan repr lines (each looked for only where the
         # line holds what it needs: most lines are the tests' own output)
-        found = _status_line(stripped, pending) if _MAY_BE_STATUS_RE.search(stripped) else None
+        found = _status_line_patterns(stripped, pending) if _MAY_BE_STATUS_RE.search(stripped) else None
         if found is not None:
             nodeid, word, reason = found
             if nodeid is not None and word is None:
